@@ -1,0 +1,56 @@
+/**
+ * `npm run bench`: runs every bench in sequence (never in parallel: they would compete for the same
+ * cores and skew each other) and prints one summary table. Exits non-zero only when a bench errors;
+ * a missed goal is a finding to report, not a failure of the run.
+ *
+ * `npm run bench -- http` runs only the named benches.
+ */
+import { type BenchResult, formatResults, goalMet, machineDescription } from './support.ts';
+
+interface Bench {
+  name: string;
+  run: () => Promise<BenchResult[]>;
+}
+
+// One line per bench. Loaded lazily so a bench module that fails to import fails only that bench.
+const BENCHES: readonly Bench[] = [{ name: 'http', run: () => import('./http.ts').then((m) => m.runHttpBench()) }];
+
+async function main(): Promise<number> {
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((name) => !BENCHES.some((bench) => bench.name === name));
+  if (unknown.length > 0) {
+    console.error(`unknown bench(es): ${unknown.join(', ')}; known: ${BENCHES.map((b) => b.name).join(', ')}`);
+    return 2;
+  }
+  const selected = wanted.length === 0 ? BENCHES : BENCHES.filter((bench) => wanted.includes(bench.name));
+
+  console.log(`machine: ${machineDescription()}`);
+  const results: BenchResult[] = [];
+  const failures: string[] = [];
+  for (const bench of selected) {
+    console.log(`\n== ${bench.name}`);
+    const started = performance.now();
+    try {
+      const benchResults = await bench.run();
+      results.push(...benchResults);
+      console.log(formatResults(benchResults));
+    } catch (error) {
+      // Keep running the others: one broken bench should not hide the rest of the numbers.
+      failures.push(bench.name);
+      console.error(`bench ${bench.name} failed:`, error);
+    }
+    console.log(`(${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  }
+
+  console.log(`\n== summary\nmachine: ${machineDescription()}\n`);
+  console.log(results.length > 0 ? formatResults(results) : '(no results)');
+  const missed = results.filter((result) => goalMet(result) === false).map((result) => result.name);
+  if (missed.length > 0) console.log(`\ngoal missed: ${missed.join(', ')}`);
+  if (failures.length > 0) {
+    console.error(`\nfailed: ${failures.join(', ')}`);
+    return 1;
+  }
+  return 0;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,70 @@
+/**
+ * `npm test`: lint, typecheck, then every test (unit and integration, SQLite and Postgres), ending with one
+ * summary line `N passed, N failed, N skipped`. Exits non-zero when any stage fails.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+interface Stage {
+  name: string;
+  ok: boolean;
+  seconds: number;
+}
+
+const bin = (name: string) => join(import.meta.dirname, '..', 'node_modules', '.bin', name);
+
+function run(name: string, command: string, args: string[]): Stage {
+  const started = performance.now();
+  process.stdout.write(`\n=== ${name}: ${[command.split('/').pop(), ...args].join(' ')}\n`);
+  const result = spawnSync(command, args, { stdio: 'inherit', env: process.env });
+  return { name, ok: result.status === 0, seconds: (performance.now() - started) / 1000 };
+}
+
+interface VitestReport {
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests: number;
+}
+
+const stages: Stage[] = [];
+stages.push(run('lint', bin('biome'), ['check', '.']));
+stages.push(run('typecheck', bin('tsc'), ['--noEmit']));
+
+const reportDir = mkdtempSync(join(tmpdir(), 'agentry-test-report-'));
+const reportFile = join(reportDir, 'vitest.json');
+stages.push(
+  run('tests', bin('vitest'), [
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${reportFile}`,
+    ...process.argv.slice(2),
+  ]),
+);
+
+let counts: VitestReport | null = null;
+try {
+  counts = JSON.parse(readFileSync(reportFile, 'utf8')) as VitestReport;
+} catch {
+  counts = null;
+}
+rmSync(reportDir, { recursive: true, force: true });
+
+process.stdout.write('\n=== Summary\n');
+for (const stage of stages) {
+  process.stdout.write(`  ${stage.ok ? 'ok  ' : 'FAIL'}  ${stage.name.padEnd(10)} ${stage.seconds.toFixed(1)} s\n`);
+}
+const failedStages = stages.filter((stage) => !stage.ok).length;
+if (counts === null) {
+  process.stdout.write('  (no test report was written)\n');
+  process.stdout.write(`0 passed, ${Math.max(1, failedStages)} failed\n`);
+} else {
+  const skipped = counts.numPendingTests + counts.numTodoTests;
+  // Stage failures (lint, typecheck) count as failures too, so the closing line never reads green when they fail.
+  const failed = counts.numFailedTests + stages.slice(0, 2).filter((stage) => !stage.ok).length;
+  process.stdout.write(`${counts.numPassedTests} passed, ${failed} failed, ${skipped} skipped\n`);
+}
+process.exit(failedStages === 0 ? 0 : 1);

@@ -1,0 +1,100 @@
+/**
+ * buildApp(deps): the Fastify instance with its plugins, hooks, routes and the ONE error handler. It never
+ * listens; main.ts does, and tests use `inject` or listen on port 0.
+ */
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyRequest, type RouteOptions } from 'fastify';
+import type { Deps } from './deps.ts';
+import { createAuthHook } from './http/auth.ts';
+import { handleError, handleNotFound } from './http/error-handler.ts';
+import { agentRoutes } from './http/routes/agents.ts';
+import { sessionRoutes } from './http/routes/sessions.ts';
+import { type Lifecycle, systemRoutes } from './http/routes/system.ts';
+import { ErrorResponse } from './http/schemas/common.ts';
+import type { App } from './http/types.ts';
+import { createValidatorCompiler } from './http/validation.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export interface BuiltApp {
+  app: App;
+  lifecycle: Lifecycle;
+  /** Every registered route, for invariant tests and the OpenAPI document. */
+  routes: RouteOptions[];
+}
+
+export async function buildApp(deps: Deps): Promise<BuiltApp> {
+  const app: App = Fastify({
+    loggerInstance: deps.logger,
+    genReqId: requestId,
+    bodyLimit: deps.config.bodyLimitBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider();
+  const lifecycle: Lifecycle = { accepting: true };
+  const routes: RouteOptions[] = [];
+
+  // JSON only: other media types get a clear unsupported_content_type instead of a confusing schema error.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(createValidatorCompiler());
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  app.decorateRequest('principal', null);
+  app.addSchema(ErrorResponse);
+
+  app.addHook('onRoute', (route) => {
+    if (route.method === 'HEAD') return;
+    routes.push(route);
+    const scopes = route.config?.scopes;
+    if (scopes !== undefined && route.schema !== undefined) {
+      route.schema.security = [{ BearerAuth: [] }, { ApiKey: [] }];
+      const note = `Required scope${scopes.length > 1 ? 's' : ''}: ${scopes.join(', ')}.`;
+      route.schema.description =
+        route.schema.description === undefined ? note : `${route.schema.description}\n\n${note}`;
+    } else if (route.schema !== undefined) {
+      route.schema.security = [];
+    }
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Agentry Agent Platform API',
+        version: '1.0.0',
+        description: 'Self-hosted Agent Platform API: Agents, Sessions and Messages, Responses, Runs, webhooks.',
+      },
+      components: {
+        securitySchemes: {
+          BearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer agk_…' },
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'API_KEY',
+            description: 'API_KEY: agk_… (X-API-Key also accepted)',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
+  });
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onRequest', createAuthHook({ db: deps.storage.db, clock: deps.clock }));
+
+  systemRoutes(app, deps, lifecycle);
+  agentRoutes(app, deps);
+  sessionRoutes(app, deps);
+
+  await app.ready();
+  return { app, lifecycle, routes };
+}

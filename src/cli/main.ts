@@ -1,0 +1,130 @@
+/**
+ * `agentry <command>`: serve, migrate, orgs, keys, credits. Uses the same configuration as the server
+ * (AGENTRY_DATA_DIR or DATABASE_URL) and is safe to run while it runs: every change is one transaction, and
+ * SQLite writers queue on the busy timeout.
+ */
+import { parseArgs } from 'node:util';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { buildDeps, type Deps } from '../deps.ts';
+import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
+import { revokeApiKeys } from '../domain/orgs/api-keys.ts';
+import { AppError } from '../errors/app-error.ts';
+import { createLogger } from '../logger.ts';
+import { serve } from '../main.ts';
+
+const USAGE = `Usage: agentry <command>
+
+  serve [--role api|worker|all]          run the server (default role: all)
+  migrate                                apply database migrations
+  orgs create <name>                     create an organization (with its default agent)
+  keys create --org <name> [--scopes a,b]  create an API key; prints only the key
+  keys revoke <prefix|key>               revoke an API key by its prefix (agk_XXXXXXXX) or the key itself
+  credits set --org <name> <usd|unlimited>  set an organization's credit balance
+
+Scopes: ${SCOPES.join(', ')}
+Configuration comes from the environment; see docs/configuration.md.`;
+
+class UsageError extends Error {}
+
+async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Promise<T> {
+  const deps = await buildDeps(config, createLogger({ logLevel: 'warn' }, process.stderr));
+  try {
+    return await run(deps);
+  } finally {
+    await deps.storage.close();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      org: { type: 'string' },
+      scopes: { type: 'string' },
+      role: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, sub, ...rest] = positionals;
+  if (values.help === true || command === undefined || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (command === 'serve') {
+    if (values.role !== undefined && !['api', 'worker', 'all'].includes(values.role)) {
+      throw new UsageError('--role must be api, worker or all');
+    }
+    await serve();
+    return;
+  }
+  const config = loadConfig();
+  const requireOrg = (): string => {
+    if (values.org === undefined) throw new UsageError('--org <name> is required');
+    return values.org;
+  };
+  switch (`${command} ${sub ?? ''}`.trim()) {
+    case 'migrate': {
+      const applied = await withDeps(config, async () => []);
+      process.stdout.write(`database is up to date${applied.length > 0 ? '' : ''}\n`);
+      return;
+    }
+    case 'orgs create': {
+      const name = sub === undefined ? undefined : rest[0];
+      if (name === undefined) throw new UsageError('orgs create <name>');
+      const org = await withDeps(config, (deps) => deps.orgs.create(name));
+      process.stdout.write(`created organization ${org.name} (id ${org.id}, project ${org.projectId})\n`);
+      return;
+    }
+    case 'keys create': {
+      const orgName = requireOrg();
+      const parsed = values.scopes === undefined ? { scopes: [...SCOPES], unknown: [] } : parseScopes(values.scopes);
+      if (parsed.unknown.length > 0) throw new UsageError(`unknown scopes: ${parsed.unknown.join(', ')}`);
+      if (parsed.scopes.length === 0) throw new UsageError('--scopes needs at least one scope');
+      const key = await withDeps(config, async (deps) => {
+        const org = await deps.orgs.requireByName(orgName);
+        return deps.orgs.createKey(org.id, parsed.scopes);
+      });
+      process.stdout.write(`${key}\n`);
+      return;
+    }
+    case 'keys revoke': {
+      const target = rest[0];
+      if (target === undefined || target.length < 8)
+        throw new UsageError('keys revoke <prefix|key> (prefix at least 8 characters)');
+      const result = await withDeps(config, (deps) => revokeApiKeys(deps.storage.db, target, deps.clock.now()));
+      if (result.ambiguous > 0)
+        throw new UsageError(`prefix ${target} matches ${result.ambiguous} keys; give more characters`);
+      if (result.revoked.length === 0) throw new UsageError(`no active key matches ${target}`);
+      process.stdout.write(`revoked ${result.revoked.join(', ')}\n`);
+      return;
+    }
+    case 'credits set': {
+      const orgName = requireOrg();
+      const amount = rest[0];
+      if (amount === undefined) throw new UsageError('credits set --org <name> <usd|unlimited>');
+      const usd = amount === 'unlimited' ? null : Number(amount);
+      if (usd !== null && (!Number.isFinite(usd) || usd < 0))
+        throw new UsageError('the amount must be a number >= 0 or "unlimited"');
+      await withDeps(config, async (deps) => {
+        const org = await deps.orgs.requireByName(orgName);
+        await deps.orgs.setCredits(org.id, usd);
+      });
+      process.stdout.write(`credits of ${orgName}: ${usd === null ? 'unlimited' : `$${usd}`}\n`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: ${positionals.join(' ')}\n\n${USAGE}`);
+  }
+}
+
+try {
+  await main(process.argv.slice(2));
+} catch (error) {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof AppError) {
+    process.stderr.write(`agentry: ${error.message}\n`);
+  } else {
+    process.stderr.write(`agentry: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  process.exitCode = 1;
+}

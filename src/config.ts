@@ -1,0 +1,168 @@
+/**
+ * The only reader of process.env. Parsed once at startup and passed down; a bad value stops startup with a
+ * message naming the variable.
+ */
+import { resolve } from 'node:path';
+
+export type ServeRole = 'api' | 'worker' | 'all';
+
+export interface ProviderConfig {
+  baseURL: string;
+  apiKey?: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | null;
+  databaseSchema: string | null;
+  redisUrl: string | null;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  bootstrapKey: string | null;
+  defaultModel: string;
+  providers: Record<string, ProviderConfig>;
+  openaiApiKey: string | null;
+  anthropicApiKey: string | null;
+  bodyLimitBytes: number;
+  shutdownGraceMs: number;
+  idempotencyTtlMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryWindowMs: number;
+  responsesSyncTimeoutMs: number;
+  sseHeartbeatMs: number;
+  allowInsecureDestinations: boolean;
+}
+
+export class ConfigError extends Error {
+  readonly variable: string;
+
+  constructor(variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = new.target.name;
+    this.variable = variable;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const API_KEY_PATTERN = /^agk_[A-Za-z0-9]{40}$/;
+
+function str(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  return value === undefined || value === '' ? fallback : value;
+}
+
+function optional(env: Env, name: string): string | null {
+  const value = env[name];
+  return value === undefined || value === '' ? null : value;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be an integer, got ${JSON.stringify(raw)}`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const found = allowed.find((candidate) => candidate === raw);
+  if (found === undefined)
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+  return found;
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | null {
+  const raw = optional(env, name);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+function providers(env: Env): Record<string, ProviderConfig> {
+  const raw = optional(env, 'AGENTRY_PROVIDERS');
+  if (raw === null) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('AGENTRY_PROVIDERS', 'must be a JSON object');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError('AGENTRY_PROVIDERS', 'must be a JSON object of {"name":{"baseURL":"…"}}');
+  }
+  const result: Record<string, ProviderConfig> = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(name) || ['openai', 'anthropic', 'scripted'].includes(name)) {
+      throw new ConfigError('AGENTRY_PROVIDERS', `provider name ${JSON.stringify(name)} is invalid or reserved`);
+    }
+    if (typeof value !== 'object' || value === null) {
+      throw new ConfigError('AGENTRY_PROVIDERS', `provider ${name} must be an object`);
+    }
+    const baseURL: unknown = Reflect.get(value, 'baseURL');
+    const apiKey: unknown = Reflect.get(value, 'apiKey');
+    if (typeof baseURL !== 'string' || !URL.canParse(baseURL)) {
+      throw new ConfigError('AGENTRY_PROVIDERS', `provider ${name} needs a valid baseURL`);
+    }
+    if (apiKey !== undefined && typeof apiKey !== 'string') {
+      throw new ConfigError('AGENTRY_PROVIDERS', `provider ${name}: apiKey must be a string`);
+    }
+    result[name] = apiKey === undefined ? { baseURL } : { baseURL, apiKey };
+  }
+  return result;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const bootstrapKey = optional(env, 'AGENTRY_BOOTSTRAP_KEY');
+  if (bootstrapKey !== null && !API_KEY_PATTERN.test(bootstrapKey)) {
+    throw new ConfigError('AGENTRY_BOOTSTRAP_KEY', 'must be agk_ followed by 40 letters or digits');
+  }
+  const databaseSchema = optional(env, 'AGENTRY_DATABASE_SCHEMA');
+  if (databaseSchema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(databaseSchema)) {
+    throw new ConfigError('AGENTRY_DATABASE_SCHEMA', 'must be a lower-case SQL identifier');
+  }
+  const defaultModel = str(env, 'AGENTRY_DEFAULT_MODEL', 'scripted');
+  return {
+    host: str(env, 'HOST', '127.0.0.1'),
+    port: int(env, 'PORT', 8080, 0, 65535),
+    dataDir: resolve(str(env, 'AGENTRY_DATA_DIR', './data')),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseSchema,
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    bootstrapKey,
+    defaultModel,
+    providers: providers(env),
+    openaiApiKey: optional(env, 'OPENAI_API_KEY'),
+    anthropicApiKey: optional(env, 'ANTHROPIC_API_KEY'),
+    bodyLimitBytes: int(env, 'AGENTRY_BODY_LIMIT_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    shutdownGraceMs: int(env, 'AGENTRY_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    idempotencyTtlMs: int(env, 'AGENTRY_IDEMPOTENCY_TTL_MS', 24 * 3600_000, 1000, 30 * 24 * 3600_000),
+    webhookRetryBaseMs: int(env, 'AGENTRY_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3600_000),
+    webhookRetryWindowMs: int(env, 'AGENTRY_WEBHOOK_RETRY_WINDOW_MS', 7_200_000, 1, 7 * 24 * 3600_000),
+    responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),
+    sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
+    allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),
+  };
+}

@@ -1,0 +1,90 @@
+/** Agent rows in and out of storage. Every function takes a database handle or an open transaction. */
+
+import { iso } from '../../lib/clock.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { AgentRow, NewAgentRow } from '../../storage/schema.ts';
+import type { Agent, AgentConfig, ClientTool, McpServer, NetworkPolicy, Skill } from './agent-types.ts';
+
+function parseJson<T>(text: string): T {
+  return JSON.parse(text) as T;
+}
+
+export function agentFromRow(row: AgentRow): Agent {
+  return {
+    id: row.id,
+    object: 'agent',
+    name: row.name,
+    description: row.description,
+    instructions: row.instructions,
+    model: row.model,
+    maxSteps: row.max_steps,
+    mcpServers: parseJson<McpServer[]>(row.mcp_servers),
+    clientTools: parseJson<ClientTool[]>(row.client_tools),
+    skills: parseJson<Skill[]>(row.skills),
+    networkPolicy: row.network_policy === null ? null : parseJson<NetworkPolicy>(row.network_policy),
+    isDefault: row.is_default === 1,
+    version: row.version,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+export function configColumns(config: AgentConfig) {
+  return {
+    name: config.name,
+    description: config.description,
+    instructions: config.instructions,
+    model: config.model,
+    max_steps: config.maxSteps,
+    mcp_servers: JSON.stringify(config.mcpServers),
+    client_tools: JSON.stringify(config.clientTools),
+    skills: JSON.stringify(config.skills),
+    network_policy: config.networkPolicy === null ? null : JSON.stringify(config.networkPolicy),
+  };
+}
+
+export function configOf(agent: Agent): AgentConfig {
+  const { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy } = agent;
+  return { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy };
+}
+
+export async function findAgentRow(db: Executor, orgId: string, id: string): Promise<AgentRow | undefined> {
+  return db.selectFrom('agents').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function listAgentRows(db: Executor, orgId: string): Promise<AgentRow[]> {
+  return db.selectFrom('agents').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
+}
+
+export async function insertAgent(db: Executor, row: NewAgentRow, config: AgentConfig): Promise<void> {
+  await db.insertInto('agents').values(row).execute();
+  await insertAgentVersion(db, row.id, row.version, config, row.created_at);
+}
+
+export async function insertAgentVersion(
+  db: Executor,
+  agentId: string,
+  version: number,
+  config: AgentConfig,
+  at: number,
+): Promise<void> {
+  await db
+    .insertInto('agent_versions')
+    .values({ agent_id: agentId, version, config: JSON.stringify(config), created_at: at })
+    .execute();
+}
+
+/** The config an Agent had at `version`, or undefined when that version does not exist. */
+export async function findAgentVersion(
+  db: Executor,
+  agentId: string,
+  version: number,
+): Promise<AgentConfig | undefined> {
+  const row = await db
+    .selectFrom('agent_versions')
+    .select('config')
+    .where('agent_id', '=', agentId)
+    .where('version', '=', version)
+    .executeTakeFirst();
+  return row === undefined ? undefined : parseJson<AgentConfig>(row.config);
+}

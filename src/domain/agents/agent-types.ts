@@ -1,0 +1,100 @@
+/** The Agent as the API speaks it (DESIGN section 5), and the inputs that create and change it. */
+
+export const INTERNAL_TOOLS = [
+  'web_search_&_browse',
+  'sandbox',
+  'skills',
+  'coding_agent',
+  'ask_user_question',
+  'report_builder',
+  'company',
+  'app_builder_contract',
+  'github',
+  'sound_studio',
+  'speech_generator',
+  'http_client',
+] as const;
+export type InternalTool = (typeof INTERNAL_TOOLS)[number];
+
+/** Third-party toolkit vendors an `mcpServers` entry may name as its `kind`. */
+export const TOOLKIT_KINDS = ['composio'] as const;
+export type ToolkitKind = (typeof TOOLKIT_KINDS)[number];
+
+export type McpServer =
+  | { kind: 'internal'; name: InternalTool }
+  | { kind: ToolkitKind; toolkit: string }
+  | { kind: 'custom'; serverId: string; name?: string }
+  | { type: 'url'; name: string; url: string };
+
+export interface ClientTool {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  strict: boolean;
+}
+
+export interface Skill {
+  repo: string;
+  path: string;
+}
+
+export const DOMAIN_ALLOWLISTS = ['none', 'package_managers_only', 'all_domains'] as const;
+
+export interface NetworkPolicy {
+  allow_network_egress: boolean;
+  domain_allowlist: (typeof DOMAIN_ALLOWLISTS)[number];
+  additional_allowed_domains: string[];
+  allow_public_traffic: boolean;
+}
+
+/** Everything a version of an Agent fixes; kept per version. */
+export interface AgentConfig {
+  name: string;
+  description: string | null;
+  instructions: string;
+  model: string;
+  maxSteps: number;
+  mcpServers: McpServer[];
+  clientTools: ClientTool[];
+  skills: Skill[];
+  networkPolicy: NetworkPolicy | null;
+}
+
+export interface Agent extends AgentConfig {
+  id: string;
+  object: 'agent';
+  isDefault: boolean;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type NetworkPolicyInput = Omit<NetworkPolicy, 'additional_allowed_domains' | 'allow_public_traffic'> &
+  Partial<Pick<NetworkPolicy, 'additional_allowed_domains' | 'allow_public_traffic'>>;
+
+export interface AgentCreateInput {
+  name: string;
+  description?: string;
+  instructions?: string;
+  model?: string;
+  maxSteps?: number;
+  mcpServers?: unknown[];
+  clientTools?: ClientTool[];
+  skills?: Skill[];
+  networkPolicy?: NetworkPolicyInput;
+}
+
+export interface AgentUpdateInput {
+  name?: string;
+  description?: string | null;
+  instructions?: string;
+  model?: string;
+  maxSteps?: number;
+  mcpServers?: unknown[];
+  clientTools?: ClientTool[];
+  skills?: Skill[];
+  networkPolicy?: NetworkPolicyInput | null;
+}
+
+export const DEFAULT_MAX_STEPS = 32;

@@ -1,0 +1,106 @@
+/**
+ * Idempotency-Key, shared by every route that accepts it. A key is stored per (organization, scope, key) with a
+ * hash of the request, in the same transaction as the work it guards, so that:
+ * - the same key and request replays the original status and body;
+ * - the same key with another request is a 409 idempotency_conflict;
+ * - concurrent duplicates create one resource: on Postgres the second INSERT waits on the first one's row
+ *   lock and then sees its committed answer; on SQLite write transactions are serialized (BEGIN IMMEDIATE).
+ * A failed operation stores nothing, so a retry with the same key runs again.
+ */
+import { AppError } from '../errors/app-error.ts';
+import type { Clock } from '../lib/clock.ts';
+import { sha256Hex, stableStringify } from '../lib/hash.ts';
+import type { Executor } from '../storage/db.ts';
+
+export interface IdempotentResult<T> {
+  status: number;
+  body: T;
+  replayed: boolean;
+}
+
+export interface IdempotencyRequest {
+  orgId: string;
+  /** Where the key applies, e.g. "POST /v1/agents" or "POST /v1/sessions/<id>/messages". */
+  scope: string;
+  key: string | undefined;
+  /** What must match for a replay: usually the validated body. */
+  request: unknown;
+}
+
+export interface IdempotencyDeps {
+  db: Executor;
+  clock: Clock;
+  ttlMs: number;
+}
+
+export function createIdempotency(deps: IdempotencyDeps) {
+  return {
+    /** Runs `operation` in a transaction, at most once per key. */
+    async run<T>(
+      request: IdempotencyRequest,
+      operation: (trx: Executor) => Promise<{ status: number; body: T }>,
+    ): Promise<IdempotentResult<T>> {
+      const { key } = request;
+      if (key === undefined) {
+        const result = await deps.db.transaction().execute(operation);
+        return { ...result, replayed: false };
+      }
+      const requestHash = sha256Hex(stableStringify(request.request));
+      const now = deps.clock.now();
+      const where = { org_id: request.orgId, scope: request.scope, key };
+      return deps.db.transaction().execute(async (trx) => {
+        await trx
+          .deleteFrom('idempotency_keys')
+          .where('org_id', '=', where.org_id)
+          .where('scope', '=', where.scope)
+          .where('key', '=', key)
+          .where('created_at', '<', now - deps.ttlMs)
+          .execute();
+        const inserted = await trx
+          .insertInto('idempotency_keys')
+          .values({ ...where, request_hash: requestHash, status_code: 0, response_body: '', created_at: now })
+          .onConflict((conflict) => conflict.columns(['org_id', 'scope', 'key']).doNothing())
+          .executeTakeFirst();
+        if (inserted.numInsertedOrUpdatedRows === 0n) {
+          const existing = await trx
+            .selectFrom('idempotency_keys')
+            .select(['request_hash', 'status_code', 'response_body'])
+            .where('org_id', '=', where.org_id)
+            .where('scope', '=', where.scope)
+            .where('key', '=', key)
+            .executeTakeFirstOrThrow();
+          if (existing.request_hash !== requestHash) {
+            throw new AppError(
+              'idempotency_conflict',
+              'this Idempotency-Key was already used with a different request',
+              {
+                param: 'Idempotency-Key',
+              },
+            );
+          }
+          return { status: existing.status_code, body: JSON.parse(existing.response_body) as T, replayed: true };
+        }
+        const result = await operation(trx);
+        await trx
+          .updateTable('idempotency_keys')
+          .set({ status_code: result.status, response_body: JSON.stringify(result.body) })
+          .where('org_id', '=', where.org_id)
+          .where('scope', '=', where.scope)
+          .where('key', '=', key)
+          .execute();
+        return { ...result, replayed: false };
+      });
+    },
+
+    /** Drops keys past their retention; called periodically. */
+    async sweep(): Promise<number> {
+      const result = await deps.db
+        .deleteFrom('idempotency_keys')
+        .where('created_at', '<', deps.clock.now() - deps.ttlMs)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+  };
+}
+
+export type Idempotency = ReturnType<typeof createIdempotency>;

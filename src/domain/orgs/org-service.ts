@@ -1,0 +1,129 @@
+/** Organizations own everything; each starts with a default Agent and a numeric project id. */
+import { AppError } from '../../errors/app-error.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Executor } from '../../storage/db.ts';
+import { isUniqueViolation } from '../../storage/errors.ts';
+import type { AgentService } from '../agents/agent-service.ts';
+import { SCOPES, type Scope } from '../auth/scopes.ts';
+import { generateApiKey, insertApiKey } from './api-keys.ts';
+
+export interface Org {
+  id: string;
+  name: string;
+  projectId: number;
+  creditBalanceUsd: number | null;
+}
+
+export interface OrgServiceDeps {
+  db: Executor;
+  clock: Clock;
+  agents: AgentService;
+}
+
+const ORG_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+const MICROS_PER_USD = 1_000_000;
+
+export function createOrgService(deps: OrgServiceDeps) {
+  async function findByName(name: string): Promise<Org | undefined> {
+    const row = await deps.db.selectFrom('orgs').selectAll().where('name', '=', name).executeTakeFirst();
+    if (row === undefined) return undefined;
+    return {
+      id: row.id,
+      name: row.name,
+      projectId: row.project_id,
+      creditBalanceUsd: row.credit_balance_micros === null ? null : row.credit_balance_micros / MICROS_PER_USD,
+    };
+  }
+
+  async function requireByName(name: string): Promise<Org> {
+    const org = await findByName(name);
+    if (org === undefined) throw new AppError('not_found', `organization ${name} not found`);
+    return org;
+  }
+
+  return {
+    findByName,
+    requireByName,
+
+    async count(): Promise<number> {
+      const row = await deps.db
+        .selectFrom('orgs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+
+    /** Creates an organization with its default Agent, in one transaction. */
+    async create(name: string): Promise<Org> {
+      if (!ORG_NAME.test(name)) {
+        throw new AppError('validation_error', 'organization names are 1-100 letters, digits, _ . or -', {
+          param: 'name',
+        });
+      }
+      try {
+        return await deps.db.transaction().execute(async (trx) => {
+          const max = await trx
+            .selectFrom('orgs')
+            .select((eb) => eb.fn.max<number | null>('project_id').as('max'))
+            .executeTakeFirstOrThrow();
+          const org: Org = { id: newId(), name, projectId: Number(max.max ?? 0) + 1, creditBalanceUsd: null };
+          await trx
+            .insertInto('orgs')
+            .values({
+              id: org.id,
+              name,
+              project_id: org.projectId,
+              credit_balance_micros: null,
+              created_at: deps.clock.now(),
+            })
+            .execute();
+          await deps.agents.createDefault(trx, org.id);
+          return org;
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw new AppError('validation_error', `organization ${name} already exists`, {
+            param: 'name',
+            cause: error,
+          });
+        }
+        throw error;
+      }
+    },
+
+    async createKey(orgId: string, scopes: readonly Scope[] = SCOPES, key = generateApiKey()): Promise<string> {
+      await insertApiKey(deps.db, { orgId, key, scopes }, deps.clock);
+      return key;
+    },
+
+    /** Sets the credit balance in USD; null means unlimited. */
+    async setCredits(orgId: string, usd: number | null): Promise<void> {
+      await deps.db
+        .updateTable('orgs')
+        .set({ credit_balance_micros: usd === null ? null : Math.round(usd * MICROS_PER_USD) })
+        .where('id', '=', orgId)
+        .execute();
+    },
+  };
+}
+
+export type OrgService = ReturnType<typeof createOrgService>;
+
+/**
+ * First start: when no organization exists, create `default`. With a bootstrap key its admin key is exactly that
+ * key; otherwise a new admin key is generated and returned once for the caller to show. Later starts do nothing.
+ * Two processes racing here both end with one `default` organization.
+ */
+export async function bootstrap(orgs: OrgService, bootstrapKey: string | null): Promise<{ createdKey: string | null }> {
+  if ((await orgs.count()) > 0) return { createdKey: null };
+  let org: Org;
+  try {
+    org = await orgs.create('default');
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'validation_error') return { createdKey: null };
+    throw error;
+  }
+  const key = await orgs.createKey(org.id, SCOPES, bootstrapKey ?? undefined);
+  return { createdKey: bootstrapKey === null ? key : null };
+}

@@ -1,0 +1,117 @@
+/** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
+import { notFound } from '../../errors/app-error.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { SessionRow } from '../../storage/schema.ts';
+
+export const SESSION_STATUSES = ['idle', 'running', 'requires_action', 'failed'] as const;
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
+
+export interface Session {
+  id: string;
+  object: 'session';
+  agentId: string;
+  title: string | null;
+  status: SessionStatus;
+  conversationId: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SessionPage {
+  data: Session[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export const conversationIdOf = (sessionId: string): string => `conv_${sessionId}`;
+
+function statusOf(value: string): SessionStatus {
+  return SESSION_STATUSES.find((status) => status === value) ?? 'failed';
+}
+
+export function sessionFromRow(row: SessionRow): Session {
+  return {
+    id: row.id,
+    object: 'session',
+    agentId: row.agent_id,
+    title: row.title,
+    status: statusOf(row.status),
+    conversationId: conversationIdOf(row.id),
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+export interface SessionServiceDeps {
+  db: Executor;
+  clock: Clock;
+}
+
+export function createSessionService(deps: SessionServiceDeps) {
+  return {
+    async list(orgId: string, query: { agentId?: string; limit: number; offset: number }): Promise<SessionPage> {
+      let base = deps.db.selectFrom('sessions').where('org_id', '=', orgId);
+      if (query.agentId !== undefined) base = base.where('agent_id', '=', query.agentId.toLowerCase());
+      const [rows, count] = await Promise.all([
+        base
+          .selectAll()
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(query.limit)
+          .offset(query.offset)
+          .execute(),
+        base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+      ]);
+      return { data: rows.map(sessionFromRow), total: Number(count.total), limit: query.limit, offset: query.offset };
+    },
+
+    /** Creates an idle Session of an Agent of the same organization (404 when there is none). */
+    async create(orgId: string, input: { agentId: string; title?: string }, db: Executor = deps.db): Promise<Session> {
+      const agentId = input.agentId.toLowerCase();
+      const agent = await db
+        .selectFrom('agents')
+        .select('id')
+        .where('org_id', '=', orgId)
+        .where('id', '=', agentId)
+        .executeTakeFirst();
+      if (agent === undefined) throw notFound('agent', input.agentId);
+      const now = deps.clock.now();
+      const row: SessionRow = {
+        id: newId(),
+        org_id: orgId,
+        agent_id: agentId,
+        title: input.title ?? null,
+        status: 'idle',
+        created_at: now,
+        updated_at: now,
+      };
+      await db.insertInto('sessions').values(row).execute();
+      return sessionFromRow(row);
+    },
+
+    async get(orgId: string, id: string): Promise<Session> {
+      const row = await deps.db
+        .selectFrom('sessions')
+        .selectAll()
+        .where('org_id', '=', orgId)
+        .where('id', '=', id.toLowerCase())
+        .executeTakeFirst();
+      if (row === undefined) throw notFound('session', id);
+      return sessionFromRow(row);
+    },
+
+    async delete(orgId: string, id: string): Promise<void> {
+      const result = await deps.db
+        .deleteFrom('sessions')
+        .where('org_id', '=', orgId)
+        .where('id', '=', id.toLowerCase())
+        .executeTakeFirst();
+      if (result.numDeletedRows === 0n) throw notFound('session', id);
+    },
+  };
+}
+
+export type SessionService = ReturnType<typeof createSessionService>;

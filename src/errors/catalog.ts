@@ -1,0 +1,77 @@
+/**
+ * The one catalog of error codes. Every error the API returns carries one of these codes; the HTTP status and
+ * the OpenAI-style `type` come from here and nowhere else. `docs/errors.md` is checked against it by a test.
+ */
+export const errorCatalog = {
+  validation_error: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A path, query, header or body value is invalid; `param` names it.',
+  },
+  invalid_json: { status: 400, type: 'invalid_request_error', description: 'The request body is not valid JSON.' },
+  unsupported_content_type: {
+    status: 400,
+    type: 'invalid_request_error',
+    description:
+      'The Content-Type header names a media type this route does not accept (JSON routes need application/json).',
+  },
+  missing_api_key: {
+    status: 401,
+    type: 'authentication_error',
+    description: 'No API key was sent (Authorization: Bearer, API_KEY or X-API-Key header).',
+  },
+  invalid_api_key: {
+    status: 401,
+    type: 'authentication_error',
+    description: 'The API key is unknown, expired or revoked.',
+  },
+  insufficient_scopes: {
+    status: 403,
+    type: 'permission_error',
+    description: 'The API key lacks a scope the route requires.',
+  },
+  not_found: { status: 404, type: 'not_found_error', description: 'The resource does not exist in this organization.' },
+  route_not_found: { status: 404, type: 'not_found_error', description: 'No route matches this method and path.' },
+  idempotency_conflict: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'The Idempotency-Key was already used with a different request.',
+  },
+  agent_in_use: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'The Agent cannot be deleted while Sessions reference it.',
+  },
+  default_agent: {
+    status: 409,
+    type: 'conflict_error',
+    description: "The organization's default Agent cannot be deleted.",
+  },
+  sandbox_provisioned: {
+    status: 409,
+    type: 'conflict_error',
+    description: "skills and networkPolicy cannot change after the Agent's workspace has been provisioned.",
+  },
+  payload_too_large: {
+    status: 413,
+    type: 'invalid_request_error',
+    description: 'The request body exceeds the configured size limit.',
+  },
+  internal_error: {
+    status: 500,
+    type: 'server_error',
+    description:
+      'An unexpected server error; the body never carries internal details. The request id identifies it in the logs.',
+  },
+  service_unavailable: {
+    status: 503,
+    type: 'server_error',
+    description: 'The server is starting, shutting down or cannot reach its database.',
+  },
+} as const satisfies Record<string, { status: number; type: string; description: string }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(errorCatalog, value);
+}

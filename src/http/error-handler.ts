@@ -1,0 +1,86 @@
+/**
+ * The one place errors become HTTP responses. Every body has the shape
+ * {"error":{"code","message","type","param"}}; status and type come from the catalog. Unexpected errors are
+ * logged with their stack and answered with a generic 500 that names only the request id.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors/app-error.ts';
+import { type ErrorCode, errorCatalog } from '../errors/catalog.ts';
+import { describeValidationError } from './validation.ts';
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; type: string; param: string | null };
+}
+
+export function errorBody(code: ErrorCode, message: string, param: string | null = null): ErrorBody {
+  return { error: { code, message, type: errorCatalog[code].type, param } };
+}
+
+function send(reply: FastifyReply, code: ErrorCode, message: string, param: string | null = null): FastifyReply {
+  return reply
+    .code(errorCatalog[code].status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(code, message, param));
+}
+
+/** Fastify's own 4xx conditions, which it raises before a handler runs. */
+function fromFastify(error: FastifyError): { code: ErrorCode; message: string; param: string | null } | null {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { code: 'invalid_json', message: 'Request body is not valid JSON', param: 'body' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return {
+        code: 'invalid_json',
+        message: 'Request body is empty but Content-Type is application/json',
+        param: 'body',
+      };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return {
+        code: 'unsupported_content_type',
+        message: 'Content-Type must be application/json for this route',
+        param: 'Content-Type',
+      };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'payload_too_large', message: 'Request body is larger than the configured limit', param: 'body' };
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return { code: 'unsupported_content_type', message: 'Content-Type header is invalid', param: 'Content-Type' };
+    default:
+      break;
+  }
+  if (error instanceof SyntaxError && error.statusCode === 400) {
+    return { code: 'invalid_json', message: `Request body is not valid JSON: ${error.message}`, param: 'body' };
+  }
+  if (error.statusCode === 413) return { code: 'payload_too_large', message: error.message, param: 'body' };
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return { code: 'validation_error', message: error.message, param: null };
+  }
+  return null;
+}
+
+export function handleError(error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof AppError) {
+    if (errorCatalog[error.code].status >= 500) request.log.error({ err: error }, 'request failed');
+    return send(reply, error.code, error.message, error.param);
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation !== undefined && fastifyError.validation.length > 0) {
+    const [first] = fastifyError.validation;
+    if (first !== undefined) {
+      const problem = describeValidationError(
+        { ...first, instancePath: first.instancePath, schemaPath: first.schemaPath, params: first.params ?? {} },
+        fastifyError.validationContext,
+      );
+      return send(reply, 'validation_error', problem.message, problem.param);
+    }
+  }
+  const known = fromFastify(fastifyError);
+  if (known !== null) return send(reply, known.code, known.message, known.param);
+  request.log.error({ err: error }, 'unhandled error');
+  return send(reply, 'internal_error', `Internal server error (request ${request.id})`);
+}
+
+export function handleNotFound(request: FastifyRequest, reply: FastifyReply) {
+  const path = request.url.split('?')[0] ?? request.url;
+  return send(reply, 'route_not_found', `No route ${request.method} ${path}`);
+}

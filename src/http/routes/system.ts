@@ -1,0 +1,78 @@
+import { Type } from 'typebox';
+import type { Deps } from '../../deps.ts';
+import { AppError } from '../../errors/app-error.ts';
+import { renderOpenApiMarkdown } from '../openapi-markdown.ts';
+import { errorResponses } from '../schemas/common.ts';
+import type { App } from '../types.ts';
+
+const Status = Type.Object({ status: Type.String() });
+
+export interface Lifecycle {
+  /** False once shutdown has begun: readiness fails so load balancers stop sending traffic. */
+  accepting: boolean;
+}
+
+export function systemRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
+  app.route({
+    method: 'GET',
+    url: '/healthz',
+    config: { public: true },
+    schema: { summary: 'Liveness', tags: ['System'], response: { 200: Status } },
+    handler: async () => ({ status: 'ok' }),
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/readyz',
+    config: { public: true },
+    schema: {
+      summary: 'Readiness: the database is reachable and the server accepts work',
+      tags: ['System'],
+      response: { 200: Status, ...errorResponses(503) },
+    },
+    handler: async (request) => {
+      if (!lifecycle.accepting) {
+        throw new AppError('service_unavailable', 'the server is shutting down');
+      }
+      try {
+        await deps.storage.ping();
+      } catch (error) {
+        request.log.warn({ err: error }, 'readiness check failed');
+        throw new AppError('service_unavailable', 'the database is unreachable', { cause: error });
+      }
+      return { status: 'ready' };
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/openapi.json',
+    config: { public: true },
+    schema: {
+      summary: 'OpenAPI 3.1 document of this API',
+      tags: ['Specification'],
+      response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.1 document' }) },
+    },
+    handler: async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(app.swagger()),
+  });
+
+  let markdown: string | null = null;
+  app.route({
+    method: 'GET',
+    url: '/v1/openapi.md',
+    config: { public: true },
+    schema: {
+      summary: 'Markdown rendering of the OpenAPI document',
+      tags: ['Specification'],
+      response: { 200: Type.String({ description: 'Markdown' }) },
+    },
+    handler: async (_request, reply) => {
+      markdown ??= renderOpenApiMarkdown(app.swagger());
+      return reply
+        .type('text/markdown; charset=utf-8')
+        .serializer((text: unknown) => String(text))
+        .send(markdown);
+    },
+  });
+}

@@ -1,0 +1,140 @@
+import { Type } from 'typebox';
+import { DOMAIN_ALLOWLISTS, INTERNAL_TOOLS, TOOLKIT_KINDS } from '../../domain/agents/agent-types.ts';
+import { NON_BLANK, StringEnum, TRIMMED, Uuid } from './common.ts';
+
+const literals = StringEnum;
+
+const McpInternal = Type.Object(
+  { kind: Type.Literal('internal'), name: literals(INTERNAL_TOOLS) },
+  { additionalProperties: false, title: 'Internal tool server' },
+);
+const McpToolkit = Type.Object(
+  { kind: literals(TOOLKIT_KINDS), toolkit: Type.String({ minLength: 1, maxLength: 300, pattern: TRIMMED }) },
+  { additionalProperties: false, title: 'Third-party toolkit' },
+);
+const McpCustom = Type.Object(
+  { kind: Type.Literal('custom'), serverId: Uuid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) },
+  { additionalProperties: false, title: 'Custom server of the organization' },
+);
+const McpUrl = Type.Object(
+  {
+    type: Type.Literal('url'),
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: NON_BLANK }),
+    url: Type.String({
+      format: 'uri',
+      maxLength: 2000,
+      description: 'Public HTTPS Streamable-HTTP or SSE MCP endpoint',
+    }),
+  },
+  { additionalProperties: false, title: 'Remote MCP server by URL' },
+);
+export const McpServer = Type.Union([McpInternal, McpToolkit, McpCustom, McpUrl]);
+
+export const ClientTool = Type.Object(
+  {
+    type: Type.Literal('function'),
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    description: Type.String({ minLength: 1, pattern: NON_BLANK }),
+    parameters: Type.Unsafe<Record<string, unknown>>({
+      type: 'object',
+      additionalProperties: true,
+      description:
+        'JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset',
+    }),
+    strict: Type.Boolean({ description: 'true: every declared property must be required' }),
+  },
+  { additionalProperties: false },
+);
+
+export const Skill = Type.Object(
+  {
+    repo: Type.String({ minLength: 1, maxLength: 300, description: 'owner/name, without .git' }),
+    path: Type.String({ minLength: 1, maxLength: 1000, description: 'relative folder of the skill inside the repo' }),
+  },
+  { additionalProperties: false },
+);
+
+const networkPolicyFields = {
+  allow_network_egress: Type.Boolean(),
+  domain_allowlist: literals(DOMAIN_ALLOWLISTS),
+  additional_allowed_domains: Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: '^[^\\s/]+$' }), {
+    maxItems: 128,
+  }),
+  allow_public_traffic: Type.Boolean(),
+};
+
+export const NetworkPolicyInput = Type.Object(
+  {
+    allow_network_egress: networkPolicyFields.allow_network_egress,
+    domain_allowlist: networkPolicyFields.domain_allowlist,
+    additional_allowed_domains: Type.Optional(networkPolicyFields.additional_allowed_domains),
+    allow_public_traffic: Type.Optional(networkPolicyFields.allow_public_traffic),
+  },
+  { additionalProperties: false },
+);
+export const NetworkPolicy = Type.Object(networkPolicyFields, { additionalProperties: false });
+
+const fields = {
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: NON_BLANK }),
+  description: Type.String({ maxLength: 500, pattern: NON_BLANK }),
+  instructions: Type.String({ maxLength: 100_000 }),
+  model: Type.String({ minLength: 1, maxLength: 200, description: 'provider/model, e.g. openai/gpt-4.1 or scripted' }),
+  maxSteps: Type.Integer({ minimum: 1, maximum: 128 }),
+  mcpServers: Type.Array(McpServer, { maxItems: 64 }),
+  clientTools: Type.Array(ClientTool, { maxItems: 64 }),
+  skills: Type.Array(Skill, { maxItems: 128 }),
+};
+
+export const AgentCreateBody = Type.Object(
+  {
+    name: fields.name,
+    description: Type.Optional(fields.description),
+    instructions: Type.Optional(fields.instructions),
+    model: Type.Optional(fields.model),
+    maxSteps: Type.Optional(fields.maxSteps),
+    mcpServers: Type.Optional(fields.mcpServers),
+    clientTools: Type.Optional(fields.clientTools),
+    skills: Type.Optional(fields.skills),
+    networkPolicy: Type.Optional(NetworkPolicyInput),
+  },
+  { additionalProperties: false },
+);
+
+export const AgentUpdateBody = Type.Object(
+  {
+    name: Type.Optional(fields.name),
+    description: Type.Optional(Type.Union([fields.description, Type.Null()])),
+    instructions: Type.Optional(fields.instructions),
+    model: Type.Optional(fields.model),
+    maxSteps: Type.Optional(fields.maxSteps),
+    mcpServers: Type.Optional(fields.mcpServers),
+    clientTools: Type.Optional(fields.clientTools),
+    skills: Type.Optional(fields.skills),
+    networkPolicy: Type.Optional(Type.Union([NetworkPolicyInput, Type.Null()])),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const Agent = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('agent'),
+    name: Type.String(),
+    description: Type.Union([Type.String(), Type.Null()]),
+    instructions: Type.String(),
+    model: Type.String(),
+    maxSteps: Type.Integer(),
+    mcpServers: Type.Array(McpServer),
+    clientTools: Type.Array(ClientTool),
+    skills: Type.Array(Skill),
+    networkPolicy: Type.Union([NetworkPolicy, Type.Null()]),
+    isDefault: Type.Boolean(),
+    version: Type.Integer({ description: 'Rises on every change; each version is kept' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+export const AgentEnvelope = Type.Object({ agent: Agent });
+export const AgentList = Type.Object({ data: Type.Array(Agent) });

@@ -1,0 +1,30 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { Logger } from 'pino';
+import type { Scope } from '../domain/auth/scopes.ts';
+import type { Principal } from '../domain/orgs/api-keys.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Scopes a key must hold; every authenticated route names at least one. */
+    scopes?: readonly Scope[];
+    /** True for the few routes that need no key (health, OpenAPI). */
+    public?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  Logger,
+  TypeBoxTypeProvider
+>;

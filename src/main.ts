@@ -1,0 +1,109 @@
+/**
+ * `npm start` / `agentry serve`: load config, build deps, first-start bootstrap, listen, and shut down
+ * gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the database).
+ */
+import type { Logger } from 'pino';
+import { buildApp } from './app.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { buildDeps } from './deps.ts';
+import { bootstrap } from './domain/orgs/org-service.ts';
+import { createLogger } from './logger.ts';
+
+const IDEMPOTENCY_SWEEP_MS = 3600_000;
+
+export interface RunningServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+function announce(logger: Logger, message: string): void {
+  // Always visible: scripts and benchmarks wait for this line whatever LOG_LEVEL says.
+  if (logger.isLevelEnabled('info')) logger.info(message);
+  else process.stdout.write(`${message}\n`);
+}
+
+export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
+  const deps = await buildDeps(config, logger);
+  const { createdKey } = await bootstrap(deps.orgs, config.bootstrapKey);
+  if (createdKey !== null) {
+    // Shown once, outside the structured log, so it is never stored in log files by accident.
+    process.stdout.write(
+      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${createdKey}\n\n`,
+    );
+  }
+  if (config.allowInsecureDestinations) {
+    logger.warn(
+      'AGENTRY_ALLOW_INSECURE_DESTINATIONS=true: private and plain-HTTP destinations are allowed (development only)',
+    );
+  }
+  const { app, lifecycle } = await buildApp(deps);
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ storage: deps.storage.dialect, location: deps.storage.location }, 'storage ready');
+  announce(logger, `listening on ${url}`);
+  const sweep = setInterval(() => {
+    deps.idempotency.sweep().catch((error: unknown) => logger.warn({ err: error }, 'idempotency sweep failed'));
+  }, IDEMPOTENCY_SWEEP_MS);
+  sweep.unref();
+
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      lifecycle.accepting = false;
+      clearInterval(sweep);
+      await app.close();
+      await deps.storage.close();
+    })();
+    return stopping;
+  };
+  return { url, stop };
+}
+
+function exitWith(error: unknown, logger: Logger | null): never {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`agentry: invalid configuration: ${error.message}\n`);
+  } else if (logger !== null) {
+    logger.fatal({ err: error }, 'startup failed');
+  } else {
+    process.stderr.write(`agentry: startup failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  process.exit(1);
+}
+
+/** Runs the server until SIGTERM or SIGINT. */
+export async function serve(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    exitWith(error, null);
+  }
+  const logger = createLogger(config);
+  let server: RunningServer;
+  try {
+    server = await startServer(config, logger);
+  } catch (error) {
+    exitWith(error, logger);
+  }
+  const shutdown = (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      logger.error('shutdown grace period elapsed; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    server.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => exitWith(error, logger),
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+if (import.meta.main) await serve();

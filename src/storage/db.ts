@@ -1,0 +1,99 @@
+/**
+ * The storage seam: one Kysely instance over SQLite (default, embedded) or PostgreSQL (DATABASE_URL).
+ * Everything above this file writes the same queries for both.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import { migrationProvider } from './migrations/index.ts';
+import type { Database } from './schema.ts';
+import { openSqlite } from './sqlite-adapter.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** A database handle or an open transaction; repositories accept either. */
+export type Executor = Kysely<Database>;
+
+export interface Storage {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** A human-readable description of where the data lives (no credentials). */
+  location: string;
+  ping(): Promise<void>;
+  migrate(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+function postgresTypes(): pg.CustomTypesConfig {
+  // Epoch-millisecond timestamps and micro-dollar balances fit in a double exactly; return numbers, not strings.
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+      if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+      return format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid, 'text');
+    }) as pg.CustomTypesConfig['getTypeParser'],
+  };
+}
+
+function describePostgres(url: string, schema: string | null): string {
+  const parsed = new URL(url);
+  return `postgres://${parsed.host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`;
+}
+
+export async function openStorage(
+  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
+): Promise<Storage> {
+  let db: Kysely<Database>;
+  let dialect: Dialect;
+  let location: string;
+  if (config.databaseUrl !== null) {
+    const schema = config.databaseSchema;
+    if (schema !== null) {
+      // Create the schema before the pool pins search_path to it.
+      const client = new pg.Client({ connectionString: config.databaseUrl });
+      await client.connect();
+      try {
+        await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      } finally {
+        await client.end();
+      }
+    }
+    const pool = new pg.Pool({
+      connectionString: config.databaseUrl,
+      max: 10,
+      types: postgresTypes(),
+      ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
+    });
+    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    dialect = 'postgres';
+    location = describePostgres(config.databaseUrl, schema);
+  } else {
+    mkdirSync(config.dataDir, { recursive: true });
+    const path = join(config.dataDir, 'agentry.db');
+    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: openSqlite({ path }) }) });
+    dialect = 'sqlite';
+    location = path;
+  }
+  return {
+    db,
+    dialect,
+    location,
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    migrate: async () => {
+      const migrator = new Migrator({ db, provider: migrationProvider });
+      const { error, results } = await migrator.migrateToLatest();
+      if (error !== undefined) {
+        throw new Error('database migration failed', { cause: error });
+      }
+      return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * A thin adapter that lets Kysely's SqliteDialect drive Node's built-in `node:sqlite` (no native build).
+ * Prepared statements are cached per SQL text; write transactions start with BEGIN IMMEDIATE so that two
+ * processes sharing one file (the server and the CLI) queue on the busy timeout instead of failing with
+ * SQLITE_BUSY when a read transaction tries to upgrade.
+ */
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { SqliteDatabase, SqliteStatement } from 'kysely';
+
+type Param = null | number | bigint | string | Uint8Array;
+
+const STATEMENT_CACHE_SIZE = 500;
+
+function toParams(parameters: ReadonlyArray<unknown>): Param[] {
+  return parameters.map((value) => {
+    if (value === undefined || value === null) return null;
+    if (typeof value === 'boolean') return value ? 1 : 0;
+    if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'string') return value;
+    if (value instanceof Uint8Array) return value;
+    if (value instanceof Date) return value.getTime();
+    throw new TypeError(`unsupported SQLite parameter type: ${typeof value}`);
+  });
+}
+
+class CachedStatement implements SqliteStatement {
+  readonly reader: boolean;
+  readonly #statement: StatementSync;
+
+  constructor(statement: StatementSync) {
+    this.#statement = statement;
+    this.reader = statement.columns().length > 0;
+  }
+
+  all(parameters: ReadonlyArray<unknown>): unknown[] {
+    return this.#statement.all(...toParams(parameters));
+  }
+
+  run(parameters: ReadonlyArray<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint } {
+    const result = this.#statement.run(...toParams(parameters));
+    return { changes: result.changes, lastInsertRowid: result.lastInsertRowid };
+  }
+
+  iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
+    return this.#statement.iterate(...toParams(parameters));
+  }
+}
+
+export interface SqliteOptions {
+  path: string;
+  busyTimeoutMs?: number;
+}
+
+export function openSqlite(options: SqliteOptions): SqliteDatabase {
+  const database = new DatabaseSync(options.path, {
+    enableForeignKeyConstraints: true,
+    timeout: options.busyTimeoutMs ?? 5000,
+  });
+  database.exec('PRAGMA journal_mode = WAL');
+  database.exec('PRAGMA synchronous = NORMAL');
+  const cache = new Map<string, CachedStatement>();
+  return {
+    close: () => {
+      cache.clear();
+      database.close();
+    },
+    prepare: (sql: string): SqliteStatement => {
+      const text = sql === 'begin' ? 'begin immediate' : sql;
+      const cached = cache.get(text);
+      if (cached !== undefined) return cached;
+      const statement = new CachedStatement(database.prepare(text));
+      if (cache.size >= STATEMENT_CACHE_SIZE) {
+        const oldest = cache.keys().next().value;
+        if (oldest !== undefined) cache.delete(oldest);
+      }
+      cache.set(text, statement);
+      return statement;
+    },
+  };
+}

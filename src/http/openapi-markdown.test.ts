@@ -176,7 +176,7 @@ describe('renderOpenApiMarkdown', () => {
     const get = section('### GET /v1/agents/{agent_id}');
     expect(get).toContain('| name | in | type | required | description |');
     expect(get).toContain('| `agent_id` | path | string | yes | Agent id. |');
-    expect(get).toContain('| `include` | query | string[] | no |  |');
+    expect(get).toContain('| `include` | query | string[] | no | each one of: `tools`, `stats` |');
     expect(get).toContain('| `limit` | query | integer | no | range 1..100; default: `20` |');
   });
 
@@ -186,16 +186,16 @@ describe('renderOpenApiMarkdown', () => {
     expect(post).toContain('**Request body** (required)');
     expect(post).toContain('Content type: `application/json` (object)');
     expect(post).toContain('| field | type | required | description |');
-    expect(post).toContain('| `name` | string | yes | Display name.; length 1..64 |');
+    expect(post).toContain('| `name` | string | yes | Display name. (length 1..64) |');
     expect(post).toContain('| `model` | string | yes | pattern: `^(openai\\|anthropic)/.+$` |');
     expect(post).toContain('| `mode` | string | no | one of: `chat`, `task\\|batch` |');
     expect(post).toContain('| `instructions` | string \\| null | no | length <= 10000 |');
     expect(post).toContain('| `temperature` | number \\| null | no | range 0..2 |');
     expect(post).toContain('| `networkPolicy` | NetworkPolicy | no |  |');
     expect(post).toContain(
-      '| `networkPolicy.allow_network_egress` | boolean | yes | Whether tools may reach the internet.; default: `false` |',
+      '| `networkPolicy.allow_network_egress` | boolean | yes | Whether tools may reach the internet. (default: `false`) |',
     );
-    expect(post).toContain('| `networkPolicy.allowed_hosts` | string[] | no | items <= 32 |');
+    expect(post).toContain('| `networkPolicy.allowed_hosts` | string[] | no | items <= 32; each format: hostname |');
     expect(post).toContain('| `tools` | object[] | no | items <= 8 |');
     expect(post).toContain('| `tools[].type` | "function" | yes |  |');
     expect(post).toContain('| `tools[].name` | string | no |  |');

@@ -144,13 +144,18 @@ function constraints(schema: Obj, depth = 0): string[] {
   // A nullable wrapper carries its constraints on the wrapped member.
   const inner = nullableInner(schema);
   if (isObj(inner) && depth < MAX_DEPTH) out.push(...constraints(inner, depth + 1));
+  // Item constraints (e.g. an enum of allowed values) are what callers of a list parameter most need to know.
+  if (isObj(schema.items) && depth < MAX_DEPTH)
+    out.push(...constraints(schema.items, depth + 1).map((c) => `each ${c}`));
   return out;
 }
 
 function describe(schema: unknown, description?: string): string {
   const own = obj(schema);
   const lead = text(description) ?? text(own.description) ?? text(obj(nullableInner(own)).description);
-  return [...(lead === undefined ? [] : [lead]), ...constraints(own)].join('; ');
+  const rules = constraints(own).join('; ');
+  if (lead === undefined) return rules;
+  return rules === '' ? lead : `${lead} (${rules})`;
 }
 
 /** Follows `$ref`s and nullable wrappers down to the schema that carries structure; undefined on a cycle. */

@@ -87,7 +87,12 @@ export async function openStorage(
       await sql`select 1`.execute(db);
     },
     migrate: async () => {
-      const migrator = new Migrator({ db, provider: migrationProvider });
+      // Name the schema: Kysely looks for its bookkeeping tables across all schemas otherwise.
+      const migrator = new Migrator({
+        db,
+        provider: migrationProvider,
+        ...(dialect === 'postgres' && config.databaseSchema !== null ? { migrationTableSchema: config.databaseSchema } : {}),
+      });
       const { error, results } = await migrator.migrateToLatest();
       if (error !== undefined) {
         throw new Error('database migration failed', { cause: error });

@@ -20,26 +20,57 @@ describe.each(dialects())('authentication and scopes (%s)', (dialect) => {
   });
 
   it('answers 401 missing_api_key without a key, before reading the body', async () => {
-    expect(await errorOf(h.request('GET', '/v1/agents', { key: null }))).toEqual({ status: 401, code: 'missing_api_key' });
-    expect(await errorOf(h.request('POST', '/v1/agents', { key: null, rawBody: '{bad json', headers: { 'content-type': 'application/json' } }))).toEqual({
+    expect(await errorOf(h.request('GET', '/v1/agents', { key: null }))).toEqual({
+      status: 401,
+      code: 'missing_api_key',
+    });
+    expect(
+      await errorOf(
+        h.request('POST', '/v1/agents', {
+          key: null,
+          rawBody: '{bad json',
+          headers: { 'content-type': 'application/json' },
+        }),
+      ),
+    ).toEqual({
       status: 401,
       code: 'missing_api_key',
     });
   });
 
   it('answers 401 invalid_api_key for unknown, malformed, revoked and expired keys', async () => {
-    expect(await errorOf(h.request('GET', '/v1/agents', { key: 'agk_' + 'x'.repeat(40) }))).toEqual({ status: 401, code: 'invalid_api_key' });
-    expect(await errorOf(h.request('GET', '/v1/agents', { key: 'not-a-key' }))).toEqual({ status: 401, code: 'invalid_api_key' });
+    expect(await errorOf(h.request('GET', '/v1/agents', { key: `agk_${'x'.repeat(40)}` }))).toEqual({
+      status: 401,
+      code: 'invalid_api_key',
+    });
+    expect(await errorOf(h.request('GET', '/v1/agents', { key: 'not-a-key' }))).toEqual({
+      status: 401,
+      code: 'invalid_api_key',
+    });
 
     const org = await h.deps.orgs.requireByName('default');
     const revoked = await h.deps.orgs.createKey(org.id);
     expect((await h.request('GET', '/v1/agents', { key: revoked })).status).toBe(200);
-    await h.deps.storage.db.updateTable('api_keys').set({ revoked_at: Date.now() }).where('prefix', '=', revoked.slice(0, 12)).execute();
-    expect(await errorOf(h.request('GET', '/v1/agents', { key: revoked }))).toEqual({ status: 401, code: 'invalid_api_key' });
+    await h.deps.storage.db
+      .updateTable('api_keys')
+      .set({ revoked_at: Date.now() })
+      .where('prefix', '=', revoked.slice(0, 12))
+      .execute();
+    expect(await errorOf(h.request('GET', '/v1/agents', { key: revoked }))).toEqual({
+      status: 401,
+      code: 'invalid_api_key',
+    });
 
     const expired = await h.deps.orgs.createKey(org.id);
-    await h.deps.storage.db.updateTable('api_keys').set({ expires_at: Date.now() - 1 }).where('prefix', '=', expired.slice(0, 12)).execute();
-    expect(await errorOf(h.request('GET', '/v1/agents', { key: expired }))).toEqual({ status: 401, code: 'invalid_api_key' });
+    await h.deps.storage.db
+      .updateTable('api_keys')
+      .set({ expires_at: Date.now() - 1 })
+      .where('prefix', '=', expired.slice(0, 12))
+      .execute();
+    expect(await errorOf(h.request('GET', '/v1/agents', { key: expired }))).toEqual({
+      status: 401,
+      code: 'invalid_api_key',
+    });
   });
 
   it('answers 403 insufficient_scopes for a key without the route scope', async () => {
@@ -51,7 +82,10 @@ describe.each(dialects())('authentication and scopes (%s)', (dialect) => {
     expect(json(denied).error).toMatchObject({ code: 'insufficient_scopes', type: 'permission_error' });
     expect(json(denied).error.message).toContain('tasks:write');
     const webhooksOnly = await h.deps.orgs.createKey(org.id, ['webhooks:read']);
-    expect(await errorOf(h.request('GET', '/v1/sessions', { key: webhooksOnly }))).toEqual({ status: 403, code: 'insufficient_scopes' });
+    expect(await errorOf(h.request('GET', '/v1/sessions', { key: webhooksOnly }))).toEqual({
+      status: 403,
+      code: 'insufficient_scopes',
+    });
   });
 
   it('stores keys only as hashes', async () => {

@@ -13,7 +13,8 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
   });
   afterAll(() => h.close());
 
-  const create = (body: unknown, headers: Record<string, string> = {}) => h.request('POST', '/v1/sessions', { body, headers });
+  const create = (body: unknown, headers: Record<string, string> = {}) =>
+    h.request('POST', '/v1/sessions', { body, headers });
 
   it('creates an idle session with the documented shape', async () => {
     const response = await create({ agentId, title: 'Support chat' });

@@ -86,6 +86,13 @@ const document = {
                   name: { type: 'string', minLength: 1, maxLength: 64, description: 'Display\nname.' },
                   model: { type: 'string', pattern: '^(openai|anthropic)/.+$' },
                   mode: { type: 'string', enum: ['chat', 'task|batch'] },
+                  // TypeBox literal union after @fastify/swagger's const-to-enum conversion.
+                  kind: {
+                    anyOf: [
+                      { type: 'string', enum: ['assistant'] },
+                      { type: 'string', enum: ['worker'] },
+                    ],
+                  },
                   instructions: { anyOf: [{ type: 'string', maxLength: 10000 }, { type: 'null' }] },
                   temperature: { type: ['number', 'null'], minimum: 0, maximum: 2 },
                   networkPolicy: { $ref: '#/components/schemas/NetworkPolicy' },
@@ -189,6 +196,7 @@ describe('renderOpenApiMarkdown', () => {
     expect(post).toContain('| `name` | string | yes | Display name. (length 1..64) |');
     expect(post).toContain('| `model` | string | yes | pattern: `^(openai\\|anthropic)/.+$` |');
     expect(post).toContain('| `mode` | string | no | one of: `chat`, `task\\|batch` |');
+    expect(post).toContain('| `kind` | "assistant" \\| "worker" | no |  |');
     expect(post).toContain('| `instructions` | string \\| null | no | length <= 10000 |');
     expect(post).toContain('| `temperature` | number \\| null | no | range 0..2 |');
     expect(post).toContain('| `networkPolicy` | NetworkPolicy | no |  |');

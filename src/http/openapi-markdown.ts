@@ -99,6 +99,9 @@ function typeLabel(schema: unknown, depth = 0): string {
   const ref = text(schema.$ref);
   if (ref !== undefined) return refName(ref);
   if ('const' in schema) return String(JSON.stringify(schema.const));
+  // @fastify/swagger rewrites `const` to a one-value `enum` (convertConstToEnum), so treat that as a literal too.
+  const values = list(schema.enum);
+  if (values.length === 1) return String(JSON.stringify(values[0]));
   for (const [key, separator] of COMBINATORS) {
     const members = list(schema[key]);
     if (members.length > 0) return unique(members.map((member) => typeLabel(member, depth + 1))).join(separator);
@@ -138,7 +141,7 @@ function constraints(schema: Obj, depth = 0): string[] {
   const pattern = text(schema.pattern);
   if (pattern !== undefined) out.push(`pattern: ${code(pattern)}`);
   const values = list(schema.enum);
-  if (values.length > 0) out.push(`one of: ${values.map(literal).join(', ')}`);
+  if (values.length > 1) out.push(`one of: ${values.map(literal).join(', ')}`);
   if ('default' in schema) out.push(`default: ${literal(schema.default)}`);
   if (schema.deprecated === true) out.push('deprecated');
   // A nullable wrapper carries its constraints on the wrapped member.
@@ -263,9 +266,10 @@ const mediaLabel = (mediaType: string, schema: unknown): string =>
 function renderRequestBody(doc: Obj, operation: Obj): string[] {
   if (operation.requestBody === undefined) return [];
   const body = deref(doc, operation.requestBody);
-  const out = [`**Request body**${body.required === true ? ' (required)' : ''}`];
-  const description = text(body.description);
-  if (description !== undefined) out.push(description);
+  const out = [
+    `**Request body**${body.required === true ? ' (required)' : ''}`,
+    ...[text(body.description)].filter(isString),
+  ];
   for (const [mediaType, media] of Object.entries(obj(body.content))) {
     const schema = obj(media).schema;
     out.push(`Content type: ${mediaLabel(mediaType, schema)}`);
@@ -287,16 +291,16 @@ function renderResponses(doc: Obj, operation: Obj): string[] {
 
 function renderOperation(doc: Obj, path: string, method: string, pathItem: Obj, operation: Obj): string[] {
   const out = [`### ${method.toUpperCase()} ${path}`];
-  for (const value of [operation.summary, operation.description]) {
-    const paragraph = text(value);
-    if (paragraph !== undefined) out.push(paragraph);
-  }
+  out.push(...[operation.summary, operation.description].map(text).filter(isString));
   if (operation.deprecated === true) out.push('**Deprecated.**');
+  // An operation's own `security` (even `[]`) replaces the document default.
   const security = Array.isArray(operation.security) ? list(operation.security) : list(doc.security);
-  out.push(`**Security:** ${securityText(security)}`);
-  out.push(...renderParameters(doc, pathItem, operation));
-  out.push(...renderRequestBody(doc, operation));
-  out.push(...renderResponses(doc, operation));
+  out.push(
+    `**Security:** ${securityText(security)}`,
+    ...renderParameters(doc, pathItem, operation),
+    ...renderRequestBody(doc, operation),
+    ...renderResponses(doc, operation),
+  );
   return out;
 }
 
@@ -305,10 +309,7 @@ export function renderOpenApiMarkdown(document: unknown): string {
   const doc = obj(document);
   const info = obj(doc.info);
   const title = [text(info.title) ?? 'API', text(info.version)].filter(isString).join(' ');
-  const blocks = [`# ${title}`];
-  const description = text(info.description);
-  if (description !== undefined) blocks.push(description);
-  blocks.push(...renderAuthentication(doc));
+  const blocks = [`# ${title}`, ...[text(info.description)].filter(isString), ...renderAuthentication(doc)];
 
   const groups = new Map<string, string[][]>();
   for (const [path, value] of Object.entries(obj(doc.paths))) {
@@ -327,9 +328,7 @@ export function renderOpenApiMarkdown(document: unknown): string {
   const order = [...groups.keys()].filter((tag) => tag !== UNTAGGED);
   if (groups.has(UNTAGGED)) order.push(UNTAGGED);
   for (const tag of order) {
-    blocks.push(`## ${tag}`);
-    const tagDescription = tagDescriptions.get(tag);
-    if (tagDescription !== undefined) blocks.push(tagDescription);
+    blocks.push(`## ${tag}`, ...[tagDescriptions.get(tag)].filter(isString));
     for (const operation of groups.get(tag) ?? []) blocks.push(...operation);
   }
   return `${blocks.join('\n\n')}\n`;

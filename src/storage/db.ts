@@ -91,7 +91,9 @@ export async function openStorage(
       const migrator = new Migrator({
         db,
         provider: migrationProvider,
-        ...(dialect === 'postgres' && config.databaseSchema !== null ? { migrationTableSchema: config.databaseSchema } : {}),
+        ...(dialect === 'postgres' && config.databaseSchema !== null
+          ? { migrationTableSchema: config.databaseSchema }
+          : {}),
       });
       const { error, results } = await migrator.migrateToLatest();
       if (error !== undefined) {

@@ -66,14 +66,21 @@ export async function revokeApiKeys(
   prefixOrKey: string,
   now: number,
 ): Promise<{ revoked: string[]; ambiguous: number }> {
-  const rows = KEY_PATTERN.test(prefixOrKey)
-    ? await db.selectFrom('api_keys').select(['id', 'prefix']).where('key_hash', '=', sha256Hex(prefixOrKey)).execute()
-    : await db
-        .selectFrom('api_keys')
-        .select(['id', 'prefix'])
-        .where('prefix', 'like', `${prefixOrKey.replace(/[%_\\]/g, '')}%`)
-        .where('revoked_at', 'is', null)
-        .execute();
+  let rows: { id: string; prefix: string }[];
+  if (KEY_PATTERN.test(prefixOrKey)) {
+    rows = await db
+      .selectFrom('api_keys')
+      .select(['id', 'prefix'])
+      .where('key_hash', '=', sha256Hex(prefixOrKey))
+      .execute();
+  } else {
+    const active = db.selectFrom('api_keys').select(['id', 'prefix']).where('revoked_at', 'is', null);
+    // The stored prefix is 12 characters; a shorter one is matched in code (LIKE would treat `_` as a wildcard).
+    rows =
+      prefixOrKey.length >= PREFIX_LENGTH
+        ? await active.where('prefix', '=', prefixOrKey.slice(0, PREFIX_LENGTH)).execute()
+        : (await active.execute()).filter((row) => row.prefix.startsWith(prefixOrKey));
+  }
   if (rows.length > 1) return { revoked: [], ambiguous: rows.length };
   for (const row of rows) {
     await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', row.id).execute();

@@ -1,0 +1,90 @@
+/**
+ * Invariants over the whole route table: every route is documented and guarded, the OpenAPI document is valid,
+ * and no route that takes an id lets one organization reach another's resource.
+ */
+import SwaggerParser from '@apidevtools/swagger-parser';
+import type { RouteOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { createHarness, type Harness, json } from './helpers/harness.ts';
+
+describe('API contract', () => {
+  let h: Harness;
+  let routes: RouteOptions[];
+  beforeAll(async () => {
+    h = await createHarness('sqlite');
+    routes = (await buildApp(h.deps)).routes;
+  });
+  afterAll(() => h.close());
+
+  it('has no duplicate METHOD path', () => {
+    const keys = routes.map((route) => `${String(route.method)} ${route.url}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('gives every route a summary, tags, response schemas and either scopes or public', () => {
+    for (const route of routes) {
+      const name = `${String(route.method)} ${route.url}`;
+      const schema = route.schema as Record<string, unknown> | undefined;
+      expect(schema, name).toBeDefined();
+      expect(typeof schema?.summary, name).toBe('string');
+      expect(Array.isArray(schema?.tags), name).toBe(true);
+      expect(Object.keys((schema?.response as object | undefined) ?? {}).length, name).toBeGreaterThan(0);
+      const config = route.config as { scopes?: string[]; public?: boolean } | undefined;
+      expect((config?.scopes?.length ?? 0) > 0 || config?.public === true, `${name} needs scopes or public`).toBe(true);
+      if (route.url.includes(':')) expect(schema?.params, `${name} path params need a schema`).toBeDefined();
+    }
+  });
+
+  it('serves a valid OpenAPI 3.1 document covering every route', async () => {
+    const response = await h.request('GET', '/v1/openapi.json', { key: null });
+    expect(response.status).toBe(200);
+    const document = json(response);
+    expect(document.openapi).toBe('3.1.0');
+    await SwaggerParser.validate(structuredClone(document) as never);
+    for (const route of routes) {
+      const path = route.url.replace(/:([A-Za-z]+)/g, '{$1}');
+      expect(
+        document.paths[path]?.[String(route.method).toLowerCase()],
+        `${String(route.method)} ${path}`,
+      ).toBeDefined();
+    }
+    expect(document.paths['/v1/agents'].post.security).toEqual([{ BearerAuth: [] }, { ApiKey: [] }]);
+    expect(document.paths['/healthz'].get.security).toEqual([]);
+  });
+
+  it('serves the same document as Markdown', async () => {
+    const response = await h.request('GET', '/v1/openapi.md', { key: null });
+    expect(response.status).toBe(200);
+    expect(String(response.headers['content-type'])).toContain('text/markdown');
+    expect(response.text).toContain('### POST /v1/agents');
+    expect(response.text).toContain('### DELETE /v1/sessions/{id}');
+  });
+
+  it('answers 404 on every id route when the id belongs to another organization', async () => {
+    const other = await h.createOrg('contract-other');
+    const agent = json(await h.request('POST', '/v1/agents', { key: other.key, body: { name: 'theirs' } })).agent;
+    const session = json(
+      await h.request('POST', '/v1/sessions', { key: other.key, body: { agentId: agent.id } }),
+    ).session;
+    const foreignIds: Record<string, string> = { '/v1/agents/:id': agent.id, '/v1/sessions/:id': session.id };
+    const idRoutes = routes.filter((route) => route.url.includes(':'));
+    expect(idRoutes.length).toBeGreaterThan(0);
+    for (const route of idRoutes) {
+      const id = foreignIds[route.url];
+      expect(id, `no foreign resource prepared for ${route.url}; add one to this test`).toBeDefined();
+      const method = String(route.method);
+      const body = method === 'PATCH' || method === 'POST' ? { name: 'mine now' } : undefined;
+      const response = await h.request(
+        method,
+        route.url.replace(':id', String(id)),
+        body === undefined ? {} : { body },
+      );
+      expect(response.status, `${method} ${route.url}`).toBe(404);
+      expect(json(response).error.code).toBe('not_found');
+    }
+    // And the resources are untouched for their owner.
+    expect((await h.request('GET', `/v1/agents/${agent.id}`, { key: other.key })).status).toBe(200);
+    expect((await h.request('GET', `/v1/sessions/${session.id}`, { key: other.key })).status).toBe(200);
+  });
+});

@@ -74,7 +74,8 @@ export function publicHttpsUrlProblem(raw: string, allowInsecure: boolean): stri
     return url.protocol === 'https:' || url.protocol === 'http:' ? null : 'must use https';
   }
   if (url.protocol !== 'https:') return 'must use https';
-  const host = url.hostname;
+  // A trailing dot names the same host ("localhost." is localhost).
+  const host = url.hostname.replace(/\.$/, '');
   if (isPrivateAddress(host)) return 'must not point to a private, loopback or link-local address';
   if (isIP(host.replace(/^\[|\]$/g, '')) === 0 && (LOCAL_NAMES.test(host) || !host.includes('.'))) {
     return 'must name a public host';

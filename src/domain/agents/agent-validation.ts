@@ -28,7 +28,7 @@ function exactKeys(item: Record<string, unknown>, path: string, required: string
   }
   for (const key of Object.keys(item)) {
     if (!required.includes(key) && !optional.includes(key)) {
-      throw validationError(`${path}.${key}`, `${path} has unknown property "${key}"`);
+      throw validationError(`${path}.${key}`, `${path}.${key} is not a recognised field of ${path}`);
     }
   }
 }
@@ -59,7 +59,7 @@ export function parseMcpServer(item: unknown, path: string, context: ValidationC
     return { type: 'url', name, url };
   }
   const kind = item.kind;
-  if (kind === undefined) throw validationError(`${path}.kind`, `${path} needs "kind" (or "type":"url")`);
+  if (kind === undefined) throw validationError(`${path}.kind`, `${path}.kind is required (or use "type":"url")`);
   if (kind === 'internal') {
     exactKeys(item, path, ['kind', 'name'], []);
     const name = INTERNAL_TOOLS.find((tool) => tool === item.name);
@@ -139,6 +139,7 @@ export function skillPathProblem(path: string): string | null {
   if (/[?#]/.test(path)) return 'must not contain ? or #';
   if (/\s/.test(path)) return 'must not contain whitespace';
   for (const segment of path.split('/')) {
+    if (segment === '') return 'must not contain empty segments or a trailing slash';
     if (segment === '.' || segment === '..') return 'must not contain . or .. segments';
     if (segment.toLowerCase() === 'skill.md') return 'must name the skill folder, not a SKILL.md file';
   }

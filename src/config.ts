@@ -12,6 +12,7 @@ export interface ProviderConfig {
 }
 
 export interface Config {
+  role: ServeRole;
   host: string;
   port: number;
   dataDir: string;
@@ -32,6 +33,9 @@ export interface Config {
   responsesSyncTimeoutMs: number;
   sseHeartbeatMs: number;
   allowInsecureDestinations: boolean;
+  workerConcurrency: number;
+  leaseMs: number;
+  pollMs: number;
 }
 
 export class ConfigError extends Error {
@@ -144,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const defaultModel = str(env, 'AGENTRY_DEFAULT_MODEL', 'scripted');
   return {
+    role: oneOf(env, 'AGENTRY_ROLE', ['api', 'worker', 'all'] as const, 'all'),
     host: str(env, 'HOST', '127.0.0.1'),
     port: int(env, 'PORT', 8080, 0, 65535),
     dataDir: resolve(str(env, 'AGENTRY_DATA_DIR', './data')),
@@ -164,5 +169,8 @@ export function loadConfig(env: Env = process.env): Config {
     responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),
     sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
     allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),
+    workerConcurrency: int(env, 'AGENTRY_WORKER_CONCURRENCY', 64, 1, 10_000),
+    leaseMs: int(env, 'AGENTRY_LEASE_MS', 30_000, 500, 3600_000),
+    pollMs: int(env, 'AGENTRY_POLL_MS', 1000, 10, 600_000),
   };
 }

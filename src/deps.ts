@@ -3,11 +3,15 @@
  * engine. No module keeps singletons; tests build their own.
  */
 import type { Logger } from 'pino';
+import { type Bus, createLocalBus } from './bus/bus.ts';
 import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
+import { createMessageService, type MessageService } from './domain/messages/message-service.ts';
+import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
+import { createEngine, type Engine } from './engine/engine.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { openStorage, type Storage } from './storage/db.ts';
@@ -17,11 +21,14 @@ export interface Deps {
   logger: Logger;
   clock: Clock;
   storage: Storage;
+  auth: Authenticator;
   models: ModelRegistry;
   agents: AgentService;
   sessions: SessionService;
   orgs: OrgService;
   idempotency: Idempotency;
+  bus: Bus;
+  messages: MessageService;
 }
 
 export class StartupError extends Error {
@@ -45,6 +52,8 @@ export async function buildDeps(config: Config, logger: Logger, clock: Clock = s
     throw error;
   }
   const db = storage.db;
+  const bus = createLocalBus();
+  const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
   const agents = createAgentService({
     db,
     clock,
@@ -56,10 +65,30 @@ export async function buildDeps(config: Config, logger: Logger, clock: Clock = s
     logger,
     clock,
     storage,
+    auth: createAuthenticator({ db, externalChanges: storage.externalChanges }),
     models,
     agents,
     sessions: createSessionService({ db, clock }),
     orgs: createOrgService({ db, clock, agents }),
-    idempotency: createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs }),
+    idempotency,
+    bus,
+    messages: createMessageService({ db, clock, bus, idempotency }),
   };
+}
+
+/** The turn engine of this process, over the same storage and bus as the API. */
+export function buildEngine(deps: Deps): Engine {
+  return createEngine(
+    {
+      db: deps.storage.db,
+      dialect: deps.storage.dialect,
+      leaseMs: deps.config.leaseMs,
+      clock: deps.clock,
+      bus: deps.bus,
+      models: deps.models,
+      logger: deps.logger,
+      serverTools: new Map(),
+    },
+    { concurrency: deps.config.workerConcurrency, pollMs: deps.config.pollMs },
+  );
 }

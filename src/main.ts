@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { buildDeps } from './deps.ts';
+import { buildDeps, buildEngine } from './deps.ts';
 import { bootstrap } from './domain/orgs/org-service.ts';
 import { createLogger } from './logger.ts';
 
@@ -36,12 +36,14 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       'AGENTRY_ALLOW_INSECURE_DESTINATIONS=true: private and plain-HTTP destinations are allowed (development only)',
     );
   }
+  const engine = config.role === 'api' ? null : buildEngine(deps);
+  engine?.start();
   const { app, lifecycle } = await buildApp(deps);
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ storage: deps.storage.dialect, location: deps.storage.location }, 'storage ready');
+  logger.info({ storage: deps.storage.dialect, location: deps.storage.location, role: config.role }, 'storage ready');
   announce(logger, `listening on ${url}`);
   const sweep = setInterval(() => {
     deps.idempotency.sweep().catch((error: unknown) => logger.warn({ err: error }, 'idempotency sweep failed'));
@@ -53,7 +55,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     stopping ??= (async () => {
       lifecycle.accepting = false;
       clearInterval(sweep);
-      await app.close();
+      // Turns in flight get most of the grace period; what is left over is handed to another process.
+      await Promise.all([app.close(), engine?.stop(Math.floor(config.shutdownGraceMs * 0.8))]);
+      await deps.bus.close();
       await deps.storage.close();
     })();
     return stopping;
@@ -73,10 +77,10 @@ function exitWith(error: unknown, logger: Logger | null): never {
 }
 
 /** Runs the server until SIGTERM or SIGINT. */
-export async function serve(): Promise<void> {
+export async function serve(overrides: Partial<Config> = {}): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig();
+    config = { ...loadConfig(), ...overrides };
   } catch (error) {
     exitWith(error, null);
   }

@@ -52,10 +52,11 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'serve') {
-    if (values.role !== undefined && !['api', 'worker', 'all'].includes(values.role)) {
+    const role = values.role;
+    if (role !== undefined && role !== 'api' && role !== 'worker' && role !== 'all') {
       throw new UsageError('--role must be api, worker or all');
     }
-    await serve();
+    await serve(role === undefined ? {} : { role });
     return;
   }
   const config = loadConfig();

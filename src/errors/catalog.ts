@@ -32,6 +32,26 @@ export const errorCatalog = {
   },
   not_found: { status: 404, type: 'not_found_error', description: 'The resource does not exist in this organization.' },
   route_not_found: { status: 404, type: 'not_found_error', description: 'No route matches this method and path.' },
+  insufficient_credits: {
+    status: 402,
+    type: 'billing_error',
+    description: "The organization's credit balance is spent and the agent's model is priced.",
+  },
+  client_tool_output_required: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'A client tool call is waiting for its output; submit it before new input.',
+  },
+  function_call_output_conflict: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'A different output was already recorded for this call_id.',
+  },
+  action_not_waiting: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'The action does not exist on this message, belongs to another message, or is no longer waiting.',
+  },
   idempotency_conflict: {
     status: 409,
     type: 'conflict_error',

@@ -3,10 +3,9 @@
  * `config.scopes` says what it needs; routes marked `public` need nothing.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticateKey } from '../domain/orgs/api-keys.ts';
+import type { Authenticator } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { Executor } from '../storage/db.ts';
 
 function presentedKey(request: FastifyRequest): string | null {
   const authorization = request.headers.authorization;
@@ -21,7 +20,7 @@ function presentedKey(request: FastifyRequest): string | null {
   return null;
 }
 
-export function createAuthHook(deps: { db: Executor; clock: Clock }) {
+export function createAuthHook(deps: { auth: Authenticator; clock: Clock }) {
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     request.principal = null;
     const config = request.routeOptions.config;
@@ -31,7 +30,7 @@ export function createAuthHook(deps: { db: Executor; clock: Clock }) {
     if (key === null) {
       throw new AppError('missing_api_key', 'No API key: send Authorization: Bearer <key> or an API_KEY header');
     }
-    const principal = await authenticateKey(deps.db, key, deps.clock.now());
+    const principal = await deps.auth.authenticate(key, deps.clock.now());
     if (principal === null) throw new AppError('invalid_api_key', 'The API key is invalid, expired or revoked');
     const missing = config.scopes.filter((scope) => !principal.scopes.has(scope));
     if (missing.length > 0) {

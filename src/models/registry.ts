@@ -1,8 +1,17 @@
 /**
- * Which model ids this deployment can run. Ids are `provider/model`: openai, anthropic, any provider named in
- * AGENTRY_PROVIDERS, and the built-in `scripted` model (`scripted` or `scripted/priced`).
+ * Which model ids this deployment can run, and the adapter for each. Ids are `provider/model`: openai,
+ * anthropic, any provider named in AGENTRY_PROVIDERS, and the built-in `scripted` model (`scripted` or
+ * `scripted/priced`). Adapters are created on first use and cached per model id.
  */
 import type { Config } from '../config.ts';
+import {
+  type AiSdkAdapterOptions,
+  createAnthropicAdapter,
+  createOpenAIAdapter,
+  createOpenAICompatibleAdapter,
+} from './ai-sdk.ts';
+import { createScriptedModel } from './scripted.ts';
+import { type ModelAdapter, ModelError } from './types.ts';
 
 const SCRIPTED_MODELS = ['scripted', 'scripted/priced'] as const;
 
@@ -10,24 +19,57 @@ export interface ModelRegistry {
   /** Null when the id names a known provider and model, else a sentence saying what is wrong. */
   problem(modelId: string): string | null;
   providers(): string[];
+  /**
+   * The adapter for a model id; throws ModelError `model_not_configured` when the id is not runnable here. A
+   * missing provider API key is reported by the adapter's first call (same code, naming the variable).
+   */
+  adapter(modelId: string): ModelAdapter;
 }
 
-export function createModelRegistry(config: Pick<Config, 'providers'>): ModelRegistry {
+export type ModelRegistryConfig = Pick<Config, 'providers' | 'openaiApiKey' | 'anthropicApiKey'>;
+
+export function createModelRegistry(config: ModelRegistryConfig, options: AiSdkAdapterOptions = {}): ModelRegistry {
   const providers = ['openai', 'anthropic', 'scripted', ...Object.keys(config.providers)];
+  const adapters = new Map<string, ModelAdapter>();
+
+  const problem = (modelId: string): string | null => {
+    if ((SCRIPTED_MODELS as readonly string[]).includes(modelId)) return null;
+    const slash = modelId.indexOf('/');
+    if (slash <= 0 || slash === modelId.length - 1) {
+      return `model must look like provider/model (known providers: ${providers.join(', ')})`;
+    }
+    const provider = modelId.slice(0, slash);
+    if (provider === 'scripted') return `unknown scripted model; use ${SCRIPTED_MODELS.join(' or ')}`;
+    if (!providers.includes(provider)) {
+      return `unknown model provider "${provider}" (known providers: ${providers.join(', ')})`;
+    }
+    return null;
+  };
+
+  const create = (modelId: string): ModelAdapter => {
+    const invalid = problem(modelId);
+    if (invalid !== null) throw new ModelError('model_not_configured', `model "${modelId}": ${invalid}`);
+    if (modelId === 'scripted') return createScriptedModel({ priced: false });
+    if (modelId === 'scripted/priced') return createScriptedModel({ priced: true });
+    const slash = modelId.indexOf('/');
+    const provider = modelId.slice(0, slash);
+    const model = modelId.slice(slash + 1);
+    if (provider === 'openai') return createOpenAIAdapter(model, config.openaiApiKey, options);
+    if (provider === 'anthropic') return createAnthropicAdapter(model, config.anthropicApiKey, options);
+    const compatible = Object.hasOwn(config.providers, provider) ? config.providers[provider] : undefined;
+    if (compatible === undefined) throw new ModelError('model_not_configured', `model "${modelId}" is not configured`);
+    return createOpenAICompatibleAdapter(provider, model, compatible, options);
+  };
+
   return {
     providers: () => [...providers],
-    problem: (modelId) => {
-      if ((SCRIPTED_MODELS as readonly string[]).includes(modelId)) return null;
-      const slash = modelId.indexOf('/');
-      if (slash <= 0 || slash === modelId.length - 1) {
-        return `model must look like provider/model (known providers: ${providers.join(', ')})`;
-      }
-      const provider = modelId.slice(0, slash);
-      if (provider === 'scripted') return `unknown scripted model; use ${SCRIPTED_MODELS.join(' or ')}`;
-      if (!providers.includes(provider)) {
-        return `unknown model provider "${provider}" (known providers: ${providers.join(', ')})`;
-      }
-      return null;
+    problem,
+    adapter: (modelId) => {
+      const cached = adapters.get(modelId);
+      if (cached !== undefined) return cached;
+      const created = create(modelId);
+      adapters.set(modelId, created);
+      return created;
     },
   };
 }

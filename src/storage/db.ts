@@ -4,13 +4,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { Database } from './schema.ts';
-import { openSqlite } from './sqlite-adapter.ts';
+import { NodeSqliteDialect, openSqlite } from './sqlite-adapter.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -23,6 +23,11 @@ export interface Storage {
   /** A human-readable description of where the data lives (no credentials). */
   location: string;
   ping(): Promise<void>;
+  /**
+   * A number that changes when another process commits (SQLite), or null when the dialect offers no cheap
+   * signal (Postgres): callers must then not cache across requests.
+   */
+  externalChanges(): number | null;
   migrate(): Promise<string[]>;
   close(): Promise<void>;
 }
@@ -51,6 +56,7 @@ export async function openStorage(
   let db: Kysely<Database>;
   let dialect: Dialect;
   let location: string;
+  let externalChanges: () => number | null = () => null;
   if (config.databaseUrl !== null) {
     const schema = config.databaseSchema;
     if (schema !== null) {
@@ -75,7 +81,9 @@ export async function openStorage(
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const path = join(config.dataDir, 'agentry.db');
-    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: openSqlite({ path }) }) });
+    const database = openSqlite({ path });
+    db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }) });
+    externalChanges = () => database.dataVersion();
     dialect = 'sqlite';
     location = path;
   }
@@ -83,6 +91,7 @@ export async function openStorage(
     db,
     dialect,
     location,
+    externalChanges,
     ping: async () => {
       await sql`select 1`.execute(db);
     },

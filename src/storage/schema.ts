@@ -61,6 +61,92 @@ export interface SessionsTable {
   status: string;
   created_at: Millis;
   updated_at: Millis;
+  work_pending: ColumnType<number, number | undefined, number>;
+  work_version: ColumnType<number, number | undefined, number>;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_expires_at: ColumnType<Millis | null, Millis | null | undefined, Millis | null>;
+  lease_token: ColumnType<number, number | undefined, number>;
+}
+
+export interface MessagesTable {
+  id: string;
+  org_id: string;
+  session_id: string;
+  seq: number;
+  status: string;
+  /** JSON: the submitted parts. */
+  parts: string;
+  response_text: string | null;
+  /** JSON {code, message} when failed or cancelled. */
+  error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_micros: number;
+  step_count: number;
+  cancel_requested: number;
+  agent_id: string;
+  agent_version: number | null;
+  run_id: string;
+  source: string;
+  created_at: Millis;
+  started_at: Millis | null;
+  completed_at: Millis | null;
+  updated_at: Millis;
+}
+
+export interface RunsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  session_id: string;
+  message_id: string;
+  source: string;
+  status: string;
+  model: string;
+  agent_version: number | null;
+  input_preview: string;
+  output_preview: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_micros: number;
+  error: string | null;
+  created_at: Millis;
+  started_at: Millis | null;
+  completed_at: Millis | null;
+}
+
+export interface ItemsTable {
+  id: string;
+  org_id: string;
+  session_id: string;
+  message_id: string;
+  seq: number;
+  step: number;
+  type: string;
+  call_id: string | null;
+  /** JSON payload; its shape depends on `type` (see domain/messages/items.ts). */
+  content: string;
+  created_at: Millis;
+}
+
+export interface SessionEventsTable {
+  id: string;
+  session_id: string;
+  seq: number;
+  kind: string;
+  message_id: string | null;
+  run_id: string | null;
+  data: string;
+  created_at: Millis;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  org_id: string;
+  type: string;
+  data: string;
+  created_at: Millis;
+  dispatched_at: Millis | null;
 }
 
 export interface IdempotencyKeysTable {
@@ -80,6 +166,11 @@ export interface Database {
   agent_versions: AgentVersionsTable;
   sessions: SessionsTable;
   idempotency_keys: IdempotencyKeysTable;
+  messages: MessagesTable;
+  runs: RunsTable;
+  items: ItemsTable;
+  session_events: SessionEventsTable;
+  webhook_events: WebhookEventsTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;
@@ -88,3 +179,6 @@ export type AgentRow = Selectable<AgentsTable>;
 export type NewAgentRow = Insertable<AgentsTable>;
 export type AgentUpdate = Updateable<AgentsTable>;
 export type SessionRow = Selectable<SessionsTable>;
+export type MessageRow = Selectable<MessagesTable>;
+export type RunRow = Selectable<RunsTable>;
+export type ItemRow = Selectable<ItemsTable>;

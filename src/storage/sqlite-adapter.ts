@@ -5,7 +5,17 @@
  * SQLITE_BUSY when a read transaction tries to upgrade.
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import {
+  type DatabaseConnection,
+  type DialectAdapter,
+  type Driver,
+  SqliteAdapter,
+  type SqliteDatabase,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  type SqliteStatement,
+} from 'kysely';
 
 type Param = null | number | bigint | string | Uint8Array;
 
@@ -50,7 +60,15 @@ export interface SqliteOptions {
   busyTimeoutMs?: number;
 }
 
-export function openSqlite(options: SqliteOptions): SqliteDatabase {
+export interface OpenedSqlite extends SqliteDatabase {
+  /**
+   * SQLite's `PRAGMA data_version`: changes whenever another connection (another process) commits. Lets caches of
+   * rarely-changing rows stay exact across processes at the cost of one cheap pragma.
+   */
+  dataVersion(): number;
+}
+
+export function openSqlite(options: SqliteOptions): OpenedSqlite {
   const database = new DatabaseSync(options.path, {
     enableForeignKeyConstraints: true,
     timeout: options.busyTimeoutMs ?? 5000,
@@ -58,7 +76,9 @@ export function openSqlite(options: SqliteOptions): SqliteDatabase {
   database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = NORMAL');
   const cache = new Map<string, CachedStatement>();
+  const dataVersion = database.prepare('PRAGMA data_version');
   return {
+    dataVersion: () => Number(dataVersion.get()?.data_version ?? 0),
     close: () => {
       cache.clear();
       database.close();
@@ -76,4 +96,50 @@ export function openSqlite(options: SqliteOptions): SqliteDatabase {
       return statement;
     },
   };
+}
+
+/**
+ * SQLite has one connection, so queries and transactions take turns. Kysely's generic single-connection mutex
+ * wakes every waiter on each release (all of them re-check the lock), which costs O(waiters) per query under
+ * load; this driver hands the connection to the next waiter in FIFO order instead.
+ */
+class FifoSqliteDriver extends SqliteDriver {
+  readonly #waiters: (() => void)[] = [];
+  #held = false;
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.#held) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    this.#held = true;
+    return super.acquireConnection();
+  }
+
+  override async releaseConnection(): Promise<void> {
+    const next = this.#waiters.shift();
+    if (next === undefined) this.#held = false;
+    else next();
+  }
+}
+
+class FifoSqliteAdapter extends SqliteAdapter {
+  // The driver serializes access itself; this keeps Kysely from adding its own mutex on top.
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
+}
+
+export class NodeSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+
+  override createDriver(): Driver {
+    return new FifoSqliteDriver(this.#config);
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new FifoSqliteAdapter();
+  }
 }

@@ -10,8 +10,9 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { buildDeps, type Deps } from '../../src/deps.ts';
+import { buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
+import type { Engine } from '../../src/engine/engine.ts';
 import type { App } from '../../src/http/types.ts';
 import { createLogger } from '../../src/logger.ts';
 
@@ -40,6 +41,7 @@ export interface RequestOptions {
 export interface Harness {
   app: App;
   deps: Deps;
+  engine: Engine;
   dialect: DialectName;
   /** Admin key (all scopes) of the `default` organization. */
   key: string;
@@ -84,6 +86,7 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
   const key = testKey();
   const config: Config = loadConfig({
     LOG_LEVEL: 'silent',
+    AGENTRY_POLL_MS: '200',
     AGENTRY_BOOTSTRAP_KEY: key,
     ...environment.env,
     ...env,
@@ -91,9 +94,12 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
   const deps = await buildDeps(config, createLogger(config));
   await bootstrap(deps.orgs, config.bootstrapKey);
   const { app } = await buildApp(deps);
+  const engine = buildEngine(deps);
+  engine.start();
   return {
     app,
     deps,
+    engine,
     dialect,
     key,
     async request(method, url, options = {}) {
@@ -125,6 +131,7 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
       return { orgId: org.id, key: await deps.orgs.createKey(org.id) };
     },
     async close() {
+      await engine.stop(5000);
       await app.close();
       await deps.storage.close();
       await environment.cleanup();

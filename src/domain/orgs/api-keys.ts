@@ -44,17 +44,25 @@ export async function insertApiKey(
   return { id, prefix };
 }
 
-/** The principal behind a presented key, or null when it is malformed, unknown, expired or revoked. */
-export async function authenticateKey(db: Executor, presented: string, now: number): Promise<Principal | null> {
-  if (!KEY_PATTERN.test(presented)) return null;
+/** The principal behind a key hash, or null when it is unknown, expired or revoked. */
+async function lookupKey(
+  db: Executor,
+  hash: string,
+  now: number,
+): Promise<(Principal & { expiresAt: number | null }) | null> {
   const row = await db
     .selectFrom('api_keys')
     .select(['id', 'org_id', 'scopes', 'expires_at', 'revoked_at'])
-    .where('key_hash', '=', sha256Hex(presented))
+    .where('key_hash', '=', hash)
     .executeTakeFirst();
   if (row === undefined || row.revoked_at !== null) return null;
   if (row.expires_at !== null && row.expires_at <= now) return null;
-  return { orgId: row.org_id, keyId: row.id, scopes: new Set(row.scopes.split(' ').filter(isScope)) };
+  return {
+    orgId: row.org_id,
+    keyId: row.id,
+    scopes: new Set(row.scopes.split(' ').filter(isScope)),
+    expiresAt: row.expires_at,
+  };
 }
 
 /**
@@ -87,3 +95,43 @@ export async function revokeApiKeys(
   }
   return { revoked: rows.map((row) => row.prefix), ambiguous: 0 };
 }
+
+const AUTH_CACHE_MAX = 10_000;
+
+/**
+ * Authenticates keys with a cache of known-good principals. The cache is exact, not time-based: it is emptied
+ * whenever another process commits to the database (SQLite's data_version) and by `invalidate()` after
+ * in-process key changes; on Postgres, which has no such cheap signal, every request reads the database.
+ * Unknown keys are never cached.
+ */
+export function createAuthenticator(deps: { db: Executor; externalChanges: () => number | null }) {
+  const cache = new Map<string, Principal & { expiresAt: number | null }>();
+  let version: number | null = null;
+
+  return {
+    async authenticate(presented: string, now: number): Promise<Principal | null> {
+      if (!KEY_PATTERN.test(presented)) return null;
+      const current = deps.externalChanges();
+      const hash = sha256Hex(presented);
+      if (current === null) return lookupKey(deps.db, hash, now);
+      if (current !== version) {
+        cache.clear();
+        version = current;
+      }
+      const cached = cache.get(hash);
+      if (cached !== undefined && (cached.expiresAt === null || cached.expiresAt > now)) return cached;
+      const principal = await lookupKey(deps.db, hash, now);
+      if (principal === null) return null;
+      if (cache.size >= AUTH_CACHE_MAX) cache.clear();
+      cache.set(hash, principal);
+      return principal;
+    },
+
+    /** Call after changing keys in this process (other processes' changes are noticed by themselves). */
+    invalidate(): void {
+      cache.clear();
+    },
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

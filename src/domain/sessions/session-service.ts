@@ -4,6 +4,7 @@ import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { SessionRow } from '../../storage/schema.ts';
+import { writeEvents } from '../outbox.ts';
 
 export const SESSION_STATUSES = ['idle', 'running', 'requires_action', 'failed'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
@@ -32,7 +33,9 @@ function statusOf(value: string): SessionStatus {
   return SESSION_STATUSES.find((status) => status === value) ?? 'failed';
 }
 
-export function sessionFromRow(row: SessionRow): Session {
+export function sessionFromRow(
+  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'>,
+): Session {
   return {
     id: row.id,
     object: 'session',
@@ -79,7 +82,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         .executeTakeFirst();
       if (agent === undefined) throw notFound('agent', input.agentId);
       const now = deps.clock.now();
-      const row: SessionRow = {
+      const row = {
         id: newId(),
         org_id: orgId,
         agent_id: agentId,
@@ -89,6 +92,12 @@ export function createSessionService(deps: SessionServiceDeps) {
         updated_at: now,
       };
       await db.insertInto('sessions').values(row).execute();
+      await writeEvents(
+        db,
+        { orgId, sessionId: row.id, now },
+        [],
+        [{ type: 'agent.session.created', data: { id: row.id } }],
+      );
       return sessionFromRow(row);
     },
 
@@ -101,15 +110,6 @@ export function createSessionService(deps: SessionServiceDeps) {
         .executeTakeFirst();
       if (row === undefined) throw notFound('session', id);
       return sessionFromRow(row);
-    },
-
-    async delete(orgId: string, id: string): Promise<void> {
-      const result = await deps.db
-        .deleteFrom('sessions')
-        .where('org_id', '=', orgId)
-        .where('id', '=', id.toLowerCase())
-        .executeTakeFirst();
-      if (result.numDeletedRows === 0n) throw notFound('session', id);
     },
   };
 }

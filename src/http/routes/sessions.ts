@@ -66,12 +66,13 @@ export function sessionRoutes(app: App, deps: Deps): void {
     config: { scopes: ['tasks:write'] },
     schema: {
       summary: 'Delete a session',
+      description: 'Interrupts its active turn first; the agent and its workspace remain.',
       tags,
       params: IdParams,
       response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request, reply) => {
-      await deps.sessions.delete(orgOf(request), request.params.id);
+      await deps.messages.deleteSession(orgOf(request), request.params.id.toLowerCase());
       return reply.code(204).send(null);
     },
   });

@@ -1,9 +1,11 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import { initial } from './0001-initial.ts';
+import { engine } from './0002-engine.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
   '0001-initial': initial,
+  '0002-engine': engine,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,47 @@
+/**
+ * Signals between the API and the engine, never data: wake-ups ("a session has work"), interrupts, and live
+ * session events (text deltas, and persisted events once committed). In one process it is an in-memory
+ * emitter; in cluster mode a Redis implementation of the same interface carries it between processes.
+ */
+import { EventEmitter } from 'node:events';
+
+export interface LiveEvent {
+  sessionId: string;
+  /** A SessionEvent as the stream sends it. */
+  event: Record<string, unknown>;
+}
+
+export interface BusMessages {
+  /** A session may have runnable work. */
+  wake: { sessionId: string };
+  /** Abort the turn in flight of a session. */
+  interrupt: { sessionId: string };
+  /** An event for live listeners of a session. */
+  live: LiveEvent;
+}
+
+export type Topic = keyof BusMessages;
+
+export interface Bus {
+  publish<T extends Topic>(topic: T, message: BusMessages[T]): void;
+  /** Returns the unsubscribe function. */
+  subscribe<T extends Topic>(topic: T, handler: (message: BusMessages[T]) => void): () => void;
+  close(): Promise<void>;
+}
+
+export function createLocalBus(): Bus {
+  const emitter = new EventEmitter();
+  emitter.setMaxListeners(0);
+  return {
+    publish(topic, message) {
+      emitter.emit(topic, message);
+    },
+    subscribe(topic, handler) {
+      emitter.on(topic, handler);
+      return () => emitter.off(topic, handler);
+    },
+    async close() {
+      emitter.removeAllListeners();
+    },
+  };
+}

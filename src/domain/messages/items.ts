@@ -1,0 +1,192 @@
+/**
+ * The conversation log of a session: user inputs, assistant steps, tool calls and tool outputs, in order.
+ * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ContextMessage, ToolCall, ToolResult } from '../../models/types.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { ItemRow } from '../../storage/schema.ts';
+
+/** Who answers a tool call: the service (server), the API caller (client), or a person (question). */
+export type CallKind = 'server' | 'client' | 'question';
+
+export type ItemContent =
+  | { type: 'user_message'; text: string }
+  | { type: 'assistant_message'; text: string }
+  | { type: 'function_call'; name: string; arguments: string; kind: CallKind; actionId: number }
+  | {
+      type: 'function_call_output';
+      name: string;
+      output: string;
+      isError: boolean;
+      source: 'server' | 'client' | 'answer' | 'cancelled';
+      /** The answer exactly as submitted (any JSON value), for questions. */
+      answer?: unknown;
+    };
+
+export interface Item {
+  id: string;
+  messageId: string;
+  seq: number;
+  step: number;
+  callId: string | null;
+  createdAt: number;
+  content: ItemContent;
+}
+
+const PREFIX: Record<ItemContent['type'], string> = {
+  user_message: 'msg',
+  assistant_message: 'msg',
+  function_call: 'fc',
+  function_call_output: 'fco',
+};
+
+export function itemFromRow(row: ItemRow): Item {
+  return {
+    id: row.id,
+    messageId: row.message_id,
+    seq: row.seq,
+    step: row.step,
+    callId: row.call_id,
+    createdAt: row.created_at,
+    content: JSON.parse(row.content) as ItemContent,
+  };
+}
+
+export interface NewItem {
+  messageId: string;
+  step: number;
+  callId?: string;
+  content: ItemContent;
+}
+
+/** Appends items at the end of the session's log (callers hold the session's row lock or lease). */
+export async function appendItems(
+  trx: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  items: NewItem[],
+): Promise<Item[]> {
+  if (items.length === 0) return [];
+  const last = await trx
+    .selectFrom('items')
+    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+    .where('session_id', '=', target.sessionId)
+    .executeTakeFirst();
+  let seq = Number(last?.seq ?? 0);
+  const rows: ItemRow[] = items.map((item) => {
+    seq += 1;
+    return {
+      id: `${PREFIX[item.content.type]}_${randomUUID().replaceAll('-', '')}`,
+      org_id: target.orgId,
+      session_id: target.sessionId,
+      message_id: item.messageId,
+      seq,
+      step: item.step,
+      type: item.content.type,
+      call_id: item.callId ?? null,
+      content: JSON.stringify(item.content),
+      created_at: target.now,
+    };
+  });
+  await trx.insertInto('items').values(rows).execute();
+  return rows.map(itemFromRow);
+}
+
+/**
+ * The log as a turn sees it: items of this message and of the messages before it, grouped by message in
+ * submission order. A later message's input (already queued) is not part of an earlier turn, and an answer that
+ * arrives after it still belongs to its own message.
+ */
+export async function loadContextItems(db: Executor, sessionId: string, upToMessageSeq: number): Promise<Item[]> {
+  const rows = await db
+    .selectFrom('items')
+    .innerJoin('messages', 'messages.id', 'items.message_id')
+    .selectAll('items')
+    .where('items.session_id', '=', sessionId)
+    .where('messages.seq', '<=', upToMessageSeq)
+    .orderBy('messages.seq')
+    .orderBy('items.seq')
+    .execute();
+  return rows.map(itemFromRow);
+}
+
+export async function loadMessageItems(db: Executor, messageId: string): Promise<Item[]> {
+  const rows = await db.selectFrom('items').selectAll().where('message_id', '=', messageId).orderBy('seq').execute();
+  return rows.map(itemFromRow);
+}
+
+export interface PendingCall {
+  item: Item;
+  callId: string;
+  name: string;
+  arguments: string;
+  kind: CallKind;
+  actionId: number;
+}
+
+/** Tool calls that have no output yet, in call order. */
+export function pendingCalls(items: Item[]): PendingCall[] {
+  const answered = new Set(
+    items.filter((item) => item.content.type === 'function_call_output').map((item) => item.callId),
+  );
+  const pending: PendingCall[] = [];
+  for (const item of items) {
+    const content = item.content;
+    if (content.type !== 'function_call' || item.callId === null || answered.has(item.callId)) continue;
+    pending.push({
+      item,
+      callId: item.callId,
+      name: content.name,
+      arguments: content.arguments,
+      kind: content.kind,
+      actionId: content.actionId,
+    });
+  }
+  return pending;
+}
+
+/**
+ * Rebuilds the model context: one user entry per input, one assistant entry per step (its text and tool calls),
+ * one tool entry per step's outputs.
+ */
+export function buildContext(items: Item[]): ContextMessage[] {
+  const context: ContextMessage[] = [];
+  let assistant: { key: string; text: string; toolCalls: ToolCall[] } | null = null;
+  let results: { key: string; results: ToolResult[] } | null = null;
+  const flush = () => {
+    if (assistant !== null) context.push({ role: 'assistant', text: assistant.text, toolCalls: assistant.toolCalls });
+    if (results !== null) context.push({ role: 'tool', results: results.results });
+    assistant = null;
+    results = null;
+  };
+  for (const item of items) {
+    const key = `${item.messageId}:${item.step}`;
+    const content = item.content;
+    if (content.type === 'user_message') {
+      flush();
+      context.push({ role: 'user', content: [{ type: 'text', text: content.text }] });
+      continue;
+    }
+    if (content.type === 'function_call_output') {
+      if (results === null || results.key !== key) {
+        if (results !== null || (assistant !== null && assistant.key !== key)) flush();
+        results = { key, results: [] };
+      }
+      results.results.push({
+        callId: item.callId ?? '',
+        name: content.name,
+        output: content.output,
+        isError: content.isError,
+      });
+      continue;
+    }
+    if (assistant === null || assistant.key !== key || results !== null) {
+      flush();
+      assistant = { key, text: '', toolCalls: [] };
+    }
+    if (content.type === 'assistant_message') assistant.text += content.text;
+    else assistant.toolCalls.push({ callId: item.callId ?? '', name: content.name, arguments: content.arguments });
+  }
+  flush();
+  return context;
+}

@@ -1,0 +1,77 @@
+/** Projects stored rows to the Message resource, with its unresolved actions. */
+import { iso } from '../../lib/clock.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import { itemFromRow, type PendingCall, pendingCalls } from './items.ts';
+import { type Message, type MessageError, messageStatusOf, type RequiredAction } from './message-types.ts';
+
+export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
+  const actions: RequiredAction[] = [];
+  for (const call of pending) {
+    if (call.kind === 'question') {
+      let question = '';
+      let options: unknown[] | null = null;
+      try {
+        const args: unknown = JSON.parse(call.arguments);
+        if (typeof args === 'object' && args !== null) {
+          const q: unknown = Reflect.get(args, 'question');
+          const o: unknown = Reflect.get(args, 'options');
+          question = typeof q === 'string' ? q : '';
+          options = Array.isArray(o) ? o : null;
+        }
+      } catch {
+        question = call.arguments;
+      }
+      actions.push({ type: 'ask_user_question', actionId: call.actionId, question, options });
+    } else if (call.kind === 'client') {
+      actions.push({ type: 'function_call', callId: call.callId, name: call.name, arguments: call.arguments });
+    }
+  }
+  return actions;
+}
+
+export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Message {
+  const parts = JSON.parse(row.parts) as { type: 'text'; text: string }[];
+  return {
+    id: row.id,
+    object: 'message',
+    sessionId: row.session_id,
+    status: messageStatusOf(row.status),
+    parts: [{ type: 'text', text: parts.map((part) => part.text).join('\n') }],
+    response:
+      row.status === 'completed' || row.response_text !== null
+        ? { parts: [{ type: 'text', text: row.response_text ?? '' }] }
+        : null,
+    error: row.error === null ? null : (JSON.parse(row.error) as MessageError),
+    requiredActions: row.status === 'requires_action' ? actions : [],
+    usage: {
+      inputTokens: row.input_tokens,
+      outputTokens: row.output_tokens,
+      totalTokens: row.input_tokens + row.output_tokens,
+    },
+    runId: row.run_id,
+    createdAt: iso(row.created_at),
+    startedAt: row.started_at === null ? null : iso(row.started_at),
+    completedAt: row.completed_at === null ? null : iso(row.completed_at),
+  };
+}
+
+/** Messages with their required actions, loading the call items of all of them in one query. */
+export async function messagesWithActions(db: Executor, rows: MessageRow[]): Promise<Message[]> {
+  const waiting = rows.filter((row) => row.status === 'requires_action').map((row) => row.id);
+  const byMessage = new Map<string, RequiredAction[]>();
+  if (waiting.length > 0) {
+    const itemRows = await db
+      .selectFrom('items')
+      .selectAll()
+      .where('message_id', 'in', waiting)
+      .where('type', 'in', ['function_call', 'function_call_output'])
+      .orderBy('seq')
+      .execute();
+    const items = itemRows.map(itemFromRow);
+    for (const id of waiting) {
+      byMessage.set(id, requiredActionsOf(pendingCalls(items.filter((item) => item.messageId === id))));
+    }
+  }
+  return rows.map((row) => messageFromRow(row, byMessage.get(row.id) ?? []));
+}

@@ -1,0 +1,213 @@
+/**
+ * Every change of a turn's state, written with its events in the caller's transaction. The API (cancel of a
+ * waiting turn, answers) and the engine (start, steps, ends) share these, so a state never changes without its
+ * session events and webhooks.
+ */
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
+import type { SessionStatus } from '../sessions/session-service.ts';
+import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
+import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
+
+const PREVIEW_CHARS = 1000;
+
+export const preview = (text: string): string => (text.length > PREVIEW_CHARS ? text.slice(0, PREVIEW_CHARS) : text);
+
+interface Change {
+  trx: Executor;
+  message: MessageRow;
+  now: number;
+}
+
+async function sessionStatusEvents(
+  change: Change,
+  status: SessionStatus,
+  events: SessionEventInput[],
+  webhooks: WebhookEventInput[],
+): Promise<void> {
+  const { trx, message, now } = change;
+  const session = await trx
+    .selectFrom('sessions')
+    .select('status')
+    .where('id', '=', message.session_id)
+    .executeTakeFirst();
+  if (session === undefined || session.status === status) return;
+  await trx.updateTable('sessions').set({ status, updated_at: now }).where('id', '=', message.session_id).execute();
+  events.push({ kind: 'session.status', data: { status, previous: session.status } });
+  if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
+  if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id: message.session_id } });
+  if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });
+}
+
+async function setStatus(change: Change, status: MessageStatus, fields: Partial<MessageRow> = {}): Promise<void> {
+  const { trx, message, now } = change;
+  await trx
+    .updateTable('messages')
+    .set({ ...fields, status, updated_at: now })
+    .where('id', '=', message.id)
+    .execute();
+  const runStatus = status;
+  await trx
+    .updateTable('runs')
+    .set({
+      status: runStatus,
+      ...(fields.started_at === undefined ? {} : { started_at: fields.started_at }),
+      ...(fields.completed_at === undefined ? {} : { completed_at: fields.completed_at }),
+    })
+    .where('id', '=', message.run_id)
+    .execute();
+}
+
+async function emit(
+  change: Change,
+  events: SessionEventInput[],
+  webhooks: WebhookEventInput[],
+): Promise<SessionEvent[]> {
+  return writeEvents(
+    change.trx,
+    { orgId: change.message.org_id, sessionId: change.message.session_id, now: change.now },
+    events,
+    webhooks,
+  );
+}
+
+export async function startTurn(change: Change, agentVersion: number): Promise<SessionEvent[]> {
+  const { message, now } = change;
+  await setStatus(change, 'running', { started_at: now, agent_version: agentVersion });
+  await change.trx.updateTable('runs').set({ agent_version: agentVersion }).where('id', '=', message.run_id).execute();
+  const events: SessionEventInput[] = [
+    { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
+  ];
+  const webhooks: WebhookEventInput[] = [];
+  await sessionStatusEvents(change, 'running', events, webhooks);
+  return emit(change, events, webhooks);
+}
+
+/** Back to running after its actions were resolved; the engine picks it up again. */
+export async function resumeTurn(change: Change): Promise<SessionEvent[]> {
+  const { message } = change;
+  await setStatus(change, 'running');
+  await change.trx
+    .updateTable('sessions')
+    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
+    .where('id', '=', message.session_id)
+    .execute();
+  const events: SessionEventInput[] = [
+    { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
+  ];
+  const webhooks: WebhookEventInput[] = [];
+  await sessionStatusEvents(change, 'running', events, webhooks);
+  return emit(change, events, webhooks);
+}
+
+export async function requireAction(change: Change, actions: RequiredAction[]): Promise<SessionEvent[]> {
+  const { message } = change;
+  await setStatus(change, 'requires_action');
+  const events: SessionEventInput[] = [
+    {
+      kind: 'message.status',
+      messageId: message.id,
+      runId: message.run_id,
+      data: { status: 'requires_action', requiredActions: actions },
+    },
+  ];
+  const webhooks: WebhookEventInput[] = [];
+  await sessionStatusEvents(change, 'requires_action', events, webhooks);
+  const first = actions[0];
+  if (first !== undefined) {
+    webhooks.push({
+      type: 'agent.session.action_required',
+      data: {
+        id: message.session_id,
+        turn_id: message.id,
+        required_action:
+          first.type === 'function_call'
+            ? { type: 'function_call', call_id: first.callId, name: first.name }
+            : { type: 'ask_user_question', action_id: first.actionId },
+        required_actions_count: actions.length,
+      },
+    });
+  }
+  return emit(change, events, webhooks);
+}
+
+/** Closes tool calls left open by a turn that ends, so the log stays a valid model context. */
+async function closePendingCalls(change: Change, reason: string): Promise<void> {
+  const { trx, message, now } = change;
+  const pending = pendingCalls(await loadMessageItems(trx, message.id));
+  await appendItems(
+    trx,
+    { orgId: message.org_id, sessionId: message.session_id, now },
+    pending.map((call) => ({
+      messageId: message.id,
+      step: call.item.step,
+      callId: call.callId,
+      content: { type: 'function_call_output', name: call.name, output: reason, isError: true, source: 'cancelled' },
+    })),
+  );
+}
+
+export async function completeTurn(change: Change, responseText: string): Promise<SessionEvent[]> {
+  const { message, now } = change;
+  await setStatus(change, 'completed', { response_text: responseText, completed_at: now });
+  await change.trx
+    .updateTable('runs')
+    .set({ output_preview: preview(responseText) })
+    .where('id', '=', message.run_id)
+    .execute();
+  const events: SessionEventInput[] = [
+    { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'completed' } },
+    {
+      kind: 'message.completed',
+      messageId: message.id,
+      runId: message.run_id,
+      data: { response: { parts: [{ type: 'text', text: responseText }] } },
+    },
+  ];
+  const webhooks: WebhookEventInput[] = [
+    { type: 'agent.session.turn.completed', data: { id: message.id, session_id: message.session_id } },
+  ];
+  await sessionStatusEvents(change, 'idle', events, webhooks);
+  return emit(change, events, webhooks);
+}
+
+export async function failTurn(
+  change: Change,
+  error: MessageError,
+  partialText: string | null,
+): Promise<SessionEvent[]> {
+  const { message, now } = change;
+  await closePendingCalls(change, `Turn failed: ${error.message}`);
+  await setStatus(change, 'failed', { error: JSON.stringify(error), completed_at: now, response_text: partialText });
+  await change.trx
+    .updateTable('runs')
+    .set({ error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) })
+    .where('id', '=', message.run_id)
+    .execute();
+  const events: SessionEventInput[] = [
+    { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'failed' } },
+    { kind: 'message.failed', messageId: message.id, runId: message.run_id, data: { error } },
+  ];
+  const webhooks: WebhookEventInput[] = [
+    { type: 'agent.session.turn.failed', data: { id: message.id, session_id: message.session_id, error } },
+  ];
+  await sessionStatusEvents(change, 'failed', events, webhooks);
+  return emit(change, events, webhooks);
+}
+
+export async function cancelTurn(change: Change, partialText: string | null): Promise<SessionEvent[]> {
+  const { message, now } = change;
+  const error: MessageError = { code: 'cancelled', message: 'The turn was interrupted' };
+  await closePendingCalls(change, 'Tool call cancelled: the turn was interrupted');
+  await setStatus(change, 'cancelled', { error: JSON.stringify(error), completed_at: now, response_text: partialText });
+  const events: SessionEventInput[] = [
+    { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'cancelled' } },
+    { kind: 'message.cancelled', messageId: message.id, runId: message.run_id, data: { error } },
+  ];
+  const webhooks: WebhookEventInput[] = [
+    { type: 'agent.session.turn.cancelled', data: { id: message.id, session_id: message.session_id } },
+  ];
+  await sessionStatusEvents(change, 'idle', events, webhooks);
+  return emit(change, events, webhooks);
+}

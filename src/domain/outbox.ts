@@ -1,0 +1,118 @@
+/**
+ * The outbox: every state change writes its session events and webhook events in the same transaction as the
+ * change itself, so nothing is reported that did not happen and nothing that happened goes unreported. The
+ * returned session events are published to live listeners after the transaction commits.
+ */
+import { randomUUID } from 'node:crypto';
+import { unixSeconds } from '../lib/clock.ts';
+import type { Executor } from '../storage/db.ts';
+
+export const SESSION_EVENT_KINDS = [
+  'session.status',
+  'message.created',
+  'message.status',
+  'message.delta',
+  'message.event',
+  'message.completed',
+  'message.failed',
+  'message.cancelled',
+] as const;
+export type SessionEventKind = (typeof SESSION_EVENT_KINDS)[number];
+
+export const WEBHOOK_EVENT_TYPES = [
+  'agent.session.created',
+  'agent.session.in_progress',
+  'agent.session.action_required',
+  'agent.session.idle',
+  'agent.session.failed',
+  'agent.session.turn.completed',
+  'agent.session.turn.failed',
+  'agent.session.turn.cancelled',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export interface SessionEvent {
+  id: string;
+  session_id: string;
+  /** Position in the session's channel; the SSE frame id. */
+  seq: number;
+  kind: SessionEventKind;
+  message_id?: string;
+  run_id?: string;
+  created_at: number;
+  data: Record<string, unknown>;
+}
+
+export interface SessionEventInput {
+  kind: SessionEventKind;
+  messageId?: string | null;
+  runId?: string | null;
+  data?: Record<string, unknown>;
+}
+
+export interface WebhookEventInput {
+  type: WebhookEventType;
+  data: Record<string, unknown>;
+}
+
+export async function writeEvents(
+  trx: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  sessionEvents: SessionEventInput[],
+  webhooks: WebhookEventInput[] = [],
+): Promise<SessionEvent[]> {
+  const written: SessionEvent[] = [];
+  if (sessionEvents.length > 0) {
+    const last = await trx
+      .selectFrom('session_events')
+      .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+      .where('session_id', '=', target.sessionId)
+      .executeTakeFirst();
+    let seq = Number(last?.seq ?? 0);
+    for (const input of sessionEvents) {
+      seq += 1;
+      const event: SessionEvent = {
+        id: randomUUID(),
+        session_id: target.sessionId,
+        seq,
+        kind: input.kind,
+        ...(input.messageId == null ? {} : { message_id: input.messageId }),
+        ...(input.runId == null ? {} : { run_id: input.runId }),
+        created_at: unixSeconds(target.now),
+        data: input.data ?? {},
+      };
+      written.push(event);
+    }
+    await trx
+      .insertInto('session_events')
+      .values(
+        written.map((event) => ({
+          id: event.id,
+          session_id: event.session_id,
+          seq: event.seq,
+          kind: event.kind,
+          message_id: event.message_id ?? null,
+          run_id: event.run_id ?? null,
+          data: JSON.stringify(event.data),
+          created_at: target.now,
+        })),
+      )
+      .execute();
+  }
+  if (webhooks.length > 0) {
+    await trx
+      .insertInto('webhook_events')
+      .values(
+        webhooks.map((webhook) => ({
+          id: `evt_${randomUUID().replaceAll('-', '')}`,
+          org_id: target.orgId,
+          type: webhook.type,
+          data: JSON.stringify(webhook.data),
+          created_at: target.now,
+          dispatched_at: null,
+        })),
+      )
+      .execute();
+  }
+  return written;
+}

@@ -1,0 +1,161 @@
+/**
+ * The engine: claims sessions with runnable work and runs their turns, one turn at a time per session in
+ * submission order, up to `concurrency` sessions at once. Woken by the bus (a message was accepted, an answer
+ * resumed a turn) and by a poll that also picks up the sessions of workers whose leases expired.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { claimSession, handOver, heartbeat, type Lease, LeaseLostError, releaseIfIdle } from './lease.ts';
+import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
+
+export interface EngineOptions {
+  concurrency: number;
+  pollMs: number;
+}
+
+export interface Engine {
+  start(): void;
+  /** Stops claiming; lets turns in flight finish within `graceMs`, then hands their sessions over. */
+  stop(graceMs: number): Promise<void>;
+  /** Sessions being worked on right now. */
+  active(): number;
+  /** Looks for work now (tests and wake-ups). */
+  poke(): void;
+}
+
+export type EngineDeps = Omit<TurnDeps, 'owner'>;
+
+export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const turnDeps: TurnDeps = { ...deps, owner };
+  const running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  const unsubscribe: (() => void)[] = [];
+  let stopping = false;
+  let pumping = false;
+  let again = false;
+  let poll: NodeJS.Timeout | null = null;
+
+  async function nextRunnable(sessionId: string): Promise<{ id: string; cancel: boolean } | undefined> {
+    const row = await deps.db
+      .selectFrom('messages')
+      .select(['id', 'status', 'cancel_requested'])
+      .where('session_id', '=', sessionId)
+      .where('status', 'in', ['queued', 'running', 'requires_action'])
+      .orderBy('seq')
+      .limit(1)
+      .executeTakeFirst();
+    if (row === undefined || row.status === 'requires_action') return undefined;
+    return { id: row.id, cancel: row.cancel_requested === 1 };
+  }
+
+  async function work(lease: Lease, controller: AbortController): Promise<void> {
+    const beat = setInterval(
+      () => {
+        heartbeat(turnDeps, lease, deps.clock.now())
+          .then(async () => {
+            // Interrupts also travel through the database, for processes the bus does not reach.
+            const next = await nextRunnable(lease.sessionId);
+            if (next?.cancel === true && !controller.signal.aborted) controller.abort(new TurnAbort('interrupt'));
+          })
+          .catch((error: unknown) => {
+            if (error instanceof LeaseLostError) controller.abort(new TurnAbort('lease_lost'));
+            else deps.logger.warn({ err: error, sessionId: lease.sessionId }, 'lease heartbeat failed');
+          });
+      },
+      Math.max(50, Math.floor(deps.leaseMs / 3)),
+    );
+    try {
+      for (;;) {
+        if (controller.signal.aborted) break;
+        if (stopping) {
+          await handOver(turnDeps, lease);
+          return;
+        }
+        const next = await nextRunnable(lease.sessionId);
+        if (next === undefined) {
+          if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
+          continue;
+        }
+        await runTurn(turnDeps, lease, next.id, controller.signal);
+        // An interrupt ends only the turn it hit; the session's next turn gets a fresh signal.
+        if (controller.signal.aborted) {
+          const reason: unknown = controller.signal.reason;
+          if (!(reason instanceof TurnAbort) || reason.reason !== 'interrupt') break;
+          controller = new AbortController();
+          const entry = running.get(lease.sessionId);
+          if (entry !== undefined) entry.controller = controller;
+        }
+      }
+      if (controller.signal.aborted) {
+        const reason: unknown = controller.signal.reason;
+        if (reason instanceof TurnAbort && reason.reason === 'shutdown') await handOver(turnDeps, lease);
+      }
+    } catch (error) {
+      if (!(error instanceof LeaseLostError))
+        deps.logger.error({ err: error, sessionId: lease.sessionId }, 'session worker failed');
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  async function pump(preferred?: string): Promise<void> {
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        again = false;
+        while (!stopping && running.size < options.concurrency) {
+          const lease = await claimSession(turnDeps, deps.clock.now(), preferred);
+          preferred = undefined;
+          if (lease === null) break;
+          const controller = new AbortController();
+          const entry = { controller, done: Promise.resolve() };
+          running.set(lease.sessionId, entry);
+          entry.done = work(lease, controller).finally(() => {
+            running.delete(lease.sessionId);
+            if (!stopping) void pump();
+          });
+        }
+      } while (again && !stopping);
+    } catch (error) {
+      deps.logger.error({ err: error }, 'claiming work failed');
+    } finally {
+      pumping = false;
+    }
+  }
+
+  return {
+    start() {
+      unsubscribe.push(
+        deps.bus.subscribe('wake', ({ sessionId }) => {
+          if (!running.has(sessionId)) void pump(sessionId);
+        }),
+        deps.bus.subscribe('interrupt', ({ sessionId }) => {
+          const entry = running.get(sessionId);
+          if (entry !== undefined && !entry.controller.signal.aborted)
+            entry.controller.abort(new TurnAbort('interrupt'));
+        }),
+      );
+      poll = setInterval(() => void pump(), options.pollMs);
+      poll.unref();
+      void pump();
+    },
+    async stop(graceMs) {
+      stopping = true;
+      if (poll !== null) clearInterval(poll);
+      for (const off of unsubscribe.splice(0)) off();
+      const all = () => Promise.all([...running.values()].map((entry) => entry.done));
+      const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
+      if ((await Promise.race([all().then(() => 'done' as const), timer])) === 'timeout') {
+        for (const entry of running.values()) entry.controller.abort(new TurnAbort('shutdown'));
+        await all();
+      }
+    },
+    active: () => running.size,
+    poke: () => void pump(),
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Session leases. A worker owns a session while its lease is live; every write it makes is fenced by the
+ * session's `lease_token` (taken by the claim, checked by every write), so a worker that lost its lease (paused,
+ * partitioned, presumed dead) can no longer change anything. Claims use FOR UPDATE SKIP LOCKED on Postgres;
+ * SQLite serializes writers anyway.
+ */
+import type { Dialect, Executor } from '../storage/db.ts';
+
+export interface Lease {
+  sessionId: string;
+  orgId: string;
+  token: number;
+  owner: string;
+}
+
+export class LeaseLostError extends Error {
+  constructor(sessionId: string) {
+    super(`lease on session ${sessionId} was lost`);
+    this.name = new.target.name;
+  }
+}
+
+export interface LeaseDeps {
+  db: Executor;
+  dialect: Dialect;
+  owner: string;
+  leaseMs: number;
+}
+
+/** Claims one session with runnable work (the given one when named), or returns null. */
+export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
+  let candidate = deps.db
+    .selectFrom('sessions')
+    .select('id')
+    .where('work_pending', '=', 1)
+    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]));
+  if (sessionId !== undefined) candidate = candidate.where('id', '=', sessionId);
+  candidate = candidate.orderBy('updated_at').limit(1);
+  if (deps.dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
+  const row = await deps.db
+    .updateTable('sessions')
+    .set((eb) => ({
+      lease_owner: deps.owner,
+      lease_expires_at: now + deps.leaseMs,
+      lease_token: eb('lease_token', '+', 1),
+    }))
+    .where('id', '=', candidate)
+    // Re-checked here: on SQLite the sub-select and the update are one statement, on Postgres the row is locked.
+    .where('work_pending', '=', 1)
+    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
+    .returning(['id', 'org_id', 'lease_token'])
+    .executeTakeFirst();
+  return row === undefined ? null : { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner };
+}
+
+/** Checks and extends the lease; on Postgres this also locks the session row for the rest of the transaction. */
+async function fence(trx: Executor, lease: Lease, now: number, leaseMs: number): Promise<void> {
+  const result = await trx
+    .updateTable('sessions')
+    .set({ lease_expires_at: now + leaseMs })
+    .where('id', '=', lease.sessionId)
+    .where('lease_token', '=', lease.token)
+    .where('lease_owner', '=', lease.owner)
+    .executeTakeFirst();
+  if (result.numUpdatedRows === 0n) throw new LeaseLostError(lease.sessionId);
+}
+
+/** Runs `work` in a transaction that first proves the lease is still ours. */
+export async function fenced<T>(
+  deps: LeaseDeps,
+  lease: Lease,
+  now: number,
+  work: (trx: Executor) => Promise<T>,
+): Promise<T> {
+  return deps.db.transaction().execute(async (trx) => {
+    await fence(trx, lease, now, deps.leaseMs);
+    return work(trx);
+  });
+}
+
+export async function heartbeat(deps: LeaseDeps, lease: Lease, now: number): Promise<void> {
+  await fence(deps.db, lease, now, deps.leaseMs);
+}
+
+/**
+ * Gives the session up when it has no runnable turn left (the first unfinished message is waiting for input, or
+ * there is none). Returns false when there is more work, in which case the lease is kept.
+ */
+export async function releaseIfIdle(deps: LeaseDeps, lease: Lease, now: number): Promise<boolean> {
+  return fenced(deps, lease, now, async (trx) => {
+    const next = await trx
+      .selectFrom('messages')
+      .select('status')
+      .where('session_id', '=', lease.sessionId)
+      .where('status', 'in', ['queued', 'running', 'requires_action'])
+      .orderBy('seq')
+      .limit(1)
+      .executeTakeFirst();
+    if (next !== undefined && next.status !== 'requires_action') return false;
+    await trx
+      .updateTable('sessions')
+      .set({ work_pending: 0, lease_owner: null, lease_expires_at: null })
+      .where('id', '=', lease.sessionId)
+      .where('lease_token', '=', lease.token)
+      .execute();
+    return true;
+  });
+}
+
+/** Lets another worker take the session at once (shutdown), keeping its work pending. */
+export async function handOver(deps: LeaseDeps, lease: Lease): Promise<void> {
+  await deps.db
+    .updateTable('sessions')
+    .set({ lease_owner: null, lease_expires_at: null })
+    .where('id', '=', lease.sessionId)
+    .where('lease_token', '=', lease.token)
+    .execute();
+}

@@ -1,0 +1,122 @@
+import type { Deps } from '../../deps.ts';
+import { orgOf } from '../auth.ts';
+import { errorResponses, IdParams } from '../schemas/common.ts';
+import {
+  AcceptedMessage,
+  AnswerBody,
+  AnswerResult,
+  InterruptResult,
+  MessageCreateBody,
+  MessageEnvelope,
+  MessageList,
+  MessageListQuery,
+  RequiredIdempotencyHeaders,
+  SessionMessageParams,
+} from '../schemas/messages.ts';
+import type { App } from '../types.ts';
+
+const tags = ['Sessions'];
+
+export function messageRoutes(app: App, deps: Deps): void {
+  app.route({
+    method: 'GET',
+    url: '/v1/sessions/:id/messages',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'List messages',
+      description: 'The transcript in submission order.',
+      tags,
+      params: IdParams,
+      querystring: MessageListQuery,
+      response: { 200: MessageList, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => deps.messages.list(orgOf(request), request.params.id.toLowerCase(), request.query),
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/sessions/:id/messages',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Submit a message',
+      description:
+        'Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message.',
+      tags,
+      params: IdParams,
+      headers: RequiredIdempotencyHeaders,
+      body: MessageCreateBody,
+      response: { 202: AcceptedMessage, ...errorResponses(400, 401, 402, 403, 404, 409, 413) },
+    },
+    handler: async (request, reply) => {
+      const orgId = orgOf(request);
+      const result = await deps.messages.submit(
+        {
+          orgId,
+          sessionId: request.params.id.toLowerCase(),
+          parts: request.body.parts,
+          idempotencyKey: request.headers['idempotency-key'],
+        },
+        (trx, agentId) => deps.agents.get(orgId, agentId, trx),
+      );
+      if (result.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.code(202).send(result.body);
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/sessions/:id/messages/:messageId',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Get a message',
+      description: 'The authoritative state of a message: status, response or error, and unresolved actions.',
+      tags,
+      params: SessionMessageParams,
+      response: { 200: MessageEnvelope, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => ({
+      message: await deps.messages.get(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.params.messageId.toLowerCase(),
+      ),
+    }),
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/sessions/:id/messages/:messageId/answer',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Answer a question',
+      description:
+        'Answers an ask_user_question action (its actionId comes from the message or the message.event). 409 when the action is absent, belongs to another message or is no longer waiting.',
+      tags,
+      params: SessionMessageParams,
+      body: AnswerBody,
+      response: { 200: AnswerResult, ...errorResponses(400, 401, 403, 404, 409) },
+    },
+    handler: async (request) =>
+      deps.messages.answer(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.params.messageId.toLowerCase(),
+        request.body.actionId,
+        request.body.answer,
+      ),
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/sessions/:id/interrupt',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Interrupt the active turn',
+      description: 'interrupting when a turn is active (it ends cancelled within a second), no_turn otherwise.',
+      tags,
+      params: IdParams,
+      response: { 200: InterruptResult, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => deps.messages.interrupt(orgOf(request), request.params.id.toLowerCase()),
+  });
+}

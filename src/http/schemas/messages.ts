@@ -1,0 +1,89 @@
+import { Type } from 'typebox';
+import { MESSAGE_STATUSES } from '../../domain/messages/message-types.ts';
+import { OffsetPagination, StringEnum, Uuid } from './common.ts';
+
+const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
+
+export const MessageCreateBody = Type.Object(
+  {
+    parts: Type.Array(
+      Type.Object(
+        { type: Type.Literal('text'), text: Type.String({ minLength: 1, maxLength: 100_000 }) },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 32, description: 'Joined with newlines into one prompt' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const RequiredAction = Type.Union([
+  Type.Object({
+    type: Type.Literal('ask_user_question'),
+    actionId: Type.Integer(),
+    question: Type.String(),
+    options: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
+  }),
+  Type.Object({
+    type: Type.Literal('function_call'),
+    callId: Type.String(),
+    name: Type.String(),
+    arguments: Type.String(),
+  }),
+]);
+
+const messageFields = {
+  id: Uuid,
+  object: Type.Literal('message'),
+  sessionId: Uuid,
+  status: StringEnum(MESSAGE_STATUSES),
+  parts: Type.Array(TextPart),
+  response: Type.Union([Type.Object({ parts: Type.Array(TextPart) }), Type.Null()]),
+  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+  requiredActions: Type.Array(RequiredAction, { description: 'Unresolved questions and client tool calls' }),
+  usage: Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer(), totalTokens: Type.Integer() }),
+  runId: Uuid,
+  createdAt: Type.String({ format: 'date-time' }),
+  startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  completedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+};
+
+export const Message = Type.Object(messageFields);
+export const MessageEnvelope = Type.Object({ message: Message });
+export const AcceptedMessage = Type.Object({
+  ...messageFields,
+  warnings: Type.Array(Type.Object({ code: Type.String(), message: Type.String() }), {
+    description: 'Non-fatal notes about this acceptance, e.g. a configured tool this deployment cannot run',
+  }),
+});
+export const MessageList = Type.Object({
+  data: Type.Array(Message),
+  total: Type.Integer(),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+export const MessageListQuery = Type.Object(OffsetPagination, { additionalProperties: false });
+export const SessionMessageParams = Type.Object({ id: Uuid, messageId: Uuid });
+
+export const AnswerBody = Type.Object(
+  {
+    actionId: Type.Integer({ minimum: 0 }),
+    answer: Type.Unknown({ description: 'Any JSON value, including null; passed to the agent unchanged' }),
+  },
+  { additionalProperties: false, required: ['actionId', 'answer'] },
+);
+export const AnswerResult = Type.Object({
+  messageId: Uuid,
+  actionId: Type.Integer(),
+  status: StringEnum(['accepted', 'resuming'] as const),
+});
+export const InterruptResult = Type.Object({ status: StringEnum(['interrupting', 'no_turn'] as const) });
+
+export const RequiredIdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[\\x21-\\x7E]+$',
+    description: 'Required: makes the submission safe to retry (scoped to the organization and session).',
+  }),
+});

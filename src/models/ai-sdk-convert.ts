@@ -1,0 +1,193 @@
+/**
+ * Agentry's normalized model shapes → the AI SDK's (messages, tools, call settings), and the SDK's errors →
+ * ModelError. Kept apart from the streaming loop so that the wire mapping can be read (and changed) alone.
+ */
+import {
+  APICallError,
+  type AssistantModelMessage,
+  InvalidArgumentError,
+  InvalidPromptError,
+  type JSONSchema7,
+  jsonSchema,
+  LoadAPIKeyError,
+  type ModelMessage,
+  RetryError,
+  StreamProviderError,
+  type ToolChoice,
+  type ToolSet,
+  TypeValidationError,
+  tool,
+  UnsupportedFunctionalityError,
+  type UserModelMessage,
+} from 'ai';
+import { classifyHttpStatus, parseRetryAfter } from '../lib/retry.ts';
+import { type ContextMessage, ModelError, type ModelSettings, type ToolSpec } from './types.ts';
+
+/** Tool-call arguments as the SDK wants them: an object (Anthropic rejects anything else), `{}` if unparsable. */
+function parseArguments(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { ...value };
+  } catch {
+    // The engine records such calls as failed; the model still needs to see that it made them.
+  }
+  return {};
+}
+
+export function toSdkMessages(context: ContextMessage[]): ModelMessage[] {
+  const messages: ModelMessage[] = [];
+  for (const message of context) {
+    if (message.role === 'user') {
+      const content: Exclude<UserModelMessage['content'], string> = message.content.map((part) => {
+        if (part.type === 'text') return { type: 'text', text: part.text };
+        // AI SDK 7 folds images into file parts with an image media type.
+        if (part.type === 'image') return { type: 'file', mediaType: part.mediaType, data: part.data };
+        return { type: 'file', mediaType: part.mediaType, filename: part.filename, data: part.data };
+      });
+      messages.push({ role: 'user', content });
+    } else if (message.role === 'assistant') {
+      const content: Exclude<AssistantModelMessage['content'], string> = [];
+      // Providers reject empty text blocks; an assistant step with neither text nor calls is left out entirely.
+      if (message.text !== '') content.push({ type: 'text', text: message.text });
+      for (const call of message.toolCalls) {
+        content.push({
+          type: 'tool-call',
+          toolCallId: call.callId,
+          toolName: call.name,
+          input: parseArguments(call.arguments),
+        });
+      }
+      if (content.length > 0) messages.push({ role: 'assistant', content });
+    } else if (message.results.length > 0) {
+      messages.push({
+        role: 'tool',
+        content: message.results.map((result) => ({
+          type: 'tool-result',
+          toolCallId: result.callId,
+          toolName: result.name,
+          output: result.isError
+            ? { type: 'error-text', value: result.output }
+            : { type: 'text', value: result.output },
+        })),
+      });
+    }
+  }
+  return messages;
+}
+
+function isObjectSchema(schema: Record<string, unknown>): schema is Record<string, unknown> & JSONSchema7 {
+  return schema.type === 'object';
+}
+
+/** Tools WITHOUT execute functions: the SDK then hands the calls back to us instead of running them. */
+export function toSdkTools(specs: ToolSpec[]): ToolSet | undefined {
+  if (specs.length === 0) return undefined;
+  const tools: ToolSet = {};
+  for (const spec of specs) {
+    if (!isObjectSchema(spec.parameters)) {
+      throw new ModelError('model_bad_request', `tool ${spec.name}: parameters must be a JSON Schema of type object`);
+    }
+    // No `validate`: argument validation is the engine's job, so that an invalid call becomes a failed tool call
+    // the model can see and correct rather than an SDK error.
+    tools[spec.name] = tool({
+      description: spec.description,
+      inputSchema: jsonSchema(spec.parameters),
+      strict: spec.strict,
+    });
+  }
+  return tools;
+}
+
+export interface SdkCallSettings {
+  temperature?: number;
+  topP?: number;
+  maxOutputTokens?: number;
+  toolChoice?: ToolChoice<ToolSet>;
+}
+
+/** Only the settings that are set, so that provider defaults apply to the rest. */
+export function toSdkSettings(settings: ModelSettings | undefined, hasTools: boolean): SdkCallSettings {
+  const result: SdkCallSettings = {};
+  if (settings === undefined) return result;
+  if (settings.temperature !== undefined) result.temperature = settings.temperature;
+  if (settings.topP !== undefined) result.topP = settings.topP;
+  if (settings.maxOutputTokens !== undefined) result.maxOutputTokens = settings.maxOutputTokens;
+  const choice = settings.toolChoice;
+  if (choice !== undefined && hasTools) {
+    result.toolChoice = typeof choice === 'string' ? choice : { type: 'tool', toolName: choice.name };
+  }
+  return result;
+}
+
+function header(headers: Record<string, string> | undefined, name: string): string | undefined {
+  if (headers === undefined) return undefined;
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+/** OpenAI sends the precise `retry-after-ms`; everyone else the standard Retry-After. */
+function retryAfterOf(headers: Record<string, string> | undefined): number | undefined {
+  const precise = Number(header(headers, 'retry-after-ms'));
+  if (header(headers, 'retry-after-ms') !== undefined && Number.isFinite(precise) && precise >= 0) return precise;
+  return parseRetryAfter(header(headers, 'retry-after')) ?? undefined;
+}
+
+function fromStatus(label: string, status: number, detail: string, cause: unknown, retryAfterMs?: number): ModelError {
+  const message = `${label} returned HTTP ${status}: ${detail}`;
+  const base = { status, cause };
+  const retriable = { ...base, retriable: true, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+  if (status === 401 || status === 403) return new ModelError('model_auth_failed', message, base);
+  if (status === 429) return new ModelError('model_rate_limited', message, retriable);
+  if (classifyHttpStatus(status)) return new ModelError('model_unavailable', message, retriable);
+  if (status === 400 || status === 404 || status === 413 || status === 422) {
+    return new ModelError('model_bad_request', message, base);
+  }
+  return new ModelError('model_error', message, base);
+}
+
+/**
+ * Maps whatever the SDK or the network threw to a ModelError. `label` names the provider in messages, e.g.
+ * `openai`. The caller handles aborts before calling this (an abort surfaces as the signal's reason).
+ */
+export function toModelError(error: unknown, label: string): ModelError {
+  if (error instanceof ModelError) return error;
+  if (RetryError.isInstance(error)) return toModelError(error.lastError, label);
+  if (APICallError.isInstance(error)) {
+    if (error.statusCode === undefined || error.statusCode < 400) {
+      // No HTTP status: the request never got an answer (refused, reset, timed out); a success status: the
+      // connection broke while the answer streamed.
+      const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+      return new ModelError('model_unavailable', `${label} connection failed: ${error.message}${cause}`, {
+        retriable: true,
+        cause: error,
+      });
+    }
+    return fromStatus(label, error.statusCode, error.message, error, retryAfterOf(error.responseHeaders));
+  }
+  if (StreamProviderError.isInstance(error)) {
+    if (error.statusCode !== undefined) return fromStatus(label, error.statusCode, error.message, error);
+    return new ModelError(error.isRetryable ? 'model_unavailable' : 'model_error', `${label}: ${error.message}`, {
+      retriable: error.isRetryable,
+      cause: error,
+    });
+  }
+  if (LoadAPIKeyError.isInstance(error)) {
+    return new ModelError('model_not_configured', `${label}: ${error.message}`, { cause: error });
+  }
+  if (
+    UnsupportedFunctionalityError.isInstance(error) ||
+    InvalidPromptError.isInstance(error) ||
+    InvalidArgumentError.isInstance(error) ||
+    TypeValidationError.isInstance(error)
+  ) {
+    return new ModelError('model_bad_request', `${label}: ${error.message}`, { cause: error });
+  }
+  if (error instanceof TypeError && /fetch failed/i.test(error.message)) {
+    return new ModelError('model_unavailable', `${label} is unreachable: ${error.message}`, {
+      retriable: true,
+      cause: error,
+    });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new ModelError('model_error', `${label}: ${message}`, { cause: error });
+}

@@ -1,0 +1,276 @@
+/**
+ * Model adapters over the Vercel AI SDK: `openai/<model>` (Responses API), `anthropic/<model>` (Messages API)
+ * and every OpenAI-compatible provider of AGENTRY_PROVIDERS (chat completions). Each model call is ONE
+ * `streamText` step with tools that have no execute function, so tool calls come back to the engine.
+ *
+ * Retries: the SDK's own are off (`maxRetries: 0`); `withRetry` re-opens the call only while nothing has been
+ * yielded to the caller, so a retry can never duplicate streamed text. Once output has flowed, a failure ends the
+ * call with a ModelError. An abort of `request.signal` rejects with `signal.reason`, never a ModelError.
+ */
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from 'ai';
+import type { ProviderConfig } from '../config.ts';
+import { type RetryOptions, withRetry } from '../lib/retry.ts';
+import { toModelError, toSdkMessages, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
+import { type ModelAdapter, ModelError, type ModelEvent, type ModelRequest, type ToolCall } from './types.ts';
+
+export interface AiSdkAdapterOptions {
+  /** Overrides of the shared retry policy (tests shorten the delays). */
+  retry?: Pick<RetryOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs' | 'sleep'>;
+  /** A call that sends nothing for this long fails with model_timeout (default 120 s). */
+  idleTimeoutMs?: number;
+}
+
+const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+// Explicit endpoints, so that the SDK does not consult OPENAI_BASE_URL / ANTHROPIC_BASE_URL behind config's back.
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
+
+type Part = TextStreamPart<ToolSet>;
+/** `ai` does not re-export its ProviderOptions type; take it from streamText's own signature. */
+type ProviderOptions = NonNullable<Parameters<typeof streamText>[0]['providerOptions']>;
+
+/** One opened provider stream: its parts mapped to our events, with idle-timeout and abort racing. */
+interface Attempt {
+  /** Events of the next provider part (often none); null once the stream has ended. */
+  next(): Promise<ModelEvent[] | null>;
+  close(): void;
+}
+
+function argumentsText(part: Extract<Part, { type: 'tool-call' }>): string {
+  // An unparsable call arrives with its raw text as input; keep it so that the engine can report it as is.
+  if (part.invalid === true && typeof part.input === 'string') return part.input;
+  return JSON.stringify(part.input ?? {});
+}
+
+/** Resolves with `pending`, or rejects first with the abort reason or an idle timeout. */
+function race<T>(pending: Promise<T>, signal: AbortSignal, idleMs: number, onIdle: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const cleanup = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const onAbort = () => {
+      cleanup();
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(onIdle());
+    }, idleMs);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    pending.then(
+      (value) => {
+        cleanup();
+        resolve(value);
+      },
+      (error: unknown) => {
+        cleanup();
+        reject(error);
+      },
+    );
+  });
+}
+
+interface Target {
+  /** Names the provider in error messages. */
+  label: string;
+  resolveModel: () => LanguageModel;
+  providerOptions?: ProviderOptions;
+}
+
+function openAttempt(model: LanguageModel, target: Target, request: ModelRequest, idleMs: number): Attempt {
+  const { label } = target;
+  // Aborted by the caller's signal, or by us on idle timeout / early close, which also cancels the HTTP request.
+  const local = new AbortController();
+  const signal = AbortSignal.any([request.signal, local.signal]);
+  const tools = toSdkTools(request.tools);
+  const result = streamText({
+    model,
+    messages: toSdkMessages(request.context),
+    ...(request.instructions === '' ? {} : { instructions: request.instructions }),
+    ...(tools === undefined ? {} : { tools }),
+    ...toSdkSettings(request.settings, tools !== undefined),
+    maxRetries: 0,
+    abortSignal: signal,
+    ...(target.providerOptions === undefined ? {} : { providerOptions: target.providerOptions }),
+    // Errors arrive as stream parts and are thrown from next(); the default handler would print them.
+    onError: () => {},
+  });
+  const iterator = result.stream[Symbol.asyncIterator]();
+  const idle = () => {
+    const error = new ModelError('model_timeout', `${label} sent nothing for ${idleMs / 1000} s`, { retriable: true });
+    local.abort(error);
+    return error;
+  };
+
+  const toEvents = (part: Part): ModelEvent[] => {
+    switch (part.type) {
+      case 'text-delta':
+        return part.text === '' ? [] : [{ type: 'text-delta', text: part.text }];
+      case 'tool-call': {
+        if (part.providerExecuted === true) return [];
+        const call: ToolCall = { callId: part.toolCallId, name: part.toolName, arguments: argumentsText(part) };
+        return [{ type: 'tool-call', call }];
+      }
+      case 'finish':
+        return [
+          {
+            type: 'finish',
+            usage: { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 },
+          },
+        ];
+      case 'error':
+        throw toModelError(part.error, label);
+      case 'abort':
+        // Our own idle abort carries the timeout error; otherwise it was the caller's signal.
+        if (request.signal.aborted) throw request.signal.reason;
+        throw local.signal.reason instanceof ModelError ? local.signal.reason : toModelError(part.reason, label);
+      default:
+        return [];
+    }
+  };
+
+  return {
+    async next() {
+      let step: IteratorResult<Part>;
+      try {
+        step = await race(iterator.next(), request.signal, idleMs, idle);
+      } catch (error) {
+        if (request.signal.aborted) throw request.signal.reason;
+        throw toModelError(error, label);
+      }
+      return step.done ? null : toEvents(step.value);
+    },
+    close() {
+      // Releases the connection when the consumer stops early or the call failed; a no-op after a clean end.
+      local.abort(new Error('model call closed'));
+      iterator.return?.().catch(() => undefined);
+    },
+  };
+}
+
+/** Opens the call and reads up to its first event; everything up to there may be retried. */
+async function openWithFirstEvents(
+  model: LanguageModel,
+  target: Target,
+  request: ModelRequest,
+  idleMs: number,
+): Promise<{ attempt: Attempt; first: ModelEvent[] }> {
+  const attempt = openAttempt(model, target, request, idleMs);
+  try {
+    for (;;) {
+      const events = await attempt.next();
+      if (events === null) return { attempt, first: [] };
+      if (events.length > 0) return { attempt, first: events };
+    }
+  } catch (error) {
+    attempt.close();
+    throw error;
+  }
+}
+
+function createAdapter(target: Target, options: AiSdkAdapterOptions): ModelAdapter {
+  const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  let model: LanguageModel | null = null;
+  return {
+    async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
+      request.signal.throwIfAborted();
+      model ??= target.resolveModel();
+      const resolved = model;
+      const { attempt, first } = await withRetry(() => openWithFirstEvents(resolved, target, request, idleMs), {
+        ...options.retry,
+        signal: request.signal,
+        classify: (error) =>
+          error instanceof ModelError
+            ? { retriable: error.retriable, retryAfterMs: error.retryAfterMs }
+            : { retriable: false },
+      });
+      let finished = false;
+      try {
+        let events: ModelEvent[] | null = first;
+        while (events !== null) {
+          for (const event of events) {
+            // Exactly one finish, and always last: whatever a provider sends after it is dropped.
+            if (finished) continue;
+            if (event.type === 'finish') finished = true;
+            yield event;
+          }
+          events = await attempt.next();
+        }
+        if (!finished) {
+          request.signal.throwIfAborted();
+          yield { type: 'finish', usage: { inputTokens: 0, outputTokens: 0 } };
+        }
+      } finally {
+        attempt.close();
+      }
+    },
+  };
+}
+
+function notConfigured(label: string, variable: string): never {
+  throw new ModelError('model_not_configured', `${label} models need an API key: set ${variable}`);
+}
+
+export function createOpenAIAdapter(
+  model: string,
+  apiKey: string | null,
+  options: AiSdkAdapterOptions = {},
+): ModelAdapter {
+  return createAdapter(
+    {
+      label: 'openai',
+      resolveModel: () => {
+        if (apiKey === null) return notConfigured('openai', 'OPENAI_API_KEY');
+        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL }).responses(model);
+      },
+      // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step.
+      providerOptions: { openai: { store: false } },
+    },
+    options,
+  );
+}
+
+export function createAnthropicAdapter(
+  model: string,
+  apiKey: string | null,
+  options: AiSdkAdapterOptions = {},
+): ModelAdapter {
+  return createAdapter(
+    {
+      label: 'anthropic',
+      resolveModel: () => {
+        if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
+        return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
+      },
+    },
+    options,
+  );
+}
+
+/** A provider of AGENTRY_PROVIDERS; its API key is optional (local servers such as Ollama need none). */
+export function createOpenAICompatibleAdapter(
+  provider: string,
+  model: string,
+  config: ProviderConfig,
+  options: AiSdkAdapterOptions = {},
+): ModelAdapter {
+  return createAdapter(
+    {
+      label: provider,
+      resolveModel: () =>
+        createOpenAICompatible({
+          name: provider,
+          baseURL: config.baseURL,
+          ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
+          // Ask for the usage chunk at the end of the stream (stream_options.include_usage).
+          includeUsage: true,
+        }).chatModel(model),
+    },
+    options,
+  );
+}

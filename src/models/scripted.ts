@@ -1,0 +1,173 @@
+/**
+ * The built-in `scripted` model (DESIGN section 9): deterministic, free, for demos and tests. The newest user
+ * message is a script; its sections (separated by lines that are exactly `---`) are played one per model step,
+ * the step number being the count of assistant entries after that user message, so a turn resumed by a client
+ * tool's output plays the next section. See docs/models.md for the user-facing reference.
+ */
+import { randomBytes } from 'node:crypto';
+import { abortableSleep } from '../lib/retry.ts';
+import {
+  type ContextMessage,
+  type ModelAdapter,
+  ModelError,
+  type ModelEvent,
+  type ModelRequest,
+  type ToolCall,
+} from './types.ts';
+
+type Op =
+  | { kind: 'text'; text: string }
+  | { kind: 'call'; name: string; arguments: string }
+  | { kind: 'sleep'; ms: number }
+  | { kind: 'fail'; message: string };
+
+type Section = Op[];
+
+export const ASK_USER_QUESTION = 'ask_user_question';
+const SECTION_SEPARATOR = '---';
+/** Upper bound on deltas per reply: enough to look streamed, few enough to keep long echoes cheap. */
+const MAX_DELTAS = 16;
+
+/** Splits the script into sections of directives; a script without any directive is one verbatim reply. */
+export function parseScript(text: string): Section[] {
+  const lines = text.split(/\r?\n/);
+  const sections: Section[] = [[]];
+  let sawDirective = false;
+  for (const [index, line] of lines.entries()) {
+    if (line === SECTION_SEPARATOR) {
+      sections.push([]);
+      continue;
+    }
+    const op = parseLine(line, index + 1);
+    if (op === null) continue;
+    if (op.kind !== 'text') sawDirective = true;
+    sections[sections.length - 1]?.push(op);
+  }
+  if (!sawDirective) return [[{ kind: 'text', text }]];
+  return sections;
+}
+
+function parseLine(line: string, lineNumber: number): Op | null {
+  const trimmed = line.trim();
+  if (trimmed === '') return null;
+  const call = /^call\s+(\S+)(?:\s+(.*))?$/.exec(trimmed);
+  if (call) {
+    const name = call[1] ?? '';
+    const json = call[2]?.trim() ?? '{}';
+    try {
+      JSON.parse(json);
+    } catch {
+      throw new ModelError(
+        'model_bad_request',
+        `scripted model: line ${lineNumber} ("${trimmed}") has arguments that are not valid JSON`,
+      );
+    }
+    return { kind: 'call', name, arguments: json };
+  }
+  const ask = /^ask\s+(.+)$/.exec(trimmed);
+  if (ask) return { kind: 'call', name: ASK_USER_QUESTION, arguments: JSON.stringify({ question: ask[1] }) };
+  const sleep = /^sleep\s+(\d+)$/.exec(trimmed);
+  if (sleep) return { kind: 'sleep', ms: Number(sleep[1]) };
+  const fail = /^fail(?:\s+(.*))?$/.exec(trimmed);
+  if (fail) return { kind: 'fail', message: fail[1] ?? 'scripted failure' };
+  return { kind: 'text', text: line };
+}
+
+function userText(message: Extract<ContextMessage, { role: 'user' }>): string {
+  return message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+}
+
+/** Characters the model "reads": instructions plus every text, tool argument and tool output in the context. */
+function contextChars(request: ModelRequest): number {
+  let chars = request.instructions.length;
+  for (const message of request.context) {
+    if (message.role === 'user') chars += userText(message).length;
+    else if (message.role === 'assistant') {
+      chars += message.text.length;
+      for (const call of message.toolCalls) chars += call.arguments.length;
+    } else for (const result of message.results) chars += result.output.length;
+  }
+  return chars;
+}
+
+/** Word-aligned chunks whose concatenation is exactly `text`; ≥2 for multi-word text. */
+export function chunkText(text: string): string[] {
+  const words = text.split(/(?<=\s)(?=\S)/);
+  const size = Math.ceil(words.length / MAX_DELTAS);
+  const chunks: string[] = [];
+  for (let i = 0; i < words.length; i += size) chunks.push(words.slice(i, i + size).join(''));
+  return chunks.filter((chunk) => chunk !== '');
+}
+
+function newCallId(): string {
+  return `call_${randomBytes(12).toString('hex')}`;
+}
+
+interface Plan {
+  section: Section;
+  /** Reply with `<tool>: <output>` lines when the section yields neither text nor calls. */
+  fallback: string | null;
+}
+
+/** Decides which section this step plays, per the contract in the file header. */
+function plan(context: ContextMessage[]): Plan {
+  let userIndex = -1;
+  for (let i = context.length - 1; i >= 0; i--) {
+    if (context[i]?.role === 'user') {
+      userIndex = i;
+      break;
+    }
+  }
+  const user = context[userIndex];
+  const sections = user?.role === 'user' ? parseScript(userText(user)) : [];
+  const played = context.slice(userIndex + 1).filter((message) => message.role === 'assistant').length;
+  const last = context[context.length - 1];
+  const fallback =
+    last?.role === 'tool' ? last.results.map((result) => `${result.name}: ${result.output}`).join('\n') : null;
+  return { section: sections[played] ?? [], fallback };
+}
+
+/**
+ * Creates the scripted model. `priced` only marks the `scripted/priced` variant: behaviour is identical and the
+ * price comes from the pricing table.
+ */
+export function createScriptedModel(_options: { priced: boolean }): ModelAdapter {
+  return {
+    async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
+      const { signal } = request;
+      signal.throwIfAborted();
+      const inputTokens = Math.ceil(contextChars(request) / 4);
+      const { section, fallback } = plan(request.context);
+      let outputChars = 0;
+      let wroteText = false;
+      let madeCalls = false;
+
+      async function* text(value: string): AsyncGenerator<ModelEvent> {
+        const full = wroteText ? `\n${value}` : value;
+        wroteText = true;
+        outputChars += full.length;
+        for (const chunk of chunkText(full)) {
+          signal.throwIfAborted();
+          yield { type: 'text-delta', text: chunk };
+        }
+      }
+
+      for (const op of section) {
+        signal.throwIfAborted();
+        if (op.kind === 'sleep') await abortableSleep(op.ms, signal);
+        else if (op.kind === 'fail') throw new ModelError('model_error', op.message);
+        else if (op.kind === 'text') yield* text(op.text);
+        else {
+          madeCalls = true;
+          outputChars += op.arguments.length;
+          const call: ToolCall = { callId: newCallId(), name: op.name, arguments: op.arguments };
+          yield { type: 'tool-call', call };
+        }
+      }
+      // After tool results, a section without calls or text (or no section at all) summarises the results.
+      if (!wroteText && !madeCalls && fallback !== null && fallback !== '') yield* text(fallback);
+      signal.throwIfAborted();
+      yield { type: 'finish', usage: { inputTokens, outputTokens: Math.ceil(outputChars / 4) } };
+    },
+  };
+}

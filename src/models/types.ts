@@ -1,0 +1,110 @@
+/**
+ * The one small interface every model provider implements, in Agentry's own normalized shapes (provider wire
+ * formats never leak past an adapter). The engine builds a ModelRequest per step and consumes ModelEvents.
+ */
+
+export interface ToolCall {
+  callId: string;
+  name: string;
+  /** JSON text of the arguments, as the model produced it. */
+  arguments: string;
+}
+
+export interface ToolResult {
+  callId: string;
+  name: string;
+  /** The tool's output as text (JSON values are serialized by the engine). */
+  output: string;
+  isError?: boolean;
+}
+
+export type UserPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; mediaType: string; data: Uint8Array }
+  | { type: 'file'; mediaType: string; filename: string; data: Uint8Array };
+
+/**
+ * The conversation as the model sees it. One `assistant` entry is one step of the agent loop: its text and the
+ * batch of tool calls it made; the `tool` entry after it carries that batch's results.
+ */
+export type ContextMessage =
+  | { role: 'user'; content: UserPart[] }
+  | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
+  | { role: 'tool'; results: ToolResult[] };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (root type object). */
+  parameters: Record<string, unknown>;
+  strict: boolean;
+}
+
+export interface ModelSettings {
+  temperature?: number;
+  topP?: number;
+  maxOutputTokens?: number;
+  /** `auto` (default), `none`, `required`, or a tool name the model must call. */
+  toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+}
+
+export interface ModelRequest {
+  /** Full model id, `provider/model` or `scripted`. */
+  model: string;
+  instructions: string;
+  context: ContextMessage[];
+  tools: ToolSpec[];
+  settings?: ModelSettings;
+  signal: AbortSignal;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export type ModelEvent =
+  | { type: 'text-delta'; text: string }
+  | { type: 'tool-call'; call: ToolCall }
+  | { type: 'finish'; usage: Usage };
+
+/** Stable codes a failed model call ends a message with. */
+export const MODEL_ERROR_CODES = [
+  'model_error',
+  'model_rate_limited',
+  'model_unavailable',
+  'model_auth_failed',
+  'model_bad_request',
+  'model_not_configured',
+  'model_timeout',
+] as const;
+export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
+
+export class ModelError extends Error {
+  readonly code: ModelErrorCode;
+  /** True for conditions worth retrying (429, 5xx, network), per the retry policy. */
+  readonly retriable: boolean;
+  readonly status: number | null;
+  readonly retryAfterMs: number | null;
+
+  constructor(
+    code: ModelErrorCode,
+    message: string,
+    options: { retriable?: boolean; status?: number; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+    this.status = options.status ?? null;
+    this.retryAfterMs = options.retryAfterMs ?? null;
+  }
+}
+
+export interface ModelAdapter {
+  /**
+   * Streams one model call. Ends with exactly one `finish` event; throws ModelError on failure and an
+   * AbortError (`signal.reason`) when the signal aborts.
+   */
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+}

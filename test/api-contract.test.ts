@@ -67,19 +67,32 @@ describe('API contract', () => {
     const session = json(
       await h.request('POST', '/v1/sessions', { key: other.key, body: { agentId: agent.id } }),
     ).session;
-    const foreignIds: Record<string, string> = { '/v1/agents/:id': agent.id, '/v1/sessions/:id': session.id };
+    const message = json(
+      await h.request('POST', `/v1/sessions/${session.id}/messages`, {
+        key: other.key,
+        headers: { 'idempotency-key': 'contract' },
+        body: { parts: [{ type: 'text', text: 'ask hello?' }] },
+      }),
+    );
+    // A valid request for each route, so that only ownership can make it fail.
+    const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
+      'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
+      'POST /v1/sessions/:id/messages': {
+        body: { parts: [{ type: 'text', text: 'hi' }] },
+        headers: { 'idempotency-key': 'x' },
+      },
+      'POST /v1/sessions/:id/messages/:messageId/answer': { body: { actionId: 0, answer: 'yes' } },
+      'POST /v1/sessions/:id/interrupt': {},
+    };
     const idRoutes = routes.filter((route) => route.url.includes(':'));
-    expect(idRoutes.length).toBeGreaterThan(0);
+    expect(idRoutes.length).toBeGreaterThan(5);
     for (const route of idRoutes) {
-      const id = foreignIds[route.url];
-      expect(id, `no foreign resource prepared for ${route.url}; add one to this test`).toBeDefined();
       const method = String(route.method);
-      const body = method === 'PATCH' || method === 'POST' ? { name: 'mine now' } : undefined;
-      const response = await h.request(
-        method,
-        route.url.replace(':id', String(id)),
-        body === undefined ? {} : { body },
-      );
+      const id = route.url.startsWith('/v1/agents') ? agent.id : session.id;
+      const url = route.url.replace(':messageId', message.id).replace(':id', id);
+      expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
+      const spec = valid[`${method} ${route.url}`] ?? {};
+      const response = await h.request(method, url, spec);
       expect(response.status, `${method} ${route.url}`).toBe(404);
       expect(json(response).error.code).toBe('not_found');
     }

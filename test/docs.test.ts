@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..');
+const read = (path: string) => readFileSync(join(root, path), 'utf8');
+
+describe('documentation stays in step with the code', () => {
+  it('docs/configuration.md lists every variable config.ts reads', () => {
+    const names = [...read('src/config.ts').matchAll(/\(env, '([A-Z_0-9]+)'/g)].map((match) => match[1]);
+    expect(names.length).toBeGreaterThan(15);
+    const doc = read('docs/configuration.md');
+    for (const name of names) expect(doc, name).toContain(`\`${name}\``);
+  });
+
+  it('the README links every page in docs/', () => {
+    const readme = read('README.md');
+    for (const page of [
+      'docs/configuration.md',
+      'docs/errors.md',
+      'docs/agents.md',
+      'docs/sessions.md',
+      'docs/models.md',
+    ]) {
+      expect(readme, page).toContain(page);
+    }
+  });
+});

@@ -1,0 +1,349 @@
+/**
+ * Session messages over HTTP (spec 4.4, 7, 8; DESIGN 5, 6, 9): submission validation and idempotency, plain
+ * replies of the `scripted` model, transcript paging, FIFO order per session, credits and acceptance warnings.
+ * Everything runs through the real server with the engine started, once per dialect.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
+
+type Json = Record<string, any>;
+
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+describe.each(dialects())('messages (%s)', (dialect) => {
+  let h: Harness;
+  let agentId: string;
+  const INSTRUCTIONS = 'Be brief.';
+
+  beforeAll(async () => {
+    h = await createHarness(dialect);
+    agentId = await createAgent({ instructions: INSTRUCTIONS });
+  });
+  afterAll(() => h.close());
+
+  const db = () => h.deps.storage.db;
+
+  async function createAgent(fields: Json = {}, key?: string): Promise<string> {
+    const response = await h.request('POST', '/v1/agents', { body: { name: 'agent', ...fields }, ...keyOf(key) });
+    expect(response.status).toBe(201);
+    return json(response).agent.id;
+  }
+
+  async function createSession(agent = agentId, key?: string): Promise<string> {
+    const response = await h.request('POST', '/v1/sessions', { body: { agentId: agent }, ...keyOf(key) });
+    expect(response.status).toBe(201);
+    return json(response).session.id;
+  }
+
+  const keyOf = (key: string | undefined) => (key === undefined ? {} : { key });
+
+  function post(sessionId: string, body: unknown, idempotencyKey: string | null = randomUUID(), key?: string) {
+    const headers: Record<string, string> = idempotencyKey === null ? {} : { 'idempotency-key': idempotencyKey };
+    return h.request('POST', `/v1/sessions/${sessionId}/messages`, { body, headers, ...keyOf(key) });
+  }
+
+  /** Submits text parts and expects 202; returns the AcceptedMessage. */
+  async function send(sessionId: string, ...parts: string[]): Promise<Json> {
+    const response = await post(sessionId, { parts: parts.map((text) => ({ type: 'text', text })) });
+    expect(response.status, response.text).toBe(202);
+    return json(response);
+  }
+
+  /** Polls the message every 25 ms (up to 10 s) until its status is one of `statuses`. */
+  async function waitFor(sessionId: string, messageId: string, statuses: string[] = TERMINAL, key?: string) {
+    const deadline = Date.now() + 10_000;
+    let last: Json | undefined;
+    while (Date.now() < deadline) {
+      const response = await h.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`, keyOf(key));
+      expect(response.status).toBe(200);
+      last = json(response).message as Json;
+      if (statuses.includes(last.status)) return last;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`message ${messageId} never reached ${statuses.join('|')}; last: ${JSON.stringify(last)}`);
+  }
+
+  const expectError = (response: HarnessResponse, status: number, code: string) => {
+    expect(response.status, response.text).toBe(status);
+    expect(json(response).error.code).toBe(code);
+    return json(response).error as Json;
+  };
+
+  describe('submission validation', () => {
+    let sessionId: string;
+    beforeAll(async () => {
+      sessionId = await createSession();
+    });
+    const text = (value: string) => ({ parts: [{ type: 'text', text: value }] });
+
+    it('requires an Idempotency-Key of 1-255 visible ASCII characters', async () => {
+      const missing = expectError(await post(sessionId, text('hi'), null), 400, 'validation_error');
+      expect(missing.param).toBe('Idempotency-Key');
+      const long = expectError(await post(sessionId, text('hi'), 'k'.repeat(256)), 400, 'validation_error');
+      expect(long.param).toBe('Idempotency-Key');
+      const spaced = expectError(await post(sessionId, text('hi'), 'has space'), 400, 'validation_error');
+      expect(spaced.param).toBe('Idempotency-Key');
+      expect((await post(sessionId, text('hi'), 'k'.repeat(255))).status).toBe(202);
+    });
+
+    it.each([
+      ['no parts', { parts: [] }],
+      ['33 parts', { parts: Array.from({ length: 33 }, () => ({ type: 'text', text: 'x' })) }],
+      ['an empty text', text('')],
+      ['a 100001-character text', text('y'.repeat(100_001))],
+      ['a part that is not text', { parts: [{ type: 'image', text: 'x' }] }],
+      ['a part without text', { parts: [{ type: 'text' }] }],
+      ['parts not an array', { parts: 'hello' }],
+    ])('rejects %s naming parts', async (_label, body) => {
+      const error = expectError(await post(sessionId, body), 400, 'validation_error');
+      expect(error.param).toMatch(/^parts/);
+    });
+
+    it('rejects a missing body field and unknown fields', async () => {
+      expect(expectError(await post(sessionId, {}), 400, 'validation_error').param).toBe('parts');
+      const extra = expectError(await post(sessionId, { ...text('hi'), extra: 1 }), 400, 'validation_error');
+      expect(extra.param).toBe('extra');
+      const partExtra = { parts: [{ type: 'text', text: 'hi', extra: 1 }] };
+      expect(expectError(await post(sessionId, partExtra), 400, 'validation_error').param).toMatch(/^parts\[0\]/);
+    });
+
+    it('accepts 32 parts and a 100000-character part', async () => {
+      const parts = Array.from({ length: 32 }, (_, i) => ({ type: 'text', text: `p${i}` }));
+      const many = await post(sessionId, { parts });
+      expect(many.status).toBe(202);
+      expect(json(many).parts).toEqual([{ type: 'text', text: parts.map((part) => part.text).join('\n') }]);
+      const big = await post(sessionId, text('z'.repeat(100_000)));
+      expect(big.status).toBe(202);
+      const done = await waitFor(sessionId, json(big).id);
+      expect(done.status).toBe('completed');
+      expect(done.response.parts[0].text).toBe('z'.repeat(100_000));
+    });
+
+    it('answers 404 for an unknown session and for a session of another organization', async () => {
+      expectError(await post(randomUUID(), text('hi')), 404, 'not_found');
+      const other = await h.createOrg(`msg-other-${dialect}`);
+      const foreign = await createSession(await createAgent({}, other.key), other.key);
+      expectError(await post(foreign, text('hi')), 404, 'not_found');
+      // ...and the owner can use it.
+      expect((await post(foreign, text('hi'), randomUUID(), other.key)).status).toBe(202);
+    });
+
+    it('replays the same key and parts, rejects the same key with other parts, scopes keys per session', async () => {
+      const key = `replay-${randomUUID()}`;
+      const first = await post(sessionId, text('replay me'), key);
+      expect(first.status).toBe(202);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const again = await post(sessionId, text('replay me'), key);
+      expect(again.status).toBe(202);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(json(again)).toEqual(json(first));
+      const rows = await db().selectFrom('messages').select('id').where('session_id', '=', sessionId).execute();
+      expect(rows.filter((row) => row.id === json(first).id)).toHaveLength(1);
+      const before = rows.length;
+
+      const conflict = expectError(await post(sessionId, text('something else'), key), 409, 'idempotency_conflict');
+      expect(conflict.param).toBe('Idempotency-Key');
+
+      const otherSession = await createSession();
+      const elsewhere = await post(otherSession, text('something else'), key);
+      expect(elsewhere.status).toBe(202);
+      expect(elsewhere.headers['idempotent-replayed']).toBeUndefined();
+      expect(json(elsewhere).id).not.toBe(json(first).id);
+      expect(json(elsewhere).sessionId).toBe(otherSession);
+      const after = await db().selectFrom('messages').select('id').where('session_id', '=', sessionId).execute();
+      expect(after).toHaveLength(before);
+    });
+  });
+
+  describe('plain replies', () => {
+    it('echoes a message without directives, with usage, run id and timestamps', async () => {
+      const sessionId = await createSession();
+      const prompt = 'What is the weather in Paris today?';
+      const accepted = await send(sessionId, prompt);
+      expect(accepted).toMatchObject({
+        object: 'message',
+        sessionId,
+        status: 'queued',
+        parts: [{ type: 'text', text: prompt }],
+        response: null,
+        error: null,
+        requiredActions: [],
+        warnings: [],
+      });
+      expect(accepted.id).toMatch(UUID);
+      expect(accepted.runId).toMatch(UUID);
+      expect(accepted.createdAt).toMatch(ISO);
+
+      const done = await waitFor(sessionId, accepted.id);
+      expect(done.status).toBe('completed');
+      expect(done.response).toEqual({ parts: [{ type: 'text', text: prompt }] });
+      expect(done.error).toBeNull();
+      expect(done.runId).toBe(accepted.runId);
+      const inputTokens = Math.ceil((INSTRUCTIONS.length + prompt.length) / 4);
+      const outputTokens = Math.ceil(prompt.length / 4);
+      expect(done.usage).toEqual({ inputTokens, outputTokens, totalTokens: inputTokens + outputTokens });
+      expect(outputTokens).toBeGreaterThan(0);
+      for (const field of ['createdAt', 'startedAt', 'completedAt']) expect(done[field]).toMatch(ISO);
+      expect(Date.parse(done.startedAt)).toBeGreaterThanOrEqual(Date.parse(done.createdAt));
+      expect(Date.parse(done.completedAt)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));
+      expect(json(await h.request('GET', `/v1/sessions/${sessionId}`)).session.status).toBe('idle');
+    });
+
+    it('joins multiple parts with newlines into one prompt', async () => {
+      const sessionId = await createSession();
+      const accepted = await send(sessionId, 'first line', 'second line', 'third');
+      const joined = 'first line\nsecond line\nthird';
+      expect(accepted.parts).toEqual([{ type: 'text', text: joined }]);
+      const done = await waitFor(sessionId, accepted.id);
+      expect(done.parts).toEqual([{ type: 'text', text: joined }]);
+      expect(done.response.parts).toEqual([{ type: 'text', text: joined }]);
+    });
+
+    it('lists the transcript in submission order with total, limit and offset', async () => {
+      const sessionId = await createSession();
+      const ids: string[] = [];
+      for (const text of ['one', 'two', 'three']) ids.push((await send(sessionId, text)).id);
+      await waitFor(sessionId, ids[2]!);
+      const all = json(await h.request('GET', `/v1/sessions/${sessionId}/messages`));
+      expect(all).toMatchObject({ total: 3, limit: 50, offset: 0 });
+      expect(all.data.map((m: Json) => m.id)).toEqual(ids);
+      expect(all.data.map((m: Json) => m.response.parts[0].text)).toEqual(['one', 'two', 'three']);
+      const page = json(await h.request('GET', `/v1/sessions/${sessionId}/messages?limit=2&offset=1`));
+      expect(page).toMatchObject({ total: 3, limit: 2, offset: 1 });
+      expect(page.data.map((m: Json) => m.id)).toEqual(ids.slice(1, 3));
+      const past = json(await h.request('GET', `/v1/sessions/${sessionId}/messages?offset=5`));
+      expect(past).toMatchObject({ total: 3, data: [] });
+      for (const query of ['limit=0', 'limit=101', 'offset=-1', 'limit=abc']) {
+        const response = await h.request('GET', `/v1/sessions/${sessionId}/messages?${query}`);
+        expect(expectError(response, 400, 'validation_error').param).toBe(query.split('=')[0]);
+      }
+      expect((await h.request('GET', `/v1/sessions/${sessionId}/messages?limit=100`)).status).toBe(200);
+      expectError(await h.request('GET', `/v1/sessions/${randomUUID()}/messages`), 404, 'not_found');
+    });
+
+    it('answers 404 for a message of another session', async () => {
+      const one = await createSession();
+      const two = await createSession();
+      const accepted = await send(one, 'mine');
+      expectError(await h.request('GET', `/v1/sessions/${two}/messages/${accepted.id}`), 404, 'not_found');
+      expectError(await h.request('GET', `/v1/sessions/${one}/messages/${randomUUID()}`), 404, 'not_found');
+    });
+  });
+
+  describe('ordering', () => {
+    it('runs the turns of one session one at a time, in submission order', async () => {
+      const sessionId = await createSession();
+      const texts = ['sleep 300\nfirst', 'second', 'third', 'fourth', 'fifth'];
+      const ids: string[] = [];
+      for (const text of texts) ids.push((await send(sessionId, text)).id);
+      const done: Json[] = [];
+      for (const id of ids) done.push(await waitFor(sessionId, id));
+      expect(done.map((m) => m.status)).toEqual(Array(5).fill('completed'));
+      expect(done.map((m) => m.response.parts[0].text)).toEqual(['first', 'second', 'third', 'fourth', 'fifth']);
+      // The first turn slept 300 ms, so the others were queued behind it rather than run beside it.
+      expect(Date.parse(done[0]!.completedAt) - Date.parse(done[0]!.startedAt)).toBeGreaterThanOrEqual(290);
+      for (let i = 1; i < done.length; i++) {
+        expect(Date.parse(done[i]!.startedAt)).toBeGreaterThanOrEqual(Date.parse(done[i - 1]!.completedAt));
+      }
+    });
+
+    it('runs sessions in parallel, each getting its own reply', async () => {
+      const sessions = await Promise.all(Array.from({ length: 8 }, () => createSession()));
+      const accepted = await Promise.all(sessions.map((sessionId, i) => send(sessionId, `hello from session ${i}`)));
+      const done = await Promise.all(sessions.map((sessionId, i) => waitFor(sessionId, accepted[i]!.id)));
+      done.forEach((message, i) => {
+        expect(message.status).toBe('completed');
+        expect(message.sessionId).toBe(sessions[i]);
+        expect(message.response.parts[0].text).toBe(`hello from session ${i}`);
+      });
+    });
+  });
+
+  describe('credits', () => {
+    let org: { orgId: string; key: string };
+    let pricedAgent: string;
+    let freeAgent: string;
+    beforeAll(async () => {
+      org = await h.createOrg(`credits-${dialect}`);
+      pricedAgent = await createAgent({ model: 'scripted/priced' }, org.key);
+      freeAgent = await createAgent({ model: 'scripted' }, org.key);
+    });
+    const balance = async () =>
+      (
+        await db()
+          .selectFrom('orgs')
+          .select('credit_balance_micros')
+          .where('id', '=', org.orgId)
+          .executeTakeFirstOrThrow()
+      ).credit_balance_micros;
+    const costOf = async (messageId: string) =>
+      (await db().selectFrom('messages').select('cost_micros').where('id', '=', messageId).executeTakeFirstOrThrow())
+        .cost_micros;
+    const body = (text: string) => ({ parts: [{ type: 'text', text }] });
+
+    it('refuses a priced model with a spent balance but runs a free one', async () => {
+      await h.deps.orgs.setCredits(org.orgId, 0);
+      const priced = await createSession(pricedAgent, org.key);
+      const refused = await post(priced, body('hello'), randomUUID(), org.key);
+      const error = expectError(refused, 402, 'insufficient_credits');
+      expect(error.type).toBe('billing_error');
+      const rows = await db().selectFrom('messages').select('id').where('session_id', '=', priced).execute();
+      expect(rows).toHaveLength(0);
+
+      const free = await createSession(freeAgent, org.key);
+      const accepted = await post(free, body('hello'), randomUUID(), org.key);
+      expect(accepted.status).toBe(202);
+      expect((await waitFor(free, json(accepted).id, TERMINAL, org.key)).status).toBe('completed');
+      expect(await balance()).toBe(0);
+    });
+
+    it('debits exactly the cost of a priced turn', async () => {
+      await h.deps.orgs.setCredits(org.orgId, 0.01);
+      expect(await balance()).toBe(10_000);
+      const sessionId = await createSession(pricedAgent, org.key);
+      const prompt = 'Count the tokens of this priced message, please.';
+      const accepted = await post(sessionId, body(prompt), randomUUID(), org.key);
+      expect(accepted.status).toBe(202);
+      const done = await waitFor(sessionId, json(accepted).id, TERMINAL, org.key);
+      expect(done.status).toBe('completed');
+      const cost = await costOf(done.id);
+      expect(cost).toBeGreaterThan(0);
+      // $1 per 1M tokens each way: one micro-dollar per token.
+      expect(cost).toBe(done.usage.totalTokens);
+      expect(done.usage.inputTokens).toBe(Math.ceil(prompt.length / 4));
+      expect(await balance()).toBe(10_000 - cost);
+      const run = await db().selectFrom('runs').select('cost_micros').where('id', '=', done.runId).executeTakeFirst();
+      expect(run?.cost_micros).toBe(cost);
+    });
+
+    it('never debits an unlimited (null) balance', async () => {
+      await h.deps.orgs.setCredits(org.orgId, null);
+      const sessionId = await createSession(pricedAgent, org.key);
+      const accepted = await post(sessionId, body('unlimited credit here'), randomUUID(), org.key);
+      expect(accepted.status).toBe(202);
+      const done = await waitFor(sessionId, json(accepted).id, TERMINAL, org.key);
+      expect(done.status).toBe('completed');
+      expect(await costOf(done.id)).toBeGreaterThan(0);
+      expect(await balance()).toBeNull();
+    });
+  });
+
+  describe('warnings', () => {
+    it('warns about a configured tool this deployment cannot run', async () => {
+      const agent = await createAgent({ mcpServers: [{ kind: 'internal', name: 'sandbox' }] });
+      const accepted = await send(await createSession(agent), 'hi');
+      expect(accepted.warnings).toHaveLength(1);
+      expect(accepted.warnings[0]).toEqual({ code: 'tool_unavailable', message: expect.stringContaining('sandbox') });
+      // The turn still runs without it.
+      expect((await waitFor(accepted.sessionId, accepted.id)).status).toBe('completed');
+    });
+
+    it('has no warnings when every configured tool runs here', async () => {
+      const agent = await createAgent({ mcpServers: [{ kind: 'internal', name: 'ask_user_question' }] });
+      expect((await send(await createSession(agent), 'hi')).warnings).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,194 @@
+/**
+ * Durability with real processes: kill -9 a server with turns in flight, restart it, and check that every
+ * accepted message reaches a terminal state exactly once; and two servers sharing one Postgres database run
+ * every turn once.
+ */
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+
+const FAST_RECOVERY = { AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'warn' };
+
+function client(url: string, key: string) {
+  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, any>) };
+  };
+}
+
+async function waitUntil<T>(probe: () => Promise<T | null>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.each(dialects())('crash recovery (%s)', (dialect) => {
+  const environment = testEnvironment(dialect);
+  const key = testKey();
+  const env = { ...environment.env, ...FAST_RECOVERY, AGENTRY_BOOTSTRAP_KEY: key };
+  let server: ServerProcess | null = null;
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await environment.cleanup();
+  });
+
+  it('brings every accepted message to a terminal state after kill -9, none lost, none run twice', async () => {
+    server = await startServerProcess(env);
+    let api = client(server.url, key);
+    const agent = (await api('POST', '/v1/agents', { name: 'durable' })).body?.agent;
+    const sessions: string[] = [];
+    for (let i = 0; i < 4; i++)
+      sessions.push((await api('POST', '/v1/sessions', { agentId: agent.id })).body?.session.id);
+    const accepted: { sessionId: string; messageId: string; expect: string }[] = [];
+    for (const [index, sessionId] of sessions.entries()) {
+      // A finished server-side tool call, then a long step in flight when the process dies, then a queued message.
+      const first = `call lookup {"n":${index}}\n---\nsleep 2500\nfinished ${index}`;
+      const second = `after ${index}`;
+      for (const [n, text] of [first, second].entries()) {
+        const response = await api(
+          'POST',
+          `/v1/sessions/${sessionId}/messages`,
+          { parts: [{ type: 'text', text }] },
+          { 'Idempotency-Key': `k-${index}-${n}` },
+        );
+        expect(response.status).toBe(202);
+        accepted.push({
+          sessionId,
+          messageId: response.body?.id,
+          expect: n === 0 ? `finished ${index}` : `after ${index}`,
+        });
+      }
+    }
+    // Wait until every first message is in its sleeping step, then kill the process without warning.
+    await waitUntil(
+      async () => {
+        const states = await Promise.all(
+          accepted
+            .filter((_, i) => i % 2 === 0)
+            .map((m) => api('GET', `/v1/sessions/${m.sessionId}/messages/${m.messageId}`)),
+        );
+        return states.every((s) => s.body?.message.status === 'running' && s.body.message.usage.outputTokens > 0)
+          ? true
+          : null;
+      },
+      10_000,
+      'turns in flight',
+    );
+    await server.stop('SIGKILL');
+
+    server = await startServerProcess(env);
+    api = client(server.url, key);
+    for (const message of accepted) {
+      const final = await waitUntil(
+        async () => {
+          const state = (await api('GET', `/v1/sessions/${message.sessionId}/messages/${message.messageId}`)).body
+            ?.message;
+          return ['completed', 'failed', 'cancelled'].includes(state?.status) ? state : null;
+        },
+        20_000,
+        `message ${message.messageId}`,
+      );
+      expect(final.status).toBe('completed');
+      expect(final.response.parts[0].text).toBe(message.expect);
+    }
+
+    // Nothing ran twice: one output per tool call, one run per message, one turn.completed per message.
+    await server.stop('SIGTERM');
+    const inspect = await import('./helpers/inspect.ts');
+    const db = await inspect.openInspector(environment.env);
+    try {
+      const outputs = await db.count("select count(*) as n from items where type = 'function_call_output'");
+      const calls = await db.count("select count(*) as n from items where type = 'function_call'");
+      expect(calls).toBe(4);
+      expect(outputs).toBe(4);
+      expect(await db.count('select count(*) as n from runs')).toBe(accepted.length);
+      expect(
+        await db.count("select count(*) as n from webhook_events where type = 'agent.session.turn.completed'"),
+      ).toBe(accepted.length);
+      expect(await db.count("select count(*) as n from messages where status = 'completed'")).toBe(accepted.length);
+    } finally {
+      await db.close();
+    }
+  }, 90_000);
+});
+
+describe.runIf(dialects().includes('postgres'))('two processes on one Postgres database', () => {
+  const environment = testEnvironment('postgres');
+  const key = testKey();
+  const env = { ...environment.env, ...FAST_RECOVERY, AGENTRY_BOOTSTRAP_KEY: key };
+  const servers: ServerProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop('SIGKILL')));
+    await environment.cleanup();
+  });
+
+  it('runs every turn exactly once', async () => {
+    servers.push(await startServerProcess(env));
+    servers.push(await startServerProcess(env));
+    const apis = servers.map((server) => client(server.url, key));
+    const [a, b] = apis;
+    if (a === undefined || b === undefined) throw new Error('two servers expected');
+    const agent = (await a('POST', '/v1/agents', { name: 'shared' })).body?.agent;
+    const accepted: { sessionId: string; messageId: string; text: string }[] = [];
+    for (let s = 0; s < 8; s++) {
+      const sessionId = (await (s % 2 === 0 ? a : b)('POST', '/v1/sessions', { agentId: agent.id })).body?.session.id;
+      for (let m = 0; m < 5; m++) {
+        const api = (s + m) % 2 === 0 ? a : b;
+        const text = `sleep 20\nreply ${s}-${m}`;
+        const response = await api(
+          'POST',
+          `/v1/sessions/${sessionId}/messages`,
+          { parts: [{ type: 'text', text }] },
+          { 'Idempotency-Key': `p-${s}-${m}` },
+        );
+        expect(response.status).toBe(202);
+        accepted.push({ sessionId, messageId: response.body?.id, text: `reply ${s}-${m}` });
+      }
+    }
+    for (const message of accepted) {
+      const final = await waitUntil(
+        async () => {
+          const state = (await b('GET', `/v1/sessions/${message.sessionId}/messages/${message.messageId}`)).body
+            ?.message;
+          return state?.status === 'completed' ? state : null;
+        },
+        30_000,
+        `message ${message.messageId}`,
+      );
+      expect(final.response.parts[0].text).toBe(message.text);
+    }
+    const client2 = new pg.Client({
+      connectionString: environment.env.DATABASE_URL,
+      options: `-c search_path=${environment.env.AGENTRY_DATABASE_SCHEMA}`,
+    });
+    await client2.connect();
+    try {
+      const starts = await client2.query(
+        "select message_id, count(*)::int as n from session_events where kind = 'message.status' and data like '%\"running\"%' group by message_id",
+      );
+      expect(starts.rows).toHaveLength(accepted.length);
+      for (const row of starts.rows) expect(row.n).toBe(1);
+      const assistant = await client2.query(
+        "select message_id, count(*)::int as n from items where type = 'assistant_message' group by message_id",
+      );
+      expect(assistant.rows).toHaveLength(accepted.length);
+      for (const row of assistant.rows) expect(row.n).toBe(1);
+    } finally {
+      await client2.end();
+    }
+  }, 90_000);
+});

@@ -15,7 +15,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { writeEvents } from '../outbox.ts';
-import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
+import { appendItems, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
 import type { AcceptedMessage, Message, Warning } from './message-types.ts';
 import { isTerminal } from './message-types.ts';
 import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
@@ -311,7 +311,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         const byCall = new Map<string, { call?: Item; output?: Item }>();
         for (const row of rows) {
           const entry = byCall.get(row.call_id ?? '') ?? {};
-          const item = (await import('./items.ts')).itemFromRow(row);
+          const item = itemFromRow(row);
           if (item.content.type === 'function_call') entry.call = item;
           else entry.output = item;
           byCall.set(row.call_id ?? '', entry);

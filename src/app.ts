@@ -11,8 +11,10 @@ import { handleError, handleNotFound } from './http/error-handler.ts';
 import { agentRoutes } from './http/routes/agents.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { sessionRoutes } from './http/routes/sessions.ts';
+import { streamRoutes } from './http/routes/stream.ts';
 import { type Lifecycle, systemRoutes } from './http/routes/system.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
+import { createStreamHub, type StreamHub } from './http/stream-hub.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 
@@ -28,6 +30,7 @@ export interface BuiltApp {
   lifecycle: Lifecycle;
   /** Every registered route, for invariant tests and the OpenAPI document. */
   routes: RouteOptions[];
+  hub: StreamHub;
 }
 
 export async function buildApp(deps: Deps): Promise<BuiltApp> {
@@ -100,7 +103,11 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   agentRoutes(app, deps);
   sessionRoutes(app, deps);
   messageRoutes(app, deps);
+  const hub = createStreamHub(deps.bus);
+  // Open streams never finish on their own; end them when the server closes.
+  app.addHook('preClose', async () => hub.close());
+  streamRoutes(app, deps, hub);
 
   await app.ready();
-  return { app, lifecycle, routes };
+  return { app, lifecycle, routes, hub };
 }

@@ -116,3 +116,45 @@ export async function writeEvents(
   }
   return written;
 }
+
+/** Session events persisted after `afterSeq`, oldest first: at most `limit`, the most recent ones when more exist. */
+export async function eventsAfter(
+  db: Executor,
+  sessionId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<{ events: SessionEvent[]; truncated: boolean }> {
+  const rows = await db
+    .selectFrom('session_events')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq', 'desc')
+    .limit(limit + 1)
+    .execute();
+  const truncated = rows.length > limit;
+  const kept = rows.slice(0, limit).reverse();
+  return {
+    truncated,
+    events: kept.map((row) => ({
+      id: row.id,
+      session_id: row.session_id,
+      seq: row.seq,
+      kind: SESSION_EVENT_KINDS.find((kind) => kind === row.kind) ?? 'message.event',
+      ...(row.message_id === null ? {} : { message_id: row.message_id }),
+      ...(row.run_id === null ? {} : { run_id: row.run_id }),
+      created_at: unixSeconds(row.created_at),
+      data: JSON.parse(row.data) as Record<string, unknown>,
+    })),
+  };
+}
+
+/** The sequence number of the session's newest persisted event (0 when there is none). */
+export async function lastEventSeq(db: Executor, sessionId: string): Promise<number> {
+  const last = await db
+    .selectFrom('session_events')
+    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+    .where('session_id', '=', sessionId)
+    .executeTakeFirst();
+  return Number(last?.seq ?? 0);
+}

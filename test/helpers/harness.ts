@@ -13,6 +13,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import { buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
 import type { Engine } from '../../src/engine/engine.ts';
+import type { StreamHub } from '../../src/http/stream-hub.ts';
 import type { App } from '../../src/http/types.ts';
 import { createLogger } from '../../src/logger.ts';
 
@@ -40,6 +41,9 @@ export interface RequestOptions {
 
 export interface Harness {
   app: App;
+  hub: StreamHub;
+  /** Listens on a free loopback port (for streaming tests) and returns the base URL. */
+  listen(): Promise<string>;
   deps: Deps;
   engine: Engine;
   dialect: DialectName;
@@ -93,11 +97,17 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
   });
   const deps = await buildDeps(config, createLogger(config));
   await bootstrap(deps.orgs, config.bootstrapKey);
-  const { app } = await buildApp(deps);
+  const { app, hub } = await buildApp(deps);
   const engine = buildEngine(deps);
   engine.start();
+  let url: string | null = null;
   return {
     app,
+    hub,
+    async listen() {
+      url ??= await app.listen({ host: '127.0.0.1', port: 0 });
+      return url;
+    },
     deps,
     engine,
     dialect,

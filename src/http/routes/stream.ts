@@ -1,0 +1,119 @@
+/**
+ * GET /v1/sessions/{id}/stream: live session events as Server-Sent Events. Frame ids are scoped to the session
+ * channel: a persisted event's id is its sequence number; a text delta's id is `<last seq>.<n>`. A client that
+ * reconnects with Last-Event-ID gets the persisted events it missed (the most recent REPLAY_LIMIT), then live
+ * ones; deltas are live only (the completed event carries the whole text).
+ */
+import { Type } from 'typebox';
+import type { Deps } from '../../deps.ts';
+import { eventsAfter, lastEventSeq } from '../../domain/outbox.ts';
+import { unixSeconds } from '../../lib/clock.ts';
+import { orgOf } from '../auth.ts';
+import { errorResponses, IdParams } from '../schemas/common.ts';
+import { createSseWriter } from '../sse.ts';
+import type { StreamHub } from '../stream-hub.ts';
+import type { App } from '../types.ts';
+
+export const REPLAY_LIMIT = 1000;
+/** Unsent bytes allowed per connection before a slow client is disconnected. */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** Live events held while the replay is read from the database. */
+const MAX_PENDING_EVENTS = 10_000;
+
+const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      pattern: '^\\d{1,9}(\\.\\d{1,15})?$',
+      description: 'Resume after this frame id (persisted events still retained are replayed)',
+    }),
+  ),
+});
+
+export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
+  app.route({
+    method: 'GET',
+    url: '/v1/sessions/:id/stream',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Stream session events',
+      description: `text/event-stream of SessionEvent JSON objects, one per data line, with heartbeat comments. Send Last-Event-ID to replay missed persisted events (up to ${REPLAY_LIMIT}).`,
+      tags: ['Sessions'],
+      params: IdParams,
+      headers: StreamHeaders,
+      response: {
+        200: Type.String({ description: 'text/event-stream' }),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    },
+    handler: async (request, reply) => {
+      const sessionId = request.params.id.toLowerCase();
+      await deps.sessions.get(orgOf(request), sessionId);
+      const header = request.headers['last-event-id'];
+      const resumeAfter = header === undefined ? null : Number(header.split('.')[0]);
+
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        'x-request-id': request.id,
+      });
+      raw.socket?.setNoDelay(true);
+
+      let lastSeq = 0;
+      let deltas = 0;
+      let replaying = true;
+      const pending: Record<string, unknown>[] = [];
+      const cleanups: (() => void)[] = [];
+      const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
+        for (const cleanup of cleanups.splice(0)) cleanup();
+      });
+
+      const deliver = (event: Record<string, unknown>) => {
+        const seq = event.seq;
+        if (typeof seq === 'number') {
+          if (seq <= lastSeq) return;
+          lastSeq = seq;
+          deltas = 0;
+          writer.send(String(seq), event);
+          return;
+        }
+        deltas += 1;
+        const id = `${lastSeq}.${deltas}`;
+        writer.send(id, { id, created_at: unixSeconds(deps.clock.now()), ...event });
+      };
+
+      cleanups.push(
+        hub.subscribe(sessionId, (event) => {
+          if (!replaying) deliver(event);
+          else if (pending.length < MAX_PENDING_EVENTS) pending.push(event);
+          else writer.end();
+        }),
+        hub.track(() => writer.end()),
+      );
+      const beat = setInterval(() => writer.comment('heartbeat'), deps.config.sseHeartbeatMs);
+      cleanups.push(() => clearInterval(beat));
+
+      try {
+        if (resumeAfter === null) {
+          lastSeq = await lastEventSeq(deps.storage.db, sessionId);
+          writer.comment('connected');
+        } else {
+          const replay = await eventsAfter(deps.storage.db, sessionId, resumeAfter, REPLAY_LIMIT);
+          writer.comment('connected');
+          lastSeq = resumeAfter;
+          if (replay.truncated)
+            writer.comment(`replay truncated to the last ${REPLAY_LIMIT} events; reconcile with GET messages`);
+          for (const event of replay.events) deliver({ ...event });
+        }
+        replaying = false;
+        for (const event of pending.splice(0)) deliver(event);
+      } catch (error) {
+        request.log.error({ err: error }, 'session stream failed');
+        writer.end();
+      }
+    },
+  });
+}

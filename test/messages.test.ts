@@ -156,6 +156,31 @@ describe.each(dialects())('messages (%s)', (dialect) => {
       const after = await db().selectFrom('messages').select('id').where('session_id', '=', sessionId).execute();
       expect(after).toHaveLength(before);
     });
+
+    it('creates one message for concurrent submissions with the same key', async () => {
+      const target = await createSession();
+      const key = `dup-${randomUUID()}`;
+      const responses = await Promise.all(Array.from({ length: 6 }, () => post(target, text('only once'), key)));
+      expect(responses.map((response) => response.status)).toEqual(Array(6).fill(202));
+      expect(new Set(responses.map((response) => json(response).id)).size).toBe(1);
+      expect(responses.filter((response) => response.headers['idempotent-replayed'] === 'true')).toHaveLength(5);
+      const rows = await db().selectFrom('messages').select('id').where('session_id', '=', target).execute();
+      expect(rows).toHaveLength(1);
+    });
+
+    it('gives concurrent submissions with different keys their own places in the transcript', async () => {
+      const target = await createSession();
+      const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post(target, text(`parallel ${i}`))));
+      expect(responses.map((response) => response.status)).toEqual(Array(6).fill(202));
+      const ids = responses.map((response) => json(response).id);
+      expect(new Set(ids).size).toBe(6);
+      const done = await Promise.all(ids.map((id) => waitFor(target, id)));
+      expect(done.map((m) => m.response.parts[0].text).sort()).toEqual(
+        Array.from({ length: 6 }, (_, i) => `parallel ${i}`),
+      );
+      const rows = await db().selectFrom('messages').select('seq').where('session_id', '=', target).execute();
+      expect(new Set(rows.map((row) => row.seq)).size).toBe(6);
+    });
   });
 
   describe('plain replies', () => {
@@ -292,6 +317,16 @@ describe.each(dialects())('messages (%s)', (dialect) => {
       expect(error.type).toBe('billing_error');
       const rows = await db().selectFrom('messages').select('id').where('session_id', '=', priced).execute();
       expect(rows).toHaveLength(0);
+
+      // A refused submission stores nothing under its key: the same key works once credits are back.
+      const key = randomUUID();
+      expectError(await post(priced, body('retry me'), key, org.key), 402, 'insufficient_credits');
+      await h.deps.orgs.setCredits(org.orgId, 1);
+      const retried = await post(priced, body('retry me'), key, org.key);
+      expect(retried.status).toBe(202);
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      await waitFor(priced, json(retried).id, TERMINAL, org.key);
+      await h.deps.orgs.setCredits(org.orgId, 0);
 
       const free = await createSession(freeAgent, org.key);
       const accepted = await post(free, body('hello'), randomUUID(), org.key);

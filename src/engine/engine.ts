@@ -67,7 +67,15 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
     );
     try {
       for (;;) {
-        if (controller.signal.aborted) break;
+        if (controller.signal.aborted) {
+          // An interrupt ends only the turn it hit (or, between turns, nothing: the API already cancelled a
+          // waiting or queued turn in the database); the session's next turn gets a fresh signal.
+          const reason: unknown = controller.signal.reason;
+          if (!(reason instanceof TurnAbort) || reason.reason !== 'interrupt') break;
+          controller = new AbortController();
+          const entry = running.get(lease.sessionId);
+          if (entry !== undefined) entry.controller = controller;
+        }
         if (stopping) {
           await handOver(turnDeps, lease);
           return;
@@ -78,14 +86,6 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           continue;
         }
         await runTurn(turnDeps, lease, next.id, controller.signal);
-        // An interrupt ends only the turn it hit; the session's next turn gets a fresh signal.
-        if (controller.signal.aborted) {
-          const reason: unknown = controller.signal.reason;
-          if (!(reason instanceof TurnAbort) || reason.reason !== 'interrupt') break;
-          controller = new AbortController();
-          const entry = running.get(lease.sessionId);
-          if (entry !== undefined) entry.controller = controller;
-        }
       }
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;

@@ -5,14 +5,17 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyRequest, type RouteOptions } from 'fastify';
+import { createLocalBus } from './bus/bus.ts';
+import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createAuthHook } from './http/auth.ts';
 import { handleError, handleNotFound } from './http/error-handler.ts';
 import { agentRoutes } from './http/routes/agents.ts';
 import { messageRoutes } from './http/routes/messages.ts';
+import { runRoutes } from './http/routes/runs.ts';
 import { sessionRoutes } from './http/routes/sessions.ts';
 import { streamRoutes } from './http/routes/stream.ts';
-import { type Lifecycle, systemRoutes } from './http/routes/system.ts';
+import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
 import { createStreamHub, type StreamHub } from './http/stream-hub.ts';
 import type { App } from './http/types.ts';
@@ -33,7 +36,12 @@ export interface BuiltApp {
   hub: StreamHub;
 }
 
-export async function buildApp(deps: Deps): Promise<BuiltApp> {
+export interface BuildAppOptions {
+  /** `worker` serves only /healthz and /readyz (every other path is 404 route_not_found); default `all`. */
+  role?: ServeRole;
+}
+
+export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promise<BuiltApp> {
   const app: App = Fastify({
     loggerInstance: deps.logger,
     genReqId: requestId,
@@ -99,10 +107,18 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   });
   app.addHook('onRequest', createAuthHook({ auth: deps.auth, clock: deps.clock }));
 
+  if (options.role === 'worker') {
+    probeRoutes(app, deps, lifecycle);
+    await app.ready();
+    // A worker serves no streams: its hub listens to a private bus that carries nothing, so the process never
+    // subscribes to the cluster's live events.
+    return { app, lifecycle, routes, hub: createStreamHub(createLocalBus()) };
+  }
   systemRoutes(app, deps, lifecycle);
   agentRoutes(app, deps);
   sessionRoutes(app, deps);
   messageRoutes(app, deps);
+  runRoutes(app, deps);
   const hub = createStreamHub(deps.bus);
   // Open streams never finish on their own; end them when the server closes.
   app.addHook('preClose', async () => hub.close());

@@ -19,6 +19,8 @@ export interface Config {
   databaseUrl: string | null;
   databaseSchema: string | null;
   redisUrl: string | null;
+  /** Start of every Redis channel name; the database and schema names follow it. */
+  redisPrefix: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   bootstrapKey: string | null;
   defaultModel: string;
@@ -137,6 +139,14 @@ function providers(env: Env): Record<string, ProviderConfig> {
   return result;
 }
 
+function redisPrefix(env: Env): string {
+  const value = str(env, 'AGENTRY_REDIS_PREFIX', 'agentry:');
+  if (!/^[A-Za-z0-9:._-]{1,64}$/.test(value)) {
+    throw new ConfigError('AGENTRY_REDIS_PREFIX', 'must be 1-64 letters, digits or : . _ -');
+  }
+  return value;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const bootstrapKey = optional(env, 'AGENTRY_BOOTSTRAP_KEY');
   if (bootstrapKey !== null && !API_KEY_PATTERN.test(bootstrapKey)) {
@@ -155,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisPrefix: redisPrefix(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     bootstrapKey,
     defaultModel,

@@ -2,8 +2,10 @@
  * The one typed dependency object built at startup and handed to the HTTP layer, the CLI and (later) the
  * engine. No module keeps singletons; tests build their own.
  */
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
+import { createRedisBus, deploymentChannelPrefix } from './bus/redis-bus.ts';
 import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
@@ -38,21 +40,43 @@ export class StartupError extends Error {
   }
 }
 
-/** Opens storage, applies migrations and wires the services. */
-export async function buildDeps(config: Config, logger: Logger, clock: Clock = systemClock): Promise<Deps> {
+export interface BuildDepsOptions {
+  /** Use this bus instead of the one the configuration asks for (the CLI needs none across processes). */
+  bus?: Bus;
+}
+
+/**
+ * Opens storage, applies migrations and wires the services. The bus is Redis when REDIS_URL is set (cluster
+ * mode), else in-process (embedded mode).
+ */
+export async function buildDeps(
+  config: Config,
+  logger: Logger,
+  clock: Clock = systemClock,
+  options: BuildDepsOptions = {},
+): Promise<Deps> {
   const models = createModelRegistry(config);
   const modelProblem = models.problem(config.defaultModel);
   if (modelProblem !== null) throw new StartupError(`AGENTRY_DEFAULT_MODEL: ${modelProblem}`);
+  if (config.redisUrl !== null && config.databaseUrl === null) {
+    // Redis only makes sense between processes on several machines, and SQLite is one machine's file.
+    throw new StartupError(
+      'REDIS_URL is set but DATABASE_URL is not: cluster mode needs PostgreSQL (SQLite serves one process); set DATABASE_URL or unset REDIS_URL',
+    );
+  }
   const storage = await openStorage(config);
+  let bus: Bus;
   try {
     const applied = await storage.migrate();
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    bus =
+      options.bus ??
+      (config.redisUrl === null ? createLocalBus() : await redisBus(config, config.redisUrl, storage, logger));
   } catch (error) {
     await storage.close();
     throw error;
   }
   const db = storage.db;
-  const bus = createLocalBus();
   const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
   const agents = createAgentService({
     db,
@@ -74,6 +98,21 @@ export async function buildDeps(config: Config, logger: Logger, clock: Clock = s
     bus,
     messages: createMessageService({ db, clock, bus, idempotency }),
   };
+}
+
+/**
+ * The Redis bus of this deployment. Its channels are named after the database and schema as Postgres itself
+ * reports them, so every process of one deployment meets on the same channels however it reaches the database,
+ * and deployments sharing a Redis stay apart (AGENTRY_REDIS_PREFIX separates same-named databases).
+ */
+async function redisBus(config: Config, url: string, storage: Storage, logger: Logger): Promise<Bus> {
+  const { rows } = await sql<{ database: string; schema: string | null }>`
+    select current_database() as database, current_schema() as schema`.execute(storage.db);
+  const identity = rows[0];
+  if (identity === undefined) throw new StartupError('could not read the database identity for REDIS channel names');
+  return createRedisBus(url, logger, {
+    channelPrefix: deploymentChannelPrefix(config.redisPrefix, identity.database, identity.schema ?? 'public'),
+  });
 }
 
 /** The turn engine of this process, over the same storage and bus as the API. */

@@ -36,9 +36,25 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       'AGENTRY_ALLOW_INSECURE_DESTINATIONS=true: private and plain-HTTP destinations are allowed (development only)',
     );
   }
+  if (config.role !== 'all' && config.redisUrl === null) {
+    logger.warn(
+      { role: config.role },
+      'AGENTRY_ROLE is not "all" but REDIS_URL is unset: wake-ups and interrupts between processes wait for the database poll (AGENTRY_POLL_MS, the lease heartbeat) and live events stay in the process that made them',
+    );
+  }
+  // api: HTTP only. worker: the engine, with HTTP for /healthz and /readyz only. all: both.
   const engine = config.role === 'api' ? null : buildEngine(deps);
+  logger.info(
+    {
+      role: config.role,
+      engine: engine !== null,
+      routes: config.role === 'worker' ? 'probes' : 'api',
+      bus: config.redisUrl === null ? 'local' : 'redis',
+    },
+    `starting with role ${config.role}`,
+  );
   engine?.start();
-  const { app, lifecycle } = await buildApp(deps);
+  const { app, lifecycle } = await buildApp(deps, { role: config.role });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;

@@ -88,7 +88,13 @@ describe('API contract', () => {
     expect(idRoutes.length).toBeGreaterThan(5);
     for (const route of idRoutes) {
       const method = String(route.method);
-      const id = route.url.startsWith('/v1/agents') ? agent.id : session.id;
+      const id = route.url.startsWith('/v1/agents')
+        ? agent.id
+        : route.url.startsWith('/v1/runs')
+          ? message.runId
+          : route.url.startsWith('/v1/responses')
+            ? `resp_${message.id}`
+            : session.id;
       const url = route.url.replace(':messageId', message.id).replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};
@@ -99,5 +105,6 @@ describe('API contract', () => {
     // And the resources are untouched for their owner.
     expect((await h.request('GET', `/v1/agents/${agent.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/sessions/${session.id}`, { key: other.key })).status).toBe(200);
+    expect((await h.request('GET', `/v1/runs/${message.runId}/trace`, { key: other.key })).status).toBe(200);
   });
 });

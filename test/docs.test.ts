@@ -21,6 +21,8 @@ describe('documentation stays in step with the code', () => {
       'docs/agents.md',
       'docs/sessions.md',
       'docs/models.md',
+      'docs/runs.md',
+      'docs/operations.md',
     ]) {
       expect(readme, page).toContain(page);
     }

@@ -4,11 +4,13 @@
  * SQLite writers queue on the busy timeout.
  */
 import { parseArgs } from 'node:util';
+import { createLocalBus } from '../bus/bus.ts';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { buildDeps, type Deps } from '../deps.ts';
 import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
 import { revokeApiKeys } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
+import { systemClock } from '../lib/clock.ts';
 import { createLogger } from '../logger.ts';
 import { serve } from '../main.ts';
 
@@ -27,10 +29,15 @@ Configuration comes from the environment; see docs/configuration.md.`;
 class UsageError extends Error {}
 
 async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Promise<T> {
-  const deps = await buildDeps(config, createLogger({ logLevel: 'warn' }, process.stderr));
+  // Commands only change data, in one transaction each; workers pick changes up from the database, so the CLI
+  // never connects to Redis.
+  const deps = await buildDeps(config, createLogger({ logLevel: 'warn' }, process.stderr), systemClock, {
+    bus: createLocalBus(),
+  });
   try {
     return await run(deps);
   } finally {
+    await deps.bus.close();
     await deps.storage.close();
   }
 }

@@ -20,6 +20,7 @@ import type { MessageError } from '../domain/messages/message-types.ts';
 import { requiredActionsOf } from '../domain/messages/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/messages/transitions.ts';
 import { type SessionEvent, writeEvents } from '../domain/outbox.ts';
+import { endToolSpan } from '../domain/runs/spans.ts';
 import type { Clock } from '../lib/clock.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { ModelRegistry } from '../models/registry.ts';
@@ -27,6 +28,7 @@ import { ModelError, type ToolCall, type Usage } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
+import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
 import { type ServerTool, type TurnTools, toolsFor } from './tools.ts';
 
 export interface TurnDeps extends LeaseDeps {
@@ -144,10 +146,11 @@ async function persistStep(
   message: MessageRow,
   config: AgentConfig,
   tools: TurnTools,
-  step: number,
+  trace: StepTrace,
   output: StepOutput,
   items: Item[],
 ) {
+  const { step } = trace;
   const cost = costMicros(config.model, output.usage);
   let actionId = items.filter((item) => item.messageId === message.id && item.content.type === 'function_call').length;
   const newItems: NewItem[] = [];
@@ -171,6 +174,8 @@ async function persistStep(
   return change(deps, lease, message.id, ['running'], async (trx, current, now) => {
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
     const created = await appendItems(trx, target, newItems);
+    const calls = output.calls.map((call) => ({ ...call, kind: tools.kindOf(call.name) }));
+    await writeStep(trx, current, trace, { ...output, calls, costMicros: cost }, now);
     await trx
       .updateTable('messages')
       .set((eb) => ({
@@ -271,6 +276,8 @@ async function runServerCall(
         content: { type: 'function_call_output', name: call.name, output, isError, source: 'server' },
       },
     ]);
+    const status = isError ? 'failed' : 'completed';
+    await endToolSpan(trx, { messageId: current.id, callId: call.callId, status, output, now });
     return writeEvents(trx, target, [
       {
         kind: 'message.event',
@@ -295,6 +302,8 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
   const initial = await reload(deps.db, messageId);
   if (initial === undefined) return;
   let message: MessageRow = initial;
+  // The model call in flight, if any: written as a failed or cancelled step when the turn ends during it.
+  let inFlight: StepTrace | null = null;
   try {
     if (message.cancel_requested === 1) throw new TurnAbort('interrupt');
     if (message.status === 'queued') {
@@ -347,8 +356,10 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
       message = (await reload(deps.db, messageId)) ?? message;
       if (message.status !== 'running') return;
       const step = message.step_count + 1;
+      inFlight = { step, model: config.model, startedAt: deps.clock.now(), input: modelInputOf(items, messageId) };
       const output = await callModel(deps, message, config, tools, items, signal);
-      const after = await persistStep(deps, lease, message, config, tools, step, output, items);
+      const after = await persistStep(deps, lease, message, config, tools, inFlight, output, items);
+      inFlight = null;
       if (after === null || after.status !== 'running') return;
       message = after;
       if (output.calls.length > 0 && step >= config.maxSteps) {
@@ -380,14 +391,16 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
       return text === '' ? null : text;
     };
     if (reason === 'interrupt') {
-      await change(deps, lease, messageId, ['queued', 'running', 'requires_action'], async (trx, current, now) =>
-        cancelTurn({ trx, message: current, now }, await partial(trx)),
-      );
+      await change(deps, lease, messageId, ['queued', 'running', 'requires_action'], async (trx, current, now) => {
+        await writeUnfinishedStep(trx, current, inFlight, { status: 'cancelled' }, now);
+        return cancelTurn({ trx, message: current, now }, await partial(trx));
+      });
       return;
     }
     if (!(error instanceof ModelError)) deps.logger.error({ err: error, messageId }, 'turn failed unexpectedly');
-    await change(deps, lease, messageId, ['queued', 'running'], async (trx, current, now) =>
-      failTurn({ trx, message: current, now }, errorOf(error), await partial(trx)),
-    );
+    await change(deps, lease, messageId, ['queued', 'running'], async (trx, current, now) => {
+      await writeUnfinishedStep(trx, current, inFlight, { status: 'failed', error: errorOf(error) }, now);
+      return failTurn({ trx, message: current, now }, errorOf(error), await partial(trx));
+    });
   }
 }

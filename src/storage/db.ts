@@ -96,6 +96,14 @@ export async function openStorage(
       await sql`select 1`.execute(db);
     },
     migrate: async () => {
+      // Fast path, and the one taken beside a running server: everything is applied already. Checking this with one
+      // query avoids the Migrator's catalog introspection, which can race with schemas being created or dropped.
+      const known = Object.keys(await migrationProvider.getMigrations());
+      const applied = await sql<{ name: string }>`select name from kysely_migration`
+        .execute(db)
+        .then((result) => new Set(result.rows.map((row) => row.name)))
+        .catch(() => null);
+      if (applied !== null && known.every((name) => applied.has(name))) return [];
       // Name the schema: Kysely looks for its bookkeeping tables across all schemas otherwise.
       const migrator = new Migrator({
         db,
@@ -106,7 +114,8 @@ export async function openStorage(
       });
       const { error, results } = await migrator.migrateToLatest();
       if (error !== undefined) {
-        throw new Error('database migration failed', { cause: error });
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new Error(`database migration failed: ${reason}`, { cause: error });
       }
       return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
     },

@@ -115,6 +115,29 @@ export interface RunsTable {
   completed_at: Millis | null;
 }
 
+export interface SpansTable {
+  id: string;
+  org_id: string;
+  run_id: string;
+  parent_id: string | null;
+  /** agent_step | model_call | tool_call */
+  kind: string;
+  name: string;
+  /** running | completed | failed | cancelled */
+  status: string;
+  /** Pre-order position within the run: a parent always precedes its children. */
+  seq: number;
+  started_at: Millis;
+  ended_at: Millis | null;
+  input_preview: string | null;
+  output_preview: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_micros: number;
+  /** JSON object; its keys depend on `kind` (see docs/runs.md). */
+  attributes: string;
+}
+
 export interface ItemsTable {
   id: string;
   org_id: string;
@@ -168,6 +191,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   messages: MessagesTable;
   runs: RunsTable;
+  spans: SpansTable;
   items: ItemsTable;
   session_events: SessionEventsTable;
   webhook_events: WebhookEventsTable;
@@ -182,3 +206,4 @@ export type SessionRow = Selectable<SessionsTable>;
 export type MessageRow = Selectable<MessagesTable>;
 export type RunRow = Selectable<RunsTable>;
 export type ItemRow = Selectable<ItemsTable>;
+export type SpanRow = Selectable<SpansTable>;

@@ -14,7 +14,14 @@ export interface ServerProcess {
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const name of Object.keys(base)) {
-    if (name === 'DATABASE_URL' || name.startsWith('AGENTRY_') || name === 'PORT' || name === 'HOST') delete base[name];
+    if (
+      name === 'DATABASE_URL' ||
+      name === 'REDIS_URL' ||
+      name.startsWith('AGENTRY_') ||
+      name === 'PORT' ||
+      name === 'HOST'
+    )
+      delete base[name];
   }
   return { ...base, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env };
 }
@@ -53,7 +60,8 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
     output: () => output,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
-        if (child.exitCode !== null) {
+        // Already gone (exitCode is null when a signal ended it).
+        if (child.exitCode !== null || child.signalCode !== null) {
           resolve(child.exitCode);
           return;
         }

@@ -15,11 +15,13 @@ import type { Agent } from '../agents/agent-types.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { writeEvents } from '../outbox.ts';
+import { preview } from '../runs/preview.ts';
+import { endToolSpan } from '../runs/spans.ts';
 import { appendItems, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
 import type { AcceptedMessage, Message, Warning } from './message-types.ts';
 import { isTerminal } from './message-types.ts';
 import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
-import { cancelTurn, completeTurn, preview, resumeTurn } from './transitions.ts';
+import { cancelTurn, completeTurn, resumeTurn } from './transitions.ts';
 import { unavailableToolWarnings } from './warnings.ts';
 
 export interface MessageServiceDeps {
@@ -251,6 +253,7 @@ export function createMessageService(deps: MessageServiceDeps) {
             param: 'actionId',
           });
         }
+        const output = typeof answer === 'string' ? answer : JSON.stringify(answer);
         await appendItems(trx, { orgId, sessionId, now }, [
           {
             messageId,
@@ -259,13 +262,14 @@ export function createMessageService(deps: MessageServiceDeps) {
             content: {
               type: 'function_call_output',
               name: call.content.name,
-              output: typeof answer === 'string' ? answer : JSON.stringify(answer),
+              output,
               isError: false,
               source: 'answer',
               answer,
             },
           },
         ]);
+        await endToolSpan(trx, { messageId, callId: call.callId, status: 'completed', output, now });
         const target = { orgId, sessionId, now };
         events = await writeEvents(trx, target, [
           {
@@ -360,6 +364,7 @@ export function createMessageService(deps: MessageServiceDeps) {
             },
           ]);
           if (created !== undefined) result.push(created);
+          await endToolSpan(trx, { ...output, messageId: call.messageId, status: 'completed', now });
           touched.add(call.messageId);
         }
         for (const messageId of touched) {
@@ -398,15 +403,21 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (active === undefined || isTerminal(active.status)) return 'no_turn' as const;
         if (active.status === 'running') {
           await trx.updateTable('messages').set({ cancel_requested: 1 }).where('id', '=', active.id).execute();
-        } else {
-          events = await cancelTurn(
-            { trx, message: active, now },
-            turnText(await loadMessageItems(trx, active.id)) || null,
-          );
+          return 'interrupting' as const;
         }
+        events = await cancelTurn(
+          { trx, message: active, now },
+          turnText(await loadMessageItems(trx, active.id)) || null,
+        );
+        // Turns queued behind the cancelled one can run now.
+        await trx
+          .updateTable('sessions')
+          .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
+          .where('id', '=', sessionId)
+          .execute();
         return 'interrupting' as const;
       });
-      publish(sessionId, events, false);
+      publish(sessionId, events, true);
       if (status === 'interrupting') bus.publish('interrupt', { sessionId });
       return { status };
     },

@@ -6,13 +6,11 @@
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
+import { preview } from '../runs/preview.ts';
+import { closeOpenSpans } from '../runs/spans.ts';
 import type { SessionStatus } from '../sessions/session-service.ts';
 import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
-
-const PREVIEW_CHARS = 1000;
-
-export const preview = (text: string): string => (text.length > PREVIEW_CHARS ? text.slice(0, PREVIEW_CHARS) : text);
 
 interface Change {
   trx: Executor;
@@ -178,7 +176,9 @@ export async function failTurn(
   partialText: string | null,
 ): Promise<SessionEvent[]> {
   const { message, now } = change;
-  await closePendingCalls(change, `Turn failed: ${error.message}`);
+  const reason = `Turn failed: ${error.message}`;
+  await closePendingCalls(change, reason);
+  await closeOpenSpans(change.trx, message.run_id, 'failed', reason, now);
   await setStatus(change, 'failed', { error: JSON.stringify(error), completed_at: now, response_text: partialText });
   await change.trx
     .updateTable('runs')
@@ -199,8 +199,15 @@ export async function failTurn(
 export async function cancelTurn(change: Change, partialText: string | null): Promise<SessionEvent[]> {
   const { message, now } = change;
   const error: MessageError = { code: 'cancelled', message: 'The turn was interrupted' };
-  await closePendingCalls(change, 'Tool call cancelled: the turn was interrupted');
+  const reason = 'Tool call cancelled: the turn was interrupted';
+  await closePendingCalls(change, reason);
+  await closeOpenSpans(change.trx, message.run_id, 'cancelled', reason, now);
   await setStatus(change, 'cancelled', { error: JSON.stringify(error), completed_at: now, response_text: partialText });
+  await change.trx
+    .updateTable('runs')
+    .set({ error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) })
+    .where('id', '=', message.run_id)
+    .execute();
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'cancelled' } },
     { kind: 'message.cancelled', messageId: message.id, runId: message.run_id, data: { error } },

@@ -12,7 +12,8 @@ export interface Lifecycle {
   accepting: boolean;
 }
 
-export function systemRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
+/** Liveness and readiness: the only routes a worker process serves. */
+export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
   app.route({
     method: 'GET',
     url: '/healthz',
@@ -43,6 +44,11 @@ export function systemRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
       return { status: 'ready' };
     },
   });
+}
+
+/** The probes and the API's own description. */
+export function systemRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
+  probeRoutes(app, deps, lifecycle);
 
   app.route({
     method: 'GET',

@@ -1,0 +1,250 @@
+/**
+ * The Bus over Redis pub/sub, for cluster mode: wake-ups, interrupts and live events reach every process of
+ * the deployment. Redis carries signals only, never data; Postgres stays the source of truth.
+ *
+ * - Two connections: one publishes, one subscribes (a subscribed Redis connection can do nothing else).
+ * - One channel per topic, `<prefix><topic>`; the prefix names the deployment (by default `agentry:` plus the
+ *   Postgres database and schema), so two deployments sharing one Redis never see each other's messages.
+ * - Messages are JSON envelopes `{"o": <origin>, "m": <message>}`. A publish runs this process's handlers at
+ *   once (as the in-process bus does, and even while Redis is down); Redis then delivers the same message back
+ *   to our own subscriber connection, and that echo is recognised by its origin and dropped, so every handler
+ *   runs exactly once per published message, in every process.
+ * - Publishing is best effort. While Redis is unreachable, messages for other processes are dropped (with a
+ *   rate-limited warning) and ioredis keeps reconnecting, resubscribing when it is back. Nothing is lost:
+ *   workers also poll the database every AGENTRY_POLL_MS for claimable sessions (a missed wake-up costs at most
+ *   one poll interval), a worker's heartbeat reads `cancel_requested` from the database (a missed interrupt
+ *   costs at most a third of AGENTRY_LEASE_MS), and every persisted event can be replayed from the database by
+ *   the session stream (only transient text deltas are missed).
+ * - Connection errors are logged, never thrown: the process keeps serving on the polling fallback.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Bus, BusMessages, Topic } from './bus.ts';
+
+export const DEFAULT_CHANNEL_PREFIX = 'agentry:';
+
+/** How long startup waits for Redis before going on without it (the polling fallback covers the gap). */
+const CONNECT_WAIT_MS = 5000;
+/** At most one warning per this interval while Redis is unreachable. */
+const WARN_INTERVAL_MS = 10_000;
+const TOPICS: readonly Topic[] = ['wake', 'interrupt', 'live'];
+
+export interface RedisBusOptions {
+  /** Channel name prefix, ending in a separator: `agentry:test:public:`. */
+  channelPrefix?: string;
+  /** How long createRedisBus waits for the first connection; default 5 s. */
+  connectWaitMs?: number;
+}
+
+/**
+ * The channel prefix of one deployment: `agentry:` + database + `:` + schema + `:`. Processes of one
+ * deployment share it whatever host name they reach Postgres by.
+ */
+export function deploymentChannelPrefix(base: string, database: string, schema: string): string {
+  return `${base}${database}:${schema}:`;
+}
+
+export function channelOf(prefix: string, topic: Topic): string {
+  return `${prefix}${topic}`;
+}
+
+/** Handlers of one topic; dispatch only ever passes them messages of that topic. */
+type Handler = (message: unknown) => void;
+
+interface Envelope {
+  o: string;
+  m: unknown;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Parses a message from Redis; null if it is not a well-formed message of `topic`. */
+function parseEnvelope(topic: Topic, raw: string): Envelope | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!isRecord(parsed) || typeof parsed.o !== 'string' || !isRecord(parsed.m)) return null;
+  const message = parsed.m;
+  if (typeof message.sessionId !== 'string') return null;
+  if (topic === 'live' && !isRecord(message.event)) return null;
+  return { o: parsed.o, m: message };
+}
+
+/** Logs a recurring problem once, then at most every WARN_INTERVAL_MS with a count, and its recovery. */
+function throttledWarning(logger: Logger, what: string) {
+  let failing = false;
+  let lastAt = 0;
+  let suppressed = 0;
+  return {
+    fail(error: unknown, fields: Record<string, unknown> = {}) {
+      const now = Date.now();
+      if (!failing || now - lastAt >= WARN_INTERVAL_MS) {
+        logger.warn({ err: error, ...fields, ...(suppressed > 0 ? { suppressed } : {}) }, what);
+        lastAt = now;
+        suppressed = 0;
+      } else {
+        suppressed += 1;
+      }
+      failing = true;
+    },
+    recover(message: string) {
+      if (!failing) return;
+      failing = false;
+      suppressed = 0;
+      logger.info(message);
+    },
+  };
+}
+
+async function settle(connection: Redis, waitMs: number): Promise<boolean> {
+  if (connection.status === 'ready') return true;
+  return new Promise<boolean>((resolve) => {
+    const done = (ready: boolean) => {
+      clearTimeout(timer);
+      connection.off('ready', onReady);
+      resolve(ready);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), waitMs);
+    connection.on('ready', onReady);
+  });
+}
+
+async function shut(connection: Redis): Promise<void> {
+  if (connection.status === 'end') return;
+  if (connection.status === 'ready') {
+    const quit = connection.quit().then(
+      () => true,
+      () => false,
+    );
+    const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), 1000).unref());
+    if (await Promise.race([quit, timeout])) return;
+  }
+  connection.disconnect();
+}
+
+export async function createRedisBus(url: string, logger: Logger, options: RedisBusOptions = {}): Promise<Bus> {
+  const prefix = options.channelPrefix ?? DEFAULT_CHANNEL_PREFIX;
+  const origin = randomBytes(8).toString('hex');
+  const log = logger.child({ component: 'redis-bus' });
+  const handlers = new Map<Topic, Set<Handler>>();
+  const topicOf = new Map<string, Topic>(TOPICS.map((topic) => [channelOf(prefix, topic), topic]));
+  let closed = false;
+
+  // Both reconnect forever with ioredis's default backoff (50 ms more per attempt, at most 2 s). The publisher
+  // refuses commands while disconnected instead of queueing them: a backlog of stale text deltas and wake-ups
+  // replayed after an outage helps nobody. The subscriber queues its SUBSCRIBE commands until it is connected and
+  // resubscribes after every reconnect.
+  const publisher = new Redis(url, { connectionName: 'agentry-pub', enableOfflineQueue: false });
+  const subscriber = new Redis(url, {
+    connectionName: 'agentry-sub',
+    maxRetriesPerRequest: null,
+    autoResubscribe: true,
+  });
+
+  for (const [name, connection] of [
+    ['publisher', publisher],
+    ['subscriber', subscriber],
+  ] as const) {
+    const warning = throttledWarning(log, `redis ${name} connection failed; reconnecting (database polling covers)`);
+    connection.on('error', (error: unknown) => {
+      if (!closed) warning.fail(error);
+    });
+    connection.on('ready', () => warning.recover(`redis ${name} connection restored`));
+  }
+  const publishWarning = throttledWarning(log, 'redis publish failed; other processes rely on database polling');
+
+  function dispatch(topic: Topic, message: unknown): void {
+    const set = handlers.get(topic);
+    if (set === undefined) return;
+    for (const handler of [...set]) {
+      try {
+        handler(message);
+      } catch (error) {
+        log.error({ err: error, topic }, 'bus handler failed');
+      }
+    }
+  }
+
+  subscriber.on('message', (channel: string, raw: string) => {
+    const topic = topicOf.get(channel);
+    if (topic === undefined) return;
+    const envelope = parseEnvelope(topic, raw);
+    if (envelope === null) {
+      log.warn({ channel }, 'ignored a malformed bus message');
+      return;
+    }
+    // Our own publish, already handled locally when it was published.
+    if (envelope.o === origin) return;
+    dispatch(topic, envelope.m);
+  });
+
+  const [publisherReady, subscriberReady] = await Promise.all([
+    settle(publisher, options.connectWaitMs ?? CONNECT_WAIT_MS),
+    settle(subscriber, options.connectWaitMs ?? CONNECT_WAIT_MS),
+  ]);
+  if (!publisherReady || !subscriberReady) {
+    log.warn({ channelPrefix: prefix }, 'redis is not reachable yet; starting anyway, on database polling until it is');
+  } else {
+    log.info({ channelPrefix: prefix }, 'redis bus connected');
+  }
+
+  return {
+    publish<T extends Topic>(topic: T, message: BusMessages[T]): void {
+      dispatch(topic, message);
+      if (closed) return;
+      let payload: string;
+      try {
+        payload = JSON.stringify({ o: origin, m: message });
+      } catch (error) {
+        log.error({ err: error, topic }, 'bus message is not JSON-serializable; not sent to other processes');
+        return;
+      }
+      publisher.publish(channelOf(prefix, topic), payload).then(
+        () => publishWarning.recover('redis publish working again'),
+        (error: unknown) => publishWarning.fail(error, { topic }),
+      );
+    },
+
+    subscribe<T extends Topic>(topic: T, handler: (message: BusMessages[T]) => void): () => void {
+      let set = handlers.get(topic);
+      if (set === undefined) {
+        set = new Set();
+        handlers.set(topic, set);
+        // Only topics someone here listens to are subscribed: an API process never receives wake-ups.
+        if (!closed) {
+          subscriber.subscribe(channelOf(prefix, topic)).catch((error: unknown) => {
+            if (!closed) log.warn({ err: error, topic }, 'redis subscribe failed');
+          });
+        }
+      }
+      // A wrapper per subscription: subscribing the same function twice gives two deliveries, as it would with
+      // the in-process bus.
+      const entry: Handler = (message) => handler(message as BusMessages[T]);
+      set.add(entry);
+      return () => {
+        const current = handlers.get(topic);
+        if (current === undefined || !current.delete(entry) || current.size > 0) return;
+        handlers.delete(topic);
+        if (!closed) {
+          subscriber.unsubscribe(channelOf(prefix, topic)).catch((error: unknown) => {
+            if (!closed) log.warn({ err: error, topic }, 'redis unsubscribe failed');
+          });
+        }
+      };
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      handlers.clear();
+      await Promise.all([shut(publisher), shut(subscriber)]);
+    },
+  };
+}

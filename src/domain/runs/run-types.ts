@@ -1,0 +1,73 @@
+/** The Run and Span resources (DESIGN 5): snake_case, times in Unix seconds. */
+import type { MessageError, MessageStatus } from '../messages/message-types.ts';
+
+/** Surfaces that start runs. */
+export const RUN_SOURCES = ['responses', 'sessions', 'tasks', 'sdk', 'console', 'schedule'] as const;
+export type RunSource = (typeof RUN_SOURCES)[number];
+
+/** Stored sources are always one of RUN_SOURCES; anything else reads as the default surface. */
+export const runSourceOf = (value: string): RunSource => RUN_SOURCES.find((source) => source === value) ?? 'sessions';
+
+export const SPAN_KINDS = ['agent_step', 'model_call', 'tool_call'] as const;
+export type SpanKind = (typeof SPAN_KINDS)[number];
+
+export const SPAN_STATUSES = ['running', 'completed', 'failed', 'cancelled'] as const;
+export type SpanStatus = (typeof SPAN_STATUSES)[number];
+
+export const isSpanKind = (value: string): value is SpanKind => SPAN_KINDS.some((kind) => kind === value);
+export const isSpanStatus = (value: string): value is SpanStatus => SPAN_STATUSES.some((status) => status === value);
+
+export interface RunUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+export interface Run {
+  id: string;
+  object: 'run';
+  agent_id: string;
+  session_id: string;
+  conversation_id: string;
+  message_id: string;
+  response_id: string;
+  source: RunSource;
+  status: MessageStatus;
+  model: string;
+  agent_version: number | null;
+  input_preview: string;
+  output_preview: string | null;
+  usage: RunUsage;
+  cost_usd: number;
+  error: MessageError | null;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export interface Span {
+  id: string;
+  run_id: string;
+  parent_id: string | null;
+  kind: SpanKind;
+  name: string;
+  status: SpanStatus;
+  started_at: number;
+  ended_at: number | null;
+  duration_ms: number | null;
+  input_preview: string | null;
+  output_preview: string | null;
+  usage: RunUsage;
+  cost_usd: number;
+  attributes: Record<string, unknown>;
+}
+
+/** A cursor-paginated list (DESIGN 5). */
+export interface Page<T> {
+  object: 'list';
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+export const responseIdOf = (messageId: string): string => `resp_${messageId}`;

@@ -1,0 +1,153 @@
+/**
+ * The spans of one engine step (see domain/runs/spans.ts for storage and ordering). A model call's start time
+ * and input are kept in memory while it streams and written with the step, in the step's own transaction; a
+ * call that never finishes (model error, interrupt) is written by the turn's ending instead.
+ */
+import type { CallKind, Item } from '../domain/messages/items.ts';
+import type { MessageError } from '../domain/messages/message-types.ts';
+import { insertSpans, type NewSpan, spanSeq, toolCallAttributes } from '../domain/runs/spans.ts';
+import { newId } from '../lib/ids.ts';
+import type { ToolCall, Usage } from '../models/types.ts';
+import type { Executor } from '../storage/db.ts';
+import type { MessageRow } from '../storage/schema.ts';
+
+/** A model call in flight: what it was given and when it started. */
+export interface StepTrace {
+  step: number;
+  model: string;
+  startedAt: number;
+  input: string;
+}
+
+/**
+ * What the model call of a step responds to: the tool results that end this message's log (the step after a
+ * tool batch), or else the newest user text.
+ */
+export function modelInputOf(items: Item[], messageId: string): string {
+  const own = items.filter((item) => item.messageId === messageId);
+  const results: string[] = [];
+  for (let index = own.length - 1; index >= 0; index--) {
+    const content = own[index]?.content;
+    if (content?.type !== 'function_call_output') break;
+    results.unshift(`${content.name}: ${content.output}`);
+  }
+  if (results.length > 0) return results.join('\n');
+  const user = own.findLast((item) => item.content.type === 'user_message')?.content;
+  return user?.type === 'user_message' ? user.text : '';
+}
+
+/** The model's answer as a preview: its text, then the names of the tools it called. */
+function modelOutputOf(text: string, calls: ToolCall[]): string {
+  if (calls.length === 0) return text;
+  const names = `tool calls: ${calls.map((call) => call.name).join(', ')}`;
+  return text === '' ? names : `${text}\n${names}`;
+}
+
+function stepSpan(trace: StepTrace, status: NewSpan['status'], endedAt: number | null, output: string | null) {
+  return {
+    id: newId(),
+    kind: 'agent_step',
+    name: `step ${trace.step}`,
+    status,
+    seq: spanSeq(trace.step, 0),
+    parentId: null,
+    startedAt: trace.startedAt,
+    endedAt,
+    input: trace.input,
+    output,
+    attributes: { step: trace.step },
+  } satisfies NewSpan;
+}
+
+/**
+ * Spans of a persisted step: its agent_step (ended now when it called no tool, else running until its last tool
+ * call ends), its model_call (ended now, with the call's usage and cost), and one running tool_call per call.
+ */
+export function stepSpans(
+  trace: StepTrace,
+  output: { text: string; calls: (ToolCall & { kind: CallKind })[]; usage: Usage; costMicros: number },
+  now: number,
+): NewSpan[] {
+  const produced = modelOutputOf(output.text, output.calls);
+  const done = output.calls.length === 0;
+  const step = stepSpan(trace, done ? 'completed' : 'running', done ? now : null, produced);
+  const modelCall: NewSpan = {
+    id: newId(),
+    kind: 'model_call',
+    name: trace.model,
+    status: 'completed',
+    seq: spanSeq(trace.step, 1),
+    parentId: step.id,
+    startedAt: trace.startedAt,
+    endedAt: now,
+    input: trace.input,
+    output: produced,
+    usage: { ...output.usage, costMicros: output.costMicros },
+    attributes: { tool_calls: output.calls.length, finish: done ? 'stop' : 'tool_calls' },
+  };
+  const toolCalls = output.calls.map(
+    (call, index): NewSpan => ({
+      id: newId(),
+      kind: 'tool_call',
+      name: call.name,
+      status: 'running',
+      seq: spanSeq(trace.step, 2 + index),
+      parentId: step.id,
+      startedAt: now,
+      endedAt: null,
+      input: call.arguments,
+      output: null,
+      attributes: toolCallAttributes(call.callId, call.kind),
+    }),
+  );
+  return [step, modelCall, ...toolCalls];
+}
+
+/** Spans of a step whose model call never finished: failed (with the error) or cancelled. */
+export function unfinishedStepSpans(
+  trace: StepTrace,
+  ending: { status: 'failed'; error: MessageError } | { status: 'cancelled' },
+  now: number,
+): NewSpan[] {
+  const step = stepSpan(trace, ending.status, now, null);
+  const modelCall: NewSpan = {
+    id: newId(),
+    kind: 'model_call',
+    name: trace.model,
+    status: ending.status,
+    seq: spanSeq(trace.step, 1),
+    parentId: step.id,
+    startedAt: trace.startedAt,
+    endedAt: now,
+    input: trace.input,
+    output: null,
+    attributes: ending.status === 'failed' ? { tool_calls: 0, error: ending.error } : { tool_calls: 0 },
+  };
+  return [step, modelCall];
+}
+
+/** The message whose run the spans belong to. */
+type RunOf = Pick<MessageRow, 'org_id' | 'run_id'>;
+
+/** Writes the spans of a persisted step, in the step's transaction. */
+export async function writeStep(
+  trx: Executor,
+  message: RunOf,
+  trace: StepTrace,
+  output: Parameters<typeof stepSpans>[1],
+  now: number,
+): Promise<void> {
+  await insertSpans(trx, { orgId: message.org_id, runId: message.run_id }, stepSpans(trace, output, now));
+}
+
+/** Writes the step of the model call in flight (if any) when the turn ends during it, in the ending's transaction. */
+export async function writeUnfinishedStep(
+  trx: Executor,
+  message: RunOf,
+  trace: StepTrace | null,
+  ending: Parameters<typeof unfinishedStepSpans>[1],
+  now: number,
+): Promise<void> {
+  if (trace === null) return;
+  await insertSpans(trx, { orgId: message.org_id, runId: message.run_id }, unfinishedStepSpans(trace, ending, now));
+}

@@ -1,0 +1,635 @@
+/**
+ * Cluster mode with real processes: one API process (no engine) and two workers on one Postgres schema and one
+ * Redis. Turns posted to the API run on the workers; live events, wake-ups and interrupts cross processes over
+ * Redis; a worker killed with kill -9 has its turns taken over by the other once its leases expire. Also the
+ * Redis bus on its own: two instances on one Redis, each handler once per message.
+ *
+ * Needs Postgres and Redis (127.0.0.1:6379, or AGENTRY_TEST_REDIS_URL). Skipped with a notice when either is
+ * unreachable, except under CI=true, where their absence fails the run.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { connect, createServer, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { Bus } from '../src/bus/bus.ts';
+import { channelOf, createRedisBus, deploymentChannelPrefix } from '../src/bus/redis-bus.ts';
+import { testEnvironment, testKey } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+
+const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const CLUSTER_ENV = { REDIS_URL, AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'info' };
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+let unavailable: string | null = 'not checked yet';
+
+async function redisProblem(): Promise<string | null> {
+  const client = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 2000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  let cause: unknown = null;
+  client.on('error', (error: unknown) => {
+    cause = error;
+  });
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG' ? null : 'PING did not answer PONG';
+  } catch (error) {
+    const reason = cause ?? error;
+    return reason instanceof Error ? reason.message : String(reason);
+  } finally {
+    client.disconnect();
+  }
+}
+
+beforeAll(async () => {
+  const problems: string[] = [];
+  if (inject('postgresUrl') === null) problems.push('Postgres is unreachable or disabled');
+  const redis = await redisProblem();
+  if (redis !== null) problems.push(`Redis at ${REDIS_URL} is unreachable (${redis})`);
+  unavailable = problems.length === 0 ? null : problems.join('; ');
+  if (unavailable === null) return;
+  if (process.env.CI === 'true') throw new Error(`cluster tests need Postgres and Redis under CI: ${unavailable}`);
+  process.stdout.write(`\n[agentry] NOTICE: cluster tests SKIPPED: ${unavailable}\n\n`);
+});
+
+/** Skips a test needing Postgres and Redis when they are missing (outside CI, where beforeAll already threw). */
+function requireServices(context: { skip: (note: string) => never }): void {
+  if (unavailable !== null) context.skip(unavailable);
+}
+
+interface MessageView {
+  id: string;
+  status: string;
+  response: { parts: { type: string; text: string }[] } | null;
+}
+
+function client(url: string, key: string) {
+  return async <T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: (text === '' ? null : JSON.parse(text)) as T };
+  };
+}
+
+async function waitUntil<T>(probe: () => Promise<T | null>, timeoutMs: number, what: string, everyMs = 50) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+function collectingLogger() {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, destination), lines };
+}
+
+/** A TCP proxy to Redis that can simulate an outage: down() drops every connection and refuses new ones. */
+async function tcpProxy(target: URL) {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    const upstream = connect(Number(target.port || 6379), target.hostname);
+    for (const end of [socket, upstream]) {
+      sockets.add(end);
+      end.on('close', () => sockets.delete(end));
+      end.on('error', () => undefined);
+    }
+    socket.pipe(upstream).pipe(socket);
+  });
+  const listen = (port: number) =>
+    new Promise<number>((resolve) => {
+      server.listen(port, '127.0.0.1', () => {
+        const address = server.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  const port = await listen(0);
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    });
+  return { port, down: stop, up: () => listen(port), close: stop };
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('Redis bus', () => {
+  beforeEach(requireServices);
+  const buses: Bus[] = [];
+  afterAll(async () => {
+    await Promise.all(buses.map((bus) => bus.close()));
+  });
+
+  /** Waits until Redis counts `count` subscribers on a channel (SUBSCRIBE is asynchronous). */
+  async function subscribers(channel: string, count: number): Promise<void> {
+    const raw = new Redis(REDIS_URL);
+    try {
+      await waitUntil(
+        async () => {
+          const reply = await raw.pubsub('NUMSUB', channel);
+          return Number(reply[1]) === count ? true : null;
+        },
+        5000,
+        `${count} subscribers on ${channel}`,
+        20,
+      );
+    } finally {
+      raw.disconnect();
+    }
+  }
+
+  async function bus(prefix: string, url = REDIS_URL) {
+    const { logger, lines } = collectingLogger();
+    const created = await createRedisBus(url, logger, { channelPrefix: prefix });
+    buses.push(created);
+    return { bus: created, lines };
+  }
+
+  it('runs every handler exactly once per message, in the publishing instance and the other', async () => {
+    const prefix = `agentry-test:${randomBytes(4).toString('hex')}:`;
+    const { bus: a } = await bus(prefix);
+    const { bus: b } = await bus(prefix);
+    const { bus: stranger } = await bus(`agentry-test:${randomBytes(4).toString('hex')}:`);
+    const seen = { a1: [] as string[], a2: [] as string[], b: [] as string[], stranger: [] as string[] };
+    a.subscribe('wake', ({ sessionId }) => seen.a1.push(sessionId));
+    a.subscribe('wake', ({ sessionId }) => seen.a2.push(sessionId));
+    b.subscribe('wake', ({ sessionId }) => seen.b.push(sessionId));
+    stranger.subscribe('wake', ({ sessionId }) => seen.stranger.push(sessionId));
+    await subscribers(channelOf(prefix, 'wake'), 2); // one connection per instance, whatever its handlers
+
+    for (const id of ['s1', 's2', 's3']) a.publish('wake', { sessionId: id });
+    // Local handlers run at once, before Redis is involved.
+    expect(seen.a1).toEqual(['s1', 's2', 's3']);
+    await waitUntil(async () => (seen.b.length === 3 ? true : null), 2000, 'delivery to the other instance');
+    b.publish('wake', { sessionId: 'from-b' });
+    await waitUntil(async () => (seen.a1.length === 4 ? true : null), 2000, 'delivery back to the first');
+    await pause(300); // time for any echo of a's own messages to come back
+    expect(seen.a1).toEqual(['s1', 's2', 's3', 'from-b']);
+    expect(seen.a2).toEqual(['s1', 's2', 's3', 'from-b']);
+    expect(seen.b).toEqual(['s1', 's2', 's3', 'from-b']);
+    expect(seen.stranger).toEqual([]);
+
+    await Promise.all([a.close(), b.close()]);
+    await subscribers(channelOf(prefix, 'wake'), 0);
+  });
+
+  it('carries live events as JSON, stops after unsubscribe, ignores malformed messages, and closes', async () => {
+    const prefix = `agentry-test:${randomBytes(4).toString('hex')}:`;
+    const { bus: a } = await bus(prefix);
+    const { bus: b, lines } = await bus(prefix);
+    const received: unknown[] = [];
+    const off = b.subscribe('live', (message) => received.push(message));
+    await subscribers(channelOf(prefix, 'live'), 1);
+    const event = { kind: 'message.delta', session_id: 's', data: { text: 'héllo "quoted"' }, seq: null };
+    a.publish('live', { sessionId: 's', event });
+    await waitUntil(async () => (received.length === 1 ? true : null), 2000, 'a live event');
+    expect(received[0]).toEqual({ sessionId: 's', event });
+
+    const raw = new Redis(REDIS_URL);
+    try {
+      await raw.publish(channelOf(prefix, 'live'), 'not json');
+      await raw.publish(channelOf(prefix, 'live'), JSON.stringify({ o: 'x', m: { sessionId: 's' } }));
+    } finally {
+      raw.disconnect();
+    }
+    a.publish('live', { sessionId: 's2', event });
+    await waitUntil(async () => (received.length === 2 ? true : null), 2000, 'the next good event');
+    expect(lines.filter((line) => line.includes('malformed bus message'))).toHaveLength(2);
+
+    off();
+    await subscribers(channelOf(prefix, 'live'), 0);
+    a.publish('live', { sessionId: 's3', event });
+    await pause(300);
+    expect(received).toHaveLength(2);
+
+    await b.close();
+    await b.close(); // idempotent
+    expect(() => b.publish('wake', { sessionId: 'after-close' })).not.toThrow();
+  });
+
+  it('reconnects and resubscribes after a Redis outage; publishing during it only logs', async () => {
+    const proxy = await tcpProxy(new URL(REDIS_URL));
+    const prefix = `agentry-test:${randomBytes(4).toString('hex')}:`;
+    const { bus: behindProxy, lines } = await bus(prefix, `redis://127.0.0.1:${proxy.port}`);
+    const { bus: direct } = await bus(prefix);
+    const seen: string[] = [];
+    behindProxy.subscribe('wake', ({ sessionId }) => seen.push(sessionId));
+    await subscribers(channelOf(prefix, 'wake'), 1);
+    direct.publish('wake', { sessionId: 'before' });
+    await waitUntil(async () => (seen.includes('before') ? true : null), 2000, 'delivery before the outage');
+
+    await proxy.down();
+    await pause(300);
+    const local: string[] = [];
+    behindProxy.subscribe('interrupt', ({ sessionId }) => local.push(sessionId));
+    expect(() => behindProxy.publish('interrupt', { sessionId: 'during' })).not.toThrow();
+    expect(local).toEqual(['during']); // local handlers still run
+    await pause(200);
+
+    await proxy.up();
+    const outageOver = Date.now();
+    let n = 0;
+    await waitUntil(
+      async () => {
+        direct.publish('wake', { sessionId: `after-${n++}` });
+        return seen.some((id) => id.startsWith('after-')) ? true : null;
+      },
+      10_000,
+      'delivery after Redis came back',
+      100,
+    );
+    const messages = lines.map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages.some((msg) => msg.includes('connection failed; reconnecting'))).toBe(true);
+    expect(messages.some((msg) => msg.includes('redis publish failed'))).toBe(true);
+    expect(messages.some((msg) => msg.includes('connection restored'))).toBe(true);
+    process.stdout.write(`[cluster] redis bus resubscribed ${Date.now() - outageOver} ms after an outage ended\n`);
+    await proxy.close();
+  });
+
+  it('starts, publishes locally and closes while Redis is unreachable, logging instead of throwing', async () => {
+    const { logger, lines } = collectingLogger();
+    const started = Date.now();
+    const down = await createRedisBus('redis://127.0.0.1:1', logger, { connectWaitMs: 300 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    const seen: string[] = [];
+    down.subscribe('interrupt', ({ sessionId }) => seen.push(sessionId));
+    down.publish('interrupt', { sessionId: 'x' });
+    expect(seen).toEqual(['x']);
+    await pause(100);
+    await down.close();
+    const warnings = lines.map((line) => JSON.parse(line) as { level: number; msg: string });
+    expect(warnings.some((line) => line.msg.includes('redis is not reachable yet'))).toBe(true);
+    expect(warnings.some((line) => line.msg.includes('connection failed'))).toBe(true);
+  });
+});
+
+describe('cluster: an API process and two workers on one Postgres and one Redis', () => {
+  const key = testKey();
+  let environment: ReturnType<typeof testEnvironment> | null = null;
+  let apiProcess: ServerProcess | null = null;
+  let workers: ServerProcess[] = [];
+  let sql: pg.Client | null = null;
+  let api: ReturnType<typeof client>;
+  let agentId = '';
+  let liveChannel = '';
+  beforeEach(requireServices);
+
+  beforeAll(async () => {
+    if (unavailable !== null) return;
+    environment = testEnvironment('postgres');
+    const env = { ...environment.env, ...CLUSTER_ENV, AGENTRY_BOOTSTRAP_KEY: key };
+    // The first process migrates the fresh schema and creates the org; the workers then start side by side.
+    apiProcess = await startServerProcess({ ...env, AGENTRY_ROLE: 'api' });
+    workers = await Promise.all([
+      startServerProcess({ ...env, AGENTRY_ROLE: 'worker' }),
+      startServerProcess({ ...env, AGENTRY_ROLE: 'worker' }),
+    ]);
+    api = client(apiProcess.url, key);
+    const agent = await api<{ agent: { id: string } }>('POST', '/v1/agents', { name: 'cluster' });
+    expect(agent.status).toBe(201);
+    agentId = agent.body.agent.id;
+    sql = new pg.Client({
+      connectionString: environment.env.DATABASE_URL,
+      options: `-c search_path=${environment.env.AGENTRY_DATABASE_SCHEMA}`,
+    });
+    await sql.connect();
+    const database = new URL(environment.env.DATABASE_URL ?? '').pathname.slice(1);
+    liveChannel = channelOf(
+      deploymentChannelPrefix('agentry:', database, environment.env.AGENTRY_DATABASE_SCHEMA ?? ''),
+      'live',
+    );
+  });
+
+  afterAll(async () => {
+    await sql?.end();
+    await Promise.all([apiProcess, ...workers].map((server) => server?.stop('SIGKILL')));
+    await environment?.cleanup();
+  });
+
+  const pids = () => new Set(workers.map((worker) => String(worker.child.pid)));
+  const ownerPid = (owner: string) => owner.split(':')[1] ?? '';
+
+  async function newSession(): Promise<string> {
+    const response = await api<{ session: { id: string } }>('POST', '/v1/sessions', { agentId });
+    expect(response.status).toBe(201);
+    return response.body.session.id;
+  }
+
+  async function post(sessionId: string, text: string): Promise<string> {
+    const response = await api<{ id: string }>(
+      'POST',
+      `/v1/sessions/${sessionId}/messages`,
+      { parts: [{ type: 'text', text }] },
+      { 'Idempotency-Key': randomUUID() },
+    );
+    expect(response.status).toBe(202);
+    return response.body.id;
+  }
+
+  async function message(sessionId: string, messageId: string): Promise<MessageView> {
+    const response = await api<{ message: MessageView }>('GET', `/v1/sessions/${sessionId}/messages/${messageId}`);
+    expect(response.status).toBe(200);
+    return response.body.message;
+  }
+
+  async function finished(sessionId: string, messageId: string, timeoutMs = 20_000): Promise<MessageView> {
+    return waitUntil(
+      async () => {
+        const state = await message(sessionId, messageId);
+        return TERMINAL.includes(state.status) ? state : null;
+      },
+      timeoutMs,
+      `message ${messageId}`,
+    );
+  }
+
+  /** Owners holding a lease on the given sessions right now. */
+  async function owners(sessionIds: string[]): Promise<Map<string, string>> {
+    if (sql === null) throw new Error('no database client');
+    const { rows } = await sql.query<{ id: string; lease_owner: string | null }>(
+      'select id, lease_owner from sessions where id = any($1) and lease_owner is not null',
+      [sessionIds],
+    );
+    return new Map(rows.flatMap((row) => (row.lease_owner === null ? [] : [[row.id, row.lease_owner]])));
+  }
+
+  it('serves only probes on workers, and says which role each process has', async () => {
+    const [worker] = workers;
+    if (worker === undefined || apiProcess === null) throw new Error('processes not started');
+    expect((await fetch(`${worker.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${worker.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready' });
+    for (const path of ['/v1/agents', '/v1/openapi.json', `/v1/sessions/x/stream`]) {
+      const response = await fetch(`${worker.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+      expect(response.status, path).toBe(404);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('route_not_found');
+    }
+    expect((await fetch(`${apiProcess.url}/readyz`)).status).toBe(200);
+    const startLine = (server: ServerProcess) =>
+      server
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('starting with role'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)[0];
+    expect(startLine(apiProcess)).toMatchObject({ role: 'api', engine: false, bus: 'redis' });
+    expect(startLine(worker)).toMatchObject({ role: 'worker', engine: true, routes: 'probes', bus: 'redis' });
+  });
+
+  it('(a) runs 30 messages over 6 sessions posted to the API process on the workers', async () => {
+    const started = Date.now();
+    const sessions = await Promise.all(Array.from({ length: 6 }, () => newSession()));
+    const accepted: { sessionId: string; messageId: string; text: string }[] = [];
+    // Watch who holds the leases while the turns run: only worker processes, never the API process.
+    const seenOwners = new Set<string>();
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        for (const owner of (await owners(sessions)).values()) seenOwners.add(owner);
+        await pause(25);
+      }
+    })();
+    try {
+      for (let m = 0; m < 5; m++) {
+        for (const [s, sessionId] of sessions.entries()) {
+          const text = `sleep 100\nreply ${s}-${m}`;
+          accepted.push({ sessionId, messageId: await post(sessionId, text), text: `reply ${s}-${m}` });
+        }
+      }
+      for (const entry of accepted) {
+        const final = await finished(entry.sessionId, entry.messageId, 30_000);
+        expect(final.status).toBe('completed');
+        expect(final.response?.parts[0]?.text).toBe(entry.text);
+      }
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    const elapsed = Date.now() - started;
+    const workerPids = pids();
+    const ownerPids = [...seenOwners].map(ownerPid);
+    expect(ownerPids.length).toBeGreaterThan(0);
+    for (const pid of ownerPids) expect(workerPids.has(pid), `owner ${pid} is a worker`).toBe(true);
+    expect(ownerPids).not.toContain(String(apiProcess?.child.pid));
+    // Each message ran exactly once.
+    const { rows } = (await sql?.query<{ n: number }>(
+      "select count(*)::int as n from items where type = 'assistant_message' and session_id = any($1)",
+      [sessions],
+    )) ?? { rows: [] };
+    expect(rows[0]?.n).toBe(accepted.length);
+    process.stdout.write(
+      `[cluster] (a) ${accepted.length} messages completed in ${elapsed} ms; lease owners seen: ${new Set(ownerPids).size} worker(s)\n`,
+    );
+  }, 60_000);
+
+  it('(b) delivers live events from the worker running a turn to the API process and to Redis subscribers', async () => {
+    if (apiProcess === null) throw new Error('processes not started');
+    const sessionId = await newSession();
+    const subscriber = new Redis(REDIS_URL);
+    const deltas: string[] = [];
+    let messageId = '';
+    subscriber.on('message', (_channel: string, raw: string) => {
+      const parsed = JSON.parse(raw) as { m: { sessionId: string; event: { kind: string; data: { text?: string } } } };
+      if (parsed.m.sessionId === sessionId && parsed.m.event.kind === 'message.delta') {
+        deltas.push(parsed.m.event.data.text ?? '');
+      }
+    });
+    await subscriber.subscribe(liveChannel);
+
+    // The session stream of the API process: the turn runs on a worker, the frames come through Redis.
+    const controller = new AbortController();
+    const stream = await fetch(`${apiProcess.url}/v1/sessions/${sessionId}/stream`, {
+      headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+      signal: controller.signal,
+    });
+    expect(stream.status).toBe(200);
+    const frames: Record<string, unknown>[] = [];
+    const reading = (async () => {
+      const reader = stream.body?.getReader();
+      if (reader === undefined) return;
+      const decoder = new TextDecoder();
+      let buffer = '';
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          buffer += decoder.decode(value, { stream: true });
+          let end = buffer.indexOf('\n\n');
+          while (end >= 0) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            for (const line of frame.split('\n')) {
+              if (line.startsWith('data: ')) frames.push(JSON.parse(line.slice(6)) as Record<string, unknown>);
+            }
+            end = buffer.indexOf('\n\n');
+          }
+        }
+      } catch {
+        // aborted
+      }
+    })();
+    await pause(200);
+
+    const reply = 'Live from a worker process, streamed in several deltas through Redis to the API.';
+    const started = Date.now();
+    messageId = await post(sessionId, `sleep 200\n${reply}`);
+    const final = await finished(sessionId, messageId);
+    expect(final.response?.parts[0]?.text).toBe(reply);
+    await waitUntil(async () => (deltas.join('') === reply ? true : null), 3000, 'every delta on the live channel');
+    expect(deltas.length).toBeGreaterThan(1);
+    const streamed = await waitUntil(
+      async () => {
+        const found = frames.filter((frame) => frame.kind === 'message.delta' && frame.message_id === messageId);
+        const completed = frames.some((frame) => frame.kind === 'message.completed' && frame.message_id === messageId);
+        return completed && found.length > 0 ? found : null;
+      },
+      3000,
+      'message.delta frames on the API process stream',
+    );
+    const text = streamed.map((frame) => {
+      const data = frame.data as { text?: unknown };
+      return typeof data.text === 'string' ? data.text : '';
+    });
+    expect(text.join('')).toBe(reply);
+    process.stdout.write(
+      `[cluster] (b) ${deltas.length} deltas on Redis, ${streamed.length} delta frames on the API stream; turn done in ${Date.now() - started} ms\n`,
+    );
+    controller.abort();
+    await reading;
+    subscriber.disconnect();
+  }, 30_000);
+
+  it('(c) an interrupt posted to the API process cancels the turn running on a worker within 2 s', async () => {
+    const latencies: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const sessionId = await newSession();
+      const messageId = await post(sessionId, 'sleep 20000\nnever said');
+      await waitUntil(
+        async () => ((await message(sessionId, messageId)).status === 'running' ? true : null),
+        10_000,
+        'the turn to start',
+        20,
+      );
+      await pause(100);
+      const started = Date.now();
+      const interrupted = await api('POST', `/v1/sessions/${sessionId}/interrupt`);
+      expect(interrupted.status).toBeLessThan(300);
+      const final = await waitUntil(
+        async () => {
+          const state = await message(sessionId, messageId);
+          return TERMINAL.includes(state.status) ? state : null;
+        },
+        2000,
+        'the cancellation',
+        10,
+      );
+      latencies.push(Date.now() - started);
+      expect(final.status).toBe('cancelled');
+    }
+    for (const latency of latencies) expect(latency).toBeLessThan(2000);
+    process.stdout.write(`[cluster] (c) interrupt → cancelled across processes: ${latencies.join(', ')} ms\n`);
+  }, 60_000);
+
+  it('(d) after kill -9 of a worker, the other worker takes its turns over and completes them', async () => {
+    const sessions = await Promise.all(Array.from({ length: 6 }, () => newSession()));
+    const accepted: { sessionId: string; messageId: string; text: string }[] = [];
+    for (const [s, sessionId] of sessions.entries()) {
+      accepted.push({ sessionId, messageId: await post(sessionId, `sleep 3000\ndone ${s}`), text: `done ${s}` });
+      accepted.push({ sessionId, messageId: await post(sessionId, `then ${s}`), text: `then ${s}` });
+    }
+    // Every session's first turn is asleep on some worker.
+    const held = await waitUntil(
+      async () => {
+        const current = await owners(sessions);
+        return current.size === sessions.length ? current : null;
+      },
+      10_000,
+      'every session to be claimed',
+    );
+    const byPid = new Map<string, string[]>();
+    for (const [sessionId, owner] of held)
+      byPid.set(ownerPid(owner), [...(byPid.get(ownerPid(owner)) ?? []), sessionId]);
+    // Kill the worker holding the most sessions.
+    const victim = [...workers].sort(
+      (x, y) => (byPid.get(String(y.child.pid))?.length ?? 0) - (byPid.get(String(x.child.pid))?.length ?? 0),
+    )[0];
+    const survivor = workers.find((worker) => worker !== victim);
+    if (victim === undefined || survivor === undefined) throw new Error('two workers expected');
+    const orphaned = byPid.get(String(victim.child.pid)) ?? [];
+    expect(orphaned.length).toBeGreaterThan(0);
+    const killedAt = Date.now();
+    await victim.stop('SIGKILL');
+
+    // The survivor claims each orphaned session once its lease has expired.
+    const survivorPid = String(survivor.child.pid);
+    const takenOver = new Map<string, number>();
+    await waitUntil(
+      async () => {
+        for (const [sessionId, owner] of await owners(orphaned)) {
+          if (ownerPid(owner) === survivorPid && !takenOver.has(sessionId)) takenOver.set(sessionId, Date.now());
+        }
+        return takenOver.size === orphaned.length ? true : null;
+      },
+      10_000,
+      'the surviving worker to take the orphaned sessions over',
+      25,
+    );
+    for (const entry of accepted) {
+      const final = await finished(entry.sessionId, entry.messageId, 20_000);
+      expect(final.status).toBe('completed');
+      expect(final.response?.parts[0]?.text).toBe(entry.text);
+    }
+    const allDone = Date.now() - killedAt;
+    const { rows } = (await sql?.query<{ message_id: string; n: number }>(
+      "select message_id, count(*)::int as n from items where type = 'assistant_message' and session_id = any($1) group by message_id",
+      [sessions],
+    )) ?? { rows: [] };
+    expect(rows).toHaveLength(accepted.length);
+    for (const row of rows) expect(row.n).toBe(1);
+    const takeover = [...takenOver.values()].map((at) => at - killedAt);
+    process.stdout.write(
+      `[cluster] (d) killed a worker holding ${orphaned.length}/${sessions.length} sessions; taken over after ${Math.min(...takeover)}-${Math.max(...takeover)} ms; all ${accepted.length} messages done ${allDone} ms after the kill\n`,
+    );
+  }, 60_000);
+});
+
+describe('cluster configuration', () => {
+  it('refuses to start with REDIS_URL but no DATABASE_URL', async () => {
+    const environment = testEnvironment('sqlite');
+    try {
+      await expect(startServerProcess({ ...environment.env, REDIS_URL }, 10_000)).rejects.toThrow(
+        /exited with 1[\s\S]*REDIS_URL is set but DATABASE_URL is not/,
+      );
+    } finally {
+      await environment.cleanup();
+    }
+  });
+});

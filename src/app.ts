@@ -5,19 +5,21 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyRequest, type RouteOptions } from 'fastify';
-import { createLocalBus } from './bus/bus.ts';
+import type { StreamHub } from './bus/live-hub.ts';
 import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createAuthHook } from './http/auth.ts';
 import { handleError, handleNotFound } from './http/error-handler.ts';
 import { agentRoutes } from './http/routes/agents.ts';
+import { conversationRoutes } from './http/routes/conversations.ts';
+import { fileRoutes } from './http/routes/files.ts';
 import { messageRoutes } from './http/routes/messages.ts';
+import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { sessionRoutes } from './http/routes/sessions.ts';
 import { streamRoutes } from './http/routes/stream.ts';
 import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
-import { createStreamHub, type StreamHub } from './http/stream-hub.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 
@@ -110,16 +112,18 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   if (options.role === 'worker') {
     probeRoutes(app, deps, lifecycle);
     await app.ready();
-    // A worker serves no streams: its hub listens to a private bus that carries nothing, so the process never
-    // subscribes to the cluster's live events.
-    return { app, lifecycle, routes, hub: createStreamHub(createLocalBus()) };
+    // A worker serves no streams; the hub subscribes to live events only while someone listens.
+    return { app, lifecycle, routes, hub: deps.live };
   }
   systemRoutes(app, deps, lifecycle);
   agentRoutes(app, deps);
   sessionRoutes(app, deps);
   messageRoutes(app, deps);
+  responseRoutes(app, deps);
   runRoutes(app, deps);
-  const hub = createStreamHub(deps.bus);
+  fileRoutes(app, deps);
+  conversationRoutes(app, deps);
+  const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.
   app.addHook('preClose', async () => hub.close());
   streamRoutes(app, deps, hub);

@@ -28,6 +28,8 @@ export interface Config {
   openaiApiKey: string | null;
   anthropicApiKey: string | null;
   bodyLimitBytes: number;
+  /** Largest accepted file upload (POST /v1/files); the JSON body limit does not apply to uploads. */
+  maxUploadBytes: number;
   shutdownGraceMs: number;
   idempotencyTtlMs: number;
   webhookRetryBaseMs: number;
@@ -35,6 +37,8 @@ export interface Config {
   responsesSyncTimeoutMs: number;
   sseHeartbeatMs: number;
   allowInsecureDestinations: boolean;
+  /** Accept OpenAI-client requests on /v1/responses without the Agentry-Compat header. */
+  responsesCompat: boolean;
   workerConcurrency: number;
   leaseMs: number;
   pollMs: number;
@@ -173,6 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
     openaiApiKey: optional(env, 'OPENAI_API_KEY'),
     anthropicApiKey: optional(env, 'ANTHROPIC_API_KEY'),
     bodyLimitBytes: int(env, 'AGENTRY_BODY_LIMIT_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxUploadBytes: int(env, 'AGENTRY_MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
     shutdownGraceMs: int(env, 'AGENTRY_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     idempotencyTtlMs: int(env, 'AGENTRY_IDEMPOTENCY_TTL_MS', 24 * 3600_000, 1000, 30 * 24 * 3600_000),
     webhookRetryBaseMs: int(env, 'AGENTRY_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3600_000),
@@ -180,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),
     sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
     allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),
+    responsesCompat: oneOf(env, 'AGENTRY_RESPONSES_COMPAT', ['strict', 'openai'] as const, 'strict') === 'openai',
     workerConcurrency: int(env, 'AGENTRY_WORKER_CONCURRENCY', 64, 1, 10_000),
     leaseMs: int(env, 'AGENTRY_LEASE_MS', 30_000, 500, 3600_000),
     pollMs: int(env, 'AGENTRY_POLL_MS', 1000, 10, 600_000),

@@ -5,13 +5,17 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
+import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
 import { createRedisBus, deploymentChannelPrefix } from './bus/redis-bus.ts';
 import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
+import { checkAttachment } from './domain/files/attachments.ts';
+import { createFileReader } from './domain/files/file-service.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
 import { createMessageService, type MessageService } from './domain/messages/message-service.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
+import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
@@ -30,7 +34,10 @@ export interface Deps {
   orgs: OrgService;
   idempotency: Idempotency;
   bus: Bus;
+  /** Live session events of this process, per session. */
+  live: StreamHub;
   messages: MessageService;
+  responses: ResponseService;
 }
 
 export class StartupError extends Error {
@@ -77,7 +84,9 @@ export async function buildDeps(
     throw error;
   }
   const db = storage.db;
+  const live = createStreamHub(bus);
   const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
+  const sessions = createSessionService({ db, clock });
   const agents = createAgentService({
     db,
     clock,
@@ -92,11 +101,13 @@ export async function buildDeps(
     auth: createAuthenticator({ db, externalChanges: storage.externalChanges }),
     models,
     agents,
-    sessions: createSessionService({ db, clock }),
+    sessions,
     orgs: createOrgService({ db, clock, agents }),
     idempotency,
     bus,
+    live,
     messages: createMessageService({ db, clock, bus, idempotency }),
+    responses: createResponseService({ db, clock, bus, live, idempotency, agents, sessions, checkAttachment }),
   };
 }
 
@@ -127,6 +138,7 @@ export function buildEngine(deps: Deps): Engine {
       models: deps.models,
       logger: deps.logger,
       serverTools: new Map(),
+      files: createFileReader({ db: deps.storage.db, dataDir: deps.config.dataDir }),
     },
     { concurrency: deps.config.workerConcurrency, pollMs: deps.config.pollMs },
   );

@@ -43,7 +43,7 @@ describe('API contract', () => {
     expect(document.openapi).toBe('3.1.0');
     await SwaggerParser.validate(structuredClone(document) as never);
     for (const route of routes) {
-      const path = route.url.replace(/:([A-Za-z]+)/g, '{$1}');
+      const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
       expect(
         document.paths[path]?.[String(route.method).toLowerCase()],
         `${String(route.method)} ${path}`,
@@ -74,6 +74,19 @@ describe('API contract', () => {
         body: { parts: [{ type: 'text', text: 'ask hello?' }] },
       }),
     );
+    const item = await h.deps.storage.db
+      .selectFrom('items')
+      .select('id')
+      .where('session_id', '=', session.id)
+      .executeTakeFirstOrThrow();
+    const boundary = 'contract-boundary';
+    const file = json(
+      await h.request('POST', '/v1/files', {
+        key: other.key,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        rawBody: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="theirs.txt"\r\nContent-Type: text/plain\r\n\r\ntheirs\r\n--${boundary}--\r\n`,
+      }),
+    );
     // A valid request for each route, so that only ownership can make it fail.
     const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
       'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
@@ -83,6 +96,9 @@ describe('API contract', () => {
       },
       'POST /v1/sessions/:id/messages/:messageId/answer': { body: { actionId: 0, answer: 'yes' } },
       'POST /v1/sessions/:id/interrupt': {},
+      'POST /v1/conversations/:conversation_id/items': {
+        body: { items: [{ type: 'function_call_output', call_id: 'call_x', output: 'x' }] },
+      },
     };
     const idRoutes = routes.filter((route) => route.url.includes(':'));
     expect(idRoutes.length).toBeGreaterThan(5);
@@ -94,8 +110,14 @@ describe('API contract', () => {
           ? message.runId
           : route.url.startsWith('/v1/responses')
             ? `resp_${message.id}`
-            : session.id;
-      const url = route.url.replace(':messageId', message.id).replace(':id', id);
+            : route.url.startsWith('/v1/files')
+              ? file.id
+              : session.id;
+      const url = route.url
+        .replace(':messageId', message.id)
+        .replace(':conversation_id', `conv_${session.id}`)
+        .replace(':item_id', item.id)
+        .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};
       const response = await h.request(method, url, spec);
@@ -106,5 +128,6 @@ describe('API contract', () => {
     expect((await h.request('GET', `/v1/agents/${agent.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/sessions/${session.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/runs/${message.runId}/trace`, { key: other.key })).status).toBe(200);
+    expect((await h.request('GET', `/v1/files/${file.id}`, { key: other.key })).status).toBe(200);
   });
 });

@@ -7,9 +7,14 @@ import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import { agentFromRow, findAgentVersion } from '../domain/agents/agent-repo.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
+import type { MessageOptions } from '../domain/messages/accept.ts';
 import {
+  type AttachedFile,
   appendItems,
+  assistantItemId,
+  attachmentIds,
   buildContext,
+  callItemId,
   type Item,
   loadContextItems,
   type NewItem,
@@ -24,7 +29,7 @@ import { endToolSpan } from '../domain/runs/spans.ts';
 import type { Clock } from '../lib/clock.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { ModelRegistry } from '../models/registry.ts';
-import { ModelError, type ToolCall, type Usage } from '../models/types.ts';
+import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
@@ -37,6 +42,17 @@ export interface TurnDeps extends LeaseDeps {
   models: ModelRegistry;
   logger: Logger;
   serverTools: ReadonlyMap<string, ServerTool>;
+  /** Reads files attached to user input; without it attachments reach the model as a note. */
+  files?: AttachmentReader;
+}
+
+export interface AttachmentReader {
+  read(orgId: string, fileId: string): Promise<AttachedFile | null>;
+}
+
+interface TurnConfig {
+  agent: AgentConfig;
+  settings: ModelSettings | undefined;
 }
 
 /** Why a turn's AbortSignal fired. */
@@ -84,13 +100,49 @@ async function change(
   return result.message;
 }
 
-async function configFor(db: Executor, message: MessageRow): Promise<AgentConfig> {
+async function agentConfigFor(db: Executor, message: MessageRow): Promise<AgentConfig> {
   if (message.agent_version !== null) {
     const config = await findAgentVersion(db, message.agent_id, message.agent_version);
     if (config !== undefined) return config;
   }
   const row = await db.selectFrom('agents').selectAll().where('id', '=', message.agent_id).executeTakeFirstOrThrow();
   return agentFromRow(row);
+}
+
+/** The agent's config at turn start plus this message's own options (Responses compatibility mode). */
+async function configFor(db: Executor, message: MessageRow): Promise<TurnConfig> {
+  const agent = await agentConfigFor(db, message);
+  if (message.options === null) return { agent, settings: undefined };
+  const options = JSON.parse(message.options) as MessageOptions;
+  const extra = options.tools ?? [];
+  const names = new Set(extra.map((tool) => tool.name));
+  return {
+    agent: {
+      ...agent,
+      instructions:
+        options.instructions === undefined || options.instructions === ''
+          ? agent.instructions
+          : agent.instructions === ''
+            ? options.instructions
+            : `${agent.instructions}\n\n${options.instructions}`,
+      clientTools: [
+        ...agent.clientTools.filter((tool) => !names.has(tool.name)),
+        ...extra.map((tool) => ({ type: 'function' as const, ...tool })),
+      ],
+    },
+    settings: options.settings,
+  };
+}
+
+/** Loads the files attached to user input in the context (missing ones are left out). */
+async function attachedFiles(deps: TurnDeps, orgId: string, items: Item[]): Promise<Map<string, AttachedFile>> {
+  const files = new Map<string, AttachedFile>();
+  if (deps.files === undefined) return files;
+  for (const fileId of attachmentIds(items)) {
+    const file = await deps.files.read(orgId, fileId);
+    if (file !== null) files.set(fileId, file);
+  }
+  return files;
 }
 
 interface StepOutput {
@@ -103,19 +155,23 @@ async function callModel(
   deps: TurnDeps,
   message: MessageRow,
   config: AgentConfig,
+  settings: ModelSettings | undefined,
   tools: TurnTools,
   items: Item[],
+  step: number,
   signal: AbortSignal,
 ): Promise<StepOutput> {
   const adapter = deps.models.adapter(config.model);
   let text = '';
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  const files = await attachedFiles(deps, message.org_id, items);
   for await (const event of adapter.stream({
     model: config.model,
     instructions: config.instructions,
-    context: buildContext(items),
+    context: buildContext(items, files),
     tools: tools.specs,
+    ...(settings === undefined ? {} : { settings }),
     signal,
   })) {
     if (event.type === 'text-delta') {
@@ -127,7 +183,7 @@ async function callModel(
           session_id: message.session_id,
           message_id: message.id,
           run_id: message.run_id,
-          data: { text: event.text },
+          data: { text: event.text, step, itemId: assistantItemId(message.id, step) },
         },
       });
     } else if (event.type === 'tool-call') {
@@ -155,9 +211,15 @@ async function persistStep(
   let actionId = items.filter((item) => item.messageId === message.id && item.content.type === 'function_call').length;
   const newItems: NewItem[] = [];
   if (output.text !== '')
-    newItems.push({ messageId: message.id, step, content: { type: 'assistant_message', text: output.text } });
+    newItems.push({
+      id: assistantItemId(message.id, step),
+      messageId: message.id,
+      step,
+      content: { type: 'assistant_message', text: output.text },
+    });
   for (const call of output.calls) {
     newItems.push({
+      id: callItemId(message.id, actionId),
       messageId: message.id,
       step,
       callId: call.callId,
@@ -222,12 +284,19 @@ async function persistStep(
                     sourceType: 'tool_ask_user_question',
                     actionId: content.actionId,
                     callId: item.callId,
+                    itemId: item.id,
+                    step: item.step,
+                    name: content.name,
                     arguments: content.arguments,
                   }
                 : {
                     type: 'tool_call',
                     sourceType: `tool_${content?.kind ?? 'server'}`,
+                    kind: content?.kind,
+                    actionId: content?.actionId,
                     callId: item.callId,
+                    itemId: item.id,
+                    step: item.step,
                     name: content?.name,
                     arguments: content?.arguments,
                   },
@@ -328,7 +397,7 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
       message = started;
     }
     if (message.status !== 'running') return;
-    const config = await configFor(deps.db, message);
+    const { agent: config, settings } = await configFor(deps.db, message);
     const tools = toolsFor(config, deps.serverTools);
     for (;;) {
       if (signal.aborted) throw signal.reason;
@@ -357,7 +426,7 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
       if (message.status !== 'running') return;
       const step = message.step_count + 1;
       inFlight = { step, model: config.model, startedAt: deps.clock.now(), input: modelInputOf(items, messageId) };
-      const output = await callModel(deps, message, config, tools, items, signal);
+      const output = await callModel(deps, message, config, settings, tools, items, step, signal);
       const after = await persistStep(deps, lease, message, config, tools, inFlight, output, items);
       inFlight = null;
       if (after === null || after.status !== 'running') return;

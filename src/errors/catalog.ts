@@ -13,7 +13,7 @@ export const errorCatalog = {
     status: 400,
     type: 'invalid_request_error',
     description:
-      'The Content-Type header names a media type this route does not accept (JSON routes need application/json).',
+      'The Content-Type header names a media type this route does not accept (JSON routes need application/json; POST /v1/files needs multipart/form-data).',
   },
   missing_api_key: {
     status: 401,
@@ -75,7 +75,14 @@ export const errorCatalog = {
   payload_too_large: {
     status: 413,
     type: 'invalid_request_error',
-    description: 'The request body exceeds the configured size limit.',
+    description:
+      'The request body exceeds the configured size limit (AGENTRY_BODY_LIMIT_BYTES), or an uploaded file exceeds AGENTRY_MAX_UPLOAD_BYTES.',
+  },
+  response_timeout: {
+    status: 504,
+    type: 'server_error',
+    description:
+      'A synchronous Response took longer than AGENTRY_RESPONSES_SYNC_TIMEOUT_MS; the turn goes on and stays retrievable with GET /v1/responses/{id}.',
   },
   internal_error: {
     status: 500,

@@ -92,6 +92,8 @@ export interface MessagesTable {
   started_at: Millis | null;
   completed_at: Millis | null;
   updated_at: Millis;
+  /** JSON MessageOptions (Responses compatibility mode), or null. */
+  options: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RunsTable {
@@ -172,6 +174,22 @@ export interface WebhookEventsTable {
   dispatched_at: Millis | null;
 }
 
+export interface FilesTable {
+  id: string;
+  org_id: string;
+  filename: string;
+  /** Lower-case `type/subtype`, without parameters. */
+  media_type: string;
+  bytes: number;
+  /** Hex SHA-256 of the content. */
+  sha256: string;
+  purpose: string;
+  /** Path of the content below `<AGENTRY_DATA_DIR>/files`: `<org id>/<file id>`. */
+  storage_key: string;
+  created_at: Millis;
+  deleted_at: Millis | null;
+}
+
 export interface IdempotencyKeysTable {
   org_id: string;
   scope: string;
@@ -195,6 +213,7 @@ export interface Database {
   items: ItemsTable;
   session_events: SessionEventsTable;
   webhook_events: WebhookEventsTable;
+  files: FilesTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;
@@ -207,3 +226,4 @@ export type MessageRow = Selectable<MessagesTable>;
 export type RunRow = Selectable<RunsTable>;
 export type ItemRow = Selectable<ItemsTable>;
 export type SpanRow = Selectable<SpansTable>;
+export type FileRow = Selectable<FilesTable>;

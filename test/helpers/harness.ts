@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.ts';
+import type { StreamHub } from '../../src/bus/live-hub.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
 import type { Engine } from '../../src/engine/engine.ts';
-import type { StreamHub } from '../../src/http/stream-hub.ts';
 import type { App } from '../../src/http/types.ts';
 import { createLogger } from '../../src/logger.ts';
 

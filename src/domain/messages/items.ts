@@ -3,15 +3,22 @@
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
 import { randomUUID } from 'node:crypto';
-import type { ContextMessage, ToolCall, ToolResult } from '../../models/types.ts';
+import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { ItemRow } from '../../storage/schema.ts';
 
 /** Who answers a tool call: the service (server), the API caller (client), or a person (question). */
 export type CallKind = 'server' | 'client' | 'question';
 
+/** A file attached to user input (Responses `input_image` / `input_file`), resolved when the context is built. */
+export interface Attachment {
+  kind: 'image' | 'file';
+  fileId: string;
+  detail?: string;
+}
+
 export type ItemContent =
-  | { type: 'user_message'; text: string }
+  | { type: 'user_message'; text: string; attachments?: Attachment[] }
   | { type: 'assistant_message'; text: string }
   | { type: 'function_call'; name: string; arguments: string; kind: CallKind; actionId: number }
   | {
@@ -53,7 +60,15 @@ export function itemFromRow(row: ItemRow): Item {
   };
 }
 
+/** Ids of the items a model step produces are derived, so a live stream can name them before they are stored. */
+export const assistantItemId = (messageId: string, step: number): string =>
+  `msg_${messageId.replaceAll('-', '')}_${step}`;
+export const callItemId = (messageId: string, actionId: number): string =>
+  `fc_${messageId.replaceAll('-', '')}_${actionId}`;
+
 export interface NewItem {
+  /** Defaults to a random id with the type's prefix. */
+  id?: string;
   messageId: string;
   step: number;
   callId?: string;
@@ -76,7 +91,7 @@ export async function appendItems(
   const rows: ItemRow[] = items.map((item) => {
     seq += 1;
     return {
-      id: `${PREFIX[item.content.type]}_${randomUUID().replaceAll('-', '')}`,
+      id: item.id ?? `${PREFIX[item.content.type]}_${randomUUID().replaceAll('-', '')}`,
       org_id: target.orgId,
       session_id: target.sessionId,
       message_id: item.messageId,
@@ -149,7 +164,43 @@ export function pendingCalls(items: Item[]): PendingCall[] {
  * Rebuilds the model context: one user entry per input, one assistant entry per step (its text and tool calls),
  * one tool entry per step's outputs.
  */
-export function buildContext(items: Item[]): ContextMessage[] {
+export interface AttachedFile {
+  mediaType: string;
+  filename: string;
+  data: Uint8Array;
+}
+
+/** User content with its attachments: images as image parts, text files as text (what models read best). */
+function userContent(
+  text: string,
+  attachments: Attachment[] | undefined,
+  files: ReadonlyMap<string, AttachedFile>,
+): UserPart[] {
+  const parts: UserPart[] = text === '' ? [] : [{ type: 'text', text }];
+  for (const attachment of attachments ?? []) {
+    const file = files.get(attachment.fileId);
+    if (file === undefined) {
+      parts.push({ type: 'text', text: `[file ${attachment.fileId} is no longer available]` });
+    } else if (attachment.kind === 'image') {
+      parts.push({ type: 'image', mediaType: file.mediaType, data: file.data });
+    } else {
+      parts.push({ type: 'text', text: `--- ${file.filename} ---\n${new TextDecoder().decode(file.data)}` });
+    }
+  }
+  return parts.length === 0 ? [{ type: 'text', text: '' }] : parts;
+}
+
+/** File ids attached to user input in these items. */
+export function attachmentIds(items: Item[]): string[] {
+  const ids = new Set<string>();
+  for (const item of items) {
+    if (item.content.type === 'user_message')
+      for (const attachment of item.content.attachments ?? []) ids.add(attachment.fileId);
+  }
+  return [...ids];
+}
+
+export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedFile> = new Map()): ContextMessage[] {
   const context: ContextMessage[] = [];
   let assistant: { key: string; text: string; toolCalls: ToolCall[] } | null = null;
   let results: { key: string; results: ToolResult[] } | null = null;
@@ -164,7 +215,7 @@ export function buildContext(items: Item[]): ContextMessage[] {
     const content = item.content;
     if (content.type === 'user_message') {
       flush();
-      context.push({ role: 'user', content: [{ type: 'text', text: content.text }] });
+      context.push({ role: 'user', content: userContent(content.text, content.attachments, files) });
       continue;
     }
     if (content.type === 'function_call_output') {

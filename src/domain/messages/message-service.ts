@@ -4,25 +4,22 @@
  * fenced writes) and writes its events through the outbox; wake-ups and live events go out after commit.
  */
 import type { Bus } from '../../bus/bus.ts';
-import { AppError, notFound, validationError } from '../../errors/app-error.ts';
+import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { jsonEqual } from '../../lib/hash.ts';
-import { newId } from '../../lib/ids.ts';
-import { isPriced } from '../../models/pricing.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { writeEvents } from '../outbox.ts';
-import { preview } from '../runs/preview.ts';
 import { endToolSpan } from '../runs/spans.ts';
-import { appendItems, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
-import type { AcceptedMessage, Message, Warning } from './message-types.ts';
+import { acceptMessage } from './accept.ts';
+import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
+import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
+import type { AcceptedMessage, Message } from './message-types.ts';
 import { isTerminal } from './message-types.ts';
-import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
-import { cancelTurn, completeTurn, resumeTurn } from './transitions.ts';
-import { unavailableToolWarnings } from './warnings.ts';
+import { messageFromRow, messagesWithActions } from './message-view.ts';
+import { cancelTurn, resumeTurn } from './transitions.ts';
 
 export interface MessageServiceDeps {
   db: Executor;
@@ -39,10 +36,10 @@ export interface SubmitInput {
   source?: 'sessions' | 'responses' | 'tasks';
 }
 
-export type ClientOutputMode = 'continue' | 'persist';
+export type { ClientOutputMode } from './client-outputs.ts';
 
 /** Locks the session row for this transaction (Postgres) and proves it belongs to the org. */
-async function lockSession(trx: Executor, orgId: string, sessionId: string, now: number) {
+export async function lockSession(trx: Executor, orgId: string, sessionId: string, now: number) {
   const result = await trx
     .updateTable('sessions')
     .set({ updated_at: now })
@@ -52,7 +49,12 @@ async function lockSession(trx: Executor, orgId: string, sessionId: string, now:
   if (result.numUpdatedRows === 0n) throw notFound('session', sessionId);
 }
 
-async function findMessage(db: Executor, orgId: string, sessionId: string, messageId: string): Promise<MessageRow> {
+export async function findMessage(
+  db: Executor,
+  orgId: string,
+  sessionId: string,
+  messageId: string,
+): Promise<MessageRow> {
   const row = await db
     .selectFrom('messages')
     .selectAll()
@@ -80,20 +82,6 @@ export function createMessageService(deps: MessageServiceDeps) {
     if (wake) bus.publish('wake', { sessionId });
   }
 
-  async function pendingClientCalls(trx: Executor, sessionId: string) {
-    const waiting = await trx
-      .selectFrom('messages')
-      .select('id')
-      .where('session_id', '=', sessionId)
-      .where('status', '=', 'requires_action')
-      .execute();
-    const calls = [];
-    for (const message of waiting) {
-      calls.push(...pendingCalls(await loadMessageItems(trx, message.id)).filter((call) => call.kind === 'client'));
-    }
-    return calls;
-  }
-
   return {
     /**
      * Accepts a message: one transaction checks idempotency, pending client outputs and credits, then writes the
@@ -108,91 +96,18 @@ export function createMessageService(deps: MessageServiceDeps) {
       const result = await deps.idempotency.run(
         { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request: input.parts },
         async (trx) => {
-          const now = clock.now();
-          const session = await trx
-            .updateTable('sessions')
-            .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: now }))
-            .where('id', '=', sessionId)
-            .where('org_id', '=', orgId)
-            .returning(['agent_id'])
-            .executeTakeFirst();
-          if (session === undefined) throw notFound('session', sessionId);
-          if ((await pendingClientCalls(trx, sessionId)).length > 0) {
-            throw new AppError(
-              'client_tool_output_required',
-              'a client tool call of this session is waiting for its output; submit it before sending new input',
-            );
-          }
-          const agent = await agentOf(trx, session.agent_id);
-          const org = await trx
-            .selectFrom('orgs')
-            .select('credit_balance_micros')
-            .where('id', '=', orgId)
-            .executeTakeFirstOrThrow();
-          if (org.credit_balance_micros !== null && org.credit_balance_micros <= 0 && isPriced(agent.model)) {
-            throw new AppError('insufficient_credits', `the organization has no credits left for model ${agent.model}`);
-          }
-          const last = await trx
-            .selectFrom('messages')
-            .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-            .where('session_id', '=', sessionId)
-            .executeTakeFirst();
-          const text = input.parts.map((part) => part.text).join('\n');
-          const row: MessageRow = {
-            id: newId(),
-            org_id: orgId,
-            session_id: sessionId,
-            seq: Number(last?.seq ?? 0) + 1,
-            status: 'queued',
-            parts: JSON.stringify(input.parts),
-            response_text: null,
-            error: null,
-            input_tokens: 0,
-            output_tokens: 0,
-            cost_micros: 0,
-            step_count: 0,
-            cancel_requested: 0,
-            agent_id: agent.id,
-            agent_version: null,
-            run_id: newId(),
-            source: input.source ?? 'sessions',
-            created_at: now,
-            started_at: null,
-            completed_at: null,
-            updated_at: now,
-          };
-          await trx.insertInto('messages').values(row).execute();
-          await trx
-            .insertInto('runs')
-            .values({
-              id: row.run_id,
-              org_id: orgId,
-              agent_id: agent.id,
-              session_id: sessionId,
-              message_id: row.id,
-              source: row.source,
-              status: 'queued',
-              model: agent.model,
-              agent_version: null,
-              input_preview: preview(text),
-              output_preview: null,
-              input_tokens: 0,
-              output_tokens: 0,
-              cost_micros: 0,
-              error: null,
-              created_at: now,
-              started_at: null,
-              completed_at: null,
-            })
-            .execute();
-          await appendItems(trx, { orgId, sessionId, now }, [
-            { messageId: row.id, step: 0, content: { type: 'user_message', text } },
-          ]);
-          events = await writeEvents(trx, { orgId, sessionId, now }, [
-            { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
-          ]);
-          const warnings: Warning[] = unavailableToolWarnings(agent);
-          const body: AcceptedMessage = { ...messageFromRow(row, []), warnings };
+          const accepted = await acceptMessage(
+            trx,
+            { orgId, sessionId, now: clock.now() },
+            {
+              parts: input.parts,
+              text: input.parts.map((part) => part.text).join('\n'),
+              source: input.source ?? 'sessions',
+            },
+            agentOf,
+          );
+          events = accepted.events;
+          const body: AcceptedMessage = { ...messageFromRow(accepted.row, []), warnings: accepted.warnings };
           return { status: 202, body };
         },
       );
@@ -289,101 +204,18 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /**
-     * Records outputs of client tool calls. Each call_id must name a client call of this session; an identical
-     * retry returns the stored item, a different output is a 409. When a turn has no call left waiting it
-     * continues (`continue`) or ends as completed with what it produced so far (`persist`).
+     * Records outputs of client tool calls (see recordOutputs). When a turn has no call left waiting it continues
+     * (`continue`) or ends as completed with what it produced so far (`persist`).
      */
-    async recordClientOutputs(
-      orgId: string,
-      sessionId: string,
-      outputs: { callId: string; output: string }[],
-      mode: ClientOutputMode,
-    ) {
-      const events: SessionEvent[] = [];
-      let resumed = false;
-      const items = await db.transaction().execute(async (trx) => {
+    async recordClientOutputs(orgId: string, sessionId: string, outputs: ClientOutput[], mode: ClientOutputMode) {
+      const result = await db.transaction().execute(async (trx) => {
         const now = clock.now();
         await lockSession(trx, orgId, sessionId, now);
-        const callIds = outputs.map((output) => output.callId);
-        const rows = await trx
-          .selectFrom('items')
-          .selectAll()
-          .where('session_id', '=', sessionId)
-          .where('call_id', 'in', callIds)
-          .orderBy('seq')
-          .execute();
-        const byCall = new Map<string, { call?: Item; output?: Item }>();
-        for (const row of rows) {
-          const entry = byCall.get(row.call_id ?? '') ?? {};
-          const item = itemFromRow(row);
-          if (item.content.type === 'function_call') entry.call = item;
-          else entry.output = item;
-          byCall.set(row.call_id ?? '', entry);
-        }
-        const result: Item[] = [];
-        const touched = new Set<string>();
-        const seen = new Set<string>();
-        for (const [index, output] of outputs.entries()) {
-          const entry = byCall.get(output.callId);
-          const call = entry?.call;
-          if (call === undefined || call.content.type !== 'function_call' || call.content.kind !== 'client') {
-            throw validationError(
-              `[${index}].call_id`,
-              `call_id ${output.callId} does not name a client function call of this conversation`,
-            );
-          }
-          if (seen.has(output.callId))
-            throw validationError(`[${index}].call_id`, `call_id ${output.callId} appears twice`);
-          seen.add(output.callId);
-          const existing = entry?.output;
-          if (existing !== undefined) {
-            if (existing.content.type === 'function_call_output' && jsonEqual(existing.content.output, output.output)) {
-              result.push(existing);
-              continue;
-            }
-            throw new AppError(
-              'function_call_output_conflict',
-              `a different output is already recorded for call_id ${output.callId}`,
-              {
-                param: `[${index}].output`,
-              },
-            );
-          }
-          const [created] = await appendItems(trx, { orgId, sessionId, now }, [
-            {
-              messageId: call.messageId,
-              step: call.step,
-              callId: output.callId,
-              content: {
-                type: 'function_call_output',
-                name: call.content.name,
-                output: output.output,
-                isError: false,
-                source: 'client',
-              },
-            },
-          ]);
-          if (created !== undefined) result.push(created);
-          await endToolSpan(trx, { ...output, messageId: call.messageId, status: 'completed', now });
-          touched.add(call.messageId);
-        }
-        for (const messageId of touched) {
-          const message = await findMessage(trx, orgId, sessionId, messageId);
-          if (message.status !== 'requires_action') continue;
-          const messageItems = await loadMessageItems(trx, messageId);
-          if (requiredActionsOf(pendingCalls(messageItems)).length > 0) continue;
-          const change = { trx, message, now };
-          if (mode === 'continue') {
-            events.push(...(await resumeTurn(change)));
-            resumed = true;
-          } else {
-            events.push(...(await completeTurn(change, turnText(messageItems))));
-          }
-        }
-        return result;
+        // Questions surface as function calls on the OpenAI surfaces, so they can be answered the same way.
+        return recordOutputs(trx, { orgId, sessionId, now }, outputs, mode, ['client', 'question']);
       });
-      publish(sessionId, events, resumed);
-      return items;
+      publish(sessionId, result.events, result.resumed);
+      return result.items;
     },
 
     /** Interrupts the session's active turn: at once when no worker runs it, else through the worker. */

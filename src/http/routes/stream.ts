@@ -5,13 +5,13 @@
  * ones; deltas are live only (the completed event carries the whole text).
  */
 import { Type } from 'typebox';
+import type { StreamHub } from '../../bus/live-hub.ts';
 import type { Deps } from '../../deps.ts';
 import { eventsAfter, lastEventSeq } from '../../domain/outbox.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
 import { createSseWriter } from '../sse.ts';
-import type { StreamHub } from '../stream-hub.ts';
 import type { App } from '../types.ts';
 
 export const REPLAY_LIMIT = 1000;

@@ -2,12 +2,16 @@ import type { Migration, MigrationProvider } from 'kysely/migration';
 import { initial } from './0001-initial.ts';
 import { engine } from './0002-engine.ts';
 import { spans } from './0003-spans.ts';
+import { responses } from './0004-responses.ts';
+import { files } from './0005-files.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-engine': engine,
   '0003-spans': spans,
+  '0004-responses': responses,
+  '0005-files': files,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,9 +1,10 @@
 /**
- * Fans live session events out to SSE connections in this process: one bus subscription for the process,
- * dispatched to the listeners of each session, so an event costs O(listeners of that session), not O(all
- * streams). Also remembers every open stream so shutdown can end them.
+ * Fans live session events out to their listeners in this process (SSE streams, Responses waiting for their
+ * turn): one bus subscription for the process, held only while someone listens, dispatched to the listeners of
+ * each session, so an event costs O(listeners of that session), not O(all listeners). Also remembers every open
+ * stream so shutdown can end them.
  */
-import type { Bus, LiveEvent } from '../bus/bus.ts';
+import type { Bus, LiveEvent } from './bus.ts';
 
 export type LiveListener = (event: Record<string, unknown>) => void;
 
@@ -20,13 +21,16 @@ export function createStreamHub(bus: Bus): StreamHub {
   const listeners = new Map<string, Set<LiveListener>>();
   const open = new Set<() => void>();
   let count = 0;
-  const unsubscribe = bus.subscribe('live', (message: LiveEvent) => {
+  let unsubscribe: (() => void) | null = null;
+  const dispatch = (message: LiveEvent) => {
     const set = listeners.get(message.sessionId);
     if (set === undefined) return;
     for (const listener of set) listener(message.event);
-  });
+  };
   return {
     subscribe(sessionId, listener) {
+      // In cluster mode this subscribes the process to every live event, so only while someone listens.
+      unsubscribe ??= bus.subscribe('live', dispatch);
       let set = listeners.get(sessionId);
       if (set === undefined) {
         set = new Set();
@@ -39,6 +43,10 @@ export function createStreamHub(bus: Bus): StreamHub {
         if (current?.delete(listener) === true) {
           count -= 1;
           if (current.size === 0) listeners.delete(sessionId);
+          if (count === 0) {
+            unsubscribe?.();
+            unsubscribe = null;
+          }
         }
       };
     },
@@ -48,7 +56,8 @@ export function createStreamHub(bus: Bus): StreamHub {
       return () => open.delete(end);
     },
     close() {
-      unsubscribe();
+      unsubscribe?.();
+      unsubscribe = null;
       for (const end of [...open]) end();
       open.clear();
     },

@@ -1,0 +1,208 @@
+/**
+ * Accepting a message inside the caller's transaction: the checks of DESIGN section 6 (pending client outputs,
+ * credits) and the rows a queued turn needs (message, run, its log items, events). The Sessions route and the
+ * Responses surface both call it, each inside its own idempotency scope.
+ */
+import { AppError, notFound } from '../../errors/app-error.ts';
+import { newId } from '../../lib/ids.ts';
+import { isPriced } from '../../models/pricing.ts';
+import type { ModelSettings, ToolSpec } from '../../models/types.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import type { Agent } from '../agents/agent-types.ts';
+import { type SessionEvent, writeEvents } from '../outbox.ts';
+import { preview } from '../runs/preview.ts';
+import { pendingClientCalls } from './client-outputs.ts';
+import { type Attachment, appendItems, type NewItem } from './items.ts';
+import type { Warning } from './message-types.ts';
+import { unavailableToolWarnings } from './warnings.ts';
+
+/** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
+export interface MessageOptions {
+  instructions?: string;
+  /** Function tools of this response; they behave as client tools. */
+  tools?: ToolSpec[];
+  settings?: ModelSettings;
+  /** What the Responses surface echoes back in the Response object. */
+  echo?: {
+    metadata: Record<string, string>;
+    toolChoice: unknown;
+    temperature: number | null;
+    topP: number | null;
+    parallelToolCalls: boolean;
+  };
+}
+
+/** Conversation history a client replays (OpenAI compatibility), stored before the new input. */
+export type HistoryItem =
+  | { type: 'user_message'; text: string }
+  | { type: 'assistant_message'; text: string }
+  | { type: 'function_call'; callId: string; name: string; arguments: string }
+  | { type: 'function_call_output'; callId: string; output: string };
+
+export interface AcceptInput {
+  /** What the Message shows as its parts. */
+  parts: { type: 'text'; text: string }[];
+  /** The new user input; null for a turn that continues from tool outputs alone. */
+  text: string | null;
+  attachments?: Attachment[];
+  source: 'sessions' | 'responses' | 'tasks';
+  options?: MessageOptions | null;
+  history?: HistoryItem[];
+}
+
+export interface Accepted {
+  row: MessageRow;
+  events: SessionEvent[];
+  warnings: Warning[];
+}
+
+/**
+ * History items get steps of their own (negative, so they never meet the turn's steps): consecutive assistant
+ * items form one step, and an output joins the step of its call.
+ */
+function historyItems(messageId: string, history: HistoryItem[]): NewItem[] {
+  const out: NewItem[] = [];
+  const stepOfCall = new Map<string, number>();
+  let step = 0;
+  let open = false;
+  for (const item of history) {
+    if (item.type === 'user_message') {
+      open = false;
+      out.push({ messageId, step: 0, content: { type: 'user_message', text: item.text } });
+    } else if (item.type === 'function_call_output') {
+      open = false;
+      out.push({
+        messageId,
+        step: stepOfCall.get(item.callId) ?? step,
+        callId: item.callId,
+        content: { type: 'function_call_output', name: '', output: item.output, isError: false, source: 'client' },
+      });
+    } else {
+      if (!open) step -= 1;
+      open = true;
+      if (item.type === 'assistant_message') {
+        out.push({ messageId, step, content: { type: 'assistant_message', text: item.text } });
+      } else {
+        stepOfCall.set(item.callId, step);
+        out.push({
+          messageId,
+          step,
+          callId: item.callId,
+          content: { type: 'function_call', name: item.name, arguments: item.arguments, kind: 'client', actionId: -1 },
+        });
+      }
+    }
+  }
+  // Outputs carry the name of their call, as the model context needs it.
+  const names = new Map(
+    history.flatMap((item) => (item.type === 'function_call' ? [[item.callId, item.name] as const] : [])),
+  );
+  for (const item of out) {
+    if (item.content.type === 'function_call_output' && item.callId !== undefined)
+      item.content.name = names.get(item.callId) ?? '';
+  }
+  return out;
+}
+
+export async function acceptMessage(
+  trx: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  input: AcceptInput,
+  agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
+): Promise<Accepted> {
+  const { orgId, sessionId, now } = target;
+  // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
+  const session = await trx
+    .updateTable('sessions')
+    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: now }))
+    .where('id', '=', sessionId)
+    .where('org_id', '=', orgId)
+    .returning(['agent_id'])
+    .executeTakeFirst();
+  if (session === undefined) throw notFound('session', sessionId);
+  if ((await pendingClientCalls(trx, sessionId)).length > 0) {
+    throw new AppError(
+      'client_tool_output_required',
+      'a client tool call of this session is waiting for its output; submit it before sending new input',
+    );
+  }
+  const agent = await agentOf(trx, session.agent_id);
+  const org = await trx
+    .selectFrom('orgs')
+    .select('credit_balance_micros')
+    .where('id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  if (org.credit_balance_micros !== null && org.credit_balance_micros <= 0 && isPriced(agent.model)) {
+    throw new AppError('insufficient_credits', `the organization has no credits left for model ${agent.model}`);
+  }
+  const last = await trx
+    .selectFrom('messages')
+    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+    .where('session_id', '=', sessionId)
+    .executeTakeFirst();
+  const row: MessageRow = {
+    id: newId(),
+    org_id: orgId,
+    session_id: sessionId,
+    seq: Number(last?.seq ?? 0) + 1,
+    status: 'queued',
+    parts: JSON.stringify(input.parts),
+    response_text: null,
+    error: null,
+    input_tokens: 0,
+    output_tokens: 0,
+    cost_micros: 0,
+    step_count: 0,
+    cancel_requested: 0,
+    agent_id: agent.id,
+    agent_version: null,
+    run_id: newId(),
+    source: input.source,
+    created_at: now,
+    started_at: null,
+    completed_at: null,
+    updated_at: now,
+    options: input.options == null ? null : JSON.stringify(input.options),
+  };
+  await trx.insertInto('messages').values(row).execute();
+  await trx
+    .insertInto('runs')
+    .values({
+      id: row.run_id,
+      org_id: orgId,
+      agent_id: agent.id,
+      session_id: sessionId,
+      message_id: row.id,
+      source: row.source,
+      status: 'queued',
+      model: agent.model,
+      agent_version: null,
+      input_preview: preview(input.text ?? ''),
+      output_preview: null,
+      input_tokens: 0,
+      output_tokens: 0,
+      cost_micros: 0,
+      error: null,
+      created_at: now,
+      started_at: null,
+      completed_at: null,
+    })
+    .execute();
+  const items = historyItems(row.id, input.history ?? []);
+  if (input.text !== null) {
+    items.push({
+      messageId: row.id,
+      step: 0,
+      content:
+        input.attachments === undefined || input.attachments.length === 0
+          ? { type: 'user_message', text: input.text }
+          : { type: 'user_message', text: input.text, attachments: input.attachments },
+    });
+  }
+  await appendItems(trx, target, items);
+  const events = await writeEvents(trx, target, [
+    { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
+  ]);
+  return { row, events, warnings: unavailableToolWarnings(agent) };
+}

@@ -1,0 +1,165 @@
+/**
+ * Recording the outputs of tool calls answered by the API caller, in the caller's transaction (which holds the
+ * session row lock). Shared by the conversation items route, the Responses surface and the engine's callers.
+ */
+import { AppError, validationError } from '../../errors/app-error.ts';
+import { jsonEqual } from '../../lib/hash.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { SessionEvent } from '../outbox.ts';
+import { endToolSpan } from '../runs/spans.ts';
+import { appendItems, type CallKind, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
+import { requiredActionsOf } from './message-view.ts';
+import { completeTurn, resumeTurn } from './transitions.ts';
+
+export type ClientOutputMode = 'continue' | 'persist';
+
+export interface ClientOutput {
+  callId: string;
+  output: string;
+}
+
+export interface RecordedOutputs {
+  /** The stored output items, in request order (an identical retry returns the item stored before). */
+  items: Item[];
+  events: SessionEvent[];
+  /** True when a turn was resumed or ended and the engine must be woken (for it, or for turns queued behind it). */
+  resumed: boolean;
+  /** Messages whose last waiting call got its output by this request. */
+  unblocked: string[];
+}
+
+/** Text the assistant produced in a turn so far. */
+function textOf(items: Item[]): string {
+  return items
+    .map((item) => (item.content.type === 'assistant_message' ? item.content.text : ''))
+    .filter((text) => text !== '')
+    .join('\n');
+}
+
+/**
+ * Each call_id must name a call of this session answered by the caller (`kinds`: client tools, and on the
+ * Responses surface also questions); an identical retry returns the stored item, a different output is a 409.
+ * When a turn has no call left waiting it continues (`continue`) or ends completed with what it produced
+ * (`persist`).
+ */
+export async function recordOutputs(
+  trx: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  outputs: ClientOutput[],
+  mode: ClientOutputMode,
+  kinds: readonly CallKind[] = ['client'],
+): Promise<RecordedOutputs> {
+  const { orgId, sessionId, now } = target;
+  const rows =
+    outputs.length === 0
+      ? []
+      : await trx
+          .selectFrom('items')
+          .selectAll()
+          .where('session_id', '=', sessionId)
+          .where(
+            'call_id',
+            'in',
+            outputs.map((output) => output.callId),
+          )
+          .orderBy('seq')
+          .execute();
+  const byCall = new Map<string, { call?: Item; output?: Item }>();
+  for (const row of rows) {
+    const entry = byCall.get(row.call_id ?? '') ?? {};
+    const item = itemFromRow(row);
+    if (item.content.type === 'function_call') entry.call = item;
+    else entry.output = item;
+    byCall.set(row.call_id ?? '', entry);
+  }
+  const items: Item[] = [];
+  const events: SessionEvent[] = [];
+  const touched = new Set<string>();
+  const seen = new Set<string>();
+  for (const [index, output] of outputs.entries()) {
+    const entry = byCall.get(output.callId);
+    const call = entry?.call;
+    if (call === undefined || call.content.type !== 'function_call' || !kinds.includes(call.content.kind)) {
+      throw validationError(
+        `[${index}].call_id`,
+        `call_id ${output.callId} does not name a client function call of this conversation`,
+      );
+    }
+    if (seen.has(output.callId)) throw validationError(`[${index}].call_id`, `call_id ${output.callId} appears twice`);
+    seen.add(output.callId);
+    const existing = entry?.output;
+    if (existing !== undefined) {
+      if (existing.content.type === 'function_call_output' && jsonEqual(existing.content.output, output.output)) {
+        items.push(existing);
+        continue;
+      }
+      throw new AppError(
+        'function_call_output_conflict',
+        `a different output is already recorded for call_id ${output.callId}`,
+        {
+          param: `[${index}].output`,
+        },
+      );
+    }
+    const [created] = await appendItems(trx, target, [
+      {
+        messageId: call.messageId,
+        step: call.step,
+        callId: output.callId,
+        content: {
+          type: 'function_call_output',
+          name: call.content.name,
+          output: output.output,
+          isError: false,
+          source: call.content.kind === 'question' ? 'answer' : 'client',
+        },
+      },
+    ]);
+    if (created !== undefined) items.push(created);
+    await endToolSpan(trx, { ...output, messageId: call.messageId, status: 'completed', now });
+    touched.add(call.messageId);
+  }
+  let resumed = false;
+  const unblocked: string[] = [];
+  for (const messageId of touched) {
+    const message = await trx
+      .selectFrom('messages')
+      .selectAll()
+      .where('id', '=', messageId)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst();
+    if (message === undefined || message.status !== 'requires_action') continue;
+    const messageItems = await loadMessageItems(trx, messageId);
+    if (requiredActionsOf(pendingCalls(messageItems)).length > 0) continue;
+    unblocked.push(messageId);
+    const change = { trx, message, now };
+    if (mode === 'continue') {
+      events.push(...(await resumeTurn(change)));
+    } else {
+      events.push(...(await completeTurn(change, textOf(messageItems))));
+      // Turns queued behind the one that just ended can run now.
+      await trx
+        .updateTable('sessions')
+        .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
+        .where('id', '=', sessionId)
+        .execute();
+    }
+    resumed = true;
+  }
+  return { items, events, resumed, unblocked };
+}
+
+/** Client calls of the session still waiting for their output. */
+export async function pendingClientCalls(trx: Executor, sessionId: string) {
+  const waiting = await trx
+    .selectFrom('messages')
+    .select('id')
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'requires_action')
+    .execute();
+  const calls = [];
+  for (const message of waiting) {
+    calls.push(...pendingCalls(await loadMessageItems(trx, message.id)).filter((call) => call.kind === 'client'));
+  }
+  return calls;
+}

@@ -1,0 +1,112 @@
+/**
+ * The conversation log in OpenAI's item shapes (Responses output items and Conversation items). Assistant text is
+ * a `message` with `output_text`, user input a `message` with `input_text`, calls the service ran itself are
+ * `mcp_call` items, and calls the caller (or a person) must answer are `function_call` items: an
+ * `ask_user_question` call is answered like any function call, with a `function_call_output`.
+ */
+import type { Item } from '../messages/items.ts';
+
+export type OpenAIItem =
+  | { id: string; type: 'message'; role: 'user'; status: 'completed'; content: { type: 'input_text'; text: string }[] }
+  | {
+      id: string;
+      type: 'message';
+      role: 'assistant';
+      status: 'completed' | 'in_progress' | 'incomplete';
+      content: { type: 'output_text'; text: string; annotations: []; logprobs: [] }[];
+    }
+  | { id: string; type: 'function_call'; call_id: string; name: string; arguments: string; status: 'completed' }
+  | { id: string; type: 'function_call_output'; call_id: string; output: string; status: 'completed' }
+  | {
+      id: string;
+      type: 'mcp_call';
+      server_label: string;
+      name: string;
+      arguments: string;
+      output: string | null;
+      error: string | null;
+      status: 'in_progress' | 'completed' | 'failed';
+    };
+
+/** Label of the service's own tools in `mcp_call` items. */
+export const SERVER_LABEL = 'agentry';
+
+/**
+ * Maps log items to OpenAI items, in log order. Outputs of server calls fold into their `mcp_call` item instead of
+ * appearing on their own.
+ */
+export function toOpenAIItems(items: Item[]): OpenAIItem[] {
+  const serverOutputs = new Map<string, { output: string; isError: boolean }>();
+  const serverCalls = new Set<string>();
+  for (const item of items) {
+    if (item.content.type === 'function_call' && item.content.kind === 'server' && item.callId !== null)
+      serverCalls.add(item.callId);
+  }
+  for (const item of items) {
+    const content = item.content;
+    if (content.type === 'function_call_output' && item.callId !== null && serverCalls.has(item.callId)) {
+      serverOutputs.set(item.callId, { output: content.output, isError: content.isError });
+    }
+  }
+  const out: OpenAIItem[] = [];
+  for (const item of items) {
+    const content = item.content;
+    switch (content.type) {
+      case 'user_message':
+        out.push({
+          id: item.id,
+          type: 'message',
+          role: 'user',
+          status: 'completed',
+          content: [{ type: 'input_text', text: content.text }],
+        });
+        break;
+      case 'assistant_message':
+        out.push({
+          id: item.id,
+          type: 'message',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: content.text, annotations: [], logprobs: [] }],
+        });
+        break;
+      case 'function_call': {
+        const callId = item.callId ?? '';
+        if (content.kind === 'server') {
+          const result = serverOutputs.get(callId);
+          out.push({
+            id: item.id,
+            type: 'mcp_call',
+            server_label: SERVER_LABEL,
+            name: content.name,
+            arguments: content.arguments,
+            output: result === undefined || result.isError ? null : result.output,
+            error: result?.isError === true ? result.output : null,
+            status: result === undefined ? 'in_progress' : result.isError ? 'failed' : 'completed',
+          });
+        } else {
+          out.push({
+            id: item.id,
+            type: 'function_call',
+            call_id: callId,
+            name: content.name,
+            arguments: content.arguments,
+            status: 'completed',
+          });
+        }
+        break;
+      }
+      case 'function_call_output':
+        if (item.callId !== null && serverCalls.has(item.callId)) break;
+        out.push({
+          id: item.id,
+          type: 'function_call_output',
+          call_id: item.callId ?? '',
+          output: content.output,
+          status: 'completed',
+        });
+        break;
+    }
+  }
+  return out;
+}

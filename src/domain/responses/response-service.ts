@@ -1,0 +1,297 @@
+/**
+ * POST /v1/responses and GET /v1/responses/{id}: a Response is a Message of the Session behind the Conversation.
+ * One transaction (inside the Idempotency-Key scope) resolves or creates the conversation, deduplicates replayed
+ * items, records client tool outputs (ending the turn that waited for them), and accepts the new turn.
+ */
+
+import type { Bus } from '../../bus/bus.ts';
+import type { StreamHub } from '../../bus/live-hub.ts';
+import { AppError, notFound, validationError } from '../../errors/app-error.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { jsonEqual } from '../../lib/hash.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import type { AgentService } from '../agents/agent-service.ts';
+import type { Idempotency } from '../idempotency.ts';
+import { acceptMessage, type HistoryItem } from '../messages/accept.ts';
+import { recordOutputs } from '../messages/client-outputs.ts';
+import { type Attachment, itemFromRow, pendingCalls } from '../messages/items.ts';
+import type { SessionEvent } from '../outbox.ts';
+import type { SessionService } from '../sessions/session-service.ts';
+import type { ResponseRequest } from './response-request.ts';
+
+export interface ResponseServiceDeps {
+  db: Executor;
+  clock: Clock;
+  bus: Bus;
+  live: StreamHub;
+  idempotency: Idempotency;
+  agents: AgentService;
+  sessions: SessionService;
+  /** Checks that a file id names a file of the org a model can read (404 / 400 otherwise); says how it reaches the model. */
+  checkAttachment(trx: Executor, orgId: string, attachment: Attachment, param: string): Promise<'image' | 'file'>;
+}
+
+export interface CreatedResponse {
+  message: MessageRow;
+  replayed: boolean;
+  /** Publishes the accepted turn's events and wakes the engine; call it once listening for the turn. */
+  release(): void;
+}
+
+const WAITING = ['requires_action', 'completed', 'failed', 'cancelled'];
+
+export function createResponseService(deps: ResponseServiceDeps) {
+  const { db, clock } = deps;
+
+  async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
+    const row = await executor
+      .selectFrom('messages')
+      .selectAll()
+      .where('id', '=', messageId)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst();
+    if (row === undefined) throw notFound('response', `resp_${messageId}`);
+    return row;
+  }
+
+  /** The session a request continues, or null for a new conversation. */
+  async function sessionOf(trx: Executor, orgId: string, request: ResponseRequest): Promise<string | null> {
+    if (request.previousResponse !== null) return (await findMessage(trx, orgId, request.previousResponse)).session_id;
+    if (request.conversation === null) return null;
+    const session = await trx
+      .selectFrom('sessions')
+      .select(['id', 'agent_id'])
+      .where('id', '=', request.conversation)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst();
+    if (session === undefined) throw notFound('conversation', `conv_${request.conversation}`);
+    if (session.agent_id !== request.agentId) {
+      throw validationError(
+        'model',
+        `conversation conv_${session.id} belongs to agent ${session.agent_id}, not ${request.agentId}`,
+      );
+    }
+    return session.id;
+  }
+
+  async function accept(
+    trx: Executor,
+    orgId: string,
+    request: ResponseRequest,
+  ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
+    const now = clock.now();
+    const agent = await deps.agents.get(orgId, request.agentId, trx);
+    let sessionId = await sessionOf(trx, orgId, request);
+    const fresh = sessionId === null;
+    if (sessionId === null) sessionId = (await deps.sessions.create(orgId, { agentId: agent.id }, trx)).id;
+    const target = { orgId, sessionId, now };
+
+    // What the conversation already holds: replayed items are skipped by id and by call_id.
+    const known = fresh
+      ? []
+      : (await trx.selectFrom('items').selectAll().where('session_id', '=', sessionId).execute()).map(itemFromRow);
+    const knownIds = new Set(known.map((item) => item.id));
+    const calls = new Map(
+      known.flatMap((item) =>
+        item.content.type === 'function_call' && item.callId !== null ? [[item.callId, item] as const] : [],
+      ),
+    );
+    const answered = new Map(
+      known.flatMap((item) =>
+        item.content.type === 'function_call_output' && item.callId !== null
+          ? [[item.callId, item.content.output] as const]
+          : [],
+      ),
+    );
+    const replayedCalls = new Set(
+      request.items.flatMap((item) =>
+        item.kind === 'history' && item.item.type === 'function_call' ? [item.item.callId] : [],
+      ),
+    );
+
+    const fresh_items = request.items.flatMap((item, index) => {
+      if (item.id !== null && knownIds.has(item.id)) return [];
+      if (item.kind === 'history' && item.item.type === 'function_call' && calls.has(item.item.callId)) return [];
+      if (item.kind === 'output' && answered.has(item.callId)) {
+        if (!jsonEqual(answered.get(item.callId), item.output)) {
+          throw new AppError(
+            'function_call_output_conflict',
+            `a different output is already recorded for call_id ${item.callId}`,
+            {
+              param: `input[${index}].output`,
+            },
+          );
+        }
+        return [];
+      }
+      return [{ item, index }];
+    });
+
+    const outputs: { callId: string; output: string }[] = [];
+    const rest: typeof fresh_items = [];
+    for (const entry of fresh_items) {
+      const { item, index } = entry;
+      if (item.kind !== 'output') {
+        rest.push(entry);
+        continue;
+      }
+      const call = calls.get(item.callId);
+      if (call !== undefined && call.content.type === 'function_call' && call.content.kind !== 'server') {
+        outputs.push({ callId: item.callId, output: item.output });
+      } else if (request.compat && replayedCalls.has(item.callId)) {
+        rest.push(entry);
+      } else {
+        throw validationError(
+          `input[${index}].call_id`,
+          `No tool call found for function call output with call_id ${item.callId}`,
+        );
+      }
+    }
+    // The new input is the run of user messages at the end; what comes before it is replayed history.
+    let split = rest.length;
+    while (split > 0 && rest[split - 1]?.item.kind === 'user') split -= 1;
+    const history: HistoryItem[] = [];
+    for (const { item } of rest.slice(0, split)) {
+      if (item.kind === 'history') history.push(item.item);
+      else if (item.kind === 'user') history.push({ type: 'user_message', text: item.text });
+      else history.push({ type: 'function_call_output', callId: item.callId, output: item.output });
+    }
+    const users = rest.slice(split).flatMap(({ item }) => (item.kind === 'user' ? [item] : []));
+    const attachments = users.flatMap((user) => user.attachments);
+    for (const [index, attachment] of attachments.entries()) {
+      attachment.kind = await deps.checkAttachment(trx, orgId, attachment, `input[${index}]`);
+    }
+
+    const events: SessionEvent[] = [];
+    if (outputs.length > 0) {
+      const recorded = await recordOutputs(trx, target, outputs, 'persist', ['client', 'question']);
+      events.push(...recorded.events);
+    }
+    // Every call the conversation waits for must be answered before the agent can go on.
+    const waiting = await trx
+      .selectFrom('messages')
+      .select('id')
+      .where('session_id', '=', sessionId)
+      .where('status', '=', 'requires_action')
+      .execute();
+    for (const message of waiting) {
+      const items = (
+        await trx.selectFrom('items').selectAll().where('message_id', '=', message.id).orderBy('seq').execute()
+      ).map(itemFromRow);
+      const missing = pendingCalls(items).find((call) => call.kind !== 'server');
+      if (missing === undefined) continue;
+      if (outputs.length > 0 && users.length === 0) {
+        throw validationError(
+          'input',
+          `No tool output found for function call ${missing.callId}; submit all outputs together`,
+        );
+      }
+      throw new AppError(
+        'client_tool_output_required',
+        `the function call ${missing.callId} is waiting for its output; submit it before new input`,
+      );
+    }
+    if (users.length === 0 && history.length === 0 && outputs.length === 0) {
+      throw validationError('input', 'input holds nothing new for this conversation');
+    }
+    const text = users.length === 0 ? null : users.map((user) => user.text).join('\n');
+    const accepted = await acceptMessage(
+      trx,
+      target,
+      {
+        parts: text === null ? [] : [{ type: 'text', text }],
+        text,
+        attachments,
+        source: 'responses',
+        history,
+        options: {
+          ...(request.instructions === null ? {} : { instructions: request.instructions }),
+          ...(request.tools.length === 0 ? {} : { tools: request.tools }),
+          ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
+          echo: { metadata: request.metadata, ...request.echo },
+        },
+      },
+      (inner, agentId) => deps.agents.get(orgId, agentId, inner),
+    );
+    events.push(...accepted.events);
+    return { message: accepted.row, events };
+  }
+
+  return {
+    async create(
+      orgId: string,
+      request: ResponseRequest,
+      idempotencyKey: string | undefined,
+    ): Promise<CreatedResponse> {
+      let events: SessionEvent[] = [];
+      const { stream: _stream, ...hashed } = request;
+      const result = await deps.idempotency.run(
+        { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
+        async (trx) => {
+          const accepted = await accept(trx, orgId, request);
+          events = accepted.events;
+          return { status: 200, body: { messageId: accepted.message.id } };
+        },
+      );
+      const message = await findMessage(db, orgId, result.body.messageId);
+      return {
+        message,
+        replayed: result.replayed,
+        release: () => {
+          for (const event of events) deps.bus.publish('live', { sessionId: message.session_id, event: { ...event } });
+          deps.bus.publish('wake', { sessionId: message.session_id });
+        },
+      };
+    },
+
+    get: (orgId: string, messageId: string) => findMessage(db, orgId, messageId),
+
+    /**
+     * Resolves with the message once its turn completed, failed, was cancelled or waits for input; rejects with
+     * 504 `response_timeout` after `timeoutMs` (the turn goes on).
+     */
+    async waitForTurn(message: MessageRow, timeoutMs: number, release: () => void): Promise<MessageRow> {
+      return new Promise<MessageRow>((resolve, reject) => {
+        let settled = false;
+        const finish = (error: unknown, row?: MessageRow) => {
+          if (settled) return;
+          settled = true;
+          unsubscribe();
+          clearTimeout(timer);
+          if (row !== undefined) resolve(row);
+          else reject(error);
+        };
+        const check = () => {
+          findMessage(db, message.org_id, message.id).then(
+            (row) => {
+              if (WAITING.includes(row.status)) finish(null, row);
+            },
+            (error: unknown) => finish(error),
+          );
+        };
+        const unsubscribe = deps.live.subscribe(message.session_id, (event) => {
+          if (
+            event.message_id === message.id &&
+            (event.kind === 'message.status' || event.kind === 'message.completed')
+          )
+            check();
+        });
+        const timer = setTimeout(
+          () =>
+            finish(
+              new AppError(
+                'response_timeout',
+                `the response did not finish within ${timeoutMs} ms; retrieve resp_${message.id} later`,
+              ),
+            ),
+          timeoutMs,
+        );
+        release();
+        check();
+      });
+    },
+  };
+}
+
+export type ResponseService = ReturnType<typeof createResponseService>;

@@ -1,0 +1,124 @@
+/**
+ * Response = Message (DESIGN section 5): `resp_<message uuid>` projected from the durable message and its items in
+ * the exact shape of the Responses wire reference, so `openai`'s `responses.retrieve` and the terminal stream
+ * events carry the same object.
+ */
+import { unixSeconds } from '../../lib/clock.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import type { MessageOptions } from '../messages/accept.ts';
+import { type Item, loadMessageItems } from '../messages/items.ts';
+import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
+
+export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
+
+export interface ResponseObject {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: ResponseStatus;
+  completed_at: number | null;
+  model: string;
+  output: OpenAIItem[];
+  output_text: string;
+  error: { code: string; message: string } | null;
+  incomplete_details: null;
+  instructions: string | null;
+  metadata: Record<string, string>;
+  tools: {
+    type: 'function';
+    name: string;
+    description: string;
+    parameters: Record<string, unknown>;
+    strict: boolean;
+  }[];
+  tool_choice: unknown;
+  parallel_tool_calls: boolean;
+  temperature: number | null;
+  top_p: number | null;
+  previous_response_id: string | null;
+  conversation: { id: string };
+  store: true;
+  background: false;
+  text: { format: { type: 'text' } };
+  truncation: 'disabled';
+  usage: {
+    input_tokens: number;
+    input_tokens_details: { cached_tokens: number };
+    output_tokens: number;
+    output_tokens_details: { reasoning_tokens: number };
+    total_tokens: number;
+  } | null;
+}
+
+export const responseIdOf = (messageId: string): string => `resp_${messageId}`;
+
+const STATUS: Record<string, ResponseStatus> = {
+  queued: 'queued',
+  running: 'in_progress',
+  // Waiting for a client tool output is not an error: the Response is complete and carries the function_call.
+  requires_action: 'completed',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+/** Output items of a turn: what it produced (its steps), not the input or the outputs sent back to it. */
+export function outputItems(items: Item[]): OpenAIItem[] {
+  return toOpenAIItems(items.filter((item) => item.step > 0)).filter((item) => item.type !== 'function_call_output');
+}
+
+export function projectResponse(
+  message: MessageRow,
+  items: Item[],
+  overrides: { status?: ResponseStatus; output?: OpenAIItem[] } = {},
+): ResponseObject {
+  const options = message.options === null ? {} : (JSON.parse(message.options) as MessageOptions);
+  const output = overrides.output ?? outputItems(items);
+  const status = overrides.status ?? STATUS[message.status] ?? 'in_progress';
+  const error = message.error === null ? null : (JSON.parse(message.error) as { code: string; message: string });
+  const outputText = output
+    .flatMap((item) =>
+      item.type === 'message' && item.role === 'assistant' ? item.content.map((part) => part.text) : [],
+    )
+    .join('');
+  const finished = status === 'completed' || status === 'failed' || status === 'cancelled';
+  return {
+    id: responseIdOf(message.id),
+    object: 'response',
+    created_at: unixSeconds(message.created_at),
+    status,
+    completed_at: status === 'completed' ? unixSeconds(message.completed_at ?? message.updated_at) : null,
+    model: message.agent_id,
+    output,
+    output_text: outputText,
+    error: status === 'failed' || status === 'cancelled' ? error : null,
+    incomplete_details: null,
+    instructions: options.instructions ?? null,
+    metadata: options.echo?.metadata ?? {},
+    tools: (options.tools ?? []).map((tool) => ({ type: 'function' as const, ...tool })),
+    tool_choice: options.echo?.toolChoice ?? 'auto',
+    parallel_tool_calls: options.echo?.parallelToolCalls ?? true,
+    temperature: options.echo?.temperature ?? null,
+    top_p: options.echo?.topP ?? null,
+    previous_response_id: null,
+    conversation: { id: `conv_${message.session_id}` },
+    store: true,
+    background: false,
+    text: { format: { type: 'text' } },
+    truncation: 'disabled',
+    usage: finished
+      ? {
+          input_tokens: message.input_tokens,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: message.output_tokens,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: message.input_tokens + message.output_tokens,
+        }
+      : null,
+  };
+}
+
+export async function loadResponse(db: Executor, message: MessageRow): Promise<ResponseObject> {
+  return projectResponse(message, await loadMessageItems(db, message.id));
+}

@@ -1,0 +1,123 @@
+import { Type } from 'typebox';
+import type { Deps } from '../../deps.ts';
+import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
+import { loadResponse } from '../../domain/responses/response-view.ts';
+import { orgOf } from '../auth.ts';
+import { streamResponse } from '../responses-sse.ts';
+import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
+import type { App } from '../types.ts';
+
+const tags = ['Responses'];
+
+/** Documentation of the body; the rules (strict and compatibility mode) are checked by parseResponseRequest. */
+const ResponseCreateBody = Type.Object(
+  {
+    model: Type.String({ format: 'uuid', description: 'An agent id of your organization' }),
+    input: Type.Unsafe<unknown>({
+      description:
+        'A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required)',
+    }),
+    stream: Type.Optional(Type.Boolean()),
+    conversation: Type.Optional(Type.Unsafe<unknown>({ description: 'conv_… id, or {id: "conv_…"}' })),
+    store: Type.Optional(Type.Boolean({ description: 'only true' })),
+    background: Type.Optional(Type.Boolean({ description: 'only false' })),
+  },
+  {
+    additionalProperties: true,
+    description: 'Strict mode rejects other fields; see docs/responses.md for compatibility mode',
+  },
+);
+
+const ResponseObject = Type.Object(
+  {
+    id: Type.String({ description: 'resp_ + the message id' }),
+    object: Type.Literal('response'),
+    status: Type.String(),
+    output: Type.Array(Type.Unknown()),
+    output_text: Type.String(),
+    conversation: Type.Object({ id: Type.String() }),
+  },
+  { additionalProperties: true, description: 'A Response in the OpenAI Responses format' },
+);
+
+const ResponseHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: VISIBLE_ASCII })),
+  'agentry-compat': Type.Optional(
+    Type.Unsafe<'openai'>({ type: 'string', enum: ['openai'], description: 'Accept what OpenAI clients send' }),
+  ),
+  'agentry-stream-events': Type.Optional(
+    Type.Unsafe<'standard' | 'all'>({
+      type: 'string',
+      enum: ['standard', 'all'],
+      description: 'standard leaves out response.agentry_tool_call.* events',
+    }),
+  ),
+});
+
+export function responseRoutes(app: App, deps: Deps): void {
+  app.route({
+    method: 'POST',
+    url: '/v1/responses',
+    config: { scopes: ['tasks:write', 'tasks:read'] },
+    schema: {
+      summary: 'Create a response',
+      description:
+        'Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`.',
+      tags,
+      headers: ResponseHeaders,
+      body: ResponseCreateBody,
+      response: { 200: ResponseObject, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504) },
+    },
+    // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
+    onSend: async (_request, reply, payload) => {
+      if (reply.statusCode === 409 || reply.statusCode >= 500) reply.header('x-should-retry', 'false');
+      return payload;
+    },
+    handler: async (request, reply) => {
+      const orgId = orgOf(request);
+      const compat = request.headers['agentry-compat'] === 'openai' || deps.config.responsesCompat;
+      const parsed = parseResponseRequest(request.body, compat);
+      const created = await deps.responses.create(orgId, parsed, request.headers['idempotency-key']);
+      if (created.replayed) reply.header('idempotent-replayed', 'true');
+      if (parsed.stream) {
+        reply.hijack();
+        reply.raw.setHeader('x-request-id', request.id);
+        await streamResponse({
+          raw: reply.raw,
+          db: deps.storage.db,
+          live: deps.live,
+          message: created.message,
+          vendorEvents: request.headers['agentry-stream-events'] !== 'standard',
+          heartbeatMs: deps.config.sseHeartbeatMs,
+          release: created.release,
+        });
+        return reply;
+      }
+      const finished = await deps.responses.waitForTurn(
+        created.message,
+        deps.config.responsesSyncTimeoutMs,
+        created.release,
+      );
+      return loadResponse(deps.storage.db, finished);
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/responses/:id',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Get a response',
+      description: 'The Response projected from its durable message.',
+      tags,
+      params: Type.Object({
+        id: Type.String({ pattern: '^resp_[0-9a-fA-F-]{36}$', description: 'resp_ + the message id' }),
+      }),
+      response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => {
+      const message = await deps.responses.get(orgOf(request), responseIdToMessage(request.params.id, 'id'));
+      return loadResponse(deps.storage.db, message);
+    },
+  });
+}

@@ -1,0 +1,155 @@
+import { Type } from 'typebox';
+import { StringEnum } from './common.ts';
+
+const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+
+const ConversationId = Type.String({
+  pattern: `^conv_${UUID_PATTERN}$`,
+  description: 'conv_ + the session id',
+});
+const ItemId = Type.String({ minLength: 1, maxLength: 200, description: 'An item id from the item list' });
+
+export const ConversationParams = Type.Object({ conversation_id: ConversationId });
+export const ConversationItemParams = Type.Object({ conversation_id: ConversationId, item_id: ItemId });
+
+export const Conversation = Type.Object(
+  {
+    id: Type.String({ description: 'conv_ + the session id' }),
+    object: Type.Literal('conversation'),
+    created_at: Type.Integer({ description: 'Unix time in seconds (when the session was created)' }),
+    metadata: Type.Record(Type.String(), Type.String(), { description: 'Always {}' }),
+  },
+  { additionalProperties: false },
+);
+
+const UserMessage = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('message'),
+    role: Type.Literal('user'),
+    status: Type.Literal('completed'),
+    content: Type.Array(Type.Object({ type: Type.Literal('input_text'), text: Type.String() })),
+  },
+  { description: 'User input' },
+);
+
+const AssistantMessage = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('message'),
+    role: Type.Literal('assistant'),
+    status: StringEnum(['completed', 'in_progress', 'incomplete'] as const),
+    content: Type.Array(
+      Type.Object({
+        type: Type.Literal('output_text'),
+        text: Type.String(),
+        annotations: Type.Array(Type.Unknown(), { maxItems: 0 }),
+        logprobs: Type.Array(Type.Unknown(), { maxItems: 0 }),
+      }),
+    ),
+  },
+  { description: 'Text the agent produced in one step' },
+);
+
+const FunctionCall = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('function_call'),
+    call_id: Type.String(),
+    name: Type.String(),
+    arguments: Type.String({ description: 'JSON text' }),
+    status: Type.Literal('completed'),
+  },
+  { description: 'A call the caller (a client tool) or a person (ask_user_question) answers' },
+);
+
+const FunctionCallOutput = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('function_call_output'),
+    call_id: Type.String(),
+    output: Type.String(),
+    status: Type.Literal('completed'),
+  },
+  { description: 'The output of a function_call' },
+);
+
+const McpCall = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('mcp_call'),
+    server_label: Type.String({ description: 'agentry' }),
+    name: Type.String(),
+    arguments: Type.String({ description: 'JSON text' }),
+    output: Type.Union([Type.String(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'The error text when the call failed' }),
+    status: StringEnum(['in_progress', 'completed', 'failed'] as const),
+  },
+  { description: 'A call the service ran itself, with its output' },
+);
+
+export const ConversationItem = Type.Union([UserMessage, AssistantMessage, FunctionCall, FunctionCallOutput, McpCall], {
+  description: 'A conversation item in OpenAI shape',
+});
+
+const listOf = <T extends Parameters<typeof Type.Array>[0]>(item: T, description: string) =>
+  Type.Object(
+    {
+      object: Type.Literal('list'),
+      data: Type.Array(item),
+      first_id: Type.Union([Type.String(), Type.Null()], {
+        description: 'Id of the first item of data (null if empty)',
+      }),
+      last_id: Type.Union([Type.String(), Type.Null()], {
+        description: 'Id of the last item of data (null if empty); pass it as after for the next page',
+      }),
+      has_more: Type.Boolean(),
+    },
+    { description },
+  );
+
+export const ConversationItemList = listOf(ConversationItem, 'A page of conversation items');
+export const CreatedItemList = listOf(FunctionCallOutput, 'The stored items, in request order');
+
+export const ItemListQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    order: Type.Unsafe<'asc' | 'desc'>({
+      type: 'string',
+      enum: ['asc', 'desc'],
+      default: 'desc',
+      description: 'asc: log order (oldest first); desc: newest first',
+    }),
+    after: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'An item id: list the items after it in this order' }),
+    ),
+    include: Type.Optional(
+      Type.Array(Type.String({ maxLength: 200 }), { maxItems: 32, description: 'Accepted and ignored' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const FunctionCallOutputInput = Type.Object(
+  {
+    type: Type.Literal('function_call_output'),
+    call_id: Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: 'The call_id of a client function_call of this conversation',
+    }),
+    output: Type.String({ maxLength: 1_000_000 }),
+    id: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()], { description: 'Ignored' })),
+    status: Type.Optional(
+      Type.Union([StringEnum(['in_progress', 'completed', 'incomplete'] as const), Type.Null()], {
+        description: 'Ignored',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const AddItemsBody = Type.Object(
+  { items: Type.Array(FunctionCallOutputInput, { minItems: 1, maxItems: 64 }) },
+  { additionalProperties: false },
+);

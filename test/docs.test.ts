@@ -22,6 +22,7 @@ describe('documentation stays in step with the code', () => {
       'docs/sessions.md',
       'docs/models.md',
       'docs/runs.md',
+      'docs/responses.md',
       'docs/files.md',
       'docs/operations.md',
     ]) {

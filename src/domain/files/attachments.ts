@@ -23,17 +23,17 @@ export async function checkAttachment(
   if (use === null) {
     throw new AppError(
       'validation_error',
-      `${param}.file_id: files of type ${file.media_type} cannot be given to a model (images and text only)`,
+      `${param}: files of type ${file.media_type} cannot be given to a model (images and text only)`,
       {
-        param: `${param}.file_id`,
+        param,
       },
     );
   }
   if (attachment.kind === 'image' && use !== 'image') {
     throw new AppError(
       'validation_error',
-      `${param}.file_id: input_image needs an image file, not ${file.media_type}`,
-      { param: `${param}.file_id` },
+      `${param}: input_image needs an image file, not ${file.media_type}`,
+      { param },
     );
   }
   return use === 'image' ? 'image' : 'file';

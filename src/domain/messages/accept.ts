@@ -30,6 +30,7 @@ export interface MessageOptions {
     temperature: number | null;
     topP: number | null;
     parallelToolCalls: boolean;
+    previousResponseId: string | null;
   };
 }
 

@@ -11,7 +11,7 @@ import type { HistoryItem } from '../messages/accept.ts';
 import type { Attachment } from '../messages/items.ts';
 
 export type InputItem =
-  | { kind: 'user'; text: string; attachments: Attachment[]; id: string | null }
+  | { kind: 'user'; text: string; attachments: Attachment[]; attachmentParams: string[]; id: string | null }
   | { kind: 'history'; item: HistoryItem; id: string | null }
   | { kind: 'output'; callId: string; output: string; id: string | null };
 
@@ -29,7 +29,13 @@ export interface ResponseRequest {
   settings: ModelSettings;
   metadata: Record<string, string>;
   /** Echoed in the Response object. */
-  echo: { toolChoice: unknown; temperature: number | null; topP: number | null; parallelToolCalls: boolean };
+  echo: {
+    toolChoice: unknown;
+    temperature: number | null;
+    topP: number | null;
+    parallelToolCalls: boolean;
+    previousResponseId: string | null;
+  };
 }
 
 const STRICT_FIELDS = new Set(['model', 'input', 'stream', 'conversation', 'store', 'background']);
@@ -93,13 +99,18 @@ export function responseIdToMessage(value: unknown, param: string): string {
   return value.slice(5).toLowerCase();
 }
 
-function contentParts(value: unknown, param: string, compat: boolean): { text: string; attachments: Attachment[] } {
-  if (typeof value === 'string') return { text: text(value, param), attachments: [] };
+function contentParts(
+  value: unknown,
+  param: string,
+  compat: boolean,
+): { text: string; attachments: Attachment[]; attachmentParams: string[] } {
+  if (typeof value === 'string') return { text: text(value, param), attachments: [], attachmentParams: [] };
   if (!Array.isArray(value) || value.length < 1 || value.length > 32) {
     throw validationError(param, `${param} must be a string or an array of 1-32 parts`);
   }
   const texts: string[] = [];
   const attachments: Attachment[] = [];
+  const attachmentParams: string[] = [];
   value.forEach((part, index) => {
     const p = `${param}[${index}]`;
     if (!isRecord(part)) throw validationError(p, `${p} must be an object`);
@@ -119,11 +130,12 @@ function contentParts(value: unknown, param: string, compat: boolean): { text: s
       };
       if (typeof part.detail === 'string') attachment.detail = part.detail;
       attachments.push(attachment);
+      attachmentParams.push(`${p}.file_id`);
     } else {
       throw validationError(`${p}.type`, `${p}.type must be input_text, input_file or input_image`);
     }
   });
-  return { text: texts.join('\n'), attachments };
+  return { text: texts.join('\n'), attachments, attachmentParams };
 }
 
 function outputItem(item: Record<string, unknown>, param: string, compat: boolean): InputItem {
@@ -154,8 +166,8 @@ function inputItem(raw: unknown, param: string, compat: boolean): InputItem | nu
     only(raw, param, compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content']);
     const role = raw.role;
     if (role === 'user' || (compat && (role === 'system' || role === 'developer'))) {
-      const { text: body, attachments } = contentParts(raw.content, `${param}.content`, compat);
-      return { kind: 'user', text: body, attachments, id };
+      const { text: body, attachments, attachmentParams } = contentParts(raw.content, `${param}.content`, compat);
+      return { kind: 'user', text: body, attachments, attachmentParams, id };
     }
     if (compat && role === 'assistant') {
       const { text: body } = contentParts(raw.content, `${param}.content`, compat);
@@ -176,7 +188,9 @@ function inputItem(raw: unknown, param: string, compat: boolean): InputItem | nu
 }
 
 function input(value: unknown, compat: boolean): InputItem[] {
-  if (typeof value === 'string') return [{ kind: 'user', text: text(value, 'input'), attachments: [], id: null }];
+  if (typeof value === 'string') {
+    return [{ kind: 'user', text: text(value, 'input'), attachments: [], attachmentParams: [], id: null }];
+  }
   if (!Array.isArray(value) || value.length === 0)
     throw validationError('input', 'input must be a string or a non-empty array');
   const items = value.map((raw, index) => inputItem(raw, `input[${index}]`, compat)).filter((item) => item !== null);
@@ -309,6 +323,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       temperature: temperature ?? null,
       topP: topP ?? null,
       parallelToolCalls: compat && typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : true,
+      previousResponseId: previousResponse === null ? null : `resp_${previousResponse}`,
     },
   };
 }

@@ -159,8 +159,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
     }
     const users = rest.slice(split).flatMap(({ item }) => (item.kind === 'user' ? [item] : []));
     const attachments = users.flatMap((user) => user.attachments);
+    const attachmentParams = users.flatMap((user) => user.attachmentParams);
     for (const [index, attachment] of attachments.entries()) {
-      attachment.kind = await deps.checkAttachment(trx, orgId, attachment, `input[${index}]`);
+      attachment.kind = await deps.checkAttachment(trx, orgId, attachment, attachmentParams[index] ?? 'input');
     }
 
     const events: SessionEvent[] = [];

@@ -101,7 +101,7 @@ export function projectResponse(
     parallel_tool_calls: options.echo?.parallelToolCalls ?? true,
     temperature: options.echo?.temperature ?? null,
     top_p: options.echo?.topP ?? null,
-    previous_response_id: null,
+    previous_response_id: options.echo?.previousResponseId ?? null,
     conversation: { id: `conv_${message.session_id}` },
     store: true,
     background: false,

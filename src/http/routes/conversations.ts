@@ -2,6 +2,7 @@ import type { Deps } from '../../deps.ts';
 import { createConversationService, sessionIdOfConversation } from '../../domain/responses/conversations.ts';
 import { validationError } from '../../errors/app-error.ts';
 import { orgOf } from '../auth.ts';
+import { noClientRetry } from '../no-retry.ts';
 import { errorResponses } from '../schemas/common.ts';
 import {
   AddItemsBody,
@@ -109,6 +110,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
       response: { 200: CreatedItemList, ...errorResponses(400, 401, 403, 404, 409, 413) },
     },
     preValidation: async (request) => checkItemTypesFirst(request),
+    onSend: noClientRetry,
     handler: async (request) =>
       conversations.addOutputs(
         orgOf(request),

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps.ts';
 import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
 import { loadResponse } from '../../domain/responses/response-view.ts';
 import { orgOf } from '../auth.ts';
+import { noClientRetry } from '../no-retry.ts';
 import { streamResponse } from '../responses-sse.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import type { App } from '../types.ts';
@@ -69,10 +70,7 @@ export function responseRoutes(app: App, deps: Deps): void {
       response: { 200: ResponseObject, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504) },
     },
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
-    onSend: async (_request, reply, payload) => {
-      if (reply.statusCode === 409 || reply.statusCode >= 500) reply.header('x-should-retry', 'false');
-      return payload;
-    },
+    onSend: noClientRetry,
     handler: async (request, reply) => {
       const orgId = orgOf(request);
       const compat = request.headers['agentry-compat'] === 'openai' || deps.config.responsesCompat;

@@ -1,0 +1,274 @@
+/**
+ * The real OpenAI clients against the real server, as a user would run them (reference/responses-wire.md 0-6):
+ * `openai` (responses.create / stream / retrieve, conversations.items) and `@openai/agents` (run in stateless,
+ * conversation and streaming modes with a function tool). `scripted` model, once per dialect. The Agents SDK keeps
+ * its client in global settings, so the tests of this file run one after another.
+ */
+import {
+  Agent,
+  OpenAIProvider,
+  Runner,
+  setDefaultOpenAIClient,
+  setOpenAIAPI,
+  setTracingDisabled,
+  tool,
+} from '@openai/agents';
+import OpenAI from 'openai';
+import type {
+  Response as OpenAIResponse,
+  ResponseFunctionToolCall,
+  ResponseStreamEvent,
+} from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
+
+const WEATHER_TOOL = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+  strict: true,
+};
+const TWO_CALLS = 'call get_weather {"city":"Paris"}\n---\ncall get_weather {"city":"Rome"}\n---\nAll done';
+const WEATHER: Record<string, string> = { Paris: 'sunny', Rome: 'rainy' };
+const STANDARD = { headers: { 'Agentry-Stream-Events': 'standard' } };
+
+const calls = (response: OpenAIResponse): ResponseFunctionToolCall[] =>
+  response.output.filter((item): item is ResponseFunctionToolCall => item.type === 'function_call');
+
+/** The function_call_output answering the single function call of a response. */
+function answer(response: OpenAIResponse) {
+  const [call] = calls(response);
+  expect(call, JSON.stringify(response.output)).toBeDefined();
+  const city = JSON.parse(call?.arguments ?? '{}').city as string;
+  return { type: 'function_call_output' as const, call_id: call?.call_id ?? '', output: WEATHER[city] ?? 'unknown' };
+}
+
+describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
+  let h: Harness;
+  let client: OpenAI;
+  let agentId: string;
+  let toolAgentId: string;
+  let runner: Runner;
+
+  beforeAll(async () => {
+    h = await createHarness(dialect);
+    const base = await h.listen();
+    client = new OpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
+    agentId = await createAgent({});
+    toolAgentId = await createAgent({ clientTools: [WEATHER_TOOL] });
+    setTracingDisabled(true);
+    setOpenAIAPI('responses');
+    setDefaultOpenAIClient(
+      new OpenAI({ apiKey: h.key, baseURL: `${base}/v1`, defaultHeaders: { 'Agentry-Compat': 'openai' } }),
+    );
+    // `run()` uses one process-wide Runner whose provider keeps the first client it saw (the first dialect's
+    // server); a Runner with a fresh OpenAIProvider reads the default client set just above.
+    runner = new Runner({ modelProvider: new OpenAIProvider() });
+  });
+  afterAll(() => h.close());
+
+  async function createAgent(fields: Record<string, unknown>): Promise<string> {
+    const response = await h.request('POST', '/v1/agents', { body: { name: 'clients', ...fields } });
+    expect(response.status, response.text).toBe(201);
+    return json(response).agent.id;
+  }
+
+  describe('openai', () => {
+    it('creates and retrieves a response', async () => {
+      const response = await client.responses.create({ model: agentId, input: 'Hello from the SDK' });
+      expect(response.object).toBe('response');
+      expect(response.status).toBe('completed');
+      expect(response.output_text).toBe('Hello from the SDK');
+      expect(response.conversation?.id).toMatch(/^conv_/);
+      const retrieved = await client.responses.retrieve(response.id);
+      expect(retrieved).toEqual(response);
+    });
+
+    it('maps error statuses to the typed errors', async () => {
+      const missing = await client.responses.create({ model: crypto.randomUUID(), input: 'x' }).catch((e) => e);
+      expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+      const bad = await client.responses.create({ model: 'nope', input: 'x' }).catch((e) => e);
+      expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(bad).toMatchObject({ status: 400, param: 'model' });
+    });
+
+    it('iterates a raw stream in the lifecycle order, ending with response.completed', async () => {
+      const stream = await client.responses.create({
+        model: agentId,
+        input: 'streamed words arrive here',
+        stream: true,
+      });
+      const events: ResponseStreamEvent[] = [];
+      for await (const event of stream) events.push(event);
+      const types = [...new Set(events.map((event) => event.type))];
+      expect(types).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+        'response.output_text.delta',
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      const last = events.at(-1);
+      expect(last?.type).toBe('response.completed');
+      if (last?.type !== 'response.completed') return;
+      expect(last.response.output_text ?? 'streamed words arrive here').toBe('streamed words arrive here');
+      expect(last.response.output[0]).toMatchObject({
+        type: 'message',
+        content: [{ type: 'output_text', text: 'streamed words arrive here' }],
+      });
+      expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+    });
+
+    it('runs the responses.stream helper to its final response (standard events)', async () => {
+      const stream = client.responses.stream({ model: agentId, input: 'helper text here' }, STANDARD);
+      const deltas: string[] = [];
+      stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
+      const final = await stream.finalResponse();
+      expect(final.status).toBe('completed');
+      expect(final.output_text).toBe('helper text here');
+      expect(deltas.join('')).toBe('helper text here');
+      // The helper adds `parsed: null` to text parts; otherwise the final response is what retrieve returns.
+      const retrieved = await client.responses.retrieve(final.id);
+      expect(final.output).toMatchObject(retrieved.output);
+
+      const tooled = await client.responses.stream({ model: toolAgentId, input: TWO_CALLS }, STANDARD).finalResponse();
+      expect(calls(tooled)).toEqual([
+        expect.objectContaining({
+          name: 'get_weather',
+          arguments: '{"city":"Paris"}',
+          id: expect.stringMatching(/^fc_/),
+        }),
+      ]);
+    });
+
+    it('persists a client tool output through conversations.items.create', async () => {
+      const response = await client.responses.create({ model: toolAgentId, input: TWO_CALLS });
+      const conversation = response.conversation?.id ?? '';
+      const fco = answer(response);
+      const created = await client.conversations.items.create(conversation, { items: [fco] });
+      expect(created.data).toEqual([
+        {
+          id: expect.any(String),
+          type: 'function_call_output',
+          call_id: fco.call_id,
+          output: 'sunny',
+          status: 'completed',
+        },
+      ]);
+      // An identical retry returns the same item; the list shows it after its call.
+      const retried = await client.conversations.items.create(conversation, { items: [fco] });
+      expect(retried.data[0]?.id).toBe(created.data[0]?.id);
+      const listed = [];
+      for await (const item of client.conversations.items.list(conversation, { order: 'asc' })) listed.push(item);
+      expect(listed.map((item) => item.type)).toEqual(['message', 'function_call', 'function_call_output']);
+      expect(listed[2]).toEqual(created.data[0]);
+      const conflict = await client.conversations.items
+        .create(conversation, { items: [{ ...fco, output: 'snow' }] }, { maxRetries: 0 })
+        .catch((e) => e);
+      expect(conflict).toBeInstanceOf(OpenAI.ConflictError);
+      // The turn has every output it waited for: the conversation takes new input.
+      const next = await client.responses.create({ model: toolAgentId, conversation, input: 'thanks' });
+      expect(next.output_text).toBe('thanks');
+    });
+
+    it('drives a two-tool-call run by hand with function_call_output responses', async () => {
+      const first = await client.responses.create({ model: toolAgentId, input: TWO_CALLS });
+      const conversation = first.conversation?.id ?? '';
+      expect(JSON.parse(calls(first)[0]?.arguments ?? '').city).toBe('Paris');
+      const second = await client.responses.create({ model: toolAgentId, conversation, input: [answer(first)] });
+      expect(JSON.parse(calls(second)[0]?.arguments ?? '').city).toBe('Rome');
+      const third = await client.responses.create({ model: toolAgentId, conversation, input: [answer(second)] });
+      expect(third.status).toBe('completed');
+      expect(third.output_text).toBe('All done');
+      expect(third.conversation?.id).toBe(conversation);
+    });
+
+    it('drives the same run by hand over streams', async () => {
+      const first = await client.responses.stream({ model: toolAgentId, input: TWO_CALLS }, STANDARD).finalResponse();
+      const conversation = first.conversation?.id ?? '';
+      const second = await client.responses
+        .stream({ model: toolAgentId, conversation, input: [answer(first)] }, STANDARD)
+        .finalResponse();
+      expect(JSON.parse(calls(second)[0]?.arguments ?? '').city).toBe('Rome');
+      // The last leg through the raw stream, with the vendor events left in.
+      const raw = await client.responses.create({
+        model: toolAgentId,
+        conversation,
+        input: [answer(second)],
+        stream: true,
+      });
+      let final: OpenAIResponse | undefined;
+      for await (const event of raw) if (event.type === 'response.completed') final = event.response;
+      expect(final?.status).toBe('completed');
+      expect(final?.output).toEqual([expect.objectContaining({ type: 'message' })]);
+      expect((await client.responses.retrieve(final?.id ?? '')).output_text).toBe('All done');
+    });
+  });
+
+  describe('@openai/agents', () => {
+    function weatherAgent(seen: string[]) {
+      const getWeather = tool({
+        name: 'get_weather',
+        description: 'Current weather for a city',
+        parameters: z.object({ city: z.string() }),
+        execute: async ({ city }) => {
+          seen.push(city);
+          return WEATHER[city] ?? 'unknown';
+        },
+      });
+      return new Agent({ name: 'weather', model: agentId, tools: [getWeather] });
+    }
+
+    it('runs a two-tool-call agent statelessly (full history every call)', async () => {
+      const seen: string[] = [];
+      const result = await runner.run(weatherAgent(seen), TWO_CALLS);
+      expect(result.finalOutput).toBe('All done');
+      expect(seen).toEqual(['Paris', 'Rome']);
+    });
+
+    it('runs it on an existing conversation', async () => {
+      const start = await h.request('POST', '/v1/responses', { body: { model: agentId, input: 'warm up' } });
+      expect(start.status, start.text).toBe(200);
+      const conversationId = json(start).conversation.id as string;
+      const seen: string[] = [];
+      const result = await runner.run(weatherAgent(seen), TWO_CALLS, { conversationId });
+      expect(result.finalOutput).toBe('All done');
+      expect(seen).toEqual(['Paris', 'Rome']);
+      const listed = [];
+      for await (const item of client.conversations.items.list(conversationId, { order: 'asc' })) listed.push(item);
+      expect(listed.map((item) => item.type)).toEqual([
+        'message',
+        'message',
+        'message',
+        'function_call',
+        'function_call_output',
+        'function_call',
+        'function_call_output',
+        'message',
+      ]);
+    });
+
+    it('runs it streamed', async () => {
+      const seen: string[] = [];
+      const result = await runner.run(weatherAgent(seen), TWO_CALLS, { stream: true });
+      const kinds = new Set<string>();
+      for await (const event of result) kinds.add(event.type);
+      await result.completed;
+      expect(result.error).toBeNull();
+      expect(result.finalOutput).toBe('All done');
+      expect(seen).toEqual(['Paris', 'Rome']);
+      expect(kinds).toContain('raw_model_stream_event');
+    });
+  });
+});

@@ -13,7 +13,12 @@ interface Bench {
 }
 
 // One line per bench. Loaded lazily so a bench module that fails to import fails only that bench.
-const BENCHES: readonly Bench[] = [{ name: 'http', run: () => import('./http.ts').then((m) => m.runHttpBench()) }];
+const BENCHES: readonly Bench[] = [
+  { name: 'http', run: () => import('./http.ts').then((m) => m.runHttpBench()) },
+  { name: 'turns', run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
+  { name: 'stream', run: () => import('./stream.ts').then((m) => m.runStreamBench()) },
+  { name: 'responses', run: () => import('./responses.ts').then((m) => m.runResponsesBench()) },
+];
 
 async function main(): Promise<number> {
   const wanted = process.argv.slice(2);

@@ -6,6 +6,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { firstOpenMessage } from '../domain/messages/open-messages.ts';
+import { createContextCache } from './context-cache.ts';
 import { claimSession, handOver, heartbeat, type Lease, LeaseLostError, releaseIfIdle } from './lease.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
 
@@ -37,19 +39,13 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   let poll: NodeJS.Timeout | null = null;
 
   async function nextRunnable(sessionId: string): Promise<{ id: string; cancel: boolean } | undefined> {
-    const row = await deps.db
-      .selectFrom('messages')
-      .select(['id', 'status', 'cancel_requested'])
-      .where('session_id', '=', sessionId)
-      .where('status', 'in', ['queued', 'running', 'requires_action'])
-      .orderBy('seq')
-      .limit(1)
-      .executeTakeFirst();
+    const row = await firstOpenMessage(deps.db, sessionId);
     if (row === undefined || row.status === 'requires_action') return undefined;
     return { id: row.id, cancel: row.cancel_requested === 1 };
   }
 
   async function work(lease: Lease, controller: AbortController): Promise<void> {
+    const context = createContextCache(lease.sessionId);
     const beat = setInterval(
       () => {
         heartbeat(turnDeps, lease, deps.clock.now())
@@ -85,7 +81,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
           continue;
         }
-        await runTurn(turnDeps, lease, next.id, controller.signal);
+        await runTurn(turnDeps, lease, next.id, controller.signal, context);
       }
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;

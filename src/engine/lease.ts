@@ -4,6 +4,7 @@
  * partitioned, presumed dead) can no longer change anything. Claims use FOR UPDATE SKIP LOCKED on Postgres;
  * SQLite serializes writers anyway.
  */
+import { firstOpenMessage } from '../domain/messages/open-messages.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
 
 export interface Lease {
@@ -88,14 +89,7 @@ export async function heartbeat(deps: LeaseDeps, lease: Lease, now: number): Pro
  */
 export async function releaseIfIdle(deps: LeaseDeps, lease: Lease, now: number): Promise<boolean> {
   return fenced(deps, lease, now, async (trx) => {
-    const next = await trx
-      .selectFrom('messages')
-      .select('status')
-      .where('session_id', '=', lease.sessionId)
-      .where('status', 'in', ['queued', 'running', 'requires_action'])
-      .orderBy('seq')
-      .limit(1)
-      .executeTakeFirst();
+    const next = await firstOpenMessage(trx, lease.sessionId);
     if (next !== undefined && next.status !== 'requires_action') return false;
     await trx
       .updateTable('sessions')

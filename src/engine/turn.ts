@@ -32,6 +32,7 @@ import type { ModelRegistry } from '../models/registry.ts';
 import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
+import { type ContextCache, createContextCache } from './context-cache.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
 import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
 import { type ServerTool, type TurnTools, toolsFor } from './tools.ts';
@@ -367,7 +368,13 @@ function errorOf(error: unknown): MessageError {
  * Runs (or resumes) the turn of `messageId` until it completes, fails, is cancelled, or waits for input.
  * Returns when the turn no longer needs this worker.
  */
-export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, signal: AbortSignal): Promise<void> {
+export async function runTurn(
+  deps: TurnDeps,
+  lease: Lease,
+  messageId: string,
+  signal: AbortSignal,
+  context: ContextCache = createContextCache(lease.sessionId),
+): Promise<void> {
   const initial = await reload(deps.db, messageId);
   if (initial === undefined) return;
   let message: MessageRow = initial;
@@ -401,7 +408,7 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
     const tools = toolsFor(config, deps.serverTools);
     for (;;) {
       if (signal.aborted) throw signal.reason;
-      const items = await loadContextItems(deps.db, message.session_id, message.seq);
+      const items = await context.load(deps.db, message.seq);
       const pending = pendingCalls(items.filter((item) => item.messageId === messageId));
       const serverCalls = pending.filter((call) => call.kind === 'server');
       for (const call of serverCalls) {
@@ -433,9 +440,7 @@ export async function runTurn(deps: TurnDeps, lease: Lease, messageId: string, s
       message = after;
       if (output.calls.length > 0 && step >= config.maxSteps) {
         const text = turnText(
-          await loadContextItems(deps.db, message.session_id, message.seq).then((all) =>
-            all.filter((item) => item.messageId === messageId),
-          ),
+          await context.load(deps.db, message.seq).then((all) => all.filter((item) => item.messageId === messageId)),
         );
         await change(deps, lease, messageId, ['running'], (trx, current, now) =>
           failTurn(

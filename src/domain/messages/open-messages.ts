@@ -1,0 +1,21 @@
+import type { Executor } from '../../storage/db.ts';
+
+/**
+ * The session's first unfinished message (its active turn), or undefined. Unfinished messages are few, so they are
+ * all read through the (session_id, status) index and the first picked here: ordering in SQL made SQLite walk the
+ * session's whole history on the (session_id, seq) index instead.
+ */
+export async function firstOpenMessage(
+  db: Executor,
+  sessionId: string,
+): Promise<{ id: string; seq: number; status: string; cancel_requested: number } | undefined> {
+  const open = await db
+    .selectFrom('messages')
+    .select(['id', 'seq', 'status', 'cancel_requested'])
+    .where('session_id', '=', sessionId)
+    .where('status', 'in', ['queued', 'running', 'requires_action'])
+    .execute();
+  let first: (typeof open)[number] | undefined;
+  for (const row of open) if (first === undefined || row.seq < first.seq) first = row;
+  return first;
+}

@@ -17,6 +17,7 @@ const BENCHES: readonly Bench[] = [
   { name: 'http', run: () => import('./http.ts').then((m) => m.runHttpBench()) },
   { name: 'turns', run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
   { name: 'stream', run: () => import('./stream.ts').then((m) => m.runStreamBench()) },
+  { name: 'webhooks', run: () => import('./webhooks.ts').then((m) => m.runWebhooksBench()) },
   { name: 'responses', run: () => import('./responses.ts').then((m) => m.runResponsesBench()) },
 ];
 

@@ -16,9 +16,11 @@ import { fileRoutes } from './http/routes/files.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
+import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
 import { sessionRoutes } from './http/routes/sessions.ts';
 import { streamRoutes } from './http/routes/stream.ts';
 import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.ts';
+import { webhookRoutes } from './http/routes/webhooks.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler } from './http/validation.ts';
@@ -123,6 +125,8 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   runRoutes(app, deps);
   fileRoutes(app, deps);
   conversationRoutes(app, deps);
+  webhookRoutes(app, deps);
+  sessionFollowUpRoutes(app, deps);
   const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.
   app.addHook('preClose', async () => hub.close());

@@ -34,6 +34,12 @@ export interface Config {
   idempotencyTtlMs: number;
   webhookRetryBaseMs: number;
   webhookRetryWindowMs: number;
+  /** How long delivery details (status, attempts) stay readable after a delivery ends. */
+  webhookHistoryRetentionMs: number;
+  /** Webhook requests in flight per process, over all endpoints. */
+  webhookConcurrency: number;
+  /** Webhook requests in flight per process to any one endpoint. */
+  webhookEndpointConcurrency: number;
   responsesSyncTimeoutMs: number;
   sseHeartbeatMs: number;
   allowInsecureDestinations: boolean;
@@ -57,6 +63,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const DAY_MS = 24 * 3600_000;
 const API_KEY_PATTERN = /^agk_[A-Za-z0-9]{40}$/;
 
 function str(env: Env, name: string, fallback: string): string {
@@ -182,6 +189,9 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlMs: int(env, 'AGENTRY_IDEMPOTENCY_TTL_MS', 24 * 3600_000, 1000, 30 * 24 * 3600_000),
     webhookRetryBaseMs: int(env, 'AGENTRY_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3600_000),
     webhookRetryWindowMs: int(env, 'AGENTRY_WEBHOOK_RETRY_WINDOW_MS', 7_200_000, 1, 7 * 24 * 3600_000),
+    webhookHistoryRetentionMs: int(env, 'AGENTRY_WEBHOOK_HISTORY_RETENTION_MS', 30 * DAY_MS, 1, 3650 * DAY_MS),
+    webhookConcurrency: int(env, 'AGENTRY_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    webhookEndpointConcurrency: int(env, 'AGENTRY_WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 10_000),
     responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),
     sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
     allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),

@@ -17,7 +17,10 @@ import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
+import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
+import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
+import { createWebhookDispatcher, type WebhookDispatcher } from './engine/webhook-dispatcher.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { openStorage, type Storage } from './storage/db.ts';
@@ -38,6 +41,7 @@ export interface Deps {
   live: StreamHub;
   messages: MessageService;
   responses: ResponseService;
+  webhooks: WebhookServices;
 }
 
 export class StartupError extends Error {
@@ -108,6 +112,14 @@ export async function buildDeps(
     live,
     messages: createMessageService({ db, clock, bus, idempotency }),
     responses: createResponseService({ db, clock, bus, live, idempotency, agents, sessions, checkAttachment }),
+    webhooks: createWebhookServices({
+      db,
+      dialect: storage.dialect,
+      clock,
+      allowInsecureDestinations: config.allowInsecureDestinations,
+      retryWindowMs: config.webhookRetryWindowMs,
+      historyRetentionMs: config.webhookHistoryRetentionMs,
+    }),
   };
 }
 
@@ -141,5 +153,37 @@ export function buildEngine(deps: Deps): Engine {
       files: createFileReader({ db: deps.storage.db, dataDir: deps.config.dataDir }),
     },
     { concurrency: deps.config.workerConcurrency, pollMs: deps.config.pollMs },
+  );
+}
+
+/** Webhook polls are frequent: a notification should leave within a fraction of a second of its event. */
+const WEBHOOK_POLL_MS = 250;
+
+/** The webhook dispatcher of this process (roles `all` and `worker`), over the same storage and bus as the API. */
+export function buildDispatcher(deps: Deps): WebhookDispatcher {
+  const { config } = deps;
+  return createWebhookDispatcher(
+    {
+      db: deps.storage.db,
+      dialect: deps.storage.dialect,
+      clock: deps.clock,
+      bus: deps.bus,
+      logger: deps.logger,
+      deliveries: deps.webhooks.deliveries,
+      allowInsecureDestinations: config.allowInsecureDestinations,
+      retryBaseMs: config.webhookRetryBaseMs,
+      retryWindowMs: config.webhookRetryWindowMs,
+      historyRetentionMs: config.webhookHistoryRetentionMs,
+    },
+    {
+      concurrency: config.webhookConcurrency,
+      perEndpoint: config.webhookEndpointConcurrency,
+      pollMs: Math.min(config.pollMs, WEBHOOK_POLL_MS),
+      timeoutMs: DELIVERY_TIMEOUT_MS,
+      // Longer than any attempt, so a live attempt is never taken over; a crashed worker's lapse within this.
+      leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
+      // Across processes (Redis) live events would bring every text delta here; cluster workers poll instead.
+      wakeOnLive: config.redisUrl === null,
+    },
   );
 }

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { buildDeps, buildEngine } from './deps.ts';
+import { buildDeps, buildDispatcher, buildEngine } from './deps.ts';
 import { bootstrap } from './domain/orgs/org-service.ts';
 import { createLogger } from './logger.ts';
 
@@ -44,16 +44,19 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   }
   // api: HTTP only. worker: the engine, with HTTP for /healthz and /readyz only. all: both.
   const engine = config.role === 'api' ? null : buildEngine(deps);
+  const dispatcher = config.role === 'api' ? null : buildDispatcher(deps);
   logger.info(
     {
       role: config.role,
       engine: engine !== null,
+      webhooks: dispatcher !== null,
       routes: config.role === 'worker' ? 'probes' : 'api',
       bus: config.redisUrl === null ? 'local' : 'redis',
     },
     `starting with role ${config.role}`,
   );
   engine?.start();
+  dispatcher?.start();
   const { app, lifecycle } = await buildApp(deps, { role: config.role });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
@@ -72,7 +75,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       lifecycle.accepting = false;
       clearInterval(sweep);
       // Turns in flight get most of the grace period; what is left over is handed to another process.
-      await Promise.all([app.close(), engine?.stop(Math.floor(config.shutdownGraceMs * 0.8))]);
+      // Webhook attempts in flight finish (or time out) too; pending deliveries stay pending for the next start.
+      await Promise.all([
+        app.close(),
+        engine?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
+        dispatcher?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
+      ]);
       await deps.bus.close();
       await deps.storage.close();
     })();

@@ -87,6 +87,17 @@ describe('API contract', () => {
         rawBody: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="theirs.txt"\r\nContent-Type: text/plain\r\n\r\ntheirs\r\n--${boundary}--\r\n`,
       }),
     );
+    const hook = json(
+      await h.request('POST', '/v1/webhook_endpoints', {
+        key: other.key,
+        body: { name: 'theirs', url: 'https://93.184.215.14/hook', event_types: ['agent.session.created'] },
+      }),
+    );
+    const event = await h.deps.storage.db
+      .selectFrom('webhook_events')
+      .select('id')
+      .where('org_id', '=', other.orgId)
+      .executeTakeFirstOrThrow();
     // A valid request for each route, so that only ownership can make it fail.
     const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
       'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
@@ -99,24 +110,37 @@ describe('API contract', () => {
       'POST /v1/conversations/:conversation_id/items': {
         body: { items: [{ type: 'function_call_output', call_id: 'call_x', output: 'x' }] },
       },
+      'GET /v1/agents/sessions/:id': { headers: { 'agentry-beta': 'agents=v1' } },
+      'POST /v1/webhook_endpoints/:id': { body: { name: 'mine now' } },
+      'POST /v1/webhook_endpoints/:id/rotate_secret': { body: {} },
+      'POST /v1/webhook_endpoints/:id/test': { body: { event_type: 'agent.session.created' } },
+      'POST /v1/webhook_endpoints/:id/events/:event_id/redeliver': {
+        body: {},
+        headers: { 'idempotency-key': 'x' },
+      },
     };
     const idRoutes = routes.filter((route) => route.url.includes(':'));
     expect(idRoutes.length).toBeGreaterThan(5);
     for (const route of idRoutes) {
       const method = String(route.method);
-      const id = route.url.startsWith('/v1/agents')
-        ? agent.id
-        : route.url.startsWith('/v1/runs')
-          ? message.runId
-          : route.url.startsWith('/v1/responses')
-            ? `resp_${message.id}`
-            : route.url.startsWith('/v1/files')
-              ? file.id
-              : session.id;
+      const id = route.url.startsWith('/v1/agents/sessions')
+        ? session.id
+        : route.url.startsWith('/v1/webhook_endpoints')
+          ? hook.id
+          : route.url.startsWith('/v1/agents')
+            ? agent.id
+            : route.url.startsWith('/v1/runs')
+              ? message.runId
+              : route.url.startsWith('/v1/responses')
+                ? `resp_${message.id}`
+                : route.url.startsWith('/v1/files')
+                  ? file.id
+                  : session.id;
       const url = route.url
         .replace(':messageId', message.id)
         .replace(':conversation_id', `conv_${session.id}`)
         .replace(':item_id', item.id)
+        .replace(':event_id', event.id)
         .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};
@@ -129,5 +153,6 @@ describe('API contract', () => {
     expect((await h.request('GET', `/v1/sessions/${session.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/runs/${message.runId}/trace`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/files/${file.id}`, { key: other.key })).status).toBe(200);
+    expect((await h.request('GET', `/v1/webhook_endpoints/${hook.id}`, { key: other.key })).status).toBe(200);
   });
 });

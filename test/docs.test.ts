@@ -24,6 +24,7 @@ describe('documentation stays in step with the code', () => {
       'docs/runs.md',
       'docs/responses.md',
       'docs/files.md',
+      'docs/webhooks.md',
       'docs/operations.md',
     ]) {
       expect(readme, page).toContain(page);

@@ -30,6 +30,11 @@ export const errorCatalog = {
     type: 'permission_error',
     description: 'The API key lacks a scope the route requires.',
   },
+  limit_exceeded: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'An organization limit was reached, e.g. a 21st webhook endpoint (the maximum is 20).',
+  },
   not_found: { status: 404, type: 'not_found_error', description: 'The resource does not exist in this organization.' },
   route_not_found: { status: 404, type: 'not_found_error', description: 'No route matches this method and path.' },
   insufficient_credits: {
@@ -83,6 +88,12 @@ export const errorCatalog = {
     type: 'server_error',
     description:
       'A synchronous Response took longer than AGENTRY_RESPONSES_SYNC_TIMEOUT_MS; the turn goes on and stays retrievable with GET /v1/responses/{id}.',
+  },
+  webhook_test_failed: {
+    status: 502,
+    type: 'server_error',
+    description:
+      'POST /v1/webhook_endpoints/{id}/test got no HTTP answer from the receiver (DNS, connection, TLS or 10 s timeout); the message says which. The attempt is recorded in the event history.',
   },
   internal_error: {
     status: 500,

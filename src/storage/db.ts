@@ -33,6 +33,7 @@ export interface Storage {
 }
 
 const INT8_OID = 20;
+const MIGRATION_ATTEMPTS = 5;
 const NUMERIC_OID = 1700;
 
 function postgresTypes(): pg.CustomTypesConfig {
@@ -112,12 +113,21 @@ export async function openStorage(
           ? { migrationTableSchema: config.databaseSchema }
           : {}),
       });
-      const { error, results } = await migrator.migrateToLatest();
-      if (error !== undefined) {
+      // The Migrator's Postgres catalog introspection reads every schema of the database, and fails when another
+      // schema is dropped while it reads (other deployments or test runs sharing the database). Migrations run in
+      // a transaction under Kysely's lock, so trying again is safe.
+      for (let attempt = 1; ; attempt++) {
+        const { error, results } = await migrator.migrateToLatest();
+        if (error === undefined) {
+          return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+        }
         const reason = error instanceof Error ? error.message : String(error);
+        if (attempt < MIGRATION_ATTEMPTS && /does not exist/.test(reason)) {
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+          continue;
+        }
         throw new Error(`database migration failed: ${reason}`, { cause: error });
       }
-      return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
     },
     close: () => db.destroy(),
   };

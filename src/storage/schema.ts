@@ -174,6 +174,59 @@ export interface WebhookEventsTable {
   dispatched_at: Millis | null;
 }
 
+export interface WebhookEndpointsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  url: string;
+  /** JSON array of event type names. */
+  event_types: string;
+  /** whsec_…; never logged. */
+  secret: string;
+  created_at: Millis;
+  updated_at: Millis;
+  deleted_at: Millis | null;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  org_id: string;
+  endpoint_id: string;
+  event_id: string;
+  webhook_id: string;
+  /** automatic | manual | test */
+  kind: string;
+  /** '' for the automatic or test delivery; the Idempotency-Key of a manual one. */
+  replay_key: string;
+  /** pending | delivered | failed | skipped */
+  status: string;
+  attempts: ColumnType<number, number | undefined, number>;
+  status_code: number | null;
+  /** JSON {code, message}. */
+  error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+  next_attempt_at: Millis | null;
+  deadline_at: Millis;
+  last_attempt_at: Millis | null;
+  completed_at: Millis | null;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_expires_at: ColumnType<Millis | null, Millis | null | undefined, Millis | null>;
+  lease_token: ColumnType<number, number | undefined, number>;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  org_id: string;
+  attempted_at: Millis;
+  webhook_timestamp: number;
+  url: string;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
 export interface FilesTable {
   id: string;
   org_id: string;
@@ -213,6 +266,9 @@ export interface Database {
   items: ItemsTable;
   session_events: SessionEventsTable;
   webhook_events: WebhookEventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   files: FilesTable;
 }
 
@@ -227,3 +283,7 @@ export type RunRow = Selectable<RunsTable>;
 export type ItemRow = Selectable<ItemsTable>;
 export type SpanRow = Selectable<SpansTable>;
 export type FileRow = Selectable<FilesTable>;
+export type WebhookEventRow = Selectable<WebhookEventsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

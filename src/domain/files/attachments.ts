@@ -30,11 +30,9 @@ export async function checkAttachment(
     );
   }
   if (attachment.kind === 'image' && use !== 'image') {
-    throw new AppError(
-      'validation_error',
-      `${param}: input_image needs an image file, not ${file.media_type}`,
-      { param },
-    );
+    throw new AppError('validation_error', `${param}: input_image needs an image file, not ${file.media_type}`, {
+      param,
+    });
   }
   return use === 'image' ? 'image' : 'file';
 }

@@ -4,6 +4,7 @@ import { engine } from './0002-engine.ts';
 import { spans } from './0003-spans.ts';
 import { responses } from './0004-responses.ts';
 import { files } from './0005-files.ts';
+import { webhooks } from './0006-webhooks.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '0003-spans': spans,
   '0004-responses': responses,
   '0005-files': files,
+  '0006-webhooks': webhooks,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,226 @@
+/**
+ * Webhook endpoints: create, list, read, update, delete, rotate the signing secret. URLs are checked with the
+ * egress guard at create and update (public HTTPS, no credentials or fragment, no private destination); the same
+ * guard checks again at every attempt, since a name may resolve elsewhere later.
+ */
+import { AppError, notFound, validationError } from '../../errors/app-error.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
+import type { Dialect, Executor } from '../../storage/db.ts';
+import type { WebhookEndpointRow } from '../../storage/schema.ts';
+import { newEndpointId } from './ids.ts';
+import { generateSecret } from './signing.ts';
+import { endpointFromRow, endpointWithSecret } from './views.ts';
+import {
+  type CursorPage,
+  MAX_ENDPOINTS_PER_ORG,
+  type WebhookEndpoint,
+  type WebhookEndpointWithSecret,
+  type WebhookEventType,
+} from './webhook-types.ts';
+
+export interface EndpointServiceDeps {
+  db: Executor;
+  dialect: Dialect;
+  clock: Clock;
+  allowInsecureDestinations: boolean;
+  resolver?: Resolver;
+}
+
+export interface EndpointInput {
+  name: string;
+  url: string;
+  event_types: WebhookEventType[];
+}
+
+export type EndpointPatch = Partial<EndpointInput>;
+
+export interface CursorQuery {
+  limit: number;
+  after?: string;
+}
+
+/** A page of `rows` fetched with limit + 1, as an OpenAI-style cursor list. */
+export function pageOf<R, T extends { id: string }>(rows: R[], limit: number, view: (row: R) => T): CursorPage<T> {
+  const data = rows.slice(0, limit).map(view);
+  return {
+    object: 'list',
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: rows.length > limit,
+  };
+}
+
+export function createEndpointService(deps: EndpointServiceDeps) {
+  const { db } = deps;
+
+  async function checkUrl(url: string): Promise<void> {
+    try {
+      await resolveDestination(url, { allowInsecure: deps.allowInsecureDestinations, resolver: deps.resolver });
+    } catch (error) {
+      if (!(error instanceof EgressError)) throw error;
+      // A name that does not resolve right now may resolve later; every attempt checks again.
+      if (error.code === 'dns_failed') return;
+      const message = error.message.startsWith('URL ')
+        ? `url ${error.message.slice(4)}`
+        : `url is refused: ${error.message}`;
+      throw validationError('url', message);
+    }
+  }
+
+  async function load(orgId: string, id: string, trx: Executor = db): Promise<WebhookEndpointRow> {
+    const row = await trx
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (row === undefined) throw notFound('webhook endpoint', id);
+    return row;
+  }
+
+  return {
+    load,
+
+    async list(orgId: string, query: CursorQuery): Promise<CursorPage<WebhookEndpoint>> {
+      let select = db
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('org_id', '=', orgId)
+        .where('deleted_at', 'is', null);
+      if (query.after !== undefined) {
+        // Deleted endpoints still anchor a cursor, so deleting while paging skips nothing.
+        const cursor = await db
+          .selectFrom('webhook_endpoints')
+          .select(['id', 'created_at'])
+          .where('org_id', '=', orgId)
+          .where('id', '=', query.after)
+          .executeTakeFirst();
+        if (cursor === undefined) throw validationError('after', `after names no webhook endpoint: ${query.after}`);
+        select = select.where((eb) =>
+          eb.or([
+            eb('created_at', '<', cursor.created_at),
+            eb.and([eb('created_at', '=', cursor.created_at), eb('id', '<', cursor.id)]),
+          ]),
+        );
+      }
+      const rows = await select
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(query.limit + 1)
+        .execute();
+      return pageOf(rows, query.limit, (row) => endpointFromRow(row));
+    },
+
+    async create(orgId: string, input: EndpointInput): Promise<WebhookEndpointWithSecret> {
+      await checkUrl(input.url);
+      return db.transaction().execute(async (trx) => {
+        // Serializes creates of one organization so that two concurrent ones cannot both take the 20th place
+        // (SQLite write transactions are serialized already).
+        if (deps.dialect === 'postgres') {
+          await trx.selectFrom('orgs').select('id').where('id', '=', orgId).forUpdate().executeTakeFirst();
+        }
+        const count = await trx
+          .selectFrom('webhook_endpoints')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('org_id', '=', orgId)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirstOrThrow();
+        if (Number(count.n) >= MAX_ENDPOINTS_PER_ORG) {
+          throw new AppError(
+            'limit_exceeded',
+            `An organization can have at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints; delete one first`,
+          );
+        }
+        const now = deps.clock.now();
+        const row: WebhookEndpointRow = {
+          id: newEndpointId(),
+          org_id: orgId,
+          name: input.name,
+          url: input.url,
+          event_types: JSON.stringify(input.event_types),
+          secret: generateSecret(),
+          created_at: now,
+          updated_at: now,
+          deleted_at: null,
+        };
+        await trx.insertInto('webhook_endpoints').values(row).execute();
+        return endpointWithSecret(row);
+      });
+    },
+
+    async get(orgId: string, id: string): Promise<WebhookEndpoint> {
+      return endpointFromRow(await load(orgId, id));
+    },
+
+    /** Changes apply from now on: to events fanned out later (event_types) and to later attempts (url). */
+    async update(orgId: string, id: string, patch: EndpointPatch): Promise<WebhookEndpoint> {
+      await load(orgId, id);
+      if (patch.url !== undefined) await checkUrl(patch.url);
+      const set: Partial<WebhookEndpointRow> = { updated_at: deps.clock.now() };
+      if (patch.name !== undefined) set.name = patch.name;
+      if (patch.url !== undefined) set.url = patch.url;
+      if (patch.event_types !== undefined) set.event_types = JSON.stringify(patch.event_types);
+      const row = await db
+        .updateTable('webhook_endpoints')
+        .set(set)
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+      if (row === undefined) throw notFound('webhook endpoint', id);
+      return endpointFromRow(row);
+    },
+
+    /** Deletes the endpoint; its pending deliveries become `skipped` and are never attempted again. */
+    async delete(
+      orgId: string,
+      id: string,
+    ): Promise<{ id: string; object: 'webhook_endpoint.deleted'; deleted: true }> {
+      await db.transaction().execute(async (trx) => {
+        const now = deps.clock.now();
+        const deleted = await trx
+          .updateTable('webhook_endpoints')
+          .set({ deleted_at: now, updated_at: now })
+          .where('org_id', '=', orgId)
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        if (deleted.numUpdatedRows === 0n) throw notFound('webhook endpoint', id);
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({
+            status: 'skipped',
+            error: JSON.stringify({ code: 'endpoint_deleted', message: 'the webhook endpoint was deleted' }),
+            next_attempt_at: null,
+            completed_at: now,
+            updated_at: now,
+          })
+          .where('endpoint_id', '=', id)
+          .where('status', '=', 'pending')
+          .execute();
+      });
+      return { id, object: 'webhook_endpoint.deleted', deleted: true };
+    },
+
+    /** A new secret, returned once; attempts made from now on are signed with it. */
+    async rotateSecret(orgId: string, id: string): Promise<WebhookEndpointWithSecret> {
+      const now = deps.clock.now();
+      const row = await db
+        .updateTable('webhook_endpoints')
+        .set({ secret: generateSecret(), updated_at: now })
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+      if (row === undefined) throw notFound('webhook endpoint', id);
+      return endpointWithSecret(row);
+    },
+  };
+}
+
+export type EndpointService = ReturnType<typeof createEndpointService>;

@@ -1,0 +1,55 @@
+/**
+ * The webhook follow-up read (GET /v1/agents/sessions/{id}): a notification only names the session; the receiver
+ * fetches its current state here, including the calls it must answer. `required_actions` lists every unresolved
+ * action of the session's waiting turns, oldest first, each with the turn (message) it belongs to.
+ */
+import { notFound } from '../../errors/app-error.ts';
+import type { Executor } from '../../storage/db.ts';
+import { messagesWithActions } from '../messages/message-view.ts';
+import { type Session, sessionFromRow } from '../sessions/session-service.ts';
+
+export type FollowUpAction =
+  | { type: 'function_call'; turn_id: string; call_id: string; name: string; arguments: string }
+  | { type: 'ask_user_question'; turn_id: string; action_id: number; question: string; options: unknown[] | null };
+
+export type FollowUpSession = Session & { required_actions: FollowUpAction[] };
+
+export async function followUpSession(db: Executor, orgId: string, sessionId: string): Promise<FollowUpSession> {
+  const row = await db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('id', '=', sessionId.toLowerCase())
+    .executeTakeFirst();
+  if (row === undefined) throw notFound('session', sessionId);
+  const waiting = await db
+    .selectFrom('messages')
+    .selectAll()
+    .where('session_id', '=', row.id)
+    .where('status', '=', 'requires_action')
+    .orderBy('seq')
+    .execute();
+  const actions: FollowUpAction[] = [];
+  for (const message of await messagesWithActions(db, waiting)) {
+    for (const action of message.requiredActions) {
+      actions.push(
+        action.type === 'function_call'
+          ? {
+              type: 'function_call',
+              turn_id: message.id,
+              call_id: action.callId,
+              name: action.name,
+              arguments: action.arguments,
+            }
+          : {
+              type: 'ask_user_question',
+              turn_id: message.id,
+              action_id: action.actionId,
+              question: action.question,
+              options: action.options,
+            },
+      );
+    }
+  }
+  return { ...sessionFromRow(row), required_actions: actions };
+}

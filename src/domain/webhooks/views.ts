@@ -1,0 +1,82 @@
+/** Stored rows to API objects. Times are Unix seconds (webhooks speak snake_case, OpenAI style). */
+import { unixSeconds } from '../../lib/clock.ts';
+import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/schema.ts';
+import { secretHint } from './signing.ts';
+import {
+  type DeliveryError,
+  deliveryKindOf,
+  deliveryStatusOf,
+  isWebhookEventType,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointWithSecret,
+  type WebhookEvent,
+  type WebhookEventType,
+} from './webhook-types.ts';
+
+export function parseEventTypes(text: string): WebhookEventType[] {
+  const parsed: unknown = JSON.parse(text);
+  return Array.isArray(parsed)
+    ? parsed.filter((value): value is WebhookEventType => typeof value === 'string' && isWebhookEventType(value))
+    : [];
+}
+
+export function endpointFromRow(row: WebhookEndpointRow): WebhookEndpoint {
+  return {
+    object: 'webhook_endpoint',
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    event_types: parseEventTypes(row.event_types),
+    created_at: unixSeconds(row.created_at),
+    updated_at: unixSeconds(row.updated_at),
+    signing_secret_hint: secretHint(row.secret),
+  };
+}
+
+export function endpointWithSecret(row: WebhookEndpointRow): WebhookEndpointWithSecret {
+  return { ...endpointFromRow(row), signing_secret: row.secret };
+}
+
+export function eventFromRow(row: Pick<WebhookEventRow, 'id' | 'type' | 'created_at' | 'data'>): WebhookEvent {
+  return {
+    id: row.id,
+    object: 'event',
+    created_at: unixSeconds(row.created_at),
+    type: row.type,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+  };
+}
+
+function errorOf(text: string | null): DeliveryError | null {
+  if (text === null) return null;
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const code: unknown = Reflect.get(parsed, 'code');
+  const message: unknown = Reflect.get(parsed, 'message');
+  return { code: typeof code === 'string' ? code : 'unknown', message: typeof message === 'string' ? message : '' };
+}
+
+const seconds = (millis: number | null): number | null => (millis === null ? null : unixSeconds(millis));
+
+export function deliveryFromRow(row: WebhookDeliveryRow): WebhookDelivery {
+  const status = deliveryStatusOf(row.status);
+  return {
+    object: 'webhook_delivery',
+    id: row.id,
+    webhook_endpoint_id: row.endpoint_id,
+    event_id: row.event_id,
+    webhook_id: row.webhook_id,
+    kind: deliveryKindOf(row.kind),
+    replay_key: row.replay_key === '' ? null : row.replay_key,
+    status,
+    attempts: row.attempts,
+    status_code: row.status_code,
+    error: errorOf(row.error),
+    created_at: unixSeconds(row.created_at),
+    last_attempt_at: seconds(row.last_attempt_at),
+    next_attempt_at: status === 'pending' ? seconds(row.next_attempt_at) : null,
+    expires_at: unixSeconds(row.deadline_at),
+    completed_at: seconds(row.completed_at),
+  };
+}

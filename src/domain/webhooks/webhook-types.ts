@@ -1,0 +1,102 @@
+/** Closed sets, limits and API shapes of webhook endpoints, events and deliveries (docs/webhooks.md). */
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../outbox.ts';
+
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType };
+
+export const EVENT_TYPE_DESCRIPTIONS: Record<WebhookEventType, string> = {
+  'agent.session.created': 'Session created',
+  'agent.session.in_progress': 'Session has active work',
+  'agent.session.action_required': 'A client function result (or an answer to a question) is needed',
+  'agent.session.idle': 'Ready for input; not a guarantee the last turn succeeded',
+  'agent.session.failed': 'Session entered a failed state',
+  'agent.session.turn.completed': 'A turn completed; data.id is the turn (message) id, data.session_id its session',
+  'agent.session.turn.failed': 'A turn failed; data.id is the turn (message) id, data.session_id its session',
+  'agent.session.turn.cancelled': 'A turn was cancelled; data.id is the turn (message) id, data.session_id its session',
+};
+
+export function isWebhookEventType(value: string): value is WebhookEventType {
+  return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
+}
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'skipped'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export function deliveryStatusOf(value: string): DeliveryStatus {
+  return DELIVERY_STATUSES.find((status) => status === value) ?? 'failed';
+}
+
+export const DELIVERY_KINDS = ['automatic', 'manual', 'test'] as const;
+export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
+
+export function deliveryKindOf(value: string): DeliveryKind {
+  return DELIVERY_KINDS.find((kind) => kind === value) ?? 'automatic';
+}
+
+/** Spec section 8: at most 20 endpoints per organization. */
+export const MAX_ENDPOINTS_PER_ORG = 20;
+/** Spec section 6 rule 1: the receiver must answer within 10 seconds. */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+export interface WebhookEndpoint {
+  object: 'webhook_endpoint';
+  id: string;
+  name: string;
+  url: string;
+  event_types: WebhookEventType[];
+  created_at: number;
+  updated_at: number;
+  signing_secret_hint: string;
+}
+
+/** Only the answers of create and rotate_secret carry the secret. */
+export type WebhookEndpointWithSecret = WebhookEndpoint & { signing_secret: string };
+
+export interface WebhookEvent {
+  id: string;
+  object: 'event';
+  created_at: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface DeliveryError {
+  code: string;
+  message: string;
+}
+
+export interface WebhookDelivery {
+  object: 'webhook_delivery';
+  id: string;
+  webhook_endpoint_id: string;
+  event_id: string;
+  webhook_id: string;
+  kind: DeliveryKind;
+  replay_key: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  status_code: number | null;
+  error: DeliveryError | null;
+  created_at: number;
+  last_attempt_at: number | null;
+  next_attempt_at: number | null;
+  expires_at: number;
+  completed_at: number | null;
+}
+
+export interface CursorPage<T> {
+  object: 'list';
+  data: T[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+export interface WebhookTestResult {
+  object: 'webhook_endpoint.test';
+  webhook_endpoint_id: string;
+  event_type: WebhookEventType;
+  success: true;
+  status_code: number;
+  event_id: string;
+  delivery_id: string;
+}

@@ -16,12 +16,12 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../src/bus/bus.ts';
 import { channelOf, createRedisBus, deploymentChannelPrefix } from '../src/bus/redis-bus.ts';
+import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
 const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CLUSTER_ENV = { REDIS_URL, AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'info' };
-const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 let unavailable: string | null = 'not checked yet';
 
@@ -67,37 +67,6 @@ interface MessageView {
   id: string;
   status: string;
   response: { parts: { type: string; text: string }[] } | null;
-}
-
-function client(url: string, key: string) {
-  return async <T = Record<string, unknown>>(
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ) => {
-    const response = await fetch(`${url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text === '' ? null : JSON.parse(text)) as T };
-  };
-}
-
-async function waitUntil<T>(probe: () => Promise<T | null>, timeoutMs: number, what: string, everyMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
 }
 
 function collectingLogger() {
@@ -157,9 +126,7 @@ describe('Redis bus', () => {
           const reply = await raw.pubsub('NUMSUB', channel);
           return Number(reply[1]) === count ? true : null;
         },
-        5000,
-        `${count} subscribers on ${channel}`,
-        20,
+        { timeoutMs: 5000, what: `${count} subscribers on ${channel}`, everyMs: 20 },
       );
     } finally {
       raw.disconnect();
@@ -188,9 +155,15 @@ describe('Redis bus', () => {
     for (const id of ['s1', 's2', 's3']) a.publish('wake', { sessionId: id });
     // Local handlers run at once, before Redis is involved.
     expect(seen.a1).toEqual(['s1', 's2', 's3']);
-    await waitUntil(async () => (seen.b.length === 3 ? true : null), 2000, 'delivery to the other instance');
+    await waitUntil(async () => (seen.b.length === 3 ? true : null), {
+      timeoutMs: 2000,
+      what: 'delivery to the other instance',
+    });
     b.publish('wake', { sessionId: 'from-b' });
-    await waitUntil(async () => (seen.a1.length === 4 ? true : null), 2000, 'delivery back to the first');
+    await waitUntil(async () => (seen.a1.length === 4 ? true : null), {
+      timeoutMs: 2000,
+      what: 'delivery back to the first',
+    });
     await pause(300); // time for any echo of a's own messages to come back
     expect(seen.a1).toEqual(['s1', 's2', 's3', 'from-b']);
     expect(seen.a2).toEqual(['s1', 's2', 's3', 'from-b']);
@@ -210,7 +183,7 @@ describe('Redis bus', () => {
     await subscribers(channelOf(prefix, 'live'), 1);
     const event = { kind: 'message.delta', session_id: 's', data: { text: 'héllo "quoted"' }, seq: null };
     a.publish('live', { sessionId: 's', event });
-    await waitUntil(async () => (received.length === 1 ? true : null), 2000, 'a live event');
+    await waitUntil(async () => (received.length === 1 ? true : null), { timeoutMs: 2000, what: 'a live event' });
     expect(received[0]).toEqual({ sessionId: 's', event });
 
     const raw = new Redis(REDIS_URL);
@@ -221,7 +194,10 @@ describe('Redis bus', () => {
       raw.disconnect();
     }
     a.publish('live', { sessionId: 's2', event });
-    await waitUntil(async () => (received.length === 2 ? true : null), 2000, 'the next good event');
+    await waitUntil(async () => (received.length === 2 ? true : null), {
+      timeoutMs: 2000,
+      what: 'the next good event',
+    });
     expect(lines.filter((line) => line.includes('malformed bus message'))).toHaveLength(2);
 
     off();
@@ -244,7 +220,10 @@ describe('Redis bus', () => {
     behindProxy.subscribe('wake', ({ sessionId }) => seen.push(sessionId));
     await subscribers(channelOf(prefix, 'wake'), 1);
     direct.publish('wake', { sessionId: 'before' });
-    await waitUntil(async () => (seen.includes('before') ? true : null), 2000, 'delivery before the outage');
+    await waitUntil(async () => (seen.includes('before') ? true : null), {
+      timeoutMs: 2000,
+      what: 'delivery before the outage',
+    });
 
     await proxy.down();
     await pause(300);
@@ -262,9 +241,7 @@ describe('Redis bus', () => {
         direct.publish('wake', { sessionId: `after-${n++}` });
         return seen.some((id) => id.startsWith('after-')) ? true : null;
       },
-      10_000,
-      'delivery after Redis came back',
-      100,
+      { timeoutMs: 10_000, what: 'delivery after Redis came back', everyMs: 100 },
     );
     const messages = lines.map((line) => (JSON.parse(line) as { msg: string }).msg);
     expect(messages.some((msg) => msg.includes('connection failed; reconnecting'))).toBe(true);
@@ -297,7 +274,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
   let apiProcess: ServerProcess | null = null;
   let workers: ServerProcess[] = [];
   let sql: pg.Client | null = null;
-  let api: ReturnType<typeof client>;
+  let api: ReturnType<typeof httpClient>;
   let agentId = '';
   let liveChannel = '';
   beforeEach(requireServices);
@@ -312,7 +289,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
       startServerProcess({ ...env, AGENTRY_ROLE: 'worker' }),
       startServerProcess({ ...env, AGENTRY_ROLE: 'worker' }),
     ]);
-    api = client(apiProcess.url, key);
+    api = httpClient(apiProcess.url, key);
     const agent = await api<{ agent: { id: string } }>('POST', '/v1/agents', { name: 'cluster' });
     expect(agent.status).toBe(201);
     agentId = agent.body.agent.id;
@@ -364,10 +341,9 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     return waitUntil(
       async () => {
         const state = await message(sessionId, messageId);
-        return TERMINAL.includes(state.status) ? state : null;
+        return TERMINAL_STATUSES.includes(state.status) ? state : null;
       },
-      timeoutMs,
-      `message ${messageId}`,
+      { timeoutMs, what: `message ${messageId}` },
     );
   }
 
@@ -503,7 +479,10 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     messageId = await post(sessionId, `sleep 200\n${reply}`);
     const final = await finished(sessionId, messageId);
     expect(final.response?.parts[0]?.text).toBe(reply);
-    await waitUntil(async () => (deltas.join('') === reply ? true : null), 3000, 'every delta on the live channel');
+    await waitUntil(async () => (deltas.join('') === reply ? true : null), {
+      timeoutMs: 3000,
+      what: 'every delta on the live channel',
+    });
     expect(deltas.length).toBeGreaterThan(1);
     const streamed = await waitUntil(
       async () => {
@@ -511,8 +490,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
         const completed = frames.some((frame) => frame.kind === 'message.completed' && frame.message_id === messageId);
         return completed && found.length > 0 ? found : null;
       },
-      3000,
-      'message.delta frames on the API process stream',
+      { timeoutMs: 3000, what: 'message.delta frames on the API process stream' },
     );
     const text = streamed.map((frame) => {
       const data = frame.data as { text?: unknown };
@@ -532,12 +510,11 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     for (let round = 0; round < 3; round++) {
       const sessionId = await newSession();
       const messageId = await post(sessionId, 'sleep 20000\nnever said');
-      await waitUntil(
-        async () => ((await message(sessionId, messageId)).status === 'running' ? true : null),
-        10_000,
-        'the turn to start',
-        20,
-      );
+      await waitUntil(async () => ((await message(sessionId, messageId)).status === 'running' ? true : null), {
+        timeoutMs: 10_000,
+        what: 'the turn to start',
+        everyMs: 20,
+      });
       await pause(100);
       const started = Date.now();
       const interrupted = await api('POST', `/v1/sessions/${sessionId}/interrupt`);
@@ -545,11 +522,9 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
       const final = await waitUntil(
         async () => {
           const state = await message(sessionId, messageId);
-          return TERMINAL.includes(state.status) ? state : null;
+          return TERMINAL_STATUSES.includes(state.status) ? state : null;
         },
-        2000,
-        'the cancellation',
-        10,
+        { timeoutMs: 2000, what: 'the cancellation', everyMs: 10 },
       );
       latencies.push(Date.now() - started);
       expect(final.status).toBe('cancelled');
@@ -571,8 +546,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
         const current = await owners(sessions);
         return current.size === sessions.length ? current : null;
       },
-      10_000,
-      'every session to be claimed',
+      { timeoutMs: 10_000, what: 'every session to be claimed' },
     );
     const byPid = new Map<string, string[]>();
     for (const [sessionId, owner] of held)
@@ -598,9 +572,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
         }
         return takenOver.size === orphaned.length ? true : null;
       },
-      10_000,
-      'the surviving worker to take the orphaned sessions over',
-      25,
+      { timeoutMs: 10_000, what: 'the surviving worker to take the orphaned sessions over', everyMs: 25 },
     );
     for (const entry of accepted) {
       const final = await finished(entry.sessionId, entry.messageId, 20_000);

@@ -5,23 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flows, type Json, textParts, WEATHER_TOOL } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
-
-type Json = Record<string, any>;
-
-const TERMINAL = ['completed', 'failed', 'cancelled'];
-const WEATHER_TOOL = {
-  type: 'function',
-  name: 'get_weather',
-  description: 'Current weather for a city',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 
 const output = (callId: string, text: string, extra: Json = {}) => ({
   type: 'function_call_output',
@@ -32,63 +17,21 @@ const output = (callId: string, text: string, extra: Json = {}) => ({
 
 describe.each(dialects())('conversations (%s)', (dialect) => {
   let h: Harness;
+  const flow = flows(() => h, { agentName: 'conversations' });
   let agentId: string;
   let toolAgentId: string;
 
   beforeAll(async () => {
     h = await createHarness(dialect);
-    agentId = await createAgent({});
-    toolAgentId = await createAgent({ clientTools: [WEATHER_TOOL] });
+    agentId = await flow.createAgent({});
+    toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL] });
   });
   afterAll(() => h.close());
 
-  async function createAgent(fields: Json, key = h.key): Promise<string> {
-    const response = await h.request('POST', '/v1/agents', { key, body: { name: 'conversations', ...fields } });
-    expect(response.status, response.text).toBe(201);
-    return json(response).agent.id;
-  }
-
-  async function createSession(agent = agentId, key = h.key): Promise<string> {
-    const response = await h.request('POST', '/v1/sessions', { key, body: { agentId: agent } });
-    expect(response.status, response.text).toBe(201);
-    return json(response).session.id;
-  }
-
-  const post = (sessionId: string, text: string) =>
-    h.request('POST', `/v1/sessions/${sessionId}/messages`, {
-      body: { parts: [{ type: 'text', text }] },
-      headers: { 'idempotency-key': randomUUID() },
-    });
-
-  async function send(sessionId: string, text: string): Promise<Json> {
-    const response = await post(sessionId, text);
-    expect(response.status, response.text).toBe(202);
-    return json(response);
-  }
-
-  const getMessage = async (sessionId: string, messageId: string): Promise<Json> => {
-    const response = await h.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`);
-    expect(response.status, response.text).toBe(200);
-    return json(response).message;
-  };
-
-  /** Polls the message every 25 ms (up to 10 s) until its status is one of `statuses`. */
-  async function waitFor(sessionId: string, messageId: string, statuses: string[] = TERMINAL): Promise<Json> {
-    const deadline = Date.now() + 10_000;
-    let last: Json | undefined;
-    while (Date.now() < deadline) {
-      last = await getMessage(sessionId, messageId);
-      if (statuses.includes(last.status)) return last;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`message ${messageId} never reached ${statuses.join('|')}; last: ${JSON.stringify(last)}`);
-  }
-
   /** Starts a session with one message and waits until it reaches one of `statuses`. */
-  async function run(text: string, statuses: string[] = TERMINAL, agent = agentId) {
-    const sessionId = await createSession(agent);
-    const accepted = await send(sessionId, text);
-    return { sessionId, conv: `conv_${sessionId}`, message: await waitFor(sessionId, accepted.id, statuses) };
+  async function run(text: string, statuses?: readonly string[], agent = agentId) {
+    const { sessionId, message } = await flow.turn(agent, text, statuses);
+    return { sessionId, conv: `conv_${sessionId}`, message };
   }
 
   const addItems = (conv: string, items: unknown, key = h.key) =>
@@ -110,7 +53,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
   describe('GET /v1/conversations/{id}', () => {
     it('returns the conversation of a session', async () => {
       const before = Math.floor(Date.now() / 1000);
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       const response = await h.request('GET', `/v1/conversations/conv_${sessionId}`);
       expect(response.status, response.text).toBe(200);
       const body = json(response);
@@ -130,7 +73,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
     });
 
     it('answers 400 for a malformed id and 404 for an unknown or foreign one', async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       for (const bad of ['conv_nope', sessionId, `resp_${sessionId}`, `conv_${sessionId}x`]) {
         expectError(await h.request('GET', `/v1/conversations/${bad}`), 400, 'validation_error', 'conversation_id');
       }
@@ -160,7 +103,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
         status: 'completed',
       });
       // All pending outputs come before new input.
-      expectError(await post(sessionId, 'new input'), 409, 'client_tool_output_required');
+      expectError(await flow.postMessage(sessionId, textParts('new input')), 409, 'client_tool_output_required');
 
       const created = await addItems(conv, [output(callId, '18C')]);
       expect(created.status, created.text).toBe(200);
@@ -183,7 +126,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
       const itemId: string = list.data[0].id;
 
       // The turn ended without another model step.
-      const done = await getMessage(sessionId, message.id);
+      const done = await flow.getMessage(sessionId, message.id);
       expect(done.status).toBe('completed');
       expect(done.requiredActions).toEqual([]);
       expect(JSON.stringify(done.response)).not.toContain('never played');
@@ -208,8 +151,8 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
       expect(after[2]).toEqual(list.data[0]);
 
       // The conversation accepts new input again.
-      const next = await send(sessionId, 'thanks');
-      expect((await waitFor(sessionId, next.id)).response.parts[0].text).toBe('thanks');
+      const next = await flow.submit(sessionId, 'thanks');
+      expect((await flow.waitForMessage(sessionId, next.id)).response.parts[0].text).toBe('thanks');
       const last = await listAll(conv);
       expect(last.slice(3).map((item) => [item.type, item.role, item.content[0].text])).toEqual([
         ['message', 'user', 'thanks'],
@@ -229,10 +172,10 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
       const first = await addItems(conv, [output(oslo, 'cold')]);
       expect(first.status, first.text).toBe(200);
       const osloItem = json(first).data[0];
-      const half = await getMessage(sessionId, message.id);
+      const half = await flow.getMessage(sessionId, message.id);
       expect(half.status).toBe('requires_action');
       expect(half.requiredActions.map((action: Json) => action.callId)).toEqual([lima]);
-      expectError(await post(sessionId, 'too early'), 409, 'client_tool_output_required');
+      expectError(await flow.postMessage(sessionId, textParts('too early')), 409, 'client_tool_output_required');
 
       const second = await addItems(conv, [output(oslo, 'cold'), output(lima, 'mild')]);
       expect(second.status, second.text).toBe(200);
@@ -244,7 +187,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
       expect(body.data[0]).toEqual(osloItem);
       expect(body.first_id).toBe(osloItem.id);
       expect(body.last_id).toBe(body.data[1].id);
-      expect((await getMessage(sessionId, message.id)).status).toBe('completed');
+      expect((await flow.getMessage(sessionId, message.id)).status).toBe('completed');
     });
 
     it('rejects unknown, foreign, server-side and repeated call ids without storing anything', async () => {
@@ -287,7 +230,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
       );
       // Nothing was stored by the failed requests: the call is still waiting.
       expect((await listAll(conv)).map((item) => item.type)).toEqual(['message', 'function_call']);
-      expect((await getMessage(sessionId, message.id)).status).toBe('requires_action');
+      expect((await flow.getMessage(sessionId, message.id)).status).toBe('requires_action');
       expect((await addItems(conv, [output(callId, 'x')])).status).toBe(200);
     });
   });
@@ -364,7 +307,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
     });
 
     it('returns an empty list for a conversation without messages', async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       const response = await h.request('GET', `/v1/conversations/conv_${sessionId}/items`);
       expect(response.status, response.text).toBe(200);
       expect(json(response)).toEqual({ object: 'list', data: [], first_id: null, last_id: null, has_more: false });
@@ -376,12 +319,12 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
     let asc: Json[];
 
     beforeAll(async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       conv = `conv_${sessionId}`;
       // Eleven turns queue behind each other (FIFO): 22 items, more than the default page.
       let lastId = '';
-      for (let i = 0; i < 11; i++) lastId = (await send(sessionId, `turn ${i}`)).id;
-      await waitFor(sessionId, lastId);
+      for (let i = 0; i < 11; i++) lastId = (await flow.submit(sessionId, `turn ${i}`)).id;
+      await flow.waitForMessage(sessionId, lastId);
       asc = await listAll(conv);
     });
 

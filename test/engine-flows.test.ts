@@ -6,27 +6,19 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors/app-error.ts';
+import {
+  ASK_USER_QUESTION_SERVER,
+  flows,
+  type Json,
+  TERMINAL_STATUSES,
+  textParts,
+  WEATHER_TOOL,
+} from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
-
-type Json = Record<string, any>;
-
-const TERMINAL = ['completed', 'failed', 'cancelled'];
-const WEATHER_TOOL = {
-  type: 'function',
-  name: 'get_weather',
-  description: 'Current weather for a city',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
-const ASK = { kind: 'internal', name: 'ask_user_question' };
 
 describe.each(dialects())('engine flows (%s)', (dialect) => {
   let h: Harness;
+  const flow = flows(() => h, { agentName: 'flows' });
   let orgId: string;
   let agentId: string;
   let toolAgentId: string;
@@ -34,57 +26,15 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
   beforeAll(async () => {
     h = await createHarness(dialect);
     orgId = (await db().selectFrom('orgs').select('id').where('name', '=', 'default').executeTakeFirstOrThrow()).id;
-    agentId = await createAgent({ mcpServers: [ASK] });
-    toolAgentId = await createAgent({ clientTools: [WEATHER_TOOL] });
+    agentId = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
+    toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL] });
   });
   afterAll(() => h.close());
 
   const db = () => h.deps.storage.db;
 
-  async function createAgent(fields: Json = {}): Promise<string> {
-    const response = await h.request('POST', '/v1/agents', { body: { name: 'flows', ...fields } });
-    expect(response.status, response.text).toBe(201);
-    return json(response).agent.id;
-  }
-
-  async function createSession(agent = agentId): Promise<string> {
-    const response = await h.request('POST', '/v1/sessions', { body: { agentId: agent } });
-    expect(response.status).toBe(201);
-    return json(response).session.id;
-  }
-
-  const post = (sessionId: string, text: string) =>
-    h.request('POST', `/v1/sessions/${sessionId}/messages`, {
-      body: { parts: [{ type: 'text', text }] },
-      headers: { 'idempotency-key': randomUUID() },
-    });
-
-  async function send(sessionId: string, text: string): Promise<Json> {
-    const response = await post(sessionId, text);
-    expect(response.status, response.text).toBe(202);
-    return json(response);
-  }
-
-  /** Polls the message every 25 ms (up to 10 s) until its status is one of `statuses`. */
-  async function waitFor(sessionId: string, messageId: string, statuses: string[] = TERMINAL): Promise<Json> {
-    const deadline = Date.now() + 10_000;
-    let last: Json | undefined;
-    while (Date.now() < deadline) {
-      const response = await h.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`);
-      expect(response.status).toBe(200);
-      last = json(response).message as Json;
-      if (statuses.includes(last.status)) return last;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`message ${messageId} never reached ${statuses.join('|')}; last: ${JSON.stringify(last)}`);
-  }
-
   /** Starts a session with one message and waits until it reaches one of `statuses`. */
-  async function run(text: string, statuses: string[] = TERMINAL, agent = agentId) {
-    const sessionId = await createSession(agent);
-    const accepted = await send(sessionId, text);
-    return { sessionId, accepted, message: await waitFor(sessionId, accepted.id, statuses) };
-  }
+  const run = (text: string, statuses?: readonly string[], agent = agentId) => flow.turn(agent, text, statuses);
 
   const sessionStatus = async (sessionId: string) =>
     json(await h.request('GET', `/v1/sessions/${sessionId}`)).session.status;
@@ -141,7 +91,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       const ok = await answer(sessionId, message.id, { actionId: 0, answer: 'Ada' });
       expect(ok.status, ok.text).toBe(200);
       expect(json(ok)).toEqual({ messageId: message.id, actionId: 0, status: 'resuming' });
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('Hello then');
       expect(done.requiredActions).toEqual([]);
@@ -159,13 +109,13 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       expectError(await answer(sessionId, message.id, { answer: 'x' }), 400, 'validation_error');
       expectError(await answer(sessionId, message.id, { actionId: 0 }), 400, 'validation_error');
       expectError(await answer(sessionId, message.id, { actionId: 0, answer: 1, x: 1 }), 400, 'validation_error');
-      const otherSession = await createSession();
+      const otherSession = await flow.createSession(agentId);
       expectError(await answer(otherSession, message.id, { actionId: 0, answer: 'x' }), 404, 'not_found');
       expectError(await answer(sessionId, randomUUID(), { actionId: 0, answer: 'x' }), 404, 'not_found');
       // None of these consumed the action.
-      expect((await waitFor(sessionId, message.id, ['requires_action'])).requiredActions).toHaveLength(1);
+      expect((await flow.waitForMessage(sessionId, message.id, ['requires_action'])).requiredActions).toHaveLength(1);
       expect(json(await answer(sessionId, message.id, { actionId: 0, answer: 'yes' })).status).toBe('resuming');
-      expect((await waitFor(sessionId, message.id)).response.parts[0].text).toBe('Go');
+      expect((await flow.waitForMessage(sessionId, message.id)).response.parts[0].text).toBe('Go');
     });
 
     it.each([
@@ -176,7 +126,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
     ])('passes the answer %j to the model', async (value, reply) => {
       const { sessionId, message } = await run('ask q', ['requires_action']);
       expect((await answer(sessionId, message.id, { actionId: 0, answer: value })).status).toBe(200);
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe(reply);
     });
@@ -191,10 +141,10 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
         actionId: 0,
         status: 'accepted',
       });
-      const half = await waitFor(sessionId, message.id, ['requires_action']);
+      const half = await flow.waitForMessage(sessionId, message.id, ['requires_action']);
       expect(half.requiredActions.map((a: Json) => a.actionId)).toEqual([1]);
       expect(json(await answer(sessionId, message.id, { actionId: 1, answer: 'b1' })).status).toBe('resuming');
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(done.response.parts[0].text).toBe('ask_user_question: a1\nask_user_question: b1');
     });
 
@@ -205,7 +155,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       );
       const statuses = responses.map((response) => response.status).sort();
       expect(statuses).toEqual([200, ...Array(9).fill(409)]);
-      expect((await waitFor(sessionId, message.id)).response.parts[0].text).toBe('Once');
+      expect((await flow.waitForMessage(sessionId, message.id)).response.parts[0].text).toBe('Once');
       const outputs = await db()
         .selectFrom('items')
         .select('id')
@@ -228,7 +178,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
         (event) => event.type === 'agent.session.action_required' && event.data.id === sessionId,
       );
       expect(required?.data.required_action).toMatchObject({ type: 'function_call', call_id: callId });
-      expectError(await post(sessionId, 'new input'), 409, 'client_tool_output_required');
+      expectError(await flow.postMessage(sessionId, textParts('new input')), 409, 'client_tool_output_required');
 
       const [item] = await h.deps.messages.recordClientOutputs(
         orgId,
@@ -237,7 +187,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
         'continue',
       );
       expect(item?.id).toEqual(expect.any(String));
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('get_weather: 18C');
 
@@ -259,8 +209,8 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       );
       await expect(unknown).rejects.toMatchObject({ code: 'validation_error' });
       // The session takes new input again.
-      const next = await send(sessionId, 'thanks');
-      expect((await waitFor(sessionId, next.id)).response.parts[0].text).toBe('thanks');
+      const next = await flow.submit(sessionId, 'thanks');
+      expect((await flow.waitForMessage(sessionId, next.id)).response.parts[0].text).toBe('thanks');
     });
 
     it('resumes only when both a question and a client call of one step are resolved', async () => {
@@ -275,13 +225,13 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       );
       expect(required).toHaveLength(1);
       expect(required[0]?.data.required_action.type).toBe('ask_user_question');
-      expectError(await post(sessionId, 'new input'), 409, 'client_tool_output_required');
+      expectError(await flow.postMessage(sessionId, textParts('new input')), 409, 'client_tool_output_required');
       expect(json(await answer(sessionId, message.id, { actionId: 0, answer: 'celsius' })).status).toBe('accepted');
-      const half = await waitFor(sessionId, message.id, ['requires_action']);
+      const half = await flow.waitForMessage(sessionId, message.id, ['requires_action']);
       expect(half.requiredActions).toEqual([expect.objectContaining({ type: 'function_call', name: 'get_weather' })]);
       const { callId } = half.requiredActions[0];
       await h.deps.messages.recordClientOutputs(orgId, sessionId, [{ callId, output: '19C' }], 'continue');
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('ask_user_question: celsius\nget_weather: 19C');
     });
@@ -292,22 +242,22 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       expect((await messageRow(message.id))?.step_count).toBe(1);
       const { callId } = message.requiredActions[0];
       await h.deps.messages.recordClientOutputs(orgId, sessionId, [{ callId, output: '25C' }], 'persist');
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(done.status).toBe('completed');
       expect(done.requiredActions).toEqual([]);
       expect(done.response.parts[0].text).not.toContain('never played');
       expect((await messageRow(message.id))?.step_count).toBe(1);
       expect(await sessionStatus(sessionId)).toBe('idle');
-      const next = await send(sessionId, 'after persist');
-      expect((await waitFor(sessionId, next.id)).response.parts[0].text).toBe('after persist');
+      const next = await flow.submit(sessionId, 'after persist');
+      expect((await flow.waitForMessage(sessionId, next.id)).response.parts[0].text).toBe('after persist');
     });
   });
 
   describe('steps and failures', () => {
     it('fails a turn that still calls tools after maxSteps', async () => {
-      const limited = await createAgent({ maxSteps: 2 });
+      const limited = await flow.createAgent({ maxSteps: 2 });
       const script = 'call nothing {}\n---\ncall nothing {}\n---\ncall nothing {}';
-      const { message } = await run(script, TERMINAL, limited);
+      const { message } = await run(script, TERMINAL_STATUSES, limited);
       expect(message.status).toBe('failed');
       expect(message.error.code).toBe('max_steps_exceeded');
       expect((await messageRow(message.id))?.step_count).toBe(2);
@@ -324,8 +274,8 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       expect(message.status).toBe('failed');
       expect(message.error).toEqual({ code: 'model_error', message: 'boom' });
       expect(await sessionStatus(sessionId)).toBe('failed');
-      const next = await send(sessionId, 'still here');
-      const done = await waitFor(sessionId, next.id);
+      const next = await flow.submit(sessionId, 'still here');
+      const done = await flow.waitForMessage(sessionId, next.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('still here');
       expect(await sessionStatus(sessionId)).toBe('idle');
@@ -339,7 +289,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       const response = await h.request('POST', `/v1/sessions/${sessionId}/interrupt`);
       expect(response.status).toBe(200);
       expect(json(response)).toEqual({ status: 'interrupting' });
-      const done = await waitFor(sessionId, message.id);
+      const done = await flow.waitForMessage(sessionId, message.id);
       expect(Date.now() - started).toBeLessThan(1000);
       expect(done.status).toBe('cancelled');
       expect(done.error.code).toBe('cancelled');
@@ -348,40 +298,40 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
     });
 
     it('answers no_turn without a turn and 404 for an unknown session', async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       expect(json(await h.request('POST', `/v1/sessions/${sessionId}/interrupt`))).toEqual({ status: 'no_turn' });
       expectError(await h.request('POST', `/v1/sessions/${randomUUID()}/interrupt`), 404, 'not_found');
     });
 
     it('cancels a turn waiting for a client tool at once and unblocks new input', async () => {
       const { sessionId, message } = await run('call get_weather {"city":"Oslo"}', ['requires_action'], toolAgentId);
-      expectError(await post(sessionId, 'blocked'), 409, 'client_tool_output_required');
+      expectError(await flow.postMessage(sessionId, textParts('blocked')), 409, 'client_tool_output_required');
       expect(json(await h.request('POST', `/v1/sessions/${sessionId}/interrupt`))).toEqual({ status: 'interrupting' });
       const now = json(await h.request('GET', `/v1/sessions/${sessionId}/messages/${message.id}`)).message;
       expect(now.status).toBe('cancelled');
       expect(now.requiredActions).toEqual([]);
-      const next = await send(sessionId, 'unblocked');
-      expect((await waitFor(sessionId, next.id)).response.parts[0].text).toBe('unblocked');
+      const next = await flow.submit(sessionId, 'unblocked');
+      expect((await flow.waitForMessage(sessionId, next.id)).response.parts[0].text).toBe('unblocked');
     });
 
     it('runs a message queued behind a question once the question is answered', async () => {
       const { sessionId, message } = await run('ask Wait?\n---\nanswered', ['requires_action']);
-      const queued = await send(sessionId, 'behind the question');
-      expect((await waitFor(sessionId, queued.id, ['queued'])).status).toBe('queued');
+      const queued = await flow.submit(sessionId, 'behind the question');
+      expect((await flow.waitForMessage(sessionId, queued.id, ['queued'])).status).toBe('queued');
       expect(json(await answer(sessionId, message.id, { actionId: 0, answer: 'go' })).status).toBe('resuming');
-      expect((await waitFor(sessionId, message.id)).response.parts[0].text).toBe('answered');
-      expect((await waitFor(sessionId, queued.id)).response.parts[0].text).toBe('behind the question');
+      expect((await flow.waitForMessage(sessionId, message.id)).response.parts[0].text).toBe('answered');
+      expect((await flow.waitForMessage(sessionId, queued.id)).response.parts[0].text).toBe('behind the question');
     });
 
     it('runs a message queued behind a question once the question is interrupted', async () => {
       const { sessionId, message } = await run('ask Wait?\n---\nnever', ['requires_action']);
-      const queued = await send(sessionId, 'behind the interrupted question');
+      const queued = await flow.submit(sessionId, 'behind the interrupted question');
       expect(json(await h.request('POST', `/v1/sessions/${sessionId}/interrupt`))).toEqual({ status: 'interrupting' });
-      const cancelled = await waitFor(sessionId, message.id);
+      const cancelled = await flow.waitForMessage(sessionId, message.id);
       expect(cancelled.status).toBe('cancelled');
       expect(cancelled.error.code).toBe('cancelled');
       expectError(await answer(sessionId, message.id, { actionId: 0, answer: 'late' }), 409, 'action_not_waiting');
-      const done = await waitFor(sessionId, queued.id);
+      const done = await flow.waitForMessage(sessionId, queued.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('behind the interrupted question');
     });
@@ -396,17 +346,17 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       expectError(foreignAnswer, 404, 'not_found');
       const foreignInterrupt = await h.request('POST', `/v1/sessions/${sessionId}/interrupt`, { key: other.key });
       expectError(foreignInterrupt, 404, 'not_found');
-      expect((await waitFor(sessionId, message.id, ['requires_action'])).requiredActions).toHaveLength(1);
+      expect((await flow.waitForMessage(sessionId, message.id, ['requires_action'])).requiredActions).toHaveLength(1);
     });
 
     it('runs a queued message behind a cancelled one', async () => {
-      const sessionId = await createSession();
-      const first = await send(sessionId, 'sleep 5000\nnever');
-      const second = await send(sessionId, 'next in line');
-      await waitFor(sessionId, first.id, ['running']);
+      const sessionId = await flow.createSession(agentId);
+      const first = await flow.submit(sessionId, 'sleep 5000\nnever');
+      const second = await flow.submit(sessionId, 'next in line');
+      await flow.waitForMessage(sessionId, first.id, ['running']);
       expect(json(await h.request('POST', `/v1/sessions/${sessionId}/interrupt`)).status).toBe('interrupting');
-      expect((await waitFor(sessionId, first.id)).status).toBe('cancelled');
-      const done = await waitFor(sessionId, second.id);
+      expect((await flow.waitForMessage(sessionId, first.id)).status).toBe('cancelled');
+      const done = await flow.waitForMessage(sessionId, second.id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('next in line');
     });
@@ -417,7 +367,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       expect(response.status).toBe(204);
       expectError(await h.request('GET', `/v1/sessions/${sessionId}`), 404, 'not_found');
       expectError(await h.request('GET', `/v1/sessions/${sessionId}/messages/${message.id}`), 404, 'not_found');
-      expectError(await post(sessionId, 'too late'), 404, 'not_found');
+      expectError(await flow.postMessage(sessionId, textParts('too late')), 404, 'not_found');
       const cancelled = (await webhooks()).filter((event) => event.type === 'agent.session.turn.cancelled');
       expect(cancelled).toContainEqual({
         type: 'agent.session.turn.cancelled',
@@ -477,22 +427,22 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
 
   describe('agent changes between turns', () => {
     it('fixes skills once the workspace is provisioned but applies other changes to the next turn', async () => {
-      const agent = await createAgent({ name: 'workspace' });
+      const agent = await flow.createAgent({ name: 'workspace' });
       const patch = (body: unknown) => h.request('PATCH', `/v1/agents/${agent}`, { body });
       const skill = { repo: 'acme/skills', path: 'tools/pdf' };
       // Before the first turn skills may still change.
       expect((await patch({ skills: [skill] })).status).toBe(200);
       expect((await patch({ skills: [] })).status).toBe(200);
 
-      const { sessionId, message: first } = await run('call nothing {}', TERMINAL, agent);
+      const { sessionId, message: first } = await run('call nothing {}', TERMINAL_STATUSES, agent);
       expect(first.status).toBe('completed');
       expectError(await patch({ skills: [skill] }), 409, 'sandbox_provisioned');
       expect((await patch({ instructions: 'New instructions' })).status).toBe(200);
       const updated = await patch({ maxSteps: 1 });
       expect(updated.status).toBe(200);
 
-      const second = await send(sessionId, 'call nothing {}');
-      const done = await waitFor(sessionId, second.id);
+      const second = await flow.submit(sessionId, 'call nothing {}');
+      const done = await flow.waitForMessage(sessionId, second.id);
       expect(done.status).toBe('failed');
       expect(done.error.code).toBe('max_steps_exceeded');
       const versions = await db()

@@ -5,66 +5,25 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ASK_USER_QUESTION_SERVER, flows, type Json, TERMINAL_STATUSES } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
-
-type Json = Record<string, any>;
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 describe.each(dialects())('messages (%s)', (dialect) => {
   let h: Harness;
+  const flow = flows(() => h);
   let agentId: string;
   const INSTRUCTIONS = 'Be brief.';
 
   beforeAll(async () => {
     h = await createHarness(dialect);
-    agentId = await createAgent({ instructions: INSTRUCTIONS });
+    agentId = await flow.createAgent({ instructions: INSTRUCTIONS });
   });
   afterAll(() => h.close());
 
   const db = () => h.deps.storage.db;
-
-  async function createAgent(fields: Json = {}, key?: string): Promise<string> {
-    const response = await h.request('POST', '/v1/agents', { body: { name: 'agent', ...fields }, ...keyOf(key) });
-    expect(response.status).toBe(201);
-    return json(response).agent.id;
-  }
-
-  async function createSession(agent = agentId, key?: string): Promise<string> {
-    const response = await h.request('POST', '/v1/sessions', { body: { agentId: agent }, ...keyOf(key) });
-    expect(response.status).toBe(201);
-    return json(response).session.id;
-  }
-
-  const keyOf = (key: string | undefined) => (key === undefined ? {} : { key });
-
-  function post(sessionId: string, body: unknown, idempotencyKey: string | null = randomUUID(), key?: string) {
-    const headers: Record<string, string> = idempotencyKey === null ? {} : { 'idempotency-key': idempotencyKey };
-    return h.request('POST', `/v1/sessions/${sessionId}/messages`, { body, headers, ...keyOf(key) });
-  }
-
-  /** Submits text parts and expects 202; returns the AcceptedMessage. */
-  async function send(sessionId: string, ...parts: string[]): Promise<Json> {
-    const response = await post(sessionId, { parts: parts.map((text) => ({ type: 'text', text })) });
-    expect(response.status, response.text).toBe(202);
-    return json(response);
-  }
-
-  /** Polls the message every 25 ms (up to 10 s) until its status is one of `statuses`. */
-  async function waitFor(sessionId: string, messageId: string, statuses: string[] = TERMINAL, key?: string) {
-    const deadline = Date.now() + 10_000;
-    let last: Json | undefined;
-    while (Date.now() < deadline) {
-      const response = await h.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`, keyOf(key));
-      expect(response.status).toBe(200);
-      last = json(response).message as Json;
-      if (statuses.includes(last.status)) return last;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error(`message ${messageId} never reached ${statuses.join('|')}; last: ${JSON.stringify(last)}`);
-  }
 
   const expectError = (response: HarnessResponse, status: number, code: string) => {
     expect(response.status, response.text).toBe(status);
@@ -75,18 +34,30 @@ describe.each(dialects())('messages (%s)', (dialect) => {
   describe('submission validation', () => {
     let sessionId: string;
     beforeAll(async () => {
-      sessionId = await createSession();
+      sessionId = await flow.createSession(agentId);
     });
     const text = (value: string) => ({ parts: [{ type: 'text', text: value }] });
 
     it('requires an Idempotency-Key of 1-255 visible ASCII characters', async () => {
-      const missing = expectError(await post(sessionId, text('hi'), null), 400, 'validation_error');
+      const missing = expectError(
+        await flow.postMessage(sessionId, text('hi'), { idempotencyKey: null }),
+        400,
+        'validation_error',
+      );
       expect(missing.param).toBe('Idempotency-Key');
-      const long = expectError(await post(sessionId, text('hi'), 'k'.repeat(256)), 400, 'validation_error');
+      const long = expectError(
+        await flow.postMessage(sessionId, text('hi'), { idempotencyKey: 'k'.repeat(256) }),
+        400,
+        'validation_error',
+      );
       expect(long.param).toBe('Idempotency-Key');
-      const spaced = expectError(await post(sessionId, text('hi'), 'has space'), 400, 'validation_error');
+      const spaced = expectError(
+        await flow.postMessage(sessionId, text('hi'), { idempotencyKey: 'has space' }),
+        400,
+        'validation_error',
+      );
       expect(spaced.param).toBe('Idempotency-Key');
-      expect((await post(sessionId, text('hi'), 'k'.repeat(255))).status).toBe(202);
+      expect((await flow.postMessage(sessionId, text('hi'), { idempotencyKey: 'k'.repeat(255) })).status).toBe(202);
     });
 
     it.each([
@@ -98,45 +69,51 @@ describe.each(dialects())('messages (%s)', (dialect) => {
       ['a part without text', { parts: [{ type: 'text' }] }],
       ['parts not an array', { parts: 'hello' }],
     ])('rejects %s naming parts', async (_label, body) => {
-      const error = expectError(await post(sessionId, body), 400, 'validation_error');
+      const error = expectError(await flow.postMessage(sessionId, body), 400, 'validation_error');
       expect(error.param).toMatch(/^parts/);
     });
 
     it('rejects a missing body field and unknown fields', async () => {
-      expect(expectError(await post(sessionId, {}), 400, 'validation_error').param).toBe('parts');
-      const extra = expectError(await post(sessionId, { ...text('hi'), extra: 1 }), 400, 'validation_error');
+      expect(expectError(await flow.postMessage(sessionId, {}), 400, 'validation_error').param).toBe('parts');
+      const extra = expectError(
+        await flow.postMessage(sessionId, { ...text('hi'), extra: 1 }),
+        400,
+        'validation_error',
+      );
       expect(extra.param).toBe('extra');
       const partExtra = { parts: [{ type: 'text', text: 'hi', extra: 1 }] };
-      expect(expectError(await post(sessionId, partExtra), 400, 'validation_error').param).toMatch(/^parts\[0\]/);
+      expect(expectError(await flow.postMessage(sessionId, partExtra), 400, 'validation_error').param).toMatch(
+        /^parts\[0\]/,
+      );
     });
 
     it('accepts 32 parts and a 100000-character part', async () => {
       const parts = Array.from({ length: 32 }, (_, i) => ({ type: 'text', text: `p${i}` }));
-      const many = await post(sessionId, { parts });
+      const many = await flow.postMessage(sessionId, { parts });
       expect(many.status).toBe(202);
       expect(json(many).parts).toEqual([{ type: 'text', text: parts.map((part) => part.text).join('\n') }]);
-      const big = await post(sessionId, text('z'.repeat(100_000)));
+      const big = await flow.postMessage(sessionId, text('z'.repeat(100_000)));
       expect(big.status).toBe(202);
-      const done = await waitFor(sessionId, json(big).id);
+      const done = await flow.waitForMessage(sessionId, json(big).id);
       expect(done.status).toBe('completed');
       expect(done.response.parts[0].text).toBe('z'.repeat(100_000));
     });
 
     it('answers 404 for an unknown session and for a session of another organization', async () => {
-      expectError(await post(randomUUID(), text('hi')), 404, 'not_found');
+      expectError(await flow.postMessage(randomUUID(), text('hi')), 404, 'not_found');
       const other = await h.createOrg(`msg-other-${dialect}`);
-      const foreign = await createSession(await createAgent({}, other.key), other.key);
-      expectError(await post(foreign, text('hi')), 404, 'not_found');
+      const foreign = await flow.createSession(await flow.createAgent({}, other.key), other.key);
+      expectError(await flow.postMessage(foreign, text('hi')), 404, 'not_found');
       // ...and the owner can use it.
-      expect((await post(foreign, text('hi'), randomUUID(), other.key)).status).toBe(202);
+      expect((await flow.postMessage(foreign, text('hi'), { key: other.key })).status).toBe(202);
     });
 
     it('replays the same key and parts, rejects the same key with other parts, scopes keys per session', async () => {
       const key = `replay-${randomUUID()}`;
-      const first = await post(sessionId, text('replay me'), key);
+      const first = await flow.postMessage(sessionId, text('replay me'), { idempotencyKey: key });
       expect(first.status).toBe(202);
       expect(first.headers['idempotent-replayed']).toBeUndefined();
-      const again = await post(sessionId, text('replay me'), key);
+      const again = await flow.postMessage(sessionId, text('replay me'), { idempotencyKey: key });
       expect(again.status).toBe(202);
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(json(again)).toEqual(json(first));
@@ -144,11 +121,15 @@ describe.each(dialects())('messages (%s)', (dialect) => {
       expect(rows.filter((row) => row.id === json(first).id)).toHaveLength(1);
       const before = rows.length;
 
-      const conflict = expectError(await post(sessionId, text('something else'), key), 409, 'idempotency_conflict');
+      const conflict = expectError(
+        await flow.postMessage(sessionId, text('something else'), { idempotencyKey: key }),
+        409,
+        'idempotency_conflict',
+      );
       expect(conflict.param).toBe('Idempotency-Key');
 
-      const otherSession = await createSession();
-      const elsewhere = await post(otherSession, text('something else'), key);
+      const otherSession = await flow.createSession(agentId);
+      const elsewhere = await flow.postMessage(otherSession, text('something else'), { idempotencyKey: key });
       expect(elsewhere.status).toBe(202);
       expect(elsewhere.headers['idempotent-replayed']).toBeUndefined();
       expect(json(elsewhere).id).not.toBe(json(first).id);
@@ -158,9 +139,11 @@ describe.each(dialects())('messages (%s)', (dialect) => {
     });
 
     it('creates one message for concurrent submissions with the same key', async () => {
-      const target = await createSession();
+      const target = await flow.createSession(agentId);
       const key = `dup-${randomUUID()}`;
-      const responses = await Promise.all(Array.from({ length: 6 }, () => post(target, text('only once'), key)));
+      const responses = await Promise.all(
+        Array.from({ length: 6 }, () => flow.postMessage(target, text('only once'), { idempotencyKey: key })),
+      );
       expect(responses.map((response) => response.status)).toEqual(Array(6).fill(202));
       expect(new Set(responses.map((response) => json(response).id)).size).toBe(1);
       expect(responses.filter((response) => response.headers['idempotent-replayed'] === 'true')).toHaveLength(5);
@@ -169,12 +152,14 @@ describe.each(dialects())('messages (%s)', (dialect) => {
     });
 
     it('gives concurrent submissions with different keys their own places in the transcript', async () => {
-      const target = await createSession();
-      const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post(target, text(`parallel ${i}`))));
+      const target = await flow.createSession(agentId);
+      const responses = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => flow.postMessage(target, text(`parallel ${i}`))),
+      );
       expect(responses.map((response) => response.status)).toEqual(Array(6).fill(202));
       const ids = responses.map((response) => json(response).id);
       expect(new Set(ids).size).toBe(6);
-      const done = await Promise.all(ids.map((id) => waitFor(target, id)));
+      const done = await Promise.all(ids.map((id) => flow.waitForMessage(target, id)));
       expect(done.map((m) => m.response.parts[0].text).sort()).toEqual(
         Array.from({ length: 6 }, (_, i) => `parallel ${i}`),
       );
@@ -185,9 +170,9 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
   describe('plain replies', () => {
     it('echoes a message without directives, with usage, run id and timestamps', async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       const prompt = 'What is the weather in Paris today?';
-      const accepted = await send(sessionId, prompt);
+      const accepted = await flow.submit(sessionId, prompt);
       expect(accepted).toMatchObject({
         object: 'message',
         sessionId,
@@ -202,7 +187,7 @@ describe.each(dialects())('messages (%s)', (dialect) => {
       expect(accepted.runId).toMatch(UUID);
       expect(accepted.createdAt).toMatch(ISO);
 
-      const done = await waitFor(sessionId, accepted.id);
+      const done = await flow.waitForMessage(sessionId, accepted.id);
       expect(done.status).toBe('completed');
       expect(done.response).toEqual({ parts: [{ type: 'text', text: prompt }] });
       expect(done.error).toBeNull();
@@ -218,20 +203,20 @@ describe.each(dialects())('messages (%s)', (dialect) => {
     });
 
     it('joins multiple parts with newlines into one prompt', async () => {
-      const sessionId = await createSession();
-      const accepted = await send(sessionId, 'first line', 'second line', 'third');
+      const sessionId = await flow.createSession(agentId);
+      const accepted = await flow.submit(sessionId, ['first line', 'second line', 'third']);
       const joined = 'first line\nsecond line\nthird';
       expect(accepted.parts).toEqual([{ type: 'text', text: joined }]);
-      const done = await waitFor(sessionId, accepted.id);
+      const done = await flow.waitForMessage(sessionId, accepted.id);
       expect(done.parts).toEqual([{ type: 'text', text: joined }]);
       expect(done.response.parts).toEqual([{ type: 'text', text: joined }]);
     });
 
     it('lists the transcript in submission order with total, limit and offset', async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       const ids: string[] = [];
-      for (const text of ['one', 'two', 'three']) ids.push((await send(sessionId, text)).id);
-      await waitFor(sessionId, ids[2]!);
+      for (const text of ['one', 'two', 'three']) ids.push((await flow.submit(sessionId, text)).id);
+      await flow.waitForMessage(sessionId, ids[2]!);
       const all = json(await h.request('GET', `/v1/sessions/${sessionId}/messages`));
       expect(all).toMatchObject({ total: 3, limit: 50, offset: 0 });
       expect(all.data.map((m: Json) => m.id)).toEqual(ids);
@@ -250,9 +235,9 @@ describe.each(dialects())('messages (%s)', (dialect) => {
     });
 
     it('answers 404 for a message of another session', async () => {
-      const one = await createSession();
-      const two = await createSession();
-      const accepted = await send(one, 'mine');
+      const one = await flow.createSession(agentId);
+      const two = await flow.createSession(agentId);
+      const accepted = await flow.submit(one, 'mine');
       expectError(await h.request('GET', `/v1/sessions/${two}/messages/${accepted.id}`), 404, 'not_found');
       expectError(await h.request('GET', `/v1/sessions/${one}/messages/${randomUUID()}`), 404, 'not_found');
     });
@@ -260,12 +245,12 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
   describe('ordering', () => {
     it('runs the turns of one session one at a time, in submission order', async () => {
-      const sessionId = await createSession();
+      const sessionId = await flow.createSession(agentId);
       const texts = ['sleep 300\nfirst', 'second', 'third', 'fourth', 'fifth'];
       const ids: string[] = [];
-      for (const text of texts) ids.push((await send(sessionId, text)).id);
+      for (const text of texts) ids.push((await flow.submit(sessionId, text)).id);
       const done: Json[] = [];
-      for (const id of ids) done.push(await waitFor(sessionId, id));
+      for (const id of ids) done.push(await flow.waitForMessage(sessionId, id));
       expect(done.map((m) => m.status)).toEqual(Array(5).fill('completed'));
       expect(done.map((m) => m.response.parts[0].text)).toEqual(['first', 'second', 'third', 'fourth', 'fifth']);
       // The first turn slept 300 ms, so the others were queued behind it rather than run beside it.
@@ -276,9 +261,11 @@ describe.each(dialects())('messages (%s)', (dialect) => {
     });
 
     it('runs sessions in parallel, each getting its own reply', async () => {
-      const sessions = await Promise.all(Array.from({ length: 8 }, () => createSession()));
-      const accepted = await Promise.all(sessions.map((sessionId, i) => send(sessionId, `hello from session ${i}`)));
-      const done = await Promise.all(sessions.map((sessionId, i) => waitFor(sessionId, accepted[i]!.id)));
+      const sessions = await Promise.all(Array.from({ length: 8 }, () => flow.createSession(agentId)));
+      const accepted = await Promise.all(
+        sessions.map((sessionId, i) => flow.submit(sessionId, `hello from session ${i}`)),
+      );
+      const done = await Promise.all(sessions.map((sessionId, i) => flow.waitForMessage(sessionId, accepted[i]!.id)));
       done.forEach((message, i) => {
         expect(message.status).toBe('completed');
         expect(message.sessionId).toBe(sessions[i]);
@@ -293,8 +280,8 @@ describe.each(dialects())('messages (%s)', (dialect) => {
     let freeAgent: string;
     beforeAll(async () => {
       org = await h.createOrg(`credits-${dialect}`);
-      pricedAgent = await createAgent({ model: 'scripted/priced' }, org.key);
-      freeAgent = await createAgent({ model: 'scripted' }, org.key);
+      pricedAgent = await flow.createAgent({ model: 'scripted/priced' }, org.key);
+      freeAgent = await flow.createAgent({ model: 'scripted' }, org.key);
     });
     const balance = async () =>
       (
@@ -311,8 +298,8 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
     it('refuses a priced model with a spent balance but runs a free one', async () => {
       await h.deps.orgs.setCredits(org.orgId, 0);
-      const priced = await createSession(pricedAgent, org.key);
-      const refused = await post(priced, body('hello'), randomUUID(), org.key);
+      const priced = await flow.createSession(pricedAgent, org.key);
+      const refused = await flow.postMessage(priced, body('hello'), { key: org.key });
       const error = expectError(refused, 402, 'insufficient_credits');
       expect(error.type).toBe('billing_error');
       const rows = await db().selectFrom('messages').select('id').where('session_id', '=', priced).execute();
@@ -320,29 +307,33 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
       // A refused submission stores nothing under its key: the same key works once credits are back.
       const key = randomUUID();
-      expectError(await post(priced, body('retry me'), key, org.key), 402, 'insufficient_credits');
+      expectError(
+        await flow.postMessage(priced, body('retry me'), { idempotencyKey: key, key: org.key }),
+        402,
+        'insufficient_credits',
+      );
       await h.deps.orgs.setCredits(org.orgId, 1);
-      const retried = await post(priced, body('retry me'), key, org.key);
+      const retried = await flow.postMessage(priced, body('retry me'), { idempotencyKey: key, key: org.key });
       expect(retried.status).toBe(202);
       expect(retried.headers['idempotent-replayed']).toBeUndefined();
-      await waitFor(priced, json(retried).id, TERMINAL, org.key);
+      await flow.waitForMessage(priced, json(retried).id, TERMINAL_STATUSES, org.key);
       await h.deps.orgs.setCredits(org.orgId, 0);
 
-      const free = await createSession(freeAgent, org.key);
-      const accepted = await post(free, body('hello'), randomUUID(), org.key);
+      const free = await flow.createSession(freeAgent, org.key);
+      const accepted = await flow.postMessage(free, body('hello'), { key: org.key });
       expect(accepted.status).toBe(202);
-      expect((await waitFor(free, json(accepted).id, TERMINAL, org.key)).status).toBe('completed');
+      expect((await flow.waitForMessage(free, json(accepted).id, TERMINAL_STATUSES, org.key)).status).toBe('completed');
       expect(await balance()).toBe(0);
     });
 
     it('debits exactly the cost of a priced turn', async () => {
       await h.deps.orgs.setCredits(org.orgId, 0.01);
       expect(await balance()).toBe(10_000);
-      const sessionId = await createSession(pricedAgent, org.key);
+      const sessionId = await flow.createSession(pricedAgent, org.key);
       const prompt = 'Count the tokens of this priced message, please.';
-      const accepted = await post(sessionId, body(prompt), randomUUID(), org.key);
+      const accepted = await flow.postMessage(sessionId, body(prompt), { key: org.key });
       expect(accepted.status).toBe(202);
-      const done = await waitFor(sessionId, json(accepted).id, TERMINAL, org.key);
+      const done = await flow.waitForMessage(sessionId, json(accepted).id, TERMINAL_STATUSES, org.key);
       expect(done.status).toBe('completed');
       const cost = await costOf(done.id);
       expect(cost).toBeGreaterThan(0);
@@ -356,10 +347,10 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
     it('never debits an unlimited (null) balance', async () => {
       await h.deps.orgs.setCredits(org.orgId, null);
-      const sessionId = await createSession(pricedAgent, org.key);
-      const accepted = await post(sessionId, body('unlimited credit here'), randomUUID(), org.key);
+      const sessionId = await flow.createSession(pricedAgent, org.key);
+      const accepted = await flow.postMessage(sessionId, body('unlimited credit here'), { key: org.key });
       expect(accepted.status).toBe(202);
-      const done = await waitFor(sessionId, json(accepted).id, TERMINAL, org.key);
+      const done = await flow.waitForMessage(sessionId, json(accepted).id, TERMINAL_STATUSES, org.key);
       expect(done.status).toBe('completed');
       expect(await costOf(done.id)).toBeGreaterThan(0);
       expect(await balance()).toBeNull();
@@ -368,17 +359,17 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
   describe('warnings', () => {
     it('warns about a configured tool this deployment cannot run', async () => {
-      const agent = await createAgent({ mcpServers: [{ kind: 'internal', name: 'sandbox' }] });
-      const accepted = await send(await createSession(agent), 'hi');
+      const agent = await flow.createAgent({ mcpServers: [{ kind: 'internal', name: 'sandbox' }] });
+      const accepted = await flow.submit(await flow.createSession(agent), 'hi');
       expect(accepted.warnings).toHaveLength(1);
       expect(accepted.warnings[0]).toEqual({ code: 'tool_unavailable', message: expect.stringContaining('sandbox') });
       // The turn still runs without it.
-      expect((await waitFor(accepted.sessionId, accepted.id)).status).toBe('completed');
+      expect((await flow.waitForMessage(accepted.sessionId, accepted.id)).status).toBe('completed');
     });
 
     it('has no warnings when every configured tool runs here', async () => {
-      const agent = await createAgent({ mcpServers: [{ kind: 'internal', name: 'ask_user_question' }] });
-      expect((await send(await createSession(agent), 'hi')).warnings).toEqual([]);
+      const agent = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
+      expect((await flow.submit(await flow.createSession(agent), 'hi')).warnings).toEqual([]);
     });
   });
 });

@@ -21,20 +21,9 @@ import type {
 } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { flows, WEATHER_TOOL } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 
-const WEATHER_TOOL = {
-  type: 'function',
-  name: 'get_weather',
-  description: 'Current weather for a city',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 const TWO_CALLS = 'call get_weather {"city":"Paris"}\n---\ncall get_weather {"city":"Rome"}\n---\nAll done';
 const WEATHER: Record<string, string> = { Paris: 'sunny', Rome: 'rainy' };
 const STANDARD = { headers: { 'Agentry-Stream-Events': 'standard' } };
@@ -52,6 +41,7 @@ function answer(response: OpenAIResponse) {
 
 describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
   let h: Harness;
+  const flow = flows(() => h, { agentName: 'clients' });
   let client: OpenAI;
   let agentId: string;
   let toolAgentId: string;
@@ -61,8 +51,8 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
     h = await createHarness(dialect);
     const base = await h.listen();
     client = new OpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
-    agentId = await createAgent({});
-    toolAgentId = await createAgent({ clientTools: [WEATHER_TOOL] });
+    agentId = await flow.createAgent({});
+    toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL] });
     setTracingDisabled(true);
     setOpenAIAPI('responses');
     setDefaultOpenAIClient(
@@ -73,12 +63,6 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
     runner = new Runner({ modelProvider: new OpenAIProvider() });
   });
   afterAll(() => h.close());
-
-  async function createAgent(fields: Record<string, unknown>): Promise<string> {
-    const response = await h.request('POST', '/v1/agents', { body: { name: 'clients', ...fields } });
-    expect(response.status, response.text).toBe(201);
-    return json(response).agent.id;
-  }
 
   describe('openai', () => {
     it('creates and retrieves a response', async () => {

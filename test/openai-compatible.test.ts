@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelRegistry } from '../src/models/registry.ts';
 import { type ContextMessage, ModelError, type ModelEvent, type ModelRequest } from '../src/models/types.ts';
+import { cityParameters, weatherFunction } from './helpers/fixtures.ts';
 
 type Responder = (response: ServerResponse, request: IncomingMessage) => void;
 
@@ -176,12 +177,7 @@ describe('OpenAI-compatible provider through the AI SDK adapter', () => {
       ]),
     ];
     const tools = [
-      {
-        name: 'get_weather',
-        description: 'Weather for a city',
-        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-        strict: false,
-      },
+      weatherFunction({ description: 'Weather for a city', strict: false, closed: false }),
       {
         name: 'get_time',
         description: 'Time in a zone',
@@ -228,11 +224,11 @@ describe('OpenAI-compatible provider through the AI SDK adapter', () => {
         ],
       },
     ];
-    const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    const parameters = cityParameters({ closed: false });
     await collect({
       instructions: 'You are a weather bot.',
       context,
-      tools: [{ name: 'get_weather', description: 'Weather for a city', parameters, strict: false }],
+      tools: [weatherFunction({ description: 'Weather for a city', strict: false, closed: false })],
       settings: { temperature: 0.2, topP: 0.9, maxOutputTokens: 256, toolChoice: { name: 'get_weather' } },
     });
     const body = received[0]?.body;

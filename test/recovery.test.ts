@@ -5,36 +5,11 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
 const FAST_RECOVERY = { AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'warn' };
-
-function client(url: string, key: string) {
-  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(`${url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, any>) };
-  };
-}
-
-async function waitUntil<T>(probe: () => Promise<T | null>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe.each(dialects())('crash recovery (%s)', (dialect) => {
   const environment = testEnvironment(dialect);
@@ -48,7 +23,7 @@ describe.each(dialects())('crash recovery (%s)', (dialect) => {
 
   it('brings every accepted message to a terminal state after kill -9, none lost, none run twice', async () => {
     server = await startServerProcess(env);
-    let api = client(server.url, key);
+    let api = httpClient(server.url, key);
     const agent = (await api('POST', '/v1/agents', { name: 'durable' })).body?.agent;
     const sessions: string[] = [];
     for (let i = 0; i < 4; i++)
@@ -85,22 +60,20 @@ describe.each(dialects())('crash recovery (%s)', (dialect) => {
           ? true
           : null;
       },
-      10_000,
-      'turns in flight',
+      { timeoutMs: 10_000, what: 'turns in flight', everyMs: 100 },
     );
     await server.stop('SIGKILL');
 
     server = await startServerProcess(env);
-    api = client(server.url, key);
+    api = httpClient(server.url, key);
     for (const message of accepted) {
       const final = await waitUntil(
         async () => {
           const state = (await api('GET', `/v1/sessions/${message.sessionId}/messages/${message.messageId}`)).body
             ?.message;
-          return ['completed', 'failed', 'cancelled'].includes(state?.status) ? state : null;
+          return TERMINAL_STATUSES.includes(state?.status) ? state : null;
         },
-        20_000,
-        `message ${message.messageId}`,
+        { timeoutMs: 20_000, what: `message ${message.messageId}`, everyMs: 100 },
       );
       expect(final.status).toBe('completed');
       expect(final.response.parts[0].text).toBe(message.expect);
@@ -139,7 +112,7 @@ describe.runIf(dialects().includes('postgres'))('two processes on one Postgres d
   it('runs every turn exactly once', async () => {
     servers.push(await startServerProcess(env));
     servers.push(await startServerProcess(env));
-    const apis = servers.map((server) => client(server.url, key));
+    const apis = servers.map((server) => httpClient(server.url, key));
     const [a, b] = apis;
     if (a === undefined || b === undefined) throw new Error('two servers expected');
     const agent = (await a('POST', '/v1/agents', { name: 'shared' })).body?.agent;
@@ -166,8 +139,7 @@ describe.runIf(dialects().includes('postgres'))('two processes on one Postgres d
             ?.message;
           return state?.status === 'completed' ? state : null;
         },
-        30_000,
-        `message ${message.messageId}`,
+        { timeoutMs: 30_000, what: `message ${message.messageId}`, everyMs: 100 },
       );
       expect(final.response.parts[0].text).toBe(message.text);
     }

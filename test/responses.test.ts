@@ -6,18 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ASK_USER_QUESTION_SERVER, flows, type Json, weatherTool } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
 
-type Json = Record<string, any>;
-
-const CITY = {
-  type: 'object',
-  properties: { city: { type: 'string' } },
-  required: ['city'],
-  additionalProperties: false,
-};
-const WEATHER_TOOL = { type: 'function', name: 'get_weather', description: 'Weather', parameters: CITY, strict: true };
-const ASK = { kind: 'internal', name: 'ask_user_question' };
+const WEATHER_TOOL = weatherTool({ description: 'Weather' });
 /** A real 1x1 PNG. */
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
@@ -48,6 +40,7 @@ function parseSse(text: string): Json[] {
 
 describe.each(dialects())('responses (%s)', (dialect) => {
   let h: Harness;
+  const flow = flows(() => h, { agentName: 'responses' });
   let base: string;
   let agentId: string;
   let toolAgentId: string;
@@ -57,18 +50,12 @@ describe.each(dialects())('responses (%s)', (dialect) => {
   beforeAll(async () => {
     h = await createHarness(dialect);
     base = await h.listen();
-    agentId = await createAgent({});
-    toolAgentId = await createAgent({ clientTools: [WEATHER_TOOL] });
-    askAgentId = await createAgent({ mcpServers: [ASK] });
+    agentId = await flow.createAgent({});
+    toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL] });
+    askAgentId = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
     other = await h.createOrg(`responses-other-${randomUUID()}`);
   });
   afterAll(() => h.close());
-
-  async function createAgent(fields: Json, key = h.key): Promise<string> {
-    const response = await h.request('POST', '/v1/agents', { key, body: { name: 'responses', ...fields } });
-    expect(response.status, response.text).toBe(201);
-    return json(response).agent.id;
-  }
 
   const post = (body: Json, headers: Record<string, string> = {}, key = h.key) =>
     h.request('POST', '/v1/responses', { body, headers, key });
@@ -151,7 +138,7 @@ describe.each(dialects())('responses (%s)', (dialect) => {
         expect(json(response).error, response.text.slice(0, 300)).toMatchObject({ code: 'validation_error', param });
       }
 
-      const foreignAgent = await createAgent({}, other.key);
+      const foreignAgent = await flow.createAgent({}, other.key);
       await fails({ model: foreignAgent, input: 'hi' }, 404, 'not_found');
       await fails({ model: randomUUID(), input: 'hi' }, 404, 'not_found');
       const foreignConv = json(await post({ model: foreignAgent, input: 'hi' }, {}, other.key)).conversation.id;

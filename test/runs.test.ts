@@ -6,12 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ASK_USER_QUESTION_SERVER, flows, type Json, TERMINAL_STATUSES, weatherTool } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
 
-type Json = Record<string, any>;
-
-const TERMINAL = ['completed', 'failed', 'cancelled'];
-const ASK = { kind: 'internal', name: 'ask_user_question' };
 const RUN_KEYS = [
   'id',
   'object',
@@ -54,60 +51,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each(dialects())('runs and traces (%s)', (dialect) => {
   let h: Harness;
+  const flow = flows(() => h);
   let agentId: string;
   let pricedAgentId: string;
 
   beforeAll(async () => {
     h = await createHarness(dialect);
-    agentId = await createAgent({ mcpServers: [ASK] });
-    pricedAgentId = await createAgent({ model: 'scripted/priced' });
+    agentId = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
+    pricedAgentId = await flow.createAgent({ model: 'scripted/priced' });
   });
   afterAll(() => h.close());
 
-  const keyOf = (key: string | undefined) => (key === undefined ? {} : { key });
-
-  async function createAgent(fields: Json = {}, key?: string): Promise<string> {
-    const response = await h.request('POST', '/v1/agents', { body: { name: 'agent', ...fields }, ...keyOf(key) });
-    expect(response.status, response.text).toBe(201);
-    return json(response).agent.id;
-  }
-
-  async function createSession(agent = agentId, key?: string): Promise<string> {
-    const response = await h.request('POST', '/v1/sessions', { body: { agentId: agent }, ...keyOf(key) });
-    expect(response.status, response.text).toBe(201);
-    return json(response).session.id;
-  }
-
-  async function send(sessionId: string, text: string, key?: string): Promise<Json> {
-    const response = await h.request('POST', `/v1/sessions/${sessionId}/messages`, {
-      body: { parts: [{ type: 'text', text }] },
-      headers: { 'idempotency-key': randomUUID() },
-      ...keyOf(key),
-    });
-    expect(response.status, response.text).toBe(202);
-    return json(response);
-  }
-
-  /** Polls the message every 25 ms (up to 10 s) until its status is one of `statuses`. */
-  async function waitFor(sessionId: string, messageId: string, statuses: string[] = TERMINAL, key?: string) {
-    const deadline = Date.now() + 10_000;
-    let last: Json | undefined;
-    while (Date.now() < deadline) {
-      const response = await h.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`, keyOf(key));
-      expect(response.status).toBe(200);
-      last = json(response).message as Json;
-      if (statuses.includes(last.status)) return last;
-      await sleep(25);
-    }
-    throw new Error(`message ${messageId} never reached ${statuses.join('|')}; last: ${JSON.stringify(last)}`);
-  }
-
   /** One message in a new session, waited for. */
-  async function turn(text: string, statuses: string[] = TERMINAL, agent = agentId) {
-    const sessionId = await createSession(agent);
-    const accepted = await send(sessionId, text);
-    return { sessionId, message: await waitFor(sessionId, accepted.id, statuses) };
-  }
+  const turn = (text: string, statuses?: readonly string[], agent = agentId) => flow.turn(agent, text, statuses);
 
   async function getRun(runId: string): Promise<Json> {
     const response = await h.request('GET', `/v1/runs/${runId}`);
@@ -132,7 +88,7 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
   describe('the Run of a turn', () => {
     it('describes a completed turn: identity, previews, usage and cost', async () => {
       const before = Math.floor(Date.now() / 1000);
-      const { sessionId, message } = await turn('hello priced world', TERMINAL, pricedAgentId);
+      const { sessionId, message } = await turn('hello priced world', TERMINAL_STATUSES, pricedAgentId);
       expect(message.status).toBe('completed');
       const run = await getRun(message.runId);
       expect(Object.keys(run).sort()).toEqual([...RUN_KEYS].sort());
@@ -209,13 +165,13 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
     });
 
     it('describes a cancelled turn; the interrupted model call is cancelled in the trace', async () => {
-      const sessionId = await createSession();
-      const accepted = await send(sessionId, 'sleep 5000\nnever said');
-      await waitFor(sessionId, accepted.id, ['running']);
+      const sessionId = await flow.createSession(agentId);
+      const accepted = await flow.submit(sessionId, 'sleep 5000\nnever said');
+      await flow.waitForMessage(sessionId, accepted.id, ['running']);
       await sleep(150); // let the model call begin
       const interrupt = await h.request('POST', `/v1/sessions/${sessionId}/interrupt`);
       expect(json(interrupt).status).toBe('interrupting');
-      const message = await waitFor(sessionId, accepted.id);
+      const message = await flow.waitForMessage(sessionId, accepted.id);
       expect(message.status).toBe('cancelled');
       const run = await getRun(message.runId);
       expect(run.status).toBe('cancelled');
@@ -256,7 +212,7 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
         body: { actionId: 0, answer: 'Ada' },
       });
       expect(answered.status, answered.text).toBe(200);
-      expect((await waitFor(sessionId, message.id)).status).toBe('completed');
+      expect((await flow.waitForMessage(sessionId, message.id)).status).toBe('completed');
       const done = await trace(message.runId);
       expect(done.map((span) => [span.kind, span.name, span.status])).toEqual([
         ['agent_step', 'step 1', 'completed'],
@@ -273,17 +229,11 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
   });
 
   describe('tool calls answered or abandoned', () => {
-    const WEATHER_TOOL = {
-      type: 'function',
-      name: 'get_weather',
-      description: 'Current weather for a city',
-      parameters: { type: 'object', properties: { city: { type: 'string' } }, additionalProperties: false },
-      strict: false,
-    };
+    const WEATHER_TOOL = weatherTool({ required: false, strict: false });
     let toolAgentId: string;
     let orgId: string;
     beforeAll(async () => {
-      toolAgentId = await createAgent({ clientTools: [WEATHER_TOOL], mcpServers: [ASK] });
+      toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL], mcpServers: [ASK_USER_QUESTION_SERVER] });
       const org = await h.deps.storage.db
         .selectFrom('orgs')
         .select('id')
@@ -322,7 +272,7 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
 
       const callId = waiting[3]?.attributes.call_id as string;
       await h.deps.messages.recordClientOutputs(orgId, sessionId, [{ callId, output: '19C' }], 'continue');
-      expect((await waitFor(sessionId, message.id)).status).toBe('completed');
+      expect((await flow.waitForMessage(sessionId, message.id)).status).toBe('completed');
       const done = await trace(message.runId);
       expect(states(done)).toEqual([
         'agent_step:step 1:completed',
@@ -339,7 +289,7 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
     it('cancels the open spans of a waiting turn that is interrupted', async () => {
       const { sessionId, message } = await turn('call get_weather {"city":"Oslo"}', ['requires_action'], toolAgentId);
       expect(json(await h.request('POST', `/v1/sessions/${sessionId}/interrupt`)).status).toBe('interrupting');
-      expect((await waitFor(sessionId, message.id)).status).toBe('cancelled');
+      expect((await flow.waitForMessage(sessionId, message.id)).status).toBe('cancelled');
       const spans = await trace(message.runId);
       expect(states(spans)).toEqual([
         'agent_step:step 1:cancelled',
@@ -351,8 +301,8 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
     });
 
     it('fails the open spans of a turn that runs out of steps', async () => {
-      const agent = await createAgent({ maxSteps: 1 });
-      const { message } = await turn('call nothing {}\n---\nnever', TERMINAL, agent);
+      const agent = await flow.createAgent({ maxSteps: 1 });
+      const { message } = await turn('call nothing {}\n---\nnever', TERMINAL_STATUSES, agent);
       expect(message.status).toBe('failed');
       const run = await getRun(message.runId);
       expect(run.error.code).toBe('max_steps_exceeded');
@@ -392,10 +342,10 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
 
     beforeAll(async () => {
       org = await h.createOrg(`runs-${dialect}-${randomUUID()}`);
-      agentA = await createAgent({}, org.key);
-      agentB = await createAgent({}, org.key);
-      sessionA = await createSession(agentA, org.key);
-      const sessionB = await createSession(agentB, org.key);
+      agentA = await flow.createAgent({}, org.key);
+      agentB = await flow.createAgent({}, org.key);
+      sessionA = await flow.createSession(agentA, org.key);
+      const sessionB = await flow.createSession(agentB, org.key);
       for (const [sessionId, text] of [
         [sessionA, 'one'],
         [sessionB, 'two'],
@@ -403,9 +353,9 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
         [sessionB, 'four'],
         [sessionA, 'five'],
       ] as const) {
-        const accepted = await send(sessionId, text, org.key);
+        const accepted = await flow.submit(sessionId, text, { key: org.key });
         runIds.push(accepted.runId);
-        await waitFor(sessionId, accepted.id, TERMINAL, org.key);
+        await flow.waitForMessage(sessionId, accepted.id, TERMINAL_STATUSES, org.key);
         await sleep(3); // distinct creation milliseconds make "newest first" observable
       }
     });

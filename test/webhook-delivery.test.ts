@@ -7,21 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDispatcher } from '../src/deps.ts';
 import type { WebhookDispatcher } from '../src/engine/webhook-dispatcher.ts';
+import { httpClient, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json, testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 import { type Answer, type Received, type Receiver, startReceiver, verified } from './helpers/webhook-receiver.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitUntil<T>(probe: () => Promise<T | null | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null && value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** Per-path answers: `script(n)` answers the n-th request (0-based) to that path. */
 function routeAnswers(receiver: Receiver): Map<string, (n: number) => Answer | number> {
@@ -83,6 +74,23 @@ async function delivery(w: World, endpointId: string, eventId: string, replayKey
   return w.h.request('GET', `/v1/webhook_endpoints/${endpointId}/events/${eventId}/delivery${query}`);
 }
 
+/** Waits (10 s at most) until the delivery of an event to an endpoint has `status`, and returns it. */
+function deliveryWithStatus(
+  w: World,
+  endpointId: string,
+  eventId: string,
+  status: string,
+  { what, replayKey }: { what: string; replayKey?: string },
+) {
+  return waitUntil(
+    async () => {
+      const body = json(await delivery(w, endpointId, eventId, replayKey));
+      return body.status === status ? body : null;
+    },
+    { what },
+  );
+}
+
 async function attemptsOf(w: World, deliveryId: string) {
   return w.h.deps.storage.db
     .selectFrom('webhook_attempts')
@@ -138,10 +146,7 @@ describe.each(dialects())('webhook delivery (%s)', (dialect) => {
     expect(onPath(receiver, '/elsewhere')).toHaveLength(0);
 
     const eventId = envelopes[0]!.id;
-    const status = await waitUntil(async () => {
-      const body = json(await delivery(w, hook.id, eventId));
-      return body.status === 'delivered' ? body : null;
-    }, 'the delivery to be recorded');
+    const status = await deliveryWithStatus(w, hook.id, eventId, 'delivered', { what: 'the delivery to be recorded' });
     expect(status).toMatchObject({
       object: 'webhook_delivery',
       webhook_endpoint_id: hook.id,
@@ -241,10 +246,9 @@ describe.each(dialects())('webhook delivery (%s)', (dialect) => {
     await receiver.waitFor(() => onPath(receiver, path).length >= 1, 10_000, 'the automatic delivery');
     const original = onPath(receiver, path)[0]!;
     const eventId = verified(hook.signing_secret, original).id;
-    const automatic = await waitUntil(async () => {
-      const body = json(await delivery(w, hook.id, eventId));
-      return body.status === 'delivered' ? body : null;
-    }, 'the automatic delivery to be recorded');
+    const automatic = await deliveryWithStatus(w, hook.id, eventId, 'delivered', {
+      what: 'the automatic delivery to be recorded',
+    });
 
     await sleep(1100);
     const redeliver = (key?: string) =>
@@ -271,10 +275,10 @@ describe.each(dialects())('webhook delivery (%s)', (dialect) => {
     expect(Number(again.headers['webhook-timestamp'])).toBeGreaterThan(Number(original.headers['webhook-timestamp']));
     expect(verified(hook.signing_secret, again).id).toBe(eventId);
 
-    const status = await waitUntil(async () => {
-      const body = json(await delivery(w, hook.id, eventId, 'replay-1'));
-      return body.status === 'delivered' ? body : null;
-    }, 'the manual delivery to be recorded');
+    const status = await deliveryWithStatus(w, hook.id, eventId, 'delivered', {
+      what: 'the manual delivery to be recorded',
+      replayKey: 'replay-1',
+    });
     expect(status).toMatchObject({ id: manual.id, attempts: 1, status_code: 200 });
     // The same key: the same delivery, not a new request.
     const repeat = await redeliver('replay-1');
@@ -353,10 +357,7 @@ describe.each(dialects())('webhook windows and retention (%s)', (dialect) => {
     const sessionId = await sessionCreated(w);
     await receiver.waitFor(() => receiver.received.length >= 1, 10_000, 'a first attempt');
     const eventId = verified(hook.signing_secret, receiver.received[0]!).id;
-    const failed = await waitUntil(async () => {
-      const body = json(await delivery(w, hook.id, eventId));
-      return body.status === 'failed' ? body : null;
-    }, 'the delivery to fail');
+    const failed = await deliveryWithStatus(w, hook.id, eventId, 'failed', { what: 'the delivery to fail' });
     const ended = Date.now();
     expect(failed).toMatchObject({ attempts: receiver.received.length, status_code: 500, next_attempt_at: null });
     expect(failed.error.code).toBe('unexpected_status');
@@ -384,10 +385,10 @@ describe.each(dialects())('webhook windows and retention (%s)', (dialect) => {
     const last = receiver.received.at(-1)!;
     expect(last.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
     expect(verified(hook.signing_secret, last).id).toBe(eventId);
-    const done = await waitUntil(async () => {
-      const body = json(await delivery(w, hook.id, eventId, 'after-retention'));
-      return body.status === 'delivered' ? body : null;
-    }, 'the redelivery to be recorded');
+    const done = await deliveryWithStatus(w, hook.id, eventId, 'delivered', {
+      what: 'the redelivery to be recorded',
+      replayKey: 'after-retention',
+    });
     expect(done.status_code).toBe(204);
   }, 20_000);
 });
@@ -415,16 +416,7 @@ describe.each(dialects())('webhook delivery across a crash (%s)', (dialect) => {
 
   async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
     if (server === null) throw new Error('no server');
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+    return httpClient(server.url, key)(method, path, body);
   }
 
   it('keeps a pending delivery through kill -9 and delivers it after the restart with the same webhook-id', async () => {
@@ -445,10 +437,13 @@ describe.each(dialects())('webhook delivery across a crash (%s)', (dialect) => {
     await receiver.waitFor((all) => all.length >= 1, 15_000, 'a failed attempt');
     const webhookId = receiver.received[0]!.headers['webhook-id'];
     const eventId = verified(hook.signing_secret, receiver.received[0]!).id;
-    await waitUntil(async () => {
-      const response = await call('GET', `/v1/webhook_endpoints/${hook.id}/events/${eventId}/delivery`);
-      return response.body?.attempts === 1 && response.body.status === 'pending' ? true : null;
-    }, 'the failed attempt to be recorded');
+    await waitUntil(
+      async () => {
+        const response = await call('GET', `/v1/webhook_endpoints/${hook.id}/events/${eventId}/delivery`);
+        return response.body?.attempts === 1 && response.body.status === 'pending' ? true : null;
+      },
+      { what: 'the failed attempt to be recorded' },
+    );
     await server.stop('SIGKILL');
     const beforeRestart = receiver.received.length;
 
@@ -462,10 +457,13 @@ describe.each(dialects())('webhook delivery across a crash (%s)', (dialect) => {
       expect(verified(hook.signing_secret, request).data.id).toBe(sessionId);
     }
     expect(verified(hook.signing_secret, arrived[0]!).id).toBe(eventId);
-    const status = await waitUntil(async () => {
-      const response = await call('GET', `/v1/webhook_endpoints/${hook.id}/events/${eventId}/delivery`);
-      return response.body?.status === 'delivered' ? response.body : null;
-    }, 'the delivery to be recorded after the restart');
+    const status = await waitUntil(
+      async () => {
+        const response = await call('GET', `/v1/webhook_endpoints/${hook.id}/events/${eventId}/delivery`);
+        return response.body?.status === 'delivered' ? response.body : null;
+      },
+      { what: 'the delivery to be recorded after the restart' },
+    );
     expect(status).toMatchObject({ attempts: beforeRestart + 1, status_code: 200, error: null });
     expect(status.webhook_id).toBe(webhookId);
     await sleep(500);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDispatcher } from '../src/deps.ts';
 import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
 import type { WebhookDispatcher } from '../src/engine/webhook-dispatcher.ts';
+import { waitUntil, weatherTool } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type Receiver, startReceiver, verified } from './helpers/webhook-receiver.ts';
 
@@ -16,28 +17,7 @@ const INSECURE = {
   AGENTRY_WEBHOOK_RETRY_WINDOW_MS: '60000',
 };
 
-const WEATHER_TOOL = {
-  type: 'function',
-  name: 'get_weather',
-  description: 'Weather for a city',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
-
-async function waitUntil<T>(probe: () => Promise<T | null | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null && value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const WEATHER_TOOL = weatherTool({ description: 'Weather for a city' });
 
 describe.each(dialects())('webhook endpoints (%s)', (dialect) => {
   let h: Harness;
@@ -365,12 +345,15 @@ describe.each(dialects())('webhook endpoints (%s)', (dialect) => {
       const wrong = await h.request('GET', path, { headers: { 'agentry-beta': 'agents=v0' } });
       expect(wrong.status).toBe(400);
 
-      const waiting = await waitUntil(async () => {
-        const response = await h.request('GET', path, { headers: { 'Agentry-Beta': 'agents=v1' } });
-        expect(response.status).toBe(200);
-        const found = json(response).session;
-        return found.status === 'requires_action' ? found : null;
-      }, 'the session to require action');
+      const waiting = await waitUntil(
+        async () => {
+          const response = await h.request('GET', path, { headers: { 'Agentry-Beta': 'agents=v1' } });
+          expect(response.status).toBe(200);
+          const found = json(response).session;
+          return found.status === 'requires_action' ? found : null;
+        },
+        { what: 'the session to require action' },
+      );
       expect(waiting).toMatchObject({ id: session.id, object: 'session', agentId: agent.id });
       expect(waiting.required_actions).toEqual([
         {

@@ -49,17 +49,16 @@ export function createIdempotency(deps: IdempotencyDeps) {
       const now = deps.clock.now();
       const where = { org_id: request.orgId, scope: request.scope, key };
       return deps.db.transaction().execute(async (trx) => {
-        await trx
-          .deleteFrom('idempotency_keys')
-          .where('org_id', '=', where.org_id)
-          .where('scope', '=', where.scope)
-          .where('key', '=', key)
-          .where('created_at', '<', now - deps.ttlMs)
-          .execute();
+        // One statement claims the key: a new row, or an expired one taken over; a live row is left alone.
         const inserted = await trx
           .insertInto('idempotency_keys')
           .values({ ...where, request_hash: requestHash, status_code: 0, response_body: '', created_at: now })
-          .onConflict((conflict) => conflict.columns(['org_id', 'scope', 'key']).doNothing())
+          .onConflict((conflict) =>
+            conflict
+              .columns(['org_id', 'scope', 'key'])
+              .doUpdateSet({ request_hash: requestHash, status_code: 0, response_body: '', created_at: now })
+              .where('idempotency_keys.created_at', '<', now - deps.ttlMs),
+          )
           .executeTakeFirst();
         if (inserted.numInsertedOrUpdatedRows === 0n) {
           const existing = await trx

@@ -250,7 +250,7 @@ export interface IdempotencyKeysTable {
   request_hash: string;
   status_code: number;
   response_body: string;
-  created_at: ColumnType<Millis, Millis, never>;
+  created_at: Millis;
 }
 
 export interface Database {

@@ -4,7 +4,7 @@
  * session events and webhooks.
  */
 import type { Executor } from '../../storage/db.ts';
-import type { MessageRow } from '../../storage/schema.ts';
+import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { closeOpenSpans } from '../runs/spans.ts';
@@ -38,18 +38,24 @@ async function sessionStatusEvents(
   if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });
 }
 
-async function setStatus(change: Change, status: MessageStatus, fields: Partial<MessageRow> = {}): Promise<void> {
+/** Moves the message and its run together; `run` carries the run's own extra columns for the same update. */
+async function setStatus(
+  change: Change,
+  status: MessageStatus,
+  fields: Partial<MessageRow> = {},
+  run: Partial<Pick<RunRow, 'agent_version' | 'output_preview' | 'error'>> = {},
+): Promise<void> {
   const { trx, message, now } = change;
   await trx
     .updateTable('messages')
     .set({ ...fields, status, updated_at: now })
     .where('id', '=', message.id)
     .execute();
-  const runStatus = status;
   await trx
     .updateTable('runs')
     .set({
-      status: runStatus,
+      ...run,
+      status,
       ...(fields.started_at === undefined ? {} : { started_at: fields.started_at }),
       ...(fields.completed_at === undefined ? {} : { completed_at: fields.completed_at }),
     })
@@ -72,8 +78,7 @@ async function emit(
 
 export async function startTurn(change: Change, agentVersion: number): Promise<SessionEvent[]> {
   const { message, now } = change;
-  await setStatus(change, 'running', { started_at: now, agent_version: agentVersion });
-  await change.trx.updateTable('runs').set({ agent_version: agentVersion }).where('id', '=', message.run_id).execute();
+  await setStatus(change, 'running', { started_at: now, agent_version: agentVersion }, { agent_version: agentVersion });
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
@@ -148,12 +153,12 @@ async function closePendingCalls(change: Change, reason: string): Promise<void> 
 
 export async function completeTurn(change: Change, responseText: string): Promise<SessionEvent[]> {
   const { message, now } = change;
-  await setStatus(change, 'completed', { response_text: responseText, completed_at: now });
-  await change.trx
-    .updateTable('runs')
-    .set({ output_preview: preview(responseText) })
-    .where('id', '=', message.run_id)
-    .execute();
+  await setStatus(
+    change,
+    'completed',
+    { response_text: responseText, completed_at: now },
+    { output_preview: preview(responseText) },
+  );
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'completed' } },
     {
@@ -179,12 +184,12 @@ export async function failTurn(
   const reason = `Turn failed: ${error.message}`;
   await closePendingCalls(change, reason);
   await closeOpenSpans(change.trx, message.run_id, 'failed', reason, now);
-  await setStatus(change, 'failed', { error: JSON.stringify(error), completed_at: now, response_text: partialText });
-  await change.trx
-    .updateTable('runs')
-    .set({ error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) })
-    .where('id', '=', message.run_id)
-    .execute();
+  await setStatus(
+    change,
+    'failed',
+    { error: JSON.stringify(error), completed_at: now, response_text: partialText },
+    { error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) },
+  );
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'failed' } },
     { kind: 'message.failed', messageId: message.id, runId: message.run_id, data: { error } },
@@ -202,12 +207,12 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
   const reason = 'Tool call cancelled: the turn was interrupted';
   await closePendingCalls(change, reason);
   await closeOpenSpans(change.trx, message.run_id, 'cancelled', reason, now);
-  await setStatus(change, 'cancelled', { error: JSON.stringify(error), completed_at: now, response_text: partialText });
-  await change.trx
-    .updateTable('runs')
-    .set({ error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) })
-    .where('id', '=', message.run_id)
-    .execute();
+  await setStatus(
+    change,
+    'cancelled',
+    { error: JSON.stringify(error), completed_at: now, response_text: partialText },
+    { error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) },
+  );
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'cancelled' } },
     { kind: 'message.cancelled', messageId: message.id, runId: message.run_id, data: { error } },

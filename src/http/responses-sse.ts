@@ -13,10 +13,33 @@ import { outputItems, projectResponse, type ResponseObject } from '../domain/res
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 
+/** Live events of one session, buffered from the moment of subscription until a listener attaches. */
+export interface LiveSubscription {
+  attach(listener: (event: Record<string, unknown>) => void): void;
+  close(): void;
+}
+
+export function bufferLive(live: StreamHub, sessionId: string): LiveSubscription {
+  const queue: Record<string, unknown>[] = [];
+  let target: ((event: Record<string, unknown>) => void) | null = null;
+  const off = live.subscribe(sessionId, (event) => {
+    if (target === null) queue.push(event);
+    else target(event);
+  });
+  return {
+    attach(listener) {
+      target = listener;
+      for (const event of queue.splice(0)) listener(event);
+    },
+    close: off,
+  };
+}
+
 export interface ResponseStreamOptions {
   raw: ServerResponse;
   db: Executor;
-  live: StreamHub;
+  /** Subscribed before the turn was accepted, so no event of it is missed. */
+  subscription: LiveSubscription;
   message: MessageRow;
   vendorEvents: boolean;
   heartbeatMs: number;
@@ -242,7 +265,7 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       done();
     }
   };
-  const unsubscribe = options.live.subscribe(message.session_id, (event) => {
+  options.subscription.attach((event) => {
     queue = queue
       .then(() => handle(event))
       .catch(() => {
@@ -276,7 +299,7 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
   try {
     await ended;
   } finally {
-    unsubscribe();
+    options.subscription.close();
     clearInterval(heartbeat);
   }
 }

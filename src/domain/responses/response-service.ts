@@ -9,6 +9,7 @@ import type { StreamHub } from '../../bus/live-hub.ts';
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { jsonEqual } from '../../lib/hash.ts';
+import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
@@ -79,12 +80,14 @@ export function createResponseService(deps: ResponseServiceDeps) {
     trx: Executor,
     orgId: string,
     request: ResponseRequest,
+    newSessionId: string,
   ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
     const now = clock.now();
     const agent = await deps.agents.get(orgId, request.agentId, trx);
     let sessionId = await sessionOf(trx, orgId, request);
     const fresh = sessionId === null;
-    if (sessionId === null) sessionId = (await deps.sessions.create(orgId, { agentId: agent.id }, trx)).id;
+    if (sessionId === null)
+      sessionId = (await deps.sessions.create(orgId, { agentId: agent.id, id: newSessionId }, trx)).id;
     const target = { orgId, sessionId, now };
 
     // What the conversation already holds: replayed items are skipped by id and by call_id.
@@ -220,17 +223,34 @@ export function createResponseService(deps: ResponseServiceDeps) {
   }
 
   return {
+    /**
+     * The session a request will run in, known before it is accepted, so a stream can listen from the start:
+     * the conversation's, the previous response's, or `newSessionId` for a new conversation.
+     */
+    async sessionFor(orgId: string, request: ResponseRequest, newSessionId: string): Promise<string> {
+      if (request.conversation !== null) return request.conversation;
+      if (request.previousResponse === null) return newSessionId;
+      const row = await db
+        .selectFrom('messages')
+        .select('session_id')
+        .where('id', '=', request.previousResponse)
+        .where('org_id', '=', orgId)
+        .executeTakeFirst();
+      return row?.session_id ?? newSessionId;
+    },
+
     async create(
       orgId: string,
       request: ResponseRequest,
       idempotencyKey: string | undefined,
+      newSessionId: string = newId(),
     ): Promise<CreatedResponse> {
       let events: SessionEvent[] = [];
       const { stream: _stream, ...hashed } = request;
       const result = await deps.idempotency.run(
         { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
         async (trx) => {
-          const accepted = await accept(trx, orgId, request);
+          const accepted = await accept(trx, orgId, request, newSessionId);
           events = accepted.events;
           return { status: 200, body: { messageId: accepted.message.id } };
         },

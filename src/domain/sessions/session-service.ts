@@ -72,7 +72,12 @@ export function createSessionService(deps: SessionServiceDeps) {
     },
 
     /** Creates an idle Session of an Agent of the same organization (404 when there is none). */
-    async create(orgId: string, input: { agentId: string; title?: string }, db: Executor = deps.db): Promise<Session> {
+    /** Creates an idle Session; `id` lets a caller name it in advance (to listen for its events before it exists). */
+    async create(
+      orgId: string,
+      input: { agentId: string; title?: string; id?: string },
+      db: Executor = deps.db,
+    ): Promise<Session> {
       const agentId = input.agentId.toLowerCase();
       const agent = await db
         .selectFrom('agents')
@@ -83,7 +88,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (agent === undefined) throw notFound('agent', input.agentId);
       const now = deps.clock.now();
       const row = {
-        id: newId(),
+        id: input.id ?? newId(),
         org_id: orgId,
         agent_id: agentId,
         title: input.title ?? null,

@@ -1,10 +1,12 @@
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
+import type { CreatedResponse } from '../../domain/responses/response-service.ts';
 import { loadResponse } from '../../domain/responses/response-view.ts';
+import { newId } from '../../lib/ids.ts';
 import { orgOf } from '../auth.ts';
 import { noClientRetry } from '../no-retry.ts';
-import { streamResponse } from '../responses-sse.ts';
+import { bufferLive, streamResponse } from '../responses-sse.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
@@ -75,15 +77,30 @@ export function responseRoutes(app: App, deps: Deps): void {
       const orgId = orgOf(request);
       const compat = request.headers['agentry-compat'] === 'openai' || deps.config.responsesCompat;
       const parsed = parseResponseRequest(request.body, compat);
-      const created = await deps.responses.create(orgId, parsed, request.headers['idempotency-key']);
+      const newSessionId = newId();
+      // A stream listens before the turn is accepted: an engine that picks the turn up at once loses nothing.
+      const listenTo = parsed.stream ? await deps.responses.sessionFor(orgId, parsed, newSessionId) : null;
+      let subscription = listenTo === null ? null : bufferLive(deps.live, listenTo);
+      let created: CreatedResponse;
+      try {
+        created = await deps.responses.create(orgId, parsed, request.headers['idempotency-key'], newSessionId);
+      } catch (error) {
+        subscription?.close();
+        throw error;
+      }
       if (created.replayed) reply.header('idempotent-replayed', 'true');
-      if (parsed.stream) {
+      if (subscription !== null) {
+        if (created.message.session_id !== listenTo) {
+          // An idempotent replay of a request that created its conversation earlier: listen there instead.
+          subscription.close();
+          subscription = bufferLive(deps.live, created.message.session_id);
+        }
         reply.hijack();
         reply.raw.setHeader('x-request-id', request.id);
         await streamResponse({
           raw: reply.raw,
           db: deps.storage.db,
-          live: deps.live,
+          subscription,
           message: created.message,
           vendorEvents: request.headers['agentry-stream-events'] !== 'standard',
           heartbeatMs: deps.config.sseHeartbeatMs,

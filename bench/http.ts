@@ -4,23 +4,23 @@
  * both measured in the same run with the same autocannon settings. The ratio, not the absolute req/s, is
  * the figure to compare across machines.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Result } from 'autocannon';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import {
   type BenchResult,
   type Defer,
-  formatResults,
   generateApiKey,
-  machineDescription,
+  positiveNumber,
   REPO_ROOT,
-  randomAlnum,
+  runStandalone,
   type ServerProcess,
+  serverEnv,
   startServer,
   stopProcess,
+  tempDir,
+  throwawaySchema,
+  type Variant,
+  variants,
   withCleanup,
 } from './support.ts';
 
@@ -33,7 +33,6 @@ const WARMUP_S = 1;
 const ROUNDS = 2;
 const START_TIMEOUT_MS = 20_000;
 const SQLITE_GOAL = 'ratio >= 0.5';
-const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 // Prints the same "listening on" line as Agentry so one start-up helper serves both.
 const BASELINE_SCRIPT = `
@@ -45,29 +44,10 @@ const server = http.createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));
 `;
 
-type Variant = { kind: 'sqlite' } | { kind: 'postgres'; databaseUrl: string };
-
 interface Measured {
   reqPerSec: number;
   p50: number;
   p99: number;
-}
-
-function durationSeconds(): number {
-  const raw = process.env.BENCH_DURATION_S;
-  if (raw === undefined || raw === '') return 5;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`BENCH_DURATION_S must be a positive number, got ${raw}`);
-  return value;
-}
-
-function variants(): Variant[] {
-  const list: Variant[] = [{ kind: 'sqlite' }];
-  const databaseUrl = process.env.DATABASE_URL;
-  if (process.env.BENCH_POSTGRES === '1' || (databaseUrl !== undefined && databaseUrl !== '')) {
-    list.push({ kind: 'postgres', databaseUrl: databaseUrl || DEFAULT_POSTGRES_URL });
-  }
-  return list;
 }
 
 function log(message: string): void {
@@ -102,25 +82,11 @@ function best(a: Measured | undefined, b: Measured): Measured {
 }
 
 async function startAgentry(variant: Variant, apiKey: string, defer: Defer): Promise<ServerProcess> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'agentry-bench-http-'));
-  defer(() => rm(dataDir, { recursive: true, force: true }));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    AGENTRY_DATA_DIR: dataDir,
-    AGENTRY_BOOTSTRAP_KEY: apiKey,
-  };
-  delete env.DATABASE_URL;
-  delete env.AGENTRY_DATABASE_SCHEMA;
+  const env = serverEnv({ dataDir: await tempDir('http', defer), apiKey, redis: true });
   if (variant.kind === 'postgres') {
-    // A throwaway schema keeps the bench's rows out of whatever else lives in that database.
-    const schema = `bench_http_${randomAlnum(12).toLowerCase()}`;
     env.DATABASE_URL = variant.databaseUrl;
-    env.AGENTRY_DATABASE_SCHEMA = schema;
-    // Deferred before the server starts so the drop runs after the server has been stopped.
-    defer(() => dropSchema(variant.databaseUrl, schema));
+    // Before the server starts, so that the drop runs after the server has been stopped.
+    env.AGENTRY_DATABASE_SCHEMA = throwawaySchema(variant.databaseUrl, 'http', defer);
   }
   const server = await startServer({
     name: `agentry (${variant.kind})`,
@@ -131,17 +97,6 @@ async function startAgentry(variant: Variant, apiKey: string, defer: Defer): Pro
   });
   defer(() => stopProcess(server.child));
   return server;
-}
-
-async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    // The name is generated above from [a-z0-9_], so quoting it is enough.
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
 }
 
 async function createAgent(server: ServerProcess, headers: Record<string, string>): Promise<string> {
@@ -211,7 +166,7 @@ async function benchVariant(baseline: ServerProcess, variant: Variant, duration:
 }
 
 export async function runHttpBench(): Promise<BenchResult[]> {
-  const duration = durationSeconds();
+  const duration = positiveNumber('BENCH_DURATION_S', 5);
   return withCleanup(async (defer) => {
     const baseline = await startServer({
       name: 'baseline node:http',
@@ -228,12 +183,4 @@ export async function runHttpBench(): Promise<BenchResult[]> {
   });
 }
 
-if (import.meta.main) {
-  try {
-    console.log(machineDescription());
-    console.log(formatResults(await runHttpBench()));
-  } catch (error) {
-    console.error(error);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runStandalone(runHttpBench);

@@ -4,19 +4,21 @@
  * Agentry (a non-streaming Response on a fresh conversation), in one run: p50/p99 at concurrency 1 and
  * throughput at concurrency 32. Goal: p50 added latency at most 3 ms.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BenchResult, generateApiKey, REPO_ROOT, startServer, withCleanup } from './support.ts';
+import {
+  type BenchResult,
+  generateApiKey,
+  percentile,
+  REPO_ROOT,
+  serverEnv,
+  startServer,
+  tempDir,
+  withCleanup,
+} from './support.ts';
 
 const SEQUENTIAL = Number(process.env.BENCH_RESPONSES ?? 300);
 const PARALLEL_TOTAL = Number(process.env.BENCH_RESPONSES_PARALLEL ?? 1200);
 const CONCURRENCY = 32;
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
-}
 
 async function timeSequential(count: number, call: () => Promise<void>): Promise<number[]> {
   for (let i = 0; i < Math.min(30, count); i++) await call();
@@ -55,20 +57,13 @@ export async function runResponsesBench(): Promise<BenchResult[]> {
     defer(async () => {
       stub.child.kill('SIGTERM');
     });
-    const dataDir = mkdtempSync(join(tmpdir(), 'agentry-bench-responses-'));
-    defer(async () => rmSync(dataDir, { recursive: true, force: true }));
     const key = generateApiKey();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      AGENTRY_DATA_DIR: dataDir,
-      AGENTRY_BOOTSTRAP_KEY: key,
-    };
-    delete env.DATABASE_URL;
-    delete env.REDIS_URL;
-    env.AGENTRY_PROVIDERS = JSON.stringify({ stub: { baseURL: `${stub.url}/v1`, apiKey: 'stub' } });
+    const env = serverEnv({
+      dataDir: await tempDir('responses', defer),
+      apiKey: key,
+      redis: false,
+      extra: { AGENTRY_PROVIDERS: JSON.stringify({ stub: { baseURL: `${stub.url}/v1`, apiKey: 'stub' } }) },
+    });
     const agentry = await startServer({
       name: 'agentry',
       args: [join(REPO_ROOT, 'src/main.ts')],

@@ -12,21 +12,23 @@
  * each resident-size sample); this process is the client. On a shared 2-core machine the client's own reading
  * of 1,000 sockets is part of the fan-out time: the figure is an upper bound of the server's share.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   type BenchResult,
   type Defer,
-  formatResults,
   generateApiKey,
-  machineDescription,
+  percentile,
+  positiveInt,
   REPO_ROOT,
+  runStandalone,
   type ServerProcess,
+  serverEnv,
   startServer,
   stopProcess,
+  tempDir,
   withCleanup,
 } from './support.ts';
 
@@ -57,14 +59,6 @@ const server = http.createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));
 `;
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got ${raw}`);
-  return value;
-}
-
 function log(message: string): void {
   process.stderr.write(`[bench:stream] ${message}\n`);
 }
@@ -74,11 +68,6 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1] ?? Number.NaN;
 }
 
 type FrameHandler = (event: Record<string, unknown>, at: number) => void;
@@ -240,21 +229,14 @@ interface Child {
 }
 
 async function startAgentry(apiKey: string, workDir: string, defer: Defer): Promise<Child> {
-  const dataDir = join(workDir, 'agentry-data');
   const reportPath = join(workDir, 'agentry-memory.json');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    AGENTRY_DATA_DIR: dataDir,
-    AGENTRY_BOOTSTRAP_KEY: apiKey,
-    BENCH_MEMORY_REPORT: reportPath,
-  };
   // Streams are per process; the database makes no difference to holding them, so SQLite only.
-  delete env.DATABASE_URL;
-  delete env.AGENTRY_DATABASE_SCHEMA;
-  delete env.REDIS_URL;
+  const env = serverEnv({
+    dataDir: join(workDir, 'agentry-data'),
+    apiKey,
+    redis: false,
+    extra: { BENCH_MEMORY_REPORT: reportPath },
+  });
   const server = await startServer({
     name: 'agentry',
     args: ['--expose-gc', '--import', GC_PRELOAD, 'src/main.ts'],
@@ -366,8 +348,7 @@ export async function runStreamBench(): Promise<BenchResult[]> {
   const rounds = positiveInt('BENCH_FANOUT_ROUNDS', 5);
   unexpectedEnds = 0;
   return withCleanup(async (defer) => {
-    const workDir = await mkdtemp(join(tmpdir(), 'agentry-bench-stream-'));
-    defer(() => rm(workDir, { recursive: true, force: true }));
+    const workDir = await tempDir('stream', defer);
     // keepAlive off and no socket cap: every stream is its own connection, as separate clients would be.
     const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
     defer(async () => agent.destroy());
@@ -495,12 +476,4 @@ export async function runStreamBench(): Promise<BenchResult[]> {
   });
 }
 
-if (import.meta.main) {
-  try {
-    console.log(machineDescription());
-    console.log(formatResults(await runStreamBench()));
-  } catch (error) {
-    console.error(error);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runStandalone(runStreamBench);

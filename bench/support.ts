@@ -1,11 +1,15 @@
 /**
- * Pieces every bench shares: the result shape, starting and stopping server child processes, and the
- * summary table. Servers run as children so the load generator never shares their event loop.
+ * Pieces every bench shares: the result shape, settings from the environment, the databases to run on and
+ * their throwaway storage, starting and stopping server child processes, and the summary table. Servers run as
+ * children so the load generator never shares their event loop. (An in-process Agentry core is in world.ts, so
+ * that importing this file does not load the application.)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomInt } from 'node:crypto';
-import { cpus, totalmem } from 'node:os';
-import { resolve } from 'node:path';
+import { randomBytes, randomInt } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
 
 /**
  * One measured figure. `goal` reads `<ratio|value> <op> <number>` (e.g. `ratio >= 0.5`) so the summary can
@@ -21,6 +25,101 @@ export interface BenchResult {
 }
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
+
+/** A positive number (or integer) from the environment variable `name`; `fallback` when it is unset or empty. */
+export function positiveNumber(name: string, fallback: number, kind: 'number' | 'integer' = 'number'): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  const valid = kind === 'integer' ? Number.isInteger(value) : Number.isFinite(value);
+  if (!valid || value <= 0) throw new Error(`${name} must be a positive ${kind}, got ${raw}`);
+  return value;
+}
+
+export function positiveInt(name: string, fallback: number): number {
+  return positiveNumber(name, fallback, 'integer');
+}
+
+/** Nearest-rank percentile of ascending `sorted`: the smallest sample with at least p% of them at or below it. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1] ?? Number.NaN;
+}
+
+/** A database to run a bench on. */
+export type Variant = { kind: 'sqlite' } | { kind: 'postgres'; databaseUrl: string };
+
+const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+/** SQLite always; Postgres too with BENCH_POSTGRES=1 (at DATABASE_URL, or a local default) or DATABASE_URL. */
+export function variants(): Variant[] {
+  const list: Variant[] = [{ kind: 'sqlite' }];
+  const databaseUrl = process.env.DATABASE_URL;
+  if (process.env.BENCH_POSTGRES === '1' || (databaseUrl !== undefined && databaseUrl !== '')) {
+    list.push({ kind: 'postgres', databaseUrl: databaseUrl || DEFAULT_POSTGRES_URL });
+  }
+  return list;
+}
+
+/** A fresh `agentry-bench-<bench>-*` directory under the OS temp dir, removed by the deferred cleanup. */
+export async function tempDir(bench: string, defer: Defer): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `agentry-bench-${bench}-`));
+  defer(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * The name of a throwaway Postgres schema, `bench_<bench>_<random>`, which keeps the bench's rows out of
+ * whatever else lives in that database. Its drop is deferred now, so call this before starting anything that
+ * uses the schema: the drop then runs after that has been stopped.
+ */
+export function throwawaySchema(databaseUrl: string, bench: string, defer: Defer): string {
+  const schema = `bench_${bench}_${randomBytes(6).toString('hex')}`;
+  defer(() => dropSchema(databaseUrl, schema));
+  return schema;
+}
+
+async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    // The name is generated above from [a-z0-9_], so quoting it is enough.
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface ServerEnvOptions {
+  dataDir: string;
+  apiKey: string;
+  /** Whether a REDIS_URL of this process passes on to the server. */
+  redis: boolean;
+  /** More variables for the server. */
+  extra?: Record<string, string>;
+}
+
+/**
+ * The environment of an Agentry server child: this process's, listening on an ephemeral port of 127.0.0.1,
+ * logging warnings only, with its own data directory and bootstrap key, and on SQLite: DATABASE_URL and
+ * AGENTRY_DATABASE_SCHEMA are removed (set them on the result for a Postgres run).
+ */
+export function serverEnv(options: ServerEnvOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    AGENTRY_DATA_DIR: options.dataDir,
+    AGENTRY_BOOTSTRAP_KEY: options.apiKey,
+    ...options.extra,
+  };
+  delete env.DATABASE_URL;
+  delete env.AGENTRY_DATABASE_SCHEMA;
+  if (!options.redis) delete env.REDIS_URL;
+  return env;
+}
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -224,6 +323,17 @@ export function formatResults(results: readonly BenchResult[]): string {
       .join('  ')
       .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** For `node bench/<name>.ts`: runs one bench and prints the machine and its results table. */
+export async function runStandalone(run: () => Promise<BenchResult[]>): Promise<void> {
+  try {
+    console.log(machineDescription());
+    console.log(formatResults(await run()));
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
+  }
 }
 
 export function machineDescription(): string {

@@ -11,8 +11,8 @@
  * `node --expose-gc bench/turns-memory.ts`
  */
 import { readFileSync } from 'node:fs';
-import { withCleanup } from './support.ts';
-import { log, type MemoryReport, type MemorySample, openWorld, parallelTurns, positiveInt } from './turns.ts';
+import { positiveInt, withCleanup } from './support.ts';
+import { log, type MemoryReport, type MemorySample, openWorld, parallelTurns } from './turns.ts';
 
 const LOOPS = 64;
 const SESSION_TURNS = 50;

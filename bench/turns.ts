@@ -11,21 +11,24 @@
  * Everything runs in-process through buildDeps/buildEngine: no HTTP, which bench/http.ts covers.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { loadConfig } from '../src/config.ts';
-import { buildDeps, buildEngine, type Deps } from '../src/deps.ts';
-import { bootstrap } from '../src/domain/orgs/org-service.ts';
+import { buildEngine, type Deps } from '../src/deps.ts';
 import type { Engine } from '../src/engine/engine.ts';
-import { createLogger } from '../src/logger.ts';
-import { type BenchResult, formatResults, machineDescription, REPO_ROOT, withCleanup } from './support.ts';
+import {
+  type BenchResult,
+  type Defer,
+  percentile,
+  positiveInt,
+  REPO_ROOT,
+  runStandalone,
+  type Variant,
+  variants,
+  withCleanup,
+} from './support.ts';
+import { openCore } from './world.ts';
 
 export type { BenchResult } from './support.ts';
 
-const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const LATENCY_GOAL_MS = 5;
 const THROUGHPUT_GOAL = 1000;
 const MEMORY_GOAL_MB = 50;
@@ -33,25 +36,6 @@ const PARALLEL_SESSIONS = 64;
 /** A turn that takes longer than this is treated as lost: the bench fails instead of hanging. */
 const TURN_TIMEOUT_MS = 30_000;
 const MEMORY_CHILD_TIMEOUT_MS = 10 * 60_000;
-
-export type Variant = { kind: 'sqlite' } | { kind: 'postgres'; databaseUrl: string };
-
-export function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got ${raw}`);
-  return value;
-}
-
-function variants(): Variant[] {
-  const list: Variant[] = [{ kind: 'sqlite' }];
-  const databaseUrl = process.env.DATABASE_URL;
-  if (process.env.BENCH_POSTGRES === '1' || (databaseUrl !== undefined && databaseUrl !== '')) {
-    list.push({ kind: 'postgres', databaseUrl: databaseUrl || DEFAULT_POSTGRES_URL });
-  }
-  return list;
-}
 
 export function log(message: string): void {
   // stderr, so stdout carries only the result table (or, in the memory child, the JSON line).
@@ -130,26 +114,9 @@ function createWatcher(deps: Deps): CompletionWatcher {
 }
 
 /** Opens storage and starts the engine; every cleanup step is deferred to the caller's withCleanup. */
-export async function openWorld(variant: Variant, defer: (step: () => Promise<unknown>) => void): Promise<World> {
-  const env: Record<string, string> = { LOG_LEVEL: 'silent', AGENTRY_POLL_MS: '1000' };
-  if (variant.kind === 'sqlite') {
-    const dataDir = await mkdtemp(join(tmpdir(), 'agentry-bench-turns-'));
-    defer(() => rm(dataDir, { recursive: true, force: true }));
-    env.AGENTRY_DATA_DIR = dataDir;
-  } else {
-    const schema = `bench_turns_${randomBytes(6).toString('hex')}`;
-    env.DATABASE_URL = variant.databaseUrl;
-    env.AGENTRY_DATABASE_SCHEMA = schema;
-    // Deferred first so it runs last, after the pool has been closed.
-    defer(() => dropSchema(variant.databaseUrl, schema));
-  }
-  const config = loadConfig(env);
-  const deps = await buildDeps(config, createLogger(config));
-  defer(() => deps.bus.close());
-  defer(() => deps.storage.close());
-  await bootstrap(deps.orgs, null);
-  const org = await deps.orgs.requireByName('default');
-  const [agent] = await deps.agents.list(org.id);
+export async function openWorld(variant: Variant, defer: Defer): Promise<World> {
+  const { deps, orgId } = await openCore(variant, 'turns', { AGENTRY_POLL_MS: '1000' }, defer);
+  const [agent] = await deps.agents.list(orgId);
   if (agent === undefined) throw new Error('bootstrap created no default agent');
   const engine = buildEngine(deps);
   engine.start();
@@ -157,7 +124,6 @@ export async function openWorld(variant: Variant, defer: (step: () => Promise<un
   const watcher = createWatcher(deps);
   defer(async () => watcher.close());
 
-  const orgId = org.id;
   let keys = 0;
   const agentOf = (trx: Deps['storage']['db'], agentId: string) => deps.agents.get(orgId, agentId, trx);
   return {
@@ -179,24 +145,6 @@ export async function openWorld(variant: Variant, defer: (step: () => Promise<un
       return (await deps.sessions.create(orgId, { agentId: agent.id })).id;
     },
   };
-}
-
-async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    // The name is generated above from [a-z0-9_], so quoting it is enough.
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  // Nearest-rank: the smallest sample with at least p% of the samples at or below it.
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1] ?? Number.NaN;
 }
 
 const ascending = (a: number, b: number): number => a - b;
@@ -419,12 +367,4 @@ export async function runTurnsBench(): Promise<BenchResult[]> {
   return results;
 }
 
-if (import.meta.main) {
-  try {
-    console.log(machineDescription());
-    console.log(formatResults(await runTurnsBench()));
-  } catch (error) {
-    console.error(error);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runStandalone(runTurnsBench);

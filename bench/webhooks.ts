@@ -9,53 +9,30 @@
  *   database at all; the ratio says how much of the raw HTTP rate the durable pipeline keeps.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
-import { buildDeps, buildDispatcher } from '../src/deps.ts';
-import { bootstrap } from '../src/domain/orgs/org-service.ts';
+import { buildDispatcher } from '../src/deps.ts';
 import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
 import { postPinned } from '../src/lib/egress.ts';
-import { createLogger } from '../src/logger.ts';
 import {
   type BenchResult,
   type Defer,
-  formatResults,
-  machineDescription,
+  positiveInt,
   REPO_ROOT,
+  runStandalone,
   type ServerProcess,
   startServer,
   stopProcess,
+  type Variant,
+  variants,
   withCleanup,
 } from './support.ts';
+import { openCore } from './world.ts';
 
 export type { BenchResult } from './support.ts';
 
-const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const GOAL_PER_SECOND = 1000;
 const ENDPOINTS = 4;
 const DELIVERY_TIMEOUT_MS = 120_000;
-
-type Variant = { kind: 'sqlite' } | { kind: 'postgres'; databaseUrl: string };
-
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got ${raw}`);
-  return value;
-}
-
-function variants(): Variant[] {
-  const list: Variant[] = [{ kind: 'sqlite' }];
-  const databaseUrl = process.env.DATABASE_URL;
-  if (process.env.BENCH_POSTGRES === '1' || (databaseUrl !== undefined && databaseUrl !== '')) {
-    list.push({ kind: 'postgres', databaseUrl: databaseUrl || DEFAULT_POSTGRES_URL });
-  }
-  return list;
-}
 
 function log(message: string): void {
   process.stderr.write(`[bench:webhooks] ${message}\n`);
@@ -84,16 +61,6 @@ async function startReceiver(defer: Defer): Promise<ServerProcess> {
   return receiver;
 }
 
-async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
-
 /** A typical event body: the size of a real agent.session.* envelope. */
 function eventData(i: number): string {
   return JSON.stringify({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, session_id: 'bench' });
@@ -101,25 +68,9 @@ function eventData(i: number): string {
 
 async function pipeline(variant: Variant, receiverUrl: string, events: number): Promise<BenchResult[]> {
   return withCleanup(async (defer) => {
-    const env: Record<string, string> = { LOG_LEVEL: 'silent', AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' };
-    if (variant.kind === 'sqlite') {
-      const dataDir = await mkdtemp(join(tmpdir(), 'agentry-bench-webhooks-'));
-      defer(() => rm(dataDir, { recursive: true, force: true }));
-      env.AGENTRY_DATA_DIR = dataDir;
-    } else {
-      const schema = `bench_webhooks_${randomBytes(6).toString('hex')}`;
-      env.DATABASE_URL = variant.databaseUrl;
-      env.AGENTRY_DATABASE_SCHEMA = schema;
-      defer(() => dropSchema(variant.databaseUrl, schema));
-    }
-    const config = loadConfig(env);
-    const deps = await buildDeps(config, createLogger(config));
-    defer(() => deps.bus.close());
-    defer(() => deps.storage.close());
-    await bootstrap(deps.orgs, null);
-    const org = await deps.orgs.requireByName('default');
+    const { deps, orgId } = await openCore(variant, 'webhooks', { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' }, defer);
     for (let i = 0; i < ENDPOINTS; i++) {
-      await deps.webhooks.endpoints.create(org.id, {
+      await deps.webhooks.endpoints.create(orgId, {
         name: `bench-${i}`,
         url: `${receiverUrl}/hook/${i}`,
         event_types: [...WEBHOOK_EVENT_TYPES],
@@ -133,7 +84,7 @@ async function pipeline(variant: Variant, receiverUrl: string, events: number): 
       for (let j = i; j < Math.min(events, i + 500); j++) {
         rows.push({
           id: `evt_${randomBytes(16).toString('hex')}`,
-          org_id: org.id,
+          org_id: orgId,
           type: 'agent.session.turn.completed',
           data: eventData(j),
           created_at: now + j,
@@ -224,12 +175,4 @@ export async function runWebhooksBench(): Promise<BenchResult[]> {
   });
 }
 
-if (import.meta.main) {
-  try {
-    console.log(machineDescription());
-    console.log(formatResults(await runWebhooksBench()));
-  } catch (error) {
-    console.error(error);
-    process.exitCode = 1;
-  }
-}
+if (import.meta.main) await runStandalone(runWebhooksBench);

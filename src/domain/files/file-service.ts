@@ -9,6 +9,7 @@ import { type Clock, unixSeconds } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { FileRow } from '../../storage/schema.ts';
+import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { createFileStore, type FileStore, type StagedUpload } from './file-store.ts';
 
 export const DEFAULT_PURPOSE = 'user_data';
@@ -29,13 +30,7 @@ export interface FileObject {
   created_at: number;
 }
 
-export interface FileList {
-  object: 'list';
-  data: FileObject[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
+export type FileList = CursorPage<FileObject>;
 
 export interface FileDeleted {
   id: string;
@@ -307,39 +302,25 @@ export function createFileService(deps: FileServiceDeps) {
     },
 
     /** Newest first; `after` is the id of the last file of the previous page. */
-    async list(orgId: string, query: { limit: number; after?: string }): Promise<FileList> {
-      let select = deps.db.selectFrom('files').selectAll().where('org_id', '=', orgId).where('deleted_at', 'is', null);
-      if (query.after !== undefined) {
-        // A deleted file still marks its place, so deleting while paging skips nothing.
-        const cursor = await deps.db
-          .selectFrom('files')
-          .select(['id', 'created_at'])
-          .where('org_id', '=', orgId)
-          .where('id', '=', query.after.toLowerCase())
-          .executeTakeFirst();
-        if (cursor === undefined) {
-          throw validationError('after', 'after must be the id of a file of this organization');
-        }
-        select = select.where((eb) =>
-          eb.or([
-            eb('created_at', '<', cursor.created_at),
-            eb.and([eb('created_at', '=', cursor.created_at), eb('id', '<', cursor.id)]),
-          ]),
-        );
-      }
-      const rows = await select
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(query.limit + 1)
-        .execute();
-      const data = rows.slice(0, query.limit).map(fileFromRow);
-      return {
-        object: 'list',
-        data,
-        first_id: data[0]?.id ?? null,
-        last_id: data.at(-1)?.id ?? null,
-        has_more: rows.length > query.limit,
-      };
+    async list(orgId: string, query: CursorQuery): Promise<FileList> {
+      return newestFirstPage(
+        deps.db.selectFrom('files').selectAll().where('org_id', '=', orgId).where('deleted_at', 'is', null),
+        query,
+        {
+          createdAt: 'created_at',
+          id: 'id',
+          // A deleted file still marks its place, so deleting while paging skips nothing.
+          anchor: (after) =>
+            deps.db
+              .selectFrom('files')
+              .select(['id', 'created_at'])
+              .where('org_id', '=', orgId)
+              .where('id', '=', after.toLowerCase())
+              .executeTakeFirst(),
+          unknownAfter: () => 'after must be the id of a file of this organization',
+          view: fileFromRow,
+        },
+      );
     },
 
     /** The stored bytes as a stream, with the metadata to serve them. */

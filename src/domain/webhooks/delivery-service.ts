@@ -8,13 +8,13 @@ import type { Clock } from '../../lib/clock.ts';
 import type { Resolver } from '../../lib/egress.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { WebhookDeliveryRow, WebhookEventRow } from '../../storage/schema.ts';
+import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { attemptDelivery, eventBody } from './attempt.ts';
-import { type CursorQuery, type EndpointService, pageOf } from './endpoint-service.ts';
+import type { EndpointService } from './endpoint-service.ts';
 import { newAttemptId, newDeliveryId, newEventId } from './ids.ts';
 import { createSigner, webhookIdFor } from './signing.ts';
 import { deliveryFromRow, eventFromRow, parseEventTypes } from './views.ts';
 import {
-  type CursorPage,
   DELIVERY_TIMEOUT_MS,
   type WebhookDelivery,
   type WebhookEvent,
@@ -80,35 +80,29 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     /** The notifications assigned to an endpoint, newest first. */
     async events(orgId: string, endpointId: string, query: CursorQuery): Promise<CursorPage<WebhookEvent>> {
       await deps.endpoints.load(orgId, endpointId);
-      let select = db
-        .selectFrom('webhook_deliveries as d')
-        .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
-        .select(['e.id', 'e.type', 'e.created_at', 'e.data', 'd.created_at as assigned_at', 'd.id as delivery_id'])
-        .where('d.endpoint_id', '=', endpointId)
-        .where('d.replay_key', '=', '');
-      if (query.after !== undefined) {
-        const cursor = await db
-          .selectFrom('webhook_deliveries')
-          .select(['id', 'created_at'])
-          .where('endpoint_id', '=', endpointId)
-          .where('event_id', '=', query.after)
-          .where('replay_key', '=', '')
-          .executeTakeFirst();
-        if (cursor === undefined)
-          throw validationError('after', `after names no event of this endpoint: ${query.after}`);
-        select = select.where((eb) =>
-          eb.or([
-            eb('d.created_at', '<', cursor.created_at),
-            eb.and([eb('d.created_at', '=', cursor.created_at), eb('d.id', '<', cursor.id)]),
-          ]),
-        );
-      }
-      const rows = await select
-        .orderBy('d.created_at', 'desc')
-        .orderBy('d.id', 'desc')
-        .limit(query.limit + 1)
-        .execute();
-      return pageOf(rows, query.limit, eventFromRow);
+      return newestFirstPage(
+        db
+          .selectFrom('webhook_deliveries as d')
+          .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+          .select(['e.id', 'e.type', 'e.created_at', 'e.data', 'd.created_at as assigned_at', 'd.id as delivery_id'])
+          .where('d.endpoint_id', '=', endpointId)
+          .where('d.replay_key', '=', ''),
+        query,
+        {
+          createdAt: 'd.created_at',
+          id: 'd.id',
+          anchor: (after) =>
+            db
+              .selectFrom('webhook_deliveries')
+              .select(['id', 'created_at'])
+              .where('endpoint_id', '=', endpointId)
+              .where('event_id', '=', after)
+              .where('replay_key', '=', '')
+              .executeTakeFirst(),
+          unknownAfter: (after) => `after names no event of this endpoint: ${after}`,
+          view: eventFromRow,
+        },
+      );
     },
 
     /** The automatic delivery of an event, or the manual one made with `replayKey`. */

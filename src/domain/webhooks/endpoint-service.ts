@@ -8,11 +8,11 @@ import type { Clock } from '../../lib/clock.ts';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { WebhookEndpointRow } from '../../storage/schema.ts';
+import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { newEndpointId } from './ids.ts';
 import { generateSecret } from './signing.ts';
 import { endpointFromRow, endpointWithSecret } from './views.ts';
 import {
-  type CursorPage,
   MAX_ENDPOINTS_PER_ORG,
   type WebhookEndpoint,
   type WebhookEndpointWithSecret,
@@ -34,23 +34,6 @@ export interface EndpointInput {
 }
 
 export type EndpointPatch = Partial<EndpointInput>;
-
-export interface CursorQuery {
-  limit: number;
-  after?: string;
-}
-
-/** A page of `rows` fetched with limit + 1, as an OpenAI-style cursor list. */
-export function pageOf<R, T extends { id: string }>(rows: R[], limit: number, view: (row: R) => T): CursorPage<T> {
-  const data = rows.slice(0, limit).map(view);
-  return {
-    object: 'list',
-    data,
-    first_id: data[0]?.id ?? null,
-    last_id: data.at(-1)?.id ?? null,
-    has_more: rows.length > limit,
-  };
-}
 
 export function createEndpointService(deps: EndpointServiceDeps) {
   const { db } = deps;
@@ -85,33 +68,24 @@ export function createEndpointService(deps: EndpointServiceDeps) {
     load,
 
     async list(orgId: string, query: CursorQuery): Promise<CursorPage<WebhookEndpoint>> {
-      let select = db
-        .selectFrom('webhook_endpoints')
-        .selectAll()
-        .where('org_id', '=', orgId)
-        .where('deleted_at', 'is', null);
-      if (query.after !== undefined) {
-        // Deleted endpoints still anchor a cursor, so deleting while paging skips nothing.
-        const cursor = await db
-          .selectFrom('webhook_endpoints')
-          .select(['id', 'created_at'])
-          .where('org_id', '=', orgId)
-          .where('id', '=', query.after)
-          .executeTakeFirst();
-        if (cursor === undefined) throw validationError('after', `after names no webhook endpoint: ${query.after}`);
-        select = select.where((eb) =>
-          eb.or([
-            eb('created_at', '<', cursor.created_at),
-            eb.and([eb('created_at', '=', cursor.created_at), eb('id', '<', cursor.id)]),
-          ]),
-        );
-      }
-      const rows = await select
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(query.limit + 1)
-        .execute();
-      return pageOf(rows, query.limit, (row) => endpointFromRow(row));
+      return newestFirstPage(
+        db.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).where('deleted_at', 'is', null),
+        query,
+        {
+          createdAt: 'created_at',
+          id: 'id',
+          // Deleted endpoints still anchor a cursor, so deleting while paging skips nothing.
+          anchor: (after) =>
+            db
+              .selectFrom('webhook_endpoints')
+              .select(['id', 'created_at'])
+              .where('org_id', '=', orgId)
+              .where('id', '=', after)
+              .executeTakeFirst(),
+          unknownAfter: (after) => `after names no webhook endpoint: ${after}`,
+          view: (row) => endpointFromRow(row),
+        },
+      );
     },
 
     async create(orgId: string, input: EndpointInput): Promise<WebhookEndpointWithSecret> {

@@ -83,14 +83,6 @@ export interface WebhookDelivery {
   completed_at: number | null;
 }
 
-export interface CursorPage<T> {
-  object: 'list';
-  data: T[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
-
 export interface WebhookTestResult {
   object: 'webhook_endpoint.test';
   webhook_endpoint_id: string;

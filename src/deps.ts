@@ -1,6 +1,6 @@
 /**
- * The one typed dependency object built at startup and handed to the HTTP layer, the CLI and (later) the
- * engine. No module keeps singletons; tests build their own.
+ * The one typed dependency object built at startup and handed to the HTTP layer, the CLI, the engine and the
+ * webhook dispatcher. No module keeps singletons; tests build their own.
  */
 import { sql } from 'kysely';
 import type { Logger } from 'pino';

@@ -3,8 +3,9 @@
  * change itself, so nothing is reported that did not happen and nothing that happened goes unreported. The
  * returned session events are published to live listeners after the transaction commits.
  */
-import { randomUUID } from 'node:crypto';
+
 import { unixSeconds } from '../lib/clock.ts';
+import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
 
 export const SESSION_EVENT_KINDS = [
@@ -72,7 +73,7 @@ export async function writeEvents(
     for (const input of sessionEvents) {
       seq += 1;
       const event: SessionEvent = {
-        id: randomUUID(),
+        id: newId(),
         session_id: target.sessionId,
         seq,
         kind: input.kind,
@@ -104,7 +105,7 @@ export async function writeEvents(
       .insertInto('webhook_events')
       .values(
         webhooks.map((webhook) => ({
-          id: `evt_${randomUUID().replaceAll('-', '')}`,
+          id: `evt_${newId().replaceAll('-', '')}`,
           org_id: target.orgId,
           type: webhook.type,
           data: JSON.stringify(webhook.data),

@@ -4,7 +4,6 @@
  * complete, so a file is either wholly there or not at all. No database here: file-service.ts keeps the rows.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -107,10 +106,14 @@ export function createFileStore(options: { dataDir: string }): FileStore {
           yield chunk;
         }
       }
+      // Opened before streaming, so the file exists when a failure removes it: a stream that opens its file
+      // lazily could create it after the removal and leave it behind.
+      const handle = await open(tempPath, 'wx');
       try {
         // flush: the data reaches the disk before the rename makes it visible.
-        await pipeline(source, countAndHash, createWriteStream(tempPath, { flags: 'wx', flush: true }));
+        await pipeline(source, countAndHash, handle.createWriteStream({ flush: true }));
       } catch (error) {
+        await handle.close().catch(() => undefined);
         await rm(tempPath, { force: true });
         if (error instanceof SourceFailure) {
           const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';

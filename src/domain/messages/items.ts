@@ -2,7 +2,7 @@
  * The conversation log of a session: user inputs, assistant steps, tool calls and tool outputs, in order.
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../lib/ids.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { ItemRow } from '../../storage/schema.ts';
@@ -91,7 +91,7 @@ export async function appendItems(
   const rows: ItemRow[] = items.map((item) => {
     seq += 1;
     return {
-      id: item.id ?? `${PREFIX[item.content.type]}_${randomUUID().replaceAll('-', '')}`,
+      id: item.id ?? `${PREFIX[item.content.type]}_${newId().replaceAll('-', '')}`,
       org_id: target.orgId,
       session_id: target.sessionId,
       message_id: item.messageId,

@@ -3,7 +3,8 @@
  * the creation time and a per-process sequence, so that sorting by (created_at, id) follows creation order even
  * within one millisecond (list pages, event history).
  */
-import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
+import { newId } from '../../lib/ids.ts';
 
 let lastMillis = 0;
 let sequence = 0;
@@ -25,4 +26,4 @@ export const newEndpointId = (): string => `we_${ordered()}`;
 export const newDeliveryId = (): string => `dlv_${ordered()}`;
 export const newAttemptId = (): string => `att_${ordered()}`;
 /** The same form as the outbox's event ids (domain/outbox.ts). */
-export const newEventId = (): string => `evt_${randomUUID().replaceAll('-', '')}`;
+export const newEventId = (): string => `evt_${newId().replaceAll('-', '')}`;

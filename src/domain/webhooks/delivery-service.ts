@@ -10,6 +10,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { WebhookDeliveryRow, WebhookEventRow } from '../../storage/schema.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { attemptDelivery, eventBody } from './attempt.ts';
+import { pendingDelivery } from './delivery-store.ts';
 import type { EndpointService } from './endpoint-service.ts';
 import { newAttemptId, newDeliveryId, newEventId } from './ids.ts';
 import { createSigner, webhookIdFor } from './signing.ts';
@@ -146,25 +147,18 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           .execute();
         await trx
           .insertInto('webhook_deliveries')
-          .values({
-            id: newDeliveryId(),
-            org_id: orgId,
-            endpoint_id: endpointId,
-            event_id: eventId,
-            webhook_id: assigned.webhook_id,
-            kind: 'manual',
-            replay_key: key,
-            status: 'pending',
-            attempts: 0,
-            status_code: null,
-            error: null,
-            created_at: now,
-            updated_at: now,
-            next_attempt_at: now,
-            deadline_at: now + deps.retryWindowMs,
-            last_attempt_at: null,
-            completed_at: null,
-          })
+          .values(
+            pendingDelivery({
+              orgId,
+              endpointId,
+              eventId,
+              webhookId: assigned.webhook_id,
+              kind: 'manual',
+              replayKey: key,
+              now,
+              windowMs: deps.retryWindowMs,
+            }),
+          )
           .onConflict((conflict) => conflict.columns(['endpoint_id', 'event_id', 'replay_key']).doNothing())
           .execute();
         return trx

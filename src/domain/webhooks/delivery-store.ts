@@ -16,6 +16,38 @@ import { nextAttemptAt } from './schedule.ts';
 import { webhookIdFor } from './signing.ts';
 import { parseEventTypes } from './views.ts';
 
+/** A delivery row about to be attempted for the first time, inside its retry window. */
+export function pendingDelivery(fields: {
+  orgId: string;
+  endpointId: string;
+  eventId: string;
+  webhookId: string;
+  kind: 'automatic' | 'manual' | 'test';
+  replayKey: string;
+  now: number;
+  windowMs: number;
+}) {
+  return {
+    id: newDeliveryId(),
+    org_id: fields.orgId,
+    endpoint_id: fields.endpointId,
+    event_id: fields.eventId,
+    webhook_id: fields.webhookId,
+    kind: fields.kind,
+    replay_key: fields.replayKey,
+    status: 'pending',
+    attempts: 0,
+    status_code: null,
+    error: null,
+    created_at: fields.now,
+    updated_at: fields.now,
+    next_attempt_at: fields.now,
+    deadline_at: fields.now + fields.windowMs,
+    last_attempt_at: null,
+    completed_at: null,
+  };
+}
+
 export interface StoreDeps {
   db: Executor;
   dialect: Dialect;
@@ -75,25 +107,18 @@ export async function fanOut(
     for (const event of events) {
       for (const endpoint of byOrg.get(event.org_id) ?? []) {
         if (!endpoint.types.has(event.type) || endpoint.createdAt > event.created_at) continue;
-        rows.push({
-          id: newDeliveryId(),
-          org_id: event.org_id,
-          endpoint_id: endpoint.id,
-          event_id: event.id,
-          webhook_id: webhookIdFor(event.id, endpoint.id),
-          kind: 'automatic',
-          replay_key: '',
-          status: 'pending',
-          attempts: 0,
-          status_code: null,
-          error: null,
-          created_at: now,
-          updated_at: now,
-          next_attempt_at: now,
-          deadline_at: now + deps.retryWindowMs,
-          last_attempt_at: null,
-          completed_at: null,
-        });
+        rows.push(
+          pendingDelivery({
+            orgId: event.org_id,
+            endpointId: endpoint.id,
+            eventId: event.id,
+            webhookId: webhookIdFor(event.id, endpoint.id),
+            kind: 'automatic',
+            replayKey: '',
+            now,
+            windowMs: deps.retryWindowMs,
+          }),
+        );
       }
     }
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {

@@ -38,6 +38,20 @@ export type EndpointPatch = Partial<EndpointInput>;
 export function createEndpointService(deps: EndpointServiceDeps) {
   const { db } = deps;
 
+  /** Changes an endpoint that exists and is not deleted; 404 otherwise. */
+  async function updateLive(orgId: string, id: string, set: Partial<WebhookEndpointRow>): Promise<WebhookEndpointRow> {
+    const row = await db
+      .updateTable('webhook_endpoints')
+      .set(set)
+      .where('org_id', '=', orgId)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (row === undefined) throw notFound('webhook endpoint', id);
+    return row;
+  }
+
   async function checkUrl(url: string): Promise<void> {
     try {
       await resolveDestination(url, { allowInsecure: deps.allowInsecureDestinations, resolver: deps.resolver });
@@ -137,16 +151,7 @@ export function createEndpointService(deps: EndpointServiceDeps) {
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.url !== undefined) set.url = patch.url;
       if (patch.event_types !== undefined) set.event_types = JSON.stringify(patch.event_types);
-      const row = await db
-        .updateTable('webhook_endpoints')
-        .set(set)
-        .where('org_id', '=', orgId)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
-      if (row === undefined) throw notFound('webhook endpoint', id);
-      return endpointFromRow(row);
+      return endpointFromRow(await updateLive(orgId, id, set));
     },
 
     /** Deletes the endpoint; its pending deliveries become `skipped` and are never attempted again. */
@@ -183,16 +188,7 @@ export function createEndpointService(deps: EndpointServiceDeps) {
     /** A new secret, returned once; attempts made from now on are signed with it. */
     async rotateSecret(orgId: string, id: string): Promise<WebhookEndpointWithSecret> {
       const now = deps.clock.now();
-      const row = await db
-        .updateTable('webhook_endpoints')
-        .set({ secret: generateSecret(), updated_at: now })
-        .where('org_id', '=', orgId)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
-      if (row === undefined) throw notFound('webhook endpoint', id);
-      return endpointWithSecret(row);
+      return endpointWithSecret(await updateLive(orgId, id, { secret: generateSecret(), updated_at: now }));
     },
   };
 }

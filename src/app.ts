@@ -13,6 +13,7 @@ import { handleError, handleNotFound } from './http/error-handler.ts';
 import { agentRoutes } from './http/routes/agents.ts';
 import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
+import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
@@ -126,6 +127,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   fileRoutes(app, deps);
   conversationRoutes(app, deps);
   webhookRoutes(app, deps);
+  mcpServerRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.

@@ -3,12 +3,20 @@
  * message naming the variable.
  */
 import { resolve } from 'node:path';
+import { parseSecretKey } from './lib/secret-box.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
 
 export interface ProviderConfig {
   baseURL: string;
   apiKey?: string;
+}
+
+/** A deployment-level MCP endpoint serving a third-party toolkit kind (AGENTRY_TOOLKITS). */
+export interface ToolkitEndpoint {
+  /** May contain `{toolkit}`, replaced by the entry's toolkit name. */
+  url: string;
+  headers: Record<string, string>;
 }
 
 export interface Config {
@@ -48,6 +56,16 @@ export interface Config {
   workerConcurrency: number;
   leaseMs: number;
   pollMs: number;
+  /** AGENTRY_SECRET_KEY: encrypts connector headers at rest; null = a key generated into the data directory. */
+  secretKey: Buffer | null;
+  /** How long one server tool call may run. */
+  toolTimeoutMs: number;
+  /** How long a connector's tool list is used before it is listed again, unless the server hints otherwise. */
+  mcpToolsTtlMs: number;
+  /** Connect and listing timeout for MCP servers (discovery at agent create, refresh). */
+  mcpRequestTimeoutMs: number;
+  /** Third-party toolkits: `kind` or `kind/toolkit` → the MCP endpoint that serves it. */
+  toolkits: Record<string, ToolkitEndpoint>;
 }
 
 export class ConfigError extends Error {
@@ -150,6 +168,64 @@ function providers(env: Env): Record<string, ProviderConfig> {
   return result;
 }
 
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+function headerMap(value: unknown, where: string): Record<string, string> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigError('AGENTRY_TOOLKITS', `${where}.headers must be an object of strings`);
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, header] of Object.entries(value)) {
+    if (!HEADER_NAME.test(name) || typeof header !== 'string' || /[\r\n\0]/.test(header)) {
+      throw new ConfigError('AGENTRY_TOOLKITS', `${where}.headers.${name} must be a valid header name and string value`);
+    }
+    headers[name] = header;
+  }
+  return headers;
+}
+
+function toolkits(env: Env): Record<string, ToolkitEndpoint> {
+  const raw = optional(env, 'AGENTRY_TOOLKITS');
+  if (raw === null) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('AGENTRY_TOOLKITS', 'must be a JSON object');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError('AGENTRY_TOOLKITS', 'must be a JSON object of {"<kind>[/<toolkit>]":{"url":"…"}}');
+  }
+  const result: Record<string, ToolkitEndpoint> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!/^[a-z0-9][a-z0-9_-]{0,63}(\/[^\s/]{1,300})?$/.test(key)) {
+      throw new ConfigError('AGENTRY_TOOLKITS', `key ${JSON.stringify(key)} must be <kind> or <kind>/<toolkit>`);
+    }
+    if (typeof value !== 'object' || value === null) {
+      throw new ConfigError('AGENTRY_TOOLKITS', `${key} must be an object with a url`);
+    }
+    const target: unknown = Reflect.get(value, 'url');
+    if (typeof target !== 'string' || !URL.canParse(target.replaceAll('{toolkit}', 'x'))) {
+      throw new ConfigError('AGENTRY_TOOLKITS', `${key}.url must be a valid URL`);
+    }
+    const protocol = new URL(target.replaceAll('{toolkit}', 'x')).protocol;
+    if (protocol !== 'https:' && protocol !== 'http:') {
+      throw new ConfigError('AGENTRY_TOOLKITS', `${key}.url must use https or http`);
+    }
+    result[key] = { url: target, headers: headerMap(Reflect.get(value, 'headers'), key) };
+  }
+  return result;
+}
+
+function secretKey(env: Env): Buffer | null {
+  const raw = optional(env, 'AGENTRY_SECRET_KEY');
+  if (raw === null) return null;
+  const key = parseSecretKey(raw);
+  if (key === null) throw new ConfigError('AGENTRY_SECRET_KEY', 'must be 32 bytes as 64 hex digits or base64');
+  return key;
+}
+
 function redisPrefix(env: Env): string {
   const value = str(env, 'AGENTRY_REDIS_PREFIX', 'agentry:');
   if (!/^[A-Za-z0-9:._-]{1,64}$/.test(value)) {
@@ -199,5 +275,10 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'AGENTRY_WORKER_CONCURRENCY', 64, 1, 10_000),
     leaseMs: int(env, 'AGENTRY_LEASE_MS', 30_000, 500, 3600_000),
     pollMs: int(env, 'AGENTRY_POLL_MS', 1000, 10, 600_000),
+    secretKey: secretKey(env),
+    toolTimeoutMs: int(env, 'AGENTRY_TOOL_TIMEOUT_MS', 60_000, 100, 3600_000),
+    mcpToolsTtlMs: int(env, 'AGENTRY_MCP_TOOLS_TTL_MS', 300_000, 1000, 7 * DAY_MS),
+    mcpRequestTimeoutMs: int(env, 'AGENTRY_MCP_REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
+    toolkits: toolkits(env),
   };
 }

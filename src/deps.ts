@@ -2,6 +2,7 @@
  * The one typed dependency object built at startup and handed to the HTTP layer, the CLI, the engine and the
  * webhook dispatcher. No module keeps singletons; tests build their own.
  */
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
@@ -12,6 +13,8 @@ import { type AgentService, createAgentService } from './domain/agents/agent-ser
 import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader } from './domain/files/file-service.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
+import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
+import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { createMessageService, type MessageService } from './domain/messages/message-service.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
@@ -22,8 +25,18 @@ import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './engine/webhook-dispatcher.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
+import { createGuardedFetch } from './lib/egress-fetch.ts';
+import { createSecretBox } from './lib/secret-box.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { openStorage, type Storage } from './storage/db.ts';
+import { createClientToolProvider } from './tools/client-tools.ts';
+import { createMcpPool, type McpPool } from './tools/mcp/client.ts';
+import { createDiscover } from './tools/mcp/discovery.ts';
+import { createMcpProvider } from './tools/mcp/provider.ts';
+import { createToolListCache } from './tools/mcp/tool-cache.ts';
+import { createQuestionProvider } from './tools/question.ts';
+import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
+import { createSkillsUnavailableProvider } from './tools/unavailable.ts';
 
 export interface Deps {
   config: Config;
@@ -42,6 +55,11 @@ export interface Deps {
   messages: MessageService;
   responses: ResponseService;
   webhooks: WebhookServices;
+  mcpServers: McpServerService;
+  /** The tool layer: every turn's tools and every accepted message's tool warnings. */
+  tools: ToolRegistry;
+  /** Closes what the services hold open besides storage and the bus (MCP connections). */
+  close(): Promise<void>;
 }
 
 export class StartupError extends Error {
@@ -91,11 +109,46 @@ export async function buildDeps(
   const live = createStreamHub(bus);
   const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
   const sessions = createSessionService({ db, clock });
+  const secrets = createSecretBox({ configuredKey: config.secretKey, keyFile: join(config.dataDir, 'secret.key') });
+  const mcpStore = createMcpServerStore(secrets);
+  // Organization connectors are user-chosen destinations: the egress guard applies. Toolkit endpoints are the
+  // operator's own configuration and may live on a private network.
+  const guardedFetch = createGuardedFetch({ allowInsecure: config.allowInsecureDestinations });
+  const mcpClient = { requestTimeoutMs: config.mcpRequestTimeoutMs, logger };
+  const pools: McpPool[] = [
+    createMcpPool({ ...mcpClient, fetch: guardedFetch }),
+    createMcpPool({ ...mcpClient, fetch: createGuardedFetch({ allowInsecure: true }) }),
+  ];
+  const [connectorPool, toolkitPool] = pools as [McpPool, McpPool];
+  const mcpServers = createMcpServerService({
+    db,
+    clock,
+    store: mcpStore,
+    discover: createDiscover({ fetch: guardedFetch, requestTimeoutMs: config.mcpRequestTimeoutMs }),
+    allowInsecureDestinations: config.allowInsecureDestinations,
+  });
+  const tools = createToolRegistry([
+    createClientToolProvider(),
+    createQuestionProvider(),
+    createMcpProvider({
+      db,
+      clock,
+      logger,
+      store: mcpStore,
+      cache: createToolListCache({ clock, defaultTtlMs: config.mcpToolsTtlMs, logger }),
+      connectorPool,
+      toolkitPool,
+      toolkits: config.toolkits,
+    }),
+    createSkillsUnavailableProvider(),
+  ]);
   const agents = createAgentService({
     db,
     clock,
     defaultModel: config.defaultModel,
     validation: { models, allowInsecureDestinations: config.allowInsecureDestinations },
+    idempotency,
+    connectors: mcpServers,
   });
   return {
     config,
@@ -110,7 +163,7 @@ export async function buildDeps(
     idempotency,
     bus,
     live,
-    messages: createMessageService({ db, clock, bus, idempotency }),
+    messages: createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings }),
     responses: createResponseService({ db, clock, bus, live, idempotency, agents, sessions, checkAttachment }),
     webhooks: createWebhookServices({
       db,
@@ -120,6 +173,11 @@ export async function buildDeps(
       retryWindowMs: config.webhookRetryWindowMs,
       historyRetentionMs: config.webhookHistoryRetentionMs,
     }),
+    mcpServers,
+    tools,
+    close: async () => {
+      await Promise.all(pools.map((pool) => pool.close()));
+    },
   };
 }
 
@@ -149,7 +207,9 @@ export function buildEngine(deps: Deps): Engine {
       bus: deps.bus,
       models: deps.models,
       logger: deps.logger,
-      serverTools: new Map(),
+      tools: deps.tools,
+      toolTimeoutMs: deps.config.toolTimeoutMs,
+      allowInsecureDestinations: deps.config.allowInsecureDestinations,
       files: createFileReader({ db: deps.storage.db, dataDir: deps.config.dataDir }),
     },
     { concurrency: deps.config.workerConcurrency, pollMs: deps.config.pollMs },

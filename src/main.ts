@@ -81,6 +81,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         engine?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         dispatcher?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
       ]);
+      await deps.close();
       await deps.bus.close();
       await deps.storage.close();
     })();

@@ -37,6 +37,7 @@ async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Pro
   try {
     return await run(deps);
   } finally {
+    await deps.close();
     await deps.bus.close();
     await deps.storage.close();
   }

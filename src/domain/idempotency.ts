@@ -91,6 +91,30 @@ export function createIdempotency(deps: IdempotencyDeps) {
       });
     },
 
+    /**
+     * The stored answer for this key and request, if one is complete and live; throws idempotency_conflict for
+     * another request. Lets a caller skip slow preparation (network calls) before `run` when it will replay anyway.
+     */
+    async lookup<T>(request: IdempotencyRequest): Promise<IdempotentResult<T> | null> {
+      const { key } = request;
+      if (key === undefined) return null;
+      const existing = await deps.db
+        .selectFrom('idempotency_keys')
+        .select(['request_hash', 'status_code', 'response_body', 'created_at'])
+        .where('org_id', '=', request.orgId)
+        .where('scope', '=', request.scope)
+        .where('key', '=', key)
+        .executeTakeFirst();
+      if (existing === undefined || existing.status_code === 0) return null;
+      if (existing.created_at < deps.clock.now() - deps.ttlMs) return null;
+      if (existing.request_hash !== sha256Hex(stableStringify(request.request))) {
+        throw new AppError('idempotency_conflict', 'this Idempotency-Key was already used with a different request', {
+          param: 'Idempotency-Key',
+        });
+      }
+      return { status: existing.status_code, body: JSON.parse(existing.response_body) as T, replayed: true };
+    },
+
     /** Drops keys past their retention; called periodically. */
     async sweep(): Promise<number> {
       const result = await deps.db

@@ -3,7 +3,7 @@
  * and input are kept in memory while it streams and written with the step, in the step's own transaction; a
  * call that never finishes (model error, interrupt) is written by the turn's ending instead.
  */
-import type { CallKind, Item } from '../domain/messages/items.ts';
+import type { CallKind, CallServer, Item } from '../domain/messages/items.ts';
 import type { MessageError } from '../domain/messages/message-types.ts';
 import { insertSpans, type NewSpan, spanSeq, toolCallAttributes } from '../domain/runs/spans.ts';
 import { newId } from '../lib/ids.ts';
@@ -65,7 +65,12 @@ function stepSpan(trace: StepTrace, status: NewSpan['status'], endedAt: number |
  */
 export function stepSpans(
   trace: StepTrace,
-  output: { text: string; calls: (ToolCall & { kind: CallKind })[]; usage: Usage; costMicros: number },
+  output: {
+    text: string;
+    calls: (ToolCall & { kind: CallKind; server?: CallServer | undefined })[];
+    usage: Usage;
+    costMicros: number;
+  },
   now: number,
 ): NewSpan[] {
   const produced = modelOutputOf(output.text, output.calls);
@@ -97,7 +102,7 @@ export function stepSpans(
       endedAt: null,
       input: call.arguments,
       output: null,
-      attributes: toolCallAttributes(call.callId, call.kind),
+      attributes: toolCallAttributes(call.callId, call.kind, call.server),
     }),
   );
   return [step, modelCall, ...toolCalls];

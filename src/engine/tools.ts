@@ -1,58 +1,64 @@
 /**
- * The tools a turn offers the model, and how each call is answered: client tools end the turn for the API caller,
- * `ask_user_question` suspends it for a person, server tools run here. Unknown names get an error result so the
- * model can recover instead of the turn failing.
+ * The engine's side of the tool seam (src/tools/): the specs a model call offers, and running one server call
+ * with its context: the turn's signal plus the call's own timeout, the deadline, ids for correlation, progress
+ * to live listeners. Unknown tools, unparsable arguments, tool errors and timeouts all become error outputs the
+ * model can read; only an abort of the turn itself propagates.
  */
-import type { AgentConfig } from '../domain/agents/agent-types.ts';
-import type { CallKind } from '../domain/messages/items.ts';
-import { ASK_USER_QUESTION } from '../models/scripted.ts';
 import type { ToolSpec } from '../models/types.ts';
+import type { TurnTools } from '../tools/registry.ts';
+import type { ToolCallContext, ToolOutput } from '../tools/types.ts';
 
-export interface ServerTool {
-  spec: ToolSpec;
-  /** Returns the tool's output text; throws to report a tool error to the model. */
-  execute(args: unknown, signal: AbortSignal): Promise<string>;
+export function toolSpecs(tools: TurnTools): ToolSpec[] {
+  return tools.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    strict: tool.strict,
+  }));
 }
 
-const ASK_USER_QUESTION_SPEC: ToolSpec = {
-  name: ASK_USER_QUESTION,
-  description: 'Ask the user a question and wait for their answer. Use it when you cannot proceed without their input.',
-  parameters: {
-    type: 'object',
-    properties: {
-      question: { type: 'string', description: 'The question to ask' },
-      options: { type: 'array', items: { type: 'string' }, description: 'Suggested answers, if any' },
-    },
-    required: ['question'],
-    additionalProperties: false,
-  },
-  strict: false,
-};
-
-export interface TurnTools {
-  specs: ToolSpec[];
-  kindOf(name: string): CallKind;
-  server(name: string): ServerTool | undefined;
+export class ToolTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`the tool did not answer within ${ms} ms`);
+    this.name = new.target.name;
+  }
 }
 
-export function toolsFor(config: AgentConfig, serverTools: ReadonlyMap<string, ServerTool> = new Map()): TurnTools {
-  const clientNames = new Set(config.clientTools.map((tool) => tool.name));
-  const offersQuestions = config.mcpServers.some(
-    (server) => !('type' in server) && server.kind === 'internal' && server.name === ASK_USER_QUESTION,
-  );
-  const specs: ToolSpec[] = [
-    ...config.clientTools.map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      parameters: tool.parameters,
-      strict: tool.strict,
-    })),
-    ...(offersQuestions ? [ASK_USER_QUESTION_SPEC] : []),
-    ...[...serverTools.values()].map((tool) => tool.spec),
-  ];
-  return {
-    specs,
-    kindOf: (name) => (clientNames.has(name) ? 'client' : name === ASK_USER_QUESTION ? 'question' : 'server'),
-    server: (name) => serverTools.get(name),
-  };
+function parseArguments(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  if (text.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, message: 'the arguments are not valid JSON' };
+  }
+}
+
+/**
+ * Runs one server call. `turnSignal` aborting (interrupt, shutdown) rejects with its reason; everything else
+ * resolves with an output, errors included.
+ */
+export async function executeServerCall(
+  tools: TurnTools,
+  call: { name: string; arguments: string },
+  context: Omit<ToolCallContext, 'signal' | 'deadline'>,
+  turnSignal: AbortSignal,
+  timeoutMs: number,
+  now: number,
+): Promise<ToolOutput> {
+  const tool = tools.get(call.name);
+  if (tool?.execute === undefined) return { output: `Error: no tool named "${call.name}" is available`, isError: true };
+  const args = parseArguments(call.arguments);
+  if (!args.ok) return { output: `Error: ${args.message}`, isError: true };
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(new ToolTimeoutError(timeoutMs)), timeoutMs);
+  const signal = AbortSignal.any([turnSignal, timeout.signal]);
+  try {
+    return await tool.execute(args.value, { ...context, signal, deadline: now + timeoutMs });
+  } catch (error) {
+    if (turnSignal.aborted) throw turnSignal.reason;
+    if (timeout.signal.aborted) return { output: `Error: ${(timeout.signal.reason as Error).message}`, isError: true };
+    return { output: `Error: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -14,6 +14,7 @@ import {
   assistantItemId,
   attachmentIds,
   buildContext,
+  type CallServer,
   callItemId,
   type Item,
   loadContextItems,
@@ -21,11 +22,11 @@ import {
   pendingCalls,
 } from '../domain/messages/items.ts';
 import { turnText } from '../domain/messages/message-service.ts';
-import type { MessageError } from '../domain/messages/message-types.ts';
+import type { MessageError, Warning } from '../domain/messages/message-types.ts';
 import { requiredActionsOf } from '../domain/messages/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/messages/transitions.ts';
-import { type SessionEvent, writeEvents } from '../domain/outbox.ts';
-import { endToolSpan } from '../domain/runs/spans.ts';
+import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
+import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
 import type { Clock } from '../lib/clock.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { ModelRegistry } from '../models/registry.ts';
@@ -34,18 +35,32 @@ import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { type ContextCache, createContextCache } from './context-cache.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
+import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
+import type { AgentWorkspace, ToolProgress } from '../tools/types.ts';
 import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
-import { type ServerTool, type TurnTools, toolsFor } from './tools.ts';
+import { executeServerCall, toolSpecs } from './tools.ts';
 
 export interface TurnDeps extends LeaseDeps {
   clock: Clock;
   bus: Bus;
   models: ModelRegistry;
   logger: Logger;
-  serverTools: ReadonlyMap<string, ServerTool>;
+  /** Resolves the tools of each turn (src/tools/). */
+  tools: ToolRegistry;
+  /** How long one server tool call may take. */
+  toolTimeoutMs: number;
+  allowInsecureDestinations: boolean;
+  /** The agent's workspace directory, for providers that work in it; null when this deployment has none. */
+  workspaceOf?: (orgId: string, agentId: string) => AgentWorkspace | null;
   /** Reads files attached to user input; without it attachments reach the model as a note. */
   files?: AttachmentReader;
 }
+
+/**
+ * A started tool call whose process died is run again once; after a second interruption it is given up, so a
+ * call that crashes the process cannot crash it forever.
+ */
+const MAX_CALL_ATTEMPTS = 2;
 
 export interface AttachmentReader {
   read(orgId: string, fileId: string): Promise<AttachedFile | null>;
@@ -171,7 +186,7 @@ async function callModel(
     model: config.model,
     instructions: config.instructions,
     context: buildContext(items, files),
-    tools: tools.specs,
+    tools: toolSpecs(tools),
     ...(settings === undefined ? {} : { settings }),
     signal,
   })) {
@@ -196,6 +211,46 @@ async function callModel(
   return { text, calls, usage };
 }
 
+/** Where a call of this turn runs, as its log item records it (server calls only). */
+function callServer(tools: TurnTools, name: string): CallServer | undefined {
+  const tool = tools.get(name);
+  if (tool === undefined || tool.kind !== 'server') return undefined;
+  return { id: tool.origin.serverId, label: tool.origin.serverLabel, tool: tool.origin.tool };
+}
+
+/**
+ * `tool_list` items for the servers whose tools this step offers and the conversation has not seen yet (or has
+ * seen with other tools): the Responses `mcp_list_tools` items.
+ */
+function listingItems(tools: TurnTools, items: Item[], messageId: string, step: number): NewItem[] {
+  const seen = new Map<string, string>();
+  for (const item of items) {
+    if (item.content.type === 'tool_list') {
+      const key = item.content.server.id ?? item.content.server.label;
+      seen.set(key, item.content.tools.map((tool) => tool.name).join('\n'));
+    }
+  }
+  const out: NewItem[] = [];
+  for (const listing of tools.listings) {
+    const names = listing.tools.map((tool) => tool.origin.tool).join('\n');
+    if (seen.get(listing.serverId ?? listing.serverLabel) === names) continue;
+    out.push({
+      messageId,
+      step,
+      content: {
+        type: 'tool_list',
+        server: { id: listing.serverId, label: listing.serverLabel },
+        tools: listing.tools.map((tool) => ({
+          name: tool.origin.tool,
+          description: tool.description === '' ? null : tool.description,
+          inputSchema: tool.parameters,
+        })),
+      },
+    });
+  }
+  return out;
+}
+
 /** Persists one model step: its text, its tool calls, usage and cost (debited from credits) in one transaction. */
 async function persistStep(
   deps: TurnDeps,
@@ -210,7 +265,7 @@ async function persistStep(
   const { step } = trace;
   const cost = costMicros(config.model, output.usage);
   let actionId = items.filter((item) => item.messageId === message.id && item.content.type === 'function_call').length;
-  const newItems: NewItem[] = [];
+  const newItems: NewItem[] = listingItems(tools, items, message.id, step);
   if (output.text !== '')
     newItems.push({
       id: assistantItemId(message.id, step),
@@ -218,7 +273,12 @@ async function persistStep(
       step,
       content: { type: 'assistant_message', text: output.text },
     });
-  for (const call of output.calls) {
+  const calls = output.calls.map((call) => ({
+    ...call,
+    kind: tools.kindOf(call.name),
+    server: callServer(tools, call.name),
+  }));
+  for (const call of calls) {
     newItems.push({
       id: callItemId(message.id, actionId),
       messageId: message.id,
@@ -228,8 +288,9 @@ async function persistStep(
         type: 'function_call',
         name: call.name,
         arguments: call.arguments,
-        kind: tools.kindOf(call.name),
+        kind: call.kind,
         actionId,
+        ...(call.server === undefined ? {} : { server: call.server }),
       },
     });
     actionId += 1;
@@ -237,7 +298,6 @@ async function persistStep(
   return change(deps, lease, message.id, ['running'], async (trx, current, now) => {
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
     const created = await appendItems(trx, target, newItems);
-    const calls = output.calls.map((call) => ({ ...call, kind: tools.kindOf(call.name) }));
     await writeStep(trx, current, trace, { ...output, calls, costMicros: cost }, now);
     await trx
       .updateTable('messages')
@@ -270,16 +330,34 @@ async function persistStep(
     const events = await writeEvents(
       trx,
       target,
-      created
-        .filter((item) => item.content.type === 'function_call')
-        .map((item) => {
-          const content = item.content.type === 'function_call' ? item.content : null;
-          return {
+      created.flatMap((item): SessionEventInput[] => {
+        const content = item.content;
+        if (content.type === 'tool_list') {
+          return [
+            {
+              kind: 'message.event' as const,
+              messageId: current.id,
+              runId: current.run_id,
+              data: {
+                type: 'tool_list',
+                sourceType: 'tool_server',
+                itemId: item.id,
+                step: item.step,
+                serverId: content.server.id,
+                serverLabel: content.server.label,
+                tools: content.tools.map((tool) => tool.name),
+              },
+            },
+          ];
+        }
+        if (content.type !== 'function_call') return [];
+        return [
+          {
             kind: 'message.event' as const,
             messageId: current.id,
             runId: current.run_id,
             data:
-              content?.kind === 'question'
+              content.kind === 'question'
                 ? {
                     type: 'question',
                     sourceType: 'tool_ask_user_question',
@@ -292,17 +370,21 @@ async function persistStep(
                   }
                 : {
                     type: 'tool_call',
-                    sourceType: `tool_${content?.kind ?? 'server'}`,
-                    kind: content?.kind,
-                    actionId: content?.actionId,
+                    sourceType: `tool_${content.kind}`,
+                    kind: content.kind,
+                    actionId: content.actionId,
                     callId: item.callId,
                     itemId: item.id,
                     step: item.step,
-                    name: content?.name,
-                    arguments: content?.arguments,
+                    name: content.name,
+                    arguments: content.arguments,
+                    ...(content.server === undefined
+                      ? {}
+                      : { serverId: content.server.id, serverLabel: content.server.label, tool: content.server.tool }),
                   },
-          };
-        }),
+          },
+        ];
+      }),
     );
     if (output.calls.length === 0) {
       const all = [...items.filter((item) => item.messageId === current.id), ...created];
@@ -312,30 +394,78 @@ async function persistStep(
   });
 }
 
+interface ServerCall {
+  callId: string;
+  name: string;
+  arguments: string;
+  step: number;
+}
+
+/** Live-only progress of a server call: listeners see it, nothing is stored. */
+function publishProgress(deps: TurnDeps, message: MessageRow, call: ServerCall, update: ToolProgress): void {
+  deps.bus.publish('live', {
+    sessionId: message.session_id,
+    event: {
+      kind: 'message.event',
+      session_id: message.session_id,
+      message_id: message.id,
+      run_id: message.run_id,
+      data: {
+        type: 'tool_progress',
+        sourceType: 'tool_server',
+        callId: call.callId,
+        name: call.name,
+        step: call.step,
+        ...update,
+      },
+    },
+  });
+}
+
+/**
+ * Runs one server call and persists its output. Before running, the call's attempt is counted in the same
+ * fenced write that stamps its span's start, so a call found started after a crash is run again at most once.
+ */
 async function runServerCall(
   deps: TurnDeps,
   lease: Lease,
   message: MessageRow,
+  config: AgentConfig,
   tools: TurnTools,
-  call: { callId: string; name: string; arguments: string; step: number },
+  call: ServerCall,
   signal: AbortSignal,
 ) {
-  const tool = tools.server(call.name);
-  let output: string;
-  let isError = false;
-  if (tool === undefined) {
-    output = `Error: no tool named "${call.name}" is available`;
-    isError = true;
+  const started = await fenced(deps, lease, deps.clock.now(), (trx) =>
+    startToolSpan(trx, { messageId: message.id, callId: call.callId, now: deps.clock.now() }),
+  );
+  let result: { output: string; isError: boolean };
+  if (started.attempt > MAX_CALL_ATTEMPTS) {
+    result = {
+      output: 'Error: the call was interrupted twice by a restart of the service and was not run again',
+      isError: true,
+    };
   } else {
-    try {
-      const args: unknown = call.arguments === '' ? {} : JSON.parse(call.arguments);
-      output = await tool.execute(args, signal);
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      output = `Error: ${error instanceof Error ? error.message : String(error)}`;
-      isError = true;
-    }
+    result = await executeServerCall(
+      tools,
+      call,
+      {
+        orgId: message.org_id,
+        agentId: message.agent_id,
+        sessionId: message.session_id,
+        messageId: message.id,
+        runId: message.run_id,
+        callId: call.callId,
+        workspace: deps.workspaceOf?.(message.org_id, message.agent_id) ?? null,
+        egress: { policy: config.networkPolicy, allowInsecureDestinations: deps.allowInsecureDestinations },
+        progress: (update) => publishProgress(deps, message, call, update),
+        meta: { 'agentry/call_id': call.callId, 'agentry/run_id': message.run_id },
+      },
+      signal,
+      deps.toolTimeoutMs,
+      deps.clock.now(),
+    );
   }
+  const { output, isError } = result;
   await change(deps, lease, message.id, ['running'], async (trx, current, now) => {
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
     await appendItems(trx, target, [
@@ -357,6 +487,41 @@ async function runServerCall(
       },
     ]);
   });
+}
+
+/** Runs the server calls of a step concurrently; each output is stored as soon as it is known. */
+async function runServerCalls(
+  deps: TurnDeps,
+  lease: Lease,
+  message: MessageRow,
+  config: AgentConfig,
+  tools: TurnTools,
+  calls: ServerCall[],
+  signal: AbortSignal,
+): Promise<void> {
+  const results = await Promise.allSettled(
+    calls.map((call) => runServerCall(deps, lease, message, config, tools, call, signal)),
+  );
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}
+
+/** Tool sources that could not be loaded for this turn: told to live listeners and the session's event log. */
+async function reportToolFailures(deps: TurnDeps, lease: Lease, message: MessageRow, failures: Warning[]) {
+  if (failures.length === 0) return;
+  deps.logger.warn({ messageId: message.id, failures }, 'tool sources unavailable for this turn');
+  await change(deps, lease, message.id, ['running'], (trx, current, now) =>
+    writeEvents(
+      trx,
+      { orgId: current.org_id, sessionId: current.session_id, now },
+      failures.map((failure) => ({
+        kind: 'message.event' as const,
+        messageId: current.id,
+        runId: current.run_id,
+        data: { type: 'warning', sourceType: 'tool_server', ...failure },
+      })),
+    ),
+  );
 }
 
 function errorOf(error: unknown): MessageError {
@@ -405,23 +570,34 @@ export async function runTurn(
     }
     if (message.status !== 'running') return;
     const { agent: config, settings } = await configFor(deps.db, message);
-    const tools = toolsFor(config, deps.serverTools);
+    const tools = await deps.tools.resolve(
+      config,
+      { orgId: message.org_id, agentId: message.agent_id, db: deps.db },
+      signal,
+    );
+    await reportToolFailures(deps, lease, message, tools.failures);
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const items = await context.load(deps.db, message.seq);
       const pending = pendingCalls(items.filter((item) => item.messageId === messageId));
       const serverCalls = pending.filter((call) => call.kind === 'server');
-      for (const call of serverCalls) {
-        await runServerCall(
+      if (serverCalls.length > 0) {
+        await runServerCalls(
           deps,
           lease,
           message,
+          config,
           tools,
-          { callId: call.callId, name: call.name, arguments: call.arguments, step: call.item.step },
+          serverCalls.map((call) => ({
+            callId: call.callId,
+            name: call.name,
+            arguments: call.arguments,
+            step: call.item.step,
+          })),
           signal,
         );
+        continue;
       }
-      if (serverCalls.length > 0) continue;
       const waiting = requiredActionsOf(pending);
       if (waiting.length > 0) {
         await change(deps, lease, messageId, ['running'], (trx, current, now) =>

@@ -77,6 +77,17 @@ export const errorCatalog = {
     type: 'conflict_error',
     description: "skills and networkPolicy cannot change after the Agent's workspace has been provisioned.",
   },
+  mcp_server_exists: {
+    status: 409,
+    type: 'conflict_error',
+    description:
+      'The organization already has an MCP server at this URL (one connector per URL; agents with that URL reuse it).',
+  },
+  mcp_server_in_use: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'The MCP server cannot be deleted while agents use it; the message names them.',
+  },
   payload_too_large: {
     status: 413,
     type: 'invalid_request_error',
@@ -94,6 +105,12 @@ export const errorCatalog = {
     type: 'server_error',
     description:
       'POST /v1/webhook_endpoints/{id}/test got no HTTP answer from the receiver (DNS, connection, TLS or 10 s timeout); the message says which. The attempt is recorded in the event history.',
+  },
+  mcp_server_unreachable: {
+    status: 502,
+    type: 'server_error',
+    description:
+      'POST /v1/mcp_servers/{id}/refresh could not list the server\'s tools (connection, authentication, protocol or timeout); the message says which, and the connector keeps its last list and shows the error in last_error.',
   },
   internal_error: {
     status: 500,

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { abortableSleep } from '../lib/retry.ts';
+import { ASK_USER_QUESTION } from '../tools/question.ts';
 import {
   type ContextMessage,
   type ModelAdapter,
@@ -23,7 +24,6 @@ type Op =
 
 type Section = Op[];
 
-export const ASK_USER_QUESTION = 'ask_user_question';
 const SECTION_SEPARATOR = '---';
 /** Upper bound on deltas per reply: enough to look streamed, few enough to keep long echoes cheap. */
 const MAX_DELTAS = 16;

@@ -243,6 +243,31 @@ export interface FilesTable {
   deleted_at: Millis | null;
 }
 
+export interface McpServersTable {
+  id: string;
+  org_id: string;
+  name: string;
+  url: string;
+  /** Encrypted JSON header map (lib/secret-box.ts); never logged, never returned. */
+  headers: string | null;
+  /** JSON array of header names. */
+  header_names: string;
+  protocol: string | null;
+  /** JSON array of listed tools. */
+  tools: string | null;
+  tools_fetched_at: Millis | null;
+  tools_ttl_ms: number | null;
+  /** JSON {code, message}. */
+  last_error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface AgentMcpServersTable {
+  agent_id: string;
+  server_id: string;
+}
+
 export interface IdempotencyKeysTable {
   org_id: string;
   scope: string;
@@ -270,6 +295,8 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   files: FilesTable;
+  mcp_servers: McpServersTable;
+  agent_mcp_servers: AgentMcpServersTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;
@@ -283,6 +310,7 @@ export type RunRow = Selectable<RunsTable>;
 export type ItemRow = Selectable<ItemsTable>;
 export type SpanRow = Selectable<SpansTable>;
 export type FileRow = Selectable<FilesTable>;
+export type McpServerRow = Selectable<McpServersTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -62,18 +62,21 @@ export const testKey = (): string =>
     .padEnd(40, 'x')
     .slice(0, 40)}`;
 
-/** Environment for a server of this dialect: a fresh data dir or a fresh Postgres schema. */
+/**
+ * Environment for a server of this dialect: a fresh data dir (files, workspaces, the secret key), plus a fresh
+ * Postgres schema for postgres.
+ */
 export function testEnvironment(dialect: DialectName): { env: Record<string, string>; cleanup: () => Promise<void> } {
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'agentry-test-'));
-    return { env: { AGENTRY_DATA_DIR: dir }, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
+  const dir = mkdtempSync(join(tmpdir(), 'agentry-test-'));
+  const removeDir = async () => rmSync(dir, { recursive: true, force: true });
+  if (dialect === 'sqlite') return { env: { AGENTRY_DATA_DIR: dir }, cleanup: removeDir };
   const url = inject('postgresUrl');
   if (url === null) throw new Error('Postgres is not available in this run');
   const schema = `t_${randomBytes(6).toString('hex')}`;
   return {
-    env: { DATABASE_URL: url, AGENTRY_DATABASE_SCHEMA: schema },
+    env: { DATABASE_URL: url, AGENTRY_DATABASE_SCHEMA: schema, AGENTRY_DATA_DIR: dir },
     cleanup: async () => {
+      await removeDir();
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       try {
@@ -143,6 +146,7 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
     async close() {
       await engine.stop(5000);
       await app.close();
+      await deps.close();
       await deps.storage.close();
       await environment.cleanup();
     },

@@ -5,6 +5,8 @@ import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
+import type { IdempotentResult, Idempotency } from '../idempotency.ts';
+import type { McpServerService, PreparedEntries } from '../mcp-servers/mcp-server-service.ts';
 import {
   agentFromRow,
   configColumns,
@@ -30,9 +32,21 @@ export interface AgentServiceDeps {
   clock: Clock;
   validation: ValidationContext;
   defaultModel: string;
+  idempotency: Idempotency;
+  /** Registers URL entries as connectors and checks custom ones (src/domain/mcp-servers). */
+  connectors: Pick<McpServerService, 'prepareEntries' | 'commitEntries' | 'linkAgent'>;
+}
+
+/** A validated create whose URL entries were discovered, ready to be written in a transaction. */
+interface PreparedAgent {
+  config: AgentConfig;
+  entries: PreparedEntries;
 }
 
 const DEFAULT_AGENT_NAME = 'Default Agent';
+
+/** Rolls back an update whose optimistic version check lost, so the loop can read and try again. */
+class UpdateRaced extends Error {}
 const UPDATE_ATTEMPTS = 5;
 
 function networkPolicy(input: NetworkPolicyInput): NetworkPolicy {
@@ -61,6 +75,18 @@ export function createAgentService(deps: AgentServiceDeps) {
     };
     checkAgentConfig(config, validation);
     return config;
+  }
+
+  async function prepare(orgId: string, input: AgentCreateInput): Promise<PreparedAgent> {
+    const config = configFromCreate(input);
+    return { config, entries: await deps.connectors.prepareEntries(orgId, config.mcpServers) };
+  }
+
+  async function insertPrepared(db: Executor, orgId: string, prepared: PreparedAgent): Promise<Agent> {
+    const { entries, serverIds } = await deps.connectors.commitEntries(db, orgId, prepared.entries);
+    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false);
+    await deps.connectors.linkAgent(db, agent.id, serverIds);
+    return agent;
   }
 
   async function insert(db: Executor, orgId: string, config: AgentConfig, isDefault: boolean): Promise<Agent> {
@@ -92,9 +118,24 @@ export function createAgentService(deps: AgentServiceDeps) {
       return (await listAgentRows(deps.db, orgId)).map(agentFromRow);
     },
 
-    /** Validates and inserts a new Agent (version 1). Pass the transaction the caller holds, if any. */
-    async create(orgId: string, input: AgentCreateInput, db: Executor = deps.db): Promise<Agent> {
-      return insert(db, orgId, configFromCreate(input), false);
+    /**
+     * Validates and inserts a new Agent (version 1), under an optional Idempotency-Key. Remote URL servers are
+     * discovered before the write (a failure is a 400 naming the entry and writes nothing) and registered as
+     * connectors in the same transaction as the agent. A replayed key answers without discovering again.
+     */
+    async create(
+      orgId: string,
+      input: AgentCreateInput,
+      idempotencyKey?: string,
+    ): Promise<IdempotentResult<{ agent: Agent }>> {
+      const request = { orgId, scope: 'POST /v1/agents', key: idempotencyKey, request: input };
+      const earlier = await deps.idempotency.lookup<{ agent: Agent }>(request);
+      if (earlier !== null) return earlier;
+      const prepared = await prepare(orgId, input);
+      return deps.idempotency.run(request, async (trx) => ({
+        status: 201,
+        body: { agent: await insertPrepared(trx, orgId, prepared) },
+      }));
     },
 
     /** The Agent every organization starts with; it cannot be deleted. */
@@ -107,6 +148,10 @@ export function createAgentService(deps: AgentServiceDeps) {
      * version read, and retried when another writer got there first.
      */
     async update(orgId: string, id: string, input: AgentUpdateInput): Promise<Agent> {
+      const entries =
+        input.mcpServers === undefined
+          ? null
+          : await deps.connectors.prepareEntries(orgId, parseMcpServers(input.mcpServers, validation));
       for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
         const row = await findAgentRow(deps.db, orgId, id);
         if (row === undefined) throw notFound('agent', id);
@@ -117,8 +162,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           instructions: input.instructions ?? current.instructions,
           model: input.model ?? current.model,
           maxSteps: input.maxSteps ?? current.maxSteps,
-          mcpServers:
-            input.mcpServers === undefined ? current.mcpServers : parseMcpServers(input.mcpServers, validation),
+          mcpServers: entries === null ? current.mcpServers : entries.entries,
           clientTools: input.clientTools ?? current.clientTools,
           skills: input.skills ?? current.skills,
           networkPolicy:
@@ -143,16 +187,28 @@ export function createAgentService(deps: AgentServiceDeps) {
         const now = Math.max(clock.now(), row.updated_at);
         const version = row.version + 1;
         const updated = await deps.db.transaction().execute(async (trx) => {
+          let stored = next;
+          if (entries !== null) {
+            const committed = await deps.connectors.commitEntries(trx, orgId, entries);
+            stored = { ...next, mcpServers: committed.entries };
+            await deps.connectors.linkAgent(trx, id, committed.serverIds);
+          }
           const result = await trx
             .updateTable('agents')
-            .set({ ...configColumns(next), version, updated_at: now })
+            .set({ ...configColumns(stored), version, updated_at: now })
             .where('id', '=', id)
             .where('org_id', '=', orgId)
             .where('version', '=', row.version)
             .executeTakeFirst();
-          if (result.numUpdatedRows === 0n) return false;
-          await insertAgentVersion(trx, id, version, next, now);
+          if (result.numUpdatedRows === 0n) {
+            // Another writer got there first: undo this attempt's links and connectors with the transaction.
+            throw new UpdateRaced();
+          }
+          await insertAgentVersion(trx, id, version, stored, now);
           return true;
+        }).catch((error: unknown) => {
+          if (error instanceof UpdateRaced) return false;
+          throw error;
         });
         if (updated) return get(orgId, id);
       }

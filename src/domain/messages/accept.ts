@@ -15,7 +15,6 @@ import { preview } from '../runs/preview.ts';
 import { pendingClientCalls } from './client-outputs.ts';
 import { type Attachment, appendItems, type NewItem } from './items.ts';
 import type { Warning } from './message-types.ts';
-import { unavailableToolWarnings } from './warnings.ts';
 
 /** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
 export interface MessageOptions {
@@ -51,6 +50,12 @@ export interface AcceptInput {
   options?: MessageOptions | null;
   history?: HistoryItem[];
 }
+
+/**
+ * What the agent configures that this deployment cannot run, for the AcceptedMessage warnings (the tool
+ * registry's answer; src/tools/registry.ts).
+ */
+export type ToolWarnings = (agent: Agent, scope: { orgId: string; agentId: string; db: Executor }) => Promise<Warning[]>;
 
 export interface Accepted {
   row: MessageRow;
@@ -111,6 +116,7 @@ export async function acceptMessage(
   target: { orgId: string; sessionId: string; now: number },
   input: AcceptInput,
   agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
+  toolWarnings?: ToolWarnings,
 ): Promise<Accepted> {
   const { orgId, sessionId, now } = target;
   // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
@@ -205,5 +211,6 @@ export async function acceptMessage(
   const events = await writeEvents(trx, target, [
     { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
   ]);
-  return { row, events, warnings: unavailableToolWarnings(agent) };
+  const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
+  return { row, events, warnings };
 }

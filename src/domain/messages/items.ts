@@ -17,10 +17,34 @@ export interface Attachment {
   detail?: string;
 }
 
+/** The server behind a server call: its connector (if any), its label, and the tool's own name there. */
+export interface CallServer {
+  id: string | null;
+  label: string;
+  tool: string;
+}
+
+/** A tool as an `mcp_list_tools` item records it. */
+export interface ListedTool {
+  name: string;
+  description: string | null;
+  inputSchema: Record<string, unknown>;
+}
+
 export type ItemContent =
   | { type: 'user_message'; text: string; attachments?: Attachment[] }
   | { type: 'assistant_message'; text: string }
-  | { type: 'function_call'; name: string; arguments: string; kind: CallKind; actionId: number }
+  | {
+      type: 'function_call';
+      name: string;
+      arguments: string;
+      kind: CallKind;
+      actionId: number;
+      /** Server calls only: where the call runs (absent in logs written before tool servers existed). */
+      server?: CallServer;
+    }
+  /** The tools of a server as first offered in this conversation (Responses `mcp_list_tools`); not model context. */
+  | { type: 'tool_list'; server: { id: string | null; label: string }; tools: ListedTool[] }
   | {
       type: 'function_call_output';
       name: string;
@@ -46,6 +70,7 @@ const PREFIX: Record<ItemContent['type'], string> = {
   assistant_message: 'msg',
   function_call: 'fc',
   function_call_output: 'fco',
+  tool_list: 'mcpl',
 };
 
 export function itemFromRow(row: ItemRow): Item {
@@ -213,6 +238,7 @@ export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedF
   for (const item of items) {
     const key = `${item.messageId}:${item.step}`;
     const content = item.content;
+    if (content.type === 'tool_list') continue;
     if (content.type === 'user_message') {
       flush();
       context.push({ role: 'user', content: userContent(content.text, content.attachments, files) });

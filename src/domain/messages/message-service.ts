@@ -13,7 +13,7 @@ import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
-import { acceptMessage } from './accept.ts';
+import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
 import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
 import type { AcceptedMessage, Message } from './message-types.ts';
@@ -26,6 +26,7 @@ export interface MessageServiceDeps {
   clock: Clock;
   bus: Bus;
   idempotency: Idempotency;
+  toolWarnings: ToolWarnings;
 }
 
 export interface SubmitInput {
@@ -105,6 +106,7 @@ export function createMessageService(deps: MessageServiceDeps) {
               source: input.source ?? 'sessions',
             },
             agentOf,
+            deps.toolWarnings,
           );
           events = accepted.events;
           const body: AcceptedMessage = { ...messageFromRow(accepted.row, []), warnings: accepted.warnings };

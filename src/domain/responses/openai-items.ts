@@ -26,9 +26,16 @@ export type OpenAIItem =
       output: string | null;
       error: string | null;
       status: 'in_progress' | 'completed' | 'failed';
+    }
+  | {
+      id: string;
+      type: 'mcp_list_tools';
+      server_label: string;
+      tools: { name: string; description: string | null; input_schema: Record<string, unknown> }[];
+      error: string | null;
     };
 
-/** Label of the service's own tools in `mcp_call` items. */
+/** Label of server calls that name no server (logs written before tool servers existed, unknown tools). */
 export const SERVER_LABEL = 'agentry';
 
 /**
@@ -77,8 +84,8 @@ export function toOpenAIItems(items: Item[]): OpenAIItem[] {
           out.push({
             id: item.id,
             type: 'mcp_call',
-            server_label: SERVER_LABEL,
-            name: content.name,
+            server_label: content.server?.label ?? SERVER_LABEL,
+            name: content.server?.tool ?? content.name,
             arguments: content.arguments,
             output: result === undefined || result.isError ? null : result.output,
             error: result?.isError === true ? result.output : null,
@@ -96,6 +103,19 @@ export function toOpenAIItems(items: Item[]): OpenAIItem[] {
         }
         break;
       }
+      case 'tool_list':
+        out.push({
+          id: item.id,
+          type: 'mcp_list_tools',
+          server_label: content.server.label,
+          tools: content.tools.map((tool) => ({
+            name: tool.name,
+            description: tool.description,
+            input_schema: tool.inputSchema,
+          })),
+          error: null,
+        });
+        break;
       case 'function_call_output':
         if (item.callId !== null && serverCalls.has(item.callId)) break;
         out.push({

@@ -11,7 +11,7 @@
  */
 import type { Executor } from '../../storage/db.ts';
 import type { SpanRow } from '../../storage/schema.ts';
-import type { CallKind } from '../messages/items.ts';
+import type { CallKind, CallServer } from '../messages/items.ts';
 import { preview } from './preview.ts';
 import type { SpanKind, SpanStatus } from './run-types.ts';
 
@@ -66,12 +66,57 @@ export async function insertSpans(
   await trx.insertInto('spans').values(rows).execute();
 }
 
-/** The tool-call attributes every tool_call span carries. */
-export const toolCallAttributes = (callId: string, kind: CallKind) => ({ call_id: callId, kind });
+/**
+ * The tool-call attributes every tool_call span carries; server calls add where they ran (`server`, its connector
+ * `server_id`, the server's own `tool` name) and `attempts`, counted when the call starts running.
+ */
+export const toolCallAttributes = (callId: string, kind: CallKind, server?: CallServer) => ({
+  call_id: callId,
+  kind,
+  ...(server === undefined ? {} : { server: server.label, server_id: server.id, tool: server.tool }),
+});
+
+function parseAttributes(attributes: string): Record<string, unknown> {
+  const parsed: unknown = JSON.parse(attributes);
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? { ...parsed } : {};
+}
 
 function callIdOf(attributes: string): unknown {
-  const parsed: unknown = JSON.parse(attributes);
-  return typeof parsed === 'object' && parsed !== null ? Reflect.get(parsed, 'call_id') : undefined;
+  return parseAttributes(attributes).call_id;
+}
+
+/** The running tool_call span of `callId` in the run of `messageId`, if any. */
+async function openToolSpan(trx: Executor, messageId: string, callId: string) {
+  // A run has few open tool spans; the call id lives in attributes, so match it here rather than in SQL.
+  const open = await trx
+    .selectFrom('spans')
+    .select(['id', 'parent_id', 'attributes'])
+    .where('run_id', '=', (eb) => eb.selectFrom('messages').select('run_id').where('id', '=', messageId))
+    .where('kind', '=', 'tool_call')
+    .where('status', '=', 'running')
+    .execute();
+  return open.find((row) => callIdOf(row.attributes) === callId);
+}
+
+/**
+ * Marks the start of one execution of a server call: its span's start time, and `attempts` + 1. Returns the
+ * attempt this is (1 for the first run; more after the process running it died). Without a span (runs from
+ * before traces existed) every run counts as the first.
+ */
+export async function startToolSpan(
+  trx: Executor,
+  start: { messageId: string; callId: string; now: number },
+): Promise<{ attempt: number }> {
+  const span = await openToolSpan(trx, start.messageId, start.callId);
+  if (span === undefined) return { attempt: 1 };
+  const attributes = parseAttributes(span.attributes);
+  const attempt = (typeof attributes.attempts === 'number' ? attributes.attempts : 0) + 1;
+  await trx
+    .updateTable('spans')
+    .set({ started_at: start.now, attributes: JSON.stringify({ ...attributes, attempts: attempt }) })
+    .where('id', '=', span.id)
+    .execute();
+  return { attempt };
 }
 
 /**
@@ -83,15 +128,7 @@ export async function endToolSpan(
   trx: Executor,
   end: { messageId: string; callId: string; status: SpanStatus; output: string; now: number },
 ): Promise<void> {
-  // A run has few open tool spans; the call id lives in attributes, so match it here rather than in SQL.
-  const open = await trx
-    .selectFrom('spans')
-    .select(['id', 'parent_id', 'attributes'])
-    .where('run_id', '=', (eb) => eb.selectFrom('messages').select('run_id').where('id', '=', end.messageId))
-    .where('kind', '=', 'tool_call')
-    .where('status', '=', 'running')
-    .execute();
-  const span = open.find((row) => callIdOf(row.attributes) === end.callId);
+  const span = await openToolSpan(trx, end.messageId, end.callId);
   if (span === undefined) return;
   await trx
     .updateTable('spans')

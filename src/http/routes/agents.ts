@@ -36,7 +36,8 @@ export function agentRoutes(app: App, deps: Deps): void {
     config: { scopes: ['tasks:write'] },
     schema: {
       summary: 'Create an agent',
-      description: 'Creates a reusable Agent. An Idempotency-Key makes retries return the same Agent (201 again).',
+      description:
+        'Creates a reusable Agent. An Idempotency-Key makes retries return the same Agent (201 again). Each {type:"url"} MCP server is discovered first (an unreachable server is a 400 naming mcpServers[i].url, and nothing is written) and registered as an organization connector, reused by URL; it is returned as {kind:"custom", serverId, name}.',
       tags,
       headers: IdempotencyHeaders,
       body: AgentCreateBody,
@@ -44,11 +45,7 @@ export function agentRoutes(app: App, deps: Deps): void {
     },
     preValidation: async (request) => checkMcpServersFirst(request, deps),
     handler: async (request, reply) => {
-      const orgId = orgOf(request);
-      const result = await deps.idempotency.run(
-        { orgId, scope: 'POST /v1/agents', key: request.headers['idempotency-key'], request: request.body },
-        async (trx) => ({ status: 201, body: { agent: await deps.agents.create(orgId, request.body, trx) } }),
-      );
+      const result = await deps.agents.create(orgOf(request), request.body, request.headers['idempotency-key']);
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(201).send(result.body);
     },

@@ -55,3 +55,16 @@ export function errorResponses(...statuses: number[]): Record<number, typeof err
 }
 
 export const NoContent = Type.Null({ description: 'No content' });
+
+/** An OpenAI-style cursor list (`after` = the previous page's `last_id`). */
+export const CursorList = <T extends Parameters<typeof Type.Array>[0]>(item: T, description: string) =>
+  Type.Object(
+    {
+      object: Type.Literal('list'),
+      data: Type.Array(item),
+      first_id: Type.Union([Type.String(), Type.Null()]),
+      last_id: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `after` for the next page' }),
+      has_more: Type.Boolean(),
+    },
+    { description },
+  );

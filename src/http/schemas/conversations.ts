@@ -78,7 +78,7 @@ const McpCall = Type.Object(
   {
     id: Type.String(),
     type: Type.Literal('mcp_call'),
-    server_label: Type.String({ description: 'agentry' }),
+    server_label: Type.String({ description: 'The MCP server: its agent-local or connector name, or agentry' }),
     name: Type.String(),
     arguments: Type.String({ description: 'JSON text' }),
     output: Type.Union([Type.String(), Type.Null()]),
@@ -88,7 +88,24 @@ const McpCall = Type.Object(
   { description: 'A call the service ran itself, with its output' },
 );
 
-export const ConversationItem = Type.Union([UserMessage, AssistantMessage, FunctionCall, FunctionCallOutput, McpCall], {
+const McpListTools = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('mcp_list_tools'),
+    server_label: Type.String(),
+    tools: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        description: Type.Union([Type.String(), Type.Null()]),
+        input_schema: Type.Record(Type.String(), Type.Unknown()),
+      }),
+    ),
+    error: Type.Union([Type.String(), Type.Null()]),
+  },
+  { description: "An MCP server's tools, recorded when the conversation first used them" },
+);
+
+export const ConversationItem = Type.Union([UserMessage, AssistantMessage, FunctionCall, FunctionCallOutput, McpCall, McpListTools], {
   description: 'A conversation item in OpenAI shape',
 });
 

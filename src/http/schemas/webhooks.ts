@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DELIVERY_KINDS, DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-types.ts';
-import { NON_BLANK, StringEnum, VISIBLE_ASCII } from './common.ts';
+import { CursorList as cursorList, NON_BLANK, StringEnum, VISIBLE_ASCII } from './common.ts';
 import { Session } from './sessions.ts';
 
 const UnixSeconds = Type.Integer({ description: 'Unix time in seconds' });
@@ -49,18 +49,6 @@ export const WebhookEndpointWithSecret = Type.Object(
   },
   { additionalProperties: false },
 );
-
-const cursorList = <T extends Parameters<typeof Type.Array>[0]>(item: T, description: string) =>
-  Type.Object(
-    {
-      object: Type.Literal('list'),
-      data: Type.Array(item),
-      first_id: Type.Union([Type.String(), Type.Null()]),
-      last_id: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `after` for the next page' }),
-      has_more: Type.Boolean(),
-    },
-    { description },
-  );
 
 export const WebhookEndpointList = cursorList(WebhookEndpoint, 'Webhook endpoints, newest first');
 

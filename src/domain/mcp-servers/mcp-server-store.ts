@@ -1,0 +1,251 @@
+/**
+ * The one writer of `mcp_servers` and `agent_mcp_servers`. Every function takes a database handle or an open
+ * transaction. Headers are sealed here (lib/secret-box.ts) and opened only for a connection, never for a view.
+ */
+import { unixSeconds } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { McpServerRow } from '../../storage/schema.ts';
+import type { Discovery, ListedMcpTool, McpServerView } from './mcp-server-types.ts';
+
+function parseTools(text: string | null): ListedMcpTool[] {
+  if (text === null) return [];
+  const parsed: unknown = JSON.parse(text);
+  if (!Array.isArray(parsed)) return [];
+  return parsed.flatMap((entry: unknown): ListedMcpTool[] => {
+    if (typeof entry !== 'object' || entry === null) return [];
+    const name: unknown = Reflect.get(entry, 'name');
+    const inputSchema: unknown = Reflect.get(entry, 'inputSchema');
+    if (typeof name !== 'string' || typeof inputSchema !== 'object' || inputSchema === null) return [];
+    const title: unknown = Reflect.get(entry, 'title');
+    const description: unknown = Reflect.get(entry, 'description');
+    const annotations: unknown = Reflect.get(entry, 'annotations');
+    return [
+      {
+        name,
+        inputSchema: { ...inputSchema },
+        ...(typeof title === 'string' ? { title } : {}),
+        ...(typeof description === 'string' ? { description } : {}),
+        ...(typeof annotations === 'object' && annotations !== null ? { annotations: { ...annotations } } : {}),
+      },
+    ];
+  });
+}
+
+function parseNames(text: string): string[] {
+  const parsed: unknown = JSON.parse(text);
+  return Array.isArray(parsed) ? parsed.filter((name): name is string => typeof name === 'string') : [];
+}
+
+function parseError(text: string | null): { code: string; message: string } | null {
+  if (text === null) return null;
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const code: unknown = Reflect.get(parsed, 'code');
+  const message: unknown = Reflect.get(parsed, 'message');
+  return typeof code === 'string' && typeof message === 'string' ? { code, message } : null;
+}
+
+/** A connector as the tool layer uses it: with its tools parsed. */
+export interface Connector {
+  id: string;
+  orgId: string;
+  name: string;
+  url: string;
+  sealedHeaders: string | null;
+  protocol: string | null;
+  tools: ListedMcpTool[] | null;
+  toolsFetchedAt: number | null;
+  toolsTtlMs: number | null;
+  updatedAt: number;
+}
+
+export function connectorFromRow(row: McpServerRow): Connector {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    name: row.name,
+    url: row.url,
+    sealedHeaders: row.headers,
+    protocol: row.protocol,
+    tools: row.tools === null ? null : parseTools(row.tools),
+    toolsFetchedAt: row.tools_fetched_at,
+    toolsTtlMs: row.tools_ttl_ms,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function viewOf(row: McpServerRow): McpServerView {
+  return {
+    id: row.id,
+    object: 'mcp_server',
+    name: row.name,
+    url: row.url,
+    header_names: parseNames(row.header_names),
+    protocol: row.protocol,
+    tools: parseTools(row.tools).map((tool) => ({
+      name: tool.name,
+      title: tool.title ?? null,
+      description: tool.description ?? null,
+      input_schema: tool.inputSchema,
+    })),
+    tools_fetched_at: row.tools_fetched_at === null ? null : unixSeconds(row.tools_fetched_at),
+    last_error: parseError(row.last_error),
+    created_at: unixSeconds(row.created_at),
+    updated_at: unixSeconds(row.updated_at),
+  };
+}
+
+export function createMcpServerStore(secrets: SecretBox) {
+  const sealHeaders = (headers: Record<string, string>): string | null =>
+    Object.keys(headers).length === 0 ? null : secrets.seal(JSON.stringify(headers));
+
+  return {
+    /** The headers of a connector in clear, for a connection. */
+    openHeaders(sealed: string | null): Record<string, string> {
+      if (sealed === null) return {};
+      const parsed: unknown = JSON.parse(secrets.open(sealed));
+      const headers: Record<string, string> = {};
+      if (typeof parsed === 'object' && parsed !== null) {
+        for (const [name, value] of Object.entries(parsed)) if (typeof value === 'string') headers[name] = value;
+      }
+      return headers;
+    },
+
+    async find(db: Executor, orgId: string, id: string): Promise<McpServerRow | undefined> {
+      return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+    },
+
+    async findMany(db: Executor, orgId: string, ids: string[]): Promise<McpServerRow[]> {
+      if (ids.length === 0) return [];
+      return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('id', 'in', ids).execute();
+    },
+
+    async findByUrls(db: Executor, orgId: string, urls: string[]): Promise<McpServerRow[]> {
+      if (urls.length === 0) return [];
+      return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('url', 'in', urls).execute();
+    },
+
+    /**
+     * Inserts a connector unless the organization already has one at this URL; returns the row that holds the URL
+     * either way (a concurrent create of the same URL finds the winner's row).
+     */
+    async insert(
+      db: Executor,
+      input: { orgId: string; name: string; url: string; headers: Record<string, string>; discovery: Discovery | null },
+      now: number,
+    ): Promise<{ row: McpServerRow; created: boolean }> {
+      const id = newId();
+      const result = await db
+        .insertInto('mcp_servers')
+        .values({
+          id,
+          org_id: input.orgId,
+          name: input.name,
+          url: input.url,
+          headers: sealHeaders(input.headers),
+          header_names: JSON.stringify(Object.keys(input.headers)),
+          protocol: input.discovery?.protocol ?? null,
+          tools: input.discovery === null ? null : JSON.stringify(input.discovery.tools),
+          tools_fetched_at: input.discovery === null ? null : now,
+          tools_ttl_ms: input.discovery?.ttlMs ?? null,
+          last_error: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((conflict) => conflict.columns(['org_id', 'url']).doNothing())
+        .executeTakeFirst();
+      const row = await db
+        .selectFrom('mcp_servers')
+        .selectAll()
+        .where('org_id', '=', input.orgId)
+        .where('url', '=', input.url)
+        .executeTakeFirstOrThrow();
+      return { row, created: Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 && row.id === id };
+    },
+
+    async update(
+      db: Executor,
+      id: string,
+      change: { name?: string; url?: string; headers?: Record<string, string>; discovery?: Discovery },
+      now: number,
+    ): Promise<void> {
+      await db
+        .updateTable('mcp_servers')
+        .set({
+          ...(change.name === undefined ? {} : { name: change.name }),
+          ...(change.url === undefined ? {} : { url: change.url }),
+          ...(change.headers === undefined
+            ? {}
+            : { headers: sealHeaders(change.headers), header_names: JSON.stringify(Object.keys(change.headers)) }),
+          ...(change.discovery === undefined
+            ? {}
+            : {
+                protocol: change.discovery.protocol,
+                tools: JSON.stringify(change.discovery.tools),
+                tools_fetched_at: now,
+                tools_ttl_ms: change.discovery.ttlMs,
+                last_error: null,
+              }),
+          updated_at: now,
+        })
+        .where('id', '=', id)
+        .execute();
+    },
+
+    /** Records a listing (tools, protocol, hint) without touching `updated_at`, which versions the configuration. */
+    async recordListing(db: Executor, id: string, discovery: Discovery, now: number): Promise<void> {
+      await db
+        .updateTable('mcp_servers')
+        .set({
+          protocol: discovery.protocol,
+          tools: JSON.stringify(discovery.tools),
+          tools_fetched_at: now,
+          tools_ttl_ms: discovery.ttlMs,
+          last_error: null,
+        })
+        .where('id', '=', id)
+        .execute();
+    },
+
+    async recordFailure(db: Executor, id: string, error: { code: string; message: string }): Promise<void> {
+      await db.updateTable('mcp_servers').set({ last_error: JSON.stringify(error) }).where('id', '=', id).execute();
+    },
+
+    /** Marks the cached list stale (a `list_changed` notification): every process lists again on next use. */
+    async markStale(db: Executor, id: string): Promise<void> {
+      await db.updateTable('mcp_servers').set({ tools_fetched_at: 0 }).where('id', '=', id).execute();
+    },
+
+    async delete(db: Executor, orgId: string, id: string): Promise<boolean> {
+      const result = await db.deleteFrom('mcp_servers').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+
+    /** Names of the agents whose current version uses the connector (at most `limit`). */
+    async usedBy(db: Executor, id: string, limit: number): Promise<{ id: string; name: string }[]> {
+      return db
+        .selectFrom('agent_mcp_servers')
+        .innerJoin('agents', 'agents.id', 'agent_mcp_servers.agent_id')
+        .select(['agents.id as id', 'agents.name as name'])
+        .where('agent_mcp_servers.server_id', '=', id)
+        .orderBy('agents.created_at')
+        .limit(limit)
+        .execute();
+    },
+
+    /** Makes the agent's links exactly `serverIds` (its current version's connectors). */
+    async linkAgent(db: Executor, agentId: string, serverIds: string[]): Promise<void> {
+      await db.deleteFrom('agent_mcp_servers').where('agent_id', '=', agentId).execute();
+      const unique = [...new Set(serverIds)];
+      if (unique.length === 0) return;
+      await db
+        .insertInto('agent_mcp_servers')
+        .values(unique.map((serverId) => ({ agent_id: agentId, server_id: serverId })))
+        .execute();
+    },
+  };
+}
+
+export type McpServerStore = ReturnType<typeof createMcpServerStore>;

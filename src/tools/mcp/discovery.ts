@@ -1,0 +1,39 @@
+/**
+ * Discovery: connect to an MCP server and list its tools, as agent create/update and connector create/refresh
+ * need before they write anything. The connection is opened for this purpose and closed after; the protocol that
+ * worked is returned so later connections start with it.
+ */
+import type { Discover } from '../../domain/mcp-servers/mcp-server-types.ts';
+import { DiscoveryError } from '../../domain/mcp-servers/mcp-server-types.ts';
+import { connectMcp, McpError } from './client.ts';
+
+export interface DiscoveryOptions {
+  fetch: typeof fetch;
+  requestTimeoutMs: number;
+}
+
+export function createDiscover(options: DiscoveryOptions): Discover {
+  return async (endpoint, { prefer, signal }) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), options.requestTimeoutMs);
+    const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
+    let connection: Awaited<ReturnType<typeof connectMcp>> | null = null;
+    try {
+      connection = await connectMcp(endpoint, {
+        fetch: options.fetch,
+        requestTimeoutMs: options.requestTimeoutMs,
+        ...(prefer === null ? {} : { prefer: prefer as never }),
+      });
+      const listed = await connection.listTools(combined);
+      return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs };
+    } catch (error) {
+      if (error instanceof McpError) throw new DiscoveryError(error.code, error.message, { cause: error });
+      if (controller.signal.aborted)
+        throw new DiscoveryError('timeout', `no answer within ${options.requestTimeoutMs} ms`, { cause: error });
+      throw new DiscoveryError('unreachable', error instanceof Error ? error.message : String(error), { cause: error });
+    } finally {
+      clearTimeout(timer);
+      await connection?.close().catch(() => undefined);
+    }
+  };
+}

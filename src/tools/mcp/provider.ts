@@ -1,0 +1,220 @@
+/**
+ * The MCP provider: an agent's MCP entries become tool sources.
+ * - `{kind:"custom", serverId}`: an organization connector (URL entries are stored this way after discovery);
+ * - `{kind:<vendor>, toolkit}`: a toolkit the deployment configured in AGENTRY_TOOLKITS (`kind/toolkit`, or `kind`
+ *   with `{toolkit}` in its URL); an unconfigured kind stays valid but is reported unavailable;
+ * - `{type:"url"}`: only in agents stored before connectors existed; used through the connector at that URL if
+ *   the organization has one, else directly.
+ * Tool lists come from the list cache; calls go through pooled connections, with the call's signal (an interrupt
+ * cancels the call on the server too), its deadline, `_meta` for correlation and progress to live listeners.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ToolkitEndpoint } from '../../config.ts';
+import type { McpServer } from '../../domain/agents/agent-types.ts';
+import { type Connector, connectorFromRow, type McpServerStore } from '../../domain/mcp-servers/mcp-server-store.ts';
+import type { Discovery, ListedMcpTool } from '../../domain/mcp-servers/mcp-server-types.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
+import type { McpConnection, McpEndpoint, McpPool } from './client.ts';
+import type { ToolListCache } from './tool-cache.ts';
+
+export interface McpProviderDeps {
+  db: Executor;
+  clock: Clock;
+  logger: Logger;
+  store: McpServerStore;
+  cache: ToolListCache;
+  /** Connections to organization connectors (through the egress guard). */
+  connectorPool: McpPool;
+  /** Connections to operator-configured toolkit endpoints (trusted: they may be private). */
+  toolkitPool: McpPool;
+  toolkits: Record<string, ToolkitEndpoint>;
+}
+
+const isToolkit = (entry: McpServer): entry is Extract<McpServer, { toolkit: string }> =>
+  !('type' in entry) && 'toolkit' in entry;
+
+/** One server a source talks to. */
+interface Target {
+  key: string;
+  version: number;
+  label: string;
+  serverId: string | null;
+  pool: McpPool;
+  endpoint(): McpEndpoint;
+  prefer: string | null;
+  connector: Connector | null;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
+
+/** A JSON Schema the model providers accept as a function's parameters: an object at the root. */
+function parametersOf(schema: Record<string, unknown>): Record<string, unknown> {
+  return { ...schema, type: 'object', properties: schema.properties ?? {} };
+}
+
+export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
+  const { store, cache, clock } = deps;
+  const watched = new WeakSet<McpConnection>();
+
+  async function connect(target: Target): Promise<McpConnection> {
+    const connection = await target.pool.get(target.key, target.endpoint(), target.prefer);
+    if (!watched.has(connection)) {
+      watched.add(connection);
+      connection.onToolsChanged(() => {
+        cache.invalidate(target.key);
+        if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
+      });
+    }
+    return connection;
+  }
+
+  function toolOf(target: Target, listed: ListedMcpTool): ResolvedTool {
+    return {
+      name: listed.name,
+      description: listed.description ?? listed.title ?? '',
+      parameters: parametersOf(listed.inputSchema),
+      strict: false,
+      kind: 'server',
+      origin: { serverId: target.serverId, serverLabel: target.label, tool: listed.name },
+      async execute(args, context) {
+        const connection = await connect(target);
+        const result = await connection.callTool(listed.name, args, {
+          signal: context.signal,
+          timeoutMs: Math.max(1, context.deadline - clock.now()),
+          meta: context.meta,
+          onProgress: (progress) => context.progress(progress),
+        });
+        return { output: result.text, isError: result.isError };
+      },
+    };
+  }
+
+  function source(target: Target): ToolSource {
+    return {
+      label: `MCP server "${target.label}"`,
+      available: true,
+      async load(signal) {
+        const tools = await cache.get(
+          {
+            key: target.key,
+            version: target.version,
+            stored:
+              target.connector === null
+                ? null
+                : {
+                    tools: target.connector.tools,
+                    fetchedAt: target.connector.toolsFetchedAt,
+                    ttlMs: target.connector.toolsTtlMs,
+                  },
+            list: async (listSignal): Promise<Discovery> => {
+              const connection = await connect(target);
+              const listed = await connection.listTools(listSignal);
+              return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs };
+            },
+            record: async (discovery) => {
+              if (target.serverId !== null) await store.recordListing(deps.db, target.serverId, discovery, clock.now());
+            },
+            recordFailure: async (error) => {
+              if (target.serverId !== null) await store.recordFailure(deps.db, target.serverId, error);
+            },
+          },
+          signal,
+        );
+        return { tools: tools.map((tool) => toolOf(target, tool)), listing: { serverId: target.serverId, serverLabel: target.label } };
+      },
+    };
+  }
+
+  function connectorTarget(connector: Connector, label: string): Target {
+    return {
+      key: `connector:${connector.id}:${digest(`${connector.url}\n${connector.sealedHeaders ?? ''}`)}`,
+      version: connector.updatedAt,
+      label,
+      serverId: connector.id,
+      pool: deps.connectorPool,
+      endpoint: () => ({ url: connector.url, headers: store.openHeaders(connector.sealedHeaders) }),
+      prefer: connector.protocol,
+      connector,
+    };
+  }
+
+  function toolkitTarget(entry: Extract<McpServer, { toolkit: string }>): Target | null {
+    const endpoint = deps.toolkits[`${entry.kind}/${entry.toolkit}`] ?? deps.toolkits[entry.kind];
+    if (endpoint === undefined) return null;
+    const url = endpoint.url.replaceAll('{toolkit}', encodeURIComponent(entry.toolkit));
+    return {
+      key: `toolkit:${entry.kind}/${entry.toolkit}:${digest(url)}`,
+      version: 0,
+      label: entry.toolkit,
+      serverId: null,
+      pool: deps.toolkitPool,
+      endpoint: () => ({ url, headers: endpoint.headers }),
+      prefer: null,
+      connector: null,
+    };
+  }
+
+  return {
+    name: 'mcp',
+    claims: (entry) => 'type' in entry || entry.kind === 'custom' || isToolkit(entry),
+
+    async sources(_agent, claimed, scope) {
+      if (claimed.length === 0) return [];
+      const ids = claimed.flatMap((entry) => (!('type' in entry) && entry.kind === 'custom' ? [entry.serverId] : []));
+      const urls = claimed.flatMap((entry) => ('type' in entry ? [entry.url] : []));
+      const byId = new Map(
+        (await store.findMany(scope.db, scope.orgId, ids)).map((row) => [row.id, connectorFromRow(row)]),
+      );
+      const byUrl = new Map(
+        (await store.findByUrls(scope.db, scope.orgId, urls)).map((row) => [row.url, connectorFromRow(row)]),
+      );
+      const configured = Object.keys(deps.toolkits);
+      return claimed.map((entry): ToolSource => {
+        if ('type' in entry) {
+          const connector = byUrl.get(entry.url);
+          if (connector !== undefined) return source(connectorTarget(connector, entry.name));
+          return source({
+            key: `url:${digest(entry.url)}`,
+            version: 0,
+            label: entry.name,
+            serverId: null,
+            pool: deps.connectorPool,
+            endpoint: () => ({ url: entry.url, headers: {} }),
+            prefer: null,
+            connector: null,
+          });
+        }
+        if (isToolkit(entry)) {
+          const target = toolkitTarget(entry);
+          if (target !== null) return source(target);
+          const label = `${entry.kind} toolkit "${entry.toolkit}"`;
+          return {
+            label,
+            available: false,
+            warning: {
+              code: 'tool_unavailable',
+              message: `${label} is configured on the agent but this deployment has no endpoint for it (configured toolkit kinds: ${configured.length === 0 ? 'none' : configured.join(', ')}; see AGENTRY_TOOLKITS); the turn runs without it`,
+            },
+          };
+        }
+        const custom = entry.kind === 'custom' ? entry : null;
+        const connector = custom === null ? undefined : byId.get(custom.serverId);
+        if (custom === null || connector === undefined) {
+          const label = `MCP server ${custom?.serverId ?? ''}`;
+          return {
+            label,
+            available: false,
+            warning: {
+              code: 'tool_unavailable',
+              message: `${label} no longer exists in this organization; the turn runs without it`,
+            },
+          };
+        }
+        return source(connectorTarget(connector, custom.name ?? connector.name));
+      });
+    },
+  };
+}

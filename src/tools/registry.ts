@@ -1,0 +1,110 @@
+/**
+ * The tool registry: asks every provider for its sources and answers the two questions of the tool layer from
+ * that one answer, so they can never disagree:
+ * - `warnings`: what the agent configures that this deployment cannot run (AcceptedMessage warnings);
+ * - `resolve`: the tools one turn offers, with how each call is answered.
+ * A source that fails to load at turn time (a remote server that is down) is left out of that turn and reported,
+ * never fatal to the turn.
+ */
+import type { AgentConfig, McpServer } from '../domain/agents/agent-types.ts';
+import type { Warning } from '../domain/messages/message-types.ts';
+import { exposeNames } from './naming.ts';
+import type { ResolvedTool, ToolKind, ToolOrigin, ToolProvider, ToolScope, ToolSource } from './types.ts';
+
+function describeEntry(entry: McpServer): string {
+  if ('type' in entry) return `remote MCP server "${entry.name}" (${entry.url})`;
+  if (entry.kind === 'internal') return `internal tool "${entry.name}"`;
+  if (entry.kind === 'custom') return `MCP server ${entry.serverId}`;
+  return `${entry.kind} toolkit "${entry.toolkit}"`;
+}
+
+/** The tools of one turn. */
+export interface TurnTools {
+  tools: ResolvedTool[];
+  kindOf(name: string): ToolKind;
+  get(name: string): ResolvedTool | undefined;
+  /** Servers whose tools this turn offers, for `mcp_list_tools` items. */
+  listings: { serverId: string | null; serverLabel: string; tools: ResolvedTool[] }[];
+  /** Sources that were configured and runnable but failed to load for this turn. */
+  failures: Warning[];
+}
+
+export interface ToolRegistry {
+  sources(agent: AgentConfig, scope: ToolScope): Promise<ToolSource[]>;
+  warnings(agent: AgentConfig, scope: ToolScope): Promise<Warning[]>;
+  resolve(agent: AgentConfig, scope: ToolScope, signal: AbortSignal): Promise<TurnTools>;
+}
+
+export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegistry {
+  async function sources(agent: AgentConfig, scope: ToolScope): Promise<ToolSource[]> {
+    const claimed = new Map<ToolProvider, McpServer[]>(providers.map((provider) => [provider, []]));
+    const unclaimed: ToolSource[] = [];
+    for (const entry of agent.mcpServers) {
+      const provider = providers.find((candidate) => candidate.claims(entry));
+      if (provider === undefined) {
+        unclaimed.push({
+          label: describeEntry(entry),
+          available: false,
+          warning: {
+            code: 'tool_unavailable',
+            message: `${describeEntry(entry)} is configured on the agent but this deployment cannot run it; the turn runs without it`,
+          },
+        });
+      } else claimed.get(provider)?.push(entry);
+    }
+    const provided = await Promise.all(
+      providers.map((provider) => provider.sources(agent, claimed.get(provider) ?? [], scope)),
+    );
+    return [...provided.flat(), ...unclaimed];
+  }
+
+  return {
+    sources,
+
+    async warnings(agent, scope) {
+      return (await sources(agent, scope)).flatMap((source) => (source.available ? [] : [source.warning]));
+    },
+
+    async resolve(agent, scope, signal) {
+      const all = await sources(agent, scope);
+      const loaded = await Promise.all(
+        all.map(async (source) => {
+          if (!source.available) return { source, result: null, error: null };
+          try {
+            return { source, result: await source.load(signal), error: null };
+          } catch (error) {
+            if (signal.aborted) throw signal.reason;
+            return { source, result: null, error: error instanceof Error ? error.message : String(error) };
+          }
+        }),
+      );
+      const failures: Warning[] = [];
+      const raw: ResolvedTool[] = [];
+      const groups: { listing: { serverId: string | null; serverLabel: string }; from: number; to: number }[] = [];
+      for (const { source, result, error } of loaded) {
+        if (error !== null) {
+          failures.push({
+            code: 'tool_source_failed',
+            message: `${source.label} could not be reached; its tools are not offered in this turn: ${error}`,
+          });
+        }
+        if (result === null) continue;
+        const from = raw.length;
+        raw.push(...result.tools);
+        if (result.listing !== undefined) groups.push({ listing: result.listing, from, to: raw.length });
+      }
+      const tools = exposeNames(raw);
+      const byName = new Map(tools.map((tool) => [tool.name, tool]));
+      return {
+        tools,
+        kindOf: (name) => byName.get(name)?.kind ?? 'server',
+        get: (name) => byName.get(name),
+        listings: groups.map(({ listing, from, to }) => ({ ...listing, tools: tools.slice(from, to) })),
+        failures,
+      };
+    },
+  };
+}
+
+/** The origin of the service's own tools. */
+export const builtinOrigin = (tool: string): ToolOrigin => ({ serverId: null, serverLabel: 'agentry', tool });

@@ -1,0 +1,111 @@
+/**
+ * The tool layer's one seam (DESIGN section 10). A ToolProvider turns part of an agent's configuration into
+ * tool sources; the registry asks every provider, so the same answer decides both the warnings of an accepted
+ * message ("configured, but this deployment cannot run it") and the tools a turn offers the model. The engine
+ * knows only these types: it never imports a provider.
+ */
+import type { AgentConfig, McpServer, NetworkPolicy } from '../domain/agents/agent-types.ts';
+import type { Warning } from '../domain/messages/message-types.ts';
+import type { Executor } from '../storage/db.ts';
+
+/** Who answers a call: the service (server), the API caller (client), or a person (question). */
+export type ToolKind = 'client' | 'question' | 'server';
+
+/** Where a server tool comes from, for Responses items (`server_label`), traces and the model-facing name. */
+export interface ToolOrigin {
+  /** The MCP connector (organization resource) behind the tool, if any. */
+  serverId: string | null;
+  /** Human label of the server: the agent-local name, the connector's name, a toolkit, or `agentry`. */
+  serverLabel: string;
+  /** The tool's own name at its server (the exposed name may be prefixed to avoid a clash). */
+  tool: string;
+}
+
+/** What an agent's tools run with: the agent's egress policy, and the deployment's exception for development. */
+export interface EgressContext {
+  policy: NetworkPolicy | null;
+  allowInsecureDestinations: boolean;
+}
+
+/** The agent's durable workspace directory (shared by all its sessions), when a provider needs one. */
+export interface AgentWorkspace {
+  dir: string;
+}
+
+export interface ToolProgress {
+  progress?: number;
+  total?: number;
+  message?: string;
+}
+
+/** Everything a server tool's execution may need about the call it serves. */
+export interface ToolCallContext {
+  /** Aborts on interrupt, shutdown, lease loss, or the call's own timeout. */
+  signal: AbortSignal;
+  /** Epoch milliseconds after which the call is abandoned. */
+  deadline: number;
+  orgId: string;
+  agentId: string;
+  sessionId: string;
+  messageId: string;
+  runId: string;
+  callId: string;
+  workspace: AgentWorkspace | null;
+  egress: EgressContext;
+  /** Reports progress to live listeners (session stream, Responses stream); never stored. */
+  progress(update: ToolProgress): void;
+  /** Sent along with outbound calls (MCP `_meta`) so a server can deduplicate or correlate. */
+  meta: Record<string, string>;
+}
+
+export interface ToolOutput {
+  /** The model-facing result text. */
+  output: string;
+  /** A tool-level error: reported to the model, which may recover. */
+  isError: boolean;
+}
+
+/** One tool as the model will see it, with how it is answered. */
+export interface ResolvedTool {
+  /** Name before clash handling: the exposed name unless another tool of the agent has it. */
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (root type object). */
+  parameters: Record<string, unknown>;
+  strict: boolean;
+  kind: ToolKind;
+  origin: ToolOrigin;
+  /** Keeps its name even on a clash (client tools: the caller dispatches by that exact name). */
+  fixedName?: boolean;
+  /** Server tools only. Throwing reports the error text to the model as a failed call. */
+  execute?: (args: unknown, context: ToolCallContext) => Promise<ToolOutput>;
+}
+
+/** What resolving needs besides the agent: whose agent it is, and where to read organization resources. */
+export interface ToolScope {
+  orgId: string;
+  agentId: string;
+  db: Executor;
+}
+
+/** A server's tools, loaded for one turn. */
+export interface LoadedSource {
+  tools: ResolvedTool[];
+  /** Set for MCP servers: the turn records an `mcp_list_tools` item the first time a conversation sees it. */
+  listing?: { serverId: string | null; serverLabel: string };
+}
+
+export type ToolSource =
+  | { label: string; available: true; load(signal: AbortSignal): Promise<LoadedSource> }
+  | { label: string; available: false; warning: Warning };
+
+export interface ToolProvider {
+  readonly name: string;
+  /** Which `mcpServers` entries this provider answers for; entries no provider claims are reported unavailable. */
+  claims(entry: McpServer): boolean;
+  /**
+   * The sources of this provider for the agent, given the entries it claimed. Cheap: it may read the database but
+   * never calls out; loading (listing tools of a remote server) happens in `load`.
+   */
+  sources(agent: AgentConfig, claimed: McpServer[], scope: ToolScope): Promise<ToolSource[]>;
+}

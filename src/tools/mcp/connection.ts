@@ -47,7 +47,8 @@ function toolInfo(tool: Tool): McpToolInfo {
 
 function ttlOf(result: object): number | null {
   const ttl = 'ttlMs' in result ? result.ttlMs : undefined;
-  return typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? ttl : null;
+  // The revision says a negative hint means 0 (already stale).
+  return typeof ttl === 'number' && Number.isFinite(ttl) ? Math.max(0, ttl) : null;
 }
 
 export class Connection implements McpConnection {

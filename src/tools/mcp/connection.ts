@@ -226,7 +226,7 @@ export class Connection implements McpConnection {
       (subscription) => {
         this.#subscribing = false;
         if (this.#closed || this.#listeners.size === 0 || subscription.honoredFilter.toolsListChanged !== true) {
-          void subscription.close();
+          void subscription.close().catch(() => undefined);
           return;
         }
         this.#subscription = subscription;

@@ -1,0 +1,194 @@
+/**
+ * A `fetch` for user-chosen destinations (MCP servers now, the `http_client` tool later) behind the egress guard
+ * of `egress.ts`: the URL must pass `url-policy.ts` (public https unless `allowInsecure`), and every new
+ * connection resolves its host ONCE, is refused (EgressError `destination_blocked`) when any answer is private,
+ * loopback, link-local, CGNAT or metadata, and then connects to exactly the checked address. TLS keeps the
+ * hostname for SNI and certificate verification. Redirects are never followed: a 3xx comes back as is
+ * (`redirect: 'error'` still makes it an error), so a redirect can never lead past the guard.
+ *
+ * Why undici's own `fetch` over a custom `Agent` connector: fetch semantics (streaming bodies, AbortSignal,
+ * Request inputs, header handling) are undici's and well tested, while the connector is the single place every
+ * socket is opened, so the check and the connect cannot drift apart. The check runs per connection, not per
+ * request: a kept-alive connection was checked when it opened and stays pinned to that address; a new
+ * connection is checked anew. The connector also bounds resolution + connect + TLS with `connectTimeoutMs`.
+ * Header and body timeouts are off: callers bound requests with their own signals (an MCP call may legitimately
+ * stream for minutes), and an idle SSE stream must not be cut.
+ *
+ * Failures: refusals throw EgressError (`invalid_url`, `destination_blocked`); network failures throw EgressError
+ * too (`dns_failed`, `connect_failed`, `tls_failed`, `timeout`) with the underlying error as `cause`; an abort
+ * rejects with the signal's reason, as `fetch` does.
+ */
+import { isIP, Socket } from 'node:net';
+import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import { EgressError, type Resolver, resolveDestination } from './egress.ts';
+import { destinationUrlProblem } from './url-policy.ts';
+
+export interface EgressFetchOptions {
+  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: allow http and private addresses (connections are still pinned). */
+  allowInsecure: boolean;
+  resolver?: Resolver | undefined;
+  /** Bound on resolving, connecting and the TLS handshake of one new connection (default 10 s). */
+  connectTimeoutMs?: number | undefined;
+}
+
+/** `fetch`, plus `close()` to drop its pooled connections at shutdown. */
+export interface EgressFetch {
+  (input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' ? error.code : undefined;
+}
+
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/;
+
+/** Maps a network failure below fetch to an EgressError (already-classified errors pass through). */
+function classifyNetworkError(error: unknown): EgressError {
+  if (error instanceof EgressError) return error;
+  const code = errorCode(error);
+  const detail = code ?? (error instanceof Error ? error.message : 'unknown error');
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
+    return new EgressError('timeout', `connection timed out (${detail})`, { cause: error });
+  }
+  if (code !== undefined && TLS_CODES.test(code)) {
+    return new EgressError('tls_failed', `TLS handshake failed (${detail})`, { cause: error });
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new EgressError('dns_failed', `could not resolve (${detail})`, { cause: error });
+  }
+  return new EgressError('connect_failed', `connection failed (${detail})`, { cause: error });
+}
+
+/** Rejects with an EgressError `timeout` when `promise` has not settled within `ms`. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new EgressError('timeout', `${what} took longer than ${ms} ms`)), ms);
+    promise.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
+
+function urlOf(input: string | URL | Request): string {
+  if (typeof input === 'string') return input;
+  return input instanceof URL ? input.href : input.url;
+}
+
+/** Statuses whose responses have no body by definition (a Response refuses one). */
+const NULL_BODY_STATUSES = new Set([204, 205, 304]);
+
+/**
+ * The request as undici's fetch takes it. The platform's own Request normalises the input once (method, headers,
+ * any body type, the content-type a body implies); the body is then buffered, so a JSON-RPC POST goes out with a
+ * Content-Length rather than chunked, and undici never has to recognise another fetch implementation's objects.
+ */
+async function normalizedRequest(url: string, input: string | URL | Request, init: RequestInit | undefined) {
+  const request = new Request(input instanceof Request ? input : url, init);
+  const body = request.body === null ? null : new Uint8Array(await request.arrayBuffer());
+  return {
+    method: request.method,
+    headers: [...request.headers],
+    body,
+    signal: init?.signal ?? (input instanceof Request ? input.signal : undefined),
+    refuseRedirects: request.redirect === 'error',
+  };
+}
+
+/**
+ * Builds a guarded fetch with its own connection pool. Every connection it opens goes through the egress guard;
+ * see the file header for what is refused, pinned and returned.
+ */
+export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const connect = buildConnector({ timeout: connectTimeoutMs });
+  const agent = new Agent({
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: (target, callback) => {
+      const host = target.hostname.replace(/^\[|\]$/g, '');
+      const port = target.port === '' ? (target.protocol === 'https:' ? '443' : '80') : target.port;
+      const literal = isIP(host);
+      const origin = `${target.protocol}//${literal === 6 ? `[${host}]` : host}:${port}/`;
+      within(
+        resolveDestination(origin, { allowInsecure: options.allowInsecure, resolver: options.resolver }),
+        connectTimeoutMs,
+        `resolving ${host}`,
+      ).then(
+        (destination) => {
+          let handshaking = false;
+          // The socket goes to the checked address; the name stays the TLS server name (SNI and certificate).
+          const socket: unknown = connect(
+            {
+              ...target,
+              hostname: destination.address,
+              ...(literal === 0 ? { servername: target.servername ?? host } : {}),
+            },
+            (...result) => {
+              const [error] = result;
+              if (error === null || !handshaking) callback(...result);
+              else
+                callback(
+                  new EgressError('tls_failed', `TLS handshake failed (${errorCode(error) ?? error.message})`, {
+                    cause: error,
+                  }),
+                  null,
+                );
+            },
+          );
+          // Past the TCP connect, an https failure is the handshake's (a reset after the ClientHello included).
+          if (target.protocol === 'https:' && socket instanceof Socket) {
+            socket.once('connect', () => {
+              handshaking = true;
+            });
+          }
+        },
+        (error: unknown) => callback(classifyNetworkError(error), null),
+      );
+    },
+  });
+
+  const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = urlOf(input);
+    const problem = destinationUrlProblem(url, options.allowInsecure);
+    if (problem !== null) {
+      throw new EgressError(
+        problem.kind === 'blocked' ? 'destination_blocked' : 'invalid_url',
+        `URL ${problem.message}`,
+      );
+    }
+    const request = await normalizedRequest(url, input, init);
+    const { signal } = request;
+    try {
+      const response = await undiciFetch(url, {
+        method: request.method,
+        headers: request.headers,
+        body: request.body,
+        redirect: 'manual',
+        ...(signal === undefined || signal === null ? {} : { signal }),
+        dispatcher: agent,
+      });
+      if (
+        request.refuseRedirects &&
+        response.status >= 300 &&
+        response.status < 400 &&
+        response.headers.has('location')
+      ) {
+        await response.body?.cancel();
+        throw new TypeError(`refused a redirect (HTTP ${response.status}) as the request asked`);
+      }
+      // Re-wrapped as the platform's Response, which is what callers' types (and `typeof fetch`) expect.
+      return new Response(NULL_BODY_STATUSES.has(response.status) ? null : response.body, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: [...response.headers],
+      });
+    } catch (error) {
+      if (signal?.aborted === true) throw signal.reason;
+      if (error instanceof TypeError && error.cause === undefined) throw error;
+      throw classifyNetworkError(error instanceof TypeError ? error.cause : error);
+    }
+  };
+  return Object.assign(guarded, { close: () => agent.close() });
+}

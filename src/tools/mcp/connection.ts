@@ -1,0 +1,287 @@
+/**
+ * One negotiated MCP connection (`client.ts` documents the contract): listing, concurrent calls with
+ * server-side cancellation on abort or timeout, progress, and `list_changed` delivery, including the
+ * 2026-07-28 `subscriptions/listen` stream and its re-opening after a drop.
+ */
+import type { Client, McpSubscription, SSEClientTransport, Tool } from '@modelcontextprotocol/client';
+import { ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { EgressError } from '../../lib/egress.ts';
+import type {
+  McpCallOptions,
+  McpCallResult,
+  McpConnection,
+  McpConnectOptions,
+  McpProgress,
+  McpProtocol,
+  McpToolInfo,
+  McpToolList,
+} from './client.ts';
+import { isRecord, resultText } from './content.ts';
+import { classifyMcpFailure, McpError } from './errors.ts';
+
+/** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */
+export interface Observed {
+  egress?: EgressError | undefined;
+}
+
+export interface ConnectionParts {
+  client: Client;
+  transport: StreamableHTTPClientTransport | SSEClientTransport;
+  protocol: McpProtocol;
+  /** Called by the client's `list_changed` handler, which is registered before connecting. */
+  hooks: { toolsChanged: () => void };
+}
+
+/** Extra time the SDK's own request timer gets, so ours (with its clearer error) always fires first. */
+const SDK_TIMEOUT_GRACE_MS = 1000;
+const RELISTEN_MIN_MS = 1000;
+const RELISTEN_MAX_MS = 30_000;
+
+function toolInfo(tool: Tool): McpToolInfo {
+  const info: McpToolInfo = { name: tool.name, inputSchema: { ...tool.inputSchema } };
+  if (tool.title !== undefined) info.title = tool.title;
+  if (tool.description !== undefined) info.description = tool.description;
+  if (tool.annotations !== undefined) info.annotations = { ...tool.annotations };
+  return info;
+}
+
+function ttlOf(result: object): number | null {
+  const ttl = 'ttlMs' in result ? result.ttlMs : undefined;
+  // The revision says a negative hint means 0 (already stale).
+  return typeof ttl === 'number' && Number.isFinite(ttl) ? Math.max(0, ttl) : null;
+}
+
+export class Connection implements McpConnection {
+  readonly protocol: McpProtocol;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  readonly #client: Client;
+  readonly #transport: StreamableHTTPClientTransport | SSEClientTransport;
+  readonly #options: McpConnectOptions & { where: string };
+  readonly #listeners = new Set<() => void>();
+  #subscription: McpSubscription | undefined;
+  #subscribing = false;
+  #relistenTimer: NodeJS.Timeout | undefined;
+  #relistenDelayMs = RELISTEN_MIN_MS;
+  #missedEvents = false;
+  /** Progress listeners by our own progress token (see `callTool`). */
+  readonly #progress = new Map<string, (progress: McpProgress) => void>();
+  #nextProgressToken = 0;
+
+  constructor(parts: ConnectionParts, options: McpConnectOptions & { where: string }) {
+    this.protocol = parts.protocol;
+    this.#client = parts.client;
+    this.#transport = parts.transport;
+    this.#options = options;
+    parts.hooks.toolsChanged = () => this.#emitChanged();
+    // Progress is routed here rather than through the SDK's `onprogress`: the SDK drops the handler as soon as the
+    // response arrives, before a progress notification that arrived in the same read has been dispatched.
+    this.#client.setNotificationHandler('notifications/progress', (notification) => {
+      const { progressToken, progress, total, message } = notification.params;
+      const listener = this.#progress.get(String(progressToken));
+      if (listener === undefined) return;
+      try {
+        listener({
+          progress,
+          ...(total === undefined ? {} : { total }),
+          ...(message === undefined ? {} : { message }),
+        });
+      } catch (error) {
+        this.#options.logger?.warn({ err: String(error) }, 'mcp: progress listener failed');
+      }
+    });
+    this.#client.onclose = () => {
+      this.#closed = true;
+    };
+    this.#client.onerror = (error) => {
+      // Stream hiccups the SDK recovers from itself (reconnecting GET streams) land here; messages carry no headers.
+      this.#options.logger?.debug({ url: this.#options.where, err: error.message }, 'mcp: transport error');
+    };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Runs one request with a deadline and the caller's signal. Aborting cancels the request through the SDK
+   * (which tells the server) before this rejects with `aborted` or `timeout`.
+   */
+  async #run<T>(
+    kind: 'call' | 'list',
+    what: string,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+    operation: (signal: AbortSignal, sdkTimeoutMs: number) => Promise<T>,
+  ): Promise<T> {
+    if (this.#closed) throw new McpError('unreachable', `${what}: the connection is closed`);
+    if (signal?.aborted === true) throw new McpError('aborted', `${what} was aborted before it started`);
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new McpError('timeout', `${what} did not finish within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    const onAbort = () => controller.abort(new McpError('aborted', `${what} was aborted`));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await operation(controller.signal, timeoutMs + SDK_TIMEOUT_GRACE_MS);
+    } catch (error) {
+      if (controller.signal.aborted && controller.signal.reason instanceof McpError) throw controller.signal.reason;
+      throw this.#failure(kind, what, error);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  #failure(kind: 'call' | 'list', what: string, error: unknown): McpError {
+    // A JSON-RPC error answering a call (unknown tool, invalid arguments): the server is fine, the call failed.
+    if (error instanceof ProtocolError && kind === 'call') {
+      return new McpError('tool_error', `${what}: the server answered with error ${error.code}: ${error.message}`, {
+        cause: error,
+      });
+    }
+    const { error: classified } = classifyMcpFailure(error);
+    const sessionful = this.protocol !== '2026-07-28';
+    if (sessionful && classified.status === 404) {
+      // A 2025 server that no longer knows our session (restarted, expired): only a new connection helps.
+      this.#closed = true;
+      return new McpError('unreachable', `${what}: the server no longer knows this session`, {
+        cause: error,
+        status: 404,
+      });
+    }
+    if (sessionful && classified.code === 'unreachable') this.#closed = true;
+    return new McpError(classified.code, `${what}: ${classified.message}`, { cause: error, status: classified.status });
+  }
+
+  listTools(signal?: AbortSignal): Promise<McpToolList> {
+    const timeoutMs = this.#options.requestTimeoutMs;
+    return this.#run('list', 'listing tools', signal, timeoutMs, async (requestSignal, sdkTimeoutMs) => {
+      // 'refresh': always ask the server; the caller owns caching (with ttlMs). All pages are walked.
+      const result = await this.#client.listTools(undefined, {
+        cacheMode: 'refresh',
+        signal: requestSignal,
+        timeout: sdkTimeoutMs,
+      });
+      return { tools: result.tools.map(toolInfo), ttlMs: ttlOf(result) };
+    });
+  }
+
+  callTool(name: string, args: unknown, options: McpCallOptions): Promise<McpCallResult> {
+    const what = `calling ${name}`;
+    if (args !== undefined && args !== null && !isRecord(args)) {
+      return Promise.reject(new McpError('tool_error', `${what}: arguments must be a JSON object`));
+    }
+    const { onProgress } = options;
+    const progressToken = onProgress === undefined ? undefined : `agentry-progress-${++this.#nextProgressToken}`;
+    const meta = progressToken === undefined ? options.meta : { ...options.meta, progressToken };
+    if (progressToken !== undefined && onProgress !== undefined) this.#progress.set(progressToken, onProgress);
+    return this.#run('call', what, options.signal, options.timeoutMs, async (requestSignal, sdkTimeoutMs) => {
+      const result = await this.#client.callTool(
+        { name, arguments: args ?? {}, ...(meta === undefined ? {} : { _meta: meta }) },
+        { signal: requestSignal, timeout: sdkTimeoutMs },
+      );
+      const content: readonly unknown[] = Array.isArray(result.content) ? result.content : [];
+      const callResult: McpCallResult = {
+        text: resultText(content, result.structuredContent),
+        isError: result.isError === true,
+      };
+      if (result.structuredContent !== undefined) callResult.structuredContent = result.structuredContent;
+      return callResult;
+    }).finally(() => {
+      if (progressToken !== undefined) this.#progress.delete(progressToken);
+    });
+  }
+
+  onToolsChanged(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    if (this.protocol === '2026-07-28') this.#subscribe();
+    return () => {
+      this.#listeners.delete(listener);
+      if (this.#listeners.size === 0) this.#unsubscribe();
+    };
+  }
+
+  #emitChanged(): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        this.#options.logger?.warn({ err: String(error) }, 'mcp: tools-changed listener failed');
+      }
+    }
+  }
+
+  /** Opens the 2026-07-28 `subscriptions/listen` stream for tool-list changes, if the server offers them. */
+  #subscribe(): void {
+    if (this.#subscription !== undefined || this.#subscribing || this.#closed || this.#relistenTimer !== undefined)
+      return;
+    if (this.#client.getServerCapabilities()?.tools?.listChanged !== true) {
+      this.#options.logger?.debug({ url: this.#options.where }, 'mcp: server does not announce tool list changes');
+      return;
+    }
+    this.#subscribing = true;
+    this.#client.listen({ toolsListChanged: true }, { timeout: this.#options.requestTimeoutMs }).then(
+      (subscription) => {
+        this.#subscribing = false;
+        if (this.#closed || this.#listeners.size === 0 || subscription.honoredFilter.toolsListChanged !== true) {
+          void subscription.close().catch(() => undefined);
+          return;
+        }
+        this.#subscription = subscription;
+        this.#relistenDelayMs = RELISTEN_MIN_MS;
+        if (this.#missedEvents) {
+          this.#missedEvents = false;
+          this.#emitChanged();
+        }
+        void subscription.closed.then((reason) => {
+          if (this.#subscription === subscription) this.#subscription = undefined;
+          if (reason !== 'local') this.#scheduleRelisten();
+        });
+      },
+      (error: unknown) => {
+        this.#subscribing = false;
+        this.#options.logger?.debug({ url: this.#options.where, err: String(error) }, 'mcp: listen failed');
+        this.#scheduleRelisten();
+      },
+    );
+  }
+
+  #scheduleRelisten(): void {
+    if (this.#closed || this.#listeners.size === 0 || this.#relistenTimer !== undefined) return;
+    this.#missedEvents = true;
+    const delay = this.#relistenDelayMs;
+    this.#relistenDelayMs = Math.min(delay * 2, RELISTEN_MAX_MS);
+    this.#relistenTimer = setTimeout(() => {
+      this.#relistenTimer = undefined;
+      this.#subscribe();
+    }, delay);
+    this.#relistenTimer.unref();
+  }
+
+  #unsubscribe(): void {
+    clearTimeout(this.#relistenTimer);
+    this.#relistenTimer = undefined;
+    const subscription = this.#subscription;
+    this.#subscription = undefined;
+    if (subscription !== undefined) void subscription.close().catch(() => undefined);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#closed = true;
+    this.#listeners.clear();
+    this.#unsubscribe();
+    if (this.protocol === 'streamable-http-2025' && this.#transport instanceof StreamableHTTPClientTransport) {
+      // Tell a 2025 server its session is over (best effort, bounded: shutdown must not wait on a slow server).
+      const bound = new Promise<void>((resolve) => setTimeout(resolve, 1000).unref());
+      await Promise.race([this.#transport.terminateSession().catch(() => undefined), bound]);
+    }
+    await this.#client.close().catch(() => undefined);
+  }
+}

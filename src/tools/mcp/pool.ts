@@ -1,0 +1,159 @@
+/**
+ * A small pool of MCP connections, one per key (e.g. a connector id), shared by every call that needs that
+ * server: concurrent `get`s for one key share one connect, a connection whose transport went away is replaced
+ * on the next `get` (using the protocol that worked as the hint), and a changed endpoint (URL or headers) gets
+ * a fresh connection. `onToolsChanged(key, …)` listeners outlive reconnects: they are attached to every
+ * connection the pool opens for the key, and told "changed" when a key is reconnected after a failure, since
+ * its tools may have changed meanwhile. Header values stay secret: only a hash of the endpoint is kept to
+ * compare endpoints.
+ */
+import { createHash } from 'node:crypto';
+import { connectMcp, type McpClientOptions, type McpConnection, type McpEndpoint, type McpProtocol } from './client.ts';
+import { McpError } from './errors.ts';
+
+export interface McpPool {
+  /** The live connection for `key`, connecting (or reconnecting) when needed. `prefer` is the stored hint. */
+  get(key: string, endpoint: McpEndpoint, prefer?: McpProtocol, signal?: AbortSignal): Promise<McpConnection>;
+  /** The protocol the key's last connection negotiated, to persist as the next `prefer`. */
+  protocolOf(key: string): McpProtocol | undefined;
+  /** Listens for tool-list changes of `key` across reconnects; returns the unsubscribe function. */
+  onToolsChanged(key: string, listener: () => void): () => void;
+  /** Closes and forgets the key's connection (connector updated or deleted). */
+  evict(key: string): Promise<void>;
+  /** Closes every connection; later `get`s reject. */
+  close(): Promise<void>;
+}
+
+interface Entry {
+  fingerprint: string;
+  pending: Promise<McpConnection>;
+  connection?: McpConnection;
+  detach?: () => void;
+}
+
+function fingerprintOf(endpoint: McpEndpoint): string {
+  const headers = Object.entries(endpoint.headers)
+    .map(([name, value]) => [name.toLowerCase(), value])
+    .sort(([a = ''], [b = '']) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256')
+    .update(JSON.stringify([endpoint.url, headers]))
+    .digest('hex');
+}
+
+export function createMcpPool(options: McpClientOptions): McpPool {
+  const entries = new Map<string, Entry>();
+  const protocols = new Map<string, McpProtocol>();
+  const listeners = new Map<string, Set<() => void>>();
+  let closed = false;
+
+  const notify = (key: string) => {
+    for (const listener of [...(listeners.get(key) ?? [])]) {
+      try {
+        listener();
+      } catch (error) {
+        options.logger?.warn({ err: String(error) }, 'mcp: tools-changed listener failed');
+      }
+    }
+  };
+
+  /** Listens on the key's connection only while someone listens on the key (2026-07-28 opens a stream for it). */
+  const attach = (key: string, entry: Entry) => {
+    if (entry.connection === undefined || entry.detach !== undefined || (listeners.get(key)?.size ?? 0) === 0) return;
+    entry.detach = entry.connection.onToolsChanged(() => notify(key));
+  };
+
+  const retire = (entry: Entry) => {
+    entry.detach?.();
+    void entry.pending.then(
+      (connection) => connection.close(),
+      () => undefined,
+    );
+  };
+
+  const open = (
+    key: string,
+    endpoint: McpEndpoint,
+    fingerprint: string,
+    prefer: McpProtocol | undefined,
+    signal?: AbortSignal,
+  ) => {
+    const pending = connectMcp(endpoint, { ...options, prefer, signal });
+    const entry: Entry = { fingerprint, pending };
+    entries.set(key, entry);
+    return pending.then(
+      (connection) => {
+        if (entries.get(key) !== entry || closed) {
+          void connection.close();
+          throw new McpError('aborted', 'the connection was evicted while connecting');
+        }
+        entry.connection = connection;
+        attach(key, entry);
+        protocols.set(key, connection.protocol);
+        return connection;
+      },
+      (error: unknown) => {
+        if (entries.get(key) === entry) entries.delete(key);
+        throw error;
+      },
+    );
+  };
+
+  return {
+    async get(key, endpoint, prefer, signal) {
+      if (closed) throw new McpError('unreachable', 'the MCP connection pool is closed');
+      const fingerprint = fingerprintOf(endpoint);
+      const entry = entries.get(key);
+      if (entry !== undefined && entry.fingerprint === fingerprint) {
+        if (entry.connection === undefined) return entry.pending;
+        if (!entry.connection.closed) return entry.connection;
+      }
+      const reconnecting = entry?.connection?.closed === true && entry.fingerprint === fingerprint;
+      if (entry !== undefined) retire(entry);
+      const connection = await open(key, endpoint, fingerprint, prefer ?? protocols.get(key), signal);
+      if (reconnecting) notify(key);
+      return connection;
+    },
+    protocolOf: (key) => protocols.get(key),
+    onToolsChanged(key, listener) {
+      const set = listeners.get(key) ?? new Set();
+      set.add(listener);
+      listeners.set(key, set);
+      const entry = entries.get(key);
+      if (entry !== undefined) attach(key, entry);
+      return () => {
+        set.delete(listener);
+        if (set.size > 0) return;
+        listeners.delete(key);
+        const current = entries.get(key);
+        current?.detach?.();
+        if (current !== undefined) delete current.detach;
+      };
+    },
+    async evict(key) {
+      const entry = entries.get(key);
+      entries.delete(key);
+      protocols.delete(key);
+      if (entry === undefined) return;
+      entry.detach?.();
+      await entry.pending.then(
+        (connection) => connection.close(),
+        () => undefined,
+      );
+    },
+    async close() {
+      closed = true;
+      const all = [...entries.values()];
+      entries.clear();
+      listeners.clear();
+      await Promise.all(
+        all.map((entry) => {
+          entry.detach?.();
+          return entry.pending.then(
+            (connection) => connection.close(),
+            () => undefined,
+          );
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,133 @@
+/** The MCP connection pool against real servers: sharing, reconnecting, endpoint changes, listeners, shutdown. */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createEgressFetch } from '../src/lib/egress-fetch.ts';
+import { isMcpError } from '../src/tools/mcp/client.ts';
+import { createMcpPool, type McpPool } from '../src/tools/mcp/pool.ts';
+import { type McpTestServer, startLegacyMcpServer, startModernMcpServer } from './helpers/mcp-servers.ts';
+
+const fetch = createEgressFetch({ allowInsecure: true });
+const live = new AbortController().signal;
+const servers: McpTestServer[] = [];
+const pools: McpPool[] = [];
+
+function pool(): McpPool {
+  const created = createMcpPool({ fetch, requestTimeoutMs: 3000 });
+  pools.push(created);
+  return created;
+}
+
+async function started(server: Promise<McpTestServer>): Promise<McpTestServer> {
+  const running = await server;
+  servers.push(running);
+  return running;
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((each) => each.close()));
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+afterAll(() => fetch.close());
+
+describe('createMcpPool', () => {
+  it('shares one connection per key, connecting once for concurrent gets', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    const endpoint = { url: server.url, headers: { Authorization: 'Bearer a' } };
+    const [first, second, third] = await Promise.all([
+      connections.get('srv_1', endpoint),
+      connections.get('srv_1', endpoint),
+      connections.get('srv_1', endpoint),
+    ]);
+    expect(second).toBe(first);
+    expect(third).toBe(first);
+    expect(await connections.get('srv_1', endpoint)).toBe(first);
+    expect(server.state.methods.filter((method) => method === 'server/discover')).toHaveLength(1);
+    expect(connections.protocolOf('srv_1')).toBe('2026-07-28');
+    const other = await connections.get('srv_2', endpoint);
+    expect(other).not.toBe(first);
+  });
+
+  it('opens a new connection when the endpoint changes, closing the old one', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    const old = await connections.get('srv', { url: server.url, headers: { Authorization: 'Bearer old' } });
+    const renewed = await connections.get('srv', { url: server.url, headers: { Authorization: 'Bearer new' } });
+    expect(renewed).not.toBe(old);
+    await server.waitFor(() => old.closed);
+    const result = await renewed.callTool('whoami', {}, { signal: live, timeoutMs: 2000 });
+    expect(result.text).toBe('Bearer new');
+  });
+
+  it('reconnects after the server lost the session, using the protocol that worked, and says tools may have changed', async () => {
+    const first = await startLegacyMcpServer({});
+    const port = Number(new URL(first.url).port);
+    const endpoint = { url: first.url, headers: {} };
+    const connections = pool();
+    let changes = 0;
+    connections.onToolsChanged('legacy', () => {
+      changes += 1;
+    });
+    const connection = await connections.get('legacy', endpoint);
+    expect(connection.protocol).toBe('streamable-http-2025');
+    await first.close();
+    const restarted = await started(startLegacyMcpServer({ port }));
+    await expect(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 2000 })).rejects.toMatchObject({
+      code: 'unreachable',
+    });
+    const fresh = await connections.get('legacy', endpoint);
+    expect(fresh).not.toBe(connection);
+    expect(fresh.protocol).toBe('streamable-http-2025');
+    // The refused call, then the stored protocol as the hint: straight to initialize, no probe.
+    expect(restarted.state.methods.slice(0, 2)).toEqual(['tools/call', 'initialize']);
+    expect(restarted.state.methods).not.toContain('server/discover');
+    expect(changes).toBe(1);
+    expect((await fresh.callTool('echo', { text: 'back' }, { signal: live, timeoutMs: 2000 })).text).toBe('back');
+  });
+
+  it('passes list_changed to key listeners, and stops after unsubscribing', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    await connections.get('srv', { url: server.url, headers: {} });
+    let changes = 0;
+    const stop = connections.onToolsChanged('srv', () => {
+      changes += 1;
+    });
+    for (let attempt = 0; changes === 0 && attempt < 50; attempt++) {
+      server.removeTool('echo');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(changes).toBeGreaterThan(0);
+    stop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const seen = changes;
+    server.removeTool('add');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(changes).toBe(seen);
+  });
+
+  it('evicts a key and, once closed, refuses new gets', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    const endpoint = { url: server.url, headers: {} };
+    const first = await connections.get('srv', endpoint);
+    await connections.evict('srv');
+    expect(first.closed).toBe(true);
+    expect(connections.protocolOf('srv')).toBeUndefined();
+    const second = await connections.get('srv', endpoint);
+    expect(second).not.toBe(first);
+    await connections.close();
+    expect(second.closed).toBe(true);
+    const error = await connections.get('srv', endpoint).catch((reason: unknown) => reason);
+    expect(isMcpError(error) && error.code).toBe('unreachable');
+  });
+
+  it('does not keep a failed connect: the next get tries again', async () => {
+    const server = await started(startLegacyMcpServer({ auth: 'Bearer right' }));
+    const connections = pool();
+    await expect(connections.get('srv', { url: server.url, headers: {} })).rejects.toMatchObject({
+      code: 'auth_failed',
+    });
+    const connection = await connections.get('srv', { url: server.url, headers: { Authorization: 'Bearer right' } });
+    expect(connection.protocol).toBe('streamable-http-2025');
+  });
+});

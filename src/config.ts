@@ -178,7 +178,10 @@ function headerMap(value: unknown, where: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, header] of Object.entries(value)) {
     if (!HEADER_NAME.test(name) || typeof header !== 'string' || /[\r\n\0]/.test(header)) {
-      throw new ConfigError('AGENTRY_TOOLKITS', `${where}.headers.${name} must be a valid header name and string value`);
+      throw new ConfigError(
+        'AGENTRY_TOOLKITS',
+        `${where}.headers.${name} must be a valid header name and string value`,
+      );
     }
     headers[name] = header;
   }

@@ -25,13 +25,13 @@ import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './engine/webhook-dispatcher.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
-import { createGuardedFetch } from './lib/egress-fetch.ts';
+import { createEgressFetch, type EgressFetch } from './lib/egress-fetch.ts';
 import { createSecretBox } from './lib/secret-box.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { openStorage, type Storage } from './storage/db.ts';
 import { createClientToolProvider } from './tools/client-tools.ts';
-import { createMcpPool, type McpPool } from './tools/mcp/client.ts';
 import { createDiscover } from './tools/mcp/discovery.ts';
+import { createMcpPool, type McpPool } from './tools/mcp/pool.ts';
 import { createMcpProvider } from './tools/mcp/provider.ts';
 import { createToolListCache } from './tools/mcp/tool-cache.ts';
 import { createQuestionProvider } from './tools/question.ts';
@@ -113,13 +113,13 @@ export async function buildDeps(
   const mcpStore = createMcpServerStore(secrets);
   // Organization connectors are user-chosen destinations: the egress guard applies. Toolkit endpoints are the
   // operator's own configuration and may live on a private network.
-  const guardedFetch = createGuardedFetch({ allowInsecure: config.allowInsecureDestinations });
+  const guardedFetch = createEgressFetch({ allowInsecure: config.allowInsecureDestinations });
+  const toolkitFetch = createEgressFetch({ allowInsecure: true });
+  const fetches: EgressFetch[] = [guardedFetch, toolkitFetch];
   const mcpClient = { requestTimeoutMs: config.mcpRequestTimeoutMs, logger };
-  const pools: McpPool[] = [
-    createMcpPool({ ...mcpClient, fetch: guardedFetch }),
-    createMcpPool({ ...mcpClient, fetch: createGuardedFetch({ allowInsecure: true }) }),
-  ];
-  const [connectorPool, toolkitPool] = pools as [McpPool, McpPool];
+  const connectorPool = createMcpPool({ ...mcpClient, fetch: guardedFetch });
+  const toolkitPool = createMcpPool({ ...mcpClient, fetch: toolkitFetch });
+  const pools: McpPool[] = [connectorPool, toolkitPool];
   const mcpServers = createMcpServerService({
     db,
     clock,
@@ -177,6 +177,7 @@ export async function buildDeps(
     tools,
     close: async () => {
       await Promise.all(pools.map((pool) => pool.close()));
+      await Promise.all(fetches.map((fetcher) => fetcher.close()));
     },
   };
 }

@@ -27,7 +27,7 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
     h = await createHarness(dialect);
     orgId = (await db().selectFrom('orgs').select('id').where('name', '=', 'default').executeTakeFirstOrThrow()).id;
     agentId = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
-    toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL] });
+    toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL], mcpServers: [ASK_USER_QUESTION_SERVER] });
   });
   afterAll(() => h.close());
 

@@ -33,10 +33,10 @@ import type { ModelRegistry } from '../models/registry.ts';
 import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
-import { type ContextCache, createContextCache } from './context-cache.ts';
-import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
 import type { AgentWorkspace, ToolProgress } from '../tools/types.ts';
+import { type ContextCache, createContextCache } from './context-cache.ts';
+import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
 import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
 import { executeServerCall, toolSpecs } from './tools.ts';
 

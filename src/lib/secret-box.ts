@@ -87,7 +87,13 @@ export function createSecretBox(options: SecretBoxOptions): SecretBox {
     },
     open(sealed) {
       const [version, fingerprint, nonce, tag, body] = sealed.split('.');
-      if (version !== 'v1' || fingerprint === undefined || nonce === undefined || tag === undefined || body === undefined)
+      if (
+        version !== 'v1' ||
+        fingerprint === undefined ||
+        nonce === undefined ||
+        tag === undefined ||
+        body === undefined
+      )
         throw new SecretKeyError('a stored secret is not in a known format');
       const secret = loadKey(false);
       if (fingerprintOf(secret) !== fingerprint) {

@@ -34,7 +34,8 @@ export function exposeNames(tools: ResolvedTool[]): ResolvedTool[] {
       (counts.get(tool.name) ?? 0) > 1 || taken.has(tool.name)
         ? safeToolName(`${tool.origin.serverLabel}__${tool.origin.tool}`)
         : safeToolName(tool.name);
-    for (let n = 2; taken.has(name); n++) name = withSuffix(safeToolName(`${tool.origin.serverLabel}__${tool.origin.tool}`), n);
+    for (let n = 2; taken.has(name); n++)
+      name = withSuffix(safeToolName(`${tool.origin.serverLabel}__${tool.origin.tool}`), n);
     taken.add(name);
     out.push({ ...tool, name });
   }

@@ -32,7 +32,13 @@ export function createQuestionProvider(): ToolProvider {
     claims: (entry) => !('type' in entry) && entry.kind === 'internal' && entry.name === ASK_USER_QUESTION,
     async sources(_agent, claimed) {
       if (claimed.length === 0) return [];
-      return [{ label: `internal tool "${ASK_USER_QUESTION}"`, available: true, load: async () => ({ tools: [QUESTION_TOOL] }) }];
+      return [
+        {
+          label: `internal tool "${ASK_USER_QUESTION}"`,
+          available: true,
+          load: async () => ({ tools: [QUESTION_TOOL] }),
+        },
+      ];
     },
   };
 }

@@ -5,7 +5,7 @@ import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
-import type { IdempotentResult, Idempotency } from '../idempotency.ts';
+import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import type { McpServerService, PreparedEntries } from '../mcp-servers/mcp-server-service.ts';
 import {
   agentFromRow,
@@ -186,30 +186,33 @@ export function createAgentService(deps: AgentServiceDeps) {
         }
         const now = Math.max(clock.now(), row.updated_at);
         const version = row.version + 1;
-        const updated = await deps.db.transaction().execute(async (trx) => {
-          let stored = next;
-          if (entries !== null) {
-            const committed = await deps.connectors.commitEntries(trx, orgId, entries);
-            stored = { ...next, mcpServers: committed.entries };
-            await deps.connectors.linkAgent(trx, id, committed.serverIds);
-          }
-          const result = await trx
-            .updateTable('agents')
-            .set({ ...configColumns(stored), version, updated_at: now })
-            .where('id', '=', id)
-            .where('org_id', '=', orgId)
-            .where('version', '=', row.version)
-            .executeTakeFirst();
-          if (result.numUpdatedRows === 0n) {
-            // Another writer got there first: undo this attempt's links and connectors with the transaction.
-            throw new UpdateRaced();
-          }
-          await insertAgentVersion(trx, id, version, stored, now);
-          return true;
-        }).catch((error: unknown) => {
-          if (error instanceof UpdateRaced) return false;
-          throw error;
-        });
+        const updated = await deps.db
+          .transaction()
+          .execute(async (trx) => {
+            let stored = next;
+            if (entries !== null) {
+              const committed = await deps.connectors.commitEntries(trx, orgId, entries);
+              stored = { ...next, mcpServers: committed.entries };
+              await deps.connectors.linkAgent(trx, id, committed.serverIds);
+            }
+            const result = await trx
+              .updateTable('agents')
+              .set({ ...configColumns(stored), version, updated_at: now })
+              .where('id', '=', id)
+              .where('org_id', '=', orgId)
+              .where('version', '=', row.version)
+              .executeTakeFirst();
+            if (result.numUpdatedRows === 0n) {
+              // Another writer got there first: undo this attempt's links and connectors with the transaction.
+              throw new UpdateRaced();
+            }
+            await insertAgentVersion(trx, id, version, stored, now);
+            return true;
+          })
+          .catch((error: unknown) => {
+            if (error instanceof UpdateRaced) return false;
+            throw error;
+          });
         if (updated) return get(orgId, id);
       }
       throw new AppError('service_unavailable', 'the agent is being changed concurrently; retry', { retriable: true });

@@ -179,7 +179,10 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
       const row = await mustFind(orgId, id);
       let discovery: Discovery;
       try {
-        discovery = await deps.discover({ url: row.url, headers: store.openHeaders(row.headers) }, { prefer: row.protocol });
+        discovery = await deps.discover(
+          { url: row.url, headers: store.openHeaders(row.headers) },
+          { prefer: row.protocol },
+        );
       } catch (error) {
         const code = error instanceof DiscoveryError ? error.code : 'unreachable';
         await store.recordFailure(db, row.id, { code, message: describeFailure(error) });
@@ -244,7 +247,10 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
         if ('type' in entry || entry.kind !== 'custom') continue;
         const first = seen.get(entry.serverId);
         if (first !== undefined) {
-          throw validationError(`mcpServers[${index}]`, `mcpServers[${index}] uses the same MCP server as mcpServers[${first}]`);
+          throw validationError(
+            `mcpServers[${index}]`,
+            `mcpServers[${index}] uses the same MCP server as mcpServers[${first}]`,
+          );
         }
         seen.set(entry.serverId, index);
       }

@@ -114,7 +114,12 @@ export function createMcpServerStore(secrets: SecretBox) {
     },
 
     async find(db: Executor, orgId: string, id: string): Promise<McpServerRow | undefined> {
-      return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+      return db
+        .selectFrom('mcp_servers')
+        .selectAll()
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .executeTakeFirst();
     },
 
     async findMany(db: Executor, orgId: string, ids: string[]): Promise<McpServerRow[]> {
@@ -210,7 +215,11 @@ export function createMcpServerStore(secrets: SecretBox) {
     },
 
     async recordFailure(db: Executor, id: string, error: { code: string; message: string }): Promise<void> {
-      await db.updateTable('mcp_servers').set({ last_error: JSON.stringify(error) }).where('id', '=', id).execute();
+      await db
+        .updateTable('mcp_servers')
+        .set({ last_error: JSON.stringify(error) })
+        .where('id', '=', id)
+        .execute();
     },
 
     /** Marks the cached list stale (a `list_changed` notification): every process lists again on next use. */
@@ -219,7 +228,11 @@ export function createMcpServerStore(secrets: SecretBox) {
     },
 
     async delete(db: Executor, orgId: string, id: string): Promise<boolean> {
-      const result = await db.deleteFrom('mcp_servers').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+      const result = await db
+        .deleteFrom('mcp_servers')
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .executeTakeFirst();
       return result.numDeletedRows > 0n;
     },
 

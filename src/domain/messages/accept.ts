@@ -55,7 +55,10 @@ export interface AcceptInput {
  * What the agent configures that this deployment cannot run, for the AcceptedMessage warnings (the tool
  * registry's answer; src/tools/registry.ts).
  */
-export type ToolWarnings = (agent: Agent, scope: { orgId: string; agentId: string; db: Executor }) => Promise<Warning[]>;
+export type ToolWarnings = (
+  agent: Agent,
+  scope: { orgId: string; agentId: string; db: Executor },
+) => Promise<Warning[]>;
 
 export interface Accepted {
   row: MessageRow;

@@ -101,7 +101,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'List the tools of an MCP server again',
       description:
-        "Replaces the cached tool list now. 502 mcp_server_unreachable when the server cannot be listed; the connector keeps its last list and shows the error in last_error.",
+        'Replaces the cached tool list now. 502 mcp_server_unreachable when the server cannot be listed; the connector keeps its last list and shows the error in last_error.',
       tags,
       params: McpServerParams,
       response: { 200: McpServer, ...errorResponses(400, 401, 403, 404, 502) },

@@ -105,9 +105,12 @@ const McpListTools = Type.Object(
   { description: "An MCP server's tools, recorded when the conversation first used them" },
 );
 
-export const ConversationItem = Type.Union([UserMessage, AssistantMessage, FunctionCall, FunctionCallOutput, McpCall, McpListTools], {
-  description: 'A conversation item in OpenAI shape',
-});
+export const ConversationItem = Type.Union(
+  [UserMessage, AssistantMessage, FunctionCall, FunctionCallOutput, McpCall, McpListTools],
+  {
+    description: 'A conversation item in OpenAI shape',
+  },
+);
 
 const listOf = <T extends Parameters<typeof Type.Array>[0]>(item: T, description: string) =>
   Type.Object(

@@ -14,6 +14,7 @@ const Headers = Type.Record(
   Type.String({ maxLength: 8192, pattern: '^[^\\r\\n\\u0000]*$' }),
   {
     maxProperties: 32,
+    additionalProperties: false,
     description:
       'Static headers sent with every request to the server (e.g. Authorization). Stored encrypted; never returned.',
   },
@@ -65,7 +66,9 @@ export const McpServerUpdateBody = Type.Object(
   {
     name: Type.Optional(Name),
     url: Type.Optional(Url),
-    headers: Type.Optional(Type.Union([Headers, Type.Null()], { description: 'Replaces every header; null removes them' })),
+    headers: Type.Optional(
+      Type.Union([Headers, Type.Null()], { description: 'Replaces every header; null removes them' }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -5,7 +5,7 @@
  */
 import type { Discover } from '../../domain/mcp-servers/mcp-server-types.ts';
 import { DiscoveryError } from '../../domain/mcp-servers/mcp-server-types.ts';
-import { connectMcp, McpError } from './client.ts';
+import { connectMcp, isMcpProtocol, type McpConnection, McpError } from './client.ts';
 
 export interface DiscoveryOptions {
   fetch: typeof fetch;
@@ -17,12 +17,13 @@ export function createDiscover(options: DiscoveryOptions): Discover {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), options.requestTimeoutMs);
     const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
-    let connection: Awaited<ReturnType<typeof connectMcp>> | null = null;
+    let connection: McpConnection | null = null;
     try {
       connection = await connectMcp(endpoint, {
         fetch: options.fetch,
         requestTimeoutMs: options.requestTimeoutMs,
-        ...(prefer === null ? {} : { prefer: prefer as never }),
+        prefer: isMcpProtocol(prefer) ? prefer : undefined,
+        signal: combined,
       });
       const listed = await connection.listTools(combined);
       return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs };

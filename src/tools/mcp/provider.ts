@@ -17,7 +17,8 @@ import type { Discovery, ListedMcpTool } from '../../domain/mcp-servers/mcp-serv
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
-import type { McpConnection, McpEndpoint, McpPool } from './client.ts';
+import { isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
+import type { McpPool } from './pool.ts';
 import type { ToolListCache } from './tool-cache.ts';
 
 export interface McpProviderDeps {
@@ -57,18 +58,19 @@ function parametersOf(schema: Record<string, unknown>): Record<string, unknown> 
 
 export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   const { store, cache, clock } = deps;
-  const watched = new WeakSet<McpConnection>();
+  const watched = new Set<string>();
 
-  async function connect(target: Target): Promise<McpConnection> {
-    const connection = await target.pool.get(target.key, target.endpoint(), target.prefer);
-    if (!watched.has(connection)) {
-      watched.add(connection);
-      connection.onToolsChanged(() => {
+  /** The pooled connection of a target; its tool-list changes (across reconnects) end the cached list. */
+  async function connect(target: Target, signal?: AbortSignal): Promise<McpConnection> {
+    if (!watched.has(target.key)) {
+      watched.add(target.key);
+      target.pool.onToolsChanged(target.key, () => {
         cache.invalidate(target.key);
         if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
       });
     }
-    return connection;
+    const prefer = isMcpProtocol(target.prefer) ? target.prefer : undefined;
+    return target.pool.get(target.key, target.endpoint(), prefer, signal);
   }
 
   function toolOf(target: Target, listed: ListedMcpTool): ResolvedTool {
@@ -80,7 +82,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       kind: 'server',
       origin: { serverId: target.serverId, serverLabel: target.label, tool: listed.name },
       async execute(args, context) {
-        const connection = await connect(target);
+        const connection = await connect(target, context.signal);
         const result = await connection.callTool(listed.name, args, {
           signal: context.signal,
           timeoutMs: Math.max(1, context.deadline - clock.now()),
@@ -110,7 +112,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
                     ttlMs: target.connector.toolsTtlMs,
                   },
             list: async (listSignal): Promise<Discovery> => {
-              const connection = await connect(target);
+              const connection = await connect(target, listSignal);
               const listed = await connection.listTools(listSignal);
               return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs };
             },
@@ -123,7 +125,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
           },
           signal,
         );
-        return { tools: tools.map((tool) => toolOf(target, tool)), listing: { serverId: target.serverId, serverLabel: target.label } };
+        return {
+          tools: tools.map((tool) => toolOf(target, tool)),
+          listing: { serverId: target.serverId, serverLabel: target.label },
+        };
       },
     };
   }

@@ -1,14 +1,14 @@
 /**
  * Tool lists per MCP server, so a turn never lists per call and rarely per turn. A list is reused until its
- * time-to-live passes: the server's own cache hint when it gives one, else the deployment default
+ * time-to-live passes: the server's own positive cache hint (`ttlMs`, clamped to 1 s - 24 h), else the deployment default
  * (AGENTRY_MCP_TOOLS_TTL_MS). A `list_changed` notification ends it at once. Connectors keep their list in the
  * database too, so a fresh process (or another worker) starts from the stored list instead of listing again.
  * Concurrent turns that need the same list share one listing. A listing that fails falls back to the last list
  * known (the calls themselves will then report the server's state), and only fails the source when there is none.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../../lib/clock.ts';
 import type { Discovery, ListedMcpTool } from '../../domain/mcp-servers/mcp-server-types.ts';
+import type { Clock } from '../../lib/clock.ts';
 
 /** What is known about one server's list before asking the cache: the stored copy, for connectors. */
 export interface StoredList {
@@ -48,8 +48,10 @@ const MAX_TTL_MS = 24 * 3600_000;
 export function createToolListCache(options: { clock: Clock; defaultTtlMs: number; logger: Logger }): ToolListCache {
   const entries = new Map<string, Entry>();
   const inflight = new Map<string, Promise<ListedMcpTool[]>>();
+  // A hint of 0 ("already stale") is what SDK servers send unless configured; taken literally it would list on
+  // every turn, so only a positive hint replaces the default.
   const ttlOf = (hint: number | null) =>
-    hint === null ? options.defaultTtlMs : Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, hint));
+    hint === null || hint <= 0 ? options.defaultTtlMs : Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, hint));
 
   async function refresh(target: ListTarget, signal: AbortSignal, fallback: ListedMcpTool[] | null) {
     try {

@@ -14,6 +14,7 @@ import { agentRoutes } from './http/routes/agents.ts';
 import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
 import { messageRoutes } from './http/routes/messages.ts';
+import { modelRoutes } from './http/routes/models.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
@@ -125,6 +126,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   runRoutes(app, deps);
   fileRoutes(app, deps);
   conversationRoutes(app, deps);
+  modelRoutes(app, deps);
   webhookRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   const hub = deps.live;

@@ -11,10 +11,12 @@ import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader } from './domain/files/file-service.ts';
+import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
 import { createMessageService, type MessageService } from './domain/messages/message-service.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
+import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
@@ -41,8 +43,12 @@ export interface Deps {
   live: StreamHub;
   messages: MessageService;
   responses: ResponseService;
+  conversations: ConversationService;
   webhooks: WebhookServices;
 }
+
+/** Images given by URL to /v1/responses: OpenAI's limit for one image. */
+const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 
 export class StartupError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -97,6 +103,14 @@ export async function buildDeps(
     defaultModel: config.defaultModel,
     validation: { models, allowInsecureDestinations: config.allowInsecureDestinations },
   });
+  const messages = createMessageService({ db, clock, bus, idempotency });
+  const images = createImageImporter({
+    db,
+    clock,
+    dataDir: config.dataDir,
+    allowInsecureDestinations: config.allowInsecureDestinations,
+    maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
+  });
   return {
     config,
     logger,
@@ -110,8 +124,20 @@ export async function buildDeps(
     idempotency,
     bus,
     live,
-    messages: createMessageService({ db, clock, bus, idempotency }),
-    responses: createResponseService({ db, clock, bus, live, idempotency, agents, sessions, checkAttachment }),
+    messages,
+    responses: createResponseService({
+      db,
+      clock,
+      bus,
+      live,
+      idempotency,
+      agents,
+      sessions,
+      checkAttachment,
+      images,
+      messages,
+    }),
+    conversations: createConversationService({ db, clock, bus, agents, sessions, messages }),
     webhooks: createWebhookServices({
       db,
       dialect: storage.dialect,

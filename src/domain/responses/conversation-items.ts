@@ -187,27 +187,23 @@ export async function storeConversationItems(
   type Entry = { entry: HistoryItem; server?: true; isError?: boolean };
   const history = fresh.flatMap((item): Entry[] => {
     if (item === null) return [];
-    switch (item.kind) {
-      case 'user':
-        return [{ entry: { type: 'user_message', text: item.text } }];
-      case 'assistant':
-        return [{ entry: { type: 'assistant_message', text: item.text } }];
-      case 'call':
-        return [{ entry: { type: 'function_call', callId: item.callId, name: item.name, arguments: item.arguments } }];
-      case 'output':
-        return [{ entry: { type: 'function_call_output', callId: item.callId, output: item.output } }];
-      case 'server_call': {
-        // Our own call id: the one a client replays belongs to the conversation that ran the call.
-        const callId = `call_${newId().replaceAll('-', '')}`;
-        return [
-          { entry: { type: 'function_call', callId, name: item.name, arguments: item.arguments }, server: true },
-          {
-            entry: { type: 'function_call_output', callId, output: item.output ?? item.error ?? '' },
-            isError: item.error !== null,
-          },
-        ];
-      }
+    if (item.kind === 'user') return [{ entry: { type: 'user_message', text: item.text } }];
+    if (item.kind === 'assistant') return [{ entry: { type: 'assistant_message', text: item.text } }];
+    if (item.kind === 'call') {
+      return [{ entry: { type: 'function_call', callId: item.callId, name: item.name, arguments: item.arguments } }];
     }
+    if (item.kind === 'output') {
+      return [{ entry: { type: 'function_call_output', callId: item.callId, output: item.output } }];
+    }
+    // Our own call id: the one a client replays belongs to the conversation that ran the call.
+    const callId = `call_${newId().replaceAll('-', '')}`;
+    return [
+      { entry: { type: 'function_call', callId, name: item.name, arguments: item.arguments }, server: true },
+      {
+        entry: { type: 'function_call_output', callId, output: item.output ?? item.error ?? '' },
+        isError: item.error !== null,
+      },
+    ];
   });
   const last = await trx
     .selectFrom('items')

@@ -94,9 +94,12 @@ function text(value: unknown, param: string, max = MAX_TEXT): string {
   return value;
 }
 
-function only(item: Record<string, unknown>, param: string, allowed: string[]): void {
+/** Every key of `item` must be `allowed`; one that compatibility mode would take (`compatOnlyKeys`) says so. */
+function only(item: Record<string, unknown>, param: string, allowed: string[], compatOnlyKeys: string[] = []): void {
   for (const key of Object.keys(item)) {
-    if (!allowed.includes(key)) throw validationError(`${param}.${key}`, `${param}.${key} is not a recognised field`);
+    if (allowed.includes(key)) continue;
+    if (compatOnlyKeys.includes(key)) throw compatOnly(`${param}.${key}`, `${param}.${key}`);
+    throw validationError(`${param}.${key}`, `${param}.${key} is not a recognised field`);
   }
 }
 
@@ -181,7 +184,10 @@ function contentParts(
 }
 
 function outputItem(item: Record<string, unknown>, param: string, compat: boolean): InputItem {
-  only(item, param, compat ? ['type', 'call_id', 'output', 'id', 'status'] : ['type', 'call_id', 'output']);
+  only(item, param, compat ? ['type', 'call_id', 'output', 'id', 'status'] : ['type', 'call_id', 'output'], [
+    'id',
+    'status',
+  ]);
   const callId = text(item.call_id, `${param}.call_id`, 512);
   let output: string;
   if (typeof item.output === 'string') {
@@ -210,7 +216,12 @@ function inputItem(raw: unknown, param: string, compat: boolean): ParsedItem | n
   const id = typeof raw.id === 'string' ? raw.id : null;
   if (type === 'function_call_output') return outputItem(raw, param, compat);
   if (type === 'message') {
-    only(raw, param, compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content']);
+    only(
+      raw,
+      param,
+      compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content'],
+      ['id', 'status', 'phase'],
+    );
     const role = raw.role;
     if (role === 'user') {
       const {

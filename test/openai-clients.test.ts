@@ -252,11 +252,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       expect(updated.metadata).toEqual({ topic: 'dogs' });
       const added = await client.conversations.items.create(conversation.id, {
         items: [
-          {
-            type: 'message',
-            role: 'assistant',
-            content: [{ type: 'output_text', text: 'Nice cat.', annotations: [] }],
-          },
+          { type: 'message', role: 'assistant', content: 'Nice cat.' },
           { type: 'message', role: 'user', content: 'What is its name?' },
         ],
       });

@@ -199,7 +199,11 @@ describe.each(dialects())(`Open Responses compliance, ${validators.source} schem
       'response.completed',
     ]);
     const call = outcome.response?.output[0];
-    expect(call).toMatchObject({ type: 'function_call', name: 'get_weather', arguments: '{"location":"San Francisco, CA"}' });
+    expect(call).toMatchObject({
+      type: 'function_call',
+      name: 'get_weather',
+      arguments: '{"location":"San Francisco, CA"}',
+    });
     expect(outcome.response?.tools).toEqual([{ ...WEATHER, strict: false }]);
   });
 

@@ -69,7 +69,7 @@ function messageText(value: unknown, param: string): string {
 
 function parseItem(raw: unknown, param: string, compat: boolean): ConversationItemInput | null {
   if (!isRecord(raw)) throw validationError(param, `${param} must be an object`);
-  const type = raw.type ?? (compat && raw.role !== undefined ? 'message' : undefined);
+  const type = raw.type ?? (raw.role !== undefined ? 'message' : undefined);
   if (type === 'function_call_output') {
     only(raw, param, ['type', 'call_id', 'output', 'id', 'status']);
     const callId = string(raw.call_id, `${param}.call_id`, 1, 512);

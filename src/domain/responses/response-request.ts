@@ -216,12 +216,11 @@ function inputItem(raw: unknown, param: string, compat: boolean): ParsedItem | n
   const id = typeof raw.id === 'string' ? raw.id : null;
   if (type === 'function_call_output') return outputItem(raw, param, compat);
   if (type === 'message') {
-    only(
-      raw,
-      param,
-      compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content'],
-      ['id', 'status', 'phase'],
-    );
+    only(raw, param, compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content'], [
+      'id',
+      'status',
+      'phase',
+    ]);
     const role = raw.role;
     if (role === 'user') {
       const {

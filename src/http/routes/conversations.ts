@@ -6,6 +6,7 @@
 import type { Deps } from '../../deps.ts';
 import { sessionIdOfConversation } from '../../domain/responses/conversations.ts';
 import { orgOf } from '../auth.ts';
+import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
 import { errorResponses } from '../schemas/common.ts';
@@ -97,6 +98,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
       params: ConversationParams,
       response: { 200: ConversationDeleted, ...errorResponses(400, 401, 403, 404) },
     },
+    onRequest: ignoreEmptyJsonBody,
     handler: async (request) =>
       conversations.delete(orgOf(request), sessionIdOfConversation(request.params.conversation_id)),
   });

@@ -9,6 +9,7 @@ import type { CreatedResponse } from '../../domain/responses/response-service.ts
 import { loadResponse } from '../../domain/responses/response-view.ts';
 import { newId } from '../../lib/ids.ts';
 import { orgOf } from '../auth.ts';
+import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
 import { bufferLive, streamResponse } from '../responses-sse.ts';
@@ -200,6 +201,7 @@ export function responseRoutes(app: App, deps: Deps): void {
       params: ResponseParams,
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
     },
+    onRequest: ignoreEmptyJsonBody,
     handler: async (request) => {
       const message = await deps.responses.cancel(orgOf(request), responseIdToMessage(request.params.id, 'id'));
       return loadResponse(deps.storage.db, message);
@@ -218,6 +220,7 @@ export function responseRoutes(app: App, deps: Deps): void {
       params: ResponseParams,
       response: { 200: ResponseDeleted, ...errorResponses(400, 401, 403, 404) },
     },
+    onRequest: ignoreEmptyJsonBody,
     handler: async (request) => deps.responses.remove(orgOf(request), responseIdToMessage(request.params.id, 'id')),
   });
 }

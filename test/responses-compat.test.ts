@@ -178,6 +178,12 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
     expect(json(read).output_text).toBe('describe');
     const files = json(await h.request('GET', '/v1/files')).data;
     expect(files[0]).toMatchObject({ purpose: 'vision', filename: 'image.png', bytes: PNG.length });
+    // A retry with the same Idempotency-Key is the same request, though the image becomes a new file each time.
+    const retried = { ...NODE_SDK, 'idempotency-key': `image-${dialect}` };
+    const once = await post({ input: imageInput(dataUrl) }, retried);
+    const again = await post({ input: imageInput(dataUrl) }, retried);
+    expect(again.status, again.text).toBe(200);
+    expect(json(again).id).toBe(json(once).id);
     const refused: [string, RegExp][] = [
       [`${imageBase}/pixel.png`, /could not fetch the image/],
       ['data:text/plain;base64,aGk=', /PNG, JPEG, GIF or WebP/],

@@ -259,6 +259,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
       idempotencyKey: string | undefined,
       newSessionId: string = newId(),
     ): Promise<CreatedResponse> {
+      // The request as sent identifies a retry (images by URL become new file ids below).
+      const { stream: _stream, ...sent } = request;
+      const hashed = structuredClone(sent);
       // Images given by URL are fetched before the transaction (never hold it over the network).
       for (const item of request.items) {
         if (item.kind !== 'user') continue;
@@ -271,7 +274,6 @@ export function createResponseService(deps: ResponseServiceDeps) {
         }
       }
       let events: SessionEvent[] = [];
-      const { stream: _stream, ...hashed } = request;
       const result = await deps.idempotency.run(
         { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
         async (trx) => {

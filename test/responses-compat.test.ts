@@ -196,6 +196,19 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
     }
   });
 
+  it('lists as models the agents of the key’s organization only, then the configured providers', async () => {
+    const other = await h.createOrg(`models-other-${dialect}`);
+    const theirs = await flows(h).createAgent({ name: 'theirs' }, other.key);
+    const mine = json(await h.request('GET', '/v1/models'));
+    expect(mine.object).toBe('list');
+    expect(mine.data.map((model: Json) => model.id)).toContain(agentId);
+    expect(mine.data.map((model: Json) => model.id)).not.toContain(theirs);
+    expect(mine.data.at(-1)).toMatchObject({ id: 'scripted', object: 'model', kind: 'provider' });
+    const listed = json(await h.request('GET', '/v1/models', { key: other.key })).data.map((model: Json) => model.id);
+    expect(listed).toContain(theirs);
+    expect(listed).not.toContain(agentId);
+  });
+
   it('shows a conversation created without an agent as a session with agentId null until a response fixes it', async () => {
     const created = json(await h.request('POST', '/v1/conversations', { body: { metadata: { k: 'v' } } }));
     const sessionId = created.id.slice('conv_'.length);

@@ -10,6 +10,7 @@ import { isUuid } from '../../lib/ids.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
 import type { HistoryItem, ResponseEcho } from '../messages/accept.ts';
 import type { Attachment } from '../messages/items.ts';
+import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
 
 /** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */
 export interface ImageUrl {
@@ -289,83 +290,6 @@ function input(value: unknown, compat: boolean): { items: InputItem[]; instructi
   if (outputs > 64) throw validationError('input', 'input must have at most 64 function_call_output items');
   if (value.length > (compat ? 1000 : 64)) throw validationError('input', 'input has too many items');
   return { items, instructions };
-}
-
-function tools(value: unknown): ToolSpec[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.length > 128)
-    throw validationError('tools', 'tools must be an array of at most 128 tools');
-  return value.map((tool, index) => {
-    const param = `tools[${index}]`;
-    if (!isRecord(tool) || tool.type !== 'function') {
-      throw validationError(
-        `${param}.type`,
-        `${param}.type must be function (hosted tools run on the agent, not per response)`,
-      );
-    }
-    const name = text(tool.name, `${param}.name`, 64);
-    if (!/^[A-Za-z0-9_-]+$/.test(name))
-      throw validationError(`${param}.name`, `${param}.name must be letters, digits, _ or -`);
-    const parameters = isRecord(tool.parameters)
-      ? tool.parameters
-      : { type: 'object', properties: {}, additionalProperties: false };
-    return {
-      name,
-      description: typeof tool.description === 'string' ? tool.description : '',
-      parameters,
-      strict: tool.strict === true,
-    };
-  });
-}
-
-function optionalNumber(value: unknown, param: string, min: number, max: number): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    throw validationError(param, `${param} must be a number between ${min} and ${max}`);
-  }
-  return value;
-}
-
-function optionalString(value: unknown, param: string, max = 512): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > max) {
-    throw validationError(param, `${param} must be a string of at most ${max} characters`);
-  }
-  return value;
-}
-
-/** `auto` | `none` | `required` | `{type: "function", name}` (OpenAI also accepts `{name}` alone). */
-function toolChoice(value: unknown): { echo: unknown; setting?: ModelSettings['toolChoice'] } {
-  if (value === undefined || value === null) return { echo: 'auto' };
-  if (value === 'auto' || value === 'none' || value === 'required') return { echo: value, setting: value };
-  if (isRecord(value) && typeof value.name === 'string' && (value.type === undefined || value.type === 'function')) {
-    return { echo: { type: 'function', name: value.name }, setting: { name: value.name } };
-  }
-  throw validationError('tool_choice', 'tool_choice must be auto, none, required or {"type":"function","name":…}');
-}
-
-function reasoning(value: unknown): { effort: string | null; summary: string | null } {
-  if (!isRecord(value)) return { effort: null, summary: null };
-  return {
-    effort: optionalString(value.effort, 'reasoning.effort', 32),
-    summary: optionalString(value.summary, 'reasoning.summary', 32),
-  };
-}
-
-function metadataOf(value: unknown): Record<string, string> {
-  if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw validationError('metadata', 'metadata must be an object of strings');
-  const entries = Object.entries(value);
-  if (
-    entries.length > 16 ||
-    entries.some(([key, entry]) => key.length > 64 || typeof entry !== 'string' || entry.length > 512)
-  ) {
-    throw validationError(
-      'metadata',
-      'metadata must have at most 16 string values (keys ≤ 64, values ≤ 512 characters)',
-    );
-  }
-  return Object.fromEntries(entries.flatMap(([key, entry]) => (typeof entry === 'string' ? [[key, entry]] : [])));
 }
 
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {

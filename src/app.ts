@@ -15,6 +15,7 @@ import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
 import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
 import { messageRoutes } from './http/routes/messages.ts';
+import { modelRoutes } from './http/routes/models.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
@@ -126,6 +127,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   runRoutes(app, deps);
   fileRoutes(app, deps);
   conversationRoutes(app, deps);
+  modelRoutes(app, deps);
   webhookRoutes(app, deps);
   mcpServerRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);

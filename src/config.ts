@@ -7,6 +7,10 @@ import { parseSecretKey } from './lib/secret-box.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
 
+/** How Responses requests are validated: the spec's strict rules, OpenAI compatibility, or chosen per client. */
+export const COMPAT_SETTINGS = ['auto', 'strict', 'openai'] as const;
+export type CompatSetting = (typeof COMPAT_SETTINGS)[number];
+
 export interface ProviderConfig {
   baseURL: string;
   apiKey?: string;
@@ -51,8 +55,13 @@ export interface Config {
   responsesSyncTimeoutMs: number;
   sseHeartbeatMs: number;
   allowInsecureDestinations: boolean;
-  /** Accept OpenAI-client requests on /v1/responses without the Agentry-Compat header. */
-  responsesCompat: boolean;
+  /**
+   * Which validation the Responses and Conversations routes apply when neither the request (Agentry-Compat) nor its
+   * API key fixes it: `auto` gives the official OpenAI SDKs compatibility mode and every other client strict mode.
+   */
+  responsesCompat: CompatSetting;
+  /** `standard` leaves the vendor `response.agentry_tool_call.*` events out of every Responses stream. */
+  responsesStreamEvents: 'all' | 'standard';
   workerConcurrency: number;
   leaseMs: number;
   pollMs: number;
@@ -274,7 +283,8 @@ export function loadConfig(env: Env = process.env): Config {
     responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),
     sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
     allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),
-    responsesCompat: oneOf(env, 'AGENTRY_RESPONSES_COMPAT', ['strict', 'openai'] as const, 'strict') === 'openai',
+    responsesCompat: oneOf(env, 'AGENTRY_RESPONSES_COMPAT', COMPAT_SETTINGS, 'auto'),
+    responsesStreamEvents: oneOf(env, 'AGENTRY_RESPONSES_STREAM_EVENTS', ['all', 'standard'] as const, 'all'),
     workerConcurrency: int(env, 'AGENTRY_WORKER_CONCURRENCY', 64, 1, 10_000),
     leaseMs: int(env, 'AGENTRY_LEASE_MS', 30_000, 500, 3600_000),
     pollMs: int(env, 'AGENTRY_POLL_MS', 1000, 10, 600_000),

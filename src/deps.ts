@@ -12,12 +12,14 @@ import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader } from './domain/files/file-service.ts';
+import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { createMessageService, type MessageService } from './domain/messages/message-service.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
+import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
@@ -54,6 +56,7 @@ export interface Deps {
   live: StreamHub;
   messages: MessageService;
   responses: ResponseService;
+  conversations: ConversationService;
   webhooks: WebhookServices;
   mcpServers: McpServerService;
   /** The tool layer: every turn's tools and every accepted message's tool warnings. */
@@ -61,6 +64,9 @@ export interface Deps {
   /** Closes what the services hold open besides storage and the bus (MCP connections). */
   close(): Promise<void>;
 }
+
+/** Images given by URL to /v1/responses: OpenAI's limit for one image. */
+const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 
 export class StartupError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -150,6 +156,14 @@ export async function buildDeps(
     idempotency,
     connectors: mcpServers,
   });
+  const messages = createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings });
+  const images = createImageImporter({
+    db,
+    clock,
+    dataDir: config.dataDir,
+    allowInsecureDestinations: config.allowInsecureDestinations,
+    maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
+  });
   return {
     config,
     logger,
@@ -163,8 +177,20 @@ export async function buildDeps(
     idempotency,
     bus,
     live,
-    messages: createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings }),
-    responses: createResponseService({ db, clock, bus, live, idempotency, agents, sessions, checkAttachment }),
+    messages,
+    responses: createResponseService({
+      db,
+      clock,
+      bus,
+      live,
+      idempotency,
+      agents,
+      sessions,
+      checkAttachment,
+      images,
+      messages,
+    }),
+    conversations: createConversationService({ db, clock, bus, agents, sessions, messages }),
     webhooks: createWebhookServices({
       db,
       dialect: storage.dialect,

@@ -110,6 +110,7 @@ describe('API contract', () => {
       'POST /v1/conversations/:conversation_id/items': {
         body: { items: [{ type: 'function_call_output', call_id: 'call_x', output: 'x' }] },
       },
+      'POST /v1/conversations/:conversation_id': { body: { metadata: { mine: 'now' } } },
       'GET /v1/agents/sessions/:id': { headers: { 'agentry-beta': 'agents=v1' } },
       'POST /v1/webhook_endpoints/:id': { body: { name: 'mine now' } },
       'POST /v1/webhook_endpoints/:id/rotate_secret': { body: {} },
@@ -151,6 +152,9 @@ describe('API contract', () => {
     // And the resources are untouched for their owner.
     expect((await h.request('GET', `/v1/agents/${agent.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/sessions/${session.id}`, { key: other.key })).status).toBe(200);
+    const conversation = await h.request('GET', `/v1/conversations/conv_${session.id}`, { key: other.key });
+    expect(json(conversation).metadata).toEqual({});
+    expect((await h.request('GET', `/v1/responses/resp_${message.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/runs/${message.runId}/trace`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/files/${file.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/webhook_endpoints/${hook.id}`, { key: other.key })).status).toBe(200);

@@ -1,11 +1,13 @@
 /**
- * The real OpenAI clients against the real server, as a user would run them (reference/responses-wire.md 0-6):
- * `openai` (responses.create / stream / retrieve, conversations.items) and `@openai/agents` (run in stateless,
- * conversation and streaming modes with a function tool). `scripted` model, once per dialect. The Agents SDK keeps
- * its client in global settings, so the tests of this file run one after another.
+ * The real OpenAI clients against the real server, as a user would run them, with their defaults and no extra
+ * header (reference/responses-wire.md 0-6): `openai` (responses create / stream / retrieve / inputItems / cancel /
+ * delete, conversations, models) and `@openai/agents` (run in stateless, conversation, session and streaming modes
+ * with a function tool). `scripted` model, once per dialect. The Agents SDK keeps its client in global settings,
+ * so the tests of this file run one after another.
  */
 import {
   Agent,
+  OpenAIConversationsSession,
   OpenAIProvider,
   Runner,
   setDefaultOpenAIClient,
@@ -21,12 +23,11 @@ import type {
 } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { flows, WEATHER_TOOL } from './helpers/fixtures.ts';
+import { ASK_USER_QUESTION_SERVER, flows, WEATHER_TOOL } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 
 const TWO_CALLS = 'call get_weather {"city":"Paris"}\n---\ncall get_weather {"city":"Rome"}\n---\nAll done';
 const WEATHER: Record<string, string> = { Paris: 'sunny', Rome: 'rainy' };
-const STANDARD = { headers: { 'Agentry-Stream-Events': 'standard' } };
 
 const calls = (response: OpenAIResponse): ResponseFunctionToolCall[] =>
   response.output.filter((item): item is ResponseFunctionToolCall => item.type === 'function_call');
@@ -45,6 +46,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
   let client: OpenAI;
   let agentId: string;
   let toolAgentId: string;
+  let askAgentId: string;
   let runner: Runner;
 
   beforeAll(async () => {
@@ -53,11 +55,11 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
     client = new OpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
     agentId = await flow.createAgent({});
     toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL] });
+    askAgentId = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
     setTracingDisabled(true);
     setOpenAIAPI('responses');
-    setDefaultOpenAIClient(
-      new OpenAI({ apiKey: h.key, baseURL: `${base}/v1`, defaultHeaders: { 'Agentry-Compat': 'openai' } }),
-    );
+    // The client exactly as users make it: no Agentry-Compat header, no stream-events header.
+    setDefaultOpenAIClient(new OpenAI({ apiKey: h.key, baseURL: `${base}/v1` }));
     // `run()` uses one process-wide Runner whose provider keeps the first client it saw (the first dialect's
     // server); a Runner with a fresh OpenAIProvider reads the default client set just above.
     runner = new Runner({ modelProvider: new OpenAIProvider() });
@@ -114,8 +116,8 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
     });
 
-    it('runs the responses.stream helper to its final response (standard events)', async () => {
-      const stream = client.responses.stream({ model: agentId, input: 'helper text here' }, STANDARD);
+    it('runs the responses.stream helper to its final response', async () => {
+      const stream = client.responses.stream({ model: agentId, input: 'helper text here' });
       const deltas: string[] = [];
       stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
       const final = await stream.finalResponse();
@@ -126,7 +128,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       const retrieved = await client.responses.retrieve(final.id);
       expect(final.output).toMatchObject(retrieved.output);
 
-      const tooled = await client.responses.stream({ model: toolAgentId, input: TWO_CALLS }, STANDARD).finalResponse();
+      const tooled = await client.responses.stream({ model: toolAgentId, input: TWO_CALLS }).finalResponse();
       expect(calls(tooled)).toEqual([
         expect.objectContaining({
           name: 'get_weather',
@@ -179,10 +181,10 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
     });
 
     it('drives the same run by hand over streams', async () => {
-      const first = await client.responses.stream({ model: toolAgentId, input: TWO_CALLS }, STANDARD).finalResponse();
+      const first = await client.responses.stream({ model: toolAgentId, input: TWO_CALLS }).finalResponse();
       const conversation = first.conversation?.id ?? '';
       const second = await client.responses
-        .stream({ model: toolAgentId, conversation, input: [answer(first)] }, STANDARD)
+        .stream({ model: toolAgentId, conversation, input: [answer(first)] })
         .finalResponse();
       expect(JSON.parse(calls(second)[0]?.arguments ?? '').city).toBe('Rome');
       // The last leg through the raw stream, with the vendor events left in.
@@ -193,10 +195,119 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
         stream: true,
       });
       let final: OpenAIResponse | undefined;
-      for await (const event of raw) if (event.type === 'response.completed') final = event.response;
+      const types: string[] = [];
+      for await (const event of raw) {
+        types.push(event.type);
+        if (event.type === 'response.completed') final = event.response;
+      }
       expect(final?.status).toBe('completed');
       expect(final?.output).toEqual([expect.objectContaining({ type: 'message' })]);
       expect((await client.responses.retrieve(final?.id ?? '')).output_text).toBe('All done');
+    });
+
+    it('gets compatibility mode without a header: instructions, tools and include are accepted', async () => {
+      const lookup = { type: 'function' as const, name: 'lookup', parameters: {}, strict: false };
+      const { data, response } = await client.responses
+        .create({ model: agentId, input: 'defaults work', instructions: 'Be brief.', include: [], tools: [lookup] })
+        .withResponse();
+      expect(response.headers.get('agentry-compat')).toBe('openai');
+      expect(data).toMatchObject({ status: 'completed', output_text: 'defaults work', instructions: 'Be brief.' });
+      expect(data.tools).toEqual([
+        { type: 'function', name: 'lookup', description: null, parameters: {}, strict: false },
+      ]);
+    });
+
+    it('streams a client tool call and a question through responses.stream() with no extra header', async () => {
+      const tooled = await client.responses
+        .stream({ model: toolAgentId, input: 'call get_weather {"city":"Paris"}' })
+        .finalResponse();
+      expect(calls(tooled)).toEqual([expect.objectContaining({ name: 'get_weather', arguments: '{"city":"Paris"}' })]);
+      const asked = await client.responses.stream({ model: askAgentId, input: 'ask Your name?' }).finalResponse();
+      expect(calls(asked)).toEqual([
+        expect.objectContaining({ name: 'ask_user_question', arguments: '{"question":"Your name?"}' }),
+      ]);
+      // A raw stream of the same package keeps the vendor events, for clients that read them.
+      const raw = await client.responses.create({ model: askAgentId, input: 'ask Your age?', stream: true });
+      const types: string[] = [];
+      for await (const event of raw) types.push(event.type);
+      expect(types).toContain('response.agentry_tool_call.action_required');
+    });
+
+    it('lists the agents as models', async () => {
+      const models = [];
+      for await (const model of client.models.list()) models.push(model);
+      expect(models.map((model) => model.id)).toEqual(expect.arrayContaining([agentId, toolAgentId, 'scripted']));
+      expect(models.find((model) => model.id === agentId)).toMatchObject({ object: 'model', owned_by: 'default' });
+    });
+
+    it('creates, updates and deletes a conversation, with message items, and fixes its agent by the first response', async () => {
+      const conversation = await client.conversations.create({
+        metadata: { topic: 'cats' },
+        items: [{ type: 'message', role: 'user', content: 'My cat is Tom.' }],
+      });
+      expect(conversation).toMatchObject({ object: 'conversation', metadata: { topic: 'cats' } });
+      const sessionId = conversation.id.slice('conv_'.length);
+      expect(json(await h.request('GET', `/v1/sessions/${sessionId}`)).session.agentId).toBeNull();
+      const updated = await client.conversations.update(conversation.id, { metadata: { topic: 'dogs' } });
+      expect(updated.metadata).toEqual({ topic: 'dogs' });
+      const added = await client.conversations.items.create(conversation.id, {
+        items: [
+          { type: 'message', role: 'assistant', content: 'Nice cat.' },
+          { type: 'message', role: 'user', content: 'What is its name?' },
+        ],
+      });
+      expect(added.data.map((item) => item.type)).toEqual(['message', 'message']);
+      const before = [];
+      for await (const item of client.conversations.items.list(conversation.id, { order: 'asc' })) before.push(item);
+      expect(before.map((item) => (item.type === 'message' ? [item.role, item.content[0]] : item.type))).toEqual([
+        ['user', { type: 'input_text', text: 'My cat is Tom.' }],
+        ['assistant', expect.objectContaining({ type: 'output_text', text: 'Nice cat.' })],
+        ['user', { type: 'input_text', text: 'What is its name?' }],
+      ]);
+      const response = await client.responses.create({
+        model: agentId,
+        conversation: conversation.id,
+        input: 'Tell me.',
+      });
+      expect(response.output_text).toBe('Tell me.');
+      // The model saw the three stored items before the new input: 48 characters (12 tokens) instead of 8.
+      expect(response.usage?.input_tokens).toBe(12);
+      expect(json(await h.request('GET', `/v1/sessions/${sessionId}`)).session.agentId).toBe(agentId);
+      const other = await client.responses
+        .create({ model: toolAgentId, conversation: conversation.id, input: 'x' }, { maxRetries: 0 })
+        .catch((error) => error);
+      expect(other).toBeInstanceOf(OpenAI.BadRequestError);
+      const deleted = await client.conversations.delete(conversation.id);
+      expect(deleted).toEqual({ id: conversation.id, object: 'conversation.deleted', deleted: true });
+      expect(await client.conversations.retrieve(conversation.id).catch((error) => error)).toBeInstanceOf(
+        OpenAI.NotFoundError,
+      );
+    });
+
+    it('lists the input items of a response, cancels a running one and deletes it', async () => {
+      const done = await client.responses.create({ model: agentId, input: 'Hello input' });
+      const inputs = [];
+      for await (const item of client.responses.inputItems.list(done.id)) inputs.push(item);
+      expect(inputs).toEqual([
+        expect.objectContaining({
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_text', text: 'Hello input' }],
+        }),
+      ]);
+
+      const slow = await client.responses.create({ model: agentId, input: 'sleep 5000\nlate', stream: true });
+      let id = '';
+      for await (const event of slow) {
+        if (event.type === 'response.created') {
+          id = event.response.id;
+          const cancelled = await client.responses.cancel(id);
+          expect(cancelled.status).toBe('cancelled');
+        }
+      }
+      expect((await client.responses.retrieve(id)).status).toBe('cancelled');
+      await client.responses.delete(id);
+      expect(await client.responses.retrieve(id).catch((error) => error)).toBeInstanceOf(OpenAI.NotFoundError);
     });
   });
 
@@ -253,6 +364,46 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       expect(result.finalOutput).toBe('All done');
       expect(seen).toEqual(['Paris', 'Rome']);
       expect(kinds).toContain('raw_model_stream_event');
+    });
+
+    it('keeps history in an OpenAIConversationsSession it starts itself', async () => {
+      const session = new OpenAIConversationsSession();
+      const seen: string[] = [];
+      const first = await runner.run(weatherAgent(seen), TWO_CALLS, { session });
+      expect(first.finalOutput).toBe('All done');
+      expect(seen).toEqual(['Paris', 'Rome']);
+      const conversationId = await session.getSessionId();
+      expect(conversationId).toMatch(/^conv_/);
+      const stored = await session.getItems();
+      expect(stored.map((item) => item.type)).toEqual([
+        'message',
+        'function_call',
+        'function_call_result',
+        'function_call',
+        'function_call_result',
+        'message',
+      ]);
+      const second = await runner.run(weatherAgent(seen), 'and now?', { session });
+      expect(second.finalOutput).toBe('and now?');
+      expect((await session.getItems()).length).toBe(8);
+    });
+
+    it('uses an existing conversation in an OpenAIConversationsSession', async () => {
+      const conversation = await client.conversations.create({});
+      const session = new OpenAIConversationsSession({ conversationId: conversation.id });
+      const seen: string[] = [];
+      const result = await runner.run(weatherAgent(seen), TWO_CALLS, { session });
+      expect(result.finalOutput).toBe('All done');
+      const listed = [];
+      for await (const item of client.conversations.items.list(conversation.id, { order: 'asc' })) listed.push(item);
+      expect(listed.map((item) => item.type)).toEqual([
+        'message',
+        'function_call',
+        'function_call_output',
+        'function_call',
+        'function_call_output',
+        'message',
+      ]);
     });
   });
 });

@@ -4,6 +4,7 @@
  * server), auth headers, name clashes, the tool-list cache and `list_changed`, progress events, toolkits, traces
  * and the Responses items. Once per dialect.
  */
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
@@ -282,5 +283,51 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
       body: { model: agentId, input: 'call echo {"text":"x"}', conversation: json(first).conversation.id },
     });
     expect(json(again).output.map((item: Json) => item.type)).toEqual(['mcp_call', 'message']);
+  });
+
+  it('streams the MCP lifecycle to the real openai client, and its stream helper accepts it', async () => {
+    const agentId = await urlAgent([{ name: 'live', url: modern.url }]);
+    const client = new OpenAI({ apiKey: h.key, baseURL: `${await h.listen()}/v1` });
+    const types: string[] = [];
+    const vendor: Json[] = [];
+    const stream = await client.responses.create({
+      model: agentId,
+      input: 'call slow {"ms":200,"steps":2}',
+      stream: true,
+    });
+    let completed: Json | undefined;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type.startsWith('response.agentry_tool_call.')) vendor.push(event as unknown as Json);
+      if (event.type === 'response.completed') completed = event.response as unknown as Json;
+    }
+    const order = [
+      'response.mcp_list_tools.in_progress',
+      'response.mcp_list_tools.completed',
+      'response.mcp_call.in_progress',
+      'response.mcp_call_arguments.delta',
+      'response.mcp_call_arguments.done',
+      'response.mcp_call.completed',
+      'response.completed',
+    ];
+    const positions = order.map((type) => types.indexOf(type));
+    expect(
+      positions.every((position) => position >= 0),
+      types.join(' '),
+    ).toBe(true);
+    expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+    expect(vendor.map((event) => event.type)).toEqual(
+      expect.arrayContaining(['response.agentry_tool_call.started', 'response.agentry_tool_call.progress']),
+    );
+    expect(vendor.find((event) => event.data?.progress === 1)?.data).toMatchObject({ server_label: 'live', total: 2 });
+    expect(completed?.output.map((item: Json) => item.type)).toEqual(['mcp_list_tools', 'mcp_call', 'message']);
+    expect(completed?.output[1]).toMatchObject({ server_label: 'live', name: 'slow', status: 'completed' });
+
+    // The SDK's stream helper, with its defaults, over an agent whose tools run on the server.
+    const helper = client.responses.stream({ model: agentId, input: 'call echo {"text":"helper"}' });
+    const final = await helper.finalResponse();
+    expect(final.output_text).toBe('echo: helper');
+    // A new conversation: the server's tools are listed in it first.
+    expect(final.output.map((item) => item.type)).toEqual(['mcp_list_tools', 'mcp_call', 'message']);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { createLocalBus } from '../bus/bus.ts';
-import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { COMPAT_SETTINGS, type Config, ConfigError, loadConfig } from '../config.ts';
 import { buildDeps, type Deps } from '../deps.ts';
 import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
 import { revokeApiKeys } from '../domain/orgs/api-keys.ts';
@@ -19,7 +19,9 @@ const USAGE = `Usage: agentry <command>
   serve [--role api|worker|all]          run the server (default role: all)
   migrate                                apply database migrations
   orgs create <name>                     create an organization (with its default agent)
-  keys create --org <name> [--scopes a,b]  create an API key; prints only the key
+  keys create --org <name> [--scopes a,b] [--compat auto|strict|openai]
+                                         create an API key; prints only the key (--compat fixes how its
+                                         /v1/responses requests are validated; default: AGENTRY_RESPONSES_COMPAT)
   keys revoke <prefix|key>               revoke an API key by its prefix (agk_XXXXXXXX) or the key itself
   credits set --org <name> <usd|unlimited>  set an organization's credit balance
 
@@ -50,6 +52,7 @@ async function main(argv: string[]): Promise<void> {
     options: {
       org: { type: 'string' },
       scopes: { type: 'string' },
+      compat: { type: 'string' },
       role: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -90,9 +93,13 @@ async function main(argv: string[]): Promise<void> {
       const parsed = values.scopes === undefined ? { scopes: [...SCOPES], unknown: [] } : parseScopes(values.scopes);
       if (parsed.unknown.length > 0) throw new UsageError(`unknown scopes: ${parsed.unknown.join(', ')}`);
       if (parsed.scopes.length === 0) throw new UsageError('--scopes needs at least one scope');
+      const compat = COMPAT_SETTINGS.find((setting) => setting === values.compat) ?? null;
+      if (values.compat !== undefined && compat === null) {
+        throw new UsageError(`--compat must be one of ${COMPAT_SETTINGS.join(', ')}`);
+      }
       const key = await withDeps(config, async (deps) => {
         const org = await deps.orgs.requireByName(orgName);
-        return deps.orgs.createKey(org.id, parsed.scopes);
+        return deps.orgs.createKey(org.id, parsed.scopes, undefined, compat);
       });
       process.stdout.write(`${key}\n`);
       return;

@@ -52,6 +52,12 @@ export const errorCatalog = {
     type: 'conflict_error',
     description: 'A different output was already recorded for this call_id.',
   },
+  agent_required: {
+    status: 409,
+    type: 'conflict_error',
+    description:
+      'The Session was created as a Conversation without an agent (POST /v1/conversations); a Response (POST /v1/responses with model) fixes its agent first.',
+  },
   action_not_waiting: {
     status: 409,
     type: 'conflict_error',

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { StreamHub } from '../bus/live-hub.ts';
 import { itemFromRow, loadMessageItems } from '../domain/messages/items.ts';
 import type { OpenAIItem } from '../domain/responses/openai-items.ts';
-import { SERVER_LABEL } from '../domain/responses/openai-items.ts';
+import { SERVER_LABEL, toOpenAIItems } from '../domain/responses/openai-items.ts';
 import { outputItems, projectResponse, type ResponseObject } from '../domain/responses/response-view.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
@@ -76,7 +76,10 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
 
   const outputs: OpenAIItem[] = [];
   let text: { id: string; index: number; text: string } | null = null;
-  const servers = new Map<string, { id: string; index: number; name: string; arguments: string; step: unknown }>();
+  const servers = new Map<
+    string,
+    { id: string; index: number; label: string; name: string; arguments: string; step: unknown }
+  >();
 
   const openText = (id: string) => {
     text = { id, index: outputs.length, text: '' };
@@ -119,12 +122,20 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
     send('response.function_call_arguments.done', { item_id: id, output_index: index, name, arguments: args });
     send('response.output_item.done', { output_index: index, item });
   };
-  const startServerCall = (id: string, callId: string, name: string, args: string, step: unknown) => {
+  const listTools = (item: Extract<OpenAIItem, { type: 'mcp_list_tools' }>) => {
+    const index = outputs.length;
+    outputs.push(item);
+    send('response.output_item.added', { output_index: index, item: { ...item, tools: [] } });
+    send('response.mcp_list_tools.in_progress', { output_index: index, item_id: item.id });
+    send('response.mcp_list_tools.completed', { output_index: index, item_id: item.id });
+    send('response.output_item.done', { output_index: index, item });
+  };
+  const startServerCall = (id: string, callId: string, label: string, name: string, args: string, step: unknown) => {
     const index = outputs.length;
     const item: OpenAIItem = {
       id,
       type: 'mcp_call',
-      server_label: SERVER_LABEL,
+      server_label: label,
       name,
       arguments: '',
       output: null,
@@ -132,12 +143,12 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       status: 'in_progress',
     };
     outputs.push(item);
-    servers.set(callId, { id, index, name, arguments: args, step });
+    servers.set(callId, { id, index, label, name, arguments: args, step });
     send('response.output_item.added', { output_index: index, item });
     send('response.mcp_call.in_progress', { output_index: index, item_id: id });
     send('response.mcp_call_arguments.delta', { output_index: index, item_id: id, delta: args });
     send('response.mcp_call_arguments.done', { output_index: index, item_id: id, arguments: args });
-    vendor('started', step, 'tool_server', { call_id: callId, name, arguments: args });
+    vendor('started', step, 'tool_server', { call_id: callId, server_label: label, name, arguments: args });
   };
   const finishServerCall = (callId: string, output: string | null, isError: boolean) => {
     const call = servers.get(callId);
@@ -146,7 +157,7 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
     const item: OpenAIItem = {
       id: call.id,
       type: 'mcp_call',
-      server_label: SERVER_LABEL,
+      server_label: call.label,
       name: call.name,
       arguments: call.arguments,
       output: isError ? null : output,
@@ -181,8 +192,10 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
         closeText();
       } else if (item.type === 'function_call') {
         functionCall(item.id, item.call_id, item.name, item.arguments);
+      } else if (item.type === 'mcp_list_tools') {
+        listTools(item);
       } else if (item.type === 'mcp_call') {
-        startServerCall(item.id, item.id, item.name, item.arguments, null);
+        startServerCall(item.id, item.id, item.server_label, item.name, item.arguments, null);
         if (item.status !== 'in_progress')
           finishServerCall(item.id, item.output ?? item.error, item.status === 'failed');
       }
@@ -240,7 +253,8 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       const name = String(data.name ?? (data.type === 'question' ? 'ask_user_question' : ''));
       const args = String(data.arguments ?? '');
       if (data.kind === 'server') {
-        startServerCall(id, callId, name, args, data.step);
+        const label = typeof data.serverLabel === 'string' ? data.serverLabel : SERVER_LABEL;
+        startServerCall(id, callId, label, typeof data.tool === 'string' ? data.tool : name, args, data.step);
       } else {
         functionCall(id, callId, name, args);
         vendor('action_required', data.step, data.type === 'question' ? 'tool_ask_user_question' : 'tool_client', {
@@ -249,6 +263,24 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
           ...(data.type === 'question' ? { action_id: data.actionId } : {}),
         });
       }
+    } else if (event.kind === 'message.event' && data.type === 'tool_list') {
+      closeText();
+      const row = await db
+        .selectFrom('items')
+        .selectAll()
+        .where('id', '=', String(data.itemId ?? ''))
+        .executeTakeFirst();
+      const listed = row === undefined ? undefined : toOpenAIItems([itemFromRow(row)])[0];
+      if (listed?.type === 'mcp_list_tools') listTools(listed);
+    } else if (event.kind === 'message.event' && data.type === 'tool_progress') {
+      const call = servers.get(String(data.callId ?? ''));
+      vendor('progress', data.step, 'tool_server', {
+        call_id: data.callId,
+        ...(call === undefined ? {} : { server_label: call.label, name: call.name }),
+        ...(typeof data.progress === 'number' ? { progress: data.progress } : {}),
+        ...(typeof data.total === 'number' ? { total: data.total } : {}),
+        ...(typeof data.message === 'string' ? { message: data.message } : {}),
+      });
     } else if (event.kind === 'message.event' && data.type === 'tool_result') {
       const callId = String(data.callId ?? '');
       const row = await db

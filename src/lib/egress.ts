@@ -186,11 +186,11 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-type Exchange = Pick<PinnedResponse, 'status' | 'headers' | 'body'>;
+type Exchange = Pick<PinnedResponse, 'status' | 'headers'> & { bytes: Buffer };
 
 function exchange(
   destination: ResolvedDestination,
-  body: Uint8Array,
+  body: Uint8Array | null,
   options: PostPinnedOptions,
   signal: AbortSignal,
 ): Promise<Exchange> {
@@ -207,7 +207,7 @@ function exchange(
   for (const [name, value] of Object.entries(options.headers)) {
     if (name.toLowerCase() !== 'content-length') headers[name] = value;
   }
-  headers['content-length'] = String(body.byteLength);
+  if (body !== null) headers['content-length'] = String(body.byteLength);
 
   return new Promise<Exchange>((resolve, reject) => {
     let settled = false;
@@ -223,7 +223,7 @@ function exchange(
     // `hostname` (not the address) keeps the Host header, SNI and certificate verification on the original name.
     // No agent: a pooled keep-alive socket is keyed by name, not by the address this call checked.
     const request = (secure ? https : http).request({
-      method: 'POST',
+      method: body === null ? 'GET' : 'POST',
       hostname: bareHostname(url),
       port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
       path: `${url.pathname}${url.search}`,
@@ -252,7 +252,7 @@ function exchange(
           resolve({
             status: response.statusCode ?? 0,
             headers: flattenHeaders(response.headers),
-            body: Buffer.concat(chunks).toString('utf8'),
+            bytes: Buffer.concat(chunks),
           }),
         );
       response.on('data', (chunk: Buffer) => {
@@ -268,7 +268,8 @@ function exchange(
       response.on('end', done);
       response.on('error', fail);
     });
-    request.end(body);
+    if (body === null) request.end();
+    else request.end(body);
   });
 }
 
@@ -298,10 +299,60 @@ export async function postPinned(
       controller.signal,
     );
     const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-    const response = await exchange(destination, bytes, options, controller.signal);
-    return { ...response, address: destination.address, durationMs: Math.round(performance.now() - started) };
+    const { bytes: received, ...response } = await exchange(destination, bytes, options, controller.signal);
+    return {
+      ...response,
+      body: received.toString('utf8'),
+      address: destination.address,
+      durationMs: Math.round(performance.now() - started),
+    };
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+export interface FetchedBytes {
+  status: number;
+  headers: Record<string, string>;
+  /** At most `maxResponseBytes` bytes of the body. */
+  bytes: Buffer;
+  /** True when the body had more bytes than `maxResponseBytes` (the rest was not read). */
+  truncated: boolean;
+}
+
+/**
+ * GETs `rawUrl` through the egress guard, like postPinned (one checked address, no redirects followed, one
+ * timeout over the whole exchange), and returns the body's bytes.
+ */
+export async function getPinned(
+  rawUrl: string,
+  options: Omit<PostPinnedOptions, 'headers'> & { headers?: Record<string, string> },
+): Promise<FetchedBytes> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    controller.abort(new EgressError('timeout', `no complete response within ${options.timeoutMs} ms`));
+  }, options.timeoutMs);
+  const limit = (options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES) + 1;
+  try {
+    const destination = await untilAborted(
+      resolveDestination(rawUrl, { allowInsecure: options.allowInsecure, resolver: options.resolver }),
+      controller.signal,
+    );
+    const response = await exchange(
+      destination,
+      null,
+      { ...options, headers: options.headers ?? {}, maxResponseBytes: limit },
+      controller.signal,
+    );
+    const truncated = response.bytes.byteLength >= limit;
+    return {
+      status: response.status,
+      headers: response.headers,
+      bytes: truncated ? response.bytes.subarray(0, limit - 1) : response.bytes,
+      truncated,
+    };
+  } finally {
+    clearTimeout(timer);
   }
 }

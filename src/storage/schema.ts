@@ -25,6 +25,8 @@ export interface ApiKeysTable {
   created_at: Millis;
   expires_at: Millis | null;
   revoked_at: Millis | null;
+  /** Responses validation mode of this key: auto | strict | openai; null follows AGENTRY_RESPONSES_COMPAT. */
+  compat: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface AgentsTable {
@@ -56,7 +58,8 @@ export interface AgentVersionsTable {
 export interface SessionsTable {
   id: string;
   org_id: string;
-  agent_id: string;
+  /** Null for a Conversation created without an agent, until its first Response fixes one. */
+  agent_id: string | null;
   title: string | null;
   status: string;
   created_at: Millis;
@@ -66,6 +69,8 @@ export interface SessionsTable {
   lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
   lease_expires_at: ColumnType<Millis | null, Millis | null | undefined, Millis | null>;
   lease_token: ColumnType<number, number | undefined, number>;
+  /** JSON object of strings: the Conversation's metadata; null means {}. */
+  metadata: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface MessagesTable {
@@ -94,6 +99,8 @@ export interface MessagesTable {
   updated_at: Millis;
   /** JSON MessageOptions (Responses compatibility mode), or null. */
   options: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When DELETE /v1/responses/{id} removed the Response (its message and items stay in the session). */
+  deleted_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface RunsTable {

@@ -8,7 +8,8 @@ import type { ResolvedTool, ToolProvider } from './types.ts';
 
 export const ASK_USER_QUESTION = 'ask_user_question';
 
-const QUESTION_TOOL: ResolvedTool = {
+/** The tool as the model sees it; the Responses surface lists it among a response's function tools. */
+export const QUESTION_TOOL: ResolvedTool = {
   name: ASK_USER_QUESTION,
   description: 'Ask the user a question and wait for their answer. Use it when you cannot proceed without their input.',
   parameters: {

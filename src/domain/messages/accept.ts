@@ -13,7 +13,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { pendingClientCalls } from './client-outputs.ts';
-import { type Attachment, appendItems, type NewItem } from './items.ts';
+import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from './items.ts';
 import type { Warning } from './message-types.ts';
 
 /** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
@@ -23,14 +23,28 @@ export interface MessageOptions {
   tools?: ToolSpec[];
   settings?: ModelSettings;
   /** What the Responses surface echoes back in the Response object. */
-  echo?: {
-    metadata: Record<string, string>;
-    toolChoice: unknown;
-    temperature: number | null;
-    topP: number | null;
-    parallelToolCalls: boolean;
-    previousResponseId: string | null;
-  };
+  echo?: ResponseEcho;
+}
+
+/** Request settings a Response object repeats (absent fields of older rows take their defaults). */
+export interface ResponseEcho {
+  metadata: Record<string, string>;
+  toolChoice: unknown;
+  temperature: number | null;
+  topP: number | null;
+  parallelToolCalls: boolean;
+  previousResponseId: string | null;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  topLogprobs?: number;
+  maxOutputTokens?: number | null;
+  maxToolCalls?: number | null;
+  serviceTier?: string;
+  safetyIdentifier?: string | null;
+  promptCacheKey?: string | null;
+  reasoning?: { effort: string | null; summary: string | null };
+  /** The tools the turn could use, in Responses tool shapes (see responses/response-tools.ts). */
+  tools?: Record<string, unknown>[];
 }
 
 /** Conversation history a client replays (OpenAI compatibility), stored before the new input. */
@@ -49,6 +63,11 @@ export interface AcceptInput {
   source: 'sessions' | 'responses' | 'tasks';
   options?: MessageOptions | null;
   history?: HistoryItem[];
+  /**
+   * The agent of a Conversation created without one: the first turn fixes it. Without it such a session is a 409
+   * `agent_required`.
+   */
+  bindAgent?: string;
 }
 
 /**
@@ -70,7 +89,7 @@ export interface Accepted {
  * History items get steps of their own (negative, so they never meet the turn's steps): consecutive assistant
  * items form one step, and an output joins the step of its call.
  */
-function historyItems(messageId: string, history: HistoryItem[]): NewItem[] {
+export function historyItems(messageId: string, history: HistoryItem[]): NewItem[] {
   const out: NewItem[] = [];
   const stepOfCall = new Map<string, number>();
   let step = 0;
@@ -131,13 +150,24 @@ export async function acceptMessage(
     .returning(['agent_id'])
     .executeTakeFirst();
   if (session === undefined) throw notFound('session', sessionId);
+  let agentId = session.agent_id;
+  if (agentId === null) {
+    if (input.bindAgent === undefined) {
+      throw new AppError(
+        'agent_required',
+        `session ${sessionId} has no agent yet: its first Response (POST /v1/responses with model) fixes it`,
+      );
+    }
+    agentId = input.bindAgent;
+    await trx.updateTable('sessions').set({ agent_id: agentId }).where('id', '=', sessionId).execute();
+  }
   if ((await pendingClientCalls(trx, sessionId)).length > 0) {
     throw new AppError(
       'client_tool_output_required',
       'a client tool call of this session is waiting for its output; submit it before sending new input',
     );
   }
-  const agent = await agentOf(trx, session.agent_id);
+  const agent = await agentOf(trx, agentId);
   const org = await trx
     .selectFrom('orgs')
     .select('credit_balance_micros')
@@ -174,6 +204,7 @@ export async function acceptMessage(
     completed_at: null,
     updated_at: now,
     options: input.options == null ? null : JSON.stringify(input.options),
+    deleted_at: null,
   };
   await trx.insertInto('messages').values(row).execute();
   await trx
@@ -199,6 +230,8 @@ export async function acceptMessage(
       completed_at: null,
     })
     .execute();
+  // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
+  await adoptUnattachedItems(trx, sessionId, row.id);
   const items = historyItems(row.id, input.history ?? []);
   if (input.text !== null) {
     items.push({

@@ -133,6 +133,39 @@ export async function appendItems(
 }
 
 /**
+ * `message_id` of items added to a conversation outside any turn (user and assistant messages, function calls and
+ * outputs sent to POST /v1/conversations/{id}/items): the next accepted message adopts them as its history.
+ */
+export const UNATTACHED = '';
+
+/** Steps of unattached items: far below any turn's own history steps, apart per batch (keyed by its first seq). */
+export const unattachedStep = (firstSeq: number, step: number): number =>
+  step === 0 ? 0 : -(1_000_000 + firstSeq * 64) + step + 1;
+
+/** Makes the session's unattached items history of `messageId` (in the caller's transaction, session locked). */
+export async function adoptUnattachedItems(trx: Executor, sessionId: string, messageId: string): Promise<void> {
+  await trx
+    .updateTable('items')
+    .set({ message_id: messageId })
+    .where('session_id', '=', sessionId)
+    .where('message_id', '=', UNATTACHED)
+    .execute();
+}
+
+/** The whole log in order: every message's items, then the items added since the last message. */
+export async function loadLogItems(db: Executor, sessionId: string): Promise<Item[]> {
+  const attached = await loadContextItems(db, sessionId, 2_147_483_647);
+  const unattached = await db
+    .selectFrom('items')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('message_id', '=', UNATTACHED)
+    .orderBy('seq')
+    .execute();
+  return [...attached, ...unattached.map(itemFromRow)];
+}
+
+/**
  * The log as a turn sees it: items of this message and of the messages before it, grouped by message in
  * submission order. A later message's input (already queued) is not part of an earlier turn, and an answer that
  * arrives after it still belongs to its own message.

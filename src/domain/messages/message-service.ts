@@ -257,6 +257,62 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /**
+     * Cancels one message's turn (POST /v1/responses/{id}/cancel): a running turn through its worker, a queued or
+     * waiting one at once. A finished turn is left as it is. Returns the message's status after the request.
+     */
+    async cancelMessage(orgId: string, messageId: string): Promise<string> {
+      let events: SessionEvent[] = [];
+      let sessionId = '';
+      const status = await db.transaction().execute(async (trx) => {
+        const found = await trx
+          .selectFrom('messages')
+          .select(['session_id'])
+          .where('id', '=', messageId)
+          .where('org_id', '=', orgId)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        if (found === undefined) throw notFound('response', `resp_${messageId}`);
+        sessionId = found.session_id;
+        const now = clock.now();
+        await lockSession(trx, orgId, sessionId, now);
+        const message = await trx
+          .selectFrom('messages')
+          .selectAll()
+          .where('id', '=', messageId)
+          .executeTakeFirstOrThrow();
+        if (isTerminal(message.status)) return message.status;
+        if (message.status === 'running') {
+          await trx.updateTable('messages').set({ cancel_requested: 1 }).where('id', '=', messageId).execute();
+          return 'cancelling';
+        }
+        events = await cancelTurn({ trx, message, now }, turnText(await loadMessageItems(trx, messageId)) || null);
+        await trx
+          .updateTable('sessions')
+          .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
+          .where('id', '=', sessionId)
+          .execute();
+        return 'cancelled';
+      });
+      publish(sessionId, events, status === 'cancelled');
+      if (status === 'cancelling') bus.publish('interrupt', { sessionId });
+      return status;
+    },
+
+    /**
+     * Removes a Response from the Responses surface (DELETE /v1/responses/{id}): its turn is cancelled first when
+     * unfinished; the message and its items stay in the session's log.
+     */
+    async deleteResponse(orgId: string, messageId: string): Promise<void> {
+      await this.cancelMessage(orgId, messageId);
+      await db
+        .updateTable('messages')
+        .set({ deleted_at: clock.now() })
+        .where('id', '=', messageId)
+        .where('org_id', '=', orgId)
+        .execute();
+    },
+
+    /**
      * Deletes a session, cancelling its unfinished turns first (their turn.cancelled webhooks outlive it). A
      * worker still running its turn loses its lease with the row and stops at its next write.
      */

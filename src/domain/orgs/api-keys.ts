@@ -1,4 +1,5 @@
 /** API keys: `agk_` + 40 base62 characters, stored only as a SHA-256 hash with a short prefix for humans. */
+import { COMPAT_SETTINGS, type CompatSetting } from '../../config.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { sha256Hex } from '../../lib/hash.ts';
 import { newId, randomBase62 } from '../../lib/ids.ts';
@@ -12,7 +13,12 @@ export interface Principal {
   orgId: string;
   keyId: string;
   scopes: ReadonlySet<Scope>;
+  /** The key's Responses validation mode; null follows the deployment's AGENTRY_RESPONSES_COMPAT. */
+  compat: CompatSetting | null;
 }
+
+const compatOf = (value: string | null): CompatSetting | null =>
+  COMPAT_SETTINGS.find((setting) => setting === value) ?? null;
 
 export function generateApiKey(): string {
   return `agk_${randomBase62(40)}`;
@@ -22,7 +28,14 @@ export const keyPrefix = (key: string): string => key.slice(0, PREFIX_LENGTH);
 
 export async function insertApiKey(
   db: Executor,
-  input: { orgId: string; key: string; scopes: readonly Scope[]; name?: string; expiresAt?: number },
+  input: {
+    orgId: string;
+    key: string;
+    scopes: readonly Scope[];
+    name?: string;
+    expiresAt?: number;
+    compat?: CompatSetting | null;
+  },
   clock: Clock,
 ): Promise<{ id: string; prefix: string }> {
   const id = newId();
@@ -39,6 +52,7 @@ export async function insertApiKey(
       created_at: clock.now(),
       expires_at: input.expiresAt ?? null,
       revoked_at: null,
+      compat: input.compat ?? null,
     })
     .execute();
   return { id, prefix };
@@ -52,7 +66,7 @@ async function lookupKey(
 ): Promise<(Principal & { expiresAt: number | null }) | null> {
   const row = await db
     .selectFrom('api_keys')
-    .select(['id', 'org_id', 'scopes', 'expires_at', 'revoked_at'])
+    .select(['id', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'compat'])
     .where('key_hash', '=', hash)
     .executeTakeFirst();
   if (row === undefined || row.revoked_at !== null) return null;
@@ -61,6 +75,7 @@ async function lookupKey(
     orgId: row.org_id,
     keyId: row.id,
     scopes: new Set(row.scopes.split(' ').filter(isScope)),
+    compat: compatOf(row.compat),
     expiresAt: row.expires_at,
   };
 }

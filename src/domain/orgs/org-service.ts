@@ -1,4 +1,5 @@
 /** Organizations own everything; each starts with a default Agent and a numeric project id. */
+import type { CompatSetting } from '../../config.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
@@ -92,8 +93,14 @@ export function createOrgService(deps: OrgServiceDeps) {
       }
     },
 
-    async createKey(orgId: string, scopes: readonly Scope[] = SCOPES, key = generateApiKey()): Promise<string> {
-      await insertApiKey(deps.db, { orgId, key, scopes }, deps.clock);
+    /** `compat` fixes the key's Responses validation mode (auto, strict, openai); null follows the deployment. */
+    async createKey(
+      orgId: string,
+      scopes: readonly Scope[] = SCOPES,
+      key = generateApiKey(),
+      compat: CompatSetting | null = null,
+    ): Promise<string> {
+      await insertApiKey(deps.db, { orgId, key, scopes, compat }, deps.clock);
       return key;
     },
 

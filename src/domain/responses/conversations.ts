@@ -1,14 +1,20 @@
 /**
  * Conversations (OpenAI's Conversations API over our Sessions): a Conversation is a Session (`conv_` + the session
- * id) and its items are the session's conversation log in OpenAI item shapes. Items can be added only as
- * function_call_output items for client calls: they are persisted without running the agent.
+ * id) and its items are the session's conversation log in OpenAI item shapes. A Conversation created here may have
+ * no agent yet: its first Response fixes it. Items added here are persisted without running the agent: in strict
+ * mode only function_call_output items for client calls, in compatibility mode also messages and calls
+ * (conversation-items.ts).
  */
+import type { Bus } from '../../bus/bus.ts';
 import { AppError, notFound } from '../../errors/app-error.ts';
-import { unixSeconds } from '../../lib/clock.ts';
+import { type Clock, unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
-import { loadContextItems } from '../messages/items.ts';
-import type { MessageService } from '../messages/message-service.ts';
+import type { AgentService } from '../agents/agent-service.ts';
+import { loadLogItems } from '../messages/items.ts';
+import { lockSession, type MessageService } from '../messages/message-service.ts';
+import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
+import { type ConversationItemInput, parseConversationItems, storeConversationItems } from './conversation-items.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 
 export const CONVERSATION_PREFIX = 'conv_';
@@ -24,11 +30,9 @@ export interface Conversation {
   metadata: Record<string, string>;
 }
 
-export type FunctionCallOutputItem = Extract<OpenAIItem, { type: 'function_call_output' }>;
-
-export interface ConversationItemList<T extends OpenAIItem = OpenAIItem> {
+export interface ConversationItemList {
   object: 'list';
-  data: T[];
+  data: OpenAIItem[];
   first_id: string | null;
   last_id: string | null;
   has_more: boolean;
@@ -48,13 +52,32 @@ export interface FunctionCallOutputInput {
 
 export interface ConversationServiceDeps {
   db: Executor;
-  messages: Pick<MessageService, 'recordClientOutputs'>;
+  clock: Clock;
+  bus: Bus;
+  agents: AgentService;
+  sessions: SessionService;
+  messages: Pick<MessageService, 'recordClientOutputs' | 'deleteSession'>;
 }
 
-/** Every message seq fits Postgres `integer`; MAX_SAFE_INTEGER would not. */
-const ALL_MESSAGES = 2_147_483_647;
+export interface ConversationDeleted {
+  id: string;
+  object: 'conversation.deleted';
+  deleted: true;
+}
 
-function listOf<T extends OpenAIItem>(data: T[], hasMore: boolean): ConversationItemList<T> {
+/** Items a request may add at once (OpenAI allows 20 per request; 64 matches the spec's outputs limit). */
+export const MAX_ITEMS = 64;
+
+function metadataOf(value: string | null): Record<string, string> {
+  if (value === null) return {};
+  const parsed: unknown = JSON.parse(value);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return {};
+  return Object.fromEntries(
+    Object.entries(parsed).flatMap(([key, entry]) => (typeof entry === 'string' ? [[key, entry]] : [])),
+  );
+}
+
+function listOf(data: OpenAIItem[], hasMore: boolean): ConversationItemList {
   return {
     object: 'list',
     data,
@@ -83,12 +106,12 @@ function forItemsRoute(error: unknown, sessionId: string): unknown {
 }
 
 export function createConversationService(deps: ConversationServiceDeps) {
-  const { db } = deps;
+  const { db, clock } = deps;
 
-  async function findSession(orgId: string, sessionId: string) {
-    const row = await db
+  async function findSession(orgId: string, sessionId: string, executor: Executor = db) {
+    const row = await executor
       .selectFrom('sessions')
-      .select(['id', 'created_at'])
+      .select(['id', 'created_at', 'metadata'])
       .where('id', '=', sessionId)
       .where('org_id', '=', orgId)
       .executeTakeFirst();
@@ -96,43 +119,84 @@ export function createConversationService(deps: ConversationServiceDeps) {
     return row;
   }
 
+  const view = (row: { id: string; created_at: number; metadata: string | null }): Conversation => ({
+    id: conversationIdOf(row.id),
+    object: 'conversation',
+    created_at: unixSeconds(row.created_at),
+    metadata: metadataOf(row.metadata),
+  });
+
   /** The whole log in OpenAI shapes, in log order (server-call outputs fold into their mcp_call items). */
   async function allItems(orgId: string, sessionId: string): Promise<OpenAIItem[]> {
     await findSession(orgId, sessionId);
-    return toOpenAIItems(await loadContextItems(db, sessionId, ALL_MESSAGES));
+    return toOpenAIItems(await loadLogItems(db, sessionId));
+  }
+
+  /** Stores parsed items in one transaction that locks the session; wakes the engine when a turn ended. */
+  async function store(orgId: string, sessionId: string, parsed: (ConversationItemInput | null)[]) {
+    const result = await db.transaction().execute(async (trx) => {
+      const now = clock.now();
+      await lockSession(trx, orgId, sessionId, now);
+      return storeConversationItems(trx, { orgId, sessionId, now }, parsed);
+    });
+    for (const event of result.events) deps.bus.publish('live', { sessionId, event: { ...event } });
+    if (result.resumed) deps.bus.publish('wake', { sessionId });
+    return toOpenAIItems(result.items);
   }
 
   return {
+    /**
+     * Creates a Conversation: a Session of `agentId` (an extension field), or without an agent until its first
+     * Response; `items` (user and assistant messages, calls and outputs) start its log.
+     */
+    async create(
+      orgId: string,
+      input: { items?: unknown; metadata?: Record<string, string>; agentId?: string },
+    ): Promise<Conversation> {
+      const parsed = input.items === undefined ? [] : parseConversationItems(input.items, true, MAX_ITEMS);
+      const session = await db.transaction().execute(async (trx) => {
+        const created = await deps.sessions.create(
+          orgId,
+          { agentId: input.agentId ?? null, ...(input.metadata === undefined ? {} : { metadata: input.metadata }) },
+          trx,
+        );
+        if (parsed.length > 0) {
+          await storeConversationItems(trx, { orgId, sessionId: created.id, now: clock.now() }, parsed);
+        }
+        return findSession(orgId, created.id, trx);
+      });
+      return view(session);
+    },
+
     async get(orgId: string, sessionId: string): Promise<Conversation> {
-      const row = await findSession(orgId, sessionId);
-      return {
-        id: conversationIdOf(row.id),
-        object: 'conversation',
-        created_at: unixSeconds(row.created_at),
-        metadata: {},
-      };
+      return view(await findSession(orgId, sessionId));
+    },
+
+    /** Replaces the Conversation's metadata. */
+    async update(orgId: string, sessionId: string, metadata: Record<string, string>): Promise<Conversation> {
+      await findSession(orgId, sessionId);
+      await db
+        .updateTable('sessions')
+        .set({
+          metadata: Object.keys(metadata).length === 0 ? null : JSON.stringify(metadata),
+          updated_at: clock.now(),
+        })
+        .where('id', '=', sessionId)
+        .where('org_id', '=', orgId)
+        .execute();
+      return view(await findSession(orgId, sessionId));
+    },
+
+    /** Deletes the Conversation and its Session (unfinished turns are cancelled first). */
+    async delete(orgId: string, sessionId: string): Promise<ConversationDeleted> {
+      await findSession(orgId, sessionId);
+      await deps.messages.deleteSession(orgId, sessionId);
+      return { id: conversationIdOf(sessionId), object: 'conversation.deleted', deleted: true };
     },
 
     /** One page of items in `order`; `after` must name an item of this conversation's list. */
     async listItems(orgId: string, sessionId: string, page: ItemPage): Promise<ConversationItemList> {
-      const items = await allItems(orgId, sessionId);
-      if (page.order === 'desc') items.reverse();
-      let start = 0;
-      if (page.after !== undefined) {
-        const index = items.findIndex((item) => item.id === page.after);
-        if (index === -1) {
-          throw new AppError(
-            'validation_error',
-            `after must name an item of this conversation; ${page.after} is not one`,
-            {
-              param: 'after',
-            },
-          );
-        }
-        start = index + 1;
-      }
-      const data = items.slice(start, start + page.limit);
-      return listOf(data, start + page.limit < items.length);
+      return pageOf(await allItems(orgId, sessionId), page);
     },
 
     async getItem(orgId: string, sessionId: string, itemId: string): Promise<OpenAIItem> {
@@ -142,31 +206,47 @@ export function createConversationService(deps: ConversationServiceDeps) {
     },
 
     /**
-     * Persists client function_call_output items without running the agent: an identical retry returns the stored
-     * item, a different output is 409 function_call_output_conflict, an unknown call_id is 400 on
-     * `items[i].call_id`. A turn whose calls all have outputs ends completed.
+     * Adds items without running the agent. Strict mode: client function_call_output items only; an identical
+     * retry returns the stored item, a different output is 409 function_call_output_conflict, an unknown call_id
+     * is 400 on `items[i].call_id`, and a turn whose calls all have outputs ends completed. Compatibility mode
+     * also stores messages and calls as history of the next turn.
      */
-    async addOutputs(
-      orgId: string,
-      sessionId: string,
-      outputs: FunctionCallOutputInput[],
-    ): Promise<ConversationItemList<FunctionCallOutputItem>> {
+    async addItems(orgId: string, sessionId: string, items: unknown, compat: boolean): Promise<ConversationItemList> {
+      const parsed = parseConversationItems(items, compat, MAX_ITEMS);
+      if (parsed.length === 0)
+        throw new AppError('validation_error', 'items must hold at least one item', { param: 'items' });
+      await findSession(orgId, sessionId);
+      const outputsOnly = parsed.every((item) => item?.kind === 'output');
+      if (!outputsOnly) return listOf(await store(orgId, sessionId, parsed), false);
+      const outputs = parsed.flatMap((item) =>
+        item?.kind === 'output' ? [{ callId: item.callId, output: item.output }] : [],
+      );
       let stored: Awaited<ReturnType<MessageService['recordClientOutputs']>>;
       try {
         stored = await deps.messages.recordClientOutputs(orgId, sessionId, outputs, 'persist');
       } catch (error) {
         throw forItemsRoute(error, sessionId);
       }
-      const data: FunctionCallOutputItem[] = stored.map((item) => ({
-        id: item.id,
-        type: 'function_call_output',
-        call_id: item.callId ?? '',
-        output: item.content.type === 'function_call_output' ? item.content.output : '',
-        status: 'completed',
-      }));
-      return listOf(data, false);
+      return listOf(toOpenAIItems(stored), false);
     },
   };
+}
+
+/** A page of `items` in `order`, after the item `after` (400 when it is not one of them). */
+export function pageOf(items: OpenAIItem[], page: ItemPage): ConversationItemList {
+  const ordered = page.order === 'desc' ? [...items].reverse() : items;
+  let start = 0;
+  if (page.after !== undefined) {
+    const index = ordered.findIndex((item) => item.id === page.after);
+    if (index === -1) {
+      throw new AppError('validation_error', `after must name an item of this list; ${page.after} is not one`, {
+        param: 'after',
+      });
+    }
+    start = index + 1;
+  }
+  const data = ordered.slice(start, start + page.limit);
+  return listOf(data, start + page.limit < ordered.length);
 }
 
 export type ConversationService = ReturnType<typeof createConversationService>;

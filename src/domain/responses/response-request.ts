@@ -1,17 +1,33 @@
 /**
  * The body of POST /v1/responses, checked and normalised. Strict mode is spec 4.1 exactly (no extra properties,
- * the three `input` forms and their limits). OpenAI compatibility mode (`Agentry-Compat: openai`) also accepts
- * what OpenAI clients send: instructions, function tools, sampling settings, previous_response_id, and history
+ * the three `input` forms and their limits); a field or item it refuses that OpenAI accepts says so in its message.
+ * OpenAI compatibility mode also accepts what OpenAI clients send: instructions (and `system`/`developer`
+ * messages, which join them), function tools, sampling settings, previous_response_id, images by URL, and history
  * items replayed in `input` (deduplicated against the conversation later, by item id and call_id).
  */
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
-import type { HistoryItem } from '../messages/accept.ts';
+import type { HistoryItem, ResponseEcho } from '../messages/accept.ts';
 import type { Attachment } from '../messages/items.ts';
+import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
+
+/** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */
+export interface ImageUrl {
+  url: string;
+  detail?: string;
+  param: string;
+}
 
 export type InputItem =
-  | { kind: 'user'; text: string; attachments: Attachment[]; attachmentParams: string[]; id: string | null }
+  | {
+      kind: 'user';
+      text: string;
+      attachments: Attachment[];
+      attachmentParams: string[];
+      images: ImageUrl[];
+      id: string | null;
+    }
   | { kind: 'history'; item: HistoryItem; id: string | null }
   | { kind: 'output'; callId: string; output: string; id: string | null };
 
@@ -28,14 +44,8 @@ export interface ResponseRequest {
   tools: ToolSpec[];
   settings: ModelSettings;
   metadata: Record<string, string>;
-  /** Echoed in the Response object. */
-  echo: {
-    toolChoice: unknown;
-    temperature: number | null;
-    topP: number | null;
-    parallelToolCalls: boolean;
-    previousResponseId: string | null;
-  };
+  /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
+  echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
 }
 
 const STRICT_FIELDS = new Set(['model', 'input', 'stream', 'conversation', 'store', 'background']);
@@ -63,8 +73,16 @@ const COMPAT_FIELDS = new Set([
   'stream_options',
   'context_management',
   'prompt',
+  'presence_penalty',
+  'frequency_penalty',
+  'prompt_cache_retention',
 ]);
 const DETAILS = ['auto', 'low', 'high', 'original'];
+const COMPAT_HINT = 'send the header `Agentry-Compat: openai` (OpenAI compatibility mode) to have it accepted';
+
+/** A strict-mode refusal of something OpenAI compatibility mode accepts. */
+const compatOnly = (param: string, what: string) =>
+  validationError(param, `${what} is not part of the strict Responses body; ${COMPAT_HINT}`);
 const MAX_TEXT = 100_000;
 const MAX_OUTPUT = 1_000_000;
 
@@ -77,9 +95,12 @@ function text(value: unknown, param: string, max = MAX_TEXT): string {
   return value;
 }
 
-function only(item: Record<string, unknown>, param: string, allowed: string[]): void {
+/** Every key of `item` must be `allowed`; one that compatibility mode would take (`compatOnlyKeys`) says so. */
+function only(item: Record<string, unknown>, param: string, allowed: string[], compatOnlyKeys: string[] = []): void {
   for (const key of Object.keys(item)) {
-    if (!allowed.includes(key)) throw validationError(`${param}.${key}`, `${param}.${key} is not a recognised field`);
+    if (allowed.includes(key)) continue;
+    if (compatOnlyKeys.includes(key)) throw compatOnly(`${param}.${key}`, `${param}.${key}`);
+    throw validationError(`${param}.${key}`, `${param}.${key} is not a recognised field`);
   }
 }
 
@@ -99,31 +120,54 @@ export function responseIdToMessage(value: unknown, param: string): string {
   return value.slice(5).toLowerCase();
 }
 
+function checkDetail(detail: unknown, param: string): string | undefined {
+  if (detail === undefined || detail === null) return undefined;
+  if (typeof detail !== 'string' || !DETAILS.includes(detail)) {
+    throw validationError(`${param}.detail`, `${param}.detail must be one of ${DETAILS.join(', ')}`);
+  }
+  return detail;
+}
+
 function contentParts(
   value: unknown,
   param: string,
   compat: boolean,
-): { text: string; attachments: Attachment[]; attachmentParams: string[] } {
-  if (typeof value === 'string') return { text: text(value, param), attachments: [], attachmentParams: [] };
+): { text: string; attachments: Attachment[]; attachmentParams: string[]; images: ImageUrl[] } {
+  if (typeof value === 'string') return { text: text(value, param), attachments: [], attachmentParams: [], images: [] };
   if (!Array.isArray(value) || value.length < 1 || value.length > 32) {
     throw validationError(param, `${param} must be a string or an array of 1-32 parts`);
   }
   const texts: string[] = [];
   const attachments: Attachment[] = [];
   const attachmentParams: string[] = [];
+  const images: ImageUrl[] = [];
   value.forEach((part, index) => {
     const p = `${param}[${index}]`;
     if (!isRecord(part)) throw validationError(p, `${p} must be an object`);
     if (part.type === 'input_text' || (compat && part.type === 'output_text')) {
       only(part, p, compat ? ['type', 'text', 'annotations', 'logprobs'] : ['type', 'text']);
       texts.push(text(part.text, `${p}.text`));
+    } else if (part.type === 'input_image' && (part.image_url !== undefined || part.file_id === undefined)) {
+      if (!compat) throw compatOnly(`${p}.image_url`, `${p}.image_url (an image by URL)`);
+      only(part, p, ['type', 'image_url', 'detail', 'file_id']);
+      if (typeof part.image_url !== 'string' || part.image_url === '') {
+        throw validationError(`${p}.image_url`, `${p}.image_url must be a data: URL or an https URL of an image`);
+      }
+      const detail = checkDetail(part.detail, p);
+      images.push(
+        detail === undefined
+          ? { url: part.image_url, param: `${p}.image_url` }
+          : {
+              url: part.image_url,
+              detail,
+              param: `${p}.image_url`,
+            },
+      );
     } else if (part.type === 'input_file' || part.type === 'input_image') {
       only(part, p, part.type === 'input_image' ? ['type', 'file_id', 'detail'] : ['type', 'file_id']);
       if (typeof part.file_id !== 'string' || !isUuid(part.file_id))
         throw validationError(`${p}.file_id`, `${p}.file_id must be a file id (UUID)`);
-      if (part.detail !== undefined && (typeof part.detail !== 'string' || !DETAILS.includes(part.detail))) {
-        throw validationError(`${p}.detail`, `${p}.detail must be one of ${DETAILS.join(', ')}`);
-      }
+      checkDetail(part.detail, p);
       const attachment: Attachment = {
         kind: part.type === 'input_image' ? 'image' : 'file',
         fileId: part.file_id.toLowerCase(),
@@ -131,15 +175,20 @@ function contentParts(
       if (typeof part.detail === 'string') attachment.detail = part.detail;
       attachments.push(attachment);
       attachmentParams.push(`${p}.file_id`);
+    } else if (!compat && part.type === 'output_text') {
+      throw compatOnly(`${p}.type`, `${p}.type output_text (assistant history)`);
     } else {
       throw validationError(`${p}.type`, `${p}.type must be input_text, input_file or input_image`);
     }
   });
-  return { text: texts.join('\n'), attachments, attachmentParams };
+  return { text: texts.join('\n'), attachments, attachmentParams, images };
 }
 
 function outputItem(item: Record<string, unknown>, param: string, compat: boolean): InputItem {
-  only(item, param, compat ? ['type', 'call_id', 'output', 'id', 'status'] : ['type', 'call_id', 'output']);
+  only(item, param, compat ? ['type', 'call_id', 'output', 'id', 'status'] : ['type', 'call_id', 'output'], [
+    'id',
+    'status',
+  ]);
   const callId = text(item.call_id, `${param}.call_id`, 512);
   let output: string;
   if (typeof item.output === 'string') {
@@ -157,21 +206,45 @@ function outputItem(item: Record<string, unknown>, param: string, compat: boolea
   return { kind: 'output', callId, output, id: typeof item.id === 'string' ? item.id : null };
 }
 
-function inputItem(raw: unknown, param: string, compat: boolean): InputItem | null {
+const REPLAYED_TYPES = ['function_call', 'mcp_call', 'mcp_list_tools', 'reasoning', 'item_reference'];
+
+/** An input item, or the text of a system/developer message (compatibility mode), or null for one to skip. */
+type ParsedItem = InputItem | { kind: 'instructions'; text: string };
+
+function inputItem(raw: unknown, param: string, compat: boolean): ParsedItem | null {
   if (!isRecord(raw)) throw validationError(param, `${param} must be an object`);
   const type = raw.type ?? 'message';
   const id = typeof raw.id === 'string' ? raw.id : null;
   if (type === 'function_call_output') return outputItem(raw, param, compat);
   if (type === 'message') {
-    only(raw, param, compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content']);
+    only(raw, param, compat ? ['type', 'role', 'content', 'id', 'status', 'phase'] : ['type', 'role', 'content'], [
+      'id',
+      'status',
+      'phase',
+    ]);
     const role = raw.role;
-    if (role === 'user' || (compat && (role === 'system' || role === 'developer'))) {
-      const { text: body, attachments, attachmentParams } = contentParts(raw.content, `${param}.content`, compat);
-      return { kind: 'user', text: body, attachments, attachmentParams, id };
+    if (role === 'user') {
+      const {
+        text: body,
+        attachments,
+        attachmentParams,
+        images,
+      } = contentParts(raw.content, `${param}.content`, compat);
+      return { kind: 'user', text: body, attachments, attachmentParams, images, id };
+    }
+    if (compat && (role === 'system' || role === 'developer')) {
+      const parts = contentParts(raw.content, `${param}.content`, compat);
+      if (parts.attachments.length > 0 || parts.images.length > 0) {
+        throw validationError(`${param}.content`, `${param}.content of a ${role} message must be text`);
+      }
+      return { kind: 'instructions', text: parts.text };
     }
     if (compat && role === 'assistant') {
       const { text: body } = contentParts(raw.content, `${param}.content`, compat);
       return { kind: 'history', item: { type: 'assistant_message', text: body }, id };
+    }
+    if (role === 'assistant' || role === 'system' || role === 'developer') {
+      throw compatOnly(`${param}.role`, `${param}.role ${role}`);
     }
     throw validationError(`${param}.role`, `${param}.role must be user`);
   }
@@ -184,16 +257,29 @@ function inputItem(raw: unknown, param: string, compat: boolean): InputItem | nu
   // Replayed items the service produced itself (server tool calls, reasoning) carry nothing the turn needs.
   if (compat && (type === 'mcp_call' || type === 'mcp_list_tools' || type === 'reasoning' || type === 'item_reference'))
     return null;
+  if (!compat && typeof type === 'string' && REPLAYED_TYPES.includes(type)) {
+    throw compatOnly(`${param}.type`, `${param}.type ${type} (replayed history)`);
+  }
   throw validationError(`${param}.type`, `${param}.type must be message or function_call_output`);
 }
 
-function input(value: unknown, compat: boolean): InputItem[] {
+function input(value: unknown, compat: boolean): { items: InputItem[]; instructions: string[] } {
   if (typeof value === 'string') {
-    return [{ kind: 'user', text: text(value, 'input'), attachments: [], attachmentParams: [], id: null }];
+    const item: InputItem = {
+      kind: 'user',
+      text: text(value, 'input'),
+      attachments: [],
+      attachmentParams: [],
+      images: [],
+      id: null,
+    };
+    return { items: [item], instructions: [] };
   }
   if (!Array.isArray(value) || value.length === 0)
     throw validationError('input', 'input must be a string or a non-empty array');
-  const items = value.map((raw, index) => inputItem(raw, `input[${index}]`, compat)).filter((item) => item !== null);
+  const parsed = value.map((raw, index) => inputItem(raw, `input[${index}]`, compat));
+  const instructions = parsed.flatMap((item) => (item?.kind === 'instructions' ? [item.text] : []));
+  const items = parsed.filter((item): item is InputItem => item !== null && item.kind !== 'instructions');
   const outputs = items.filter((item) => item.kind === 'output').length;
   if (!compat) {
     if (outputs > 0 && outputs !== items.length) {
@@ -203,55 +289,21 @@ function input(value: unknown, compat: boolean): InputItem[] {
   }
   if (outputs > 64) throw validationError('input', 'input must have at most 64 function_call_output items');
   if (value.length > (compat ? 1000 : 64)) throw validationError('input', 'input has too many items');
-  return items;
-}
-
-function tools(value: unknown): ToolSpec[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.length > 128)
-    throw validationError('tools', 'tools must be an array of at most 128 tools');
-  return value.map((tool, index) => {
-    const param = `tools[${index}]`;
-    if (!isRecord(tool) || tool.type !== 'function') {
-      throw validationError(
-        `${param}.type`,
-        `${param}.type must be function (hosted tools run on the agent, not per response)`,
-      );
-    }
-    const name = text(tool.name, `${param}.name`, 64);
-    if (!/^[A-Za-z0-9_-]+$/.test(name))
-      throw validationError(`${param}.name`, `${param}.name must be letters, digits, _ or -`);
-    const parameters = isRecord(tool.parameters)
-      ? tool.parameters
-      : { type: 'object', properties: {}, additionalProperties: false };
-    return {
-      name,
-      description: typeof tool.description === 'string' ? tool.description : '',
-      parameters,
-      strict: tool.strict === true,
-    };
-  });
-}
-
-function optionalNumber(value: unknown, param: string, min: number, max: number): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    throw validationError(param, `${param} must be a number between ${min} and ${max}`);
-  }
-  return value;
+  return { items, instructions };
 }
 
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
-  const allowed = compat ? COMPAT_FIELDS : STRICT_FIELDS;
   for (const key of Object.keys(body)) {
     // Compatibility mode tolerates fields OpenAI adds over time; strict mode names any unknown one.
-    if (!allowed.has(key) && !compat) throw validationError(key, `${key} is not a recognised field`);
+    if (compat || STRICT_FIELDS.has(key)) continue;
+    if (COMPAT_FIELDS.has(key)) throw compatOnly(key, key);
+    throw validationError(key, `${key} is not a recognised field`);
   }
   if (typeof body.model !== 'string' || !isUuid(body.model))
     throw validationError('model', 'model must be an agent id (UUID)');
   if (body.input === undefined) throw validationError('input', 'input is required');
-  if (body.stream !== undefined && typeof body.stream !== 'boolean')
+  if (body.stream !== undefined && typeof body.stream !== 'boolean' && !(compat && body.stream === null))
     throw validationError('stream', 'stream must be a boolean');
   if (body.store !== undefined && body.store !== true && !(compat && body.store === null)) {
     throw validationError('store', 'store must be true (responses are always stored)');
@@ -271,42 +323,50 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     if (conversation !== null)
       throw validationError('previous_response_id', 'previous_response_id cannot be used together with conversation');
   }
-  const items = input(body.input, compat);
+  const { items, instructions: systemTexts } = input(body.input, compat);
   if (!compat && conversation === null && items.some((item) => item.kind === 'output')) {
     throw validationError('conversation', 'conversation is required when input holds function_call_output items');
   }
-  let metadata: Record<string, string> = {};
-  if (compat && isRecord(body.metadata)) {
-    const entries = Object.entries(body.metadata);
-    if (
-      entries.length > 16 ||
-      entries.some(([key, value]) => key.length > 64 || typeof value !== 'string' || value.length > 512)
-    ) {
-      throw validationError(
-        'metadata',
-        'metadata must have at most 16 string values (keys ≤ 64, values ≤ 512 characters)',
-      );
-    }
-    metadata = Object.fromEntries(entries) as Record<string, string>;
+  if (!compat) {
+    return {
+      agentId: body.model.toLowerCase(),
+      conversation,
+      previousResponse: null,
+      stream: body.stream === true,
+      items,
+      compat,
+      instructions: null,
+      tools: [],
+      settings: {},
+      metadata: {},
+      echo: {
+        toolChoice: 'auto',
+        temperature: null,
+        topP: null,
+        parallelToolCalls: true,
+        previousResponseId: null,
+      },
+    };
+  }
+  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') {
+    throw validationError('instructions', 'instructions must be a string');
   }
   const settings: ModelSettings = {};
-  const temperature = compat ? optionalNumber(body.temperature, 'temperature', 0, 2) : undefined;
-  const topP = compat ? optionalNumber(body.top_p, 'top_p', 0, 1) : undefined;
-  const maxOutput = compat ? optionalNumber(body.max_output_tokens, 'max_output_tokens', 1, 1_000_000) : undefined;
+  const temperature = optionalNumber(body.temperature, 'temperature', 0, 2);
+  const topP = optionalNumber(body.top_p, 'top_p', 0, 1);
+  const maxOutput = optionalNumber(body.max_output_tokens, 'max_output_tokens', 1, 1_000_000);
+  const maxToolCalls = optionalNumber(body.max_tool_calls, 'max_tool_calls', 0, 1_000_000);
+  const topLogprobs = optionalNumber(body.top_logprobs, 'top_logprobs', 0, 20);
+  const presencePenalty = optionalNumber(body.presence_penalty, 'presence_penalty', -2, 2);
+  const frequencyPenalty = optionalNumber(body.frequency_penalty, 'frequency_penalty', -2, 2);
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
-  const choice = compat ? body.tool_choice : undefined;
-  if (choice === 'auto' || choice === 'none' || choice === 'required') settings.toolChoice = choice;
-  else if (isRecord(choice) && typeof choice.name === 'string') settings.toolChoice = { name: choice.name };
-  if (
-    compat &&
-    body.instructions !== undefined &&
-    body.instructions !== null &&
-    typeof body.instructions !== 'string'
-  ) {
-    throw validationError('instructions', 'instructions must be a string');
-  }
+  const choice = toolChoice(body.tool_choice);
+  if (choice.setting !== undefined) settings.toolChoice = choice.setting;
+  const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]
+    .filter((part) => part !== '')
+    .join('\n\n');
   return {
     agentId: body.model.toLowerCase(),
     conversation,
@@ -314,16 +374,27 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     stream: body.stream === true,
     items,
     compat,
-    instructions: compat && typeof body.instructions === 'string' ? body.instructions : null,
-    tools: compat ? tools(body.tools) : [],
+    instructions: joined === '' ? null : joined,
+    tools: tools(body.tools),
     settings,
-    metadata,
+    metadata: metadataOf(body.metadata),
     echo: {
-      toolChoice: choice ?? 'auto',
-      temperature: temperature ?? null,
-      topP: topP ?? null,
-      parallelToolCalls: compat && typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : true,
+      toolChoice: choice.echo,
+      // The numbers a model uses when none is given: OpenAI's defaults, which Open Responses requires as numbers.
+      temperature: temperature ?? 1,
+      topP: topP ?? 1,
+      parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : true,
       previousResponseId: previousResponse === null ? null : `resp_${previousResponse}`,
+      presencePenalty: presencePenalty ?? 0,
+      frequencyPenalty: frequencyPenalty ?? 0,
+      topLogprobs: topLogprobs === undefined ? 0 : Math.floor(topLogprobs),
+      maxOutputTokens: maxOutput === undefined ? null : Math.floor(maxOutput),
+      maxToolCalls: maxToolCalls === undefined ? null : Math.floor(maxToolCalls),
+      serviceTier: 'default',
+      safetyIdentifier:
+        optionalString(body.safety_identifier, 'safety_identifier') ?? optionalString(body.user, 'user'),
+      promptCacheKey: optionalString(body.prompt_cache_key, 'prompt_cache_key'),
+      reasoning: reasoning(body.reasoning),
     },
   };
 }

@@ -13,13 +13,18 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
+import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import { acceptMessage, type HistoryItem } from '../messages/accept.ts';
 import { recordOutputs } from '../messages/client-outputs.ts';
-import { type Attachment, itemFromRow, pendingCalls } from '../messages/items.ts';
+import { type Attachment, itemFromRow, loadMessageItems, pendingCalls } from '../messages/items.ts';
+import type { MessageService } from '../messages/message-service.ts';
 import type { SessionEvent } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
+import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
+import { toOpenAIItems } from './openai-items.ts';
 import type { ResponseRequest } from './response-request.ts';
+import { responseTools } from './response-tools.ts';
 
 export interface ResponseServiceDeps {
   db: Executor;
@@ -31,7 +36,13 @@ export interface ResponseServiceDeps {
   sessions: SessionService;
   /** Checks that a file id names a file of the org a model can read (404 / 400 otherwise); says how it reaches the model. */
   checkAttachment(trx: Executor, orgId: string, attachment: Attachment, param: string): Promise<'image' | 'file'>;
+  /** Stores images given by URL as files of the org (compatibility mode). */
+  images: ImageImporter;
+  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse'>;
 }
+
+/** How long POST /v1/responses/{id}/cancel waits for a running turn to stop before answering. */
+const CANCEL_WAIT_MS = 5000;
 
 export interface CreatedResponse {
   message: MessageRow;
@@ -51,6 +62,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       .selectAll()
       .where('id', '=', messageId)
       .where('org_id', '=', orgId)
+      .where('deleted_at', 'is', null)
       .executeTakeFirst();
     if (row === undefined) throw notFound('response', `resp_${messageId}`);
     return row;
@@ -67,7 +79,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
       .where('org_id', '=', orgId)
       .executeTakeFirst();
     if (session === undefined) throw notFound('conversation', `conv_${request.conversation}`);
-    if (session.agent_id !== request.agentId) {
+    // A conversation created without an agent takes the agent of its first Response.
+    if (session.agent_id !== null && session.agent_id !== request.agentId) {
       throw validationError(
         'model',
         `conversation conv_${session.id} belongs to agent ${session.agent_id}, not ${request.agentId}`,
@@ -213,8 +226,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
           ...(request.instructions === null ? {} : { instructions: request.instructions }),
           ...(request.tools.length === 0 ? {} : { tools: request.tools }),
           ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
-          echo: { metadata: request.metadata, ...request.echo },
+          echo: { metadata: request.metadata, ...request.echo, tools: responseTools(agent, request.tools) },
         },
+        bindAgent: agent.id,
       },
       (inner, agentId) => deps.agents.get(orgId, agentId, inner),
     );
@@ -245,8 +259,21 @@ export function createResponseService(deps: ResponseServiceDeps) {
       idempotencyKey: string | undefined,
       newSessionId: string = newId(),
     ): Promise<CreatedResponse> {
+      // The request as sent identifies a retry (images by URL become new file ids below).
+      const { stream: _stream, ...sent } = request;
+      const hashed = structuredClone(sent);
+      // Images given by URL are fetched before the transaction (never hold it over the network).
+      for (const item of request.items) {
+        if (item.kind !== 'user') continue;
+        for (const image of item.images.splice(0)) {
+          const fileId = await deps.images.import(orgId, image.url, image.param);
+          item.attachments.push(
+            image.detail === undefined ? { kind: 'image', fileId } : { kind: 'image', fileId, detail: image.detail },
+          );
+          item.attachmentParams.push(image.param);
+        }
+      }
       let events: SessionEvent[] = [];
-      const { stream: _stream, ...hashed } = request;
       const result = await deps.idempotency.run(
         { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
         async (trx) => {
@@ -267,6 +294,33 @@ export function createResponseService(deps: ResponseServiceDeps) {
     },
 
     get: (orgId: string, messageId: string) => findMessage(db, orgId, messageId),
+
+    /** The items the Response's turn took as input: its user input and the history replayed with it. */
+    async inputItems(orgId: string, messageId: string, page: ItemPage): Promise<ConversationItemList> {
+      const message = await findMessage(db, orgId, messageId);
+      const items = (await loadMessageItems(db, message.id)).filter((item) => item.step <= 0);
+      return pageOf(toOpenAIItems(items), page);
+    },
+
+    /** Cancels the Response's turn and returns the Response once the turn stopped (or after a few seconds). */
+    async cancel(orgId: string, messageId: string): Promise<MessageRow> {
+      await findMessage(db, orgId, messageId);
+      await deps.messages.cancelMessage(orgId, messageId);
+      const deadline = Date.now() + CANCEL_WAIT_MS;
+      let row = await findMessage(db, orgId, messageId);
+      while (!WAITING.includes(row.status) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        row = await findMessage(db, orgId, messageId);
+      }
+      return row;
+    },
+
+    /** Deletes the Response (GET answers 404 afterwards); an unfinished turn is cancelled first. */
+    async remove(orgId: string, messageId: string): Promise<{ id: string; object: 'response'; deleted: true }> {
+      await findMessage(db, orgId, messageId);
+      await deps.messages.deleteResponse(orgId, messageId);
+      return { id: `resp_${messageId}`, object: 'response', deleted: true };
+    },
 
     /**
      * Resolves with the message once its turn completed, failed, was cancelled or waits for input; rejects with

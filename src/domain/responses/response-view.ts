@@ -25,17 +25,20 @@ export interface ResponseObject {
   incomplete_details: null;
   instructions: string | null;
   metadata: Record<string, string>;
-  tools: {
-    type: 'function';
-    name: string;
-    description: string;
-    parameters: Record<string, unknown>;
-    strict: boolean;
-  }[];
+  tools: Record<string, unknown>[];
   tool_choice: unknown;
   parallel_tool_calls: boolean;
-  temperature: number | null;
-  top_p: number | null;
+  temperature: number;
+  top_p: number;
+  presence_penalty: number;
+  frequency_penalty: number;
+  top_logprobs: number;
+  max_output_tokens: number | null;
+  max_tool_calls: number | null;
+  reasoning: { effort: string | null; summary: string | null };
+  service_tier: string;
+  safety_identifier: string | null;
+  prompt_cache_key: string | null;
   previous_response_id: string | null;
   conversation: { id: string };
   store: true;
@@ -74,6 +77,7 @@ export function projectResponse(
   overrides: { status?: ResponseStatus; output?: OpenAIItem[] } = {},
 ): ResponseObject {
   const options = message.options === null ? {} : (JSON.parse(message.options) as MessageOptions);
+  const echo = options.echo;
   const output = overrides.output ?? outputItems(items);
   const status = overrides.status ?? STATUS[message.status] ?? 'in_progress';
   const error = message.error === null ? null : (JSON.parse(message.error) as { code: string; message: string });
@@ -95,13 +99,24 @@ export function projectResponse(
     error: status === 'failed' || status === 'cancelled' ? error : null,
     incomplete_details: null,
     instructions: options.instructions ?? null,
-    metadata: options.echo?.metadata ?? {},
-    tools: (options.tools ?? []).map((tool) => ({ type: 'function' as const, ...tool })),
-    tool_choice: options.echo?.toolChoice ?? 'auto',
-    parallel_tool_calls: options.echo?.parallelToolCalls ?? true,
-    temperature: options.echo?.temperature ?? null,
-    top_p: options.echo?.topP ?? null,
-    previous_response_id: options.echo?.previousResponseId ?? null,
+    metadata: echo?.metadata ?? {},
+    // Rows accepted before the tools were recorded list the response's own function tools only.
+    tools: echo?.tools ?? (options.tools ?? []).map((tool) => ({ type: 'function', ...tool })),
+    tool_choice: echo?.toolChoice ?? 'auto',
+    parallel_tool_calls: echo?.parallelToolCalls ?? true,
+    // OpenAI's defaults when the request set none (Open Responses requires numbers here).
+    temperature: echo?.temperature ?? 1,
+    top_p: echo?.topP ?? 1,
+    presence_penalty: echo?.presencePenalty ?? 0,
+    frequency_penalty: echo?.frequencyPenalty ?? 0,
+    top_logprobs: echo?.topLogprobs ?? 0,
+    max_output_tokens: echo?.maxOutputTokens ?? null,
+    max_tool_calls: echo?.maxToolCalls ?? null,
+    reasoning: echo?.reasoning ?? { effort: null, summary: null },
+    service_tier: echo?.serviceTier ?? 'default',
+    safety_identifier: echo?.safetyIdentifier ?? null,
+    prompt_cache_key: echo?.promptCacheKey ?? null,
+    previous_response_id: echo?.previousResponseId ?? null,
     conversation: { id: `conv_${message.session_id}` },
     store: true,
     background: false,

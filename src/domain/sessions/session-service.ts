@@ -12,7 +12,8 @@ export type SessionStatus = (typeof SESSION_STATUSES)[number];
 export interface Session {
   id: string;
   object: 'session';
-  agentId: string;
+  /** Null for a Conversation created without an agent, until its first Response fixes one. */
+  agentId: string | null;
   title: string | null;
   status: SessionStatus;
   conversationId: string;
@@ -71,21 +72,26 @@ export function createSessionService(deps: SessionServiceDeps) {
       return { data: rows.map(sessionFromRow), total: Number(count.total), limit: query.limit, offset: query.offset };
     },
 
-    /** Creates an idle Session of an Agent of the same organization (404 when there is none). */
-    /** Creates an idle Session; `id` lets a caller name it in advance (to listen for its events before it exists). */
+    /**
+     * Creates an idle Session of an Agent of the same organization (404 when there is none), or without an agent
+     * (`agentId: null`, a Conversation whose first Response fixes it). `id` lets a caller name it in advance (to
+     * listen for its events before it exists).
+     */
     async create(
       orgId: string,
-      input: { agentId: string; title?: string; id?: string },
+      input: { agentId: string | null; title?: string; id?: string; metadata?: Record<string, string> },
       db: Executor = deps.db,
     ): Promise<Session> {
-      const agentId = input.agentId.toLowerCase();
-      const agent = await db
-        .selectFrom('agents')
-        .select('id')
-        .where('org_id', '=', orgId)
-        .where('id', '=', agentId)
-        .executeTakeFirst();
-      if (agent === undefined) throw notFound('agent', input.agentId);
+      const agentId = input.agentId === null ? null : input.agentId.toLowerCase();
+      if (agentId !== null) {
+        const agent = await db
+          .selectFrom('agents')
+          .select('id')
+          .where('org_id', '=', orgId)
+          .where('id', '=', agentId)
+          .executeTakeFirst();
+        if (agent === undefined) throw notFound('agent', agentId);
+      }
       const now = deps.clock.now();
       const row = {
         id: input.id ?? newId(),
@@ -95,6 +101,10 @@ export function createSessionService(deps: SessionServiceDeps) {
         status: 'idle',
         created_at: now,
         updated_at: now,
+        metadata:
+          input.metadata === undefined || Object.keys(input.metadata).length === 0
+            ? null
+            : JSON.stringify(input.metadata),
       };
       await db.insertInto('sessions').values(row).execute();
       await writeEvents(

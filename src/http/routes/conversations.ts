@@ -1,16 +1,25 @@
+/**
+ * The Conversations API over Sessions: create (optionally without an agent), read, update metadata, delete, and
+ * the item log (list, get, add). Strict mode keeps the spec's rules for adding items; compatibility mode (the
+ * official SDKs by default, see client-mode.ts) accepts what OpenAI's Conversations API accepts.
+ */
 import type { Deps } from '../../deps.ts';
-import { createConversationService, sessionIdOfConversation } from '../../domain/responses/conversations.ts';
-import { validationError } from '../../errors/app-error.ts';
+import { sessionIdOfConversation } from '../../domain/responses/conversations.ts';
 import { orgOf } from '../auth.ts';
+import { ignoreEmptyJsonBody } from '../bodiless.ts';
+import { compatModeOf } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
 import { errorResponses } from '../schemas/common.ts';
 import {
   AddItemsBody,
   Conversation,
+  ConversationCreateBody,
+  ConversationDeleted,
   ConversationItem,
   ConversationItemList,
   ConversationItemParams,
   ConversationParams,
+  ConversationUpdateBody,
   CreatedItemList,
   ItemListQuery,
 } from '../schemas/conversations.ts';
@@ -18,26 +27,30 @@ import type { App } from '../types.ts';
 
 const tags = ['Conversations'];
 
-/**
- * Only function_call_output items can be added. Checking `type` before schema validation names it for an item of
- * another kind (a message has no call_id, which the schema would report first).
- */
-function checkItemTypesFirst(request: { body: unknown }): void {
-  const body = request.body;
-  if (typeof body !== 'object' || body === null || !('items' in body) || !Array.isArray(body.items)) return;
-  for (const [index, item] of body.items.entries()) {
-    if (typeof item !== 'object' || item === null || !('type' in item)) continue;
-    if (item.type !== 'function_call_output') {
-      throw validationError(
-        `items[${index}].type`,
-        `items[${index}].type must be "function_call_output": only function call outputs can be added to a conversation`,
-      );
-    }
-  }
-}
-
 export function conversationRoutes(app: App, deps: Deps): void {
-  const conversations = createConversationService({ db: deps.storage.db, messages: deps.messages });
+  const { conversations } = deps;
+
+  app.route({
+    method: 'POST',
+    url: '/v1/conversations',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Create a conversation',
+      description:
+        'Creates a Conversation (a Session). Without the `agent` extension field it has no agent until its first Response, whose `model` fixes it. `items` (user and assistant messages, function calls and their outputs) start its log without running anything.',
+      tags,
+      body: ConversationCreateBody,
+      response: { 200: Conversation, ...errorResponses(400, 401, 403, 404, 413) },
+    },
+    handler: async (request) => {
+      const { items, metadata, agent } = request.body;
+      return conversations.create(orgOf(request), {
+        ...(items === undefined ? {} : { items }),
+        ...(metadata === undefined ? {} : { metadata }),
+        ...(agent === undefined ? {} : { agentId: agent }),
+      });
+    },
+  });
 
   app.route({
     method: 'GET',
@@ -52,6 +65,42 @@ export function conversationRoutes(app: App, deps: Deps): void {
     },
     handler: async (request) =>
       conversations.get(orgOf(request), sessionIdOfConversation(request.params.conversation_id)),
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/conversations/:conversation_id',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Update a conversation',
+      description: "Replaces the Conversation's metadata.",
+      tags,
+      params: ConversationParams,
+      body: ConversationUpdateBody,
+      response: { 200: Conversation, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) =>
+      conversations.update(
+        orgOf(request),
+        sessionIdOfConversation(request.params.conversation_id),
+        request.body.metadata,
+      ),
+  });
+
+  app.route({
+    method: 'DELETE',
+    url: '/v1/conversations/:conversation_id',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Delete a conversation',
+      description: 'Deletes the Conversation and its Session, cancelling its unfinished turns first.',
+      tags,
+      params: ConversationParams,
+      response: { 200: ConversationDeleted, ...errorResponses(400, 401, 403, 404) },
+    },
+    onRequest: ignoreEmptyJsonBody,
+    handler: async (request) =>
+      conversations.delete(orgOf(request), sessionIdOfConversation(request.params.conversation_id)),
   });
 
   app.route({
@@ -101,21 +150,21 @@ export function conversationRoutes(app: App, deps: Deps): void {
     url: '/v1/conversations/:conversation_id/items',
     config: { scopes: ['tasks:write'] },
     schema: {
-      summary: 'Add function call outputs',
+      summary: 'Add conversation items',
       description:
-        'Persists outputs of client function calls without creating a Response, starting a run or invoking the model. Each call_id must name a client function_call of this conversation (400 on items[i].call_id otherwise). An identical retry returns the same stored item; a different output for a recorded call_id is 409 function_call_output_conflict. When every pending call of a turn has its output, the turn ends completed with the text it produced so far, and the conversation accepts new input. Returns the stored items in request order.',
+        'Persists items without creating a Response, starting a run or invoking the model. Strict mode takes outputs of client function calls only: each call_id must name a client function_call of this conversation (400 on items[i].call_id otherwise); an identical retry returns the same stored item; a different output for a recorded call_id is 409 function_call_output_conflict; when every pending call of a turn has its output, the turn ends completed with the text it produced so far. OpenAI compatibility mode also stores user and assistant messages, function calls with their outputs, and mcp_call items, as history of the next turn. Returns the stored items in request order.',
       tags,
       params: ConversationParams,
       body: AddItemsBody,
       response: { 200: CreatedItemList, ...errorResponses(400, 401, 403, 404, 409, 413) },
     },
-    preValidation: async (request) => checkItemTypesFirst(request),
     onSend: noClientRetry,
     handler: async (request) =>
-      conversations.addOutputs(
+      conversations.addItems(
         orgOf(request),
         sessionIdOfConversation(request.params.conversation_id),
-        request.body.items.map((item) => ({ callId: item.call_id, output: item.output })),
+        request.body.items,
+        compatModeOf(request, deps.config.responsesCompat) === 'openai',
       ),
   });
 }

@@ -1,3 +1,7 @@
+/**
+ * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
+ * and the stream's vendor events depend on the client (client-mode.ts).
+ */
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
@@ -5,9 +9,12 @@ import type { CreatedResponse } from '../../domain/responses/response-service.ts
 import { loadResponse } from '../../domain/responses/response-view.ts';
 import { newId } from '../../lib/ids.ts';
 import { orgOf } from '../auth.ts';
+import { ignoreEmptyJsonBody } from '../bodiless.ts';
+import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
 import { bufferLive, streamResponse } from '../responses-sse.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
+import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Responses'];
@@ -39,20 +46,44 @@ const ResponseObject = Type.Object(
     output: Type.Array(Type.Unknown()),
     output_text: Type.String(),
     conversation: Type.Object({ id: Type.String() }),
+    tools: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
+      description: 'function tools (answered by the caller) and mcp tools (run by the service)',
+    }),
+    temperature: Type.Number(),
+    top_p: Type.Number(),
   },
-  { additionalProperties: true, description: 'A Response in the OpenAI Responses format' },
+  {
+    additionalProperties: true,
+    description:
+      'A Response in the OpenAI Responses format, with every field Open Responses requires (see docs/responses.md)',
+  },
+);
+
+const ResponseParams = Type.Object({
+  id: Type.String({ pattern: '^resp_[0-9a-fA-F-]{36}$', description: 'resp_ + the message id' }),
+});
+
+const ResponseDeleted = Type.Object(
+  { id: Type.String(), object: Type.Literal('response'), deleted: Type.Literal(true) },
+  { additionalProperties: false },
 );
 
 const ResponseHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: VISIBLE_ASCII })),
   'agentry-compat': Type.Optional(
-    Type.Unsafe<'openai'>({ type: 'string', enum: ['openai'], description: 'Accept what OpenAI clients send' }),
+    Type.Unsafe<'openai' | 'strict'>({
+      type: 'string',
+      enum: ['openai', 'strict'],
+      description:
+        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto: openai for the official OpenAI SDKs, strict for other clients)',
+    }),
   ),
   'agentry-stream-events': Type.Optional(
     Type.Unsafe<'standard' | 'all'>({
       type: 'string',
       enum: ['standard', 'all'],
-      description: 'standard leaves out response.agentry_tool_call.* events',
+      description:
+        'standard leaves out response.agentry_tool_call.* events; all keeps them. Default: all, except for SDK stream helpers (X-Stainless-Helper-Method) and when AGENTRY_RESPONSES_STREAM_EVENTS=standard',
     }),
   ),
 });
@@ -75,8 +106,9 @@ export function responseRoutes(app: App, deps: Deps): void {
     onSend: noClientRetry,
     handler: async (request, reply) => {
       const orgId = orgOf(request);
-      const compat = request.headers['agentry-compat'] === 'openai' || deps.config.responsesCompat;
-      const parsed = parseResponseRequest(request.body, compat);
+      const mode = compatModeOf(request, deps.config.responsesCompat);
+      reply.header('agentry-compat', mode);
+      const parsed = parseResponseRequest(request.body, mode === 'openai');
       const newSessionId = newId();
       // A stream listens before the turn is accepted: an engine that picks the turn up at once loses nothing.
       const listenTo = parsed.stream ? await deps.responses.sessionFor(orgId, parsed, newSessionId) : null;
@@ -102,7 +134,7 @@ export function responseRoutes(app: App, deps: Deps): void {
           db: deps.storage.db,
           subscription,
           message: created.message,
-          vendorEvents: request.headers['agentry-stream-events'] !== 'standard',
+          vendorEvents: vendorEventsWanted(request, deps.config.responsesStreamEvents),
           heartbeatMs: deps.config.sseHeartbeatMs,
           release: created.release,
         });
@@ -125,14 +157,70 @@ export function responseRoutes(app: App, deps: Deps): void {
       summary: 'Get a response',
       description: 'The Response projected from its durable message.',
       tags,
-      params: Type.Object({
-        id: Type.String({ pattern: '^resp_[0-9a-fA-F-]{36}$', description: 'resp_ + the message id' }),
-      }),
+      params: ResponseParams,
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request) => {
       const message = await deps.responses.get(orgOf(request), responseIdToMessage(request.params.id, 'id'));
       return loadResponse(deps.storage.db, message);
     },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/responses/:id/input_items',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'List the input items of a response',
+      description:
+        'The items the Response took as input: its user input and any history replayed with it, in OpenAI item shapes. Newest first by default; page with after = last_id while has_more is true.',
+      tags,
+      params: ResponseParams,
+      querystring: ItemListQuery,
+      response: { 200: ConversationItemList, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => {
+      const { limit, order, after } = request.query;
+      return deps.responses.inputItems(
+        orgOf(request),
+        responseIdToMessage(request.params.id, 'id'),
+        after === undefined ? { limit, order } : { limit, order, after },
+      );
+    },
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/responses/:id/cancel',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Cancel a response',
+      description:
+        'Interrupts the turn of the Response (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.',
+      tags,
+      params: ResponseParams,
+      response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
+    },
+    onRequest: ignoreEmptyJsonBody,
+    handler: async (request) => {
+      const message = await deps.responses.cancel(orgOf(request), responseIdToMessage(request.params.id, 'id'));
+      return loadResponse(deps.storage.db, message);
+    },
+  });
+
+  app.route({
+    method: 'DELETE',
+    url: '/v1/responses/:id',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Delete a response',
+      description:
+        'Removes the Response: GET /v1/responses/{id} answers 404 afterwards. An unfinished turn is cancelled first. Its items stay in the Conversation, and its message in the Session.',
+      tags,
+      params: ResponseParams,
+      response: { 200: ResponseDeleted, ...errorResponses(400, 401, 403, 404) },
+    },
+    onRequest: ignoreEmptyJsonBody,
+    handler: async (request) => deps.responses.remove(orgOf(request), responseIdToMessage(request.params.id, 'id')),
   });
 }

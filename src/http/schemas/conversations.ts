@@ -17,7 +17,46 @@ export const Conversation = Type.Object(
     id: Type.String({ description: 'conv_ + the session id' }),
     object: Type.Literal('conversation'),
     created_at: Type.Integer({ description: 'Unix time in seconds (when the session was created)' }),
-    metadata: Type.Record(Type.String(), Type.String(), { description: 'Always {}' }),
+    metadata: Type.Record(Type.String(), Type.String(), {
+      description: 'Set on create or with POST /v1/conversations/{id}',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), {
+  maxProperties: 16,
+  description: 'Up to 16 string values (keys ≤ 64, values ≤ 512 characters)',
+});
+
+/** Checked by the domain parser (conversation-items.ts), which words its errors per mode. */
+const ItemInput = Type.Unsafe<unknown>({
+  type: 'object',
+  description:
+    'Strict mode: {type: "function_call_output", call_id, output}. OpenAI compatibility mode also: {type?: "message", role: "user" | "assistant", content: string | [input_text | output_text]}, {type: "function_call", call_id, name, arguments}, {type: "mcp_call", name, arguments, output, error}; reasoning, mcp_list_tools and item_reference items are accepted and skipped.',
+});
+
+export const ConversationCreateBody = Type.Object(
+  {
+    items: Type.Optional(Type.Array(ItemInput, { maxItems: 64, description: 'Items that start the log' })),
+    metadata: Type.Optional(Metadata),
+    agent: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'Extension: the agent of the conversation; without it the first Response on it fixes the agent',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ConversationUpdateBody = Type.Object({ metadata: Metadata }, { additionalProperties: false });
+
+export const ConversationDeleted = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('conversation.deleted'),
+    deleted: Type.Literal(true),
   },
   { additionalProperties: false },
 );
@@ -129,7 +168,7 @@ const listOf = <T extends Parameters<typeof Type.Array>[0]>(item: T, description
   );
 
 export const ConversationItemList = listOf(ConversationItem, 'A page of conversation items');
-export const CreatedItemList = listOf(FunctionCallOutput, 'The stored items, in request order');
+export const CreatedItemList = listOf(ConversationItem, 'The stored items, in request order');
 
 export const ItemListQuery = Type.Object(
   {
@@ -150,26 +189,7 @@ export const ItemListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const FunctionCallOutputInput = Type.Object(
-  {
-    type: Type.Literal('function_call_output'),
-    call_id: Type.String({
-      minLength: 1,
-      maxLength: 512,
-      description: 'The call_id of a client function_call of this conversation',
-    }),
-    output: Type.String({ maxLength: 1_000_000 }),
-    id: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()], { description: 'Ignored' })),
-    status: Type.Optional(
-      Type.Union([StringEnum(['in_progress', 'completed', 'incomplete'] as const), Type.Null()], {
-        description: 'Ignored',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-
 export const AddItemsBody = Type.Object(
-  { items: Type.Array(FunctionCallOutputInput, { minItems: 1, maxItems: 64 }) },
+  { items: Type.Array(ItemInput, { minItems: 1, maxItems: 64 }) },
   { additionalProperties: false },
 );

@@ -6,7 +6,9 @@ export const Session = Type.Object(
   {
     id: Uuid,
     object: Type.Literal('session'),
-    agentId: Uuid,
+    agentId: Type.Union([Uuid, Type.Null()], {
+      description: 'null for a Conversation created without an agent, until its first Response fixes one',
+    }),
     title: Type.Union([Type.String(), Type.Null()]),
     status: StringEnum(SESSION_STATUSES),
     conversationId: Type.String({ description: 'conv_ + the session id; the Conversation of /v1/responses' }),

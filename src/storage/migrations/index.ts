@@ -5,7 +5,8 @@ import { spans } from './0003-spans.ts';
 import { responses } from './0004-responses.ts';
 import { files } from './0005-files.ts';
 import { webhooks } from './0006-webhooks.ts';
-import { mcpServers } from './0007-mcp-servers.ts';
+import { conversations } from './0007-conversations.ts';
+import { mcpServers } from './0008-mcp-servers.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
@@ -15,7 +16,8 @@ const migrations: Record<string, Migration> = {
   '0004-responses': responses,
   '0005-files': files,
   '0006-webhooks': webhooks,
-  '0007-mcp-servers': mcpServers,
+  '0007-conversations': conversations,
+  '0008-mcp-servers': mcpServers,
 };
 
 export const migrationProvider: MigrationProvider = {

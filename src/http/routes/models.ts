@@ -1,0 +1,43 @@
+/** GET /v1/models: the agents a key can name as `model` on /v1/responses, and the configured providers. */
+import { Type } from 'typebox';
+import type { Deps } from '../../deps.ts';
+import { configuredProviders, listModels } from '../../domain/responses/models.ts';
+import { orgOf } from '../auth.ts';
+import { errorResponses } from '../schemas/common.ts';
+import type { App } from '../types.ts';
+
+const Model = Type.Object(
+  {
+    id: Type.String({ description: 'An agent id, or provider/* for a configured model provider' }),
+    object: Type.Literal('model'),
+    created: Type.Integer({ description: 'Unix seconds' }),
+    owned_by: Type.String({ description: "The organization's name for agents; the provider for providers" }),
+    kind: Type.Union([Type.Literal('agent'), Type.Literal('provider')], {
+      description: 'agent: usable as model on /v1/responses; provider: usable in an agent model setting',
+    }),
+    name: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+const ModelList = Type.Object(
+  { object: Type.Literal('list'), data: Type.Array(Model) },
+  { additionalProperties: false },
+);
+
+export function modelRoutes(app: App, deps: Deps): void {
+  const providers = configuredProviders(deps.config);
+  app.route({
+    method: 'GET',
+    url: '/v1/models',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'List models',
+      description:
+        "The organization's agents (their ids are the `model` of /v1/responses), then the model providers this deployment has configured for agents (`scripted`, `openai/*`, `anthropic/*`, AGENTRY_PROVIDERS entries).",
+      tags: ['Responses'],
+      response: { 200: ModelList, ...errorResponses(401, 403) },
+    },
+    handler: async (request) => listModels({ db: deps.storage.db, providers }, orgOf(request)),
+  });
+}

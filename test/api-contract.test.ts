@@ -2,10 +2,13 @@
  * Invariants over the whole route table: every route is documented and guarded, the OpenAPI document is valid,
  * and no route that takes an id lets one organization reach another's resource.
  */
+import { randomBytes } from 'node:crypto';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
+import { createMcpServerStore } from '../src/domain/mcp-servers/mcp-server-store.ts';
+import { createSecretBox } from '../src/lib/secret-box.ts';
 import { createHarness, type Harness, json } from './helpers/harness.ts';
 
 describe('API contract', () => {
@@ -98,6 +101,14 @@ describe('API contract', () => {
       .select('id')
       .where('org_id', '=', other.orgId)
       .executeTakeFirstOrThrow();
+    // Connectors are registered by discovering a real server (test/mcp-servers.test.ts); stored directly here.
+    const connector = (
+      await createMcpServerStore(createSecretBox({ configuredKey: randomBytes(32), keyFile: '/nonexistent' })).insert(
+        h.deps.storage.db,
+        { orgId: other.orgId, name: 'theirs', url: 'https://mcp.example.com/theirs', headers: {}, discovery: null },
+        Date.now(),
+      )
+    ).row;
     // A valid request for each route, so that only ownership can make it fail.
     const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
       'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
@@ -113,6 +124,7 @@ describe('API contract', () => {
       'POST /v1/conversations/:conversation_id': { body: { metadata: { mine: 'now' } } },
       'GET /v1/agents/sessions/:id': { headers: { 'agentry-beta': 'agents=v1' } },
       'POST /v1/webhook_endpoints/:id': { body: { name: 'mine now' } },
+      'POST /v1/mcp_servers/:id': { body: { name: 'mine now' } },
       'POST /v1/webhook_endpoints/:id/rotate_secret': { body: {} },
       'POST /v1/webhook_endpoints/:id/test': { body: { event_type: 'agent.session.created' } },
       'POST /v1/webhook_endpoints/:id/events/:event_id/redeliver': {
@@ -128,15 +140,17 @@ describe('API contract', () => {
         ? session.id
         : route.url.startsWith('/v1/webhook_endpoints')
           ? hook.id
-          : route.url.startsWith('/v1/agents')
-            ? agent.id
-            : route.url.startsWith('/v1/runs')
-              ? message.runId
-              : route.url.startsWith('/v1/responses')
-                ? `resp_${message.id}`
-                : route.url.startsWith('/v1/files')
-                  ? file.id
-                  : session.id;
+          : route.url.startsWith('/v1/mcp_servers')
+            ? connector.id
+            : route.url.startsWith('/v1/agents')
+              ? agent.id
+              : route.url.startsWith('/v1/runs')
+                ? message.runId
+                : route.url.startsWith('/v1/responses')
+                  ? `resp_${message.id}`
+                  : route.url.startsWith('/v1/files')
+                    ? file.id
+                    : session.id;
       const url = route.url
         .replace(':messageId', message.id)
         .replace(':conversation_id', `conv_${session.id}`)
@@ -158,5 +172,7 @@ describe('API contract', () => {
     expect((await h.request('GET', `/v1/runs/${message.runId}/trace`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/files/${file.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/webhook_endpoints/${hook.id}`, { key: other.key })).status).toBe(200);
+    const stillTheirs = await h.request('GET', `/v1/mcp_servers/${connector.id}`, { key: other.key });
+    expect(json(stillTheirs).name).toBe('theirs');
   });
 });

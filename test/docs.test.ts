@@ -26,6 +26,7 @@ describe('documentation stays in step with the code', () => {
       'docs/files.md',
       'docs/webhooks.md',
       'docs/operations.md',
+      'docs/tools.md',
     ]) {
       expect(readme, page).toContain(page);
     }

@@ -17,6 +17,17 @@ export function toolSpecs(tools: TurnTools): ToolSpec[] {
   }));
 }
 
+/** The largest tool result kept (characters), as for a client's function_call_output; the rest is cut with a note. */
+export const MAX_TOOL_OUTPUT_CHARS = 1_000_000;
+
+function bounded(result: ToolOutput): ToolOutput {
+  if (result.output.length <= MAX_TOOL_OUTPUT_CHARS) return result;
+  return {
+    ...result,
+    output: `${result.output.slice(0, MAX_TOOL_OUTPUT_CHARS)}\n[output truncated: ${result.output.length} characters in all]`,
+  };
+}
+
 export class ToolTimeoutError extends Error {
   constructor(ms: number) {
     super(`the tool did not answer within ${ms} ms`);
@@ -53,7 +64,7 @@ export async function executeServerCall(
   const timer = setTimeout(() => timeout.abort(new ToolTimeoutError(timeoutMs)), timeoutMs);
   const signal = AbortSignal.any([turnSignal, timeout.signal]);
   try {
-    return await tool.execute(args.value, { ...context, signal, deadline: now + timeoutMs });
+    return bounded(await tool.execute(args.value, { ...context, signal, deadline: now + timeoutMs }));
   } catch (error) {
     if (turnSignal.aborted) throw turnSignal.reason;
     if (timeout.signal.aborted) return { output: `Error: ${(timeout.signal.reason as Error).message}`, isError: true };

@@ -67,7 +67,7 @@ function isHostLocal(address: string): boolean {
 
 /** Splits a CONNECT target `host:port` or `[v6]:port`; null when malformed. */
 export function parseAuthority(raw: string): { host: string; port: number } | null {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s]+):(\d{1,5})$/.exec(raw);
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s@]+):(\d{1,5})$/.exec(raw);
   if (match === null) return null;
   const [, host = '', portText = ''] = match;
   const port = Number(portText);

@@ -84,7 +84,8 @@ export function normalizeHost(raw: string): string | null {
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
   if (isIP(host) !== 0) return host.toLowerCase();
   host = host.replace(/\.$/, '');
-  if (host === '' || host.length > 253) return null;
+  // URL delimiters would make the IDNA step below return just the part before them ("a/b" -> "a").
+  if (host === '' || host.length > 253 || /[\s/\\:@?#%[\]*<>^|"'`{}]/.test(host)) return null;
   const ascii = domainToASCII(host);
   if (ascii === '') return null;
   const labels = ascii.split('.');

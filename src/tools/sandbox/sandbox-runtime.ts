@@ -211,12 +211,15 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
       }
     },
 
-    readFile: (workspace, path) =>
-      readWorkspaceFile(checkWorkspace(workspace), path, { maxBytes: fileLimits.readBytes }),
-    writeFile: (workspace, path, content) =>
-      writeWorkspaceFile(checkWorkspace(workspace), path, content, { maxBytes: fileLimits.writeBytes, owner }),
-    listFiles: (workspace, path = '', listOptions = {}) =>
-      listWorkspaceFiles(checkWorkspace(workspace), path, { ...listOptions, maxEntries: fileLimits.listEntries }),
+    async readFile(workspace, path) {
+      return readWorkspaceFile(checkWorkspace(workspace), path, { maxBytes: fileLimits.readBytes });
+    },
+    async writeFile(workspace, path, content) {
+      return writeWorkspaceFile(checkWorkspace(workspace), path, content, { maxBytes: fileLimits.writeBytes, owner });
+    },
+    async listFiles(workspace, path = '', listOptions = {}) {
+      return listWorkspaceFiles(checkWorkspace(workspace), path, { ...listOptions, maxEntries: fileLimits.listEntries });
+    },
 
     activeRuns: () => active.size,
 

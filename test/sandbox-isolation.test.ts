@@ -206,7 +206,10 @@ describeSandbox('sandbox isolation', () => {
   it('two runs of one agent share the workspace; another agent sees none of it', async () => {
     expect((await sh(workspaceA, 'echo from-first-run > shared.txt')).exitCode).toBe(0);
     expect((await sh(workspaceA, 'cat shared.txt')).stdout).toBe('from-first-run\n');
-    const other = await sh(workspaceB, `cat /workspace/shared.txt 2>&1; [ -e '${workspaceA}' ] && echo VISIBLE; ls /workspace`);
+    const other = await sh(
+      workspaceB,
+      `cat /workspace/shared.txt 2>&1; [ -e '${workspaceA}' ] && echo VISIBLE; ls /workspace`,
+    );
     expect(other.stdout).toContain('No such file or directory');
     expect(other.stdout).not.toContain('VISIBLE');
     expect(other.stdout).not.toContain('shared.txt\n');

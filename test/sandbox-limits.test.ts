@@ -8,8 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
 import type { SandboxLimits } from '../src/tools/sandbox/sandbox-limits.ts';
+import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
 import { describeSandbox, detection, scratchDataDir, silentLogger } from './helpers/sandbox.ts';
 
 const data = scratchDataDir('agentry-sandbox-limits-');
@@ -96,7 +96,11 @@ describeSandbox('sandbox limits', () => {
 
   it('an endless loop is stopped by the CPU limit; a finite one completes', async () => {
     const { runtime, workspace } = await runtimeWith({ cpuSeconds: 1 });
-    const finite = await runtime.run({ workspace, policy: null, command: 'for ((i = 0; i < 1000; i++)); do :; done; echo done' });
+    const finite = await runtime.run({
+      workspace,
+      policy: null,
+      command: 'for ((i = 0; i < 1000; i++)); do :; done; echo done',
+    });
     expect(finite).toMatchObject({ exitCode: 0, stdout: 'done\n', killed: null });
     const endless = await runtime.run({ workspace, policy: null, timeoutMs: 30_000, command: 'while :; do :; done' });
     expect(endless).toMatchObject({ killed: 'cpu_time', signal: 'SIGXCPU', exitCode: 152, timedOut: false });
@@ -105,7 +109,12 @@ describeSandbox('sandbox limits', () => {
   });
 
   it('a command that never ends is killed at the wall-clock timeout', async () => {
-    const result = await normal.runtime.run({ workspace: normal.workspace, policy: null, timeoutMs: 700, command: 'sleep 30' });
+    const result = await normal.runtime.run({
+      workspace: normal.workspace,
+      policy: null,
+      timeoutMs: 700,
+      command: 'sleep 30',
+    });
     expect(result).toMatchObject({ killed: 'timeout', timedOut: true, exitCode: null, signal: 'SIGKILL' });
     expect(result.durationMs).toBeGreaterThanOrEqual(650);
     expect(result.durationMs).toBeLessThan(5000);
@@ -153,7 +162,8 @@ describeSandbox('sandbox limits', () => {
     const tmp = await runtime.run({
       workspace,
       policy: null,
-      command: 'head -c 900000 /dev/zero > /tmp/a && echo a-fits; head -c 900000 /dev/zero > /tmp/b && head -c 900000 /dev/zero > /tmp/c; echo "status=$?"',
+      command:
+        'head -c 900000 /dev/zero > /tmp/a && echo a-fits; head -c 900000 /dev/zero > /tmp/b && head -c 900000 /dev/zero > /tmp/c; echo "status=$?"',
     });
     expect(tmp.stdout).toContain('a-fits');
     expect(tmp.stdout).toContain('status=1');
@@ -180,7 +190,11 @@ describeSandbox('sandbox limits', () => {
   });
 
   it('nothing a command leaves behind outlives its run, and closing the runtime kills runs in flight', async () => {
-    const left = await normal.runtime.run({ workspace: normal.workspace, policy: null, command: 'sleep 987656 & echo left' });
+    const left = await normal.runtime.run({
+      workspace: normal.workspace,
+      policy: null,
+      command: 'sleep 987656 & echo left',
+    });
     expect(left).toMatchObject({ exitCode: 0, stdout: 'left\n' });
     expect(await waitFor(() => hostProcesses('sleep 987656').length === 0, 5000)).toBe(true);
 

@@ -15,9 +15,7 @@ export const detection: BubblewrapDetection = await detectBubblewrap();
 export const inCi = process.env.CI === 'true';
 
 if (!detection.available && !inCi) {
-  process.stdout.write(
-    `\n[agentry] sandbox suites skipped: ${detection.reason}\n          (${detection.hint})\n\n`,
-  );
+  process.stdout.write(`\n[agentry] sandbox suites skipped: ${detection.reason}\n          (${detection.hint})\n\n`);
 }
 
 /** `describe`, skipped with the notice above when the sandbox is unavailable outside CI. */

@@ -9,6 +9,7 @@
 import { chmod, chown } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
@@ -59,10 +60,16 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
-/** Loopback and unspecified addresses reach the host itself (Agentry, its database): never, even when insecure. */
+/**
+ * Addresses that reach this host itself (Agentry, its database, anything listening on all interfaces): loopback,
+ * unspecified, and every address of the host's own interfaces, public ones included. Never, even when insecure.
+ */
 function isHostLocal(address: string): boolean {
-  const bare = address.replace(/^::ffff:/i, '');
-  return bare === '::1' || bare === '::' || /^127\./.test(bare) || /^0\./.test(bare);
+  const bare = address.replace(/^::ffff:/i, '').toLowerCase();
+  if (bare === '::1' || bare === '::' || /^127\./.test(bare) || /^0\./.test(bare)) return true;
+  return Object.values(networkInterfaces()).some((entries) =>
+    (entries ?? []).some((entry) => entry.address.toLowerCase().replace(/%.*$/, '') === bare),
+  );
 }
 
 /** Splits a CONNECT target `host:port` or `[v6]:port`; null when malformed. */
@@ -130,7 +137,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
         resolver: options.resolver,
       });
       if (isHostLocal(resolved.address)) {
-        return refuse(403, `${host} resolves to a loopback address`);
+        return refuse(403, `${host} resolves to this host's own (loopback or interface) address`);
       }
       allowed.push(destination);
       logger.debug({ destination, address: resolved.address }, 'sandbox egress allowed');

@@ -30,7 +30,15 @@ describe('policyAllows', () => {
     expect(policyAllows(all, 'EXAMPLE.com.')).toBe(true);
     expect(policyAllows(all, '93.184.216.34')).toBe(true);
     expect(policyAllows(all, '[2001:4860::8888]')).toBe(true);
-    for (const bad of ['', ' ', 'exa mple.com', 'example.com:443', 'example.com/path', 'a..b', `${'a'.repeat(64)}.com`]) {
+    for (const bad of [
+      '',
+      ' ',
+      'exa mple.com',
+      'example.com:443',
+      'example.com/path',
+      'a..b',
+      `${'a'.repeat(64)}.com`,
+    ]) {
       expect(policyAllows(all, bad), bad).toBe(false);
     }
   });
@@ -56,7 +64,13 @@ describe('policyAllows', () => {
     ]) {
       expect(policyAllows(packages, host), host).toBe(true);
     }
-    for (const host of ['example.com', 'evil-npmjs.org', 'registry.npmjs.org.evil.com', 'api.github.com', 'gist.github.com']) {
+    for (const host of [
+      'example.com',
+      'evil-npmjs.org',
+      'registry.npmjs.org.evil.com',
+      'api.github.com',
+      'gist.github.com',
+    ]) {
       expect(policyAllows(packages, host), host).toBe(false);
     }
     expect(egressEnabled(packages)).toBe(true);

@@ -218,7 +218,10 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
       return writeWorkspaceFile(checkWorkspace(workspace), path, content, { maxBytes: fileLimits.writeBytes, owner });
     },
     async listFiles(workspace, path = '', listOptions = {}) {
-      return listWorkspaceFiles(checkWorkspace(workspace), path, { ...listOptions, maxEntries: fileLimits.listEntries });
+      return listWorkspaceFiles(checkWorkspace(workspace), path, {
+        ...listOptions,
+        maxEntries: fileLimits.listEntries,
+      });
     },
 
     activeRuns: () => active.size,

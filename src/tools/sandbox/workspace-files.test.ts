@@ -99,12 +99,7 @@ describe('reading workspace files', () => {
     // Flip `d` between the real directory and a symlink to the outside as fast as a shell can.
     const swapper = spawn(
       'bash',
-      [
-        '-c',
-        'cd "$1" && for ((i = 0; i < 100000; i++)); do ln -sfn real d; ln -sfn ../outside d; done',
-        'swap',
-        root,
-      ],
+      ['-c', 'cd "$1" && for ((i = 0; i < 100000; i++)); do ln -sfn real d; ln -sfn ../outside d; done', 'swap', root],
       { stdio: 'ignore' },
     );
     const seen = new Map<string, number>();

@@ -119,6 +119,15 @@ describeSandbox('sandbox isolation', () => {
     expect(result.stdout).toContain('/etc/shadow: No such file or directory');
     expect(result.stdout).not.toContain(SECRET);
     expect(result.stdout).toContain('HAS /usr/bin/bash\nHAS /etc/passwd\nHAS /workspace');
+    // The system and the workspace are mounted without setuid or devices; the root is read-only.
+    const mounts = await sh(
+      workspaceA,
+      'awk \'$2 == "/usr" || $2 == "/workspace" || $2 == "/" { print $2, $4 }\' /proc/self/mounts',
+    );
+    expect(mounts.stdout).toMatch(/^\/usr ro,nosuid,nodev/m);
+    expect(mounts.stdout).toMatch(/^\/workspace rw,nosuid,nodev/m);
+    expect(mounts.stdout).toMatch(/^\/ ro,nosuid,nodev/m);
+    expect((await sh(workspaceA, 'touch /usr/x /etc/x /x 2>&1 | grep -c "Read-only file system"')).stdout).toBe('3\n');
     // The only visible processes are the sandbox's own (its PID namespace).
     const pids = await sh(workspaceA, 'ls -d /proc/[0-9]* | wc -l');
     expect(Number(pids.stdout.trim())).toBeLessThan(10);

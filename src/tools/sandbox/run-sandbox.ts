@@ -7,7 +7,7 @@
  * per-run directory and is closed with the run.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmod, chown, lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -93,21 +93,20 @@ function abortedResult(): SandboxRunResult {
   };
 }
 
-/** A private directory for one run: synthetic /etc files and the proxy socket, owned by the sandbox user. */
-async function makeRunDirectory(
-  host: SandboxHost,
-  tempDir: string,
-): Promise<{ path: string; etc: Record<string, string> }> {
+/**
+ * A private directory for one run: synthetic /etc files and the proxy socket. bwrap (running as the sandbox user)
+ * only needs to search it and read the files, so it stays the server's (0711, files 0444): no other process of the
+ * sandbox user can swap what is in it. Only the socket is given to the sandbox user.
+ */
+async function makeRunDirectory(tempDir: string): Promise<{ path: string; etc: Record<string, string> }> {
   const path = await mkdtemp(join(tempDir, 'agentry-sandbox-'));
-  await chmod(path, 0o700);
+  await chmod(path, 0o711);
   const etc: Record<string, string> = {};
   for (const [name, content] of Object.entries(syntheticEtcFiles())) {
     const file = join(path, name);
     await writeFile(file, content, { mode: 0o444 });
     etc[name] = file;
   }
-  // bwrap runs as the sandbox user and must read these; the directory stays closed to everyone else.
-  if (host.user) await chown(path, host.user.uid, host.user.gid);
   return { path, etc };
 }
 
@@ -201,7 +200,7 @@ export async function runInSandbox(options: RunInSandboxOptions): Promise<Sandbo
   }
 
   const started = performance.now();
-  const runDirectory = await makeRunDirectory(host, options.tempDir ?? tmpdir());
+  const runDirectory = await makeRunDirectory(options.tempDir ?? tmpdir());
   let proxy: EgressProxy | null = null;
   try {
     if (withEgress && network !== null) {

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { parseSecretKey } from './lib/secret-box.ts';
+import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './tools/sandbox/sandbox-limits.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
 
@@ -75,6 +76,19 @@ export interface Config {
   mcpRequestTimeoutMs: number;
   /** Third-party toolkits: `kind` or `kind/toolkit` → the MCP endpoint that serves it. */
   toolkits: Record<string, ToolkitEndpoint>;
+  sandbox: SandboxConfig;
+}
+
+/** The agent sandbox (docs/sandbox.md): unset values take the runtime's defaults. */
+export interface SandboxConfig {
+  bwrapPath: string | null;
+  /** Host user that sandboxed commands run as; null: nobody (65534) when the server is root, else the server's. */
+  user: { uid: number; gid: number } | null;
+  /** Destination ports the egress proxy allows; null: 80 and 443. */
+  egressPorts: number[] | null;
+  limits: Partial<SandboxLimits>;
+  readBytes: number;
+  writeBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -246,6 +260,72 @@ function redisPrefix(env: Env): string {
   return value;
 }
 
+/** The environment variable of each sandbox limit. */
+const SANDBOX_LIMIT_VARIABLES: Record<keyof SandboxLimits, string> = {
+  timeoutMs: 'AGENTRY_SANDBOX_TIMEOUT_MS',
+  maxTimeoutMs: 'AGENTRY_SANDBOX_MAX_TIMEOUT_MS',
+  cpuSeconds: 'AGENTRY_SANDBOX_CPU_SECONDS',
+  memoryBytes: 'AGENTRY_SANDBOX_MEMORY_BYTES',
+  addressSpaceBytes: 'AGENTRY_SANDBOX_ADDRESS_SPACE_BYTES',
+  processes: 'AGENTRY_SANDBOX_PROCESSES',
+  fileSizeBytes: 'AGENTRY_SANDBOX_FILE_SIZE_BYTES',
+  openFiles: 'AGENTRY_SANDBOX_OPEN_FILES',
+  tmpBytes: 'AGENTRY_SANDBOX_TMP_BYTES',
+  outputBytes: 'AGENTRY_SANDBOX_OUTPUT_BYTES',
+  outputKillBytes: 'AGENTRY_SANDBOX_OUTPUT_KILL_BYTES',
+};
+
+function sandboxConfig(env: Env): SandboxConfig {
+  const limits: Partial<SandboxLimits> = {};
+  for (const name of LIMIT_NAMES) {
+    const variable = SANDBOX_LIMIT_VARIABLES[name];
+    if (optional(env, variable) !== null) limits[name] = int(env, variable, 0, 1, Number.MAX_SAFE_INTEGER);
+  }
+  try {
+    resolveLimits(limits);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const culprit = LIMIT_NAMES.find((name) => message.includes(` ${name} `)) ?? 'outputKillBytes';
+    throw new ConfigError(SANDBOX_LIMIT_VARIABLES[culprit], message);
+  }
+  const uid = optional(env, 'AGENTRY_SANDBOX_UID');
+  const gid = optional(env, 'AGENTRY_SANDBOX_GID');
+  if ((uid === null) !== (gid === null)) {
+    throw new ConfigError(
+      uid === null ? 'AGENTRY_SANDBOX_UID' : 'AGENTRY_SANDBOX_GID',
+      'set both AGENTRY_SANDBOX_UID and AGENTRY_SANDBOX_GID, or neither',
+    );
+  }
+  const ports = optional(env, 'AGENTRY_SANDBOX_EGRESS_PORTS');
+  const egressPorts =
+    ports === null
+      ? null
+      : ports.split(',').map((part) => {
+          const port = Number(part.trim());
+          if (!Number.isInteger(port) || port < 1 || port > 65535) {
+            throw new ConfigError(
+              'AGENTRY_SANDBOX_EGRESS_PORTS',
+              `must be comma-separated ports, got ${JSON.stringify(ports)}`,
+            );
+          }
+          return port;
+        });
+  return {
+    bwrapPath: optional(env, 'AGENTRY_SANDBOX_BWRAP'),
+    user:
+      uid === null || gid === null
+        ? null
+        : {
+            uid: int(env, 'AGENTRY_SANDBOX_UID', 0, 1, 4_294_967_294),
+            gid: int(env, 'AGENTRY_SANDBOX_GID', 0, 0, 4_294_967_294),
+          },
+    egressPorts,
+    limits,
+    readBytes: int(env, 'AGENTRY_SANDBOX_READ_BYTES', 1024 * 1024, 1, 1024 * 1024 * 1024),
+    writeBytes: int(env, 'AGENTRY_SANDBOX_WRITE_BYTES', 10 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const bootstrapKey = optional(env, 'AGENTRY_BOOTSTRAP_KEY');
   if (bootstrapKey !== null && !API_KEY_PATTERN.test(bootstrapKey)) {
@@ -293,5 +373,6 @@ export function loadConfig(env: Env = process.env): Config {
     mcpToolsTtlMs: int(env, 'AGENTRY_MCP_TOOLS_TTL_MS', 300_000, 1000, 7 * DAY_MS),
     mcpRequestTimeoutMs: int(env, 'AGENTRY_MCP_REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
     toolkits: toolkits(env),
+    sandbox: sandboxConfig(env),
   };
 }

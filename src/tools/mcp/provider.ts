@@ -49,6 +49,9 @@ interface Target {
   connector: Connector | null;
 }
 
+/** How long after the call's deadline the client gives up on its own, should the signal not reach it. */
+const CLIENT_TIMEOUT_GRACE_MS = 1000;
+
 const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
 /** A JSON Schema the model providers accept as a function's parameters: an object at the root. */
@@ -85,7 +88,8 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
         const connection = await connect(target, context.signal);
         const result = await connection.callTool(listed.name, args, {
           signal: context.signal,
-          timeoutMs: Math.max(1, context.deadline - clock.now()),
+          // The call's signal fires at the deadline (and cancels on the server); the client's own bound is a backstop.
+          timeoutMs: Math.max(1, context.deadline - clock.now()) + CLIENT_TIMEOUT_GRACE_MS,
           meta: context.meta,
           onProgress: (progress) => context.progress(progress),
         });

@@ -20,7 +20,7 @@
  */
 import { isIP, Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
-import { EgressError, type Resolver, resolveDestination } from './egress.ts';
+import { classifyNetworkError, EgressError, errorCode, type Resolver, resolveDestination } from './egress.ts';
 import { destinationUrlProblem } from './url-policy.ts';
 
 export interface EgressFetchOptions {
@@ -38,30 +38,6 @@ export interface EgressFetch {
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-function errorCode(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
-  return typeof error.code === 'string' ? error.code : undefined;
-}
-
-const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/;
-
-/** Maps a network failure below fetch to an EgressError (already-classified errors pass through). */
-function classifyNetworkError(error: unknown): EgressError {
-  if (error instanceof EgressError) return error;
-  const code = errorCode(error);
-  const detail = code ?? (error instanceof Error ? error.message : 'unknown error');
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
-    return new EgressError('timeout', `connection timed out (${detail})`, { cause: error });
-  }
-  if (code !== undefined && TLS_CODES.test(code)) {
-    return new EgressError('tls_failed', `TLS handshake failed (${detail})`, { cause: error });
-  }
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new EgressError('dns_failed', `could not resolve (${detail})`, { cause: error });
-  }
-  return new EgressError('connect_failed', `connection failed (${detail})`, { cause: error });
-}
 
 /** Rejects with an EgressError `timeout` when `promise` has not settled within `ms`. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

@@ -10,6 +10,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { untilAborted } from './retry.ts';
 import { destinationUrlProblem, isPrivateAddress } from './url-policy.ts';
 
 export const EGRESS_ERROR_CODES = [
@@ -79,7 +80,7 @@ export interface ResolveOptions {
   resolver?: Resolver | undefined;
 }
 
-function errorCode(error: unknown): string | undefined {
+export function errorCode(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
   return typeof error.code === 'string' ? error.code : undefined;
 }
@@ -147,19 +148,20 @@ export interface PinnedResponse {
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** OpenSSL and Node error codes that mean TLS, not the network, failed (certificate, protocol, SNI). */
-function isTlsCode(code: string | undefined): boolean {
-  if (code === undefined) return false;
-  return (
-    /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_)/.test(code) ||
-    ['EPROTO', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'HOSTNAME_MISMATCH'].includes(code)
-  );
-}
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/;
 
-function classify(error: unknown, duringHandshake: boolean): EgressError {
+/**
+ * Maps a network failure to an EgressError (already-classified errors pass through): timeouts, TLS, DNS, the
+ * rest a connection failure. `duringHandshake` marks a failure known to happen in the TLS handshake.
+ */
+export function classifyNetworkError(error: unknown, duringHandshake = false): EgressError {
   if (error instanceof EgressError) return error;
   const code = errorCode(error);
   const detail = code ?? (error instanceof Error ? error.message : 'unknown error');
-  if (duringHandshake || isTlsCode(code)) {
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
+    return new EgressError('timeout', `connection timed out (${detail})`, { cause: error });
+  }
+  if (duringHandshake || (code !== undefined && TLS_CODES.test(code))) {
     return new EgressError('tls_failed', `TLS handshake failed (${detail})`, { cause: error });
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
@@ -174,16 +176,6 @@ function flattenHeaders(headers: http.IncomingHttpHeaders): Record<string, strin
     if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return flat;
-}
-
-/** Settles with `promise`, or rejects with `signal.reason` as soon as the signal aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 type Exchange = Pick<PinnedResponse, 'status' | 'headers'> & { bytes: Buffer };
@@ -219,7 +211,7 @@ function exchange(
       outcome();
     };
     const fail = (error: unknown) =>
-      finish(() => reject(signal.aborted ? signal.reason : classify(error, handshaking)));
+      finish(() => reject(signal.aborted ? signal.reason : classifyNetworkError(error, handshaking)));
     // `hostname` (not the address) keeps the Host header, SNI and certificate verification on the original name.
     // No agent: a pooled keep-alive socket is keyed by name, not by the address this call checked.
     const request = (secure ? https : http).request({

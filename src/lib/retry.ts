@@ -27,6 +27,16 @@ export interface RetryOptions {
 export const RETRY_DEFAULTS = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 20_000 } as const;
 
 /** Resolves after `ms`, or rejects with `signal.reason` as soon as the signal aborts. */
+/** Settles with `promise`, or rejects with `signal.reason` as soon as the signal aborts. */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {

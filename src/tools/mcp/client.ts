@@ -33,6 +33,7 @@
 import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import { EgressError } from '../../lib/egress.ts';
+import { untilAborted } from '../../lib/retry.ts';
 import { Connection, type ConnectionParts, type Observed } from './connection.ts';
 import { classifyMcpFailure, McpError } from './errors.ts';
 
@@ -165,16 +166,6 @@ function endpointFetch(base: typeof fetch, headers: Record<string, string>, obse
       throw error;
     }
   };
-}
-
-/** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 class StepMismatch extends Error {}

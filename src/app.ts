@@ -11,6 +11,8 @@ import type { Deps } from './deps.ts';
 import { createAuthHook } from './http/auth.ts';
 import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
 import { createJsonBodyParser } from './http/json-body.ts';
+import { markOptionalBodies } from './http/openapi-document.ts';
+import { declareCommonErrors } from './http/route-errors.ts';
 import { agentRoutes } from './http/routes/agents.ts';
 import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
@@ -22,7 +24,6 @@ import { sessionRoutes } from './http/routes/sessions.ts';
 import { streamRoutes } from './http/routes/stream.ts';
 import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
-import { declareCommonErrors } from './http/route-errors.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
@@ -125,6 +126,8 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
+    transformObject: (document) =>
+      'openapiObject' in document ? markOptionalBodies(document.openapiObject) : document.swaggerObject,
   });
 
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {

@@ -39,7 +39,7 @@ interface PartProblem {
 }
 
 interface PartValidator {
-  (data: unknown): boolean;
+  (data: unknown): boolean | { value: unknown };
   errors?: PartProblem[] | ErrorObject[] | null;
 }
 
@@ -50,10 +50,24 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
     const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
     const check = ajv.compile(schema as object);
     const validate: PartValidator = (data) => {
+      if (httpPart === 'body' && data === undefined) {
+        // No body (or an empty one) is an empty object: accepted where every field is optional, and otherwise
+        // answered with the first missing field ("name is required").
+        const empty = {};
+        const valid = check(empty);
+        validate.errors = check.errors ?? null;
+        return valid ? { value: empty } : false;
+      }
       const unstorable = findUnstorableString(data);
       if (unstorable !== null) {
         validate.errors = [
-          { keyword: 'unicode', instancePath: unstorable.pointer, schemaPath: '#', params: {}, message: unstorable.problem },
+          {
+            keyword: 'unicode',
+            instancePath: unstorable.pointer,
+            schemaPath: '#',
+            params: {},
+            message: unstorable.problem,
+          },
         ];
         return false;
       }
@@ -100,7 +114,8 @@ export function findUnstorableString(value: unknown): UnstorableString | null {
       for (let index = entries.length - 1; index >= 0; index--) {
         const [key, child] = entries[index] ?? ['', undefined];
         const part = unstorablePart(key);
-        if (part !== null) return { pointer: next.pointer, problem: `must not have a property name containing ${part}` };
+        if (part !== null)
+          return { pointer: next.pointer, problem: `must not have a property name containing ${part}` };
         stack.push({ value: child, pointer: `${next.pointer}/${escapePointer(key)}` });
       }
     }

@@ -22,8 +22,8 @@ const ResponseCreateBody = Type.Object(
     }),
     stream: Type.Optional(Type.Boolean()),
     conversation: Type.Optional(Type.Unsafe<unknown>({ description: 'conv_… id, or {id: "conv_…"}' })),
-    store: Type.Optional(Type.Boolean({ description: 'only true' })),
-    background: Type.Optional(Type.Boolean({ description: 'only false' })),
+    store: Type.Optional(Type.Literal(true, { description: 'Responses are always stored' })),
+    background: Type.Optional(Type.Literal(false, { description: 'Background mode is not offered' })),
   },
   {
     additionalProperties: true,
@@ -126,7 +126,10 @@ export function responseRoutes(app: App, deps: Deps): void {
       description: 'The Response projected from its durable message.',
       tags,
       params: Type.Object({
-        id: Type.String({ pattern: '^resp_[0-9a-fA-F-]{36}$', description: 'resp_ + the message id' }),
+        id: Type.String({
+          pattern: '^resp_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+          description: 'resp_ + the message id',
+        }),
       }),
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
     },

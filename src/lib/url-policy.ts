@@ -81,7 +81,8 @@ export function isPrivateAddress(address: string): boolean {
 const LOCAL_NAMES = /(^|\.)(localhost|local|internal|localdomain)$/i;
 
 /** Said with every refusal a development setup meets first (a receiver on localhost, plain http). */
-const INSECURE_HINT = ' (for local development, AGENTRY_ALLOW_INSECURE_DESTINATIONS=true allows http and private addresses)';
+const INSECURE_HINT =
+  ' (for local development, AGENTRY_ALLOW_INSECURE_DESTINATIONS=true allows http and private addresses)';
 
 /** Why a URL is refused: `invalid` for its shape (scheme, credentials, fragment), `blocked` for where it points. */
 export interface DestinationUrlProblem {

@@ -25,6 +25,7 @@ export interface ApiKeysTable {
   created_at: Millis;
   expires_at: Millis | null;
   revoked_at: Millis | null;
+  last_used_at: Millis | null;
 }
 
 export interface AgentsTable {

@@ -19,6 +19,7 @@ import type {
   AgentConfig,
   AgentCreateInput,
   AgentUpdateInput,
+  AgentWarning,
   NetworkPolicy,
   NetworkPolicyInput,
 } from './agent-types.ts';
@@ -87,6 +88,15 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   return {
     get,
+
+    /**
+     * Non-fatal notes about an agent as written: a model whose provider has no credentials here (its turns fail
+     * with model_not_configured until the variable is set).
+     */
+    warnings(agent: Pick<Agent, 'model'>): AgentWarning[] {
+      const problem = validation.models.credentialProblem(agent.model);
+      return problem === null ? [] : [{ code: 'model_not_configured', message: problem }];
+    },
 
     async list(orgId: string): Promise<Agent[]> {
       return (await listAgentRows(deps.db, orgId)).map(agentFromRow);

@@ -5,6 +5,7 @@ import { spans } from './0003-spans.ts';
 import { responses } from './0004-responses.ts';
 import { files } from './0005-files.ts';
 import { webhooks } from './0006-webhooks.ts';
+import { apiKeyLastUsed } from './0007-api-key-last-used.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ const migrations: Record<string, Migration> = {
   '0004-responses': responses,
   '0005-files': files,
   '0006-webhooks': webhooks,
+  '0007-api-key-last-used': apiKeyLastUsed,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -50,7 +50,8 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
     const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
     const check = ajv.compile(schema as object);
     const validate: PartValidator = (data) => {
-      if (httpPart === 'body' && data === undefined) {
+      // Fastify hands a missing body over as null (a body of JSON null is no better).
+      if (httpPart === 'body' && (data === undefined || data === null)) {
         // No body (or an empty one) is an empty object: accepted where every field is optional, and otherwise
         // answered with the first missing field ("name is required").
         const empty = {};

@@ -78,6 +78,10 @@ describe('the OpenAPI document matches the server', () => {
     expect(Object.keys(operation('get', '/v1/sessions/{id}/stream').responses['200'].content)).toEqual([
       'text/event-stream',
     ]);
+    expect(Object.keys(operation('post', '/v1/responses').responses['200'].content)).toEqual([
+      'application/json',
+      'text/event-stream',
+    ]);
   });
 
   it('marks bodies that may be left out as optional, and the server accepts them left out', async () => {

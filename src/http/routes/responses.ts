@@ -69,7 +69,16 @@ export function responseRoutes(app: App, deps: Deps): void {
       tags,
       headers: ResponseHeaders,
       body: ResponseCreateBody,
-      response: { 200: ResponseObject, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504) },
+      response: {
+        200: Type.Unsafe({
+          description: 'The Response; with stream: true, Responses events as Server-Sent Events ending with [DONE]',
+          content: {
+            'application/json': { schema: ResponseObject },
+            'text/event-stream': { schema: { type: 'string' } },
+          },
+        }),
+        ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504),
+      },
     },
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,

@@ -19,8 +19,9 @@ export const REDACTED_PATHS = [
   'signing_secret',
 ];
 
-/** Fields of the request line that the pretty form already says in its message. */
-const PRETTY_IGNORED = 'pid,hostname,req,res,responseTime';
+/** Fields of the request line that the pretty form already says in its message (the request id at its end). */
+const PRETTY_IGNORED = 'pid,hostname,req,res,responseTime,reqId';
+const PRETTY_MESSAGE = '{msg}{if reqId} (request {reqId}){end}';
 
 const isTerminal = (stream: NodeJS.WritableStream): boolean => 'isTTY' in stream && stream.isTTY === true;
 
@@ -39,6 +40,7 @@ export function createLogger(
     colorize: terminal,
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: PRETTY_IGNORED,
+    messageFormat: PRETTY_MESSAGE,
   });
   return pino(options, pretty);
 }

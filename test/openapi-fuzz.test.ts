@@ -285,7 +285,7 @@ describe.each(dialects())('property-based checks from the OpenAPI document (%s)'
             headers: request.headers,
             ...(request.payload === undefined ? {} : { payload: request.payload }),
           });
-            const problem = mismatch(
+          const problem = mismatch(
             op,
             response.statusCode,
             String(response.headers['content-type'] ?? ''),

@@ -41,6 +41,8 @@ export function createLogger(
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: PRETTY_IGNORED,
     messageFormat: PRETTY_MESSAGE,
+    // A person reads the message (which says what matters); the fields stay in the JSON form. Errors keep theirs.
+    hideObject: true,
   });
   return pino(options, pretty);
 }

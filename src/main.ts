@@ -78,7 +78,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ storage: deps.storage.dialect, location: deps.storage.location, role: config.role }, 'storage ready');
+  logger.info(
+    { storage: deps.storage.dialect, location: deps.storage.location, role: config.role },
+    `storage ready: ${deps.storage.dialect} at ${deps.storage.location}`,
+  );
   // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
   announceBootstrap(logger, await bootstrap(deps.orgs, config.bootstrapKey));
   announce(logger, `listening on ${url}`);

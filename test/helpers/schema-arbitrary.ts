@@ -32,12 +32,11 @@ function resolve(schema: Schema, context: ArbitraryContext): Schema {
 }
 
 /**
- * URLs that never leave the machine: `.invalid` is reserved never to resolve (RFC 6761), so nothing a fuzzed
- * webhook or MCP URL names is ever contacted.
+ * URLs that never leave the machine and need no DNS (whose answer time is not ours to decide): the loopback
+ * address on port 1, where nothing listens, so a call to it is refused at once. A server allows them only with
+ * AGENTRY_ALLOW_INSECURE_DESTINATIONS; otherwise they are refused without any lookup.
  */
-const invalidUrl = fc
-  .tuple(fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/), fc.stringMatching(/^[A-Za-z0-9/_.-]{0,20}$/))
-  .map(([host, path]) => `https://${host}.invalid/${path}`);
+const localUrl = fc.stringMatching(/^[A-Za-z0-9/_.-]{0,20}$/).map((path) => `https://127.0.0.1:1/${path}`);
 
 function stringArbitrary(schema: Schema, context: ArbitraryContext): fc.Arbitrary<string> {
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
@@ -45,7 +44,7 @@ function stringArbitrary(schema: Schema, context: ArbitraryContext): fc.Arbitrar
   const fits = (value: string) => value.length >= min && value.length <= max;
   let generated: fc.Arbitrary<string>;
   if (schema.format === 'uuid') generated = fc.uuid();
-  else if (schema.format === 'uri') generated = invalidUrl;
+  else if (schema.format === 'uri') generated = localUrl;
   else if (schema.format === 'date-time') generated = fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
   else if (typeof schema.pattern === 'string') {
     generated = fc.stringMatching(new RegExp(schema.pattern)).filter(fits);
@@ -124,24 +123,17 @@ export function validValue(raw: Schema, context: ArbitraryContext, depth = 0): f
   }
 }
 
-/** Strings a storage layer may choke on, and text that looks like directives. */
+/** Strings a storage layer may choke on (NUL and lone surrogates above all), and a few other oddities. */
 export const hostileString = fc.oneof(
-  fc.constantFrom('a\u0000b', '\ud800', 'x\udfff', '', ' ', '\t\n', '💥'.repeat(3), 'ask ?', "' OR 1=1 --"),
-  fc.string({ unit: 'binary', maxLength: 12 }),
+  { arbitrary: fc.constantFrom('a\u0000b', '\u0000', 'x\ud800', '\udfffy'), weight: 4 },
+  { arbitrary: fc.constantFrom('', ' ', '\t\n', '💥'.repeat(3), 'ask ?', "' OR 1=1 --"), weight: 2 },
+  { arbitrary: fc.string({ unit: 'binary', maxLength: 12 }), weight: 1 },
 );
 
-/** Numbers at and beyond the edges a server tends to mishandle. */
-export const hostileNumber = fc.constantFrom(
-  -1,
-  0,
-  1.5,
-  2 ** 31,
-  2 ** 53,
-  2 ** 53 + 2,
-  2 ** 63,
-  -(2 ** 63),
-  1e308,
-  Number.MAX_SAFE_INTEGER,
+/** Numbers at and beyond the edges a server tends to mishandle (past 64 bits and the safe range above all). */
+export const hostileNumber = fc.oneof(
+  { arbitrary: fc.constantFrom(2 ** 63, -(2 ** 63), 1e308, 2 ** 53 + 2), weight: 4 },
+  { arbitrary: fc.constantFrom(-1, 0, 1.5, 2 ** 31, Number.MAX_SAFE_INTEGER), weight: 1 },
 );
 
 /** Any JSON, including the hostile strings and numbers above. */
@@ -152,24 +144,55 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(hostileString, fc.oneof(hostileString, hostileNumber), { maxKeys: 3 }),
 );
 
-/** A value that breaks the schema in one of a few ways: wrong type, out of range, a required field dropped. */
+/** The value with its `index`-th leaf of the given kind (modulo their count) replaced; unchanged when it has none. */
+function replaceLeaf(value: unknown, kind: 'string' | 'number', index: number, replacement: unknown): unknown {
+  const leaves: { parent: Record<string, unknown> | unknown[]; key: string | number }[] = [];
+  const visit = (node: unknown) => {
+    if (Array.isArray(node)) {
+      node.forEach((child, key) => (typeof child === kind ? leaves.push({ parent: node, key }) : visit(child)));
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [key, child] of Object.entries(node)) {
+        if (typeof child === kind) leaves.push({ parent: node as Record<string, unknown>, key });
+        else visit(child);
+      }
+    }
+  };
+  const copy: unknown = structuredClone(value);
+  visit(copy);
+  const leaf = leaves[index % Math.max(1, leaves.length)];
+  if (leaf === undefined) return copy;
+  Reflect.set(leaf.parent, leaf.key, replacement);
+  return copy;
+}
+
+/**
+ * A value that breaks the schema in one of a few ways: a string deep inside made hostile (NUL, a lone surrogate),
+ * a number made huge, anything in place of a property, a required field dropped, or any JSON at all.
+ */
 export function invalidValue(raw: Schema, context: ArbitraryContext): fc.Arbitrary<unknown> {
   const schema = resolve(raw, context);
-  const mutations: fc.Arbitrary<unknown>[] = [hostileJson];
+  const valid = validValue(schema, context);
+  const mutations: fc.Arbitrary<unknown>[] = [
+    hostileJson,
+    fc.tuple(valid, fc.nat(), hostileString).map(([value, index, text]) => replaceLeaf(value, 'string', index, text)),
+    fc
+      .tuple(valid, fc.nat(), hostileNumber)
+      .map(([value, index, number]) => replaceLeaf(value, 'number', index, number)),
+  ];
   if (schema.type === 'object' && schema.properties !== undefined) {
     const names = Object.keys(schema.properties);
     if (names.length > 0) {
       // One property replaced by something hostile; or a required one left out.
       mutations.push(
         fc
-          .tuple(validValue(schema, context), fc.constantFrom(...names), hostileJson)
+          .tuple(valid, fc.constantFrom(...names), hostileJson)
           .map(([value, name, replacement]) => ({ ...(value as Schema), [name]: replacement })),
       );
     }
     const required: string[] = schema.required ?? [];
     if (required.length > 0) {
       mutations.push(
-        fc.tuple(validValue(schema, context), fc.constantFrom(...required)).map(([value, name]) => {
+        fc.tuple(valid, fc.constantFrom(...required)).map(([value, name]) => {
           const copy = { ...(value as Schema) };
           delete copy[name];
           return copy;

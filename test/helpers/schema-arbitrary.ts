@@ -149,7 +149,10 @@ function replaceLeaf(value: unknown, kind: 'string' | 'number', index: number, r
   const leaves: { parent: Record<string, unknown> | unknown[]; key: string | number }[] = [];
   const visit = (node: unknown) => {
     if (Array.isArray(node)) {
-      node.forEach((child, key) => (typeof child === kind ? leaves.push({ parent: node, key }) : visit(child)));
+      for (const [key, child] of node.entries()) {
+        if (typeof child === kind) leaves.push({ parent: node, key });
+        else visit(child);
+      }
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, child] of Object.entries(node)) {
         if (typeof child === kind) leaves.push({ parent: node as Record<string, unknown>, key });

@@ -9,7 +9,10 @@ import type { StreamHub } from './bus/live-hub.ts';
 import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createAuthHook } from './http/auth.ts';
-import { handleError, handleNotFound } from './http/error-handler.ts';
+import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
+import { createJsonBodyParser } from './http/json-body.ts';
+import { markOptionalBodies } from './http/openapi-document.ts';
+import { declareCommonErrors } from './http/route-errors.ts';
 import { agentRoutes } from './http/routes/agents.ts';
 import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
@@ -25,9 +28,16 @@ import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
 import type { App } from './http/types.ts';
-import { createValidatorCompiler } from './http/validation.ts';
+import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
+import { RequestLogController } from './logger.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Longer than any request line Node accepts (16 KiB of headers), so the router never cuts a path parameter short
+ * with its own 414: every parameter reaches its schema and gets a validation error that names it.
+ */
+const MAX_PARAM_LENGTH = 16 * 1024;
+const REQUEST_PARTS: readonly RequestPart[] = ['body', 'querystring', 'params', 'headers'];
 
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const given = request.headers['x-request-id'];
@@ -54,13 +64,18 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     bodyLimit: deps.config.bodyLimitBytes,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: handleFrameworkError,
+    logController: new RequestLogController(),
   }).withTypeProvider();
   const lifecycle: Lifecycle = { accepting: true };
   const routes: RouteOptions[] = [];
 
   // JSON only: other media types get a clear unsupported_content_type instead of a confusing schema error.
   app.removeContentTypeParser('text/plain');
+  const parseJson = createJsonBodyParser(app.getDefaultJsonParser('error', 'error'));
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson);
   app.setValidatorCompiler(createValidatorCompiler());
   // Response schemas document the API and are checked by tests; bodies are built from explicit view objects, so
   // plain JSON.stringify is safe, and it avoids the per-response branch validation that unions (anyOf) cost in
@@ -74,6 +89,13 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   app.addHook('onRoute', (route) => {
     if (route.method === 'HEAD') return;
     routes.push(route);
+    // Validation and the OpenAPI document both read these, so they cannot disagree.
+    if (route.schema !== undefined) {
+      for (const part of REQUEST_PARTS) {
+        if (route.schema[part] !== undefined) route.schema[part] = requestPartSchema(route.schema[part], part);
+      }
+      declareCommonErrors(route);
+    }
     const scopes = route.config?.scopes;
     if (scopes !== undefined && route.schema !== undefined) {
       route.schema.security = [{ BearerAuth: [] }, { ApiKey: [] }];
@@ -106,6 +128,8 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`) },
+    transformObject: (document) =>
+      'openapiObject' in document ? markOptionalBodies(document.openapiObject) : document.swaggerObject,
   });
 
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {

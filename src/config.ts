@@ -35,6 +35,8 @@ export interface Config {
   /** Start of every Redis channel name; the database and schema names follow it. */
   redisPrefix: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `auto`: pino-pretty when standard output is a terminal, JSON lines otherwise. */
+  logFormat: 'auto' | 'pretty' | 'json';
   bootstrapKey: string | null;
   defaultModel: string;
   providers: Record<string, ProviderConfig>;
@@ -346,6 +348,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: redisPrefix(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: oneOf(env, 'AGENTRY_LOG_FORMAT', ['auto', 'pretty', 'json'] as const, 'auto'),
     bootstrapKey,
     defaultModel,
     providers: providers(env),

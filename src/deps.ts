@@ -103,7 +103,7 @@ export async function buildDeps(
   let bus: Bus;
   try {
     const applied = await storage.migrate();
-    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    if (applied.length > 0) logger.info({ migrations: applied }, `database migrated (${applied.join(', ')})`);
     bus =
       options.bus ??
       (config.redisUrl === null ? createLocalBus() : await redisBus(config, config.redisUrl, storage, logger));

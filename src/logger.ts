@@ -1,4 +1,10 @@
+/**
+ * The process logger: JSON lines (for log collectors) unless it writes to a terminal, where people read it, in
+ * pino-pretty's human form. AGENTRY_LOG_FORMAT overrides the choice. Requests are logged once, when answered.
+ */
+import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
+import PinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
 
 /** Header and field paths that may carry secrets; pino replaces their values before a line is written. */
@@ -13,9 +19,52 @@ export const REDACTED_PATHS = [
   'signing_secret',
 ];
 
+/** Fields of the request line that the pretty form already says in its message (the request id at its end). */
+const PRETTY_IGNORED = 'pid,hostname,req,res,responseTime,reqId';
+const PRETTY_MESSAGE = '{msg}{if reqId} (request {reqId}){end}';
+
+const isTerminal = (stream: NodeJS.WritableStream): boolean => 'isTTY' in stream && stream.isTTY === true;
+
 export function createLogger(
-  config: Pick<Config, 'logLevel'>,
+  config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>,
   destination: NodeJS.WritableStream = process.stdout,
 ): Logger {
-  return pino({ level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
+  const options = { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+  const format = config.logFormat ?? 'auto';
+  const terminal = isTerminal(destination);
+  if (format === 'json' || (format === 'auto' && !terminal)) return pino(options, destination);
+  const pretty = PinoPretty({
+    // Standard output by its descriptor, written synchronously, so nothing is lost when the process exits.
+    destination: destination === process.stdout ? 1 : destination,
+    sync: true,
+    colorize: terminal,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: PRETTY_IGNORED,
+    messageFormat: PRETTY_MESSAGE,
+    // A person reads the message (which says what matters); the fields stay in the JSON form. Errors keep theirs.
+    hideObject: true,
+  });
+  return pino(options, pretty);
+}
+
+/**
+ * One info line per request, when it is answered: `GET /v1/agents 200 3.1 ms` with the request id, method, URL,
+ * status and duration as fields. (Fastify's default logs two lines, one on arrival; that one is debug here.)
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const responseTime = Math.round(reply.elapsedTime * 10) / 10;
+    const line = `${request.method} ${request.url} ${reply.statusCode} ${responseTime} ms`;
+    const fields = {
+      req: request,
+      res: { statusCode: reply.statusCode },
+      responseTime,
+    };
+    if (error) reply.log.error({ ...fields, err: error }, `${line} (response failed)`);
+    else reply.log.info(fields, line);
+  }
 }

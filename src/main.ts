@@ -5,11 +5,12 @@
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { buildDeps, buildDispatcher, buildEngine } from './deps.ts';
-import { bootstrap } from './domain/orgs/org-service.ts';
+import { buildDeps, buildDispatcher, buildEngine, type Deps } from './deps.ts';
+import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import { createLogger } from './logger.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
+const KEY_COMMAND = 'npx agentry keys create --org default';
 
 export interface RunningServer {
   url: string;
@@ -22,15 +23,30 @@ function announce(logger: Logger, message: string): void {
   else process.stdout.write(`${message}\n`);
 }
 
+/** What the operator needs to know about admin keys after this start; the key itself appears only here, once. */
+function announceBootstrap(logger: Logger, result: BootstrapResult): void {
+  if (result.createdKey !== null) {
+    // Outside the structured log, so it is never stored in log files by accident.
+    process.stdout.write(
+      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${result.createdKey}\n\nMore keys: ${KEY_COMMAND}\n\n`,
+    );
+  } else if (result.createdOrg) {
+    announce(logger, 'created organization "default" with the admin API key given in AGENTRY_BOOTSTRAP_KEY');
+  } else {
+    announce(logger, `admin API keys are shown only on the first start; to make one: ${KEY_COMMAND}`);
+  }
+}
+
+/** One line naming every model provider and whether its turns can run. */
+function logProviders(logger: Logger, deps: Deps): void {
+  const providers = deps.models.describe();
+  const summary = providers.map((provider) => `${provider.name} (${provider.detail})`).join(', ');
+  logger.info({ providers }, `model providers: ${summary}; default model ${deps.config.defaultModel}`);
+}
+
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
   const deps = await buildDeps(config, logger);
-  const { createdKey } = await bootstrap(deps.orgs, config.bootstrapKey);
-  if (createdKey !== null) {
-    // Shown once, outside the structured log, so it is never stored in log files by accident.
-    process.stdout.write(
-      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${createdKey}\n\n`,
-    );
-  }
+  logProviders(logger, deps);
   if (config.allowInsecureDestinations) {
     logger.warn(
       'AGENTRY_ALLOW_INSECURE_DESTINATIONS=true: private and plain-HTTP destinations are allowed (development only)',
@@ -62,7 +78,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ storage: deps.storage.dialect, location: deps.storage.location, role: config.role }, 'storage ready');
+  logger.info(
+    { storage: deps.storage.dialect, location: deps.storage.location, role: config.role },
+    `storage ready: ${deps.storage.dialect} at ${deps.storage.location}`,
+  );
+  // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
+  announceBootstrap(logger, await bootstrap(deps.orgs, config.bootstrapKey));
   announce(logger, `listening on ${url}`);
   const sweep = setInterval(() => {
     deps.idempotency.sweep().catch((error: unknown) => logger.warn({ err: error }, 'idempotency sweep failed'));

@@ -416,9 +416,13 @@ describe.each(dialects())('agents (%s)', (dialect) => {
       expectInvalid(await post({ name: 'a', [field]: null }), field),
     );
 
-    it.each(['[]', '[{"name":"a"}]', '"agent"', '42', 'null'])('rejects the non-object body %s', async (rawBody) => {
+    it.each(['[]', '[{"name":"a"}]', '"agent"', '42'])('rejects the non-object body %s', async (rawBody) => {
       const res = await h.request('POST', '/v1/agents', { rawBody, headers: { 'content-type': 'application/json' } });
       expectInvalid(res, 'body');
+    });
+    it.each(['null', ''])('treats the body %j as no body, naming the first missing field', async (rawBody) => {
+      const res = await h.request('POST', '/v1/agents', { rawBody, headers: { 'content-type': 'application/json' } });
+      expectInvalid(res, 'name');
     });
   });
 

@@ -1,28 +1,33 @@
 /**
  * `agentry <command>`: serve, migrate, orgs, keys, credits. Uses the same configuration as the server
  * (AGENTRY_DATA_DIR or DATABASE_URL) and is safe to run while it runs: every change is one transaction, and
- * SQLite writers queue on the busy timeout.
+ * SQLite writers queue on the busy timeout. Every command names the database it used on standard error (a path,
+ * or a URL without credentials), so a key made in the wrong data directory is noticed at once; standard output
+ * carries only the result.
  */
 import { parseArgs } from 'node:util';
 import { createLocalBus } from '../bus/bus.ts';
 import { COMPAT_SETTINGS, type Config, ConfigError, loadConfig } from '../config.ts';
 import { buildDeps, type Deps } from '../deps.ts';
 import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
-import { revokeApiKeys } from '../domain/orgs/api-keys.ts';
+import { listApiKeys, revokeApiKeys } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
 import { systemClock } from '../lib/clock.ts';
 import { createLogger } from '../logger.ts';
 import { serve } from '../main.ts';
+import { formatTable, formatTime } from './table.ts';
 
 const USAGE = `Usage: agentry <command>
 
   serve [--role api|worker|all]          run the server (default role: all)
   migrate                                apply database migrations
   orgs create <name>                     create an organization (with its default agent)
+  orgs list                              list organizations with their project ids
   keys create --org <name> [--scopes a,b] [--compat auto|strict|openai]
                                          create an API key; prints only the key (--compat fixes how its
                                          /v1/responses requests are validated; default: AGENTRY_RESPONSES_COMPAT)
-  keys revoke <prefix|key>               revoke an API key by its prefix (agk_XXXXXXXX) or the key itself
+  keys list --org <name>                 list an organization's keys: prefix, scopes, created, last used
+  keys revoke <prefix|key>               revoke an API key by the prefix keys list shows, or the key itself
   credits set --org <name> <usd|unlimited>  set an organization's credit balance
 
 Scopes: ${SCOPES.join(', ')}
@@ -36,6 +41,7 @@ async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Pro
   const deps = await buildDeps(config, createLogger({ logLevel: 'warn' }, process.stderr), systemClock, {
     bus: createLocalBus(),
   });
+  process.stderr.write(`agentry: database ${deps.storage.location}\n`);
   try {
     return await run(deps);
   } finally {
@@ -86,6 +92,34 @@ async function main(argv: string[]): Promise<void> {
       if (name === undefined) throw new UsageError('orgs create <name>');
       const org = await withDeps(config, (deps) => deps.orgs.create(name));
       process.stdout.write(`created organization ${org.name} (id ${org.id}, project ${org.projectId})\n`);
+      return;
+    }
+    case 'orgs list': {
+      const orgs = await withDeps(config, (deps) => deps.orgs.list());
+      const rows = orgs.map((org) => [
+        org.name,
+        String(org.projectId),
+        org.id,
+        org.creditBalanceUsd === null ? 'unlimited' : `$${org.creditBalanceUsd}`,
+        formatTime(org.createdAt),
+      ]);
+      process.stdout.write(formatTable(['NAME', 'PROJECT', 'ID', 'CREDITS', 'CREATED'], rows));
+      return;
+    }
+    case 'keys list': {
+      const orgName = requireOrg();
+      const { keys, now } = await withDeps(config, async (deps) => ({
+        keys: await listApiKeys(deps.storage.db, (await deps.orgs.requireByName(orgName)).id),
+        now: deps.clock.now(),
+      }));
+      const rows = keys.map((key) => [
+        key.prefix,
+        key.scopes.join(','),
+        formatTime(key.createdAt),
+        key.lastUsedAt === null ? 'never' : formatTime(key.lastUsedAt),
+        key.revokedAt !== null ? 'revoked' : key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'active',
+      ]);
+      process.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS'], rows));
       return;
     }
     case 'keys create': {

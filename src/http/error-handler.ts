@@ -59,6 +59,8 @@ function fromFastify(error: FastifyError): { code: ErrorCode; message: string; p
 }
 
 export function handleError(error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
+  // No route matched: whatever went wrong with the body, the answer is that the route does not exist.
+  if (request.is404) return handleNotFound(request, reply);
   if (error instanceof AppError) {
     if (errorCatalog[error.code].status >= 500) request.log.error({ err: error }, 'request failed');
     return send(reply, error.code, error.message, error.param);
@@ -83,4 +85,18 @@ export function handleError(error: FastifyError | AppError | Error, request: Fas
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply) {
   const path = request.url.split('?')[0] ?? request.url;
   return send(reply, 'route_not_found', `No route ${request.method} ${path}`);
+}
+
+/**
+ * Errors the router raises before any route is chosen (a path that is not valid percent-encoding, a parameter
+ * longer than the router's limit), answered with the standard body instead of the framework's own.
+ */
+export function handleFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return send(reply, 'validation_error', 'The path is not valid percent-encoded UTF-8', 'path');
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return send(reply, 'validation_error', 'A path parameter is too long', 'path');
+  }
+  return handleError(error, request, reply);
 }

@@ -80,6 +80,10 @@ export function isPrivateAddress(address: string): boolean {
 
 const LOCAL_NAMES = /(^|\.)(localhost|local|internal|localdomain)$/i;
 
+/** Said with every refusal a development setup meets first (a receiver on localhost, plain http). */
+const INSECURE_HINT =
+  ' (for local development, AGENTRY_ALLOW_INSECURE_DESTINATIONS=true allows http and private addresses)';
+
 /** Why a URL is refused: `invalid` for its shape (scheme, credentials, fragment), `blocked` for where it points. */
 export interface DestinationUrlProblem {
   kind: 'invalid' | 'blocked';
@@ -104,14 +108,17 @@ export function destinationUrlProblem(raw: string, allowInsecure: boolean): Dest
       ? null
       : { kind: 'invalid', message: 'must use https' };
   }
-  if (url.protocol !== 'https:') return { kind: 'invalid', message: 'must use https' };
+  if (url.protocol !== 'https:') return { kind: 'invalid', message: `must use https${INSECURE_HINT}` };
   // A trailing dot names the same host ("localhost." is localhost).
   const host = url.hostname.replace(/\.$/, '');
   if (isPrivateAddress(host)) {
-    return { kind: 'blocked', message: 'must not point to a private, loopback or link-local address' };
+    return {
+      kind: 'blocked',
+      message: `must not point to a private, loopback or link-local address${INSECURE_HINT}`,
+    };
   }
   if (isIP(host.replace(/^\[|\]$/g, '')) === 0 && (LOCAL_NAMES.test(host) || !host.includes('.'))) {
-    return { kind: 'blocked', message: 'must name a public host' };
+    return { kind: 'blocked', message: `must name a public host${INSECURE_HINT}` };
   }
   return null;
 }

@@ -15,10 +15,25 @@ import { type ModelAdapter, ModelError } from './types.ts';
 
 const SCRIPTED_MODELS = ['scripted', 'scripted/priced'] as const;
 
+/** A provider as the startup log describes it. */
+export interface ProviderStatus {
+  name: string;
+  /** False when its turns would fail with model_not_configured (no API key). */
+  ready: boolean;
+  detail: string;
+}
+
 export interface ModelRegistry {
   /** Null when the id names a known provider and model, else a sentence saying what is wrong. */
   problem(modelId: string): string | null;
+  /**
+   * Null when a known model id can run here, else why its turns will fail (a missing API key, naming the
+   * variable). Agents may still use it: the key can be set before their first turn.
+   */
+  credentialProblem(modelId: string): string | null;
   providers(): string[];
+  /** Every provider, with whether it can run now. */
+  describe(): ProviderStatus[];
   /**
    * The adapter for a model id; throws ModelError `model_not_configured` when the id is not runnable here. A
    * missing provider API key is reported by the adapter's first call (same code, naming the variable).
@@ -61,9 +76,30 @@ export function createModelRegistry(config: ModelRegistryConfig, options: AiSdkA
     return createOpenAICompatibleAdapter(provider, model, compatible, options);
   };
 
+  const keyVariables = [
+    { provider: 'openai', variable: 'OPENAI_API_KEY', key: config.openaiApiKey },
+    { provider: 'anthropic', variable: 'ANTHROPIC_API_KEY', key: config.anthropicApiKey },
+  ];
+
   return {
     providers: () => [...providers],
     problem,
+    credentialProblem: (modelId) => {
+      if (problem(modelId) !== null) return null;
+      const provider = modelId.slice(0, modelId.indexOf('/'));
+      const needed = keyVariables.find((entry) => entry.provider === provider);
+      if (needed === undefined || needed.key !== null) return null;
+      return `${provider} models need an API key and ${needed.variable} is not set: turns of this agent fail with model_not_configured until it is`;
+    },
+    describe: () => [
+      ...keyVariables.map(({ provider, variable, key }) => ({
+        name: provider,
+        ready: key !== null,
+        detail: key === null ? `${variable} not set` : `${variable} set`,
+      })),
+      { name: 'scripted', ready: true, detail: 'built in' },
+      ...Object.entries(config.providers).map(([name, entry]) => ({ name, ready: true, detail: entry.baseURL })),
+    ],
     adapter: (modelId) => {
       const cached = adapters.get(modelId);
       if (cached !== undefined) return cached;

@@ -27,6 +27,7 @@ export interface ApiKeysTable {
   revoked_at: Millis | null;
   /** Responses validation mode of this key: auto | strict | openai; null follows AGENTRY_RESPONSES_COMPAT. */
   compat: ColumnType<string | null, string | null | undefined, string | null>;
+  last_used_at: Millis | null;
 }
 
 export interface AgentsTable {

@@ -21,6 +21,7 @@ import type {
   AgentConfig,
   AgentCreateInput,
   AgentUpdateInput,
+  AgentWarning,
   NetworkPolicy,
   NetworkPolicyInput,
 } from './agent-types.ts';
@@ -105,6 +106,15 @@ export function createAgentService(deps: AgentServiceDeps) {
     return agentFromRow(row);
   }
 
+  /**
+   * Non-fatal notes about an agent as written: a model whose provider has no credentials here (its turns fail
+   * with model_not_configured until the variable is set).
+   */
+  function modelWarnings(agent: Pick<Agent, 'model'>): AgentWarning[] {
+    const problem = validation.models.credentialProblem(agent.model);
+    return problem === null ? [] : [{ code: 'model_not_configured', message: problem }];
+  }
+
   async function get(orgId: string, id: string, db: Executor = deps.db): Promise<Agent> {
     const row = await findAgentRow(db, orgId, id);
     if (row === undefined) throw notFound('agent', id);
@@ -113,6 +123,8 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   return {
     get,
+
+    warnings: modelWarnings,
 
     async list(orgId: string): Promise<Agent[]> {
       return (await listAgentRows(deps.db, orgId)).map(agentFromRow);
@@ -127,15 +139,15 @@ export function createAgentService(deps: AgentServiceDeps) {
       orgId: string,
       input: AgentCreateInput,
       idempotencyKey?: string,
-    ): Promise<IdempotentResult<{ agent: Agent }>> {
+    ): Promise<IdempotentResult<{ agent: Agent; warnings: AgentWarning[] }>> {
       const request = { orgId, scope: 'POST /v1/agents', key: idempotencyKey, request: input };
-      const earlier = await deps.idempotency.lookup<{ agent: Agent }>(request);
+      const earlier = await deps.idempotency.lookup<{ agent: Agent; warnings: AgentWarning[] }>(request);
       if (earlier !== null) return earlier;
       const prepared = await prepare(orgId, input);
-      return deps.idempotency.run(request, async (trx) => ({
-        status: 201,
-        body: { agent: await insertPrepared(trx, orgId, prepared) },
-      }));
+      return deps.idempotency.run(request, async (trx) => {
+        const agent = await insertPrepared(trx, orgId, prepared);
+        return { status: 201, body: { agent, warnings: modelWarnings(agent) } };
+      });
     },
 
     /** The Agent every organization starts with; it cannot be deleted. */

@@ -98,3 +98,9 @@ export interface AgentUpdateInput {
 }
 
 export const DEFAULT_MAX_STEPS = 32;
+
+/** A non-fatal note returned with a created or updated agent. */
+export interface AgentWarning {
+  code: 'model_not_configured';
+  message: string;
+}

@@ -111,7 +111,40 @@ export async function revokeApiKeys(
   return { revoked: rows.map((row) => row.prefix), ambiguous: 0 };
 }
 
+/** An API key as `agentry keys list` shows it: never the key, only its prefix. */
+export interface ApiKeySummary {
+  prefix: string;
+  scopes: string[];
+  name: string | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}
+
+/** The keys of an organization, oldest first, revoked ones included. */
+export async function listApiKeys(db: Executor, orgId: string): Promise<ApiKeySummary[]> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({
+    prefix: row.prefix,
+    scopes: row.scopes.split(' ').filter((scope) => scope !== ''),
+    name: row.name,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+  }));
+}
+
 const AUTH_CACHE_MAX = 10_000;
+/** How stale `last_used_at` may be: it is written at most this often per key and process. */
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
  * Authenticates keys with a cache of known-good principals. The cache is exact, not time-based: it is emptied
@@ -121,24 +154,44 @@ const AUTH_CACHE_MAX = 10_000;
  */
 export function createAuthenticator(deps: { db: Executor; externalChanges: () => number | null }) {
   const cache = new Map<string, Principal & { expiresAt: number | null }>();
+  const lastRecorded = new Map<string, number>();
   let version: number | null = null;
+
+  /** Records a use of the key, unless this process did so within the last minute; never fails the request. */
+  async function recordUse(keyId: string, now: number): Promise<void> {
+    const last = lastRecorded.get(keyId);
+    if (last !== undefined && now - last < LAST_USED_RESOLUTION_MS) return;
+    if (lastRecorded.size >= AUTH_CACHE_MAX) lastRecorded.clear();
+    lastRecorded.set(keyId, now);
+    await deps.db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', keyId)
+      .execute()
+      .catch(() => lastRecorded.delete(keyId));
+  }
+
+  async function principalOf(hash: string, now: number): Promise<Principal | null> {
+    const current = deps.externalChanges();
+    if (current === null) return lookupKey(deps.db, hash, now);
+    if (current !== version) {
+      cache.clear();
+      version = current;
+    }
+    const cached = cache.get(hash);
+    if (cached !== undefined && (cached.expiresAt === null || cached.expiresAt > now)) return cached;
+    const principal = await lookupKey(deps.db, hash, now);
+    if (principal === null) return null;
+    if (cache.size >= AUTH_CACHE_MAX) cache.clear();
+    cache.set(hash, principal);
+    return principal;
+  }
 
   return {
     async authenticate(presented: string, now: number): Promise<Principal | null> {
       if (!KEY_PATTERN.test(presented)) return null;
-      const current = deps.externalChanges();
-      const hash = sha256Hex(presented);
-      if (current === null) return lookupKey(deps.db, hash, now);
-      if (current !== version) {
-        cache.clear();
-        version = current;
-      }
-      const cached = cache.get(hash);
-      if (cached !== undefined && (cached.expiresAt === null || cached.expiresAt > now)) return cached;
-      const principal = await lookupKey(deps.db, hash, now);
-      if (principal === null) return null;
-      if (cache.size >= AUTH_CACHE_MAX) cache.clear();
-      cache.set(hash, principal);
+      const principal = await principalOf(sha256Hex(presented), now);
+      if (principal !== null) await recordUse(principal.keyId, now);
       return principal;
     },
 

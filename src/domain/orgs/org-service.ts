@@ -16,6 +16,10 @@ export interface Org {
   creditBalanceUsd: number | null;
 }
 
+export interface OrgSummary extends Org {
+  createdAt: number;
+}
+
 export interface OrgServiceDeps {
   db: Executor;
   clock: Clock;
@@ -46,6 +50,18 @@ export function createOrgService(deps: OrgServiceDeps) {
   return {
     findByName,
     requireByName,
+
+    /** Every organization, oldest first (by project id). */
+    async list(): Promise<OrgSummary[]> {
+      const rows = await deps.db.selectFrom('orgs').selectAll().orderBy('project_id').execute();
+      return rows.map((row) => ({
+        id: row.id,
+        name: row.name,
+        projectId: row.project_id,
+        creditBalanceUsd: row.credit_balance_micros === null ? null : row.credit_balance_micros / MICROS_PER_USD,
+        createdAt: row.created_at,
+      }));
+    },
 
     async count(): Promise<number> {
       const row = await deps.db
@@ -117,20 +133,28 @@ export function createOrgService(deps: OrgServiceDeps) {
 
 export type OrgService = ReturnType<typeof createOrgService>;
 
+export interface BootstrapResult {
+  /** True when this call created the organization `default`. */
+  createdOrg: boolean;
+  /** The generated admin key, to show once; null when none was generated (a bootstrap key, or a later start). */
+  createdKey: string | null;
+}
+
 /**
  * First start: when no organization exists, create `default`. With a bootstrap key its admin key is exactly that
  * key; otherwise a new admin key is generated and returned once for the caller to show. Later starts do nothing.
  * Two processes racing here both end with one `default` organization.
  */
-export async function bootstrap(orgs: OrgService, bootstrapKey: string | null): Promise<{ createdKey: string | null }> {
-  if ((await orgs.count()) > 0) return { createdKey: null };
+export async function bootstrap(orgs: OrgService, bootstrapKey: string | null): Promise<BootstrapResult> {
+  const nothing = { createdOrg: false, createdKey: null };
+  if ((await orgs.count()) > 0) return nothing;
   let org: Org;
   try {
     org = await orgs.create('default');
   } catch (error) {
-    if (error instanceof AppError && error.code === 'validation_error') return { createdKey: null };
+    if (error instanceof AppError && error.code === 'validation_error') return nothing;
     throw error;
   }
   const key = await orgs.createKey(org.id, SCOPES, bootstrapKey ?? undefined);
-  return { createdKey: bootstrapKey === null ? key : null };
+  return { createdOrg: true, createdKey: bootstrapKey === null ? key : null };
 }

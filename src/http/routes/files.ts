@@ -59,29 +59,32 @@ const FileDeleted = Type.Object(
 );
 
 /** Documents the multipart body; the handler reads and checks it while streaming (see upload below). */
-const UploadBody = Type.Object(
-  {
-    file: Type.String({
-      format: 'binary',
-      description:
-        "The content. The part's filename becomes the file's filename; its Content-Type (or the filename extension) the media_type.",
-    }),
-    purpose: Type.Optional(
-      Type.String({
+const uploadBody = (maxUploadBytes: number) =>
+  Type.Object(
+    {
+      file: Type.String({
+        format: 'binary',
         minLength: 1,
-        maxLength: 64,
-        pattern: PURPOSE_PATTERN,
-        default: DEFAULT_PURPOSE,
-        description: 'A label for the file',
+        maxLength: maxUploadBytes,
+        description:
+          "The content (1 byte to AGENTRY_MAX_UPLOAD_BYTES). The part's filename becomes the file's filename; its Content-Type (or the filename extension) the media_type.",
       }),
-    ),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'multipart/form-data with one file part named file and an optional purpose field; no other fields. The size limit is AGENTRY_MAX_UPLOAD_BYTES (default 50 MiB); the JSON body limit does not apply.',
-  },
-);
+      purpose: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          pattern: PURPOSE_PATTERN,
+          default: DEFAULT_PURPOSE,
+          description: 'A label for the file',
+        }),
+      ),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'multipart/form-data with one file part named file and an optional purpose field; no other fields. The size limit is AGENTRY_MAX_UPLOAD_BYTES (default 50 MiB); the JSON body limit does not apply.',
+    },
+  );
 
 const FileBytes = Type.Unsafe<unknown>({
   description: 'The stored bytes, with the stored media type as Content-Type',
@@ -181,7 +184,7 @@ export function fileRoutes(app: App, deps: Deps): void {
           'Uploads one file as multipart/form-data (field file, optional purpose). The content is streamed to storage; it must not be empty and may be at most AGENTRY_MAX_UPLOAD_BYTES (413 payload_too_large). Files can be referenced by Responses input_file / input_image parts.',
         tags,
         consumes: ['multipart/form-data'],
-        body: UploadBody,
+        body: uploadBody(maxUploadBytes),
         response: { 201: FileObject, ...errorResponses(400, 401, 403, 413) },
       },
       // The body is a stream that the handler checks part by part; there is nothing to validate up front.

@@ -29,8 +29,8 @@ const ResponseCreateBody = Type.Object(
     }),
     stream: Type.Optional(Type.Boolean()),
     conversation: Type.Optional(Type.Unsafe<unknown>({ description: 'conv_… id, or {id: "conv_…"}' })),
-    store: Type.Optional(Type.Boolean({ description: 'only true' })),
-    background: Type.Optional(Type.Boolean({ description: 'only false' })),
+    store: Type.Optional(Type.Literal(true, { description: 'Responses are always stored' })),
+    background: Type.Optional(Type.Literal(false, { description: 'Background mode is not offered' })),
   },
   {
     additionalProperties: true,
@@ -60,7 +60,10 @@ const ResponseObject = Type.Object(
 );
 
 const ResponseParams = Type.Object({
-  id: Type.String({ pattern: '^resp_[0-9a-fA-F-]{36}$', description: 'resp_ + the message id' }),
+  id: Type.String({
+    pattern: '^resp_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+    description: 'resp_ + the message id',
+  }),
 });
 
 const ResponseDeleted = Type.Object(
@@ -100,7 +103,16 @@ export function responseRoutes(app: App, deps: Deps): void {
       tags,
       headers: ResponseHeaders,
       body: ResponseCreateBody,
-      response: { 200: ResponseObject, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504) },
+      response: {
+        200: Type.Unsafe({
+          description: 'The Response; with stream: true, Responses events as Server-Sent Events ending with [DONE]',
+          content: {
+            'application/json': { schema: ResponseObject },
+            'text/event-stream': { schema: { type: 'string' } },
+          },
+        }),
+        ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504),
+      },
     },
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,

@@ -41,7 +41,10 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
       params: IdParams,
       headers: StreamHeaders,
       response: {
-        200: Type.String({ description: 'text/event-stream' }),
+        200: Type.Unsafe<string>({
+          description: 'Server-Sent Events: one SessionEvent JSON object per data line, and heartbeat comments',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        }),
         ...errorResponses(400, 401, 403, 404),
       },
     },

@@ -71,7 +71,12 @@ export function systemRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
     schema: {
       summary: 'Markdown rendering of the OpenAPI document',
       tags: ['Specification'],
-      response: { 200: Type.String({ description: 'Markdown' }) },
+      response: {
+        200: Type.Unsafe<string>({
+          description: 'The document as Markdown',
+          content: { 'text/markdown': { schema: { type: 'string' } } },
+        }),
+      },
     },
     handler: async (_request, reply) => {
       markdown ??= renderOpenApiMarkdown(app.swagger());

@@ -137,4 +137,12 @@ export const Agent = Type.Object(
 );
 
 export const AgentEnvelope = Type.Object({ agent: Agent });
+/** Create and update also say what will not work as configured; the agent is saved either way. */
+export const AgentWriteResult = Type.Object({
+  agent: Agent,
+  warnings: Type.Array(Type.Object({ code: Type.String(), message: Type.String() }), {
+    description:
+      'Non-fatal notes, e.g. model_not_configured when the model provider has no API key here (turns fail until it is set)',
+  }),
+});
 export const AgentList = Type.Object({ data: Type.Array(Agent) });

@@ -19,6 +19,7 @@ const Name = Type.String({ minLength: 1, maxLength: 100, pattern: NON_BLANK });
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
+  format: 'uri',
   description: 'Public HTTPS URL: no embedded credentials, no fragment, no private, loopback or link-local destination',
 });
 
@@ -177,7 +178,11 @@ const FollowUpAction = Type.Union([
 ]);
 
 export const BetaHeaders = Type.Object({
-  'agentry-beta': Type.String({ description: 'Must be agents=v1' }),
+  'agentry-beta': Type.String({
+    // What the route accepts: agents=v1 alone or among other comma-separated values.
+    pattern: '^(?:.*,)?\\s*agents=v1\\s*(?:,.*)?$',
+    description: 'agents=v1 (alone or in a comma-separated list)',
+  }),
 });
 
 export const FollowUpSession = Type.Object({

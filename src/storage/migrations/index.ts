@@ -7,6 +7,7 @@ import { files } from './0005-files.ts';
 import { webhooks } from './0006-webhooks.ts';
 import { conversations } from './0007-conversations.ts';
 import { mcpServers } from './0008-mcp-servers.ts';
+import { apiKeyLastUsed } from './0009-api-key-last-used.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0006-webhooks': webhooks,
   '0007-conversations': conversations,
   '0008-mcp-servers': mcpServers,
+  '0009-api-key-last-used': apiKeyLastUsed,
 };
 
 export const migrationProvider: MigrationProvider = {

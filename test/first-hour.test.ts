@@ -1,0 +1,311 @@
+/**
+ * What a new user meets in the first hour, run the way they run it (real processes): a Node.js too old for
+ * Agentry, the first admin key when the port is taken, what later starts say about keys, the model providers in
+ * the startup log, the CLI naming its database and listing organizations and keys, and the logs (one line per
+ * request; JSON when piped, human-readable on a terminal).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/logger.ts';
+import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
+import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const KEY = /agk_[A-Za-z0-9]{40}/;
+
+function versionOf(node: string): [number, number] | null {
+  const result = spawnSync(node, ['--version'], { encoding: 'utf8' });
+  const match = /^v(\d+)\.(\d+)/.exec(result.stdout ?? '');
+  return match === null ? null : [Number(match[1]), Number(match[2])];
+}
+
+/** The machine's own Node.js when it is older than 22.18 (as on many machines), else null. */
+function oldSystemNode(): string | null {
+  const node = '/usr/bin/node';
+  if (!existsSync(node)) return null;
+  const version = versionOf(node);
+  return version !== null && (version[0] < 22 || (version[0] === 22 && version[1] < 18)) ? node : null;
+}
+
+async function occupiedPort(): Promise<{ server: Server; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return { server, port: address.port };
+}
+
+async function get(url: string, key: string): Promise<number> {
+  return (await fetch(url, { headers: { authorization: `Bearer ${key}` } })).status;
+}
+
+describe('an old Node.js', () => {
+  const message =
+    /^Agentry needs Node\.js 22\.18 or newer; you have 20\.\d+\.\d+\.\nInstall Node\.js 24: .*nvm install/;
+
+  it('is told what to install before any TypeScript loads', () => {
+    // The current Node.js pretending to be 20, and the machine's own Node.js 20 when there is one.
+    const emulated = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.19.0"})',
+        'bin/agentry.js',
+        'serve',
+      ],
+      { cwd: ROOT, encoding: 'utf8', timeout: 10_000 },
+    );
+    expect(emulated.status).toBe(1);
+    expect(emulated.stderr).toMatch(message);
+    const node = oldSystemNode();
+    if (node !== null) {
+      const started = Date.now();
+      const real = spawnSync(node, ['bin/agentry.js', 'serve'], { cwd: ROOT, encoding: 'utf8', timeout: 10_000 });
+      expect(real.status).toBe(1);
+      expect(real.stderr).toMatch(message);
+      expect(real.stderr).not.toContain('ERR_UNKNOWN_FILE_EXTENSION');
+      expect(Date.now() - started).toBeLessThan(5000);
+    }
+  });
+
+  it('is refused by npm install, and npm start goes through the check', () => {
+    expect(readFileSync(join(ROOT, '.npmrc'), 'utf8')).toMatch(/^engine-strict=true$/m);
+    expect(readFileSync(join(ROOT, '.nvmrc'), 'utf8').trim()).toBe('24');
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    expect(manifest.engines.node).toBe('>=22.18');
+    expect(manifest.scripts.start).toBe('node bin/agentry.js serve');
+    const node = oldSystemNode();
+    if (node !== null && existsSync('/usr/bin/npm')) {
+      const install = spawnSync('/usr/bin/npm', ['install', '--dry-run', '--no-audit', '--no-fund'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, PATH: '/usr/bin:/bin' },
+      });
+      expect(install.status).not.toBe(0);
+      expect(install.stderr).toContain('EBADENGINE');
+      expect(install.stderr).toContain('"node":">=22.18"');
+    }
+  });
+});
+
+describe('the first admin key', () => {
+  it('is printed only once the server listens, so a taken port does not use it up', async () => {
+    const environment = testEnvironment('sqlite');
+    const { server: blocker, port } = await occupiedPort();
+    let server: ServerProcess | null = null;
+    try {
+      const failure = await startServerProcess({ ...environment.env, PORT: String(port) }, 15_000).then(
+        () => null,
+        (error: unknown) => String(error),
+      );
+      expect(failure).toMatch(/exited with 1/);
+      expect(failure).not.toMatch(KEY);
+      expect(failure).toContain('EADDRINUSE');
+
+      server = await startServerProcess(environment.env);
+      const key = KEY.exec(server.output())?.[0];
+      expect(key, server.output()).toBeDefined();
+      expect(server.output()).toContain('npx agentry keys create --org default');
+      expect(await get(`${server.url}/v1/agents`, key ?? '')).toBe(200);
+      expect(server.output().indexOf(key ?? '')).toBeLessThan(server.output().indexOf('listening on'));
+
+      expect(await server.stop()).toBe(0);
+      server = await startServerProcess(environment.env);
+      expect(server.output()).not.toMatch(KEY);
+      expect(server.output()).toContain(
+        'admin API keys are shown only on the first start; to make one: npx agentry keys create --org default',
+      );
+    } finally {
+      await server?.stop();
+      blocker.close();
+      await environment.cleanup();
+    }
+  });
+
+  it('says the organization was created when AGENTRY_BOOTSTRAP_KEY gives the key', async () => {
+    const environment = testEnvironment('sqlite');
+    const key = testKey();
+    const server = await startServerProcess({ ...environment.env, AGENTRY_BOOTSTRAP_KEY: key });
+    try {
+      expect(server.output()).toContain(
+        'created organization \\"default\\" with the admin API key given in AGENTRY_BOOTSTRAP_KEY',
+      );
+      expect(server.output()).not.toContain(key);
+    } finally {
+      await server.stop();
+      await environment.cleanup();
+    }
+  });
+});
+
+describe('the startup log', () => {
+  it('lists the model providers and whether they can run', async () => {
+    const environment = testEnvironment('sqlite');
+    const server = await startServerProcess({
+      ...environment.env,
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+      AGENTRY_PROVIDERS: '{"ollama":{"baseURL":"http://127.0.0.1:11434/v1"}}',
+    });
+    try {
+      expect(server.output()).toContain(
+        'model providers: openai (OPENAI_API_KEY not set), anthropic (ANTHROPIC_API_KEY set), scripted (built in), ollama (http://127.0.0.1:11434/v1); default model scripted',
+      );
+      expect(server.output()).not.toContain('sk-ant-test');
+    } finally {
+      await server.stop();
+      await environment.cleanup();
+    }
+  });
+});
+
+describe('logs', () => {
+  it('are one JSON line per request when piped', async () => {
+    const environment = testEnvironment('sqlite');
+    const key = testKey();
+    const server = await startServerProcess({ ...environment.env, AGENTRY_BOOTSTRAP_KEY: key });
+    try {
+      const before = server.output().split('\n').length;
+      for (let i = 0; i < 3; i++) await get(`${server.url}/v1/agents?n=${i}`, key);
+      await get(`${server.url}/v1/nothing`, key);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const lines = server
+        .output()
+        .split('\n')
+        .slice(before - 1)
+        .filter((line) => line.includes('"req"'));
+      const requests = lines.map((line) => JSON.parse(line));
+      expect(requests.map((entry) => entry.msg)).toEqual([
+        expect.stringMatching(/^GET \/v1\/agents\?n=0 200 [\d.]+ ms$/),
+        expect.stringMatching(/^GET \/v1\/agents\?n=1 200 [\d.]+ ms$/),
+        expect.stringMatching(/^GET \/v1\/agents\?n=2 200 [\d.]+ ms$/),
+        expect.stringMatching(/^GET \/v1\/nothing 404 [\d.]+ ms$/),
+      ]);
+      for (const entry of requests) {
+        expect(entry).toMatchObject({ level: 30, res: { statusCode: expect.any(Number) } });
+        expect(entry.reqId).toBeTypeOf('string');
+      }
+      expect(server.output()).not.toContain('incoming request');
+    } finally {
+      await server.stop();
+      await environment.cleanup();
+    }
+  });
+
+  it('are human-readable on a terminal (or with AGENTRY_LOG_FORMAT=pretty)', async () => {
+    const written: string[] = [];
+    const terminal = Object.assign(
+      new Writable({
+        write(chunk, _encoding, done) {
+          written.push(String(chunk));
+          done();
+        },
+      }),
+      { isTTY: true },
+    );
+    createLogger({ logLevel: 'info' }, terminal).info({ role: 'all' }, 'hello there');
+    createLogger({ logLevel: 'info', logFormat: 'json' }, terminal).info('as json');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const output = written.join('');
+    expect(output).toMatch(/\[\d\d:\d\d:\d\d\.\d{3}\].*INFO.*hello there/);
+    expect(output).not.toContain('"msg":"hello there"');
+    expect(output).toContain('"msg":"as json"');
+
+    const environment = testEnvironment('sqlite');
+    const key = testKey();
+    const server = await startServerProcess({
+      ...environment.env,
+      AGENTRY_BOOTSTRAP_KEY: key,
+      AGENTRY_LOG_FORMAT: 'pretty',
+    });
+    try {
+      await get(`${server.url}/v1/agents`, key);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const line = server
+        .output()
+        .split('\n')
+        .find((candidate) => candidate.includes('GET /v1/agents 200'));
+      expect(line, server.output()).toMatch(
+        /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: GET \/v1\/agents 200 [\d.]+ ms \(request [0-9a-f-]{36}\)$/,
+      );
+      // One line per request: nothing about it follows on the next line.
+      const lines = server.output().split('\n');
+      expect(lines[lines.indexOf(line ?? '') + 1] ?? '').not.toMatch(/^\s/);
+      expect(server.output()).not.toMatch(/^\{"level"/m);
+    } finally {
+      await server.stop();
+      await environment.cleanup();
+    }
+  });
+});
+
+describe.each(dialects())('the CLI (%s)', (dialect) => {
+  let environment: ReturnType<typeof testEnvironment>;
+  beforeAll(() => {
+    environment = testEnvironment(dialect);
+  });
+  afterAll(() => environment.cleanup());
+
+  it('names the database it used on every command, without credentials', () => {
+    const env =
+      dialect === 'postgres'
+        ? {
+            ...environment.env,
+            DATABASE_URL: (environment.env.DATABASE_URL ?? '').replace('://postgres@', '://postgres:hunter2@'),
+          }
+        : environment.env;
+    const expected =
+      dialect === 'sqlite'
+        ? `agentry: database ${join(environment.env.AGENTRY_DATA_DIR ?? '', 'agentry.db')}\n`
+        : `agentry: database postgres://127.0.0.1:5432/test (schema ${environment.env.AGENTRY_DATABASE_SCHEMA})\n`;
+    for (const args of [
+      ['migrate'],
+      ['orgs', 'create', 'named'],
+      ['orgs', 'list'],
+      ['keys', 'list', '--org', 'named'],
+    ]) {
+      const run = runCli(args, env);
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toBe(expected);
+      expect(run.stderr).not.toContain('hunter2');
+    }
+  });
+
+  it('lists organizations with project ids, keys with prefix, scopes and last use, and revokes by that prefix', async () => {
+    expect(runCli(['orgs', 'create', 'listed'], environment.env).status).toBe(0);
+    const orgs = runCli(['orgs', 'list'], environment.env).stdout.split('\n');
+    expect(orgs[0]).toMatch(/^NAME\s+PROJECT\s+ID\s+CREDITS\s+CREATED$/);
+    expect(orgs.find((line) => line.startsWith('listed '))).toMatch(
+      /^listed\s+\d+\s+[0-9a-f-]{36}\s+unlimited\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
+    );
+
+    const key = runCli(['keys', 'create', '--org', 'listed', '--scopes', 'tasks:read'], environment.env).stdout.trim();
+    expect(key).toMatch(KEY);
+    const server = await startServerProcess(environment.env);
+    try {
+      expect(await get(`${server.url}/v1/agents`, key)).toBe(200);
+      const listed = runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout.split('\n');
+      expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS$/);
+      const row = listed[1] ?? '';
+      const prefix = key.slice(0, 12);
+      expect(row).toMatch(
+        new RegExp(
+          `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active$`,
+        ),
+      );
+      expect(row).not.toContain(key);
+
+      const revoke = runCli(['keys', 'revoke', prefix], environment.env);
+      expect(revoke.status, revoke.stderr).toBe(0);
+      expect(revoke.stdout).toBe(`revoked ${prefix}\n`);
+      expect(await get(`${server.url}/v1/agents`, key)).toBe(401);
+      expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\n$/);
+    } finally {
+      await server.stop();
+    }
+  });
+});

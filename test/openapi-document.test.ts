@@ -1,0 +1,152 @@
+/**
+ * The OpenAPI document says what the server does, so generated clients and fuzzers agree with it: optional
+ * parameters are not required, patterns and formats are those the server checks, every status a route can
+ * answer is declared, and non-JSON answers name their media type. Each claim is checked against the server too.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flows, type Json } from './helpers/fixtures.ts';
+import { createHarness, type Harness, json } from './helpers/harness.ts';
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
+const MAX_UPLOAD = 4096;
+
+describe('the OpenAPI document matches the server', () => {
+  let h: Harness;
+  let document: Json;
+  const flow = flows(() => h, { agentName: 'doc' });
+
+  const operations = () =>
+    Object.entries(document.paths as Record<string, Json>).flatMap(([path, item]) =>
+      METHODS.filter((method) => item[method] !== undefined).map((method) => ({
+        path,
+        method,
+        operation: item[method] as Json,
+      })),
+    );
+  const operation = (method: string, path: string): Json => document.paths[path][method];
+  const parameter = (method: string, path: string, name: string): Json =>
+    operation(method, path).parameters.find((candidate: Json) => candidate.name === name);
+
+  beforeAll(async () => {
+    h = await createHarness('sqlite', { AGENTRY_MAX_UPLOAD_BYTES: String(MAX_UPLOAD) });
+    document = json(await h.request('GET', '/v1/openapi.json', { key: null }));
+  });
+  afterAll(() => h?.close());
+
+  it('does not require query parameters that have a default', () => {
+    let checked = 0;
+    for (const { path, method, operation: op } of operations()) {
+      for (const param of op.parameters ?? []) {
+        if (param.in === 'path') expect(param.required, `${method} ${path} ${param.name}`).toBe(true);
+        if (param.schema?.default !== undefined) {
+          checked++;
+          expect(param.required ?? false, `${method} ${path} ${param.name}`).toBe(false);
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+
+  it('bounds every integer of a request to the safe range, as the server does', async () => {
+    const offset = parameter('get', '/v1/sessions', 'offset');
+    expect(offset.schema).toMatchObject({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+    for (const { path, method, operation: op } of operations()) {
+      for (const param of op.parameters ?? []) {
+        if (param.schema?.type === 'integer') {
+          expect(param.schema.maximum, `${method} ${path} ${param.name}`).toBeLessThanOrEqual(Number.MAX_SAFE_INTEGER);
+        }
+      }
+    }
+    expect((await h.request('GET', `/v1/sessions?offset=${Number.MAX_SAFE_INTEGER + 2}`)).status).toBe(400);
+  });
+
+  it('declares 400 and 413 wherever a body is read, and 401 and 403 wherever a key is needed', () => {
+    for (const { path, method, operation: op } of operations()) {
+      const statuses = Object.keys(op.responses);
+      if (BODY_METHODS.has(method))
+        expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['400', '413']));
+      if ((op.security ?? []).length > 0) {
+        expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403']));
+      }
+      if ((op.parameters ?? []).length > 0) expect(statuses, `${method} ${path}`).toContain('400');
+    }
+  });
+
+  it('names the media type of answers that are not JSON', () => {
+    expect(Object.keys(operation('get', '/v1/openapi.md').responses['200'].content)).toEqual(['text/markdown']);
+    expect(Object.keys(operation('get', '/v1/sessions/{id}/stream').responses['200'].content)).toEqual([
+      'text/event-stream',
+    ]);
+    expect(Object.keys(operation('post', '/v1/responses').responses['200'].content)).toEqual([
+      'application/json',
+      'text/event-stream',
+    ]);
+  });
+
+  it('marks bodies that may be left out as optional, and the server accepts them left out', async () => {
+    expect(operation('post', '/v1/webhook_endpoints/{id}/rotate_secret').requestBody.required).toBe(false);
+    expect(operation('post', '/v1/webhook_endpoints/{id}/events/{event_id}/redeliver').requestBody.required).toBe(
+      false,
+    );
+    for (const path of ['/v1/agents', '/v1/sessions', '/v1/responses', '/v1/webhook_endpoints/{id}/test']) {
+      expect(operation('post', path).requestBody.required, path).toBe(true);
+    }
+    expect(operation('patch', '/v1/agents/{id}').requestBody.required).toBe(true);
+  });
+
+  it('gives resp_ and conv_ ids the exact pattern the server checks', async () => {
+    const uuid = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+    expect(parameter('get', '/v1/responses/{id}', 'id').schema.pattern).toBe(`^resp_${uuid}$`);
+    expect(parameter('get', '/v1/responses/{id}/trace', 'id').schema.pattern).toBe(`^resp_${uuid}$`);
+    expect(parameter('get', '/v1/conversations/{conversation_id}', 'conversation_id').schema.pattern).toBe(
+      `^conv_${uuid}$`,
+    );
+    // 36 hyphens matched the old pattern; the server never accepted them.
+    expect((await h.request('GET', `/v1/responses/resp_${'-'.repeat(36)}`)).status).toBe(400);
+  });
+
+  it('describes model as a uuid, which is what the server accepts', async () => {
+    const body = operation('post', '/v1/responses').requestBody.content['application/json'].schema;
+    expect(body.properties.model).toMatchObject({ type: 'string', format: 'uuid' });
+    const agentId = await flow.createAgent();
+    const response = await h.request('POST', '/v1/responses', { body: { model: `urn:uuid:${agentId}`, input: 'hi' } });
+    expect(response.status).toBe(400);
+    expect(json(response).error.param).toBe('model');
+  });
+
+  it('gives store and background the only values the server accepts', async () => {
+    const body = operation('post', '/v1/responses').requestBody.content['application/json'].schema;
+    // @fastify/swagger writes a const as a one-value enum.
+    expect(body.properties.store).toMatchObject({ type: 'boolean', enum: [true] });
+    expect(body.properties.background).toMatchObject({ type: 'boolean', enum: [false] });
+    const agentId = await flow.createAgent();
+    for (const extra of [{ store: false }, { background: true }]) {
+      const response = await h.request('POST', '/v1/responses', { body: { model: agentId, input: 'hi', ...extra } });
+      expect(response.status).toBe(400);
+      expect(json(response).error.param).toBe(Object.keys(extra)[0]);
+    }
+  });
+
+  it('gives webhook url the uri format and its length limit', () => {
+    const body = operation('post', '/v1/webhook_endpoints').requestBody.content['application/json'].schema;
+    expect(body.properties.url).toMatchObject({ type: 'string', format: 'uri', maxLength: 2048 });
+  });
+
+  it('gives Agentry-Beta a pattern the server honours', async () => {
+    const pattern = new RegExp(parameter('get', '/v1/agents/sessions/{id}', 'agentry-beta').schema.pattern);
+    const agentId = await flow.createAgent();
+    const sessionId = await flow.createSession(agentId);
+    for (const value of ['agents=v1', 'other=v2, agents=v1', ' agents=v1 ', 'agents=v2', 'agents=v10', '']) {
+      const response = await h.request('GET', `/v1/agents/sessions/${sessionId}`, {
+        headers: { 'agentry-beta': value },
+      });
+      expect(response.status === 200, value).toBe(pattern.test(value));
+    }
+  });
+
+  it('states the upload size rules the server applies', () => {
+    const upload = operation('post', '/v1/files').requestBody.content['multipart/form-data'].schema;
+    expect(upload.properties.file).toMatchObject({ format: 'binary', minLength: 1, maxLength: MAX_UPLOAD });
+  });
+});

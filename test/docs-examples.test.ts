@@ -80,7 +80,7 @@ describe('shell examples of the README and docs', () => {
   it('finds the examples, and skips only a few, each with its reason', () => {
     expect(RUNNABLE.length).toBeGreaterThanOrEqual(7);
     const skipped = ALL.filter((example) => example.notRun !== null);
-    expect(skipped.length).toBeLessThanOrEqual(6);
+    expect(skipped.length).toBeLessThanOrEqual(8);
     for (const example of skipped)
       expect((example.notRun ?? '').length, `${example.file}:${example.line}`).toBeGreaterThan(10);
     for (const file of ['README.md', 'docs/sessions.md', 'docs/files.md', 'docs/runs.md']) {

@@ -160,6 +160,13 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
     expect(reply(message)).toBe(`whoami: ${SECRET}`);
   });
 
+  it('stores a tool result holding NUL and a lone surrogate the same way on both databases', async () => {
+    const agentId = await urlAgent([{ name: 'srv', url: modern.url }]);
+    const { message } = await flow.turn(agentId, 'call echo {"text":"a\\u0000b\\ud800c"}');
+    expect(message.status).toBe('completed');
+    expect(reply(message)).toBe('echo: a\uFFFDb\uFFFDc');
+  });
+
   it('a server that is down fails that call, not the turn', async () => {
     const server = await startModernMcpServer({ name: 'flaky' });
     const agentId = await urlAgent([{ name: 'flaky', url: server.url }]);

@@ -6,6 +6,7 @@
  */
 import type { ToolSpec } from '../models/types.ts';
 import type { TurnTools } from '../tools/registry.ts';
+import { storableText } from '../lib/storable-text.ts';
 import type { ToolCallContext, ToolOutput } from '../tools/types.ts';
 
 export function toolSpecs(tools: TurnTools): ToolSpec[] {
@@ -20,12 +21,13 @@ export function toolSpecs(tools: TurnTools): ToolSpec[] {
 /** The largest tool result kept (characters), as for a client's function_call_output; the rest is cut with a note. */
 export const MAX_TOOL_OUTPUT_CHARS = 1_000_000;
 
+/** A result as it can be stored: at most MAX_TOOL_OUTPUT_CHARS, and text both databases accept. */
 function bounded(result: ToolOutput): ToolOutput {
-  if (result.output.length <= MAX_TOOL_OUTPUT_CHARS) return result;
-  return {
-    ...result,
-    output: `${result.output.slice(0, MAX_TOOL_OUTPUT_CHARS)}\n[output truncated: ${result.output.length} characters in all]`,
-  };
+  const output =
+    result.output.length <= MAX_TOOL_OUTPUT_CHARS
+      ? result.output
+      : `${result.output.slice(0, MAX_TOOL_OUTPUT_CHARS)}\n[output truncated: ${result.output.length} characters in all]`;
+  return { ...result, output: storableText(output) };
 }
 
 export class ToolTimeoutError extends Error {
@@ -68,7 +70,7 @@ export async function executeServerCall(
   } catch (error) {
     if (turnSignal.aborted) throw turnSignal.reason;
     if (timeout.signal.aborted) return { output: `Error: ${(timeout.signal.reason as Error).message}`, isError: true };
-    return { output: `Error: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+    return bounded({ output: `Error: ${error instanceof Error ? error.message : String(error)}`, isError: true });
   } finally {
     clearTimeout(timer);
   }

@@ -28,6 +28,7 @@ import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '..
 import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
 import type { Clock } from '../lib/clock.ts';
+import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { ModelRegistry } from '../models/registry.ts';
 import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
@@ -191,7 +192,9 @@ async function callModel(
     signal,
   })) {
     if (event.type === 'text-delta') {
-      text += event.text;
+      // Repaired for storage once whole (below): a surrogate pair split across deltas is not broken.
+      const delta = event.text;
+      text += delta;
       deps.bus.publish('live', {
         sessionId: message.session_id,
         event: {
@@ -199,16 +202,16 @@ async function callModel(
           session_id: message.session_id,
           message_id: message.id,
           run_id: message.run_id,
-          data: { text: event.text, step, itemId: assistantItemId(message.id, step) },
+          data: { text: delta, step, itemId: assistantItemId(message.id, step) },
         },
       });
     } else if (event.type === 'tool-call') {
-      calls.push(event.call);
+      calls.push({ ...event.call, name: storableText(event.call.name), arguments: storableText(event.call.arguments) });
     } else {
       usage = event.usage;
     }
   }
-  return { text, calls, usage };
+  return { text: storableText(text), calls, usage };
 }
 
 /** Where a call of this turn runs, as its log item records it (server calls only). */
@@ -525,7 +528,7 @@ async function reportToolFailures(deps: TurnDeps, lease: Lease, message: Message
 }
 
 function errorOf(error: unknown): MessageError {
-  if (error instanceof ModelError) return { code: error.code, message: error.message };
+  if (error instanceof ModelError) return { code: error.code, message: storableText(error.message) };
   return { code: 'internal_error', message: 'The turn failed because of an internal error' };
 }
 

@@ -14,11 +14,13 @@ import { createJsonBodyParser } from './http/json-body.ts';
 import { markOptionalBodies } from './http/openapi-document.ts';
 import { declareCommonErrors } from './http/route-errors.ts';
 import { agentRoutes } from './http/routes/agents.ts';
+import { consoleRoutes } from './http/routes/console.ts';
 import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
 import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { modelRoutes } from './http/routes/models.ts';
+import { organizationRoutes } from './http/routes/organization.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
@@ -87,7 +89,8 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   app.addSchema(ErrorResponse);
 
   app.addHook('onRoute', (route) => {
-    if (route.method === 'HEAD') return;
+    // The console's static pages are not part of the API: no OpenAPI entry, no API invariants.
+    if (route.method === 'HEAD' || route.schema?.hide === true) return;
     routes.push(route);
     // Validation and the OpenAPI document both read these, so they cannot disagree.
     if (route.schema !== undefined) {
@@ -99,7 +102,10 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     const scopes = route.config?.scopes;
     if (scopes !== undefined && route.schema !== undefined) {
       route.schema.security = [{ BearerAuth: [] }, { ApiKey: [] }];
-      const note = `Required scope${scopes.length > 1 ? 's' : ''}: ${scopes.join(', ')}.`;
+      const note =
+        scopes.length === 0
+          ? 'Any valid API key.'
+          : `Required scope${scopes.length > 1 ? 's' : ''}: ${scopes.join(', ')}.`;
       route.schema.description =
         route.schema.description === undefined ? note : `${route.schema.description}\n\n${note}`;
     } else if (route.schema !== undefined) {
@@ -155,6 +161,8 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   webhookRoutes(app, deps);
   mcpServerRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
+  organizationRoutes(app, deps);
+  consoleRoutes(app);
   const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.
   app.addHook('preClose', async () => hub.close());

@@ -7,6 +7,7 @@ import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { buildDeps, buildDispatcher, buildEngine, type Deps } from './deps.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
+import { CONSOLE_PATH } from './http/routes/console.ts';
 import { createLogger } from './logger.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
@@ -24,11 +25,12 @@ function announce(logger: Logger, message: string): void {
 }
 
 /** What the operator needs to know about admin keys after this start; the key itself appears only here, once. */
-function announceBootstrap(logger: Logger, result: BootstrapResult): void {
+function announceBootstrap(logger: Logger, result: BootstrapResult, consoleUrl: string | null): void {
   if (result.createdKey !== null) {
     // Outside the structured log, so it is never stored in log files by accident.
+    const open = consoleUrl === null ? '' : `Open the web console at ${consoleUrl} and sign in with it.\n`;
     process.stdout.write(
-      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${result.createdKey}\n\nMore keys: ${KEY_COMMAND}\n\n`,
+      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${result.createdKey}\n\n${open}More keys: ${KEY_COMMAND}\n\n`,
     );
   } else if (result.createdOrg) {
     announce(logger, 'created organization "default" with the admin API key given in AGENTRY_BOOTSTRAP_KEY');
@@ -83,8 +85,11 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     `storage ready: ${deps.storage.dialect} at ${deps.storage.location}`,
   );
   // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
-  announceBootstrap(logger, await bootstrap(deps.orgs, config.bootstrapKey));
+  // A worker serves only the probes; the console lives on processes that serve the API.
+  const consoleUrl = config.role === 'worker' ? null : `${url}${CONSOLE_PATH}/`;
+  announceBootstrap(logger, await bootstrap(deps.orgs, config.bootstrapKey), consoleUrl);
   announce(logger, `listening on ${url}`);
+  if (consoleUrl !== null) announce(logger, `web console: ${consoleUrl}`);
   const sweep = setInterval(() => {
     deps.idempotency.sweep().catch((error: unknown) => logger.warn({ err: error }, 'idempotency sweep failed'));
   }, IDEMPOTENCY_SWEEP_MS);

@@ -33,8 +33,9 @@ describe('API contract', () => {
       expect(typeof schema?.summary, name).toBe('string');
       expect(Array.isArray(schema?.tags), name).toBe(true);
       expect(Object.keys((schema?.response as object | undefined) ?? {}).length, name).toBeGreaterThan(0);
-      const config = route.config as { scopes?: string[]; public?: boolean } | undefined;
-      expect((config?.scopes?.length ?? 0) > 0 || config?.public === true, `${name} needs scopes or public`).toBe(true);
+      const config = route.config as { scopes?: string[]; public?: boolean; anyKey?: boolean } | undefined;
+      const guarded = (config?.scopes?.length ?? 0) > 0 || (config?.scopes !== undefined && config.anyKey === true);
+      expect(guarded || config?.public === true, `${name} needs scopes, anyKey or public`).toBe(true);
       if (route.url.includes(':')) expect(schema?.params, `${name} path params need a schema`).toBeDefined();
     }
   });

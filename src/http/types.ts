@@ -11,8 +11,10 @@ import type { Principal } from '../domain/orgs/api-keys.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Scopes a key must hold; every authenticated route names at least one. */
+    /** Scopes a key must hold; every authenticated route names at least one, unless it sets `anyKey`. */
     scopes?: readonly Scope[];
+    /** True for the few authenticated routes that any valid key may call (with `scopes: []`). */
+    anyKey?: boolean;
     /** True for the few routes that need no key (health, OpenAPI). */
     public?: boolean;
   }

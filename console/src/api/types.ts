@@ -1,0 +1,40 @@
+/** Names for the API shapes the console uses, all derived from the generated OpenAPI types. */
+import type { paths } from './schema';
+
+type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : never;
+type Ok<Op> = Op extends { responses: infer R }
+  ? R extends { 200: infer A }
+    ? JsonOf<A>
+    : R extends { 201: infer C }
+      ? JsonOf<C>
+      : R extends { 202: infer D }
+        ? JsonOf<D>
+        : never
+  : never;
+type Body<Op> = Op extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+
+export type Organization = Ok<paths['/v1/organization']['get']>;
+export type Scope = Organization['api_key']['scopes'][number];
+
+export type Agent = Ok<paths['/v1/agents/{id}']['get']>['agent'];
+export type AgentCreate = Body<paths['/v1/agents']['post']>;
+export type AgentUpdate = Body<paths['/v1/agents/{id}']['patch']>;
+export type McpServerEntry = Agent['mcpServers'][number];
+export type ClientTool = Agent['clientTools'][number];
+export type InternalToolName = Extract<McpServerEntry, { kind: 'internal' }>['name'];
+export type NetworkPolicy = NonNullable<Agent['networkPolicy']>;
+export type NetworkPolicyInput = NonNullable<AgentCreate['networkPolicy']>;
+
+export type Session = Ok<paths['/v1/sessions/{id}']['get']>['session'];
+export type Message = Ok<paths['/v1/sessions/{id}/messages/{messageId}']['get']>['message'];
+export type RequiredAction = Message['requiredActions'][number];
+
+export type Run = Ok<paths['/v1/runs/{id}']['get']>;
+export type Span = Ok<paths['/v1/runs/{id}/trace']['get']>['data'][number];
+
+export type WebhookEndpoint = Ok<paths['/v1/webhook_endpoints/{id}']['get']>;
+export type WebhookEvent = Ok<paths['/v1/webhook_endpoints/{id}/events']['get']>['data'][number];
+export type WebhookDelivery = Ok<paths['/v1/webhook_endpoints/{id}/events/{event_id}/delivery']['get']>;
+
+export type FileObject = Ok<paths['/v1/files/{id}']['get']>;
+export type McpServer = Ok<paths['/v1/mcp_servers/{id}']['get']>;

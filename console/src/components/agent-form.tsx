@@ -1,0 +1,313 @@
+/**
+ * Every field of an Agent (spec: name, description, instructions, model, maxSteps, MCP servers, client tools,
+ * skills, network policy), each with the API's validation error shown beside the field it names.
+ */
+import { useQuery } from '@tanstack/react-query';
+import type { ReactNode } from 'react';
+import { api, unwrap } from '../api/client.ts';
+import {
+  ALLOWLISTS,
+  type AgentForm,
+  belongsTo,
+  type ClientToolRow,
+  EMPTY_PARAMETERS,
+  INTERNAL_TOOL_NAMES,
+} from './agent-form-model.ts';
+import { Field } from './ui.tsx';
+
+interface Props {
+  form: AgentForm;
+  onChange: (form: AgentForm) => void;
+  /** The error to show, keyed like the form (see formKeyOf), or null. */
+  error: { key: string; message: string } | null;
+  disabled: boolean;
+}
+
+/** Every key a field of this form shows errors for; the longest one that contains the error's key wins. */
+function fieldKeys(form: AgentForm): string[] {
+  const keys = ['name', 'description', 'instructions', 'model', 'maxSteps', 'internal', 'mcpServers', 'clientTools', 'skills', 'networkPolicy'];
+  form.connectors.forEach((_, i) => keys.push(`connectors[${i}]`));
+  form.urls.forEach((_, i) => keys.push(`urls[${i}]`, `urls[${i}].name`, `urls[${i}].url`));
+  form.toolkits.forEach((_, i) => keys.push(`toolkits[${i}]`));
+  form.clientTools.forEach((_, i) => {
+    for (const part of ['', '.name', '.description', '.parameters', '.strict']) keys.push(`clientTools[${i}]${part}`);
+  });
+  form.skills.forEach((_, i) => keys.push(`skills[${i}]`, `skills[${i}].repo`, `skills[${i}].path`));
+  return keys;
+}
+
+/** The field key an error lands on, or null when no field owns it (shown at the top of the form instead). */
+export function errorTarget(form: AgentForm, errorKey: string): string | null {
+  let best: string | null = null;
+  for (const key of fieldKeys(form)) {
+    if (belongsTo(errorKey, key) && (best === null || key.length > best.length)) best = key;
+  }
+  return best;
+}
+
+function Remove({ onClick, label }: { onClick: () => void; label: string }) {
+  return (
+    <button type="button" className="link danger" onClick={onClick} aria-label={label}>
+      Remove
+    </button>
+  );
+}
+
+function Group({ title, children, add }: { title: string; children: ReactNode; add?: ReactNode }) {
+  return (
+    <fieldset>
+      <legend>{title}</legend>
+      {children}
+      {add}
+    </fieldset>
+  );
+}
+
+export function AgentFormFields({ form, onChange, error, disabled }: Props) {
+  const target = error === null ? null : errorTarget(form, error.key);
+  const errorOf = (key: string) => (error !== null && target === key ? error.message : undefined);
+  const set = (patch: Partial<AgentForm>) => onChange({ ...form, ...patch });
+  const connectors = useQuery({
+    queryKey: ['mcp_servers', 'all'],
+    queryFn: () => unwrap(api.GET('/v1/mcp_servers', { params: { query: { limit: 100 } } })),
+  });
+  const models = useQuery({ queryKey: ['models'], queryFn: () => unwrap(api.GET('/v1/models')) });
+  const modelHints = ['scripted', 'scripted/priced'];
+  for (const model of models.data?.data ?? []) {
+    if (model.kind === 'provider' && model.id !== 'scripted') modelHints.push(model.id.replace(/\*$/, ''));
+  }
+  const updateTool = (index: number, patch: Partial<ClientToolRow>) =>
+    set({ clientTools: form.clientTools.map((tool, i) => (i === index ? { ...tool, ...patch } : tool)) });
+
+  return (
+    <fieldset disabled={disabled} className="plain">
+      <div className="grid-2">
+        <Field label="Name" error={errorOf('name')}>
+          {(props) => <input {...props} value={form.name} onChange={(e) => set({ name: e.target.value })} maxLength={200} />}
+        </Field>
+        <Field label="Model" error={errorOf('model')} hint="provider/model, e.g. openai/gpt-5.4-mini; empty for the server's default">
+          {(props) => (
+            <>
+              <input {...props} list="model-hints" value={form.model} onChange={(e) => set({ model: e.target.value })} spellCheck={false} />
+              <datalist id="model-hints">
+                {modelHints.map((hint) => (
+                  <option key={hint} value={hint} />
+                ))}
+              </datalist>
+            </>
+          )}
+        </Field>
+      </div>
+      <Field label="Description" error={errorOf('description')}>
+        {(props) => <input {...props} value={form.description} onChange={(e) => set({ description: e.target.value })} />}
+      </Field>
+      <Field label="Instructions" error={errorOf('instructions')}>
+        {(props) => (
+          <textarea {...props} rows={6} value={form.instructions} onChange={(e) => set({ instructions: e.target.value })} />
+        )}
+      </Field>
+      <Field label="Max steps" error={errorOf('maxSteps')} hint="Model calls per turn, 1-128 (default 32)">
+        {(props) => (
+          <input {...props} type="number" inputMode="numeric" className="narrow" value={form.maxSteps} onChange={(e) => set({ maxSteps: e.target.value })} />
+        )}
+      </Field>
+
+      <Group title="Built-in tools">
+        {errorOf('internal') === undefined ? null : <p className="field-error" role="alert">{errorOf('internal')}</p>}
+        <div className="checks">
+          {INTERNAL_TOOL_NAMES.map((name) => (
+            <label key={name} className="check">
+              <input
+                type="checkbox"
+                checked={form.internal.includes(name)}
+                onChange={(e) =>
+                  set({ internal: e.target.checked ? [...form.internal, name] : form.internal.filter((item) => item !== name) })
+                }
+              />
+              <code>{name}</code>
+            </label>
+          ))}
+        </div>
+      </Group>
+
+      <Group
+        title="MCP servers"
+        add={
+          <div className="row">
+            <button type="button" onClick={() => set({ urls: [...form.urls, { name: '', url: '' }] })}>
+              Add server by URL
+            </button>
+            {(connectors.data?.data.length ?? 0) > 0 ? (
+              <button
+                type="button"
+                onClick={() => set({ connectors: [...form.connectors, { serverId: connectors.data?.data[0]?.id ?? '', name: '' }] })}
+              >
+                Add connector
+              </button>
+            ) : null}
+            <button type="button" onClick={() => set({ toolkits: [...form.toolkits, ''] })}>
+              Add toolkit
+            </button>
+          </div>
+        }
+      >
+        {errorOf('mcpServers') === undefined ? null : <p className="field-error" role="alert">{errorOf('mcpServers')}</p>}
+        {form.urls.map((row, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
+          <div className="row-box" key={`url-${i}`}>
+            <Field label={`Server ${i + 1} name`} error={errorOf(`urls[${i}].name`) ?? errorOf(`urls[${i}]`)}>
+              {(props) => (
+                <input {...props} value={row.name} onChange={(e) => set({ urls: form.urls.map((u, j) => (j === i ? { ...u, name: e.target.value } : u)) })} />
+              )}
+            </Field>
+            <Field label={`Server ${i + 1} URL`} error={errorOf(`urls[${i}].url`)}>
+              {(props) => (
+                <input {...props} type="url" value={row.url} onChange={(e) => set({ urls: form.urls.map((u, j) => (j === i ? { ...u, url: e.target.value } : u)) })} />
+              )}
+            </Field>
+            <Remove label={`Remove server ${i + 1}`} onClick={() => set({ urls: form.urls.filter((_, j) => j !== i) })} />
+          </div>
+        ))}
+        {form.connectors.map((row, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
+          <div className="row-box" key={`connector-${i}`}>
+            <Field label={`Connector ${i + 1}`} error={errorOf(`connectors[${i}]`)}>
+              {(props) => (
+                <select
+                  {...props}
+                  value={row.serverId}
+                  onChange={(e) => set({ connectors: form.connectors.map((c, j) => (j === i ? { ...c, serverId: e.target.value } : c)) })}
+                >
+                  {(connectors.data?.data ?? []).map((server) => (
+                    <option key={server.id} value={server.id}>
+                      {server.name} ({server.url})
+                    </option>
+                  ))}
+                  {connectors.data?.data.some((server) => server.id === row.serverId) ? null : <option value={row.serverId}>{row.serverId}</option>}
+                </select>
+              )}
+            </Field>
+            <Field label={`Connector ${i + 1} local name (optional)`}>
+              {(props) => (
+                <input {...props} value={row.name} onChange={(e) => set({ connectors: form.connectors.map((c, j) => (j === i ? { ...c, name: e.target.value } : c)) })} />
+              )}
+            </Field>
+            <Remove label={`Remove connector ${i + 1}`} onClick={() => set({ connectors: form.connectors.filter((_, j) => j !== i) })} />
+          </div>
+        ))}
+        {form.toolkits.map((toolkit, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
+          <div className="row-box" key={`toolkit-${i}`}>
+            <Field label={`Toolkit ${i + 1}`} error={errorOf(`toolkits[${i}]`)}>
+              {(props) => (
+                <input {...props} value={toolkit} onChange={(e) => set({ toolkits: form.toolkits.map((t, j) => (j === i ? e.target.value : t)) })} />
+              )}
+            </Field>
+            <Remove label={`Remove toolkit ${i + 1}`} onClick={() => set({ toolkits: form.toolkits.filter((_, j) => j !== i) })} />
+          </div>
+        ))}
+      </Group>
+
+      <Group
+        title="Client tools"
+        add={
+          <button
+            type="button"
+            onClick={() => set({ clientTools: [...form.clientTools, { name: '', description: '', parameters: EMPTY_PARAMETERS, strict: true }] })}
+          >
+            Add client tool
+          </button>
+        }
+      >
+        {errorOf('clientTools') === undefined ? null : <p className="field-error" role="alert">{errorOf('clientTools')}</p>}
+        {form.clientTools.map((tool, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
+          <div className="row-box" key={`tool-${i}`}>
+            {errorOf(`clientTools[${i}]`) === undefined ? null : <p className="field-error" role="alert">{errorOf(`clientTools[${i}]`)}</p>}
+            <div className="grid-2">
+              <Field label={`Tool ${i + 1} name`} error={errorOf(`clientTools[${i}].name`)}>
+                {(props) => <input {...props} value={tool.name} onChange={(e) => updateTool(i, { name: e.target.value })} spellCheck={false} />}
+              </Field>
+              <Field label={`Tool ${i + 1} description`} error={errorOf(`clientTools[${i}].description`)}>
+                {(props) => <input {...props} value={tool.description} onChange={(e) => updateTool(i, { description: e.target.value })} />}
+              </Field>
+            </div>
+            <Field label={`Tool ${i + 1} parameters (JSON Schema)`} error={errorOf(`clientTools[${i}].parameters`)}>
+              {(props) => (
+                <textarea {...props} className="code" rows={6} value={tool.parameters} onChange={(e) => updateTool(i, { parameters: e.target.value })} spellCheck={false} />
+              )}
+            </Field>
+            <label className="check">
+              <input type="checkbox" checked={tool.strict} onChange={(e) => updateTool(i, { strict: e.target.checked })} />
+              Strict (every property required)
+            </label>
+            <Remove label={`Remove tool ${i + 1}`} onClick={() => set({ clientTools: form.clientTools.filter((_, j) => j !== i) })} />
+          </div>
+        ))}
+      </Group>
+
+      <Group
+        title="Skills"
+        add={
+          <button type="button" onClick={() => set({ skills: [...form.skills, { repo: '', path: '' }] })}>
+            Add skill
+          </button>
+        }
+      >
+        {errorOf('skills') === undefined ? null : <p className="field-error" role="alert">{errorOf('skills')}</p>}
+        {form.skills.map((skill, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
+          <div className="row-box grid-2" key={`skill-${i}`}>
+            <Field label={`Skill ${i + 1} repository (owner/name)`} error={errorOf(`skills[${i}].repo`) ?? errorOf(`skills[${i}]`)}>
+              {(props) => (
+                <input {...props} value={skill.repo} onChange={(e) => set({ skills: form.skills.map((s, j) => (j === i ? { ...s, repo: e.target.value } : s)) })} />
+              )}
+            </Field>
+            <Field label={`Skill ${i + 1} folder`} error={errorOf(`skills[${i}].path`)}>
+              {(props) => (
+                <input {...props} value={skill.path} onChange={(e) => set({ skills: form.skills.map((s, j) => (j === i ? { ...s, path: e.target.value } : s)) })} />
+              )}
+            </Field>
+            <Remove label={`Remove skill ${i + 1}`} onClick={() => set({ skills: form.skills.filter((_, j) => j !== i) })} />
+          </div>
+        ))}
+      </Group>
+
+      <Group title="Network policy">
+        {errorOf('networkPolicy') === undefined ? null : <p className="field-error" role="alert">{errorOf('networkPolicy')}</p>}
+        <label className="check">
+          <input type="checkbox" checked={form.network.enabled} onChange={(e) => set({ network: { ...form.network, enabled: e.target.checked } })} />
+          Set a network policy for the sandbox
+        </label>
+        {form.network.enabled ? (
+          <>
+            <label className="check">
+              <input type="checkbox" checked={form.network.egress} onChange={(e) => set({ network: { ...form.network, egress: e.target.checked } })} />
+              Allow network egress
+            </label>
+            <Field label="Domain allowlist">
+              {(props) => (
+                <select
+                  {...props}
+                  value={form.network.allowlist}
+                  onChange={(e) => set({ network: { ...form.network, allowlist: ALLOWLISTS.find((value) => value === e.target.value) ?? 'none' } })}
+                >
+                  {ALLOWLISTS.map((value) => (
+                    <option key={value} value={value}>
+                      {value.replaceAll('_', ' ')}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <Field label="Additional allowed domains" hint="One per line">
+              {(props) => (
+                <textarea {...props} rows={3} value={form.network.domains} onChange={(e) => set({ network: { ...form.network, domains: e.target.value } })} />
+              )}
+            </Field>
+          </>
+        ) : null}
+      </Group>
+    </fieldset>
+  );
+}

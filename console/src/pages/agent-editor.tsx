@@ -1,0 +1,242 @@
+/**
+ * /console/agents/new and /console/agents/{id}: create or edit an agent (every change is a new version), see
+ * which versions ran, and delete it (a 409 says why it cannot be deleted yet).
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useEffect, useState } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
+import type { Agent } from '../api/types.ts';
+import { useCan } from '../auth/session.tsx';
+import { AgentFormFields, errorTarget } from '../components/agent-form.tsx';
+import { type AgentForm, buildBody, createBody, emptyForm, formKeyOf, formOf, updateBody } from '../components/agent-form-model.ts';
+import { usePageTitle } from '../components/title.ts';
+import { ErrorNote, Loading, When } from '../components/ui.tsx';
+
+interface Warning {
+  code: string;
+  message: string;
+}
+
+function AgentVersions({ agent }: { agent: Agent }) {
+  const runs = useQuery({
+    queryKey: ['runs', { agent: agent.id, limit: 50 }],
+    queryFn: () => unwrap(api.GET('/v1/runs', { params: { query: { agent_id: agent.id, limit: 50 } } })),
+  });
+  const counts = new Map<number, number>();
+  for (const run of runs.data?.data ?? []) {
+    if (run.agent_version !== null) counts.set(run.agent_version, (counts.get(run.agent_version) ?? 0) + 1);
+  }
+  return (
+    <section aria-labelledby="versions">
+      <h2 id="versions">Versions</h2>
+      <p>
+        Current version <strong>v{agent.version}</strong>, saved <When at={agent.updatedAt} /> (created <When at={agent.createdAt} />). Every
+        change is stored as a new version; turns already running keep theirs.
+      </p>
+      {counts.size === 0 ? (
+        <p className="muted">No runs yet.</p>
+      ) : (
+        <ul className="inline-list">
+          {[...counts.entries()]
+            .sort((a, b) => b[0] - a[0])
+            .map(([version, count]) => (
+              <li key={version}>
+                v{version}: {count} of the latest runs
+              </li>
+            ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+function DeleteAgent({ agent }: { agent: Agent }) {
+  const [confirming, setConfirming] = useState(false);
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.DELETE('/v1/agents/{id}', { params: { path: { id: agent.id } } })),
+    onSuccess: async () => {
+      await queryClient.invalidateQueries({ queryKey: ['agents'] });
+      navigate('/agents');
+    },
+  });
+  const error = remove.error;
+  const conflict = error instanceof ApiError && error.status === 409 ? error.code : null;
+  return (
+    <section aria-labelledby="delete" className="danger-zone">
+      <h2 id="delete">Delete</h2>
+      {agent.isDefault ? (
+        <p className="muted">This is the organization's default agent; it cannot be deleted.</p>
+      ) : confirming ? (
+        <div className="row">
+          <span>Delete {agent.name} for good?</span>
+          <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
+            Confirm delete
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep it
+          </button>
+        </div>
+      ) : (
+        <button type="button" className="danger" onClick={() => setConfirming(true)}>
+          Delete agent
+        </button>
+      )}
+      <ErrorNote error={error}>
+        {conflict === 'agent_in_use' ? (
+          <p>
+            Sessions still use this agent, and their transcripts would lose their agent. Delete those sessions first (
+            <Link to={`/sessions?agent=${agent.id}`}>its sessions</Link>), then delete the agent. Its runs and traces are kept.
+          </p>
+        ) : conflict === 'default_agent' ? (
+          <p>The organization's default agent is created with the organization and stays.</p>
+        ) : null}
+      </ErrorNote>
+    </section>
+  );
+}
+
+export default function AgentEditorPage() {
+  const { id } = useParams();
+  const creating = id === undefined;
+  const canWrite = useCan('tasks:write');
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const agent = useQuery({
+    queryKey: ['agent', id],
+    queryFn: () => unwrap(api.GET('/v1/agents/{id}', { params: { path: { id: id ?? '' } } })),
+    enabled: !creating,
+  });
+  usePageTitle(creating ? 'New agent' : `Agent ${agent.data?.agent.name ?? ''}`.trim());
+  const [form, setForm] = useState<AgentForm>(emptyForm);
+  const [loadedVersion, setLoadedVersion] = useState<number | null>(null);
+  const [fieldError, setFieldError] = useState<{ key: string; message: string } | null>(null);
+  const [topError, setTopError] = useState<unknown>(null);
+  const [warnings, setWarnings] = useState<Warning[]>([]);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [idemKey] = useState(idempotencyKey);
+
+  const current = agent.data?.agent;
+  useEffect(() => {
+    if (current !== undefined && current.version !== loadedVersion) {
+      setForm(formOf(current));
+      setLoadedVersion(current.version);
+    }
+  }, [current, loadedVersion]);
+
+  const save = useMutation({
+    mutationFn: async (value: AgentForm) => {
+      const built = buildBody(value);
+      const local = Object.entries(built.local)[0];
+      if (local !== undefined) return { local: { key: local[0], message: local[1] } };
+      try {
+        if (current === undefined) {
+          const answer = await unwrap(api.POST('/v1/agents', { body: createBody(built), params: { header: { 'idempotency-key': idemKey } } }));
+          return { answer };
+        }
+        const body = updateBody(built, current);
+        if (Object.keys(body).length === 0) return { unchanged: true };
+        const answer = await unwrap(api.PATCH('/v1/agents/{id}', { params: { path: { id: current.id } }, body }));
+        return { answer };
+      } catch (error) {
+        if (error instanceof ApiError && error.param !== null) {
+          return { local: { key: formKeyOf(error.param, built.mcpKeys), message: error.message } };
+        }
+        throw error;
+      }
+    },
+    onMutate: () => {
+      setFieldError(null);
+      setTopError(null);
+      setSaved(null);
+    },
+    onSuccess: async (result) => {
+      if ('local' in result && result.local !== undefined) {
+        if (errorTarget(form, result.local.key) === null) setTopError(new Error(result.local.message));
+        else setFieldError(result.local);
+        return;
+      }
+      if ('unchanged' in result) {
+        setSaved('Nothing changed.');
+        return;
+      }
+      if (!('answer' in result) || result.answer === undefined) return;
+      const { agent: written, warnings: noted } = result.answer;
+      setWarnings(noted ?? []);
+      queryClient.setQueryData(['agent', written.id], { agent: written });
+      await queryClient.invalidateQueries({ queryKey: ['agents'] });
+      if (creating) navigate(`/agents/${written.id}`, { replace: true, state: { created: true } });
+      else setSaved(`Saved as version ${written.version}.`);
+    },
+    onError: (error) => setTopError(error),
+  });
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate(form);
+  };
+
+  if (!creating && current === undefined) {
+    return agent.error === null ? <Loading what="agent" /> : <ErrorNote error={agent.error} />;
+  }
+  return (
+    <section>
+      <div className="page-head">
+        <h1>{creating ? 'New agent' : current?.name}</h1>
+        {current === undefined ? null : (
+          <div className="row">
+            {canWrite ? (
+              <Link className="button primary" to={`/agents/${current.id}/chat`}>
+                Open playground
+              </Link>
+            ) : null}
+            <Link className="button" to={`/runs?agent=${current.id}`}>
+              Runs
+            </Link>
+          </div>
+        )}
+      </div>
+      {current === undefined ? null : (
+        <p className="muted small">
+          <code>{current.id}</code> · v{current.version}
+        </p>
+      )}
+      <form onSubmit={submit} noValidate aria-label={creating ? 'New agent' : 'Edit agent'}>
+        <ErrorNote error={topError} />
+        {fieldError === null ? null : (
+          <p className="note error" role="alert">
+            The agent was not saved: {fieldError.message}
+          </p>
+        )}
+        <AgentFormFields form={form} onChange={setForm} error={fieldError} disabled={!canWrite || save.isPending} />
+        {canWrite ? (
+          <div className="row">
+            <button type="submit" className="primary" disabled={save.isPending}>
+              {creating ? 'Create agent' : 'Save changes'}
+            </button>
+            {saved === null ? null : (
+              <output className="ok" aria-live="polite">
+                {saved}
+              </output>
+            )}
+          </div>
+        ) : (
+          <p className="muted">This key can read agents but not change them (it lacks tasks:write).</p>
+        )}
+        {warnings.map((warning) => (
+          <p key={warning.code} className="note warning" role="status">
+            {warning.message} ({warning.code})
+          </p>
+        ))}
+      </form>
+      {current === undefined ? null : (
+        <>
+          <AgentVersions agent={current} />
+          {canWrite ? <DeleteAgent agent={current} /> : null}
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,137 @@
+/**
+ * /console/connectors: the organization's MCP servers (/v1/mcp_servers): register one (with static headers,
+ * which are never shown again), see its tools, list them again, delete it (a 409 names the agents using it).
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { ApiError, api, unwrap } from '../api/client.ts';
+import type { McpServer } from '../api/types.ts';
+import { useCan } from '../auth/session.tsx';
+import { usePageTitle } from '../components/title.ts';
+import { ErrorNote, Field, Loading, When } from '../components/ui.tsx';
+
+/** `Name: value` lines into a header map. */
+function parseHeaders(text: string): Record<string, string> | undefined {
+  const headers: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const colon = line.indexOf(':');
+    if (line.trim() === '' || colon <= 0) continue;
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return Object.keys(headers).length === 0 ? undefined : headers;
+}
+
+function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean }) {
+  const queryClient = useQueryClient();
+  const refresh = useMutation({
+    mutationFn: () => unwrap(api.POST('/v1/mcp_servers/{id}/refresh', { params: { path: { id: server.id } } })),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: ['mcp_servers'] }),
+  });
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.DELETE('/v1/mcp_servers/{id}', { params: { path: { id: server.id } } })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['mcp_servers'] }),
+  });
+  return (
+    <li className="card">
+      <div className="page-head">
+        <h2>{server.name}</h2>
+        {canWrite ? (
+          <div className="row">
+            <button type="button" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
+              List tools again
+            </button>
+            <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
+              Delete
+            </button>
+          </div>
+        ) : null}
+      </div>
+      <p className="muted small">
+        <code>{server.url}</code> · protocol {server.protocol ?? 'unknown'} · tools fetched <When at={server.tools_fetched_at} />
+        {server.header_names.length > 0 ? ` · headers: ${server.header_names.join(', ')}` : ''}
+      </p>
+      {server.last_error === null ? null : <p className="note warning small">Last error: {typeof server.last_error === 'string' ? server.last_error : JSON.stringify(server.last_error)}</p>}
+      <ul className="inline-list">
+        {server.tools.map((tool) => (
+          <li key={tool.name} title={tool.description ?? undefined}>
+            <code>{tool.name}</code>
+          </li>
+        ))}
+      </ul>
+      <ErrorNote error={refresh.error ?? remove.error}>
+        {remove.error instanceof ApiError && remove.error.code === 'mcp_server_in_use' ? (
+          <p>Remove it from those agents first (edit each agent's MCP servers), then delete it.</p>
+        ) : null}
+      </ErrorNote>
+    </li>
+  );
+}
+
+export default function ConnectorsPage() {
+  usePageTitle('Connectors');
+  const canWrite = useCan('tasks:write');
+  const queryClient = useQueryClient();
+  const servers = useQuery({
+    queryKey: ['mcp_servers', 'all'],
+    queryFn: () => unwrap(api.GET('/v1/mcp_servers', { params: { query: { limit: 100 } } })),
+  });
+  const [name, setName] = useState('');
+  const [url, setUrl] = useState('');
+  const [headers, setHeaders] = useState('');
+  const create = useMutation({
+    mutationFn: () => {
+      const parsed = parseHeaders(headers);
+      return unwrap(api.POST('/v1/mcp_servers', { body: parsed === undefined ? { name, url } : { name, url, headers: parsed } }));
+    },
+    onSuccess: async () => {
+      setName('');
+      setUrl('');
+      setHeaders('');
+      await queryClient.invalidateQueries({ queryKey: ['mcp_servers'] });
+    },
+  });
+  const error = create.error instanceof ApiError ? create.error : null;
+  const errorOf = (param: string) => (error?.param?.startsWith(param) ? error.message : undefined);
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+  return (
+    <section>
+      <h1>Connectors</h1>
+      <p className="muted">MCP servers of the organization. Agents use them through their MCP servers setting.</p>
+      {canWrite ? (
+        <form onSubmit={submit} noValidate className="card" aria-label="Register an MCP server">
+          <h2>Register an MCP server</h2>
+          <div className="grid-2">
+            <Field label="Connector name" error={errorOf('name')}>
+              {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
+            </Field>
+            <Field label="Server URL" error={errorOf('url')}>
+              {(props) => <input {...props} type="url" value={url} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />}
+            </Field>
+          </div>
+          <Field label="Headers" error={errorOf('headers')} hint="One `Name: value` per line, e.g. Authorization: Bearer …; stored encrypted, never shown again">
+            {(props) => <textarea {...props} rows={2} value={headers} onChange={(e) => setHeaders(e.target.value)} spellCheck={false} />}
+          </Field>
+          {error?.param == null ? <ErrorNote error={create.error} /> : null}
+          <button type="submit" className="primary" disabled={create.isPending}>
+            Register
+          </button>
+        </form>
+      ) : null}
+      <ErrorNote error={servers.error} />
+      {servers.data === undefined ? (
+        servers.isPending ? <Loading what="connectors" /> : null
+      ) : servers.data.data.length === 0 ? (
+        <p className="muted">No connectors.</p>
+      ) : (
+        <ul className="plain-list">
+          {servers.data.data.map((server) => (
+            <Connector key={server.id} server={server} canWrite={canWrite} />
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}

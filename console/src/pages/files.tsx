@@ -1,0 +1,146 @@
+/** /console/files: uploaded files, newest first; upload, download and delete. */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useRef, useState } from 'react';
+import { useSearchParams } from 'react-router';
+import { api, toApiError, unwrap } from '../api/client.ts';
+import type { FileObject } from '../api/types.ts';
+import { readKey } from '../auth/key-store.ts';
+import { useCan } from '../auth/session.tsx';
+import { usePageTitle } from '../components/title.ts';
+import { ErrorNote, Field, Loading, When } from '../components/ui.tsx';
+
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** Downloads with the key in a header (never in a URL), then hands the bytes to the browser as a file. */
+async function download(file: FileObject): Promise<void> {
+  const response = await fetch(`/v1/files/${file.id}/content`, { headers: { authorization: `Bearer ${readKey() ?? ''}` } });
+  if (!response.ok) throw toApiError(response.status, await response.json().catch(() => null));
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = file.filename;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export default function FilesPage() {
+  usePageTitle('Files');
+  const canWrite = useCan('files:write');
+  const queryClient = useQueryClient();
+  const [params, setParams] = useSearchParams();
+  const after = params.get('after') ?? '';
+  const input = useRef<HTMLInputElement>(null);
+  const [purpose, setPurpose] = useState('user_data');
+  const files = useQuery({
+    queryKey: ['files', after],
+    queryFn: () => unwrap(api.GET('/v1/files', { params: { query: { limit: 20, ...(after === '' ? {} : { after }) } } })),
+  });
+  const upload = useMutation({
+    mutationFn: async () => {
+      const chosen = input.current?.files?.[0];
+      if (chosen === undefined) throw new Error('Choose a file first');
+      const body = new FormData();
+      body.append('purpose', purpose);
+      body.append('file', chosen);
+      const response = await fetch('/v1/files', { method: 'POST', body, headers: { authorization: `Bearer ${readKey() ?? ''}` } });
+      const answer: unknown = await response.json().catch(() => null);
+      if (!response.ok) throw toApiError(response.status, answer);
+      return answer;
+    },
+    onSuccess: async () => {
+      if (input.current !== null) input.current.value = '';
+      await queryClient.invalidateQueries({ queryKey: ['files'] });
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) => unwrap(api.DELETE('/v1/files/{id}', { params: { path: { id } } })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['files'] }),
+  });
+  const fetchFile = useMutation({ mutationFn: download });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    upload.mutate();
+  };
+  return (
+    <section>
+      <h1>Files</h1>
+      {canWrite ? (
+        <form onSubmit={submit} className="card row" aria-label="Upload a file">
+          <Field label="File">{(props) => <input {...props} ref={input} type="file" />}</Field>
+          <Field label="Purpose">{(props) => <input {...props} value={purpose} onChange={(e) => setPurpose(e.target.value)} />}</Field>
+          <button type="submit" className="primary" disabled={upload.isPending}>
+            Upload
+          </button>
+        </form>
+      ) : null}
+      <ErrorNote error={upload.error ?? remove.error ?? fetchFile.error ?? files.error} />
+      {files.data === undefined ? (
+        files.isPending ? <Loading what="files" /> : null
+      ) : files.data.data.length === 0 ? (
+        <p className="muted">No files.</p>
+      ) : (
+        <>
+          <table>
+            <caption className="sr-only">Files</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col" className="num">
+                  Size
+                </th>
+                <th scope="col">Purpose</th>
+                <th scope="col">Uploaded</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {files.data.data.map((file) => (
+                <tr key={file.id}>
+                  <td>
+                    {file.filename}
+                    <div className="muted small">
+                      <code>{file.id}</code>
+                    </div>
+                  </td>
+                  <td>
+                    <code>{file.media_type}</code>
+                  </td>
+                  <td className="num">{size(file.bytes)}</td>
+                  <td>{file.purpose}</td>
+                  <td>
+                    <When at={file.created_at} />
+                  </td>
+                  <td className="actions">
+                    <button type="button" onClick={() => fetchFile.mutate(file)} aria-label={`Download ${file.filename}`}>
+                      Download
+                    </button>
+                    {canWrite ? (
+                      <button type="button" className="danger" onClick={() => remove.mutate(file.id)} aria-label={`Delete ${file.filename}`}>
+                        Delete
+                      </button>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <nav className="pager" aria-label="Pages">
+            <button type="button" disabled={after === ''} onClick={() => setParams({})}>
+              Newest
+            </button>
+            <button type="button" disabled={!files.data.has_more} onClick={() => setParams({ after: files.data?.last_id ?? '' })}>
+              Older
+            </button>
+          </nav>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,288 @@
+/**
+ * /console/agents/{id}/chat: chat with an agent in a session. Replies stream from the session's event stream;
+ * a question is answered inline; a client tool call gets a form for its output; a running turn can be
+ * interrupted. `?session=` picks the session (a new one is opened by the first message).
+ * Stable hooks for tests: a text box labelled "Message" and a "Send" button.
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useCallback, useEffect, useState } from 'react';
+import { Link, useParams, useSearchParams } from 'react-router';
+import { api, idempotencyKey, unwrap } from '../api/client.ts';
+import { messagesQuery } from '../api/queries.ts';
+import type { Message, RequiredAction, Session } from '../api/types.ts';
+import { useLiveSession } from '../components/live-session.ts';
+import { usePageTitle } from '../components/title.ts';
+import { Transcript } from '../components/transcript.tsx';
+import { ErrorNote, Field, Loading, shortId, When } from '../components/ui.tsx';
+
+function AnswerForm({ session, message, action }: { session: Session; message: Message; action: Extract<RequiredAction, { type: 'ask_user_question' }> }) {
+  const [answer, setAnswer] = useState('');
+  const queryClient = useQueryClient();
+  const send = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/v1/sessions/{id}/messages/{messageId}/answer', {
+          params: { path: { id: session.id, messageId: message.id } },
+          body: { actionId: action.actionId, answer },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['messages', session.id] }),
+  });
+  const options = (action.options ?? []).filter((option): option is string => typeof option === 'string');
+  return (
+    <form
+      className="action-form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        send.mutate();
+      }}
+    >
+      <p className="question">
+        <strong>Question:</strong> {action.question}
+      </p>
+      <Field label="Your answer">
+        {(props) => <input {...props} list={options.length > 0 ? `options-${action.actionId}` : undefined} value={answer} onChange={(e) => setAnswer(e.target.value)} />}
+      </Field>
+      {options.length > 0 ? (
+        <datalist id={`options-${action.actionId}`}>
+          {options.map((option) => (
+            <option key={option} value={option} />
+          ))}
+        </datalist>
+      ) : null}
+      <ErrorNote error={send.error} />
+      <button type="submit" className="primary" disabled={send.isPending}>
+        Answer
+      </button>
+    </form>
+  );
+}
+
+function ToolOutputForm({ session, action }: { session: Session; action: Extract<RequiredAction, { type: 'function_call' }> }) {
+  const [output, setOutput] = useState('');
+  const queryClient = useQueryClient();
+  const send = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST('/v1/conversations/{conversation_id}/items', {
+          params: { path: { conversation_id: session.conversationId } },
+          body: { items: [{ type: 'function_call_output', call_id: action.callId, output }] },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['messages', session.id] }),
+  });
+  return (
+    <form
+      className="action-form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        send.mutate();
+      }}
+    >
+      <p>
+        <strong>Client tool</strong> <code>{action.name}</code> was called with
+      </p>
+      <pre>{action.arguments}</pre>
+      <Field label={`Output of ${action.name}`} hint="What your application would return to the agent">
+        {(props) => <textarea {...props} rows={3} value={output} onChange={(e) => setOutput(e.target.value)} />}
+      </Field>
+      <ErrorNote error={send.error} />
+      <button type="submit" className="primary" disabled={send.isPending}>
+        Submit output
+      </button>
+    </form>
+  );
+}
+
+interface ConversationProps {
+  /** Null until the first message opens a session. */
+  session: Session | null;
+  /** Opens a session whose conversation will send `text` as soon as its stream is live. */
+  onOpen: (text: string) => void;
+  opening: boolean;
+  /** A first message to send once the stream is live (so not one delta is missed). */
+  initial: string | null;
+  onInitialSent: () => void;
+}
+
+function Conversation({ session, onOpen, opening, initial, onInitialSent }: ConversationProps) {
+  const sessionId = session?.id ?? null;
+  const messages = useQuery({ ...messagesQuery(sessionId ?? ''), enabled: sessionId !== null });
+  const live = useLiveSession(sessionId);
+  const queryClient = useQueryClient();
+  const [text, setText] = useState('');
+  const list = sessionId === null ? [] : (messages.data?.data ?? []);
+  const active = list.some((message) => message.status === 'running' || message.status === 'queued' || message.status === 'requires_action');
+  const send = useMutation({
+    mutationFn: (value: string) =>
+      unwrap(
+        api.POST('/v1/sessions/{id}/messages', {
+          params: { path: { id: sessionId ?? '' }, header: { 'idempotency-key': idempotencyKey() } },
+          body: { parts: [{ type: 'text', text: value }] },
+        }),
+      ),
+    onSuccess: async () => {
+      setText('');
+      await queryClient.invalidateQueries({ queryKey: ['messages', sessionId] });
+    },
+  });
+  const interrupt = useMutation({
+    mutationFn: () => unwrap(api.POST('/v1/sessions/{id}/interrupt', { params: { path: { id: sessionId ?? '' } } })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['messages', sessionId] }),
+  });
+  useEffect(() => {
+    if (initial !== null && sessionId !== null && live.connection === 'live') {
+      onInitialSent();
+      send.mutate(initial);
+    }
+  }, [initial, sessionId, live.connection, onInitialSent, send.mutate]);
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (text.trim() === '') return;
+    if (session === null) onOpen(text);
+    else send.mutate(text);
+  };
+  return (
+    <div className="conversation">
+      {session === null ? (
+        <p className="muted">A new session opens with your first message.</p>
+      ) : (
+        <p className="muted small" aria-live="polite">
+          Session <Link to={`/sessions/${session.id}`}>{shortId(session.id)}</Link> ·{' '}
+          <span data-connection={live.connection}>
+            {live.connection === 'live' ? 'live' : live.connection === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
+          </span>
+          {live.reconnects > 0 ? ` · reconnected ${live.reconnects}×` : ''}
+        </p>
+      )}
+      {session !== null && messages.isPending ? <Loading what="messages" /> : null}
+      <ErrorNote error={messages.error} />
+      {session !== null && list.length === 0 && !messages.isPending && initial === null ? (
+        <p className="muted">No messages yet. Say something.</p>
+      ) : null}
+      <Transcript
+        messages={list}
+        live={live.messages}
+        actions={(message) =>
+          message.status !== 'requires_action' || session === null
+            ? null
+            : message.requiredActions.map((action) =>
+                action.type === 'ask_user_question' ? (
+                  <AnswerForm key={`q-${action.actionId}`} session={session} message={message} action={action} />
+                ) : (
+                  <ToolOutputForm key={action.callId} session={session} action={action} />
+                ),
+              )
+        }
+      />
+      <form className="composer" onSubmit={submit}>
+        <Field label="Message" hint="Enter sends; Shift+Enter adds a line. The scripted model plays `call`, `ask` and `sleep` lines.">
+          {(props) => (
+            <textarea
+              {...props}
+              rows={3}
+              value={text}
+              onChange={(e) => setText(e.target.value)}
+              onKeyDown={(event) => {
+                if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) submit(event);
+              }}
+            />
+          )}
+        </Field>
+        <ErrorNote error={send.error ?? interrupt.error} />
+        <div className="row">
+          <button type="submit" className="primary" disabled={send.isPending || opening || text.trim() === ''}>
+            Send
+          </button>
+          <button type="button" onClick={() => interrupt.mutate()} disabled={!active || interrupt.isPending}>
+            Interrupt
+          </button>
+          {interrupt.data === undefined ? null : <output className="muted small">{interrupt.data.status === 'no_turn' ? 'Nothing was running.' : 'Interrupting…'}</output>}
+        </div>
+      </form>
+    </div>
+  );
+}
+
+export default function PlaygroundPage() {
+  const { id: agentId = '' } = useParams();
+  const [params, setParams] = useSearchParams();
+  const sessionId = params.get('session');
+  const queryClient = useQueryClient();
+  const agent = useQuery({ queryKey: ['agent', agentId], queryFn: () => unwrap(api.GET('/v1/agents/{id}', { params: { path: { id: agentId } } })) });
+  usePageTitle(`Playground ${agent.data?.agent.name ?? ''}`.trim());
+  const sessions = useQuery({
+    queryKey: ['sessions', { agentId }],
+    queryFn: () => unwrap(api.GET('/v1/sessions', { params: { query: { agentId, limit: 20 } } })),
+  });
+  const session = useQuery({
+    queryKey: ['session', sessionId],
+    queryFn: () => unwrap(api.GET('/v1/sessions/{id}', { params: { path: { id: sessionId ?? '' } } })),
+    enabled: sessionId !== null,
+  });
+  const [initial, setInitial] = useState<string | null>(null);
+  const open = useMutation({
+    mutationFn: (_first: string | null) =>
+      unwrap(api.POST('/v1/sessions', { body: { agentId }, params: { header: { 'idempotency-key': idempotencyKey() } } })),
+    onSuccess: async (answer, first) => {
+      queryClient.setQueryData(['session', answer.session.id], answer);
+      setInitial(first);
+      setParams({ session: answer.session.id });
+      await queryClient.invalidateQueries({ queryKey: ['sessions'] });
+    },
+  });
+  const clearInitial = useCallback(() => setInitial(null), []);
+
+  return (
+    <section className="playground">
+      <div className="page-head">
+        <h1>Playground{agent.data === undefined ? '' : `: ${agent.data.agent.name}`}</h1>
+        <div className="row">
+          <Link className="button" to={`/agents/${agentId}`}>
+            Edit agent
+          </Link>
+          <button type="button" onClick={() => open.mutate(null)} disabled={open.isPending}>
+            New session
+          </button>
+        </div>
+      </div>
+      <ErrorNote error={agent.error ?? open.error ?? session.error} />
+      <div className="split">
+        <aside aria-label="Sessions of this agent">
+          <h2 className="small-heading">Sessions</h2>
+          {sessions.data === undefined ? null : sessions.data.data.length === 0 ? (
+            <p className="muted small">None yet.</p>
+          ) : (
+            <ul className="session-list">
+              {sessions.data.data.map((item) => (
+                <li key={item.id}>
+                  <Link to={`?session=${item.id}`} aria-current={item.id === sessionId ? 'page' : undefined}>
+                    {item.title ?? shortId(item.id)}
+                  </Link>
+                  <span className="muted small">
+                    {' '}
+                    {item.status.replaceAll('_', ' ')} · <When at={item.createdAt} />
+                  </span>
+                </li>
+              ))}
+            </ul>
+          )}
+        </aside>
+        <div>
+          {sessionId !== null && session.data === undefined ? (
+            session.isPending ? <Loading what="session" /> : null
+          ) : (
+            <Conversation
+              key={sessionId ?? 'new'}
+              session={session.data?.session ?? null}
+              onOpen={(text) => open.mutate(text)}
+              opening={open.isPending}
+              initial={initial}
+              onInitialSent={clearInitial}
+            />
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}

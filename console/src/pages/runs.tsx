@@ -1,0 +1,160 @@
+/**
+ * /console/runs: runs of every surface, newest first, with cursor paging. Agent and conversation filter on the
+ * server; status and source filter the rows of each page (the API has no such filters). Filters live in the URL,
+ * so a filtered view can be shared.
+ */
+import { useQuery } from '@tanstack/react-query';
+import { Link, useSearchParams } from 'react-router';
+import { api, unwrap } from '../api/client.ts';
+import type { Run } from '../api/types.ts';
+import { usePageTitle } from '../components/title.ts';
+import { Badge, ErrorNote, Field, Loading, shortId, usd, When } from '../components/ui.tsx';
+
+const STATUSES: Run['status'][] = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled'];
+const SOURCES: Run['source'][] = ['sessions', 'responses', 'tasks', 'sdk', 'console', 'schedule'];
+const CONVERSATION = /^conv_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export default function RunsPage() {
+  usePageTitle('Runs');
+  const [params, setParams] = useSearchParams();
+  const agent = params.get('agent') ?? '';
+  const conversation = params.get('conversation') ?? '';
+  const status = params.get('status') ?? '';
+  const source = params.get('source') ?? '';
+  const cursor = params.get('cursor') ?? '';
+  const conversationOk = conversation === '' || CONVERSATION.test(conversation);
+  const agents = useQuery({ queryKey: ['agents'], queryFn: () => unwrap(api.GET('/v1/agents')) });
+  const runs = useQuery({
+    queryKey: ['runs', { agent, conversation, cursor }],
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/runs', {
+          params: {
+            query: {
+              limit: 50,
+              ...(agent === '' ? {} : { agent_id: agent }),
+              ...(conversation === '' ? {} : { conversation_id: conversation }),
+              ...(cursor === '' ? {} : { cursor }),
+            },
+          },
+        }),
+      ),
+    enabled: conversationOk,
+  });
+  const names = new Map((agents.data?.data ?? []).map((item) => [item.id, item.name]));
+  const set = (changes: Record<string, string>) => {
+    const next: Record<string, string> = { agent, conversation, status, source, ...changes };
+    // A new filter starts again from the newest runs.
+    if (!('cursor' in changes)) next.cursor = '';
+    setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '')));
+  };
+  const rows = (runs.data?.data ?? []).filter((run) => (status === '' || run.status === status) && (source === '' || run.source === source));
+  return (
+    <section>
+      <h1>Runs</h1>
+      <form className="filters" aria-label="Filter runs" onSubmit={(event) => event.preventDefault()}>
+        <Field label="Agent">
+          {(props) => (
+            <select {...props} value={agent} onChange={(e) => set({ agent: e.target.value })}>
+              <option value="">All agents</option>
+              {(agents.data?.data ?? []).map((item) => (
+                <option key={item.id} value={item.id}>
+                  {item.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Conversation" error={conversationOk ? undefined : 'A conversation id is conv_ followed by a UUID'}>
+          {(props) => (
+            <input {...props} placeholder="conv_…" value={conversation} onChange={(e) => set({ conversation: e.target.value.trim() })} spellCheck={false} />
+          )}
+        </Field>
+        <Field label="Status">
+          {(props) => (
+            <select {...props} value={status} onChange={(e) => set({ status: e.target.value, cursor })}>
+              <option value="">Any status</option>
+              {STATUSES.map((value) => (
+                <option key={value} value={value}>
+                  {value.replaceAll('_', ' ')}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Source">
+          {(props) => (
+            <select {...props} value={source} onChange={(e) => set({ source: e.target.value, cursor })}>
+              <option value="">Any source</option>
+              {SOURCES.map((value) => (
+                <option key={value} value={value}>
+                  {value}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </form>
+      <ErrorNote error={runs.error} />
+      {runs.data === undefined ? (
+        runs.isPending && conversationOk ? <Loading what="runs" /> : null
+      ) : (
+        <>
+          {rows.length === 0 ? (
+            <p className="muted">No runs{status !== '' || source !== '' ? ' on this page match' : ''}.</p>
+          ) : (
+            <table>
+              <caption className="sr-only">Runs</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Run</th>
+                  <th scope="col">Agent</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Source</th>
+                  <th scope="col">Input</th>
+                  <th scope="col" className="num">
+                    Tokens
+                  </th>
+                  <th scope="col" className="num">
+                    Cost
+                  </th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((run) => (
+                  <tr key={run.id}>
+                    <td>
+                      <Link to={`/runs/${run.id}`} aria-label={`Trace of run ${run.id}`}>
+                        <code>{shortId(run.id)}</code>
+                      </Link>
+                    </td>
+                    <td>{run.agent_id === null ? '—' : (names.get(run.agent_id) ?? shortId(run.agent_id))}</td>
+                    <td>
+                      <Badge value={run.status} />
+                    </td>
+                    <td>{run.source}</td>
+                    <td className="preview">{run.input_preview ?? ''}</td>
+                    <td className="num">{run.usage.total_tokens}</td>
+                    <td className="num">{usd(run.cost_usd)}</td>
+                    <td>
+                      <When at={run.created_at} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <nav className="pager" aria-label="Pages">
+            <button type="button" disabled={cursor === ''} onClick={() => set({ cursor: '' })}>
+              Newest
+            </button>
+            <button type="button" disabled={!runs.data.has_more} onClick={() => set({ cursor: runs.data?.next_cursor ?? '' })}>
+              Older
+            </button>
+          </nav>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,106 @@
+/** /console/webhooks: the organization's webhook endpoints, and a form to create one (its secret shown once). */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { Link } from 'react-router';
+import { ApiError, api, unwrap } from '../api/client.ts';
+import { useCan } from '../auth/session.tsx';
+import { usePageTitle } from '../components/title.ts';
+import { ErrorNote, Loading, When } from '../components/ui.tsx';
+import { type EndpointForm, EndpointFields, SecretOnce } from '../components/webhook-form.tsx';
+
+export default function WebhooksPage() {
+  usePageTitle('Webhooks');
+  const canWrite = useCan('webhooks:write');
+  const queryClient = useQueryClient();
+  const endpoints = useQuery({
+    queryKey: ['webhook_endpoints'],
+    queryFn: () => unwrap(api.GET('/v1/webhook_endpoints', { params: { query: { limit: 100 } } })),
+  });
+  const [form, setForm] = useState<EndpointForm>({ name: '', url: '', event_types: [] });
+  const [creating, setCreating] = useState(false);
+  const create = useMutation({
+    mutationFn: (value: EndpointForm) => unwrap(api.POST('/v1/webhook_endpoints', { body: value })),
+    onSuccess: async () => {
+      setForm({ name: '', url: '', event_types: [] });
+      await queryClient.invalidateQueries({ queryKey: ['webhook_endpoints'] });
+    },
+  });
+  const error = create.error instanceof ApiError && create.error.param !== null ? create.error : null;
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate(form);
+  };
+  return (
+    <section>
+      <div className="page-head">
+        <h1>Webhooks</h1>
+        {canWrite && !creating ? (
+          <button type="button" className="primary" onClick={() => setCreating(true)}>
+            New endpoint
+          </button>
+        ) : null}
+      </div>
+      {create.data?.signing_secret === undefined ? null : (
+        <>
+          <p>
+            Created <Link to={`/webhooks/${create.data.id}`}>{create.data.name}</Link>.
+          </p>
+          <SecretOnce secret={create.data.signing_secret} />
+        </>
+      )}
+      {creating ? (
+        <form onSubmit={submit} noValidate aria-label="New webhook endpoint" className="card">
+          <h2>New endpoint</h2>
+          <EndpointFields form={form} onChange={setForm} error={error} />
+          {error === null ? <ErrorNote error={create.error} /> : null}
+          <div className="row">
+            <button type="submit" className="primary" disabled={create.isPending}>
+              Create endpoint
+            </button>
+            <button type="button" onClick={() => setCreating(false)}>
+              Close
+            </button>
+          </div>
+        </form>
+      ) : null}
+      <ErrorNote error={endpoints.error} />
+      {endpoints.data === undefined ? (
+        endpoints.isPending ? <Loading what="endpoints" /> : null
+      ) : endpoints.data.data.length === 0 ? (
+        <p className="muted">No endpoints. Webhooks notify your application of session events, signed with Standard Webhooks.</p>
+      ) : (
+        <table>
+          <caption className="sr-only">Webhook endpoints</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">URL</th>
+              <th scope="col">Events</th>
+              <th scope="col">Secret</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {endpoints.data.data.map((endpoint) => (
+              <tr key={endpoint.id}>
+                <td>
+                  <Link to={`/webhooks/${endpoint.id}`}>{endpoint.name}</Link>
+                </td>
+                <td className="preview">
+                  <code>{endpoint.url}</code>
+                </td>
+                <td>{endpoint.event_types.length}</td>
+                <td>
+                  <code>{endpoint.signing_secret_hint}</code>
+                </td>
+                <td>
+                  <When at={endpoint.created_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -51,7 +51,10 @@ export function renderApiEnums(document: object): string {
     ? entries.find((entry) => at(entry, 'properties', 'kind', 'enum', 0) === 'internal')
     : undefined;
   const tools = strings(at(internal, 'properties', 'name', 'enum'), 'internal tools');
-  const allowlists = strings(at(body, 'properties', 'networkPolicy', 'properties', 'domain_allowlist', 'enum'), 'allowlists');
+  const allowlists = strings(
+    at(body, 'properties', 'networkPolicy', 'properties', 'domain_allowlist', 'enum'),
+    'allowlists',
+  );
   const list = (values: string[]) => `[\n${values.map((value) => `  ${JSON.stringify(value)},\n`).join('')}] as const`;
   return `${HEADER.replace('//', '/**').replace('\n\n', ' */\n')}export const INTERNAL_TOOLS = ${list(tools)};\n\nexport const DOMAIN_ALLOWLISTS = ${list(allowlists)};\n`;
 }

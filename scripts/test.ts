@@ -1,5 +1,5 @@
 /**
- * `npm test`: lint, typecheck, then every test (unit and integration, SQLite and Postgres), ending with one
+ * `npm test`: lint, typecheck (the server's and the console's), then every test (unit and integration, SQLite and Postgres), ending with one
  * summary line `N passed, N failed, N skipped`. Exits non-zero when any stage fails.
  */
 import { spawnSync } from 'node:child_process';
@@ -32,6 +32,7 @@ interface VitestReport {
 const stages: Stage[] = [];
 stages.push(run('lint', bin('biome'), ['check', '.']));
 stages.push(run('typecheck', bin('tsc'), ['--noEmit']));
+stages.push(run('console', bin('tsc'), ['--noEmit', '-p', 'console']));
 
 const reportDir = mkdtempSync(join(tmpdir(), 'agentry-test-report-'));
 const reportFile = join(reportDir, 'vitest.json');
@@ -64,7 +65,7 @@ if (counts === null) {
 } else {
   const skipped = counts.numPendingTests + counts.numTodoTests;
   // Stage failures (lint, typecheck) count as failures too, so the closing line never reads green when they fail.
-  const failed = counts.numFailedTests + stages.slice(0, 2).filter((stage) => !stage.ok).length;
+  const failed = counts.numFailedTests + stages.filter((stage) => stage.name !== 'tests' && !stage.ok).length;
   process.stdout.write(`${counts.numPassedTests} passed, ${failed} failed, ${skipped} skipped\n`);
 }
 process.exit(failedStages === 0 ? 0 : 1);

@@ -4,9 +4,10 @@
  * to live listeners. Unknown tools, unparsable arguments, tool errors and timeouts all become error outputs the
  * model can read; only an abort of the turn itself propagates.
  */
+
+import { storableText } from '../lib/storable-text.ts';
 import type { ToolSpec } from '../models/types.ts';
 import type { TurnTools } from '../tools/registry.ts';
-import { storableText } from '../lib/storable-text.ts';
 import type { ToolCallContext, ToolOutput } from '../tools/types.ts';
 
 export function toolSpecs(tools: TurnTools): ToolSpec[] {

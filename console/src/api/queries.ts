@@ -18,7 +18,10 @@ export async function wholeTrace(runId: string): Promise<Span[]> {
   return spans;
 }
 
-export const traceQuery = (runId: string) => ({ queryKey: ['trace', runId] as const, queryFn: () => wholeTrace(runId) });
+export const traceQuery = (runId: string) => ({
+  queryKey: ['trace', runId] as const,
+  queryFn: () => wholeTrace(runId),
+});
 
 /** The latest 100 messages of a session, in submission order, and how many there are in all. */
 export async function latestMessages(sessionId: string): Promise<{ data: Message[]; total: number }> {

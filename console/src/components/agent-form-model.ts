@@ -39,7 +39,8 @@ export interface AgentForm {
   network: { enabled: boolean; egress: boolean; allowlist: NetworkPolicy['domain_allowlist']; domains: string };
 }
 
-export const EMPTY_PARAMETERS = '{\n  "type": "object",\n  "properties": {},\n  "required": [],\n  "additionalProperties": false\n}';
+export const EMPTY_PARAMETERS =
+  '{\n  "type": "object",\n  "properties": {},\n  "required": [],\n  "additionalProperties": false\n}';
 
 export function emptyForm(): AgentForm {
   return {
@@ -67,7 +68,8 @@ export function formOf(agent: Agent): AgentForm {
   form.maxSteps = String(agent.maxSteps);
   for (const entry of agent.mcpServers) {
     if ('kind' in entry && entry.kind === 'internal') form.internal.push(entry.name);
-    else if ('kind' in entry && entry.kind === 'custom') form.connectors.push({ serverId: entry.serverId, name: entry.name ?? '' });
+    else if ('kind' in entry && entry.kind === 'custom')
+      form.connectors.push({ serverId: entry.serverId, name: entry.name ?? '' });
     else if ('kind' in entry && entry.kind === 'composio') form.toolkits.push(entry.toolkit);
     else if ('type' in entry) form.urls.push({ name: entry.name, url: entry.url });
   }
@@ -111,7 +113,11 @@ export function buildBody(form: AgentForm): Built {
     mcpKeys.push('internal');
   }
   form.connectors.forEach((row, index) => {
-    mcpServers.push(row.name.trim() === '' ? { kind: 'custom', serverId: row.serverId } : { kind: 'custom', serverId: row.serverId, name: row.name });
+    mcpServers.push(
+      row.name.trim() === ''
+        ? { kind: 'custom', serverId: row.serverId }
+        : { kind: 'custom', serverId: row.serverId, name: row.name },
+    );
     mcpKeys.push(`connectors[${index}]`);
   });
   form.urls.forEach((row, index) => {
@@ -126,10 +132,12 @@ export function buildBody(form: AgentForm): Built {
     let parameters: Record<string, unknown> = {};
     try {
       const parsed: unknown = JSON.parse(row.parameters);
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) parameters = parsed as Record<string, unknown>;
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+        parameters = parsed as Record<string, unknown>;
       else local[`clientTools[${index}].parameters`] = 'parameters must be a JSON object';
     } catch (error) {
-      local[`clientTools[${index}].parameters`] = `parameters is not valid JSON: ${error instanceof Error ? error.message : ''}`;
+      local[`clientTools[${index}].parameters`] =
+        `parameters is not valid JSON: ${error instanceof Error ? error.message : ''}`;
     }
     return { type: 'function' as const, name: row.name, description: row.description, parameters, strict: row.strict };
   });

@@ -6,8 +6,8 @@ import { useQuery } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import {
-  ALLOWLISTS,
   type AgentForm,
+  ALLOWLISTS,
   belongsTo,
   type ClientToolRow,
   EMPTY_PARAMETERS,
@@ -25,14 +25,25 @@ interface Props {
 
 /** Every key a field of this form shows errors for; the longest one that contains the error's key wins. */
 function fieldKeys(form: AgentForm): string[] {
-  const keys = ['name', 'description', 'instructions', 'model', 'maxSteps', 'internal', 'mcpServers', 'clientTools', 'skills', 'networkPolicy'];
-  form.connectors.forEach((_, i) => keys.push(`connectors[${i}]`));
-  form.urls.forEach((_, i) => keys.push(`urls[${i}]`, `urls[${i}].name`, `urls[${i}].url`));
-  form.toolkits.forEach((_, i) => keys.push(`toolkits[${i}]`));
-  form.clientTools.forEach((_, i) => {
+  const keys = [
+    'name',
+    'description',
+    'instructions',
+    'model',
+    'maxSteps',
+    'internal',
+    'mcpServers',
+    'clientTools',
+    'skills',
+    'networkPolicy',
+  ];
+  for (let i = 0; i < form.connectors.length; i += 1) keys.push(`connectors[${i}]`);
+  for (let i = 0; i < form.urls.length; i += 1) keys.push(`urls[${i}]`, `urls[${i}].name`, `urls[${i}].url`);
+  for (let i = 0; i < form.toolkits.length; i += 1) keys.push(`toolkits[${i}]`);
+  for (let i = 0; i < form.clientTools.length; i += 1) {
     for (const part of ['', '.name', '.description', '.parameters', '.strict']) keys.push(`clientTools[${i}]${part}`);
-  });
-  form.skills.forEach((_, i) => keys.push(`skills[${i}]`, `skills[${i}].repo`, `skills[${i}].path`));
+  }
+  for (let i = 0; i < form.skills.length; i += 1) keys.push(`skills[${i}]`, `skills[${i}].repo`, `skills[${i}].path`);
   return keys;
 }
 
@@ -83,12 +94,24 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
     <fieldset disabled={disabled} className="plain">
       <div className="grid-2">
         <Field label="Name" error={errorOf('name')}>
-          {(props) => <input {...props} value={form.name} onChange={(e) => set({ name: e.target.value })} maxLength={200} />}
+          {(props) => (
+            <input {...props} value={form.name} onChange={(e) => set({ name: e.target.value })} maxLength={200} />
+          )}
         </Field>
-        <Field label="Model" error={errorOf('model')} hint="provider/model, e.g. openai/gpt-5.4-mini; empty for the server's default">
+        <Field
+          label="Model"
+          error={errorOf('model')}
+          hint="provider/model, e.g. openai/gpt-5.4-mini; empty for the server's default"
+        >
           {(props) => (
             <>
-              <input {...props} list="model-hints" value={form.model} onChange={(e) => set({ model: e.target.value })} spellCheck={false} />
+              <input
+                {...props}
+                list="model-hints"
+                value={form.model}
+                onChange={(e) => set({ model: e.target.value })}
+                spellCheck={false}
+              />
               <datalist id="model-hints">
                 {modelHints.map((hint) => (
                   <option key={hint} value={hint} />
@@ -99,21 +122,39 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
         </Field>
       </div>
       <Field label="Description" error={errorOf('description')}>
-        {(props) => <input {...props} value={form.description} onChange={(e) => set({ description: e.target.value })} />}
+        {(props) => (
+          <input {...props} value={form.description} onChange={(e) => set({ description: e.target.value })} />
+        )}
       </Field>
       <Field label="Instructions" error={errorOf('instructions')}>
         {(props) => (
-          <textarea {...props} rows={6} value={form.instructions} onChange={(e) => set({ instructions: e.target.value })} />
+          <textarea
+            {...props}
+            rows={6}
+            value={form.instructions}
+            onChange={(e) => set({ instructions: e.target.value })}
+          />
         )}
       </Field>
       <Field label="Max steps" error={errorOf('maxSteps')} hint="Model calls per turn, 1-128 (default 32)">
         {(props) => (
-          <input {...props} type="number" inputMode="numeric" className="narrow" value={form.maxSteps} onChange={(e) => set({ maxSteps: e.target.value })} />
+          <input
+            {...props}
+            type="number"
+            inputMode="numeric"
+            className="narrow"
+            value={form.maxSteps}
+            onChange={(e) => set({ maxSteps: e.target.value })}
+          />
         )}
       </Field>
 
       <Group title="Built-in tools">
-        {errorOf('internal') === undefined ? null : <p className="field-error" role="alert">{errorOf('internal')}</p>}
+        {errorOf('internal') === undefined ? null : (
+          <p className="field-error" role="alert">
+            {errorOf('internal')}
+          </p>
+        )}
         <div className="checks">
           {INTERNAL_TOOL_NAMES.map((name) => (
             <label key={name} className="check">
@@ -121,7 +162,11 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
                 type="checkbox"
                 checked={form.internal.includes(name)}
                 onChange={(e) =>
-                  set({ internal: e.target.checked ? [...form.internal, name] : form.internal.filter((item) => item !== name) })
+                  set({
+                    internal: e.target.checked
+                      ? [...form.internal, name]
+                      : form.internal.filter((item) => item !== name),
+                  })
                 }
               />
               <code>{name}</code>
@@ -140,7 +185,9 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
             {(connectors.data?.data.length ?? 0) > 0 ? (
               <button
                 type="button"
-                onClick={() => set({ connectors: [...form.connectors, { serverId: connectors.data?.data[0]?.id ?? '', name: '' }] })}
+                onClick={() =>
+                  set({ connectors: [...form.connectors, { serverId: connectors.data?.data[0]?.id ?? '', name: '' }] })
+                }
               >
                 Add connector
               </button>
@@ -151,21 +198,41 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
           </div>
         }
       >
-        {errorOf('mcpServers') === undefined ? null : <p className="field-error" role="alert">{errorOf('mcpServers')}</p>}
+        {errorOf('mcpServers') === undefined ? null : (
+          <p className="field-error" role="alert">
+            {errorOf('mcpServers')}
+          </p>
+        )}
         {form.urls.map((row, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
           <div className="row-box" key={`url-${i}`}>
             <Field label={`Server ${i + 1} name`} error={errorOf(`urls[${i}].name`) ?? errorOf(`urls[${i}]`)}>
               {(props) => (
-                <input {...props} value={row.name} onChange={(e) => set({ urls: form.urls.map((u, j) => (j === i ? { ...u, name: e.target.value } : u)) })} />
+                <input
+                  {...props}
+                  value={row.name}
+                  onChange={(e) =>
+                    set({ urls: form.urls.map((u, j) => (j === i ? { ...u, name: e.target.value } : u)) })
+                  }
+                />
               )}
             </Field>
             <Field label={`Server ${i + 1} URL`} error={errorOf(`urls[${i}].url`)}>
               {(props) => (
-                <input {...props} type="url" value={row.url} onChange={(e) => set({ urls: form.urls.map((u, j) => (j === i ? { ...u, url: e.target.value } : u)) })} />
+                <input
+                  {...props}
+                  type="url"
+                  value={row.url}
+                  onChange={(e) =>
+                    set({ urls: form.urls.map((u, j) => (j === i ? { ...u, url: e.target.value } : u)) })
+                  }
+                />
               )}
             </Field>
-            <Remove label={`Remove server ${i + 1}`} onClick={() => set({ urls: form.urls.filter((_, j) => j !== i) })} />
+            <Remove
+              label={`Remove server ${i + 1}`}
+              onClick={() => set({ urls: form.urls.filter((_, j) => j !== i) })}
+            />
           </div>
         ))}
         {form.connectors.map((row, i) => (
@@ -176,23 +243,38 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
                 <select
                   {...props}
                   value={row.serverId}
-                  onChange={(e) => set({ connectors: form.connectors.map((c, j) => (j === i ? { ...c, serverId: e.target.value } : c)) })}
+                  onChange={(e) =>
+                    set({
+                      connectors: form.connectors.map((c, j) => (j === i ? { ...c, serverId: e.target.value } : c)),
+                    })
+                  }
                 >
                   {(connectors.data?.data ?? []).map((server) => (
                     <option key={server.id} value={server.id}>
                       {server.name} ({server.url})
                     </option>
                   ))}
-                  {connectors.data?.data.some((server) => server.id === row.serverId) ? null : <option value={row.serverId}>{row.serverId}</option>}
+                  {connectors.data?.data.some((server) => server.id === row.serverId) ? null : (
+                    <option value={row.serverId}>{row.serverId}</option>
+                  )}
                 </select>
               )}
             </Field>
             <Field label={`Connector ${i + 1} local name (optional)`}>
               {(props) => (
-                <input {...props} value={row.name} onChange={(e) => set({ connectors: form.connectors.map((c, j) => (j === i ? { ...c, name: e.target.value } : c)) })} />
+                <input
+                  {...props}
+                  value={row.name}
+                  onChange={(e) =>
+                    set({ connectors: form.connectors.map((c, j) => (j === i ? { ...c, name: e.target.value } : c)) })
+                  }
+                />
               )}
             </Field>
-            <Remove label={`Remove connector ${i + 1}`} onClick={() => set({ connectors: form.connectors.filter((_, j) => j !== i) })} />
+            <Remove
+              label={`Remove connector ${i + 1}`}
+              onClick={() => set({ connectors: form.connectors.filter((_, j) => j !== i) })}
+            />
           </div>
         ))}
         {form.toolkits.map((toolkit, i) => (
@@ -200,10 +282,17 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
           <div className="row-box" key={`toolkit-${i}`}>
             <Field label={`Toolkit ${i + 1}`} error={errorOf(`toolkits[${i}]`)}>
               {(props) => (
-                <input {...props} value={toolkit} onChange={(e) => set({ toolkits: form.toolkits.map((t, j) => (j === i ? e.target.value : t)) })} />
+                <input
+                  {...props}
+                  value={toolkit}
+                  onChange={(e) => set({ toolkits: form.toolkits.map((t, j) => (j === i ? e.target.value : t)) })}
+                />
               )}
             </Field>
-            <Remove label={`Remove toolkit ${i + 1}`} onClick={() => set({ toolkits: form.toolkits.filter((_, j) => j !== i) })} />
+            <Remove
+              label={`Remove toolkit ${i + 1}`}
+              onClick={() => set({ toolkits: form.toolkits.filter((_, j) => j !== i) })}
+            />
           </div>
         ))}
       </Group>
@@ -213,35 +302,77 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
         add={
           <button
             type="button"
-            onClick={() => set({ clientTools: [...form.clientTools, { name: '', description: '', parameters: EMPTY_PARAMETERS, strict: true }] })}
+            onClick={() =>
+              set({
+                clientTools: [
+                  ...form.clientTools,
+                  { name: '', description: '', parameters: EMPTY_PARAMETERS, strict: true },
+                ],
+              })
+            }
           >
             Add client tool
           </button>
         }
       >
-        {errorOf('clientTools') === undefined ? null : <p className="field-error" role="alert">{errorOf('clientTools')}</p>}
+        {errorOf('clientTools') === undefined ? null : (
+          <p className="field-error" role="alert">
+            {errorOf('clientTools')}
+          </p>
+        )}
         {form.clientTools.map((tool, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
           <div className="row-box" key={`tool-${i}`}>
-            {errorOf(`clientTools[${i}]`) === undefined ? null : <p className="field-error" role="alert">{errorOf(`clientTools[${i}]`)}</p>}
+            {errorOf(`clientTools[${i}]`) === undefined ? null : (
+              <p className="field-error" role="alert">
+                {errorOf(`clientTools[${i}]`)}
+              </p>
+            )}
             <div className="grid-2">
               <Field label={`Tool ${i + 1} name`} error={errorOf(`clientTools[${i}].name`)}>
-                {(props) => <input {...props} value={tool.name} onChange={(e) => updateTool(i, { name: e.target.value })} spellCheck={false} />}
+                {(props) => (
+                  <input
+                    {...props}
+                    value={tool.name}
+                    onChange={(e) => updateTool(i, { name: e.target.value })}
+                    spellCheck={false}
+                  />
+                )}
               </Field>
               <Field label={`Tool ${i + 1} description`} error={errorOf(`clientTools[${i}].description`)}>
-                {(props) => <input {...props} value={tool.description} onChange={(e) => updateTool(i, { description: e.target.value })} />}
+                {(props) => (
+                  <input
+                    {...props}
+                    value={tool.description}
+                    onChange={(e) => updateTool(i, { description: e.target.value })}
+                  />
+                )}
               </Field>
             </div>
             <Field label={`Tool ${i + 1} parameters (JSON Schema)`} error={errorOf(`clientTools[${i}].parameters`)}>
               {(props) => (
-                <textarea {...props} className="code" rows={6} value={tool.parameters} onChange={(e) => updateTool(i, { parameters: e.target.value })} spellCheck={false} />
+                <textarea
+                  {...props}
+                  className="code"
+                  rows={6}
+                  value={tool.parameters}
+                  onChange={(e) => updateTool(i, { parameters: e.target.value })}
+                  spellCheck={false}
+                />
               )}
             </Field>
             <label className="check">
-              <input type="checkbox" checked={tool.strict} onChange={(e) => updateTool(i, { strict: e.target.checked })} />
+              <input
+                type="checkbox"
+                checked={tool.strict}
+                onChange={(e) => updateTool(i, { strict: e.target.checked })}
+              />
               Strict (every property required)
             </label>
-            <Remove label={`Remove tool ${i + 1}`} onClick={() => set({ clientTools: form.clientTools.filter((_, j) => j !== i) })} />
+            <Remove
+              label={`Remove tool ${i + 1}`}
+              onClick={() => set({ clientTools: form.clientTools.filter((_, j) => j !== i) })}
+            />
           </div>
         ))}
       </Group>
@@ -254,35 +385,69 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
           </button>
         }
       >
-        {errorOf('skills') === undefined ? null : <p className="field-error" role="alert">{errorOf('skills')}</p>}
+        {errorOf('skills') === undefined ? null : (
+          <p className="field-error" role="alert">
+            {errorOf('skills')}
+          </p>
+        )}
         {form.skills.map((skill, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
           <div className="row-box grid-2" key={`skill-${i}`}>
-            <Field label={`Skill ${i + 1} repository (owner/name)`} error={errorOf(`skills[${i}].repo`) ?? errorOf(`skills[${i}]`)}>
+            <Field
+              label={`Skill ${i + 1} repository (owner/name)`}
+              error={errorOf(`skills[${i}].repo`) ?? errorOf(`skills[${i}]`)}
+            >
               {(props) => (
-                <input {...props} value={skill.repo} onChange={(e) => set({ skills: form.skills.map((s, j) => (j === i ? { ...s, repo: e.target.value } : s)) })} />
+                <input
+                  {...props}
+                  value={skill.repo}
+                  onChange={(e) =>
+                    set({ skills: form.skills.map((s, j) => (j === i ? { ...s, repo: e.target.value } : s)) })
+                  }
+                />
               )}
             </Field>
             <Field label={`Skill ${i + 1} folder`} error={errorOf(`skills[${i}].path`)}>
               {(props) => (
-                <input {...props} value={skill.path} onChange={(e) => set({ skills: form.skills.map((s, j) => (j === i ? { ...s, path: e.target.value } : s)) })} />
+                <input
+                  {...props}
+                  value={skill.path}
+                  onChange={(e) =>
+                    set({ skills: form.skills.map((s, j) => (j === i ? { ...s, path: e.target.value } : s)) })
+                  }
+                />
               )}
             </Field>
-            <Remove label={`Remove skill ${i + 1}`} onClick={() => set({ skills: form.skills.filter((_, j) => j !== i) })} />
+            <Remove
+              label={`Remove skill ${i + 1}`}
+              onClick={() => set({ skills: form.skills.filter((_, j) => j !== i) })}
+            />
           </div>
         ))}
       </Group>
 
       <Group title="Network policy">
-        {errorOf('networkPolicy') === undefined ? null : <p className="field-error" role="alert">{errorOf('networkPolicy')}</p>}
+        {errorOf('networkPolicy') === undefined ? null : (
+          <p className="field-error" role="alert">
+            {errorOf('networkPolicy')}
+          </p>
+        )}
         <label className="check">
-          <input type="checkbox" checked={form.network.enabled} onChange={(e) => set({ network: { ...form.network, enabled: e.target.checked } })} />
+          <input
+            type="checkbox"
+            checked={form.network.enabled}
+            onChange={(e) => set({ network: { ...form.network, enabled: e.target.checked } })}
+          />
           Set a network policy for the sandbox
         </label>
         {form.network.enabled ? (
           <>
             <label className="check">
-              <input type="checkbox" checked={form.network.egress} onChange={(e) => set({ network: { ...form.network, egress: e.target.checked } })} />
+              <input
+                type="checkbox"
+                checked={form.network.egress}
+                onChange={(e) => set({ network: { ...form.network, egress: e.target.checked } })}
+              />
               Allow network egress
             </label>
             <Field label="Domain allowlist">
@@ -290,7 +455,14 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
                 <select
                   {...props}
                   value={form.network.allowlist}
-                  onChange={(e) => set({ network: { ...form.network, allowlist: ALLOWLISTS.find((value) => value === e.target.value) ?? 'none' } })}
+                  onChange={(e) =>
+                    set({
+                      network: {
+                        ...form.network,
+                        allowlist: ALLOWLISTS.find((value) => value === e.target.value) ?? 'none',
+                      },
+                    })
+                  }
                 >
                   {ALLOWLISTS.map((value) => (
                     <option key={value} value={value}>
@@ -302,7 +474,12 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
             </Field>
             <Field label="Additional allowed domains" hint="One per line">
               {(props) => (
-                <textarea {...props} rows={3} value={form.network.domains} onChange={(e) => set({ network: { ...form.network, domains: e.target.value } })} />
+                <textarea
+                  {...props}
+                  rows={3}
+                  value={form.network.domains}
+                  onChange={(e) => set({ network: { ...form.network, domains: e.target.value } })}
+                />
               )}
             </Field>
           </>

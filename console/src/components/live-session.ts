@@ -64,13 +64,18 @@ function apply(current: LiveMessage, event: SessionEvent): LiveMessage {
       if (call.callId !== callId) return call;
       if (type === 'tool_result') return { ...call, done: true, isError: data.isError === true };
       const message = str(data.message);
-      const progress = typeof data.progress === 'number' ? `${data.progress}${typeof data.total === 'number' ? `/${data.total}` : ''}` : null;
+      const progress =
+        typeof data.progress === 'number'
+          ? `${data.progress}${typeof data.total === 'number' ? `/${data.total}` : ''}`
+          : null;
       return { ...call, progress: [progress, message].filter((part) => part !== null).join(' ') || call.progress };
     });
     return { ...current, calls };
   }
   if (type === 'tool_list') {
-    const tools = Array.isArray(data.tools) ? data.tools.filter((tool): tool is string => typeof tool === 'string') : [];
+    const tools = Array.isArray(data.tools)
+      ? data.tools.filter((tool): tool is string => typeof tool === 'string')
+      : [];
     return { ...current, tools: [...current.tools, { server: str(data.serverLabel) ?? 'server', tools }] };
   }
   if (type === 'warning') return { ...current, warnings: [...current.warnings, str(data.message) ?? 'warning'] };

@@ -58,7 +58,8 @@ export function Shell() {
               <span>
                 Organization <strong>{organization.name}</strong>
               </span>
-              <span className="scopes" aria-label="Key scopes">
+              <span className="scopes">
+                <span className="sr-only">Key scopes: </span>
                 {organization.api_key.scopes.join(' · ')}
               </span>
             </>

@@ -48,7 +48,11 @@ function useCalls(message: Message, live: LiveMessage | undefined): CallView[] {
     const known = calls.get(call.callId);
     if (known !== undefined) {
       if (known.status === 'running') {
-        calls.set(call.callId, { ...known, progress: call.progress, status: call.done ? (call.isError ? 'failed' : 'completed') : known.status });
+        calls.set(call.callId, {
+          ...known,
+          progress: call.progress,
+          status: call.done ? (call.isError ? 'failed' : 'completed') : known.status,
+        });
       }
       continue;
     }
@@ -79,10 +83,13 @@ function ToolCalls({ message, live }: { message: Message; live: LiveMessage | un
         <li key={call.callId} className="tool-call" data-call-id={call.callId}>
           <div className="row">
             <span className="tool-name">
-              {call.kind === 'question' ? 'Question' : call.kind === 'client' ? 'Client tool' : 'Tool'} <code>{call.name}</code>
+              {call.kind === 'question' ? 'Question' : call.kind === 'client' ? 'Client tool' : 'Tool'}{' '}
+              <code>{call.name}</code>
             </span>
             <Badge value={call.status} />
-            {call.progress === null || call.progress === '' ? null : <span className="muted small">{call.progress}</span>}
+            {call.progress === null || call.progress === '' ? null : (
+              <span className="muted small">{call.progress}</span>
+            )}
           </div>
           {call.arguments === null ? null : (
             <div className="kv">
@@ -115,7 +122,8 @@ export function Transcript({ messages, live, actions }: TranscriptProps) {
       {messages.map((message) => {
         const streaming = live[message.id];
         const active = ACTIVE.has(message.status);
-        const reply = active || textOf(message.response?.parts) === '' ? (streaming?.text ?? '') : textOf(message.response?.parts);
+        const reply =
+          active || textOf(message.response?.parts) === '' ? (streaming?.text ?? '') : textOf(message.response?.parts);
         return (
           <li key={message.id} className="turn" data-message-id={message.id} data-status={message.status}>
             <div className="bubble user">

@@ -43,7 +43,11 @@ export function Field({ label, error, hint, children }: FieldProps) {
   return (
     <div className={error === undefined ? 'field' : 'field invalid'}>
       <label htmlFor={id}>{label}</label>
-      {children({ id, 'aria-invalid': error !== undefined, 'aria-describedby': described === '' ? undefined : described })}
+      {children({
+        id,
+        'aria-invalid': error !== undefined,
+        'aria-describedby': described === '' ? undefined : described,
+      })}
       {hint === undefined ? null : (
         <p className="hint" id={`${id}-hint`}>
           {hint}

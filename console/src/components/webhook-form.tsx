@@ -28,16 +28,24 @@ export function EndpointFields({
   error: { param: string | null; message: string } | null;
 }) {
   const types = useQuery(eventTypesQuery);
-  const errorOf = (param: string) => (error !== null && error.param !== null && error.param.startsWith(param) ? error.message : undefined);
+  const errorOf = (param: string) => (error?.param?.startsWith(param) ? error.message : undefined);
   return (
     <>
       <div className="grid-2">
         <Field label="Endpoint name" error={errorOf('name')}>
-          {(props) => <input {...props} value={form.name} onChange={(e) => onChange({ ...form, name: e.target.value })} />}
+          {(props) => (
+            <input {...props} value={form.name} onChange={(e) => onChange({ ...form, name: e.target.value })} />
+          )}
         </Field>
         <Field label="Endpoint URL" error={errorOf('url')} hint="Public HTTPS; the server refuses private destinations">
           {(props) => (
-            <input {...props} type="url" value={form.url} onChange={(e) => onChange({ ...form, url: e.target.value })} spellCheck={false} />
+            <input
+              {...props}
+              type="url"
+              value={form.url}
+              onChange={(e) => onChange({ ...form, url: e.target.value })}
+              spellCheck={false}
+            />
           )}
         </Field>
       </div>
@@ -57,7 +65,9 @@ export function EndpointFields({
                 onChange={(e) =>
                   onChange({
                     ...form,
-                    event_types: e.target.checked ? [...form.event_types, type.type] : form.event_types.filter((item) => item !== type.type),
+                    event_types: e.target.checked
+                      ? [...form.event_types, type.type]
+                      : form.event_types.filter((item) => item !== type.type),
                   })
                 }
               />

@@ -9,7 +9,15 @@ import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
 import type { Agent } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { AgentFormFields, errorTarget } from '../components/agent-form.tsx';
-import { type AgentForm, buildBody, createBody, emptyForm, formKeyOf, formOf, updateBody } from '../components/agent-form-model.ts';
+import {
+  type AgentForm,
+  buildBody,
+  createBody,
+  emptyForm,
+  formKeyOf,
+  formOf,
+  updateBody,
+} from '../components/agent-form-model.ts';
 import { usePageTitle } from '../components/title.ts';
 import { ErrorNote, Loading, When } from '../components/ui.tsx';
 
@@ -31,8 +39,9 @@ function AgentVersions({ agent }: { agent: Agent }) {
     <section aria-labelledby="versions">
       <h2 id="versions">Versions</h2>
       <p>
-        Current version <strong>v{agent.version}</strong>, saved <When at={agent.updatedAt} /> (created <When at={agent.createdAt} />). Every
-        change is stored as a new version; turns already running keep theirs.
+        Current version <strong>v{agent.version}</strong>, saved <When at={agent.updatedAt} /> (created{' '}
+        <When at={agent.createdAt} />
+        ). Every change is stored as a new version; turns already running keep theirs.
       </p>
       {counts.size === 0 ? (
         <p className="muted">No runs yet.</p>
@@ -88,7 +97,8 @@ function DeleteAgent({ agent }: { agent: Agent }) {
         {conflict === 'agent_in_use' ? (
           <p>
             Sessions still use this agent, and their transcripts would lose their agent. Delete those sessions first (
-            <Link to={`/sessions?agent=${agent.id}`}>its sessions</Link>), then delete the agent. Its runs and traces are kept.
+            <Link to={`/sessions?agent=${agent.id}`}>its sessions</Link>), then delete the agent. Its runs and traces
+            are kept.
           </p>
         ) : conflict === 'default_agent' ? (
           <p>The organization's default agent is created with the organization and stays.</p>
@@ -133,7 +143,9 @@ export default function AgentEditorPage() {
       if (local !== undefined) return { local: { key: local[0], message: local[1] } };
       try {
         if (current === undefined) {
-          const answer = await unwrap(api.POST('/v1/agents', { body: createBody(built), params: { header: { 'idempotency-key': idemKey } } }));
+          const answer = await unwrap(
+            api.POST('/v1/agents', { body: createBody(built), params: { header: { 'idempotency-key': idemKey } } }),
+          );
           return { answer };
         }
         const body = updateBody(built, current);

@@ -47,10 +47,15 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
         ) : null}
       </div>
       <p className="muted small">
-        <code>{server.url}</code> · protocol {server.protocol ?? 'unknown'} · tools fetched <When at={server.tools_fetched_at} />
+        <code>{server.url}</code> · protocol {server.protocol ?? 'unknown'} · tools fetched{' '}
+        <When at={server.tools_fetched_at} />
         {server.header_names.length > 0 ? ` · headers: ${server.header_names.join(', ')}` : ''}
       </p>
-      {server.last_error === null ? null : <p className="note warning small">Last error: {typeof server.last_error === 'string' ? server.last_error : JSON.stringify(server.last_error)}</p>}
+      {server.last_error === null ? null : (
+        <p className="note warning small">
+          Last error: {typeof server.last_error === 'string' ? server.last_error : JSON.stringify(server.last_error)}
+        </p>
+      )}
       <ul className="inline-list">
         {server.tools.map((tool) => (
           <li key={tool.name} title={tool.description ?? undefined}>
@@ -81,7 +86,9 @@ export default function ConnectorsPage() {
   const create = useMutation({
     mutationFn: () => {
       const parsed = parseHeaders(headers);
-      return unwrap(api.POST('/v1/mcp_servers', { body: parsed === undefined ? { name, url } : { name, url, headers: parsed } }));
+      return unwrap(
+        api.POST('/v1/mcp_servers', { body: parsed === undefined ? { name, url } : { name, url, headers: parsed } }),
+      );
     },
     onSuccess: async () => {
       setName('');
@@ -108,11 +115,25 @@ export default function ConnectorsPage() {
               {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
             </Field>
             <Field label="Server URL" error={errorOf('url')}>
-              {(props) => <input {...props} type="url" value={url} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />}
+              {(props) => (
+                <input {...props} type="url" value={url} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />
+              )}
             </Field>
           </div>
-          <Field label="Headers" error={errorOf('headers')} hint="One `Name: value` per line, e.g. Authorization: Bearer …; stored encrypted, never shown again">
-            {(props) => <textarea {...props} rows={2} value={headers} onChange={(e) => setHeaders(e.target.value)} spellCheck={false} />}
+          <Field
+            label="Headers"
+            error={errorOf('headers')}
+            hint="One `Name: value` per line, e.g. Authorization: Bearer …; stored encrypted, never shown again"
+          >
+            {(props) => (
+              <textarea
+                {...props}
+                rows={2}
+                value={headers}
+                onChange={(e) => setHeaders(e.target.value)}
+                spellCheck={false}
+              />
+            )}
           </Field>
           {error?.param == null ? <ErrorNote error={create.error} /> : null}
           <button type="submit" className="primary" disabled={create.isPending}>
@@ -122,7 +143,9 @@ export default function ConnectorsPage() {
       ) : null}
       <ErrorNote error={servers.error} />
       {servers.data === undefined ? (
-        servers.isPending ? <Loading what="connectors" /> : null
+        servers.isPending ? (
+          <Loading what="connectors" />
+        ) : null
       ) : servers.data.data.length === 0 ? (
         <p className="muted">No connectors.</p>
       ) : (

@@ -17,7 +17,9 @@ function size(bytes: number): string {
 
 /** Downloads with the key in a header (never in a URL), then hands the bytes to the browser as a file. */
 async function download(file: FileObject): Promise<void> {
-  const response = await fetch(`/v1/files/${file.id}/content`, { headers: { authorization: `Bearer ${readKey() ?? ''}` } });
+  const response = await fetch(`/v1/files/${file.id}/content`, {
+    headers: { authorization: `Bearer ${readKey() ?? ''}` },
+  });
   if (!response.ok) throw toApiError(response.status, await response.json().catch(() => null));
   const url = URL.createObjectURL(await response.blob());
   const link = document.createElement('a');
@@ -37,7 +39,8 @@ export default function FilesPage() {
   const [purpose, setPurpose] = useState('user_data');
   const files = useQuery({
     queryKey: ['files', after],
-    queryFn: () => unwrap(api.GET('/v1/files', { params: { query: { limit: 20, ...(after === '' ? {} : { after }) } } })),
+    queryFn: () =>
+      unwrap(api.GET('/v1/files', { params: { query: { limit: 20, ...(after === '' ? {} : { after }) } } })),
   });
   const upload = useMutation({
     mutationFn: async () => {
@@ -46,7 +49,11 @@ export default function FilesPage() {
       const body = new FormData();
       body.append('purpose', purpose);
       body.append('file', chosen);
-      const response = await fetch('/v1/files', { method: 'POST', body, headers: { authorization: `Bearer ${readKey() ?? ''}` } });
+      const response = await fetch('/v1/files', {
+        method: 'POST',
+        body,
+        headers: { authorization: `Bearer ${readKey() ?? ''}` },
+      });
       const answer: unknown = await response.json().catch(() => null);
       if (!response.ok) throw toApiError(response.status, answer);
       return answer;
@@ -71,7 +78,9 @@ export default function FilesPage() {
       {canWrite ? (
         <form onSubmit={submit} className="card row" aria-label="Upload a file">
           <Field label="File">{(props) => <input {...props} ref={input} type="file" />}</Field>
-          <Field label="Purpose">{(props) => <input {...props} value={purpose} onChange={(e) => setPurpose(e.target.value)} />}</Field>
+          <Field label="Purpose">
+            {(props) => <input {...props} value={purpose} onChange={(e) => setPurpose(e.target.value)} />}
+          </Field>
           <button type="submit" className="primary" disabled={upload.isPending}>
             Upload
           </button>
@@ -79,7 +88,9 @@ export default function FilesPage() {
       ) : null}
       <ErrorNote error={upload.error ?? remove.error ?? fetchFile.error ?? files.error} />
       {files.data === undefined ? (
-        files.isPending ? <Loading what="files" /> : null
+        files.isPending ? (
+          <Loading what="files" />
+        ) : null
       ) : files.data.data.length === 0 ? (
         <p className="muted">No files.</p>
       ) : (
@@ -118,11 +129,20 @@ export default function FilesPage() {
                     <When at={file.created_at} />
                   </td>
                   <td className="actions">
-                    <button type="button" onClick={() => fetchFile.mutate(file)} aria-label={`Download ${file.filename}`}>
+                    <button
+                      type="button"
+                      onClick={() => fetchFile.mutate(file)}
+                      aria-label={`Download ${file.filename}`}
+                    >
                       Download
                     </button>
                     {canWrite ? (
-                      <button type="button" className="danger" onClick={() => remove.mutate(file.id)} aria-label={`Delete ${file.filename}`}>
+                      <button
+                        type="button"
+                        className="danger"
+                        onClick={() => remove.mutate(file.id)}
+                        aria-label={`Delete ${file.filename}`}
+                      >
                         Delete
                       </button>
                     ) : null}
@@ -135,7 +155,11 @@ export default function FilesPage() {
             <button type="button" disabled={after === ''} onClick={() => setParams({})}>
               Newest
             </button>
-            <button type="button" disabled={!files.data.has_more} onClick={() => setParams({ after: files.data?.last_id ?? '' })}>
+            <button
+              type="button"
+              disabled={!files.data.has_more}
+              onClick={() => setParams({ after: files.data?.last_id ?? '' })}
+            >
               Older
             </button>
           </nav>

@@ -15,7 +15,15 @@ import { usePageTitle } from '../components/title.ts';
 import { Transcript } from '../components/transcript.tsx';
 import { ErrorNote, Field, Loading, shortId, When } from '../components/ui.tsx';
 
-function AnswerForm({ session, message, action }: { session: Session; message: Message; action: Extract<RequiredAction, { type: 'ask_user_question' }> }) {
+function AnswerForm({
+  session,
+  message,
+  action,
+}: {
+  session: Session;
+  message: Message;
+  action: Extract<RequiredAction, { type: 'ask_user_question' }>;
+}) {
   const [answer, setAnswer] = useState('');
   const queryClient = useQueryClient();
   const send = useMutation({
@@ -41,7 +49,14 @@ function AnswerForm({ session, message, action }: { session: Session; message: M
         <strong>Question:</strong> {action.question}
       </p>
       <Field label="Your answer">
-        {(props) => <input {...props} list={options.length > 0 ? `options-${action.actionId}` : undefined} value={answer} onChange={(e) => setAnswer(e.target.value)} />}
+        {(props) => (
+          <input
+            {...props}
+            list={options.length > 0 ? `options-${action.actionId}` : undefined}
+            value={answer}
+            onChange={(e) => setAnswer(e.target.value)}
+          />
+        )}
       </Field>
       {options.length > 0 ? (
         <datalist id={`options-${action.actionId}`}>
@@ -58,7 +73,13 @@ function AnswerForm({ session, message, action }: { session: Session; message: M
   );
 }
 
-function ToolOutputForm({ session, action }: { session: Session; action: Extract<RequiredAction, { type: 'function_call' }> }) {
+function ToolOutputForm({
+  session,
+  action,
+}: {
+  session: Session;
+  action: Extract<RequiredAction, { type: 'function_call' }>;
+}) {
   const [output, setOutput] = useState('');
   const queryClient = useQueryClient();
   const send = useMutation({
@@ -112,7 +133,9 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
   const queryClient = useQueryClient();
   const [text, setText] = useState('');
   const list = sessionId === null ? [] : (messages.data?.data ?? []);
-  const active = list.some((message) => message.status === 'running' || message.status === 'queued' || message.status === 'requires_action');
+  const active = list.some(
+    (message) => message.status === 'running' || message.status === 'queued' || message.status === 'requires_action',
+  );
   const send = useMutation({
     mutationFn: (value: string) =>
       unwrap(
@@ -176,7 +199,10 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
         }
       />
       <form className="composer" onSubmit={submit}>
-        <Field label="Message" hint="Enter sends; Shift+Enter adds a line. The scripted model plays `call`, `ask` and `sleep` lines.">
+        <Field
+          label="Message"
+          hint="Enter sends; Shift+Enter adds a line. The scripted model plays `call`, `ask` and `sleep` lines."
+        >
           {(props) => (
             <textarea
               {...props}
@@ -197,7 +223,11 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
           <button type="button" onClick={() => interrupt.mutate()} disabled={!active || interrupt.isPending}>
             Interrupt
           </button>
-          {interrupt.data === undefined ? null : <output className="muted small">{interrupt.data.status === 'no_turn' ? 'Nothing was running.' : 'Interrupting…'}</output>}
+          {interrupt.data === undefined ? null : (
+            <output className="muted small">
+              {interrupt.data.status === 'no_turn' ? 'Nothing was running.' : 'Interrupting…'}
+            </output>
+          )}
         </div>
       </form>
     </div>
@@ -209,7 +239,10 @@ export default function PlaygroundPage() {
   const [params, setParams] = useSearchParams();
   const sessionId = params.get('session');
   const queryClient = useQueryClient();
-  const agent = useQuery({ queryKey: ['agent', agentId], queryFn: () => unwrap(api.GET('/v1/agents/{id}', { params: { path: { id: agentId } } })) });
+  const agent = useQuery({
+    queryKey: ['agent', agentId],
+    queryFn: () => unwrap(api.GET('/v1/agents/{id}', { params: { path: { id: agentId } } })),
+  });
   usePageTitle(`Playground ${agent.data?.agent.name ?? ''}`.trim());
   const sessions = useQuery({
     queryKey: ['sessions', { agentId }],
@@ -223,7 +256,9 @@ export default function PlaygroundPage() {
   const [initial, setInitial] = useState<string | null>(null);
   const open = useMutation({
     mutationFn: (_first: string | null) =>
-      unwrap(api.POST('/v1/sessions', { body: { agentId }, params: { header: { 'idempotency-key': idempotencyKey() } } })),
+      unwrap(
+        api.POST('/v1/sessions', { body: { agentId }, params: { header: { 'idempotency-key': idempotencyKey() } } }),
+      ),
     onSuccess: async (answer, first) => {
       queryClient.setQueryData(['session', answer.session.id], answer);
       setInitial(first);
@@ -270,7 +305,9 @@ export default function PlaygroundPage() {
         </aside>
         <div>
           {sessionId !== null && session.data === undefined ? (
-            session.isPending ? <Loading what="session" /> : null
+            session.isPending ? (
+              <Loading what="session" />
+            ) : null
           ) : (
             <Conversation
               key={sessionId ?? 'new'}

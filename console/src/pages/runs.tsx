@@ -48,7 +48,9 @@ export default function RunsPage() {
     if (!('cursor' in changes)) next.cursor = '';
     setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '')));
   };
-  const rows = (runs.data?.data ?? []).filter((run) => (status === '' || run.status === status) && (source === '' || run.source === source));
+  const rows = (runs.data?.data ?? []).filter(
+    (run) => (status === '' || run.status === status) && (source === '' || run.source === source),
+  );
   return (
     <section>
       <h1>Runs</h1>
@@ -65,9 +67,18 @@ export default function RunsPage() {
             </select>
           )}
         </Field>
-        <Field label="Conversation" error={conversationOk ? undefined : 'A conversation id is conv_ followed by a UUID'}>
+        <Field
+          label="Conversation"
+          error={conversationOk ? undefined : 'A conversation id is conv_ followed by a UUID'}
+        >
           {(props) => (
-            <input {...props} placeholder="conv_…" value={conversation} onChange={(e) => set({ conversation: e.target.value.trim() })} spellCheck={false} />
+            <input
+              {...props}
+              placeholder="conv_…"
+              value={conversation}
+              onChange={(e) => set({ conversation: e.target.value.trim() })}
+              spellCheck={false}
+            />
           )}
         </Field>
         <Field label="Status">
@@ -97,7 +108,9 @@ export default function RunsPage() {
       </form>
       <ErrorNote error={runs.error} />
       {runs.data === undefined ? (
-        runs.isPending && conversationOk ? <Loading what="runs" /> : null
+        runs.isPending && conversationOk ? (
+          <Loading what="runs" />
+        ) : null
       ) : (
         <>
           {rows.length === 0 ? (
@@ -149,7 +162,11 @@ export default function RunsPage() {
             <button type="button" disabled={cursor === ''} onClick={() => set({ cursor: '' })}>
               Newest
             </button>
-            <button type="button" disabled={!runs.data.has_more} onClick={() => set({ cursor: runs.data?.next_cursor ?? '' })}>
+            <button
+              type="button"
+              disabled={!runs.data.has_more}
+              onClick={() => set({ cursor: runs.data?.next_cursor ?? '' })}
+            >
               Older
             </button>
           </nav>

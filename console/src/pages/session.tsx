@@ -16,7 +16,10 @@ export default function SessionPage() {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState(false);
-  const session = useQuery({ queryKey: ['session', id], queryFn: () => unwrap(api.GET('/v1/sessions/{id}', { params: { path: { id } } })) });
+  const session = useQuery({
+    queryKey: ['session', id],
+    queryFn: () => unwrap(api.GET('/v1/sessions/{id}', { params: { path: { id } } })),
+  });
   const messages = useQuery(messagesQuery(id));
   const remove = useMutation({
     mutationFn: () => unwrap(api.DELETE('/v1/sessions/{id}', { params: { path: { id } } })),
@@ -66,13 +69,17 @@ export default function SessionPage() {
       )}
       <h2>Transcript</h2>
       {messages.data === undefined ? (
-        messages.isPending ? <Loading what="transcript" /> : null
+        messages.isPending ? (
+          <Loading what="transcript" />
+        ) : null
       ) : messages.data.data.length === 0 ? (
         <p className="muted">No messages.</p>
       ) : (
         <>
           {messages.data.total > messages.data.data.length ? (
-            <p className="muted small">The latest {messages.data.data.length} of {messages.data.total} messages.</p>
+            <p className="muted small">
+              The latest {messages.data.data.length} of {messages.data.total} messages.
+            </p>
           ) : null}
           <Transcript messages={messages.data.data} live={{}} />
         </>

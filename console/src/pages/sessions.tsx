@@ -16,10 +16,13 @@ export default function SessionsPage() {
   const sessions = useQuery({
     queryKey: ['sessions', { agentId, offset }],
     queryFn: () =>
-      unwrap(api.GET('/v1/sessions', { params: { query: { ...(agentId === '' ? {} : { agentId }), limit: PAGE, offset } } })),
+      unwrap(
+        api.GET('/v1/sessions', { params: { query: { ...(agentId === '' ? {} : { agentId }), limit: PAGE, offset } } }),
+      ),
   });
   const names = new Map((agents.data?.data ?? []).map((agent) => [agent.id, agent.name]));
-  const go = (next: Record<string, string>) => setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '')));
+  const go = (next: Record<string, string>) =>
+    setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '')));
   return (
     <section>
       <h1>Sessions</h1>
@@ -39,7 +42,9 @@ export default function SessionsPage() {
       </div>
       <ErrorNote error={sessions.error} />
       {sessions.data === undefined ? (
-        sessions.isPending ? <Loading what="sessions" /> : null
+        sessions.isPending ? (
+          <Loading what="sessions" />
+        ) : null
       ) : sessions.data.data.length === 0 ? (
         <p className="muted">No sessions.</p>
       ) : (
@@ -64,7 +69,9 @@ export default function SessionsPage() {
                     {session.agentId === null ? (
                       <span className="muted">none yet</span>
                     ) : (
-                      <Link to={`/agents/${session.agentId}`}>{names.get(session.agentId) ?? shortId(session.agentId)}</Link>
+                      <Link to={`/agents/${session.agentId}`}>
+                        {names.get(session.agentId) ?? shortId(session.agentId)}
+                      </Link>
                     )}
                   </td>
                   <td>
@@ -81,7 +88,11 @@ export default function SessionsPage() {
             <span className="muted small">
               {offset + 1}–{offset + sessions.data.data.length} of {sessions.data.total}
             </span>
-            <button type="button" disabled={offset === 0} onClick={() => go({ agent: agentId, offset: String(Math.max(0, offset - PAGE)) })}>
+            <button
+              type="button"
+              disabled={offset === 0}
+              onClick={() => go({ agent: agentId, offset: String(Math.max(0, offset - PAGE)) })}
+            >
               Previous
             </button>
             <button

@@ -13,7 +13,7 @@ import { ErrorNote, Field } from '../components/ui.tsx';
 
 /** Only paths inside the console: a `next` pointing elsewhere is ignored. */
 function safeNext(next: string | null): string {
-  return next !== null && next.startsWith('/') && !next.startsWith('//') ? next : '/agents';
+  return next?.startsWith('/') && !next.startsWith('//') ? next : '/agents';
 }
 
 export function SignIn() {

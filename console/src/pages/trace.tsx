@@ -24,7 +24,19 @@ function Preview({ label, text }: { label: string; text: string | null }) {
   );
 }
 
-function SpanRow({ span, depth, offset, width, open }: { span: Span; depth: number; offset: number; width: number; open: boolean }) {
+function SpanRow({
+  span,
+  depth,
+  offset,
+  width,
+  open,
+}: {
+  span: Span;
+  depth: number;
+  offset: number;
+  width: number;
+  open: boolean;
+}) {
   const attributes = Object.entries(span.attributes).filter(([name]) => name !== 'error');
   const error = span.attributes.error;
   return (
@@ -32,10 +44,14 @@ function SpanRow({ span, depth, offset, width, open }: { span: Span; depth: numb
       <details open={open}>
         <summary>
           <span className="span-label">
-            <span className={`kind kind-${span.kind}`}>{span.kind.replace('_', ' ')}</span> <span className="span-name">{span.name}</span>
+            <span className={`kind kind-${span.kind}`}>{span.kind.replace('_', ' ')}</span>{' '}
+            <span className="span-name">{span.name}</span>
           </span>
           <span className="track" aria-hidden="true">
-            <span className={`bar bar-${span.status}`} style={{ left: `${offset}%`, width: `${Math.max(width, 0.5)}%` }} />
+            <span
+              className={`bar bar-${span.status}`}
+              style={{ left: `${offset}%`, width: `${Math.max(width, 0.5)}%` }}
+            />
           </span>
           <span className="span-meta">
             <Badge value={span.status} /> {duration(span.duration_ms)}
@@ -48,8 +64,10 @@ function SpanRow({ span, depth, offset, width, open }: { span: Span; depth: numb
           {typeof error === 'object' && error !== null ? <Preview label="Error" text={JSON.stringify(error)} /> : null}
           {attributes.length === 0 ? null : (
             <p className="muted small">
-              {attributes.map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`).join(' · ')} ·{' '}
-              <a href={`#span-${span.id}`}>link</a>
+              {attributes
+                .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
+                .join(' · ')}{' '}
+              · <a href={`#span-${span.id}`}>Link to this span</a>
             </p>
           )}
         </div>
@@ -71,7 +89,8 @@ export default function TracePage() {
   const trace = useQuery({ ...traceQuery(id), refetchInterval: active ? 1000 : false });
   const target = location.hash.startsWith('#span-') ? location.hash.slice('#span-'.length) : null;
   useEffect(() => {
-    if (target !== null && trace.data !== undefined) document.getElementById(`span-${target}`)?.scrollIntoView({ block: 'center' });
+    if (target !== null && trace.data !== undefined)
+      document.getElementById(`span-${target}`)?.scrollIntoView({ block: 'center' });
   }, [target, trace.data]);
   const data = run.data;
   const { bars, totalMs } = layout(trace.data ?? [], data?.started_at ?? null, Date.now());
@@ -94,7 +113,9 @@ export default function TracePage() {
       </div>
       <ErrorNote error={run.error ?? trace.error} />
       {data === undefined ? (
-        run.isPending ? <Loading what="run" /> : null
+        run.isPending ? (
+          <Loading what="run" />
+        ) : null
       ) : (
         <dl className="facts">
           <dt>Status</dt>
@@ -128,7 +149,9 @@ export default function TracePage() {
       )}
       <h2 id="trace">Trace</h2>
       {trace.data === undefined ? (
-        trace.isPending ? <Loading what="trace" /> : null
+        trace.isPending ? (
+          <Loading what="trace" />
+        ) : null
       ) : bars.length === 0 ? (
         <p className="muted">No spans yet{active ? ': the run has not started a step.' : '.'}</p>
       ) : (

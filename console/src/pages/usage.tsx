@@ -16,7 +16,9 @@ async function recentRuns(): Promise<Run[]> {
   const runs: Run[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page += 1) {
-    const answer = await unwrap(api.GET('/v1/runs', { params: { query: cursor === undefined ? { limit: 50 } : { limit: 50, cursor } } }));
+    const answer = await unwrap(
+      api.GET('/v1/runs', { params: { query: cursor === undefined ? { limit: 50 } : { limit: 50, cursor } } }),
+    );
     runs.push(...answer.data);
     if (!answer.has_more || answer.next_cursor === null) break;
     cursor = answer.next_cursor;
@@ -42,7 +44,11 @@ export default function UsagePage() {
     const key = `${day(run.created_at)}|${agent}`;
     cost.set(key, (cost.get(key) ?? 0) + run.cost_usd);
     const total = totals.get(agent) ?? { cost: 0, runs: 0, tokens: 0 };
-    totals.set(agent, { cost: total.cost + run.cost_usd, runs: total.runs + 1, tokens: total.tokens + run.usage.total_tokens });
+    totals.set(agent, {
+      cost: total.cost + run.cost_usd,
+      runs: total.runs + 1,
+      tokens: total.tokens + run.usage.total_tokens,
+    });
   }
   const dayTotals = days.map((d) => agentIds.reduce((sum, agent) => sum + (cost.get(`${d}|${agent}`) ?? 0), 0));
   const max = Math.max(0, ...dayTotals);
@@ -63,21 +69,28 @@ export default function UsagePage() {
               : usd(organization.credit_balance_usd)}
         </p>
         <p className="muted small">
-          Set by an operator with <code>npx agentry credits set --org {organization?.name ?? 'NAME'} USD</code>. Priced models debit it per call.
+          Set by an operator with <code>npx agentry credits set --org {organization?.name ?? 'NAME'} USD</code>. Priced
+          models debit it per call.
         </p>
       </div>
       <h2>Cost per agent per day</h2>
       <ErrorNote error={runs.error} />
       {runs.isPending ? <Loading what="runs" /> : null}
       {runs.data === undefined || data.length === 0 ? (
-        runs.isPending ? null : <p className="muted">No runs yet.</p>
+        runs.isPending ? null : (
+          <p className="muted">No runs yet.</p>
+        )
       ) : (
         <>
           <p className="muted small">
             Over the latest {data.length} runs{data.length >= MAX_PAGES * 50 ? ' (older runs are not counted)' : ''}.
           </p>
           <figure className="chart">
-            <svg viewBox={`0 0 ${width} ${height + 24}`} role="img" aria-label={`Daily cost per agent, ${days[0]} to ${days[days.length - 1]}`}>
+            <svg
+              viewBox={`0 0 ${width} ${height + 24}`}
+              role="img"
+              aria-label={`Daily cost per agent, ${days[0]} to ${days[days.length - 1]}`}
+            >
               {days.map((d, i) => {
                 let y = height;
                 const x = 30 + i * (barWidth + 6);
@@ -88,7 +101,14 @@ export default function UsagePage() {
                       const h = max === 0 ? 0 : (value / max) * (height - 10);
                       y -= h;
                       return (
-                        <rect key={agent} x={x} y={y} width={barWidth} height={Math.max(h, value > 0 ? 1 : 0)} fill={COLORS[a % COLORS.length]}>
+                        <rect
+                          key={agent}
+                          x={x}
+                          y={y}
+                          width={barWidth}
+                          height={Math.max(h, value > 0 ? 1 : 0)}
+                          fill={COLORS[a % COLORS.length]}
+                        >
                           <title>{`${d} · ${label(agent)}: ${usd(value)}`}</title>
                         </rect>
                       );

@@ -10,7 +10,7 @@ import type { WebhookEvent } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
 import { Badge, ErrorNote, Field, Loading, When } from '../components/ui.tsx';
-import { type EndpointForm, EndpointFields, type EventType, SecretOnce } from '../components/webhook-form.tsx';
+import { EndpointFields, type EndpointForm, type EventType, SecretOnce } from '../components/webhook-form.tsx';
 
 function Delivery({ endpointId, event, canWrite }: { endpointId: string; event: WebhookEvent; canWrite: boolean }) {
   const queryClient = useQueryClient();
@@ -76,7 +76,12 @@ function Delivery({ endpointId, event, canWrite }: { endpointId: string; event: 
       </td>
       <td>
         {canWrite ? (
-          <button type="button" onClick={() => redeliver.mutate()} disabled={redeliver.isPending} aria-label={`Redeliver ${event.id}`}>
+          <button
+            type="button"
+            onClick={() => redeliver.mutate()}
+            disabled={redeliver.isPending}
+            aria-label={`Redeliver ${event.id}`}
+          >
             Redeliver
           </button>
         ) : null}
@@ -98,7 +103,8 @@ export default function WebhookPage() {
   usePageTitle(`Webhook ${endpoint.data?.name ?? ''}`.trim());
   const events = useQuery({
     queryKey: ['webhook_events', id],
-    queryFn: () => unwrap(api.GET('/v1/webhook_endpoints/{id}/events', { params: { path: { id }, query: { limit: 50 } } })),
+    queryFn: () =>
+      unwrap(api.GET('/v1/webhook_endpoints/{id}/events', { params: { path: { id }, query: { limit: 50 } } })),
     refetchInterval: 3000,
   });
   const [form, setForm] = useState<EndpointForm | null>(null);
@@ -106,7 +112,8 @@ export default function WebhookPage() {
   const [confirming, setConfirming] = useState(false);
   const current = endpoint.data;
   useEffect(() => {
-    if (current !== undefined && form === null) setForm({ name: current.name, url: current.url, event_types: [...current.event_types] });
+    if (current !== undefined && form === null)
+      setForm({ name: current.name, url: current.url, event_types: [...current.event_types] });
   }, [current, form]);
   const refresh = () => {
     void queryClient.invalidateQueries({ queryKey: ['webhook_endpoint', id] });
@@ -114,15 +121,20 @@ export default function WebhookPage() {
     void queryClient.invalidateQueries({ queryKey: ['webhook_events', id] });
   };
   const update = useMutation({
-    mutationFn: (value: EndpointForm) => unwrap(api.POST('/v1/webhook_endpoints/{id}', { params: { path: { id } }, body: value })),
+    mutationFn: (value: EndpointForm) =>
+      unwrap(api.POST('/v1/webhook_endpoints/{id}', { params: { path: { id } }, body: value })),
     onSuccess: refresh,
   });
   const rotate = useMutation({
-    mutationFn: () => unwrap(api.POST('/v1/webhook_endpoints/{id}/rotate_secret', { params: { path: { id } }, body: {} })),
+    mutationFn: () =>
+      unwrap(api.POST('/v1/webhook_endpoints/{id}/rotate_secret', { params: { path: { id } }, body: {} })),
     onSuccess: refresh,
   });
   const test = useMutation({
-    mutationFn: (eventType: EventType) => unwrap(api.POST('/v1/webhook_endpoints/{id}/test', { params: { path: { id } }, body: { event_type: eventType } })),
+    mutationFn: (eventType: EventType) =>
+      unwrap(
+        api.POST('/v1/webhook_endpoints/{id}/test', { params: { path: { id } }, body: { event_type: eventType } }),
+      ),
     onSettled: refresh,
   });
   const remove = useMutation({
@@ -136,14 +148,16 @@ export default function WebhookPage() {
     event.preventDefault();
     if (form !== null) update.mutate(form);
   };
-  if (current === undefined) return endpoint.isPending ? <Loading what="endpoint" /> : <ErrorNote error={endpoint.error} />;
+  if (current === undefined)
+    return endpoint.isPending ? <Loading what="endpoint" /> : <ErrorNote error={endpoint.error} />;
   const fieldError = update.error instanceof ApiError && update.error.param !== null ? update.error : null;
   const chosenTest = testType === '' ? current.event_types[0] : testType;
   return (
     <section>
       <h1>Webhook {current.name}</h1>
       <p className="muted small">
-        <code>{current.id}</code> · secret <code>{current.signing_secret_hint}</code> · updated <When at={current.updated_at} />
+        <code>{current.id}</code> · secret <code>{current.signing_secret_hint}</code> · updated{' '}
+        <When at={current.updated_at} />
       </p>
       {rotate.data?.signing_secret === undefined ? null : <SecretOnce secret={rotate.data.signing_secret} />}
       {form === null ? null : (
@@ -168,7 +182,11 @@ export default function WebhookPage() {
           <div className="row">
             <Field label="Test event type">
               {(props) => (
-                <select {...props} value={chosenTest ?? ''} onChange={(e) => setTestType(current.event_types.find((type) => type === e.target.value) ?? '')}>
+                <select
+                  {...props}
+                  value={chosenTest ?? ''}
+                  onChange={(e) => setTestType(current.event_types.find((type) => type === e.target.value) ?? '')}
+                >
                   {current.event_types.map((type) => (
                     <option key={type} value={type}>
                       {type}
@@ -177,7 +195,11 @@ export default function WebhookPage() {
                 </select>
               )}
             </Field>
-            <button type="button" onClick={() => chosenTest !== undefined && test.mutate(chosenTest)} disabled={test.isPending || chosenTest === undefined}>
+            <button
+              type="button"
+              onClick={() => chosenTest !== undefined && test.mutate(chosenTest)}
+              disabled={test.isPending || chosenTest === undefined}
+            >
               Send test
             </button>
             <button type="button" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
@@ -195,7 +217,9 @@ export default function WebhookPage() {
       <h2 id="events">Events</h2>
       <ErrorNote error={events.error} />
       {events.data === undefined ? (
-        events.isPending ? <Loading what="events" /> : null
+        events.isPending ? (
+          <Loading what="events" />
+        ) : null
       ) : events.data.data.length === 0 ? (
         <p className="muted">No events yet. Events appear when sessions change state (or after a test).</p>
       ) : (

@@ -6,7 +6,7 @@ import { ApiError, api, unwrap } from '../api/client.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
 import { ErrorNote, Loading, When } from '../components/ui.tsx';
-import { type EndpointForm, EndpointFields, SecretOnce } from '../components/webhook-form.tsx';
+import { EndpointFields, type EndpointForm, SecretOnce } from '../components/webhook-form.tsx';
 
 export default function WebhooksPage() {
   usePageTitle('Webhooks');
@@ -65,9 +65,13 @@ export default function WebhooksPage() {
       ) : null}
       <ErrorNote error={endpoints.error} />
       {endpoints.data === undefined ? (
-        endpoints.isPending ? <Loading what="endpoints" /> : null
+        endpoints.isPending ? (
+          <Loading what="endpoints" />
+        ) : null
       ) : endpoints.data.data.length === 0 ? (
-        <p className="muted">No endpoints. Webhooks notify your application of session events, signed with Standard Webhooks.</p>
+        <p className="muted">
+          No endpoints. Webhooks notify your application of session events, signed with Standard Webhooks.
+        </p>
       ) : (
         <table>
           <caption className="sr-only">Webhook endpoints</caption>

@@ -65,7 +65,9 @@ function load(path: string, type: string): StaticFile {
 }
 
 /** Files of the build: index.html, and every file under assets/ by name (hashed names, so cacheable forever). */
-function loadBuild(dir: string): { index: StaticFile; assets: Map<string, StaticFile>; root: Map<string, StaticFile> } | null {
+function loadBuild(
+  dir: string,
+): { index: StaticFile; assets: Map<string, StaticFile>; root: Map<string, StaticFile> } | null {
   const indexPath = join(dir, 'index.html');
   if (!existsSync(indexPath)) return null;
   const assets = new Map<string, StaticFile>();
@@ -73,7 +75,8 @@ function loadBuild(dir: string): { index: StaticFile; assets: Map<string, Static
   if (existsSync(assetsDir)) {
     for (const name of readdirSync(assetsDir)) {
       const type = TYPES[extname(name)];
-      if (type !== undefined && statSync(join(assetsDir, name)).isFile()) assets.set(name, load(join(assetsDir, name), type));
+      if (type !== undefined && statSync(join(assetsDir, name)).isFile())
+        assets.set(name, load(join(assetsDir, name), type));
     }
   }
   // Unhashed files at the top of the build (the icon), cached for a day.

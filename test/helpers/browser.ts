@@ -1,0 +1,81 @@
+/**
+ * A real browser for the console tests: Debian's Chromium (`/usr/bin/chromium`, installed by the system's package
+ * manager, never downloaded) driven by playwright-core, headless, with a fresh profile per launch and without the
+ * background networking that this machine's closed network would refuse. Also: axe-core run inside a page, and
+ * the page's own performance timings.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+];
+
+export function chromiumAvailable(): boolean {
+  return existsSync(CHROMIUM);
+}
+
+/** Launches Chromium; Playwright gives every launch a new temporary user-data-dir. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * Runs axe-core on the page as it is now and returns its serious and critical violations. The script is
+ * evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern, so the
+ * console's strict policy stays on while it is checked.
+ */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(axeSource);
+  return page.evaluate(async () => {
+    const axe = (window as Window & { axe?: { run(context: Document): Promise<{ violations: any[] }> } }).axe;
+    if (axe === undefined) throw new Error('axe-core did not load');
+    const result = await axe.run(document);
+    return result.violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => ({
+        id: violation.id,
+        impact: violation.impact,
+        help: violation.help,
+        targets: violation.nodes.map((node: { target: string[] }) => node.target.join(' ')),
+      }));
+  });
+}
+
+/** First contentful and largest contentful paint of the current document, in ms since navigation started. */
+export async function paintTimings(page: Page): Promise<{ fcp: number | null; lcp: number | null }> {
+  return page.evaluate(
+    () =>
+      new Promise<{ fcp: number | null; lcp: number | null }>((resolve) => {
+        const fcp = performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null;
+        let lcp: number | null = null;
+        const observer = new PerformanceObserver((list) => {
+          for (const entry of list.getEntries()) lcp = entry.startTime;
+        });
+        observer.observe({ type: 'largest-contentful-paint', buffered: true });
+        // Buffered entries are delivered in a task of their own.
+        setTimeout(() => {
+          observer.disconnect();
+          resolve({ fcp, lcp });
+        }, 50);
+      }),
+  );
+}

@@ -39,8 +39,8 @@ function read(path: string): string | null {
   return existsSync(path) ? readFileSync(path, 'utf8') : null;
 }
 
-function run(command: string, args: string[]): void {
-  const result = spawnSync(command, args, { cwd: CONSOLE_DIR, stdio: 'inherit', env: process.env });
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): void {
+  const result = spawnSync(command, args, { cwd: CONSOLE_DIR, stdio: 'inherit', env });
   if (result.status !== 0)
     throw new Error(`${command} ${args.join(' ')} failed with ${result.status ?? result.signal}`);
 }
@@ -58,7 +58,9 @@ export function ensureConsoleBuilt(log: (line: string) => void = () => {}): 'fre
   const hash = sourceHash();
   if (read(STAMP) === hash && existsSync(join(DIST, 'index.html'))) return 'fresh';
   log('console: building (vite build)');
-  run(process.execPath, [join(CONSOLE_DIR, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn']);
+  // Always the production bundle, even when called from a test runner that set NODE_ENV=test.
+  const vite = join(CONSOLE_DIR, 'node_modules', 'vite', 'bin', 'vite.js');
+  run(process.execPath, [vite, 'build', '--logLevel', 'warn'], { ...process.env, NODE_ENV: 'production' });
   writeFileSync(STAMP, hash);
   return 'built';
 }

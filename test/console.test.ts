@@ -176,9 +176,10 @@ describe.skipIf(!available)('web console', () => {
     expect(await page.title()).toMatch(/^Agents/);
     await expect.poll(() => page.locator('.who').textContent(), WAIT).toContain('default');
     expect(await page.locator('.who').textContent()).toContain('webhooks:write');
-    expect(await page.evaluate(() => sessionStorage.getItem('agentry.apiKey'))).toBe(key);
-    expect(await page.evaluate(() => document.cookie)).toBe('');
-    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    // Page expressions are text: this Node.js project does not load the DOM's types.
+    expect(await page.evaluate("sessionStorage.getItem('agentry.apiKey')")).toBe(key);
+    expect(await page.evaluate('document.cookie')).toBe('');
+    expect(await page.evaluate('localStorage.length')).toBe(0);
     expect(page.url()).not.toContain(key);
     await accessible('agents');
     await snap('agents');
@@ -228,6 +229,9 @@ describe.skipIf(!available)('web console', () => {
     const described = (await maxSteps.getAttribute('aria-describedby')) ?? '';
     const errorId = described.split(' ').find((id) => id.endsWith('-error')) ?? '';
     expect(await page.locator(`[id="${errorId}"]`).textContent()).toMatch(/maxSteps must be <= 128/);
+    // Focus moves to the field the API named.
+    const fieldId = await maxSteps.getAttribute('id');
+    await expect.poll(() => page.evaluate('document.activeElement?.id'), WAIT).toBe(fieldId);
     await snap('agent-editor-error');
     expect(new URL(page.url()).pathname).toBe('/console/agents/new');
 
@@ -463,7 +467,7 @@ describe.skipIf(!available)('web console', () => {
     await night.getByRole('button', { name: 'Sign in' }).click();
     await night.goto(url(`/console/agents/${agentId}/chat?session=${sessionId}`));
     await night.locator('li.turn').first().waitFor(WAIT);
-    const background = await night.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    const background = await night.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     expect(background).toBe('rgb(21, 23, 28)');
     await accessible('playground, dark', night);
     await snap('playground-dark', night);

@@ -15,7 +15,12 @@ import { testEnvironment, testKey } from './helpers/harness.ts';
 import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((name) => `docs/${name}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 const DOC_ADDRESS = 'http://127.0.0.1:8080';
 const DOC_KEY = 'agk_...';
 const DOC_PREFIX = 'agk_7Qm2xKp9';

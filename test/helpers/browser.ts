@@ -41,41 +41,39 @@ export interface AxeViolation {
 /**
  * Runs axe-core on the page as it is now and returns its serious and critical violations. The script is
  * evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern, so the
- * console's strict policy stays on while it is checked.
+ * console's strict policy stays on while it is checked. Page code is text: this Node.js project does not load the
+ * DOM's types.
  */
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    const axe = (window as Window & { axe?: { run(context: Document): Promise<{ violations: any[] }> } }).axe;
-    if (axe === undefined) throw new Error('axe-core did not load');
-    const result = await axe.run(document);
-    return result.violations
+  const violations: AxeViolation[] = await page.evaluate(`axe.run(document).then((result) =>
+    result.violations
       .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
       .map((violation) => ({
         id: violation.id,
         impact: violation.impact,
         help: violation.help,
-        targets: violation.nodes.map((node: { target: string[] }) => node.target.join(' ')),
-      }));
-  });
+        targets: violation.nodes.map((node) => node.target.join(' ')),
+      })))`);
+  return violations;
 }
 
-/** First contentful and largest contentful paint of the current document, in ms since navigation started. */
+/**
+ * First contentful and largest contentful paint of the current document, in ms since navigation started. The
+ * script is text: it runs in the page, whose DOM types this Node.js project does not load.
+ */
 export async function paintTimings(page: Page): Promise<{ fcp: number | null; lcp: number | null }> {
-  return page.evaluate(
-    () =>
-      new Promise<{ fcp: number | null; lcp: number | null }>((resolve) => {
-        const fcp = performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null;
-        let lcp: number | null = null;
-        const observer = new PerformanceObserver((list) => {
-          for (const entry of list.getEntries()) lcp = entry.startTime;
-        });
-        observer.observe({ type: 'largest-contentful-paint', buffered: true });
-        // Buffered entries are delivered in a task of their own.
-        setTimeout(() => {
-          observer.disconnect();
-          resolve({ fcp, lcp });
-        }, 50);
-      }),
-  );
+  return page.evaluate(`new Promise((resolve) => {
+    const fcp = performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null;
+    let lcp = null;
+    const observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) lcp = entry.startTime;
+    });
+    observer.observe({ type: 'largest-contentful-paint', buffered: true });
+    // Buffered entries are delivered in a task of their own.
+    setTimeout(() => {
+      observer.disconnect();
+      resolve({ fcp, lcp });
+    }, 50);
+  })`);
 }

@@ -4,7 +4,7 @@
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
-import { Link, useNavigate, useParams } from 'react-router';
+import { Link, useLocation, useNavigate, useParams } from 'react-router';
 import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
 import type { Agent } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
@@ -24,6 +24,15 @@ import { ErrorNote, Loading, When } from '../components/ui.tsx';
 interface Warning {
   code: string;
   message: string;
+}
+
+function warningsOf(state: unknown): Warning[] {
+  if (typeof state !== 'object' || state === null || !('warnings' in state) || !Array.isArray(state.warnings))
+    return [];
+  return state.warnings.filter(
+    (item): item is Warning =>
+      typeof item === 'object' && item !== null && typeof item.code === 'string' && typeof item.message === 'string',
+  );
 }
 
 function AgentVersions({ agent }: { agent: Agent }) {
@@ -124,7 +133,9 @@ export default function AgentEditorPage() {
   const [loadedVersion, setLoadedVersion] = useState<number | null>(null);
   const [fieldError, setFieldError] = useState<{ key: string; message: string } | null>(null);
   const [topError, setTopError] = useState<unknown>(null);
-  const [warnings, setWarnings] = useState<Warning[]>([]);
+  const location = useLocation();
+  // Warnings of a create arrive with the navigation to the new agent's page.
+  const [warnings, setWarnings] = useState<Warning[]>(() => warningsOf(location.state));
   const [saved, setSaved] = useState<string | null>(null);
   const [idemKey] = useState(idempotencyKey);
 
@@ -179,7 +190,7 @@ export default function AgentEditorPage() {
       setWarnings(noted ?? []);
       queryClient.setQueryData(['agent', written.id], { agent: written });
       await queryClient.invalidateQueries({ queryKey: ['agents'] });
-      if (creating) navigate(`/agents/${written.id}`, { replace: true, state: { created: true } });
+      if (creating) navigate(`/agents/${written.id}`, { replace: true, state: { warnings: noted ?? [] } });
       else setSaved(`Saved as version ${written.version}.`);
     },
     onError: (error) => setTopError(error),
@@ -189,6 +200,10 @@ export default function AgentEditorPage() {
     event.preventDefault();
     save.mutate(form);
   };
+  // Keyboard and screen reader users land on the field the API named.
+  useEffect(() => {
+    if (fieldError !== null) document.querySelector<HTMLElement>('form [aria-invalid="true"]')?.focus();
+  }, [fieldError]);
 
   if (!creating && current === undefined) {
     return agent.error === null ? <Loading what="agent" /> : <ErrorNote error={agent.error} />;

@@ -10,6 +10,7 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { App } from '../types.ts';
 
 export const CONSOLE_PATH = '/console';
@@ -130,10 +131,10 @@ export function consoleRoutes(app: App, dir: string = DEFAULT_DIR): void {
     method: 'GET',
     url: `${CONSOLE_PATH}/assets/*`,
     config,
-    schema: hidden,
+    schema: { ...hidden, params: Type.Object({ '*': Type.String() }) },
     handler: async (request, reply) => {
-      const params = request.params as { '*'?: string };
-      const file = build?.assets.get(params['*'] ?? '');
+      // An exact name of the build's assets folder, or nothing: no path is ever joined from the URL.
+      const file = build?.assets.get(request.params['*']);
       if (file === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('Not found\n');
       return send(request, reply, file, 'public, max-age=31536000, immutable');
     },

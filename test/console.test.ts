@@ -423,6 +423,24 @@ describe.skipIf(!available)('web console', () => {
     await receiver.waitFor((received) => received.length > before);
     await accessible('webhook endpoint');
     await snap('webhook');
+
+    const hint = await page.locator('[data-secret-hint]').textContent();
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await expect.poll(() => page.locator('[data-secret]').textContent(), WAIT).toMatch(/^whsec_/);
+    await expect.poll(() => page.locator('[data-secret-hint]').textContent(), WAIT).not.toBe(hint);
+    await page.getByLabel('Endpoint name').fill('renamed');
+    await page.getByRole('button', { name: 'Save endpoint' }).click();
+    await expect.poll(() => page.locator('h1').textContent(), WAIT).toBe('Webhook renamed');
+  });
+
+  it('explains why an agent with sessions cannot be deleted', async () => {
+    await page.goto(url(`/console/agents/${agentId}`));
+    await page.getByRole('button', { name: 'Delete agent' }).click();
+    await page.getByRole('button', { name: 'Confirm delete' }).click();
+    const alert = page.locator('.danger-zone [role="alert"]');
+    await expect.poll(() => alert.textContent(), WAIT).toContain('agent_in_use');
+    expect(await alert.textContent()).toContain('Delete those sessions first');
+    expect((await api('GET', `/v1/agents/${agentId}`)).status).toBe(200);
   });
 
   it('uploads and lists files, and shows usage and connectors', async () => {

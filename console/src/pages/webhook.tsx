@@ -156,7 +156,7 @@ export default function WebhookPage() {
     <section>
       <h1>Webhook {current.name}</h1>
       <p className="muted small">
-        <code>{current.id}</code> · secret <code>{current.signing_secret_hint}</code> · updated{' '}
+        <code>{current.id}</code> · secret <code data-secret-hint>{current.signing_secret_hint}</code> · updated{' '}
         <When at={current.updated_at} />
       </p>
       {rotate.data?.signing_secret === undefined ? null : <SecretOnce secret={rotate.data.signing_secret} />}

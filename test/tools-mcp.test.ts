@@ -89,7 +89,7 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
       { name: 'two', url: legacy.url },
     ]);
     // Both servers offer `slow`: a clash, so each becomes <server>__slow.
-    const script = 'call one__slow {"ms":1500,"steps":1}\ncall two__slow {"ms":1500,"steps":1}';
+    const script = 'call one__slow {"ms":900,"steps":1}\ncall two__slow {"ms":900,"steps":1}';
     const { message } = await flow.turn(agentId, script);
     expect(message.status, JSON.stringify(message)).toBe('completed');
     expect(reply(message).split('\n').sort()).toEqual([
@@ -99,7 +99,7 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
     // Each server saw its call start before the other call could have finished: the two ran at the same time.
     const first = modern.calls.findLast((call) => call.tool === 'slow')?.at ?? 0;
     const second = legacy.calls.findLast((call) => call.tool === 'slow')?.at ?? 0;
-    expect(Math.abs(first - second)).toBeLessThan(1500);
+    expect(Math.abs(first - second)).toBeLessThan(900);
   });
 
   it('names clashing tools <server>__<tool>, and never renames a client tool', async () => {

@@ -5,7 +5,7 @@
  *
  * `npm run bench -- http` runs only the named benches.
  */
-import { type BenchResult, formatResults, goalMet, machineDescription } from './support.ts';
+import { type BenchResult, formatResults, goalMet, loadAverage, machineDescription } from './support.ts';
 
 interface Bench {
   name: string;
@@ -15,10 +15,12 @@ interface Bench {
 // One line per bench. Loaded lazily so a bench module that fails to import fails only that bench.
 const BENCHES: readonly Bench[] = [
   { name: 'http', run: () => import('./http.ts').then((m) => m.runHttpBench()) },
+  { name: 'turns-http', run: () => import('./turns-http.ts').then((m) => m.runTurnsHttpBench()) },
+  { name: 'peer-mastra', run: () => import('./peer-mastra.ts').then((m) => m.runPeerMastraBench()) },
+  { name: 'memory', run: () => import('./memory.ts').then((m) => m.runMemoryBench()) },
   { name: 'turns', run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
   { name: 'stream', run: () => import('./stream.ts').then((m) => m.runStreamBench()) },
   { name: 'webhooks', run: () => import('./webhooks.ts').then((m) => m.runWebhooksBench()) },
-  { name: 'responses', run: () => import('./responses.ts').then((m) => m.runResponsesBench()) },
 ];
 
 async function main(): Promise<number> {
@@ -30,11 +32,11 @@ async function main(): Promise<number> {
   }
   const selected = wanted.length === 0 ? BENCHES : BENCHES.filter((bench) => wanted.includes(bench.name));
 
-  console.log(`machine: ${machineDescription()}`);
+  console.log(`machine: ${machineDescription()}\n${new Date().toISOString()}, ${loadAverage()}`);
   const results: BenchResult[] = [];
   const failures: string[] = [];
   for (const bench of selected) {
-    console.log(`\n== ${bench.name}`);
+    console.log(`\n== ${bench.name} (${new Date().toISOString()}, ${loadAverage()})`);
     const started = performance.now();
     try {
       const benchResults = await bench.run();
@@ -45,10 +47,10 @@ async function main(): Promise<number> {
       failures.push(bench.name);
       console.error(`bench ${bench.name} failed:`, error);
     }
-    console.log(`(${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    console.log(`(${((performance.now() - started) / 1000).toFixed(1)} s; at the end ${loadAverage()})`);
   }
 
-  console.log(`\n== summary\nmachine: ${machineDescription()}\n`);
+  console.log(`\n== summary\nmachine: ${machineDescription()}\n${new Date().toISOString()}, ${loadAverage()}\n`);
   console.log(results.length > 0 ? formatResults(results) : '(no results)');
   const missed = results.filter((result) => goalMet(result) === false).map((result) => result.name);
   if (missed.length > 0) console.log(`\ngoal missed: ${missed.join(', ')}`);

@@ -100,31 +100,43 @@ export interface PairedRound<T> {
 }
 
 /**
- * `rounds` rounds of `a` and `b`, alternating which goes first (A B, B A, A B, …) so that neither side is always
- * the one measured right after the other. `onRound` sees each finished round (for progress lines).
+ * `rounds` rounds of every side, in the given order on even rounds and in reverse on odd ones (A B C, C B A, …),
+ * so that no side is always the one measured right after another. Returns each round's results in side order.
  */
+export async function alternatingRounds<T>(
+  rounds: number,
+  sides: ReadonlyArray<() => Promise<T>>,
+  onRound?: (results: readonly T[], index: number) => void,
+): Promise<T[][]> {
+  const done: T[][] = [];
+  for (let index = 0; index < rounds; index++) {
+    const order = sides.map((_, i) => i);
+    if (index % 2 === 1) order.reverse();
+    const results = new Map<number, T>();
+    for (const i of order) {
+      const side = sides[i];
+      if (side !== undefined) results.set(i, await side());
+    }
+    const inOrder = sides.map((_, i) => results.get(i)).filter((result) => result !== undefined);
+    onRound?.(inOrder, index);
+    done.push(inOrder);
+  }
+  return done;
+}
+
+/** alternatingRounds of two sides (A B, B A, …), each round as `{ a, b }`. */
 export async function pairedRounds<T>(
   rounds: number,
   a: () => Promise<T>,
   b: () => Promise<T>,
   onRound?: (round: PairedRound<T>, index: number) => void,
 ): Promise<PairedRound<T>[]> {
-  const done: PairedRound<T>[] = [];
-  for (let index = 0; index < rounds; index++) {
-    let first: T;
-    let second: T;
-    if (index % 2 === 0) {
-      first = await a();
-      second = await b();
-    } else {
-      second = await b();
-      first = await a();
-    }
-    const round = { a: first, b: second };
-    onRound?.(round, index);
-    done.push(round);
-  }
-  return done;
+  const pair = ([first, second]: readonly T[]): PairedRound<T> => {
+    if (first === undefined || second === undefined) throw new Error('a round lost a side');
+    return { a: first, b: second };
+  };
+  const done = await alternatingRounds(rounds, [a, b], (results, index) => onRound?.(pair(results), index));
+  return done.map(pair);
 }
 
 /** Per-round ratios `subject(round) / baseline(round)` and their median. */

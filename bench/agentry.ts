@@ -180,12 +180,21 @@ export async function createSession(client: Client, agentId: string): Promise<st
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const TURN_TIMEOUT_MS = 120_000;
 
+/** What one turn took, as the client saw it. */
+export interface PlayedTurn {
+  /** From sending the POST to its 202. */
+  acceptMs: number;
+  /** GETs made until the message was terminal. */
+  gets: number;
+}
+
 /**
  * One turn as a client plays it: POST the message with an Idempotency-Key, then GET it every `pollMs` (0: again
- * as soon as the previous GET answered) until it is terminal. Fails unless it completed. Returns the GETs made.
+ * as soon as the previous GET answered) until it is terminal. Fails unless it completed.
  */
-export async function playTurn(client: Client, sessionId: string, key: string, pollMs: number): Promise<number> {
+export async function playTurn(client: Client, sessionId: string, key: string, pollMs: number): Promise<PlayedTurn> {
   const path = `/v1/sessions/${sessionId}/messages`;
+  const started = performance.now();
   const accepted = await client.expect(
     202,
     'POST',
@@ -193,14 +202,15 @@ export async function playTurn(client: Client, sessionId: string, key: string, p
     { parts: [{ type: 'text', text: 'ping' }] },
     { 'idempotency-key': key },
   );
+  const acceptMs = performance.now() - started;
   const messagePath = `${path}/${stringAt(accepted, 'id')}`;
   const deadline = performance.now() + TURN_TIMEOUT_MS;
-  for (let polls = 1; ; polls++) {
+  for (let gets = 1; ; gets++) {
     if (pollMs > 0) await sleep(pollMs);
     const status = field(await client.expect(200, 'GET', messagePath), 'message', 'status');
     if (typeof status === 'string' && TERMINAL.has(status)) {
       if (status !== 'completed') throw new Error(`message ${messagePath} ended ${status}`);
-      return polls;
+      return { acceptMs, gets };
     }
     if (performance.now() > deadline)
       throw new Error(`message ${messagePath} not terminal after ${TURN_TIMEOUT_MS} ms`);

@@ -69,6 +69,8 @@ interface Round {
   stats: LoopStats;
   /** GETs per turn, over every turn of the round (ramp included). */
   pollsPerTurn: number;
+  /** p50 of POST → 202 over every turn of the round (ramp included): the part of a turn's latency spent accepting. */
+  acceptP50: number;
 }
 
 /** A deployment under load: each round runs the closed loops on fresh sessions of one agent. */
@@ -93,26 +95,35 @@ async function openSide(label: string, agentry: Agentry, config: Settings, defer
       const sessions = await Promise.all(Array.from({ length: config.loops }, () => createSession(client, agentId)));
       let turns = 0;
       let polls = 0;
+      const accepts: number[] = [];
       const stats = await timedLoops({
         concurrency: config.loops,
         rampSeconds,
         seconds,
         call: async (loop) => {
           turns += 1;
-          // Read the result first: `polls += await …` would add to the value polls had before the await.
-          const gets = await playTurn(client, sessions[loop] ?? '', `r${rounds}-${turns}`, config.pollMs);
-          polls += gets;
+          // Read the result first: `polls += (await …).gets` would add to the value polls had before the await.
+          const played = await playTurn(client, sessions[loop] ?? '', `r${rounds}-${turns}`, config.pollMs);
+          polls += played.gets;
+          accepts.push(played.acceptMs);
         },
       });
-      return { stats, pollsPerTurn: polls / Math.max(1, turns) };
+      return {
+        stats,
+        pollsPerTurn: polls / Math.max(1, turns),
+        acceptP50: percentile(
+          accepts.sort((a, b) => a - b),
+          50,
+        ),
+      };
     },
   };
 }
 
 function describe(round: Round): string {
   return (
-    `${perSecond(round.stats).toFixed(1)} turns/s, p50 ${p50(round.stats).toFixed(1)} ms, ` +
-    `${round.pollsPerTurn.toFixed(1)} GETs per turn`
+    `${perSecond(round.stats).toFixed(1)} turns/s, p50 ${p50(round.stats).toFixed(1)} ms ` +
+    `(POST → 202 p50 ${round.acceptP50.toFixed(1)} ms), ${round.pollsPerTurn.toFixed(1)} GETs per turn`
   );
 }
 
@@ -131,6 +142,7 @@ function loopResults(name: string, rounds: readonly Round[], goal?: string): Ben
     throughput,
     { name: `${name}.latency.p50`, value: percentile(latencies, 50), unit: 'ms' },
     { name: `${name}.latency.p99`, value: percentile(latencies, 99), unit: 'ms' },
+    { name: `${name}.latency.accept_p50`, value: median(rounds.map((round) => round.acceptP50)), unit: 'ms' },
     { name: `${name}.gets_per_turn`, value: median(rounds.map((round) => round.pollsPerTurn)), unit: 'GETs' },
   ];
 }

@@ -200,11 +200,11 @@ async function minimalTransactionP50(world: World, sessionId: string, count: num
 }
 
 async function benchVariant(variant: Variant): Promise<BenchResult[]> {
-  const warmup = positiveInt('BENCH_TURNS_WARMUP', 200);
-  // Defaults sized so the whole bench, Postgres included, takes about three minutes on a shared 2-core machine.
-  const measuredTurns = positiveInt('BENCH_TURNS', 1000);
-  // 50 turns per session: a turn re-reads its session's history, so longer runs per session get slower.
-  const throughputTurns = positiveInt('BENCH_THROUGHPUT_TURNS', PARALLEL_SESSIONS * 50);
+  const warmup = positiveInt('BENCH_TURNS_WARMUP', 100);
+  // Defaults sized so the whole bench, Postgres included, takes about a minute on a shared 2-core machine.
+  const measuredTurns = positiveInt('BENCH_TURNS', 500);
+  // 25 turns per session: a turn re-reads its session's history, so longer runs per session get slower.
+  const throughputTurns = positiveInt('BENCH_THROUGHPUT_TURNS', PARALLEL_SESSIONS * 25);
   return withCleanup(async (defer) => {
     const world = await openWorld(variant, defer);
     const name = `turns.${variant.kind}`;

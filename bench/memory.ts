@@ -2,9 +2,10 @@
  * Resident memory growth from 2,000 to 20,000 turns (BENCH_MEMORY_TURNS; the first sample is taken after a
  * tenth of them), on SQLite, measured two ways:
  *
- * - in-process: a child started with --expose-gc runs the engine without HTTP (bench/turns-memory.ts) and
- *   samples its own memory after a full GC;
- * - over HTTP: an Agentry server child (`node --expose-gc --import bench/gc-on-signal.ts bin/agentry.js serve`,
+ * - in-process, with BENCH_MEMORY_IN_PROCESS=1 (each half takes two minutes or more on a shared 2-core machine):
+ *   a child started with --expose-gc runs the engine without HTTP (bench/turns-memory.ts) and samples its own
+ *   memory after a full GC;
+ * - over HTTP, unless BENCH_MEMORY_HTTP=0: an Agentry server child (`node --expose-gc --import bench/gc-on-signal.ts bin/agentry.js serve`,
  *   default log level) is driven by 64 closed loops that post a message and poll it to completion, as the
  *   turns-http bench does; the server is sampled after a full GC (SIGUSR2, see gc-on-signal.ts).
  *
@@ -218,8 +219,9 @@ function results(kind: 'in_process' | 'http', report: MemoryReport): BenchResult
 export async function runMemoryBench(): Promise<BenchResult[]> {
   const totalTurns = scaledInt('BENCH_MEMORY_TURNS', 20_000, 100);
   const out: BenchResult[] = [];
-  if (process.env.BENCH_MEMORY_IN_PROCESS !== '0')
+  if (process.env.BENCH_MEMORY_IN_PROCESS === '1') {
     out.push(...results('in_process', await runInProcessChild(totalTurns)));
+  }
   if (process.env.BENCH_MEMORY_HTTP !== '0') out.push(...results('http', await overHttp(totalTurns)));
   return out;
 }

@@ -1,25 +1,24 @@
 /// <reference path="./autocannon.d.ts" />
 /**
- * Authenticated `GET /v1/agents/{id}` throughput of Agentry relative to a bare node:http hello-world,
- * both measured in the same run with the same autocannon settings. The ratio, not the absolute req/s, is
- * the figure to compare across machines.
+ * Authenticated `GET /v1/agents/{id}` throughput of Agentry relative to a bare node:http server answering the
+ * same request with a constant body, on SQLite and on Postgres. Both servers are child processes; autocannon
+ * runs in this process with the same settings against each. Agentry runs at its default log level (info: one
+ * line per request, to a file), as users run it. The two are measured in paired rounds (A B, B A, …) and the
+ * figure is the median of the per-round ratios, so a burst of other work on the machine hits one round, not one
+ * side.
  */
 import type { Result } from 'autocannon';
 import autocannon from 'autocannon';
+import { Client, createAgent, type Mode, startAgentry } from './agentry.ts';
+import { type ServerProcess, startServer, stopProcess } from './children.ts';
+import { pairedRounds, roundRatios } from './load.ts';
 import {
   type BenchResult,
-  type Defer,
-  generateApiKey,
-  positiveNumber,
+  median,
   REPO_ROOT,
   runStandalone,
-  type ServerProcess,
-  serverEnv,
-  startServer,
-  stopProcess,
-  tempDir,
-  throwawaySchema,
-  type Variant,
+  scaled,
+  scaledInt,
   variants,
   withCleanup,
 } from './support.ts';
@@ -28,11 +27,7 @@ export type { BenchResult } from './support.ts';
 
 const CONNECTIONS = 50;
 const PIPELINING = 1;
-const WARMUP_S = 1;
-// Alternating baseline/agentry rounds; the best of each smooths out noisy neighbours on a 2-core box.
-const ROUNDS = 2;
-const START_TIMEOUT_MS = 20_000;
-const SQLITE_GOAL = 'ratio >= 0.5';
+const GOALS: Record<'sqlite' | 'postgres', string> = { sqlite: 'ratio >= 0.5', postgres: 'ratio >= 0.3' };
 
 // Prints the same "listening on" line as Agentry so one start-up helper serves both.
 const BASELINE_SCRIPT = `
@@ -56,129 +51,91 @@ function log(message: string): void {
 }
 
 async function load(
-  server: ServerProcess,
+  name: string,
+  output: () => string,
   url: string,
   headers: Record<string, string>,
-  duration: number,
-): Promise<Result> {
-  const result = await autocannon({ url, connections: CONNECTIONS, pipelining: PIPELINING, duration, headers });
+  seconds: number,
+): Promise<Measured> {
+  const result: Result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    pipelining: PIPELINING,
+    duration: seconds,
+    headers,
+  });
   // A run that got errors or non-2xx answers measured something other than the happy path; its number is
   // meaningless, so stop rather than report it.
   if (result.errors > 0 || result.non2xx > 0 || result.requests.total === 0) {
     throw new Error(
-      `${server.name}: ${result.non2xx} non-2xx, ${result.errors} errors (${result.timeouts} timeouts), ` +
-        `${result.requests.total} requests; status codes ${JSON.stringify(result.statusCodeStats)}\n${server.output()}`,
+      `${name}: ${result.non2xx} non-2xx, ${result.errors} errors (${result.timeouts} timeouts), ` +
+        `${result.requests.total} requests; status codes ${JSON.stringify(result.statusCodeStats)}\n${output()}`,
     );
   }
-  return result;
+  return { reqPerSec: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
-function measured(result: Result): Measured {
-  return { reqPerSec: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
-}
-
-function best(a: Measured | undefined, b: Measured): Measured {
-  return a === undefined || b.reqPerSec > a.reqPerSec ? b : a;
-}
-
-async function startAgentry(variant: Variant, apiKey: string, defer: Defer): Promise<ServerProcess> {
-  const env = serverEnv({ dataDir: await tempDir('http', defer), apiKey, redis: true });
-  if (variant.kind === 'postgres') {
-    env.DATABASE_URL = variant.databaseUrl;
-    // Before the server starts, so that the drop runs after the server has been stopped.
-    env.AGENTRY_DATABASE_SCHEMA = throwawaySchema(variant.databaseUrl, 'http', defer);
-  }
-  const server = await startServer({
-    name: `agentry (${variant.kind})`,
-    args: ['src/main.ts'],
-    cwd: REPO_ROOT,
-    env,
-    timeoutMs: START_TIMEOUT_MS,
-  });
-  defer(() => stopProcess(server.child));
-  return server;
-}
-
-async function createAgent(server: ServerProcess, headers: Record<string, string>): Promise<string> {
-  const created = await fetch(`${server.url}/v1/agents`, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench agent', instructions: 'You are a benchmark.' }),
-  });
-  const text = await created.text();
-  if (created.status !== 201) throw new Error(`POST /v1/agents answered ${created.status}: ${text}`);
-  const body: unknown = JSON.parse(text);
-  const agent: unknown = typeof body === 'object' && body !== null ? Reflect.get(body, 'agent') : undefined;
-  const id: unknown = typeof agent === 'object' && agent !== null ? Reflect.get(agent, 'id') : undefined;
-  if (typeof id !== 'string' || id === '') throw new Error(`POST /v1/agents returned no agent.id: ${text}`);
-
-  // One checked request before the load, so a broken route fails here with its body rather than as a
-  // bare non-2xx count.
-  const fetched = await fetch(`${server.url}/v1/agents/${encodeURIComponent(id)}`, { headers });
-  const fetchedText = await fetched.text();
-  if (fetched.status !== 200) throw new Error(`GET /v1/agents/${id} answered ${fetched.status}: ${fetchedText}`);
-  return id;
-}
-
-async function benchVariant(baseline: ServerProcess, variant: Variant, duration: number): Promise<BenchResult[]> {
+async function benchVariant(baseline: ServerProcess, mode: Exclude<Mode, 'cluster'>): Promise<BenchResult[]> {
+  const rounds = scaledInt('BENCH_HTTP_ROUNDS', 5, 2);
+  const seconds = scaled('BENCH_HTTP_ROUND_S', 3);
+  const warmup = scaled('BENCH_HTTP_WARMUP_S', 2);
   return withCleanup(async (defer) => {
-    const apiKey = generateApiKey();
-    const agentry = await startAgentry(variant, apiKey, defer);
-    const headers = { authorization: `Bearer ${apiKey}` };
-    const path = `/v1/agents/${encodeURIComponent(await createAgent(agentry, headers))}`;
+    const agentry = await startAgentry({ bench: 'http', mode }, defer);
+    const server = agentry.processes[0];
+    if (server === undefined) throw new Error('no server process');
+    const client = new Client(agentry.url, agentry.apiKey, 1);
+    defer(() => client.close());
+    const path = `/v1/agents/${await createAgent(client)}`;
+    // One checked request before the load, so a broken route fails here with its body rather than as a count.
+    await client.expect(200, 'GET', path);
+    const headers = { authorization: `Bearer ${agentry.apiKey}` };
     // Same path and headers to the baseline, so both servers parse byte-identical requests.
-    const targets = [
-      { server: baseline, url: `${baseline.url}${path}` },
-      { server: agentry, url: `${agentry.url}${path}` },
-    ] as const;
+    const bare = () => load(baseline.name, baseline.output, `${baseline.url}${path}`, headers, seconds);
+    const ours = () => load(server.name, server.output, `${agentry.url}${path}`, headers, seconds);
 
-    log(`${variant.kind}: warm-up ${WARMUP_S}s each (discarded)`);
-    for (const t of targets) await load(t.server, t.url, headers, WARMUP_S);
-
-    let bestBaseline: Measured | undefined;
-    let bestAgentry: Measured | undefined;
-    for (let round = 1; round <= ROUNDS; round++) {
-      const b = measured(await load(baseline, targets[0].url, headers, duration));
-      log(`${variant.kind} round ${round}: baseline ${Math.round(b.reqPerSec)} req/s`);
-      const a = measured(await load(agentry, targets[1].url, headers, duration));
-      log(`${variant.kind} round ${round}: agentry  ${Math.round(a.reqPerSec)} req/s`);
-      bestBaseline = best(bestBaseline, b);
-      bestAgentry = best(bestAgentry, a);
-    }
-    if (bestBaseline === undefined || bestAgentry === undefined) throw new Error('no rounds ran');
-
-    const name = `http.get_agent.${variant.kind}`;
-    const throughput: BenchResult = {
-      name,
-      value: bestAgentry.reqPerSec,
-      unit: 'req/s',
-      baseline: bestBaseline.reqPerSec,
-      ratio: bestAgentry.reqPerSec / bestBaseline.reqPerSec,
-    };
-    // The stated goal is for SQLite, the default deployment; Postgres is reported for information.
-    if (variant.kind === 'sqlite') throughput.goal = SQLITE_GOAL;
+    log(
+      `${mode}: warm-up ${warmup.toFixed(1)}s each (discarded), then ${rounds} rounds of ${seconds.toFixed(1)}s per server`,
+    );
+    await load(baseline.name, baseline.output, `${baseline.url}${path}`, headers, warmup);
+    await load(server.name, server.output, `${agentry.url}${path}`, headers, warmup);
+    const paired = await pairedRounds(rounds, bare, ours, (round, index) =>
+      log(
+        `${mode} round ${index + 1}: bare ${Math.round(round.a.reqPerSec)} req/s, agentry ${Math.round(round.b.reqPerSec)} ` +
+          `req/s, ratio ${(round.b.reqPerSec / round.a.reqPerSec).toFixed(3)}`,
+      ),
+    );
+    const { ratios, median: ratio } = roundRatios(paired, (side) => side.reqPerSec, 'b');
+    const name = `http.get_agent.${mode}`;
+    const figure = (side: 'a' | 'b', key: keyof Measured) => median(paired.map((round) => round[side][key]));
     return [
-      throughput,
-      { name: `${name}.p50`, value: bestAgentry.p50, unit: 'ms', baseline: bestBaseline.p50 },
-      { name: `${name}.p99`, value: bestAgentry.p99, unit: 'ms', baseline: bestBaseline.p99 },
+      {
+        name,
+        value: figure('b', 'reqPerSec'),
+        unit: 'req/s',
+        baseline: figure('a', 'reqPerSec'),
+        ratio,
+        goal: GOALS[mode],
+        rounds: ratios,
+      },
+      { name: `${name}.p50`, value: figure('b', 'p50'), unit: 'ms', baseline: figure('a', 'p50') },
+      { name: `${name}.p99`, value: figure('b', 'p99'), unit: 'ms', baseline: figure('a', 'p99') },
     ];
   });
 }
 
 export async function runHttpBench(): Promise<BenchResult[]> {
-  const duration = positiveNumber('BENCH_DURATION_S', 5);
   return withCleanup(async (defer) => {
     const baseline = await startServer({
-      name: 'baseline node:http',
+      name: 'bare node:http',
       args: ['--input-type=module', '-e', BASELINE_SCRIPT],
       cwd: REPO_ROOT,
       env: process.env,
-      timeoutMs: START_TIMEOUT_MS,
+      timeoutMs: 20_000,
     });
     defer(() => stopProcess(baseline.child));
-    log(`${CONNECTIONS} connections, pipelining ${PIPELINING}, ${duration}s x ${ROUNDS} rounds per server`);
+    log(`${CONNECTIONS} connections, pipelining ${PIPELINING}`);
     const results: BenchResult[] = [];
-    for (const variant of variants()) results.push(...(await benchVariant(baseline, variant, duration)));
+    for (const variant of variants()) results.push(...(await benchVariant(baseline, variant.kind)));
     return results;
   });
 }

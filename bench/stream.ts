@@ -16,6 +16,7 @@ import { readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { type ServerProcess, startServer, stopProcess } from './children.ts';
 import {
   type BenchResult,
   type Defer,
@@ -24,10 +25,7 @@ import {
   positiveInt,
   REPO_ROOT,
   runStandalone,
-  type ServerProcess,
   serverEnv,
-  startServer,
-  stopProcess,
   tempDir,
   withCleanup,
 } from './support.ts';

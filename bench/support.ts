@@ -1,13 +1,12 @@
 /**
  * Pieces every bench shares: the result shape, settings from the environment, the databases to run on and
- * their throwaway storage, starting and stopping server child processes, and the summary table. Servers run as
- * children so the load generator never shares their event loop. (An in-process Agentry core is in world.ts, so
- * that importing this file does not load the application.)
+ * their throwaway storage, the environment of server children, cleanup, and the summary table. (Server child
+ * processes are started by children.ts; an in-process Agentry core is in world.ts, so that importing this file
+ * does not load the application.)
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 
@@ -22,6 +21,11 @@ export interface BenchResult {
   baseline?: number;
   ratio?: number;
   goal?: string;
+  /**
+   * The figure the goal is on (the ratio when there is one, else the value), round by round, for results measured
+   * in paired rounds; the reported ratio or value is their median.
+   */
+  rounds?: readonly number[];
 }
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
@@ -40,6 +44,42 @@ export function positiveInt(name: string, fallback: number): number {
   return positiveNumber(name, fallback, 'integer');
 }
 
+/** Like positiveNumber, but 0 is allowed too (e.g. a poll interval of 0: poll again at once). */
+export function nonNegativeNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number >= 0, got ${raw}`);
+  return value;
+}
+
+/**
+ * BENCH_SCALE (default 1) multiplies the default durations and turn counts of the benches that use scaled() and
+ * scaledInt(): 0.2 for a quick check that everything runs, 3 for steadier figures. An explicitly set variable wins.
+ */
+export function benchScale(): number {
+  return positiveNumber('BENCH_SCALE', 1);
+}
+
+/** Seconds (or any real quantity) from `name`, else `fallback` times BENCH_SCALE. */
+export function scaled(name: string, fallback: number): number {
+  return positiveNumber(name, fallback * benchScale());
+}
+
+/** A count from `name`, else `fallback` times BENCH_SCALE, rounded, and at least `min`. */
+export function scaledInt(name: string, fallback: number, min = 1): number {
+  return positiveInt(name, Math.max(min, Math.round(fallback * benchScale())));
+}
+
+/** The median of `values` (the mean of the middle two for an even count); NaN when empty. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const upper = sorted[middle] ?? Number.NaN;
+  return sorted.length % 2 === 1 ? upper : ((sorted[middle - 1] ?? Number.NaN) + upper) / 2;
+}
+
 /** Nearest-rank percentile of ascending `sorted`: the smallest sample with at least p% of them at or below it. */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -51,14 +91,22 @@ export function percentile(sorted: readonly number[], p: number): number {
 export type Variant = { kind: 'sqlite' } | { kind: 'postgres'; databaseUrl: string };
 
 const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
-/** SQLite always; Postgres too with BENCH_POSTGRES=1 (at DATABASE_URL, or a local default) or DATABASE_URL. */
+/** The Postgres server of the Postgres variants: DATABASE_URL, or the local one the test suite uses too. */
+export function postgresUrl(): string {
+  return process.env.DATABASE_URL || DEFAULT_POSTGRES_URL;
+}
+
+/** The Redis server of the cluster-mode runs: REDIS_URL, or the local one the test suite uses too. */
+export function redisUrl(): string {
+  return process.env.REDIS_URL || DEFAULT_REDIS_URL;
+}
+
+/** SQLite, and Postgres (at DATABASE_URL, or a local default) unless BENCH_POSTGRES=0. */
 export function variants(): Variant[] {
   const list: Variant[] = [{ kind: 'sqlite' }];
-  const databaseUrl = process.env.DATABASE_URL;
-  if (process.env.BENCH_POSTGRES === '1' || (databaseUrl !== undefined && databaseUrl !== '')) {
-    list.push({ kind: 'postgres', databaseUrl: databaseUrl || DEFAULT_POSTGRES_URL });
-  }
+  if (process.env.BENCH_POSTGRES !== '0') list.push({ kind: 'postgres', databaseUrl: postgresUrl() });
   return list;
 }
 
@@ -96,14 +144,16 @@ export interface ServerEnvOptions {
   apiKey: string;
   /** Whether a REDIS_URL of this process passes on to the server. */
   redis: boolean;
+  /** `warn` (the default here) keeps the server quiet; `default` leaves it at its own default (info), as users run it. */
+  logLevel?: 'warn' | 'default';
   /** More variables for the server. */
   extra?: Record<string, string>;
 }
 
 /**
  * The environment of an Agentry server child: this process's, listening on an ephemeral port of 127.0.0.1,
- * logging warnings only, with its own data directory and bootstrap key, and on SQLite: DATABASE_URL and
- * AGENTRY_DATABASE_SCHEMA are removed (set them on the result for a Postgres run).
+ * logging warnings only (unless told otherwise), with its own data directory and bootstrap key, and on SQLite:
+ * DATABASE_URL and AGENTRY_DATABASE_SCHEMA are removed (set them on the result for a Postgres run).
  */
 export function serverEnv(options: ServerEnvOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
@@ -115,6 +165,10 @@ export function serverEnv(options: ServerEnvOptions): NodeJS.ProcessEnv {
     AGENTRY_BOOTSTRAP_KEY: options.apiKey,
     ...options.extra,
   };
+  if (options.logLevel === 'default') {
+    delete env.LOG_LEVEL;
+    delete env.AGENTRY_LOG_FORMAT;
+  }
   delete env.DATABASE_URL;
   delete env.AGENTRY_DATABASE_SCHEMA;
   if (!options.redis) delete env.REDIS_URL;
@@ -133,115 +187,6 @@ export function randomAlnum(length: number): string {
 /** Same shape the server's config insists on for AGENTRY_BOOTSTRAP_KEY. */
 export function generateApiKey(): string {
   return `agk_${randomAlnum(40)}`;
-}
-
-export interface ServerProcess {
-  name: string;
-  child: ChildProcess;
-  /** Base URL as the server announced it, without a trailing slash. */
-  url: string;
-  /** Last few KB of the child's stdout+stderr, for error messages. */
-  output(): string;
-}
-
-// The server may log JSON, so the URL can be followed by a quote or escaped characters.
-const LISTENING = /listening on (https?:\/\/[^\s"'\\]+)/;
-const OUTPUT_TAIL_CHARS = 8192;
-
-// Children still alive when the bench process exits (an uncaught error, process.exit) would keep ports and
-// CPU busy for the next run, so they are killed synchronously on the way out.
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
-});
-
-export interface StartOptions {
-  name: string;
-  args: readonly string[];
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  timeoutMs: number;
-}
-
-/** Spawns `node <args>` and resolves once it prints `listening on <url>` on either stream. */
-export function startServer(options: StartOptions): Promise<ServerProcess> {
-  const child = spawn(process.execPath, options.args, {
-    cwd: options.cwd,
-    env: options.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-
-  let tail = '';
-  const output = (): string => tail;
-  return new Promise<ServerProcess>((resolvePromise, reject) => {
-    let settled = false;
-    // Per-stream buffers until the line is found: a chunk boundary can split the URL, and interleaving the
-    // two streams could splice unrelated text into it.
-    const pending = { stdout: '', stderr: '' };
-    const finish = (error: Error | null, url?: string): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      child.off('error', onError);
-      if (error !== null || url === undefined) {
-        void stopProcess(child);
-        reject(error ?? new Error(`${options.name}: no URL`));
-        return;
-      }
-      resolvePromise({ name: options.name, child, url: url.replace(/\/+$/, ''), output });
-    };
-    const onData = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      // Keep reading after startup too: an undrained pipe would eventually block the server's writes.
-      tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
-      if (settled) return;
-      pending[stream] = (pending[stream] + text).slice(-OUTPUT_TAIL_CHARS);
-      const match = LISTENING.exec(pending[stream]);
-      if (match?.[1] !== undefined) finish(null, match[1]);
-    };
-    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-      finish(new Error(`${options.name} exited (code ${code}, signal ${signal}) before listening:\n${tail}`));
-    };
-    const onError = (error: Error): void => finish(new Error(`${options.name} failed to start: ${error.message}`));
-    const timer = setTimeout(() => {
-      finish(new Error(`${options.name} did not print "listening on" within ${options.timeoutMs} ms:\n${tail}`));
-    }, options.timeoutMs);
-    child.stdout?.on('data', onData('stdout'));
-    child.stderr?.on('data', onData('stderr'));
-    child.once('exit', onExit);
-    child.once('error', onError);
-  });
-}
-
-function exited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
-  if (exited(child)) return Promise.resolve(true);
-  return new Promise((resolvePromise) => {
-    const timer = setTimeout(() => {
-      child.off('exit', onExit);
-      resolvePromise(false);
-    }, ms);
-    const onExit = (): void => {
-      clearTimeout(timer);
-      resolvePromise(true);
-    };
-    child.once('exit', onExit);
-  });
-}
-
-/** SIGTERM so the server can shut down cleanly, SIGKILL if it has not gone after 5 s. */
-export async function stopProcess(child: ChildProcess): Promise<void> {
-  if (exited(child)) return;
-  child.kill('SIGTERM');
-  if (await waitForExit(child, 5000)) return;
-  child.kill('SIGKILL');
-  await waitForExit(child, 5000);
 }
 
 /** A cleanup step registered while a bench sets things up; run in reverse order, like Go's defer. */
@@ -300,10 +245,11 @@ function formatNumber(value: number | undefined, digits: number, fixed = false):
 }
 
 export function formatResults(results: readonly BenchResult[]): string {
-  const header = ['name', 'value', 'unit', 'baseline', 'ratio', 'goal', 'status'];
+  const header = ['name', 'value', 'unit', 'baseline', 'ratio', 'goal', 'status', 'per round'];
   const rows = results.map((r) => {
-    const digits = r.unit === 'req/s' ? 0 : 2;
+    const digits = r.unit === 'req/s' || r.unit === 'turns/s' ? 0 : 2;
     const met = goalMet(r);
+    const roundDigits = r.ratio === undefined ? digits : 3;
     return [
       r.name,
       formatNumber(r.value, digits),
@@ -311,7 +257,8 @@ export function formatResults(results: readonly BenchResult[]): string {
       formatNumber(r.baseline, digits),
       formatNumber(r.ratio, 3, true),
       r.goal ?? '',
-      met === undefined ? '' : met ? 'ok' : 'goal missed',
+      met === undefined ? '' : met ? 'goal met' : 'goal missed',
+      (r.rounds ?? []).map((value) => formatNumber(value, roundDigits, true)).join(' '),
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
@@ -328,12 +275,20 @@ export function formatResults(results: readonly BenchResult[]): string {
 /** For `node bench/<name>.ts`: runs one bench and prints the machine and its results table. */
 export async function runStandalone(run: () => Promise<BenchResult[]>): Promise<void> {
   try {
-    console.log(machineDescription());
-    console.log(formatResults(await run()));
+    console.log(`${machineDescription()}; ${loadAverage()}`);
+    const results = await run();
+    console.log(`${loadAverage()}\n${formatResults(results)}`);
   } catch (error) {
     console.error(error);
     process.exitCode = 1;
   }
+}
+
+/** The 1, 5 and 15-minute load averages: how busy the machine was while a figure was measured. */
+export function loadAverage(): string {
+  return `load average ${loadavg()
+    .map((value) => value.toFixed(2))
+    .join(', ')}`;
 }
 
 export function machineDescription(): string {

@@ -1,5 +1,5 @@
 /**
- * The memory phase of bench/turns.ts, run as its own process with --expose-gc: on SQLite, BENCH_MEMORY_TURNS
+ * The in-process half of bench/memory.ts, run as its own process with --expose-gc: on SQLite, BENCH_MEMORY_TURNS
  * turns (20,000 by default) by 64 closed loops in parallel; resident size and heap are sampled after a full GC
  * once a tenth of them have run and again at the end. Prints one JSON line on stdout; progress goes to stderr.
  *
@@ -11,8 +11,9 @@
  * `node --expose-gc bench/turns-memory.ts`
  */
 import { readFileSync } from 'node:fs';
+import type { MemoryReport, MemorySample } from './memory.ts';
 import { positiveInt, withCleanup } from './support.ts';
-import { log, type MemoryReport, type MemorySample, openWorld, parallelTurns } from './turns.ts';
+import { log, openWorld, parallelTurns } from './turns.ts';
 
 const LOOPS = 64;
 const SESSION_TURNS = 50;

@@ -4,14 +4,11 @@
  * the bus), in one process, on SQLite and (when configured) on Postgres:
  *
  * - latency: one session, one turn at a time, submit → `message.completed` on the bus; p50 and p99;
- * - throughput: 64 sessions in parallel, turns per second;
- * - memory: resident size after 20,000 turns against after 2,000 turns of the same process (a child process
- *   started with --expose-gc, see bench/turns-memory.ts).
+ * - throughput: 64 sessions in parallel, turns per second.
  *
- * Everything runs in-process through buildDeps/buildEngine: no HTTP, which bench/http.ts covers.
+ * Everything runs in-process through buildDeps/buildEngine: no HTTP, which bench/turns-http.ts covers. The
+ * memory bench (bench/memory.ts) reuses openWorld and parallelTurns.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { buildEngine, type Deps } from '../src/deps.ts';
 import type { Engine } from '../src/engine/engine.ts';
 import {
@@ -19,7 +16,6 @@ import {
   type Defer,
   percentile,
   positiveInt,
-  REPO_ROOT,
   runStandalone,
   type Variant,
   variants,
@@ -31,11 +27,9 @@ export type { BenchResult } from './support.ts';
 
 const LATENCY_GOAL_MS = 5;
 const THROUGHPUT_GOAL = 1000;
-const MEMORY_GOAL_MB = 50;
 const PARALLEL_SESSIONS = 64;
 /** A turn that takes longer than this is treated as lost: the bench fails instead of hanging. */
 const TURN_TIMEOUT_MS = 30_000;
-const MEMORY_CHILD_TIMEOUT_MS = 10 * 60_000;
 
 export function log(message: string): void {
   // stderr, so stdout carries only the result table (or, in the memory child, the JSON line).
@@ -206,11 +200,11 @@ async function minimalTransactionP50(world: World, sessionId: string, count: num
 }
 
 async function benchVariant(variant: Variant): Promise<BenchResult[]> {
-  const warmup = positiveInt('BENCH_TURNS_WARMUP', 200);
-  // Defaults sized so the whole bench, Postgres included, takes about three minutes on a shared 2-core machine.
-  const measuredTurns = positiveInt('BENCH_TURNS', 1000);
-  // 50 turns per session: a turn re-reads its session's history, so longer runs per session get slower.
-  const throughputTurns = positiveInt('BENCH_THROUGHPUT_TURNS', PARALLEL_SESSIONS * 50);
+  const warmup = positiveInt('BENCH_TURNS_WARMUP', 100);
+  // Defaults sized so the whole bench, Postgres included, takes about a minute on a shared 2-core machine.
+  const measuredTurns = positiveInt('BENCH_TURNS', 500);
+  // 25 turns per session: a turn re-reads its session's history, so longer runs per session get slower.
+  const throughputTurns = positiveInt('BENCH_THROUGHPUT_TURNS', PARALLEL_SESSIONS * 25);
   return withCleanup(async (defer) => {
     const world = await openWorld(variant, defer);
     const name = `turns.${variant.kind}`;
@@ -264,106 +258,9 @@ async function benchVariant(variant: Variant): Promise<BenchResult[]> {
   });
 }
 
-export interface MemorySample {
-  rssMb: number;
-  heapUsedMb: number;
-  /** What V8 has reserved for its heap, used or not: it grows when V8 enlarges its young generation. */
-  heapTotalMb: number;
-}
-
-/** What bench/turns-memory.ts prints: samples after `firstTurns` and after `totalTurns` turns. */
-export interface MemoryReport {
-  firstTurns: number;
-  totalTurns: number;
-  first: MemorySample;
-  last: MemorySample;
-}
-
-function isMemorySample(value: unknown): value is MemorySample {
-  if (typeof value !== 'object' || value === null) return false;
-  return ['rssMb', 'heapUsedMb', 'heapTotalMb'].every((key) => typeof Reflect.get(value, key) === 'number');
-}
-
-function isMemoryReport(value: unknown): value is MemoryReport {
-  if (typeof value !== 'object' || value === null) return false;
-  return (
-    typeof Reflect.get(value, 'firstTurns') === 'number' &&
-    typeof Reflect.get(value, 'totalTurns') === 'number' &&
-    isMemorySample(Reflect.get(value, 'first')) &&
-    isMemorySample(Reflect.get(value, 'last'))
-  );
-}
-
-/**
- * The memory phase runs in a fresh child started with --expose-gc: the samples are taken after a full GC, and
- * neither this process's earlier phases nor other benches of `npm run bench` share its heap.
- */
-function runMemoryChild(): Promise<MemoryReport> {
-  const child = spawn(process.execPath, ['--expose-gc', join(REPO_ROOT, 'bench', 'turns-memory.ts')], {
-    cwd: REPO_ROOT,
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString('utf8');
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`bench/turns-memory.ts did not finish within ${MEMORY_CHILD_TIMEOUT_MS} ms`));
-    }, MEMORY_CHILD_TIMEOUT_MS);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      const last = stdout.trim().split('\n').at(-1) ?? '';
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(last);
-      } catch {
-        parsed = undefined;
-      }
-      if (code === 0 && isMemoryReport(parsed)) resolve(parsed);
-      else reject(new Error(`bench/turns-memory.ts exited (code ${code}, signal ${signal}): ${stdout.slice(-2000)}`));
-    });
-  });
-}
-
-async function memoryResults(): Promise<BenchResult[]> {
-  const { firstTurns, totalTurns, first, last } = await runMemoryChild();
-  const span = `${firstTurns}_to_${totalTurns}`;
-  return [
-    {
-      name: `turns.sqlite.memory.rss_growth_${span}`,
-      value: last.rssMb - first.rssMb,
-      unit: 'MB',
-      baseline: first.rssMb,
-      goal: `value <= ${MEMORY_GOAL_MB}`,
-    },
-    {
-      name: `turns.sqlite.memory.heap_used_growth_${span}`,
-      value: last.heapUsedMb - first.heapUsedMb,
-      unit: 'MB',
-      baseline: first.heapUsedMb,
-    },
-    // Part of the resident growth can be V8 enlarging its young generation (a one-off sizing, capped by
-    // --max-semi-space-size) rather than anything retained; this figure tells that part apart.
-    {
-      name: `turns.sqlite.memory.heap_reserved_growth_${span}`,
-      value: last.heapTotalMb - first.heapTotalMb,
-      unit: 'MB',
-      baseline: first.heapTotalMb,
-    },
-  ];
-}
-
 export async function runTurnsBench(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   for (const variant of variants()) results.push(...(await benchVariant(variant)));
-  results.push(...(await memoryResults()));
   return results;
 }
 

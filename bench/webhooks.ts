@@ -13,15 +13,13 @@ import { loadConfig } from '../src/config.ts';
 import { buildDispatcher } from '../src/deps.ts';
 import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
 import { postPinned } from '../src/lib/egress.ts';
+import { type ServerProcess, startServer, stopProcess } from './children.ts';
 import {
   type BenchResult,
   type Defer,
   positiveInt,
   REPO_ROOT,
   runStandalone,
-  type ServerProcess,
-  startServer,
-  stopProcess,
   type Variant,
   variants,
   withCleanup,

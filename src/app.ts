@@ -16,6 +16,7 @@ import { fileRoutes } from './http/routes/files.ts';
 import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { modelRoutes } from './http/routes/models.ts';
+import { reportRoutes } from './http/routes/reports.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
@@ -130,6 +131,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   modelRoutes(app, deps);
   webhookRoutes(app, deps);
   mcpServerRoutes(app, deps);
+  reportRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.

@@ -96,7 +96,8 @@ export async function createHarness(
   options: BuildDepsOptions = {},
 ): Promise<Harness> {
   const environment = testEnvironment(dialect);
-  const key = testKey();
+  // A restart over the same data keeps the key it was bootstrapped with.
+  const key = env.AGENTRY_BOOTSTRAP_KEY ?? testKey();
   const config: Config = loadConfig({
     LOG_LEVEL: 'silent',
     AGENTRY_POLL_MS: '200',

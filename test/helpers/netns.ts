@@ -30,8 +30,8 @@ export const SERVER_NAMES = [
 
 /**
  * The test host's routes: `/redirect?to=<url>&status=<3xx>` redirects, `/article` is an HTML page with a title,
- * navigation, an article and links, `/big?bytes=N` is N bytes of text, `/echo` answers the request it got as JSON;
- * anything else is one line naming the host and the TLS server name.
+ * navigation, an article and links, `/big?bytes=N` is N bytes of text, `/slow?ms=N` answers after N ms, `/echo`
+ * answers the request it got as JSON; anything else is one line naming the host and the TLS server name.
  */
 const SERVER_SCRIPT = `
 import http from 'node:http';
@@ -55,8 +55,13 @@ const handler = (request, response) => {
     return response.end(ARTICLE);
   }
   if (url.pathname === '/big') {
-    response.writeHead(200, { 'content-type': 'text/plain' });
-    return response.end('x'.repeat(Number(url.searchParams.get('bytes') || 0)));
+    const bytes = Number(url.searchParams.get('bytes') || 0);
+    response.writeHead(200, { 'content-type': 'text/plain', 'content-length': bytes });
+    return response.end('x'.repeat(bytes));
+  }
+  if (url.pathname === '/slow') {
+    setTimeout(() => response.end('finally\\n'), Number(url.searchParams.get('ms') || 0));
+    return;
   }
   if (url.pathname === '/echo') {
     const chunks = [];

@@ -34,6 +34,11 @@ export function argumentProblem(schema: TSchema, args: unknown): string {
   const error = errors.find((candidate) => candidate.keyword !== 'boolean') ?? errors[0];
   if (error === undefined) return 'the arguments do not match the tool schema';
   const name = argumentName(error.instancePath);
+  if (error.keyword === 'required') {
+    const missing = Reflect.get(error.params, 'requiredProperties');
+    const names = Array.isArray(missing) ? missing.map((part) => (name === '' ? part : `${name}.${part}`)) : [];
+    return `missing ${names.length > 1 ? 'arguments' : 'argument'} ${names.join(', ')}`.trim();
+  }
   if (error.keyword === 'additionalProperties') {
     const extra = Reflect.get(error.params, 'additionalProperties');
     const names = Array.isArray(extra) ? extra.join(', ') : '';

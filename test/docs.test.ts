@@ -27,6 +27,7 @@ describe('documentation stays in step with the code', () => {
       'docs/webhooks.md',
       'docs/operations.md',
       'docs/tools.md',
+      'docs/sandbox.md',
     ]) {
       expect(readme, page).toContain(page);
     }

@@ -82,9 +82,14 @@ describeNetwork.each(dialects())('network policy for the sandbox and the network
       mcpServers: [internal('sandbox'), internal('http_client')],
       networkPolicy: POLICY,
     });
-    await flow.turn(agentId, call('sandbox_write_file', { path: 'ca.pem', content: test.certificate }));
-    const curl = (url: string, flags = '') =>
-      call('sandbox_run', { command: `curl -sS --max-time 5 --cacert ca.pem ${flags} ${url}` });
+    // Session 1 writes the script (and the test host's certificate authority); later sessions run it.
+    const script = '#!/bin/bash\nexec curl -sS --max-time 5 --cacert "$HOME/ca.pem" "$@"\n';
+    const setup = await flow.turn(
+      agentId,
+      `${call('sandbox_write_file', { path: 'ca.pem', content: test.certificate })}\n${call('sandbox_write_file', { path: 'fetch.sh', content: script })}`,
+    );
+    expect(reply(setup.message)).toContain('sandbox_write_file: wrote');
+    const curl = (url: string, flags = '') => call('sandbox_run', { command: `bash fetch.sh ${flags} ${url}` });
 
     const sandboxAllowed = await results(agentId, [curl('https://allowed.example.test/')]);
     expect(sandboxAllowed).toContain('--- stdout ---\nhello allowed.example.test via allowed.example.test');

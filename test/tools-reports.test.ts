@@ -91,6 +91,12 @@ describe.each(dialects())('reports (%s)', (dialect) => {
       expect(bad.status, name).toBe(400);
       expect(json(bad).error.code).toBe('validation_error');
     }
+    const invalid = await flow.turn(
+      agentId,
+      `${call('build_report', { title: 'No content' })}\n${call('build_report', { title: 'Odd', content: 'x', format: 'pdf' })}`,
+    );
+    expect(reply(invalid.message)).toContain('build_report: Error: invalid arguments: missing argument content');
+    expect(reply(invalid.message)).toContain('build_report: Error: invalid arguments: format');
     const other = await h.createOrg(`reports-other-${dialect}`);
     for (const url of [`/v1/agents/${agentId}/reports`, `/v1/agents/${agentId}/reports/mine.md`]) {
       const foreign = await h.request('GET', url, { key: other.key });

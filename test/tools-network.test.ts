@@ -20,6 +20,9 @@ if (typeof network === 'string' && !inCi && detection.available) {
 }
 const describeNetwork: typeof describeSandbox =
   typeof network !== 'string' || inCi ? describeSandbox : describeSandbox.skip;
+afterAll(() => {
+  if (typeof network !== 'string') network.stop();
+});
 
 function testResolver(test: TestNetwork): Resolver {
   const table: Record<string, string[]> = {

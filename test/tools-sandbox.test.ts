@@ -55,9 +55,11 @@ describeSandbox.each(dialects())('sandbox tools in the loop (%s)', (dialect) => 
       agentId,
       `${call('sandbox_list_files', {})}\n${call('sandbox_read_file', { path: 'bin/greet.sh' })}`,
     );
-    expect(reply(listed.message)).toBe(
-      `sandbox_list_files: the workspace:\nbin/\nbin/greet.sh (${script.length} bytes)\nsandbox_read_file: ${script}`,
+    // Concurrent calls: their results come back in the order they end.
+    expect(reply(listed.message)).toContain(
+      `sandbox_list_files: the workspace:\nbin/\nbin/greet.sh (${script.length} bytes)`,
     );
+    expect(reply(listed.message)).toContain(`sandbox_read_file: ${script}`);
     // The span of the call says it ran on the agentry server, and succeeded.
     const trace = json(await h.request('GET', `/v1/runs/${second.message.runId}/trace`)).data as Json[];
     expect(trace.find((span) => span.kind === 'tool_call')).toMatchObject({
@@ -104,7 +106,8 @@ describeSandbox.each(dialects())('sandbox tools in the loop (%s)', (dialect) => 
       agentId,
       call('sandbox_run', { command: '(sleep 1.5; touch orphan.txt) & sleep 30', timeout_ms: 500 }),
     );
-    expect(Date.now() - started).toBeLessThan(1500);
+    // Far below the command's 30 s: the 500 ms limit ended it, with some room for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(4000);
     expect(reply(message)).toMatch(/^sandbox_run: timed out: the command ran longer than 500 ms and was killed/);
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(existsSync(join(await workspaceOf(h, agentId), 'orphan.txt'))).toBe(false);

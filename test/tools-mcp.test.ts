@@ -94,7 +94,11 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
     const { message } = await flow.turn(agentId, script);
     const elapsed = Date.now() - started;
     expect(message.status, JSON.stringify(message)).toBe('completed');
-    expect(reply(message)).toBe('one__slow: done after 1 steps\ntwo__slow: done after 1 steps');
+    // Results are stored as the calls end, so two equal calls may end in either order.
+    expect(reply(message).split('\n').sort()).toEqual([
+      'one__slow: done after 1 steps',
+      'two__slow: done after 1 steps',
+    ]);
     expect(elapsed).toBeLessThan(1300);
   });
 

@@ -87,6 +87,8 @@ export interface BuildDepsOptions {
   bus?: Bus;
   /** Name resolution and trusted certificates of the agents' network tools and sandbox proxy (tests: local hosts). */
   agentNetwork?: AgentNetworkOptions;
+  /** false: no bubblewrap trial and no startup line (the CLI runs no turn); the sandbox is then unavailable. */
+  detectSandbox?: boolean;
 }
 
 /**
@@ -150,9 +152,12 @@ export async function buildDeps(
     resolver: options.agentNetwork?.resolver,
     allowInsecureDestinations: config.allowInsecureDestinations,
     egressPorts: config.sandbox.egressPorts ?? undefined,
-    detection: await detectBubblewrap({ bwrapPath: config.sandbox.bwrapPath, user: config.sandbox.user }),
+    detection:
+      options.detectSandbox === false
+        ? { available: false, reason: 'sandbox detection is off in this process', hint: 'run the server' }
+        : await detectBubblewrap({ bwrapPath: config.sandbox.bwrapPath, user: config.sandbox.user }),
   });
-  logSandbox(logger, sandbox);
+  if (options.detectSandbox !== false) logSandbox(logger, sandbox);
   const builtin = createBuiltinProviders(config, sandbox, options.agentNetwork);
   const tools = createToolRegistry([
     createClientToolProvider(),

@@ -134,7 +134,8 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
     const cancelled = modern.cancellations.length;
     const { message } = await flow.turn(agentId, 'call hang {}');
     expect(message.status).toBe('completed');
-    expect(reply(message)).toMatch(/^hang: Error: .*1500 ms/);
+    // The engine's 1500 ms timer and the MCP client's own deadline race: either may report it (1500, 1499... ms).
+    expect(reply(message)).toMatch(/^hang: Error: .* within 1[0-5]\d\d ms$/);
     await modern.waitFor((state) => state.cancellations.length > cancelled, 5000);
     expect(modern.cancellations.at(-1)?.tool).toBe('hang');
   });

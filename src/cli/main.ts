@@ -35,6 +35,7 @@ async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Pro
   // never connects to Redis.
   const deps = await buildDeps(config, createLogger({ logLevel: 'warn' }, process.stderr), systemClock, {
     bus: createLocalBus(),
+    detectSandbox: false,
   });
   try {
     return await run(deps);

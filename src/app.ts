@@ -21,6 +21,7 @@ import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { modelRoutes } from './http/routes/models.ts';
 import { organizationRoutes } from './http/routes/organization.ts';
+import { reportRoutes } from './http/routes/reports.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
@@ -160,6 +161,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   modelRoutes(app, deps);
   webhookRoutes(app, deps);
   mcpServerRoutes(app, deps);
+  reportRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
   consoleRoutes(app);

@@ -79,6 +79,40 @@ export interface Config {
   /** Third-party toolkits: `kind` or `kind/toolkit` → the MCP endpoint that serves it. */
   toolkits: Record<string, ToolkitEndpoint>;
   sandbox: SandboxConfig;
+  /** Limits of the agents' HTTP tools (`http_request`, `web_browse`). */
+  httpTools: HttpToolsConfig;
+  /** The search provider of `web_search`; null: web_search is unavailable (web_browse still works). */
+  webSearch: WebSearchConfig | null;
+  /** Where agents' skills come from. */
+  skills: SkillsConfig;
+}
+
+export interface HttpToolsConfig {
+  /** One timeout over a whole exchange, redirects and bodies included. */
+  timeoutMs: number;
+  maxRequestBytes: number;
+  /** Response body bytes kept for the model; the rest is not read. */
+  maxResponseBytes: number;
+  maxRedirects: number;
+}
+
+export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+
+export interface WebSearchConfig {
+  provider: (typeof WEB_SEARCH_PROVIDERS)[number];
+  /** The provider's endpoint: a SearXNG base URL, or another Brave/Tavily-style endpoint; null: the vendor's. */
+  url: string | null;
+  apiKey: string | null;
+  /** Results per search. */
+  results: number;
+}
+
+export interface SkillsConfig {
+  /** A local skills root laid out `<owner>/<name>/<path>/SKILL.md`. */
+  dir: string | null;
+  /** A clone URL with `{repo}` for `owner/name` (e.g. https://github.com/{repo}.git); null: no cloning. */
+  gitUrl: string | null;
+  gitTimeoutMs: number;
 }
 
 /** The agent sandbox (docs/sandbox.md): unset values take the runtime's defaults. */
@@ -328,6 +362,43 @@ function sandboxConfig(env: Env): SandboxConfig {
   };
 }
 
+function webSearchConfig(env: Env): WebSearchConfig | null {
+  const provider = optional(env, 'AGENTRY_WEB_SEARCH_PROVIDER');
+  if (provider === null) return null;
+  const chosen = oneOf(env, 'AGENTRY_WEB_SEARCH_PROVIDER', WEB_SEARCH_PROVIDERS, 'searxng');
+  const endpoint = url(env, 'AGENTRY_WEB_SEARCH_URL', ['https:', 'http:']);
+  const apiKey = optional(env, 'AGENTRY_WEB_SEARCH_API_KEY');
+  if (chosen === 'searxng' && endpoint === null) {
+    throw new ConfigError('AGENTRY_WEB_SEARCH_URL', 'is required for the searxng provider (the instance base URL)');
+  }
+  if (chosen !== 'searxng' && apiKey === null) {
+    throw new ConfigError('AGENTRY_WEB_SEARCH_API_KEY', `is required for the ${chosen} provider`);
+  }
+  return { provider: chosen, url: endpoint, apiKey, results: int(env, 'AGENTRY_WEB_SEARCH_RESULTS', 8, 1, 50) };
+}
+
+function skillsConfig(env: Env): SkillsConfig {
+  const dir = optional(env, 'AGENTRY_SKILLS_DIR');
+  const gitUrl = optional(env, 'AGENTRY_SKILLS_GIT_URL');
+  if (gitUrl !== null) {
+    const sample = gitUrl.replaceAll('{repo}', 'owner/name');
+    if (!gitUrl.includes('{repo}') || !URL.canParse(sample)) {
+      throw new ConfigError(
+        'AGENTRY_SKILLS_GIT_URL',
+        'must be a URL containing {repo}, e.g. https://github.com/{repo}.git',
+      );
+    }
+    if (!['https:', 'http:', 'git:', 'file:'].includes(new URL(sample).protocol)) {
+      throw new ConfigError('AGENTRY_SKILLS_GIT_URL', 'must use https, http, git or file');
+    }
+  }
+  return {
+    dir: dir === null ? null : resolve(dir),
+    gitUrl,
+    gitTimeoutMs: int(env, 'AGENTRY_SKILLS_GIT_TIMEOUT_MS', 60_000, 1000, 3600_000),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const bootstrapKey = optional(env, 'AGENTRY_BOOTSTRAP_KEY');
   if (bootstrapKey !== null && !API_KEY_PATTERN.test(bootstrapKey)) {
@@ -377,5 +448,13 @@ export function loadConfig(env: Env = process.env): Config {
     mcpRequestTimeoutMs: int(env, 'AGENTRY_MCP_REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
     toolkits: toolkits(env),
     sandbox: sandboxConfig(env),
+    httpTools: {
+      timeoutMs: int(env, 'AGENTRY_HTTP_TIMEOUT_MS', 30_000, 100, 600_000),
+      maxRequestBytes: int(env, 'AGENTRY_HTTP_MAX_REQUEST_BYTES', 1024 * 1024, 1, 100 * 1024 * 1024),
+      maxResponseBytes: int(env, 'AGENTRY_HTTP_MAX_RESPONSE_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
+      maxRedirects: int(env, 'AGENTRY_HTTP_MAX_REDIRECTS', 5, 0, 20),
+    },
+    webSearch: webSearchConfig(env),
+    skills: skillsConfig(env),
   };
 }

@@ -19,6 +19,7 @@ import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { createMessageService, type MessageService } from './domain/messages/message-service.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
+import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
@@ -31,6 +32,7 @@ import { createEgressFetch, type EgressFetch } from './lib/egress-fetch.ts';
 import { createSecretBox } from './lib/secret-box.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { openStorage, type Storage } from './storage/db.ts';
+import { type AgentNetworkOptions, createBuiltinProviders } from './tools/builtin/builtin-providers.ts';
 import { createClientToolProvider } from './tools/client-tools.ts';
 import { createDiscover } from './tools/mcp/discovery.ts';
 import { createMcpPool, type McpPool } from './tools/mcp/pool.ts';
@@ -38,7 +40,8 @@ import { createMcpProvider } from './tools/mcp/provider.ts';
 import { createToolListCache } from './tools/mcp/tool-cache.ts';
 import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
-import { createSkillsUnavailableProvider } from './tools/unavailable.ts';
+import { detectBubblewrap } from './tools/sandbox/bubblewrap-detect.ts';
+import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
 
 export interface Deps {
   config: Config;
@@ -61,6 +64,10 @@ export interface Deps {
   mcpServers: McpServerService;
   /** The tool layer: every turn's tools and every accepted message's tool warnings. */
   tools: ToolRegistry;
+  /** Agent workspaces and sandboxed commands (docs/sandbox.md). */
+  sandbox: SandboxRuntime;
+  /** Reports in agent workspaces, for the download routes. */
+  reports: ReportService;
   /** Closes what the services hold open besides storage and the bus (MCP connections). */
   close(): Promise<void>;
 }
@@ -78,6 +85,10 @@ export class StartupError extends Error {
 export interface BuildDepsOptions {
   /** Use this bus instead of the one the configuration asks for (the CLI needs none across processes). */
   bus?: Bus;
+  /** Name resolution and trusted certificates of the agents' network tools and sandbox proxy (tests: local hosts). */
+  agentNetwork?: AgentNetworkOptions;
+  /** false: no bubblewrap trial and no startup line (the CLI runs no turn); the sandbox is then unavailable. */
+  detectSandbox?: boolean;
 }
 
 /**
@@ -133,6 +144,21 @@ export async function buildDeps(
     discover: createDiscover({ fetch: guardedFetch, requestTimeoutMs: config.mcpRequestTimeoutMs }),
     allowInsecureDestinations: config.allowInsecureDestinations,
   });
+  const sandbox = await createSandboxRuntime({
+    dataDir: config.dataDir,
+    limits: config.sandbox.limits,
+    fileLimits: { readBytes: config.sandbox.readBytes, writeBytes: config.sandbox.writeBytes },
+    logger,
+    resolver: options.agentNetwork?.resolver,
+    allowInsecureDestinations: config.allowInsecureDestinations,
+    egressPorts: config.sandbox.egressPorts ?? undefined,
+    detection:
+      options.detectSandbox === false
+        ? { available: false, reason: 'sandbox detection is off in this process', hint: 'run the server' }
+        : await detectBubblewrap({ bwrapPath: config.sandbox.bwrapPath, user: config.sandbox.user }),
+  });
+  if (options.detectSandbox !== false) logSandbox(logger, sandbox);
+  const builtin = createBuiltinProviders(config, sandbox, options.agentNetwork);
   const tools = createToolRegistry([
     createClientToolProvider(),
     createQuestionProvider(),
@@ -146,7 +172,7 @@ export async function buildDeps(
       toolkitPool,
       toolkits: config.toolkits,
     }),
-    createSkillsUnavailableProvider(),
+    ...builtin.providers,
   ]);
   const agents = createAgentService({
     db,
@@ -201,11 +227,37 @@ export async function buildDeps(
     }),
     mcpServers,
     tools,
+    sandbox,
+    reports: createReportService({ agents, runtime: sandbox }),
     close: async () => {
+      await sandbox.close();
+      await builtin.close();
       await Promise.all(pools.map((pool) => pool.close()));
       await Promise.all(fetches.map((fetcher) => fetcher.close()));
     },
   };
+}
+
+/** One line at startup: whether agents' commands can be sandboxed here, and if not why and how to fix it. */
+function logSandbox(logger: Logger, sandbox: SandboxRuntime): void {
+  const host = sandbox.available();
+  if (host.available) {
+    logger.info(
+      {
+        bwrap: host.path,
+        version: host.version,
+        user: host.user,
+        network: host.socat !== null,
+        warnings: host.warnings,
+      },
+      `sandbox available: bubblewrap ${host.version}${host.warnings.length > 0 ? ` (${host.warnings.join('; ')})` : ''}`,
+    );
+  } else {
+    logger.warn(
+      { reason: host.reason, hint: host.hint },
+      `sandbox unavailable, the sandbox tools are not offered: ${host.reason}; to fix: ${host.hint}`,
+    );
+  }
 }
 
 /**

@@ -157,6 +157,7 @@ describe('API contract', () => {
         .replace(':conversation_id', `conv_${session.id}`)
         .replace(':item_id', item.id)
         .replace(':event_id', event.id)
+        .replace(':name', 'report.md')
         .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};

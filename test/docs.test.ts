@@ -28,6 +28,7 @@ describe('documentation stays in step with the code', () => {
       'docs/operations.md',
       'docs/tools.md',
       'docs/console.md',
+      'docs/sandbox.md',
     ]) {
       expect(readme, page).toContain(page);
     }

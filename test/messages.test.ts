@@ -359,10 +359,13 @@ describe.each(dialects())('messages (%s)', (dialect) => {
 
   describe('warnings', () => {
     it('warns about a configured tool this deployment cannot run', async () => {
-      const agent = await flow.createAgent({ mcpServers: [{ kind: 'internal', name: 'sandbox' }] });
+      const agent = await flow.createAgent({ mcpServers: [{ kind: 'internal', name: 'speech_generator' }] });
       const accepted = await flow.submit(await flow.createSession(agent), 'hi');
       expect(accepted.warnings).toHaveLength(1);
-      expect(accepted.warnings[0]).toEqual({ code: 'tool_unavailable', message: expect.stringContaining('sandbox') });
+      expect(accepted.warnings[0]).toEqual({
+        code: 'tool_unavailable',
+        message: expect.stringContaining('speech_generator'),
+      });
       // The turn still runs without it.
       expect((await flow.waitForMessage(accepted.sessionId, accepted.id)).status).toBe('completed');
     });

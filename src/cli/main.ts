@@ -40,6 +40,7 @@ async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Pro
   // never connects to Redis.
   const deps = await buildDeps(config, createLogger({ logLevel: 'warn' }, process.stderr), systemClock, {
     bus: createLocalBus(),
+    detectSandbox: false,
   });
   process.stderr.write(`agentry: database ${deps.storage.location}\n`);
   try {

@@ -19,6 +19,11 @@ export function toolSpecs(tools: TurnTools): ToolSpec[] {
   }));
 }
 
+/** The agent's instructions followed by what this turn's tool sources add (skills), one paragraph each. */
+export function instructionsWithTools(instructions: string, tools: TurnTools): string {
+  return [instructions, ...tools.instructions].filter((part) => part !== '').join('\n\n');
+}
+
 /** The largest tool result kept (characters), as for a client's function_call_output; the rest is cut with a note. */
 export const MAX_TOOL_OUTPUT_CHARS = 1_000_000;
 
@@ -49,7 +54,7 @@ function parseArguments(text: string): { ok: true; value: unknown } | { ok: fals
 
 /**
  * Runs one server call. `turnSignal` aborting (interrupt, shutdown) rejects with its reason; everything else
- * resolves with an output, errors included.
+ * resolves with an output, errors included. `timeoutMs` applies unless the tool sets its own.
  */
 export async function executeServerCall(
   tools: TurnTools,
@@ -63,11 +68,12 @@ export async function executeServerCall(
   if (tool?.execute === undefined) return { output: `Error: no tool named "${call.name}" is available`, isError: true };
   const args = parseArguments(call.arguments);
   if (!args.ok) return { output: `Error: ${args.message}`, isError: true };
+  const limitMs = tool.timeoutMs ?? timeoutMs;
   const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(new ToolTimeoutError(timeoutMs)), timeoutMs);
+  const timer = setTimeout(() => timeout.abort(new ToolTimeoutError(limitMs)), limitMs);
   const signal = AbortSignal.any([turnSignal, timeout.signal]);
   try {
-    return bounded(await tool.execute(args.value, { ...context, signal, deadline: now + timeoutMs }));
+    return bounded(await tool.execute(args.value, { ...context, signal, deadline: now + limitMs }));
   } catch (error) {
     if (turnSignal.aborted) throw turnSignal.reason;
     if (timeout.signal.aborted) return { output: `Error: ${(timeout.signal.reason as Error).message}`, isError: true };

@@ -39,7 +39,7 @@ import type { AgentWorkspace, ToolProgress } from '../tools/types.ts';
 import { type ContextCache, createContextCache } from './context-cache.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
 import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
-import { executeServerCall, toolSpecs } from './tools.ts';
+import { executeServerCall, instructionsWithTools, toolSpecs } from './tools.ts';
 
 export interface TurnDeps extends LeaseDeps {
   clock: Clock;
@@ -185,7 +185,7 @@ async function callModel(
   const files = await attachedFiles(deps, message.org_id, items);
   for await (const event of adapter.stream({
     model: config.model,
-    instructions: config.instructions,
+    instructions: instructionsWithTools(config.instructions, tools),
     context: buildContext(items, files),
     tools: toolSpecs(tools),
     ...(settings === undefined ? {} : { settings }),

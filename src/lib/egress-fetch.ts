@@ -1,10 +1,11 @@
 /**
- * A `fetch` for user-chosen destinations (MCP servers now, the `http_client` tool later) behind the egress guard
- * of `egress.ts`: the URL must pass `url-policy.ts` (public https unless `allowInsecure`), and every new
- * connection resolves its host ONCE, is refused (EgressError `destination_blocked`) when any answer is private,
- * loopback, link-local, CGNAT or metadata, and then connects to exactly the checked address. TLS keeps the
- * hostname for SNI and certificate verification. Redirects are never followed: a 3xx comes back as is
- * (`redirect: 'error'` still makes it an error), so a redirect can never lead past the guard.
+ * A `fetch` for user-chosen destinations (MCP servers, the `http_request` and `web_browse` tools) behind the egress
+ * guard of `egress.ts`: the URL must pass `url-policy.ts` (public https, or http too with `allowHttp`, unless
+ * `allowInsecure`), and every new connection resolves its host ONCE, is refused (EgressError
+ * `destination_blocked`) when any answer is private, loopback, link-local, CGNAT or metadata, and then connects to
+ * exactly the checked address. TLS keeps the hostname for SNI and certificate verification. Redirects are never
+ * followed: a 3xx comes back as is (`redirect: 'error'` still makes it an error), so a redirect can never lead past
+ * the guard.
  *
  * Why undici's own `fetch` over a custom `Agent` connector: fetch semantics (streaming bodies, AbortSignal,
  * Request inputs, header handling) are undici's and well tested, while the connector is the single place every
@@ -29,6 +30,10 @@ export interface EgressFetchOptions {
   resolver?: Resolver | undefined;
   /** Bound on resolving, connecting and the TLS handshake of one new connection (default 10 s). */
   connectTimeoutMs?: number | undefined;
+  /** Plain http to public addresses too (the agent's network tools); addresses are checked the same way. */
+  allowHttp?: boolean | undefined;
+  /** Certificates to trust instead of the system's (PEM; tests with their own certificate authority). */
+  ca?: string | undefined;
 }
 
 /** `fetch`, plus `close()` to drop its pooled connections at shutdown. */
@@ -78,7 +83,15 @@ async function normalizedRequest(url: string, input: string | URL | Request, ini
  */
 export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const connect = buildConnector({ timeout: connectTimeoutMs });
+  const connect = buildConnector({
+    timeout: connectTimeoutMs,
+    ...(options.ca === undefined ? {} : { ca: options.ca }),
+  });
+  const resolveOptions = {
+    allowInsecure: options.allowInsecure,
+    allowHttp: options.allowHttp,
+    resolver: options.resolver,
+  };
   const agent = new Agent({
     headersTimeout: 0,
     bodyTimeout: 0,
@@ -87,11 +100,7 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
       const port = target.port === '' ? (target.protocol === 'https:' ? '443' : '80') : target.port;
       const literal = isIP(host);
       const origin = `${target.protocol}//${literal === 6 ? `[${host}]` : host}:${port}/`;
-      within(
-        resolveDestination(origin, { allowInsecure: options.allowInsecure, resolver: options.resolver }),
-        connectTimeoutMs,
-        `resolving ${host}`,
-      ).then(
+      within(resolveDestination(origin, resolveOptions), connectTimeoutMs, `resolving ${host}`).then(
         (destination) => {
           let handshaking = false;
           // The socket goes to the checked address; the name stays the TLS server name (SNI and certificate).
@@ -127,7 +136,7 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
 
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = urlOf(input);
-    const problem = destinationUrlProblem(url, options.allowInsecure);
+    const problem = destinationUrlProblem(url, options.allowInsecure, { allowHttp: options.allowHttp });
     if (problem !== null) {
       throw new EgressError(
         problem.kind === 'blocked' ? 'destination_blocked' : 'invalid_url',

@@ -77,6 +77,8 @@ export interface ResolvedDestination {
 export interface ResolveOptions {
   /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: allow http and private addresses (the connection is still pinned). */
   allowInsecure: boolean;
+  /** Plain http to public addresses passes too (the agent's network tools). */
+  allowHttp?: boolean | undefined;
   resolver?: Resolver | undefined;
 }
 
@@ -96,7 +98,7 @@ function bareHostname(url: URL): string {
  * address is non-public: a name with one private answer among public ones could be steered to it.
  */
 export async function resolveDestination(rawUrl: string, options: ResolveOptions): Promise<ResolvedDestination> {
-  const problem = destinationUrlProblem(rawUrl, options.allowInsecure);
+  const problem = destinationUrlProblem(rawUrl, options.allowInsecure, { allowHttp: options.allowHttp });
   if (problem !== null) {
     throw new EgressError(problem.kind === 'blocked' ? 'destination_blocked' : 'invalid_url', `URL ${problem.message}`);
   }

@@ -92,9 +92,15 @@ export interface DestinationUrlProblem {
 
 /**
  * The static verdict on a destination URL, or null when acceptable. With `allowInsecure` (local development and
- * tests) http and private destinations pass; credentials and fragments never do.
+ * tests) http and private destinations pass; credentials and fragments never do. `allowHttp` lets plain http to a
+ * public destination pass (the agent's network tools, like the sandbox's proxy, speak both); the address rules
+ * are the same.
  */
-export function destinationUrlProblem(raw: string, allowInsecure: boolean): DestinationUrlProblem | null {
+export function destinationUrlProblem(
+  raw: string,
+  allowInsecure: boolean,
+  options: { allowHttp?: boolean | undefined } = {},
+): DestinationUrlProblem | null {
   let url: URL;
   try {
     url = new URL(raw);
@@ -108,7 +114,12 @@ export function destinationUrlProblem(raw: string, allowInsecure: boolean): Dest
       ? null
       : { kind: 'invalid', message: 'must use https' };
   }
-  if (url.protocol !== 'https:') return { kind: 'invalid', message: `must use https${INSECURE_HINT}` };
+  if (url.protocol !== 'https:' && !(options.allowHttp === true && url.protocol === 'http:')) {
+    return {
+      kind: 'invalid',
+      message: options.allowHttp === true ? 'must use http or https' : `must use https${INSECURE_HINT}`,
+    };
+  }
   // A trailing dot names the same host ("localhost." is localhost).
   const host = url.hostname.replace(/\.$/, '');
   if (isPrivateAddress(host)) {

@@ -27,6 +27,8 @@ export interface TurnTools {
   listings: { serverId: string | null; serverLabel: string; tools: ResolvedTool[] }[];
   /** Sources that were configured and runnable but failed to load for this turn. */
   failures: Warning[];
+  /** What the loaded sources add to the agent's instructions for this turn (LoadedSource.instructions). */
+  instructions: string[];
 }
 
 export interface ToolRegistry {
@@ -79,16 +81,18 @@ export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegi
         }),
       );
       const failures: Warning[] = [];
+      const instructions: string[] = [];
       const raw: ResolvedTool[] = [];
       const groups: { listing: { serverId: string | null; serverLabel: string }; from: number; to: number }[] = [];
       for (const { source, result, error } of loaded) {
         if (error !== null) {
           failures.push({
             code: 'tool_source_failed',
-            message: `${source.label} could not be reached; its tools are not offered in this turn: ${error}`,
+            message: `${source.label} could not be loaded; it is left out of this turn: ${error}`,
           });
         }
         if (result === null) continue;
+        if (result.instructions !== undefined && result.instructions !== '') instructions.push(result.instructions);
         const from = raw.length;
         raw.push(...result.tools);
         if (result.listing !== undefined) groups.push({ listing: result.listing, from, to: raw.length });
@@ -101,6 +105,7 @@ export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegi
         get: (name) => byName.get(name),
         listings: groups.map(({ listing, from, to }) => ({ ...listing, tools: tools.slice(from, to) })),
         failures,
+        instructions,
       };
     },
   };

@@ -79,6 +79,11 @@ export interface ResolvedTool {
   fixedName?: boolean;
   /** Server tools only. Throwing reports the error text to the model as a failed call. */
   execute?: (args: unknown, context: ToolCallContext) => Promise<ToolOutput>;
+  /**
+   * How long one call may run, for a tool that bounds its own work (a sandboxed command has its own, configurable
+   * wall time); the deployment's call timeout (AGENTRY_TOOL_TIMEOUT_MS) otherwise.
+   */
+  timeoutMs?: number;
 }
 
 /** What resolving needs besides the agent: whose agent it is, and where to read organization resources. */
@@ -93,6 +98,11 @@ export interface LoadedSource {
   tools: ResolvedTool[];
   /** Set for MCP servers: the turn records an `mcp_list_tools` item the first time a conversation sees it. */
   listing?: { serverId: string | null; serverLabel: string };
+  /**
+   * Text the model should read with the agent's instructions for this turn (a skill's name and description,
+   * where its files are). Appended after the agent's own instructions, in source order.
+   */
+  instructions?: string;
 }
 
 export type ToolSource =

@@ -3,7 +3,7 @@
  * Postgres in a schema of its own, and talks to it over `inject` (or a real port when asked).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -11,7 +11,7 @@ import { inject } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import type { StreamHub } from '../../src/bus/live-hub.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
+import { type BuildDepsOptions, buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
 import type { Engine } from '../../src/engine/engine.ts';
 import type { App } from '../../src/http/types.ts';
@@ -68,6 +68,8 @@ export const testKey = (): string =>
  */
 export function testEnvironment(dialect: DialectName): { env: Record<string, string>; cleanup: () => Promise<void> } {
   const dir = mkdtempSync(join(tmpdir(), 'agentry-test-'));
+  // Searchable (not readable) by others, as a real data directory must be for the sandbox user (docs/sandbox.md).
+  chmodSync(dir, 0o711);
   const removeDir = async () => rmSync(dir, { recursive: true, force: true });
   if (dialect === 'sqlite') return { env: { AGENTRY_DATA_DIR: dir }, cleanup: removeDir };
   const url = inject('postgresUrl');
@@ -88,9 +90,14 @@ export function testEnvironment(dialect: DialectName): { env: Record<string, str
   };
 }
 
-export async function createHarness(dialect: DialectName, env: Record<string, string> = {}): Promise<Harness> {
+export async function createHarness(
+  dialect: DialectName,
+  env: Record<string, string> = {},
+  options: BuildDepsOptions = {},
+): Promise<Harness> {
   const environment = testEnvironment(dialect);
-  const key = testKey();
+  // A restart over the same data keeps the key it was bootstrapped with.
+  const key = env.AGENTRY_BOOTSTRAP_KEY ?? testKey();
   const config: Config = loadConfig({
     LOG_LEVEL: 'silent',
     AGENTRY_POLL_MS: '200',
@@ -98,7 +105,7 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
     ...environment.env,
     ...env,
   });
-  const deps = await buildDeps(config, createLogger(config));
+  const deps = await buildDeps(config, createLogger(config), undefined, options);
   await bootstrap(deps.orgs, config.bootstrapKey);
   const { app, hub } = await buildApp(deps);
   const engine = buildEngine(deps);

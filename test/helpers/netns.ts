@@ -2,8 +2,8 @@
  * A public-looking test host on this machine, for the egress proxy tests: the egress guard refuses loopback and
  * private addresses, so a realistic destination needs a public-range address. A network namespace joined to the
  * host by a veth pair holds it (`1.2.N.2`, with `1.2.N.1` on the host's side, N random so that parallel runs do
- * not collide), and a small HTTP/HTTPS server runs inside it on ports 80, 443 and 8080. Needs root and `ip`;
- * `start` returns why not otherwise. `stop` removes everything (deleting the namespace removes the veth pair).
+ * not collide), and a small HTTP/HTTPS server runs inside it on ports 80, 443 and 8080 (its routes: SERVER_SCRIPT).
+ * Needs root and `ip`; `start` returns why not otherwise. `stop` removes everything (deleting the namespace removes the veth pair).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,12 +28,53 @@ export const SERVER_NAMES = [
   'rebind.example.test',
 ];
 
+/**
+ * The test host's routes: `/redirect?to=<url>&status=<3xx>` redirects, `/article` is an HTML page with a title,
+ * navigation, an article and links, `/big?bytes=N` is N bytes of text, `/slow?ms=N` answers after N ms, `/echo`
+ * answers the request it got as JSON; anything else is one line naming the host and the TLS server name.
+ */
 const SERVER_SCRIPT = `
 import http from 'node:http';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
-const handler = (request, response) =>
+const ARTICLE = '<!doctype html><html><head><title>Test Article</title></head><body>' +
+  '<nav><a href="/home">Home</a> <a href="/about">About</a></nav>' +
+  '<article><h1>Sandboxes and proxies</h1>' +
+  '<p>' + 'An agent reads this page through its network policy, and the article text comes back readable. '.repeat(8) + '</p>' +
+  '<p>See <a href="/details">the details</a> or <a href="https://elsewhere.example.test/page">another site</a>.</p>' +
+  '<p>' + 'Navigation and scripts are left out of what the model reads. '.repeat(8) + '</p></article>' +
+  '<script>document.title = "scripted"</script><footer>Footer text</footer></body></html>';
+const handler = (request, response) => {
+  const url = new URL(request.url, 'http://test');
+  if (url.pathname === '/redirect') {
+    response.writeHead(Number(url.searchParams.get('status') || 302), { location: url.searchParams.get('to') || '/' });
+    return response.end();
+  }
+  if (url.pathname === '/article') {
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    return response.end(ARTICLE);
+  }
+  if (url.pathname === '/big') {
+    const bytes = Number(url.searchParams.get('bytes') || 0);
+    response.writeHead(200, { 'content-type': 'text/plain', 'content-length': bytes });
+    return response.end('x'.repeat(bytes));
+  }
+  if (url.pathname === '/slow') {
+    setTimeout(() => response.end('finally\\n'), Number(url.searchParams.get('ms') || 0));
+    return;
+  }
+  if (url.pathname === '/echo') {
+    const chunks = [];
+    request.on('data', (chunk) => chunks.push(chunk));
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ method: request.method, host: request.headers.host, headers: request.headers,
+        body: Buffer.concat(chunks).toString() }));
+    });
+    return;
+  }
   response.end(\`hello \${request.headers.host} via \${request.socket.servername || 'http'}\\n\`);
+};
 const tls = { key: readFileSync(process.argv[2]), cert: readFileSync(process.argv[3]) };
 let listening = 0;
 const ready = () => { if (++listening === 3) process.stdout.write('ready\\n'); };

@@ -77,7 +77,8 @@ export interface SandboxRuntime {
   workspaceFor(orgId: string, agentId: string): Promise<string>;
   /** Runs a command in a fresh sandbox over the workspace. Throws SandboxError when the sandbox is unavailable. */
   run(options: SandboxRunOptions): Promise<SandboxRunResult>;
-  readFile(workspace: string, path: string): Promise<WorkspaceFile>;
+  /** Reads up to `fileLimits.readBytes` of a file (or `maxBytes`, for a caller that serves whole files). */
+  readFile(workspace: string, path: string, options?: { maxBytes?: number }): Promise<WorkspaceFile>;
   writeFile(
     workspace: string,
     path: string,
@@ -211,8 +212,10 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
       }
     },
 
-    async readFile(workspace, path) {
-      return readWorkspaceFile(checkWorkspace(workspace), path, { maxBytes: fileLimits.readBytes });
+    async readFile(workspace, path, readOptions = {}) {
+      return readWorkspaceFile(checkWorkspace(workspace), path, {
+        maxBytes: readOptions.maxBytes ?? fileLimits.readBytes,
+      });
     },
     async writeFile(workspace, path, content) {
       return writeWorkspaceFile(checkWorkspace(workspace), path, content, { maxBytes: fileLimits.writeBytes, owner });

@@ -1,0 +1,102 @@
+/**
+ * Web search through the provider the operator configures (AGENTRY_WEB_SEARCH_*): a SearXNG instance's JSON API,
+ * or an API-key service with the Brave Search or Tavily interface. Each answer is narrowed to title, URL and
+ * snippet; a provider that answers with anything else is an error, never a crash. The provider is the operator's
+ * own choice (it may be a SearXNG on the private network), so it is called like a configured toolkit, not through
+ * the agents' egress guard; what an agent may then open is decided by `web_browse` under its policy.
+ */
+import type { WebSearchConfig } from '../../config.ts';
+import type { EgressFetch } from '../../lib/egress-fetch.ts';
+
+export interface SearchResult {
+  title: string;
+  url: string;
+  snippet: string;
+}
+
+/** The endpoint each provider answers on when AGENTRY_WEB_SEARCH_URL does not say otherwise. */
+export const DEFAULT_SEARCH_URLS: Record<WebSearchConfig['provider'], string | null> = {
+  searxng: null,
+  brave: 'https://api.search.brave.com/res/v1/web/search',
+  tavily: 'https://api.tavily.com/search',
+};
+
+const MAX_ANSWER_BYTES = 2 * 1024 * 1024;
+
+function record(value: unknown): Record<string, unknown> | null {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
+}
+
+const text = (value: unknown): string => (typeof value === 'string' ? value.replace(/\s+/g, ' ').trim() : '');
+
+/** Picks `{title, url, snippet}` out of a provider's result objects; entries without an http(s) URL are dropped. */
+function results(list: unknown, snippetField: string, limit: number): SearchResult[] {
+  if (!Array.isArray(list)) throw new Error('the search provider answered without a result list');
+  const out: SearchResult[] = [];
+  for (const entry of list) {
+    const fields = record(entry);
+    const url = text(fields?.url);
+    if (fields === null || !/^https?:\/\//i.test(url)) continue;
+    out.push({ title: text(fields.title) || url, url, snippet: text(fields[snippetField]) });
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+async function json(response: Response, provider: string): Promise<unknown> {
+  if (!response.ok) {
+    const detail = (await response.text().catch(() => '')).slice(0, 300);
+    throw new Error(`the search provider (${provider}) answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`);
+  }
+  const body = await response.text();
+  if (body.length > MAX_ANSWER_BYTES) throw new Error(`the search provider (${provider}) answered too much`);
+  try {
+    return JSON.parse(body);
+  } catch {
+    throw new Error(`the search provider (${provider}) did not answer JSON`);
+  }
+}
+
+/** Runs `query` on the configured provider and returns at most `config.results` results. */
+export async function webSearch(
+  fetcher: EgressFetch,
+  config: WebSearchConfig,
+  query: string,
+  signal: AbortSignal,
+): Promise<SearchResult[]> {
+  const endpoint = config.url ?? DEFAULT_SEARCH_URLS[config.provider];
+  if (endpoint === null) throw new Error('the search provider has no URL (AGENTRY_WEB_SEARCH_URL)');
+  const limit = config.results;
+  if (config.provider === 'searxng') {
+    const base = endpoint.replace(/\/+$/, '');
+    const url = new URL(base.endsWith('/search') ? base : `${base}/search`);
+    url.searchParams.set('q', query);
+    url.searchParams.set('format', 'json');
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (config.apiKey !== null) headers.authorization = `Bearer ${config.apiKey}`;
+    const answer = record(await json(await fetcher(url, { headers, signal }), 'searxng'));
+    return results(answer?.results, 'content', limit);
+  }
+  if (config.provider === 'brave') {
+    const url = new URL(endpoint);
+    url.searchParams.set('q', query);
+    url.searchParams.set('count', String(Math.min(limit, 20)));
+    const headers: Record<string, string> = { accept: 'application/json', 'x-subscription-token': config.apiKey ?? '' };
+    const answer = record(await json(await fetcher(url, { headers, signal }), 'brave'));
+    return results(record(answer?.web)?.results ?? [], 'description', limit);
+  }
+  const answer = record(
+    await json(
+      await fetcher(endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${config.apiKey ?? ''}` },
+        body: JSON.stringify({ query, max_results: limit }),
+        signal,
+      }),
+      'tavily',
+    ),
+  );
+  return results(answer?.results, 'content', limit);
+}

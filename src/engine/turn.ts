@@ -35,7 +35,7 @@ import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../mo
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
-import type { AgentWorkspace, ToolProgress } from '../tools/types.ts';
+import type { ToolProgress } from '../tools/types.ts';
 import { type ContextCache, createContextCache } from './context-cache.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
 import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
@@ -51,8 +51,6 @@ export interface TurnDeps extends LeaseDeps {
   /** How long one server tool call may take. */
   toolTimeoutMs: number;
   allowInsecureDestinations: boolean;
-  /** The agent's workspace directory, for providers that work in it; null when this deployment has none. */
-  workspaceOf?: (orgId: string, agentId: string) => AgentWorkspace | null;
   /** Reads files attached to user input; without it attachments reach the model as a note. */
   files?: AttachmentReader;
 }
@@ -458,7 +456,6 @@ async function runServerCall(
         messageId: message.id,
         runId: message.run_id,
         callId: call.callId,
-        workspace: deps.workspaceOf?.(message.org_id, message.agent_id) ?? null,
         egress: { policy: config.networkPolicy, allowInsecureDestinations: deps.allowInsecureDestinations },
         progress: (update) => publishProgress(deps, message, call, update),
         meta: { 'agentry/call_id': call.callId, 'agentry/run_id': message.run_id },

@@ -27,18 +27,16 @@ export interface EgressContext {
   allowInsecureDestinations: boolean;
 }
 
-/** The agent's durable workspace directory (shared by all its sessions), when a provider needs one. */
-export interface AgentWorkspace {
-  dir: string;
-}
-
 export interface ToolProgress {
   progress?: number;
   total?: number;
   message?: string;
 }
 
-/** Everything a server tool's execution may need about the call it serves. */
+/**
+ * Everything a server tool's execution may need about the call it serves. Providers that work in the agent's
+ * workspace get it from the sandbox runtime by `orgId` and `agentId`.
+ */
 export interface ToolCallContext {
   /** Aborts on interrupt, shutdown, lease loss, or the call's own timeout. */
   signal: AbortSignal;
@@ -50,7 +48,6 @@ export interface ToolCallContext {
   messageId: string;
   runId: string;
   callId: string;
-  workspace: AgentWorkspace | null;
   egress: EgressContext;
   /** Reports progress to live listeners (session stream, Responses stream); never stored. */
   progress(update: ToolProgress): void;

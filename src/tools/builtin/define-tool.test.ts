@@ -44,7 +44,6 @@ describe('built-in tool arguments', () => {
       messageId: 'm',
       runId: 'r',
       callId: 'c',
-      workspace: null,
       egress: { policy: null, allowInsecureDestinations: false },
       progress: () => undefined,
       meta: {},

@@ -26,6 +26,11 @@ const BENCHES: readonly Bench[] = [
   { name: 'stream', byDefault: true, run: () => import('./stream.ts').then((m) => m.runStreamBench()) },
   { name: 'webhooks', byDefault: true, run: () => import('./webhooks.ts').then((m) => m.runWebhooksBench()) },
   { name: 'turns', byDefault: false, run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
+  {
+    name: 'observability',
+    byDefault: false,
+    run: () => import('./observability.ts').then((m) => m.runObservabilityBench()),
+  },
 ];
 
 async function main(): Promise<number> {

@@ -108,12 +108,12 @@ function createWatcher(deps: Deps): CompletionWatcher {
 }
 
 /** Opens storage and starts the engine; every cleanup step is deferred to the caller's withCleanup. */
-export async function openWorld(variant: Variant, defer: Defer): Promise<World> {
-  const { deps, orgId } = await openCore(variant, 'turns', { AGENTRY_POLL_MS: '1000' }, defer);
+export async function openWorld(variant: Variant, defer: Defer, env: Record<string, string> = {}): Promise<World> {
+  const { deps, orgId } = await openCore(variant, 'turns', { AGENTRY_POLL_MS: '1000', ...env }, defer);
   const [agent] = await deps.agents.list(orgId);
   if (agent === undefined) throw new Error('bootstrap created no default agent');
   const engine = buildEngine(deps);
-  engine.start();
+  await engine.start();
   defer(() => engine.stop(5000));
   const watcher = createWatcher(deps);
   defer(async () => watcher.close());

@@ -17,6 +17,7 @@ import { agentRoutes } from './http/routes/agents.ts';
 import { consoleRoutes } from './http/routes/console.ts';
 import { conversationRoutes } from './http/routes/conversations.ts';
 import { fileRoutes } from './http/routes/files.ts';
+import { legacyWebhookRoutes } from './http/routes/legacy-webhooks.ts';
 import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
 import { messageRoutes } from './http/routes/messages.ts';
 import { modelRoutes } from './http/routes/models.ts';
@@ -24,15 +25,21 @@ import { organizationRoutes } from './http/routes/organization.ts';
 import { reportRoutes } from './http/routes/reports.ts';
 import { responseRoutes } from './http/routes/responses.ts';
 import { runRoutes } from './http/routes/runs.ts';
+import { scheduleRoutes } from './http/routes/schedules.ts';
+import { sdkRoutes } from './http/routes/sdk.ts';
+import { sdkFileRoutes } from './http/routes/sdk-files.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
 import { sessionRoutes } from './http/routes/sessions.ts';
 import { streamRoutes } from './http/routes/stream.ts';
 import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.ts';
+import { taskRoutes } from './http/routes/tasks.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
+import { workflowRunRoutes } from './http/routes/workflow-runs.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
 import { RequestLogController } from './logger.ts';
+import { registerObservabilityHooks } from './observability/http-hooks.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
@@ -69,7 +76,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: handleFrameworkError,
-    logController: new RequestLogController(),
+    logController: new RequestLogController(deps.config.requestLogMinMs),
   }).withTypeProvider();
   const lifecycle: Lifecycle = { accepting: true };
   const routes: RouteOptions[] = [];
@@ -142,6 +149,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     reply.header('x-request-id', request.id);
   });
+  registerObservabilityHooks(app, deps.tracing, deps.metrics);
   app.addHook('onRequest', createAuthHook({ auth: deps.auth, clock: deps.clock }));
 
   if (options.role === 'worker') {
@@ -162,8 +170,14 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   webhookRoutes(app, deps);
   mcpServerRoutes(app, deps);
   reportRoutes(app, deps);
+  scheduleRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
+  taskRoutes(app, deps);
+  legacyWebhookRoutes(app, deps);
+  sdkRoutes(app, deps);
+  sdkFileRoutes(app, deps);
+  workflowRunRoutes(app, deps);
   consoleRoutes(app);
   const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.

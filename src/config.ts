@@ -37,6 +37,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `auto`: pino-pretty when standard output is a terminal, JSON lines otherwise. */
   logFormat: 'auto' | 'pretty' | 'json';
+  /** Successful requests answered faster than this are logged at debug instead of info (0: every one at info). */
+  requestLogMinMs: number;
   bootstrapKey: string | null;
   defaultModel: string;
   providers: Record<string, ProviderConfig>;
@@ -68,6 +70,12 @@ export interface Config {
   workerConcurrency: number;
   leaseMs: number;
   pollMs: number;
+  /** How long an engine process counts as alive after its last heartbeat; its sessions are then claimable. */
+  processTtlMs: number;
+  /** Estimated bytes of session logs the engine keeps between turns (AGENTRY_CONTEXT_CACHE_MB). */
+  contextCacheBytes: number;
+  /** A schedule tick claimed later than this was missed (no worker ran); its catch_up policy applies. */
+  scheduleMisfireGraceMs: number;
   /** AGENTRY_SECRET_KEY: encrypts connector headers at rest; null = a key generated into the data directory. */
   secretKey: Buffer | null;
   /** How long one server tool call may run. */
@@ -85,6 +93,46 @@ export interface Config {
   webSearch: WebSearchConfig | null;
   /** Where agents' skills come from. */
   skills: SkillsConfig;
+  /** OpenTelemetry trace export (docs/observability.md); null: no exporter runs. */
+  tracing: TracingConfig | null;
+  /** GET /metrics (Prometheus text format). */
+  metrics: MetricsConfig;
+}
+
+export const OTEL_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+/** From the standard OTEL_* variables (the OpenTelemetry SDK environment specification). */
+export interface TracingConfig {
+  /** The OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+  url: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  timeoutMs: number;
+  serviceName: string;
+  resourceAttributes: Record<string, string>;
+  sampler: (typeof OTEL_SAMPLERS)[number];
+  samplerRatio: number;
+  /** Message and tool content (previews) on spans: opt-in. */
+  captureContent: boolean;
+  batch: {
+    scheduledDelayMillis: number;
+    maxQueueSize: number;
+    maxExportBatchSize: number;
+    exportTimeoutMillis: number;
+  };
+}
+
+export interface MetricsConfig {
+  enabled: boolean;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  token: string | null;
 }
 
 export interface HttpToolsConfig {
@@ -192,6 +240,82 @@ function url(env: Env, name: string, protocols: readonly string[]): string | nul
     throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
   }
   return raw;
+}
+
+/** `key=value,key2=value2` with percent-encoded values (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES). */
+function keyValueList(env: Env, name: string): Record<string, string> {
+  const raw = optional(env, name);
+  const out: Record<string, string> = {};
+  if (raw === null) return out;
+  for (const entry of raw.split(',')) {
+    if (entry.trim() === '') continue;
+    const at = entry.indexOf('=');
+    const key = at < 0 ? '' : entry.slice(0, at).trim();
+    if (key === '') throw new ConfigError(name, `entries must be key=value, got ${JSON.stringify(entry)}`);
+    try {
+      out[key] = decodeURIComponent(entry.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError(name, `the value of ${key} is not valid percent-encoding`);
+    }
+  }
+  return out;
+}
+
+function tracingConfig(env: Env): TracingConfig | null {
+  if (bool(env, 'OTEL_SDK_DISABLED', false)) return null;
+  const exporters = (optional(env, 'OTEL_TRACES_EXPORTER') ?? 'otlp').split(',').map((name) => name.trim());
+  if (exporters.includes('none')) return null;
+  if (!exporters.includes('otlp')) {
+    throw new ConfigError('OTEL_TRACES_EXPORTER', `only otlp (or none) is supported, got ${exporters.join(',')}`);
+  }
+  const protocols = ['http', 'https'].map((scheme) => `${scheme}:`);
+  const signal = url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', protocols);
+  const base = url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', protocols);
+  if (signal === null && base === null) return null;
+  const protocolName = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = env[protocolName];
+  if (protocol === 'grpc') throw new ConfigError(protocolName, 'grpc is not supported: use http/protobuf (port 4318)');
+  const resourceAttributes = keyValueList(env, 'OTEL_RESOURCE_ATTRIBUTES');
+  const ratio = optional(env, 'OTEL_TRACES_SAMPLER_ARG');
+  const samplerRatio = ratio === null ? 1 : Number(ratio);
+  if (!Number.isFinite(samplerRatio) || samplerRatio < 0 || samplerRatio > 1) {
+    throw new ConfigError('OTEL_TRACES_SAMPLER_ARG', `must be a number from 0 to 1, got ${JSON.stringify(ratio)}`);
+  }
+  return {
+    url: signal ?? `${(base ?? '').replace(/\/+$/, '')}/v1/traces`,
+    protocol: oneOf(env, protocolName, ['http/protobuf', 'http/json'] as const, 'http/protobuf'),
+    headers: {
+      ...keyValueList(env, 'OTEL_EXPORTER_OTLP_HEADERS'),
+      ...keyValueList(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'),
+    },
+    timeoutMs: int(
+      env,
+      env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT',
+      10_000,
+      1,
+      600_000,
+    ),
+    serviceName: str(env, 'OTEL_SERVICE_NAME', resourceAttributes['service.name'] ?? 'agentry'),
+    resourceAttributes,
+    sampler: oneOf(env, 'OTEL_TRACES_SAMPLER', OTEL_SAMPLERS, 'parentbased_always_on'),
+    samplerRatio,
+    captureContent:
+      bool(env, 'AGENTRY_OTEL_CAPTURE_CONTENT', false) ||
+      bool(env, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', false),
+    batch: {
+      scheduledDelayMillis: int(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 1, 600_000),
+      maxQueueSize: int(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000),
+      maxExportBatchSize: int(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000),
+      exportTimeoutMillis: int(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000, 1, 600_000),
+    },
+  };
+}
+
+function metricsConfig(env: Env): MetricsConfig {
+  const token = optional(env, 'AGENTRY_METRICS_TOKEN');
+  return { enabled: bool(env, 'AGENTRY_METRICS', token !== null), token };
 }
 
 function providers(env: Env): Record<string, ProviderConfig> {
@@ -420,6 +544,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: redisPrefix(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'AGENTRY_LOG_FORMAT', ['auto', 'pretty', 'json'] as const, 'auto'),
+    requestLogMinMs: int(env, 'AGENTRY_REQUEST_LOG_MIN_MS', 0, 0, 3600_000),
     bootstrapKey,
     defaultModel,
     providers: providers(env),
@@ -442,6 +567,9 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'AGENTRY_WORKER_CONCURRENCY', 64, 1, 10_000),
     leaseMs: int(env, 'AGENTRY_LEASE_MS', 30_000, 500, 3600_000),
     pollMs: int(env, 'AGENTRY_POLL_MS', 1000, 10, 600_000),
+    processTtlMs: int(env, 'AGENTRY_PROCESS_TTL_MS', 2500, 300, 600_000),
+    contextCacheBytes: int(env, 'AGENTRY_CONTEXT_CACHE_MB', 16, 0, 1_000_000) * 1024 * 1024,
+    scheduleMisfireGraceMs: int(env, 'AGENTRY_SCHEDULE_MISFIRE_GRACE_MS', 60_000, 1000, 7 * DAY_MS),
     secretKey: secretKey(env),
     toolTimeoutMs: int(env, 'AGENTRY_TOOL_TIMEOUT_MS', 60_000, 100, 3600_000),
     mcpToolsTtlMs: int(env, 'AGENTRY_MCP_TOOLS_TTL_MS', 300_000, 1000, 7 * DAY_MS),
@@ -456,5 +584,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     webSearch: webSearchConfig(env),
     skills: skillsConfig(env),
+    tracing: tracingConfig(env),
+    metrics: metricsConfig(env),
   };
 }

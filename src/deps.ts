@@ -22,15 +22,25 @@ import { createOrgService, type OrgService } from './domain/orgs/org-service.ts'
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
+import { createScheduleRunner, type ScheduleRunner } from './domain/schedules/schedule-runner.ts';
+import { createScheduleService, type ScheduleService } from './domain/schedules/schedule-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
+import { createLegacyWebhookService, type LegacyWebhookService } from './domain/tasks/legacy-webhooks.ts';
+import { createTaskNotifier, type TaskNotifier } from './domain/tasks/task-notifier.ts';
+import { createTaskService, type TaskService } from './domain/tasks/task-service.ts';
+import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
 import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
+import { createWorkflowService, type WorkflowService } from './domain/workflows/workflow-service.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
+import { createScheduler, type Scheduler } from './engine/scheduler.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './engine/webhook-dispatcher.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
 import { createEgressFetch, type EgressFetch } from './lib/egress-fetch.ts';
 import { createSecretBox } from './lib/secret-box.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
+import { type Metrics, noopMetrics } from './observability/metrics-types.ts';
+import type { Tracing } from './observability/tracing.ts';
 import { openStorage, type Storage } from './storage/db.ts';
 import { type AgentNetworkOptions, createBuiltinProviders } from './tools/builtin/builtin-providers.ts';
 import { createClientToolProvider } from './tools/client-tools.ts';
@@ -68,6 +78,22 @@ export interface Deps {
   sandbox: SandboxRuntime;
   /** Reports in agent workspaces, for the download routes. */
   reports: ReportService;
+  /** OpenTelemetry trace export; null when no OTLP endpoint is configured (nothing runs then). */
+  tracing: Tracing | null;
+  /** Prometheus metrics (no-ops unless AGENTRY_METRICS is on). */
+  metrics: Metrics;
+  /** Legacy Tasks: prompts run as turns of hidden workspace Sessions (docs/legacy.md). */
+  tasks: TaskService;
+  /** Legacy organization webhooks (/v1/webhooks): task.* notifications, best-effort. */
+  legacyWebhooks: LegacyWebhookService;
+  /** Threads of the older API (/api/sdk/threads). */
+  threads: ThreadService;
+  /** Tool runs of the older API as Workflow Runs. */
+  workflows: WorkflowService;
+  /** Schedules and their runs (docs/schedules.md). */
+  schedules: ScheduleService;
+  /** Fires ticks and starts schedule runs (the worker's scheduler and manual runs use it). */
+  scheduleRunner: ScheduleRunner;
   /** Closes what the services hold open besides storage and the bus (MCP connections). */
   close(): Promise<void>;
 }
@@ -123,6 +149,18 @@ export async function buildDeps(
     throw error;
   }
   const db = storage.db;
+  // The OpenTelemetry SDK and prom-client are loaded only when configured: off, they cost nothing, not even startup.
+  const tracing =
+    config.tracing === null ? null : (await import('./observability/tracing.ts')).createTracing(config.tracing);
+  const metrics = config.metrics.enabled ? (await import('./observability/metrics.ts')).createMetrics() : noopMetrics;
+  if (config.tracing !== null) {
+    const { url, protocol, serviceName } = config.tracing;
+    logger.info({ url, protocol, serviceName }, `traces: exporting to ${url} (${protocol}) as ${serviceName}`);
+  }
+  if (config.metrics.enabled) {
+    logger.info(`metrics: GET /metrics${config.metrics.token === null ? '' : ' (bearer token required)'}`);
+  }
+  metrics.watchDatabase(db);
   const live = createStreamHub(bus);
   const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
   const sessions = createSessionService({ db, clock });
@@ -181,8 +219,26 @@ export async function buildDeps(
     validation: { models, allowInsecureDestinations: config.allowInsecureDestinations },
     idempotency,
     connectors: mcpServers,
+    changeVersion: storage.changeVersion,
   });
   const messages = createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings });
+  const scheduleRunner = createScheduleRunner({
+    db,
+    dialect: storage.dialect,
+    clock,
+    bus,
+    logger,
+    agents,
+    sessions,
+    messages,
+  });
+  const schedules = createScheduleService({
+    db,
+    clock,
+    idempotency,
+    logger,
+    dispatch: (scheduleId) => scheduleRunner.dispatch(scheduleId),
+  });
   const images = createImageImporter({
     db,
     clock,
@@ -190,12 +246,13 @@ export async function buildDeps(
     allowInsecureDestinations: config.allowInsecureDestinations,
     maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
   });
+  const threads = createThreadService({ db, clock });
   return {
     config,
     logger,
     clock,
     storage,
-    auth: createAuthenticator({ db, externalChanges: storage.externalChanges }),
+    auth: createAuthenticator({ db, changeVersion: storage.changeVersion }),
     models,
     agents,
     sessions,
@@ -229,7 +286,41 @@ export async function buildDeps(
     tools,
     sandbox,
     reports: createReportService({ agents, runtime: sandbox }),
+    tracing,
+    metrics,
+    tasks: createTaskService({
+      db,
+      clock,
+      bus,
+      live,
+      messages,
+      agentOf: (orgId, agentId, executor) => agents.get(orgId, agentId, executor),
+      toolWarnings: tools.warnings,
+      checkAttachment,
+    }),
+    legacyWebhooks: createLegacyWebhookService({
+      db,
+      dialect: storage.dialect,
+      clock,
+      allowInsecureDestinations: config.allowInsecureDestinations,
+    }),
+    threads,
+    workflows: createWorkflowService({
+      db,
+      clock,
+      bus,
+      live,
+      models,
+      threads,
+      messages,
+      agentOf: (orgId, agentId, executor) => agents.get(orgId, agentId, executor),
+      toolWarnings: tools.warnings,
+      checkAttachment,
+    }),
+    schedules,
+    scheduleRunner,
     close: async () => {
+      await tracing?.shutdown().catch(() => undefined);
       await sandbox.close();
       await builtin.close();
       await Promise.all(pools.map((pool) => pool.close()));
@@ -290,9 +381,33 @@ export function buildEngine(deps: Deps): Engine {
       toolTimeoutMs: deps.config.toolTimeoutMs,
       allowInsecureDestinations: deps.config.allowInsecureDestinations,
       files: createFileReader({ db: deps.storage.db, dataDir: deps.config.dataDir }),
+      metrics: deps.metrics,
+      runExporter:
+        deps.tracing === null
+          ? undefined
+          : deps.tracing.runExporter({
+              db: deps.storage.db,
+              logger: deps.logger,
+              now: () => deps.clock.now(),
+              pollMs: Math.max(deps.config.pollMs, 1000),
+            }),
     },
-    { concurrency: deps.config.workerConcurrency, pollMs: deps.config.pollMs },
+    {
+      concurrency: deps.config.workerConcurrency,
+      pollMs: deps.config.pollMs,
+      processTtlMs: deps.config.processTtlMs,
+      contextCacheBytes: deps.config.contextCacheBytes,
+      role: deps.config.role,
+    },
   );
+}
+
+/** The schedule ticker of this process (roles `all` and `worker`). */
+export function buildScheduler(deps: Deps): Scheduler {
+  return createScheduler(deps.scheduleRunner, deps.logger, {
+    pollMs: deps.config.pollMs,
+    misfireGraceMs: deps.config.scheduleMisfireGraceMs,
+  });
 }
 
 /** Webhook polls are frequent: a notification should leave within a fraction of a second of its event. */
@@ -313,6 +428,7 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
       retryBaseMs: config.webhookRetryBaseMs,
       retryWindowMs: config.webhookRetryWindowMs,
       historyRetentionMs: config.webhookHistoryRetentionMs,
+      metrics: deps.metrics,
     },
     {
       concurrency: config.webhookConcurrency,
@@ -325,4 +441,18 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
       wakeOnLive: config.redisUrl === null,
     },
   );
+}
+
+/** The task.* legacy webhook sender of this process (roles `all` and `worker`), beside the webhook dispatcher. */
+export function buildTaskNotifier(deps: Deps): TaskNotifier {
+  return createTaskNotifier({
+    db: deps.storage.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    webhooks: deps.legacyWebhooks,
+    workflows: deps.workflows,
+    allowInsecureDestinations: deps.config.allowInsecureDestinations,
+    pollMs: Math.min(deps.config.pollMs, WEBHOOK_POLL_MS),
+    timeoutMs: DELIVERY_TIMEOUT_MS,
+  });
 }

@@ -6,6 +6,7 @@ import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import PinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
+import { turnLogFields } from './observability/trace-context.ts';
 
 /** Header and field paths that may carry secrets; pino replaces their values before a line is written. */
 export const REDACTED_PATHS = [
@@ -21,7 +22,7 @@ export const REDACTED_PATHS = [
 
 /** Fields of the request line that the pretty form already says in its message (the request id at its end). */
 const PRETTY_IGNORED = 'pid,hostname,req,res,responseTime,reqId';
-const PRETTY_MESSAGE = '{msg}{if reqId} (request {reqId}){end}';
+const PRETTY_MESSAGE = '{msg}{if reqId} (request {reqId}){end}{if runId} (run {runId}){end}';
 
 const isTerminal = (stream: NodeJS.WritableStream): boolean => 'isTTY' in stream && stream.isTTY === true;
 
@@ -29,7 +30,12 @@ export function createLogger(
   config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>,
   destination: NodeJS.WritableStream = process.stdout,
 ): Logger {
-  const options = { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+  const options = {
+    level: config.logLevel,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // Lines written while a turn runs carry its runId and traceId.
+    mixin: turnLogFields,
+  };
   const format = config.logFormat ?? 'auto';
   const terminal = isTerminal(destination);
   if (format === 'json' || (format === 'auto' && !terminal)) return pino(options, destination);
@@ -50,13 +56,24 @@ export function createLogger(
 /**
  * One info line per request, when it is answered: `GET /v1/agents 200 3.1 ms` with the request id, method, URL,
  * status and duration as fields. (Fastify's default logs two lines, one on arrival; that one is debug here.)
+ * With a threshold (AGENTRY_REQUEST_LOG_MIN_MS), successful requests answered faster than it are logged at debug:
+ * errors and slow requests stay at info.
  */
 export class RequestLogController extends LogController {
+  readonly #minMs: number;
+
+  constructor(minMs = 0) {
+    super();
+    this.#minMs = minMs;
+  }
+
   override incomingRequest(request: FastifyRequest): void {
     request.log.debug({ req: request }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const quiet = !error && reply.statusCode < 400 && reply.elapsedTime < this.#minMs;
+    if (quiet && reply.log.level !== 'debug' && reply.log.level !== 'trace') return;
     const responseTime = Math.round(reply.elapsedTime * 10) / 10;
     const line = `${request.method} ${request.url} ${reply.statusCode} ${responseTime} ms`;
     const fields = {
@@ -65,6 +82,7 @@ export class RequestLogController extends LogController {
       responseTime,
     };
     if (error) reply.log.error({ ...fields, err: error }, `${line} (response failed)`);
+    else if (quiet) reply.log.debug(fields, line);
     else reply.log.info(fields, line);
   }
 }

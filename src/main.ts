@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { buildDeps, buildDispatcher, buildEngine, type Deps } from './deps.ts';
+import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import { CONSOLE_PATH } from './http/routes/console.ts';
 import { createLogger } from './logger.ts';
@@ -63,18 +63,23 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // api: HTTP only. worker: the engine, with HTTP for /healthz and /readyz only. all: both.
   const engine = config.role === 'api' ? null : buildEngine(deps);
   const dispatcher = config.role === 'api' ? null : buildDispatcher(deps);
+  const taskNotifier = config.role === 'api' ? null : buildTaskNotifier(deps);
+  const scheduler = config.role === 'api' ? null : buildScheduler(deps);
   logger.info(
     {
       role: config.role,
       engine: engine !== null,
       webhooks: dispatcher !== null,
+      schedules: scheduler !== null,
       routes: config.role === 'worker' ? 'probes' : 'api',
       bus: config.redisUrl === null ? 'local' : 'redis',
     },
     `starting with role ${config.role}`,
   );
-  engine?.start();
+  await engine?.start();
   dispatcher?.start();
+  taskNotifier?.start();
+  scheduler?.start();
   const { app, lifecycle } = await buildApp(deps, { role: config.role });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
@@ -106,6 +111,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         app.close(),
         engine?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         dispatcher?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
+        taskNotifier?.stop(),
+        scheduler?.stop(),
       ]);
       await deps.close();
       await deps.bus.close();

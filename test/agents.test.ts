@@ -271,9 +271,8 @@ const valid: [string, Body][] = [
   ],
 ];
 
-const configFields = 'name description instructions model maxSteps mcpServers clientTools skills networkPolicy'.split(
-  ' ',
-);
+const configFields =
+  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals'.split(' ');
 const configOf = (agent: Json) => Object.fromEntries(configFields.map((field) => [field, agent[field]]));
 
 describe.each(dialects())('agents (%s)', (dialect) => {
@@ -360,6 +359,7 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         clientTools: [],
         skills: [],
         networkPolicy: null,
+        toolApprovals: { default: 'auto', overrides: {} },
         isDefault: false,
         version: 1,
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
@@ -482,6 +482,7 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         skills(skill()),
         net(policy({ domain_allowlist: 'all_domains', additional_allowed_domains: ['example.com'] })),
         { networkPolicy: null },
+        { toolApprovals: { default: 'always_ask', overrides: { 'github__*': 'auto' }, timeoutSeconds: 30 } },
         { name: 'Final', maxSteps: 9, skills: [] },
       ];
       const snapshots = [first];

@@ -110,6 +110,28 @@ describe('API contract', () => {
         Date.now(),
       )
     ).row;
+    const task = json(await h.request('POST', '/v1/tasks', { key: other.key, body: { prompt: 'theirs' } }));
+    const legacyHook = json(
+      await h.request('POST', '/v1/webhooks', {
+        key: other.key,
+        body: { url: 'https://93.184.215.14/legacy', events: ['task.created'] },
+      }),
+    );
+    const thread = json(await h.request('POST', '/api/sdk/threads', { key: other.key, body: {} }));
+    const otherProject = json(await h.request('GET', '/v1/organization', { key: other.key })).project_id;
+    const toolRun = json(
+      await h.request('POST', `/api/sdk/p/${otherProject}/a/${agent.id}/r`, {
+        key: other.key,
+        body: { inputs: ['theirs'], blocking: false },
+      }),
+    ).run;
+    const schedule = json(
+      await h.request('POST', '/v1/schedules', {
+        key: other.key,
+        body: { name: 'theirs', agent_id: agent.id, input: 'hi', cron: '0 0 1 1 *', enabled: false },
+      }),
+    );
+    const scheduleRun = json(await h.request('POST', `/v1/schedules/${schedule.id}/run`, { key: other.key, body: {} }));
     // A valid request for each route, so that only ownership can make it fail.
     const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
       'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
@@ -126,38 +148,66 @@ describe('API contract', () => {
       'GET /v1/agents/sessions/:id': { headers: { 'agentry-beta': 'agents=v1' } },
       'POST /v1/webhook_endpoints/:id': { body: { name: 'mine now' } },
       'POST /v1/mcp_servers/:id': { body: { name: 'mine now' } },
+      'POST /v1/schedules/:id': { body: { name: 'mine now' } },
+      'POST /v1/schedules/:id/run': { body: {} },
       'POST /v1/webhook_endpoints/:id/rotate_secret': { body: {} },
       'POST /v1/webhook_endpoints/:id/test': { body: { event_type: 'agent.session.created' } },
       'POST /v1/webhook_endpoints/:id/events/:event_id/redeliver': {
         body: {},
         headers: { 'idempotency-key': 'x' },
       },
+      'POST /v1/tasks/:id/prompts': { body: { prompt: 'mine now' } },
+      'POST /api/sdk/threads/:thread_id': { body: { metadata: {} } },
+      'POST /api/sdk/threads/:thread_id/messages': { body: { role: 'user', content: 'mine now' } },
+      'POST /api/sdk/p/:project_id/a/:agent_id/r': { body: { inputs: ['mine now'] } },
+      'GET /v1/workflow-agents/runs/:id': { headers: { 'agentry-beta': 'agents=v1' } },
+      'POST /v1/workflow-agents/runs/:id/cancel': { headers: { 'agentry-beta': 'agents=v1' } },
+      'POST /v1/workflow-agents/runs/:id/function_call_outputs': {
+        headers: { 'agentry-beta': 'agents=v1' },
+        body: { outputs: [{ call_id: 'call_x', output: 'x' }] },
+      },
     };
     const idRoutes = routes.filter((route) => route.url.includes(':'));
     expect(idRoutes.length).toBeGreaterThan(5);
     for (const route of idRoutes) {
       const method = String(route.method);
-      const id = route.url.startsWith('/v1/agents/sessions')
-        ? session.id
-        : route.url.startsWith('/v1/webhook_endpoints')
-          ? hook.id
-          : route.url.startsWith('/v1/mcp_servers')
-            ? connector.id
-            : route.url.startsWith('/v1/agents')
-              ? agent.id
-              : route.url.startsWith('/v1/runs')
-                ? message.runId
-                : route.url.startsWith('/v1/responses')
-                  ? `resp_${message.id}`
-                  : route.url.startsWith('/v1/files')
-                    ? file.id
-                    : session.id;
+      const id = route.url.startsWith('/v1/tasks')
+        ? task.id
+        : route.url.startsWith('/v1/webhooks/')
+          ? legacyHook.id
+          : route.url.startsWith('/v1/workflow-agents')
+            ? toolRun.run_id
+            : route.url.startsWith('/v1/agents/sessions')
+              ? session.id
+              : route.url.startsWith('/v1/webhook_endpoints')
+                ? hook.id
+                : route.url.startsWith('/v1/mcp_servers')
+                  ? connector.id
+                  : route.url.startsWith('/v1/agents')
+                    ? agent.id
+                    : route.url.startsWith('/v1/runs')
+                      ? message.runId
+                      : route.url.startsWith('/v1/responses')
+                        ? `resp_${message.id}`
+                        : route.url.startsWith('/v1/files')
+                          ? file.id
+                          : route.url.startsWith('/v1/schedules/:schedule_id')
+                            ? scheduleRun.id
+                            : route.url.startsWith('/v1/schedules')
+                              ? schedule.id
+                              : session.id;
       const url = route.url
+        .replace(':schedule_id', schedule.id)
         .replace(':messageId', message.id)
         .replace(':conversation_id', `conv_${session.id}`)
         .replace(':item_id', item.id)
         .replace(':event_id', event.id)
         .replace(':name', 'report.md')
+        .replace(':thread_id', thread.id)
+        .replace(':fileId', file.id)
+        .replace(':project_id', String(otherProject))
+        .replace(':agent_id', agent.id)
+        .replace(':run_id', toolRun.run_id)
         .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};
@@ -174,6 +224,8 @@ describe('API contract', () => {
     expect((await h.request('GET', `/v1/runs/${message.runId}/trace`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/files/${file.id}`, { key: other.key })).status).toBe(200);
     expect((await h.request('GET', `/v1/webhook_endpoints/${hook.id}`, { key: other.key })).status).toBe(200);
+    const theirSchedule = await h.request('GET', `/v1/schedules/${schedule.id}`, { key: other.key });
+    expect(json(theirSchedule).name).toBe('theirs');
     const stillTheirs = await h.request('GET', `/v1/mcp_servers/${connector.id}`, { key: other.key });
     expect(json(stillTheirs).name).toBe('theirs');
   });

@@ -21,7 +21,8 @@ import { testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
 const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const CLUSTER_ENV = { REDIS_URL, AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'info' };
+// Default lease, poll and process-registry settings: takeover after a crash must be quick without tuning.
+const CLUSTER_ENV = { REDIS_URL, LOG_LEVEL: 'info' };
 
 let unavailable: string | null = 'not checked yet';
 
@@ -562,7 +563,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     const killedAt = Date.now();
     await victim.stop('SIGKILL');
 
-    // The survivor claims each orphaned session once its lease has expired.
+    // The survivor claims each orphaned session once the dead worker is gone from the process registry.
     const survivorPid = String(survivor.child.pid);
     const takenOver = new Map<string, number>();
     await waitUntil(
@@ -587,6 +588,8 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     expect(rows).toHaveLength(accepted.length);
     for (const row of rows) expect(row.n).toBe(1);
     const takeover = [...takenOver.values()].map((at) => at - killedAt);
+    // The dead worker's registry row goes stale after AGENTRY_PROCESS_TTL_MS (2.5 s), then the next poll (1 s).
+    expect(Math.max(...takeover)).toBeLessThan(5000);
     process.stdout.write(
       `[cluster] (d) killed a worker holding ${orphaned.length}/${sessions.length} sessions; taken over after ${Math.min(...takeover)}-${Math.max(...takeover)} ms; all ${accepted.length} messages done ${allDone} ms after the kill\n`,
     );

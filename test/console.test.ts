@@ -1,8 +1,9 @@
 /**
  * The web console in a real browser (Debian's Chromium through playwright-core) against a real Agentry process
  * with the scripted model: sign in, create an agent after fixing a validation error, chat with streamed text seen
- * before the turn completes, answer a question, submit a client tool's output, interrupt, reconnect after a
- * dropped stream, read a run's trace, create a webhook endpoint and see its deliveries, files and usage. Every
+ * before the turn completes, answer a question, submit a client tool's output, approve and deny a tool call,
+ * interrupt, reconnect after a dropped stream, read a run's trace, create a webhook endpoint and see its
+ * deliveries, files and usage. Every
  * main page passes axe-core without serious or critical violations, under the strict CSP, which no page breaks.
  * With AGENTRY_CONSOLE_SCREENSHOTS=<dir> it also saves a screenshot of each page (docs/console/ holds them).
  */
@@ -133,7 +134,11 @@ describe.skipIf(!available)('web console', () => {
     expect((await fetch(url('/console/assets/../../package.json'))).status).not.toBe(200);
     // Not part of the API: the OpenAPI document does not list the console's pages.
     const document = (await (await fetch(url('/v1/openapi.json'))).json()) as { paths: Record<string, unknown> };
-    expect(Object.keys(document.paths).filter((path) => !path.startsWith('/v1/') && !path.endsWith('z'))).toEqual([]);
+    // (The older API under /api/sdk is API.)
+    const pages = Object.keys(document.paths).filter(
+      (path) => !path.startsWith('/v1/') && !path.startsWith('/api/sdk/') && !path.endsWith('z'),
+    );
+    expect(pages).toEqual([]);
     expect(server.output()).toContain(`web console: ${server.url}/console/`);
   });
 
@@ -490,6 +495,39 @@ describe.skipIf(!available)('web console', () => {
     await accessible('playground, dark', night);
     await snap('playground-dark', night);
     await dark.close();
+  });
+
+  it('approves and denies a tool call from the playground, showing its tool, server and arguments', async () => {
+    const created = await api('POST', '/v1/agents', {
+      name: 'careful',
+      mcpServers: [{ kind: 'internal', name: 'http_client' }],
+      toolApprovals: { default: 'always_ask', overrides: {} },
+    });
+    expect(created.status).toBe(201);
+    await page.goto(url(`/console/agents/${created.body.agent.id}/chat`));
+    await page.getByLabel('Message', { exact: true }).waitFor(WAIT);
+
+    const denied = await send('call http_request {"method":"POST","url":"https://example.com/orders"}');
+    const form = denied.locator('form.approval');
+    await form.waitFor(WAIT);
+    expect(await denied.getAttribute('data-status')).toBe('requires_action');
+    const shown = (await form.textContent()) ?? '';
+    expect(shown).toContain('http_request');
+    expect(shown).toContain('agentry');
+    expect(await form.locator('pre').textContent()).toBe('{"method":"POST","url":"https://example.com/orders"}');
+    await accessible('playground with a tool approval');
+    await snap('playground-approval');
+    await form.getByLabel('Reason (optional)').fill('not from the console');
+    await form.getByRole('button', { name: 'Deny' }).click();
+    await expect.poll(() => denied.getAttribute('data-status'), WAIT).toBe('completed');
+    expect(await denied.locator('.reply').textContent()).toContain('Reason: not from the console');
+
+    const approved = await send('call http_request {"method":"DELETE","url":"https://example.com/orders/1"}');
+    await approved.locator('form.approval').waitFor(WAIT);
+    await approved.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => approved.getAttribute('data-status'), WAIT).toBe('completed');
+    // It ran (once): the network policy refused the request, which is what the model read.
+    expect(await approved.locator('.reply').textContent()).toContain('refused');
   });
 
   it('ran every page without script errors or CSP refusals', () => {

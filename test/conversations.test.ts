@@ -272,6 +272,7 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
         output: null,
         error: expect.stringContaining('no tool named "nothing"'),
         status: 'failed',
+        approval_request_id: null,
       });
       const one = await h.request('GET', `/v1/conversations/${conv}/items/${call.id}`);
       expect(one.status, one.text).toBe(200);

@@ -125,5 +125,7 @@ describe('shell examples of the README and docs', () => {
       // No error envelope slipped through (curl fails on error statuses; this also covers a 2xx that embeds one).
       expect(result.stdout).not.toMatch(/\{"error":\{"code"/);
     },
+    // Examples that run the CLI start Node processes, which take seconds each on a loaded machine.
+    90_000,
   );
 });

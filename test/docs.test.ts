@@ -29,6 +29,7 @@ describe('documentation stays in step with the code', () => {
       'docs/tools.md',
       'docs/console.md',
       'docs/sandbox.md',
+      'docs/observability.md',
     ]) {
       expect(readme, page).toContain(page);
     }

@@ -273,7 +273,7 @@ describe.each(dialects())('the CLI (%s)', (dialect) => {
       expect(run.stderr).toBe(expected);
       expect(run.stderr).not.toContain('hunter2');
     }
-  });
+  }, 120_000);
 
   it('lists organizations with project ids, keys with prefix, scopes and last use, and revokes by that prefix', async () => {
     expect(runCli(['orgs', 'create', 'listed'], environment.env).status).toBe(0);
@@ -307,5 +307,5 @@ describe.each(dialects())('the CLI (%s)', (dialect) => {
     } finally {
       await server.stop();
     }
-  });
+  }, 120_000);
 });

@@ -17,6 +17,7 @@ describe.each(dialects())('organization (%s)', (dialect) => {
       id: expect.any(String),
       name: 'default',
       project_id: expect.any(Number),
+      projectId: expect.any(Number),
       credit_balance_usd: null,
       api_key: {
         id: expect.any(String),

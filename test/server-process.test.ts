@@ -67,7 +67,7 @@ describe.each(dialects())('server process (%s)', (dialect) => {
     expect(
       runCli(['keys', 'create', '--org', `acme-${dialect}`, '--scopes', 'root'], environment.env).stderr,
     ).toContain('unknown scopes');
-  });
+  }, 120_000);
 
   it('never writes a key into a log line', async () => {
     await call(`${server.url}/v1/agents`, adminKey);

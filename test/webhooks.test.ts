@@ -451,7 +451,10 @@ describe.each(dialects())('webhook endpoints (%s)', (dialect) => {
           .map(({ event }) => event.data.id)
           .sort(),
       ).toEqual([s1, s2, s3].sort());
-      for (const type of WEBHOOK_EVENT_TYPES) expect(byType(type).length, type).toBeGreaterThan(0);
+      // Session turns emit every agent.session.* event (workflow.run.* come from tool runs: test/workflow-runs.test.ts;
+      // schedule.run.* from schedules: test/schedules-webhooks.test.ts).
+      for (const type of WEBHOOK_EVENT_TYPES.filter((name) => name.startsWith('agent.session.')))
+        expect(byType(type).length, type).toBeGreaterThan(0);
       // Envelopes and headers: evt_ ids, Unix seconds, a per-attempt timestamp, one webhook-id per event here.
       for (const { request, event } of mine()) {
         expect(Object.keys(event)).toEqual(['id', 'object', 'created_at', 'type', 'data']);

@@ -29,6 +29,7 @@ const USAGE = `Usage: agentry <command>
   keys list --org <name>                 list an organization's keys: prefix, scopes, created, last used
   keys revoke <prefix|key>               revoke an API key by the prefix keys list shows, or the key itself
   credits set --org <name> <usd|unlimited>  set an organization's credit balance
+  schedules list --org <name>            list an organization's schedules with their next runs
 
 Scopes: ${SCOPES.join(', ')}
 Configuration comes from the environment; see docs/configuration.md.`;
@@ -121,6 +122,24 @@ async function main(argv: string[]): Promise<void> {
         key.revokedAt !== null ? 'revoked' : key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'active',
       ]);
       process.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS'], rows));
+      return;
+    }
+    case 'schedules list': {
+      const orgName = requireOrg();
+      const schedules = await withDeps(config, async (deps) =>
+        deps.schedules.all((await deps.orgs.requireByName(orgName)).id),
+      );
+      const rows = schedules.map((schedule) => [
+        schedule.id,
+        schedule.name,
+        schedule.cron === null ? `every ${schedule.interval_seconds}s` : `${schedule.cron} (${schedule.timezone})`,
+        schedule.enabled ? 'enabled' : 'paused',
+        schedule.next_run_times
+          .slice(0, 3)
+          .map((at) => formatTime(at * 1000))
+          .join(', ') || '-',
+      ]);
+      process.stdout.write(formatTable(['ID', 'NAME', 'WHEN', 'STATUS', 'NEXT RUNS'], rows));
       return;
     }
     case 'keys create': {

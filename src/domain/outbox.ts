@@ -29,6 +29,18 @@ export const WEBHOOK_EVENT_TYPES = [
   'agent.session.turn.completed',
   'agent.session.turn.failed',
   'agent.session.turn.cancelled',
+  'workflow.run.created',
+  'workflow.run.in_progress',
+  'workflow.run.action_required',
+  'workflow.run.completed',
+  'workflow.run.failed',
+  'workflow.run.cancelled',
+  'schedule.run.created',
+  'schedule.run.running',
+  'schedule.run.completed',
+  'schedule.run.failed',
+  'schedule.run.cancelled',
+  'schedule.run.skipped',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -54,6 +66,8 @@ export interface SessionEventInput {
 export interface WebhookEventInput {
   type: WebhookEventType;
   data: Record<string, unknown>;
+  /** Trace context its deliveries carry (`traceparent` header). */
+  traceparent?: string | null;
 }
 
 export async function writeEvents(
@@ -111,6 +125,7 @@ export async function writeEvents(
           data: JSON.stringify(webhook.data),
           created_at: target.now,
           dispatched_at: null,
+          traceparent: webhook.traceparent ?? null,
         })),
       )
       .execute();

@@ -1,7 +1,13 @@
 /**
- * The conversation log of one session, kept by the worker that holds its lease. The log is append-only and its
- * item sequence numbers are assigned under the session's row lock, so each step only reads the items added since
- * the last one instead of the whole history (which made turns slower as sessions grew).
+ * The conversation logs of recently run sessions, kept per process across turns and leases. A session's log is
+ * append-only and its item sequence numbers are assigned under the session's row lock, so each step only reads
+ * the items added since the last read (by this or any other process) instead of the whole history: a turn's cost
+ * does not grow with the session's length, also when the client waits between turns and the lease is released.
+ *
+ * The one change to existing items is adoption: items added to a conversation outside a turn have no message
+ * until the next accepted message takes them. The read watermark never passes such an item, so it is read again,
+ * with its message, once adopted. The logs kept are bounded by an estimate of their size; the least recently
+ * used session's log goes first.
  */
 import { type Item, itemFromRow } from '../domain/messages/items.ts';
 import type { Executor } from '../storage/db.ts';
@@ -11,29 +17,111 @@ export interface ContextCache {
   load(db: Executor, upToMessageSeq: number): Promise<Item[]>;
 }
 
-export function createContextCache(sessionId: string): ContextCache {
+export interface ContextCaches {
+  /** The log of one session, created empty on first use. */
+  forSession(sessionId: string): ContextCache;
+  /** Estimated bytes held, for tests and metrics. */
+  bytes(): number;
+  /** Sessions whose logs are held. */
+  size(): number;
+}
+
+/** Per-item overhead of the object and its fields, beyond the content's own text. */
+const ITEM_OVERHEAD_BYTES = 256;
+
+interface SessionLog extends ContextCache {
+  bytes: number;
+}
+
+function createSessionLog(sessionId: string, grew: (bytes: number) => void): SessionLog {
   const items: (Item & { messageSeq: number })[] = [];
-  let lastSeq = 0;
-  return {
+  // Every item up to `watermark` is held; above it, `held` lists the seqs already held (past an unadopted item).
+  let watermark = 0;
+  const held = new Set<number>();
+  const log: SessionLog = {
+    bytes: 0,
     async load(db, upToMessageSeq) {
       const rows = await db
         .selectFrom('items')
-        .innerJoin('messages', 'messages.id', 'items.message_id')
+        .leftJoin('messages', 'messages.id', 'items.message_id')
         .selectAll('items')
         .select('messages.seq as message_seq')
         .where('items.session_id', '=', sessionId)
-        .where('items.seq', '>', lastSeq)
+        .where('items.seq', '>', watermark)
         .orderBy('items.seq')
         .execute();
-      if (rows.length > 0) {
-        for (const row of rows) {
-          items.push({ ...itemFromRow(row), messageSeq: row.message_seq });
-          lastSeq = Math.max(lastSeq, row.seq);
+      let added = 0;
+      let blocked = false;
+      for (const row of rows) {
+        if (held.has(row.seq)) {
+          if (!blocked) {
+            watermark = row.seq;
+            held.delete(row.seq);
+          }
+          continue;
         }
+        if (row.message_seq === null) {
+          // Not adopted by a message yet: read it again next time.
+          blocked = true;
+          continue;
+        }
+        items.push({ ...itemFromRow(row), messageSeq: row.message_seq });
+        added += row.content.length + ITEM_OVERHEAD_BYTES;
+        if (blocked) held.add(row.seq);
+        else watermark = row.seq;
+      }
+      if (added > 0) {
         // An answer to an earlier turn can arrive after a later message's input: keep message order first.
         items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
+        log.bytes += added;
+        grew(added);
       }
-      return items.filter((item) => item.messageSeq <= upToMessageSeq);
+      const last = items.at(-1);
+      return last === undefined || last.messageSeq <= upToMessageSeq
+        ? items.slice()
+        : items.filter((item) => item.messageSeq <= upToMessageSeq);
     },
   };
+  return log;
+}
+
+/**
+ * Logs of up to about `maxBytes` (estimated) across sessions; 0 keeps a log only for the lease that uses it. A
+ * log dropped from the cache while a worker still uses it stays valid for that worker; it is just not kept.
+ */
+export function createContextCaches(maxBytes: number): ContextCaches {
+  // Map order is recency order: a session used again moves to the end.
+  const logs = new Map<string, SessionLog>();
+  let total = 0;
+
+  function grew(sessionId: string, log: SessionLog, bytes: number): void {
+    if (logs.get(sessionId) !== log) return;
+    total += bytes;
+    for (const [id, oldest] of logs) {
+      if (total <= maxBytes) break;
+      logs.delete(id);
+      total -= oldest.bytes;
+    }
+  }
+
+  return {
+    forSession(sessionId) {
+      let log = logs.get(sessionId);
+      if (log === undefined) {
+        const created: SessionLog = createSessionLog(sessionId, (bytes) => grew(sessionId, created, bytes));
+        log = created;
+      } else {
+        logs.delete(sessionId);
+      }
+      logs.set(sessionId, log);
+      return log;
+    },
+    bytes: () => total,
+    size: () => logs.size,
+  };
+}
+
+/** A log for one turn only (callers without a process-wide cache). */
+export function createContextCache(sessionId: string): ContextCache {
+  return createSessionLog(sessionId, () => undefined);
 }

@@ -1,23 +1,33 @@
 /**
  * The engine: claims sessions with runnable work and runs their turns, one turn at a time per session in
  * submission order, up to `concurrency` sessions at once. Woken by the bus (a message was accepted, an answer
- * resumed a turn) and by a poll that also picks up the sessions of workers whose leases expired.
+ * resumed a turn) and by a poll that also picks up the sessions of dead processes (lapsed leases, or owners
+ * missing from the process registry).
  */
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { firstOpenMessage } from '../domain/messages/open-messages.ts';
-import { createContextCache } from './context-cache.ts';
+import { denyExpiredApprovals } from './approval-timeouts.ts';
+import { createContextCaches } from './context-cache.ts';
 import { claimSession, handOver, heartbeat, type Lease, LeaseLostError, releaseIfIdle } from './lease.ts';
+import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
 
 export interface EngineOptions {
   concurrency: number;
   pollMs: number;
+  /** How long this process counts as alive after its last registry heartbeat (process-registry.ts). */
+  processTtlMs: number;
+  /** The process's role, recorded in the registry. */
+  role?: string;
+  /** Estimated bytes of session logs kept between turns (context-cache.ts). */
+  contextCacheBytes: number;
 }
 
 export interface Engine {
-  start(): void;
+  /** Registers the process, then starts claiming work; resolves once registered. */
+  start(): Promise<void>;
   /** Stops claiming; lets turns in flight finish within `graceMs`, then hands their sessions over. */
   stop(graceMs: number): Promise<void>;
   /** Sessions being worked on right now. */
@@ -31,12 +41,26 @@ export type EngineDeps = Omit<TurnDeps, 'owner'>;
 export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const turnDeps: TurnDeps = { ...deps, owner };
+  const registry = createProcessRegistry({
+    db: deps.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    owner,
+    role: options.role ?? 'all',
+    ttlMs: options.processTtlMs,
+  });
+  const contexts = createContextCaches(options.contextCacheBytes);
   const running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   const unsubscribe: (() => void)[] = [];
   let stopping = false;
   let pumping = false;
   let again = false;
+  /** A pump stopped at the concurrency limit: a slot that frees up should look for more work at once. */
+  let saturated = false;
+  /** Sessions woken while this process was still working on them (the worker may be releasing them just then). */
+  const wokenWhileRunning = new Set<string>();
   let poll: NodeJS.Timeout | null = null;
+  let starting: Promise<void> = Promise.resolve();
 
   async function nextRunnable(sessionId: string): Promise<{ id: string; cancel: boolean } | undefined> {
     const row = await firstOpenMessage(deps.db, sessionId);
@@ -45,7 +69,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   }
 
   async function work(lease: Lease, controller: AbortController): Promise<void> {
-    const context = createContextCache(lease.sessionId);
+    const context = contexts.forSession(lease.sessionId);
     const beat = setInterval(
       () => {
         heartbeat(turnDeps, lease, deps.clock.now())
@@ -113,9 +137,11 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           running.set(lease.sessionId, entry);
           entry.done = work(lease, controller).finally(() => {
             running.delete(lease.sessionId);
-            if (!stopping) void pump();
+            const woken = wokenWhileRunning.delete(lease.sessionId);
+            if (!stopping && (saturated || woken)) void pump(woken ? lease.sessionId : undefined);
           });
         }
+        saturated = running.size >= options.concurrency;
       } while (again && !stopping);
     } catch (error) {
       deps.logger.error({ err: error }, 'claiming work failed');
@@ -125,10 +151,15 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   }
 
   return {
-    start() {
+    async start() {
+      // Registered before the first claim: a process without a live row would look dead to the others.
+      starting = registry.start();
+      await starting;
+      if (stopping) return;
       unsubscribe.push(
         deps.bus.subscribe('wake', ({ sessionId }) => {
-          if (!running.has(sessionId)) void pump(sessionId);
+          if (running.has(sessionId)) wokenWhileRunning.add(sessionId);
+          else void pump(sessionId);
         }),
         deps.bus.subscribe('interrupt', ({ sessionId }) => {
           const entry = running.get(sessionId);
@@ -136,12 +167,24 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
             entry.controller.abort(new TurnAbort('interrupt'));
         }),
       );
-      poll = setInterval(() => void pump(), options.pollMs);
+      let sweeping = false;
+      poll = setInterval(() => {
+        void pump();
+        if (sweeping) return;
+        sweeping = true;
+        denyExpiredApprovals(deps)
+          .catch((error: unknown) => deps.logger.warn({ err: error }, 'denying expired tool approvals failed'))
+          .finally(() => {
+            sweeping = false;
+          });
+      }, options.pollMs);
       poll.unref();
+      deps.runExporter?.start();
       void pump();
     },
     async stop(graceMs) {
       stopping = true;
+      await starting.catch(() => undefined);
       if (poll !== null) clearInterval(poll);
       for (const off of unsubscribe.splice(0)) off();
       const all = () => Promise.all([...running.values()].map((entry) => entry.done));
@@ -150,6 +193,13 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
         for (const entry of running.values()) entry.controller.abort(new TurnAbort('shutdown'));
         await all();
       }
+      // Every session was released or handed over: the registry row can go.
+      await registry
+        .stop()
+        .catch((error: unknown) =>
+          deps.logger.warn({ err: error }, 'could not remove this process from the engine registry'),
+        );
+      await deps.runExporter?.stop();
     },
     active: () => running.size,
     poke: () => void pump(),

@@ -1,11 +1,15 @@
 /**
  * Session leases. A worker owns a session while its lease is live; every write it makes is fenced by the
  * session's `lease_token` (taken by the claim, checked by every write), so a worker that lost its lease (paused,
- * partitioned, presumed dead) can no longer change anything. Claims use FOR UPDATE SKIP LOCKED on Postgres;
+ * partitioned, presumed dead) can no longer change anything. A lease ends when it lapses or, sooner, when the
+ * process holding it is no longer alive in the process registry. Claims use FOR UPDATE SKIP LOCKED on Postgres;
  * SQLite serializes writers anyway.
  */
+
+import type { ExpressionBuilder } from 'kysely';
 import { firstOpenMessage } from '../domain/messages/open-messages.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
+import type { Database } from '../storage/schema.ts';
 
 export interface Lease {
   sessionId: string;
@@ -28,14 +32,36 @@ export interface LeaseDeps {
   leaseMs: number;
 }
 
-/** Claims one session with runnable work (the given one when named), or returns null. */
+/**
+ * Claims one session with runnable work (the given one when named), or returns null. Claimable: no lease, a
+ * lapsed lease, or a lease held by a process the registry no longer knows as alive.
+ */
 export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
-  let candidate = deps.db
-    .selectFrom('sessions')
-    .select('id')
-    .where('work_pending', '=', 1)
-    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]));
+  const claimable = (eb: ExpressionBuilder<Database, 'sessions'>) =>
+    eb.or([
+      eb('lease_expires_at', 'is', null),
+      eb('lease_expires_at', '<', now),
+      // Leased by another process that is no longer alive (process-registry.ts): no need to wait for the lease.
+      eb.and([
+        eb('lease_owner', '<>', deps.owner),
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('engine_processes')
+              .select('engine_processes.id')
+              .whereRef('engine_processes.id', '=', 'sessions.lease_owner')
+              .where('engine_processes.expires_at', '>=', now),
+          ),
+        ),
+      ]),
+    ]);
+  let candidate = deps.db.selectFrom('sessions').select('id').where('work_pending', '=', 1).where(claimable);
   if (sessionId !== undefined) candidate = candidate.where('id', '=', sessionId);
+  else {
+    // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
+    const any = await candidate.limit(1).executeTakeFirst();
+    if (any === undefined) return null;
+  }
   candidate = candidate.orderBy('updated_at').limit(1);
   if (deps.dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
   const row = await deps.db
@@ -48,7 +74,7 @@ export async function claimSession(deps: LeaseDeps, now: number, sessionId?: str
     .where('id', '=', candidate)
     // Re-checked here: on SQLite the sub-select and the update are one statement, on Postgres the row is locked.
     .where('work_pending', '=', 1)
-    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
+    .where(claimable)
     .returning(['id', 'org_id', 'lease_token'])
     .executeTakeFirst();
   return row === undefined ? null : { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner };

@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import { agentFromRow, findAgentVersion } from '../domain/agents/agent-repo.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
+import { insertApprovals, markStarted, type NewApproval, newApprovalId } from '../domain/approvals/approvals.ts';
+import { debitCredits } from '../domain/billing/credits.ts';
 import type { MessageOptions } from '../domain/messages/accept.ts';
 import {
   type AttachedFile,
@@ -18,11 +20,13 @@ import {
   callItemId,
   type Item,
   loadContextItems,
+  loadMessageItems,
   type NewItem,
+  type PendingCall,
   pendingCalls,
 } from '../domain/messages/items.ts';
 import { turnText } from '../domain/messages/message-service.ts';
-import type { MessageError, Warning } from '../domain/messages/message-types.ts';
+import { type MessageError, OPEN_STATUSES, type Warning } from '../domain/messages/message-types.ts';
 import { requiredActionsOf } from '../domain/messages/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/messages/transitions.ts';
 import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
@@ -32,8 +36,19 @@ import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { ModelRegistry } from '../models/registry.ts';
 import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
+import type { Metrics, TurnOutcome } from '../observability/metrics-types.ts';
+import type { RunExporter } from '../observability/run-export.ts';
+import {
+  chatSpanId,
+  outgoingTraceparent,
+  type RunTrace,
+  runInTurn,
+  runTrace,
+  toolSpanId,
+} from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
+import { needsApproval } from '../tools/approval-policy.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
 import type { ToolProgress } from '../tools/types.ts';
 import { type ContextCache, createContextCache } from './context-cache.ts';
@@ -53,6 +68,9 @@ export interface TurnDeps extends LeaseDeps {
   allowInsecureDestinations: boolean;
   /** Reads files attached to user input; without it attachments reach the model as a note. */
   files?: AttachmentReader;
+  metrics: Metrics;
+  /** Present when traces are exported: ended runs go to it, outgoing calls name their spans. */
+  runExporter?: RunExporter | undefined;
 }
 
 /**
@@ -134,6 +152,7 @@ async function configFor(db: Executor, message: MessageRow): Promise<TurnConfig>
   return {
     agent: {
       ...agent,
+      ...(options.model === undefined ? {} : { model: options.model }),
       instructions:
         options.instructions === undefined || options.instructions === ''
           ? agent.instructions
@@ -175,8 +194,10 @@ async function callModel(
   items: Item[],
   step: number,
   signal: AbortSignal,
+  trace: RunTrace,
 ): Promise<StepOutput> {
   const adapter = deps.models.adapter(config.model);
+  const traceparent = outgoingTraceparent(trace, chatSpanId(message.run_id, step), deps.runExporter !== undefined);
   let text = '';
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
@@ -188,6 +209,7 @@ async function callModel(
     tools: toolSpecs(tools),
     ...(settings === undefined ? {} : { settings }),
     signal,
+    ...(traceparent === null ? {} : { headers: { traceparent } }),
   })) {
     if (event.type === 'text-delta') {
       // Repaired for storage once whole (below): a surrogate pair split across deltas is not broken.
@@ -279,7 +301,28 @@ async function persistStep(
     kind: tools.kindOf(call.name),
     server: callServer(tools, call.name),
   }));
+  // Decided now, once: the call item records whether it waits for approval, whatever the policy becomes later.
+  const timeoutSeconds = config.toolApprovals.timeoutSeconds;
+  const expiresAt = timeoutSeconds === undefined ? null : deps.clock.now() + timeoutSeconds * 1000;
+  const approvals: Omit<NewApproval, 'orgId' | 'sessionId'>[] = [];
   for (const call of calls) {
+    const approval =
+      call.kind === 'server' && needsApproval(config.toolApprovals, tools.get(call.name), call.arguments)
+        ? { id: newApprovalId(), expiresAt }
+        : undefined;
+    if (approval !== undefined) {
+      approvals.push({
+        id: approval.id,
+        messageId: message.id,
+        callId: call.callId,
+        actionId,
+        tool: call.name,
+        serverLabel: call.server?.label ?? 'agentry',
+        serverTool: call.server?.tool ?? call.name,
+        arguments: call.arguments,
+        expiresAt,
+      });
+    }
     newItems.push({
       id: callItemId(message.id, actionId),
       messageId: message.id,
@@ -292,6 +335,7 @@ async function persistStep(
         kind: call.kind,
         actionId,
         ...(call.server === undefined ? {} : { server: call.server }),
+        ...(approval === undefined ? {} : { approval }),
       },
     });
     actionId += 1;
@@ -299,6 +343,11 @@ async function persistStep(
   return change(deps, lease, message.id, ['running'], async (trx, current, now) => {
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
     const created = await appendItems(trx, target, newItems);
+    await insertApprovals(
+      trx,
+      approvals.map((approval) => ({ ...approval, orgId: current.org_id, sessionId: current.session_id })),
+      now,
+    );
     await writeStep(trx, current, trace, { ...output, calls, costMicros: cost }, now);
     await trx
       .updateTable('messages')
@@ -320,14 +369,7 @@ async function persistStep(
       }))
       .where('id', '=', current.run_id)
       .execute();
-    if (cost > 0) {
-      await trx
-        .updateTable('orgs')
-        .set((eb) => ({ credit_balance_micros: eb('credit_balance_micros', '-', cost) }))
-        .where('id', '=', current.org_id)
-        .where('credit_balance_micros', 'is not', null)
-        .execute();
-    }
+    await debitCredits(trx, current.org_id, cost);
     const events = await writeEvents(
       trx,
       target,
@@ -358,31 +400,53 @@ async function persistStep(
             messageId: current.id,
             runId: current.run_id,
             data:
-              content.kind === 'question'
+              content.approval !== undefined
                 ? {
-                    type: 'question',
-                    sourceType: 'tool_ask_user_question',
-                    actionId: content.actionId,
-                    callId: item.callId,
-                    itemId: item.id,
-                    step: item.step,
-                    name: content.name,
-                    arguments: content.arguments,
-                  }
-                : {
-                    type: 'tool_call',
-                    sourceType: `tool_${content.kind}`,
+                    type: 'tool_approval',
+                    sourceType: 'tool_approval',
                     kind: content.kind,
                     actionId: content.actionId,
                     callId: item.callId,
                     itemId: item.id,
                     step: item.step,
                     name: content.name,
+                    tool: content.name,
+                    server: content.server?.label ?? 'agentry',
+                    serverId: content.server?.id ?? null,
+                    serverTool: content.server?.tool ?? content.name,
                     arguments: content.arguments,
-                    ...(content.server === undefined
-                      ? {}
-                      : { serverId: content.server.id, serverLabel: content.server.label, tool: content.server.tool }),
-                  },
+                    approvalId: content.approval.id,
+                    expiresAt: content.approval.expiresAt,
+                  }
+                : content.kind === 'question'
+                  ? {
+                      type: 'question',
+                      sourceType: 'tool_ask_user_question',
+                      actionId: content.actionId,
+                      callId: item.callId,
+                      itemId: item.id,
+                      step: item.step,
+                      name: content.name,
+                      arguments: content.arguments,
+                    }
+                  : {
+                      type: 'tool_call',
+                      sourceType: `tool_${content.kind}`,
+                      kind: content.kind,
+                      actionId: content.actionId,
+                      callId: item.callId,
+                      itemId: item.id,
+                      step: item.step,
+                      name: content.name,
+                      arguments: content.arguments,
+                      ...(content.server === undefined
+                        ? {}
+                        : {
+                            serverId: content.server.id,
+                            serverLabel: content.server.label,
+                            tool: content.server.tool,
+                          }),
+                    },
           },
         ];
       }),
@@ -400,6 +464,31 @@ interface ServerCall {
   name: string;
   arguments: string;
   step: number;
+  /** The message whose step made the call (an earlier one for a call approved on the Responses surface). */
+  messageId: string;
+  itemId: string;
+  server: CallServer | undefined;
+  /** Set for a call that was approved: it runs at most once, whatever happens to the process. */
+  approvalId: string | undefined;
+}
+
+function serverCallOf(call: PendingCall): ServerCall {
+  const content = call.item.content;
+  return {
+    callId: call.callId,
+    name: call.name,
+    arguments: call.arguments,
+    step: call.item.step,
+    messageId: call.item.messageId,
+    itemId: call.item.id,
+    server: content.type === 'function_call' ? content.server : undefined,
+    approvalId: call.approval?.id,
+  };
+}
+
+/** Server calls that can run now: those needing no approval, and approved ones. */
+function runnable(call: PendingCall): boolean {
+  return call.kind === 'server' && call.approval?.state !== 'pending';
 }
 
 /** Live-only progress of a server call: listeners see it, nothing is stored. */
@@ -435,17 +524,59 @@ async function runServerCall(
   tools: TurnTools,
   call: ServerCall,
   signal: AbortSignal,
+  trace: RunTrace,
 ) {
-  const started = await fenced(deps, lease, deps.clock.now(), (trx) =>
-    startToolSpan(trx, { messageId: message.id, callId: call.callId, now: deps.clock.now() }),
-  );
+  const started = await fenced(deps, lease, deps.clock.now(), async (trx) => {
+    const now = deps.clock.now();
+    const span = await startToolSpan(trx, { messageId: call.messageId, callId: call.callId, now });
+    if (call.approvalId === undefined) return { ...span, events: [], fresh: true };
+    // An approved call runs at most once: a restart after it was marked started does not run it again.
+    const fresh = await markStarted(trx, call.approvalId, now);
+    const events = !fresh
+      ? []
+      : await writeEvents(trx, { orgId: message.org_id, sessionId: message.session_id, now }, [
+          {
+            kind: 'message.event',
+            messageId: message.id,
+            runId: message.run_id,
+            data: {
+              type: 'tool_call',
+              sourceType: 'tool_server',
+              kind: 'server',
+              callId: call.callId,
+              itemId: call.itemId,
+              step: call.step,
+              name: call.name,
+              arguments: call.arguments,
+              approvalId: call.approvalId,
+              ...(call.server === undefined
+                ? {}
+                : { serverId: call.server.id, serverLabel: call.server.label, tool: call.server.tool }),
+            },
+          },
+        ]);
+    return { ...span, events, fresh };
+  });
+  publish(deps, lease.sessionId, started.events);
   let result: { output: string; isError: boolean };
-  if (started.attempt > MAX_CALL_ATTEMPTS) {
+  if (!started.fresh) {
+    result = {
+      output:
+        'Error: the service restarted while this approved call was running; it was not run again, since an approval allows one execution (it may or may not have taken effect)',
+      isError: true,
+    };
+  } else if (started.attempt > MAX_CALL_ATTEMPTS) {
     result = {
       output: 'Error: the call was interrupted twice by a restart of the service and was not run again',
       isError: true,
     };
   } else {
+    const startedAt = performance.now();
+    const traceparent = outgoingTraceparent(
+      trace,
+      toolSpanId(message.run_id, call.callId),
+      deps.runExporter !== undefined,
+    );
     result = await executeServerCall(
       tools,
       call,
@@ -458,11 +589,20 @@ async function runServerCall(
         callId: call.callId,
         egress: { policy: config.networkPolicy, allowInsecureDestinations: deps.allowInsecureDestinations },
         progress: (update) => publishProgress(deps, message, call, update),
-        meta: { 'agentry/call_id': call.callId, 'agentry/run_id': message.run_id },
+        meta: {
+          'agentry/call_id': call.callId,
+          'agentry/run_id': message.run_id,
+          // The MCP specification's key for W3C trace context in `_meta`.
+          ...(traceparent === null ? {} : { traceparent }),
+        },
       },
       signal,
       deps.toolTimeoutMs,
       deps.clock.now(),
+    );
+    deps.metrics.toolCall(
+      { tool: call.name, kind: tools.kindOf(call.name), outcome: result.isError ? 'failed' : 'completed' },
+      performance.now() - startedAt,
     );
   }
   const { output, isError } = result;
@@ -470,14 +610,14 @@ async function runServerCall(
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
     await appendItems(trx, target, [
       {
-        messageId: current.id,
+        messageId: call.messageId,
         step: call.step,
         callId: call.callId,
         content: { type: 'function_call_output', name: call.name, output, isError, source: 'server' },
       },
     ]);
     const status = isError ? 'failed' : 'completed';
-    await endToolSpan(trx, { messageId: current.id, callId: call.callId, status, output, now });
+    await endToolSpan(trx, { messageId: call.messageId, callId: call.callId, status, output, now });
     return writeEvents(trx, target, [
       {
         kind: 'message.event',
@@ -498,9 +638,10 @@ async function runServerCalls(
   tools: TurnTools,
   calls: ServerCall[],
   signal: AbortSignal,
+  trace: RunTrace,
 ): Promise<void> {
   const results = await Promise.allSettled(
-    calls.map((call) => runServerCall(deps, lease, message, config, tools, call, signal)),
+    calls.map((call) => runServerCall(deps, lease, message, config, tools, call, signal, trace)),
   );
   const failed = results.find((result) => result.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
@@ -534,14 +675,61 @@ function errorOf(error: unknown): MessageError {
  * Returns when the turn no longer needs this worker.
  */
 export async function runTurn(
-  deps: TurnDeps,
+  engineDeps: TurnDeps,
   lease: Lease,
   messageId: string,
   signal: AbortSignal,
   context: ContextCache = createContextCache(lease.sessionId),
 ): Promise<void> {
-  const initial = await reload(deps.db, messageId);
+  const initial = await reload(engineDeps.db, messageId);
   if (initial === undefined) return;
+  const trace = runTrace(initial.run_id, initial.traceparent);
+  // Every log line written while the turn runs (engine, tools, MCP clients) names its run and trace.
+  return runInTurn({ runId: initial.run_id, traceId: trace.traceId }, () =>
+    runTracedTurn(engineDeps, lease, initial, signal, context, trace),
+  );
+}
+
+async function runTracedTurn(
+  deps: TurnDeps,
+  lease: Lease,
+  initial: MessageRow,
+  signal: AbortSignal,
+  context: ContextCache,
+  trace: RunTrace,
+): Promise<void> {
+  // A turn found running was started by a worker that stopped or died: this one takes it over.
+  if (initial.status === 'running') deps.metrics.leaseTakeover();
+  try {
+    await runTurnSteps(deps, lease, initial, signal, context, trace);
+  } finally {
+    if (deps.metrics.enabled || deps.runExporter !== undefined) await afterTurn(deps, initial);
+  }
+}
+
+const ENDED: readonly string[] = ['completed', 'failed', 'cancelled'];
+
+/** Counts a turn that ended in this call and hands its run to the trace exporter. */
+async function afterTurn(deps: TurnDeps, initial: MessageRow): Promise<void> {
+  if (ENDED.includes(initial.status)) return;
+  const after = await reload(deps.db, initial.id).catch(() => undefined);
+  if (after === undefined || !ENDED.includes(after.status)) return;
+  deps.metrics.turnEnded(
+    { agent: after.agent_id, source: after.source, outcome: after.status as TurnOutcome },
+    after.started_at === null || after.completed_at === null ? null : after.completed_at - after.started_at,
+  );
+  if (deps.runExporter !== undefined) await deps.runExporter.exportRun(after.run_id);
+}
+
+async function runTurnSteps(
+  deps: TurnDeps,
+  lease: Lease,
+  initial: MessageRow,
+  signal: AbortSignal,
+  context: ContextCache,
+  trace: RunTrace,
+): Promise<void> {
+  const messageId = initial.id;
   let message: MessageRow = initial;
   // The model call in flight, if any: written as a failed or cancelled step when the turn ends during it.
   let inFlight: StepTrace | null = null;
@@ -563,10 +751,15 @@ export async function runTurn(
             .where('workspace_provisioned_at', 'is', null)
             .execute();
         }
-        return startTurn({ trx, message: current, now }, agent.version);
+        // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
+        return startTurn({ trx, message: current, now }, current.agent_version ?? agent.version);
       });
       if (started === null) return;
       message = started;
+      deps.metrics.turnStarted(
+        { agent: message.agent_id, source: message.source },
+        (message.started_at ?? message.created_at) - message.created_at,
+      );
     }
     if (message.status !== 'running') return;
     const { agent: config, settings } = await configFor(deps.db, message);
@@ -580,36 +773,33 @@ export async function runTurn(
       if (signal.aborted) throw signal.reason;
       const items = await context.load(deps.db, message.seq);
       const pending = pendingCalls(items.filter((item) => item.messageId === messageId));
-      const serverCalls = pending.filter((call) => call.kind === 'server');
+      // Calls of an earlier Response approved by this one's input (mcp_approval_response) run in this turn.
+      const approvedEarlier = pendingCalls(items).filter(
+        (call) => call.item.messageId !== messageId && call.kind === 'server' && call.approval?.state === 'approved',
+      );
+      const serverCalls = [...approvedEarlier, ...pending.filter(runnable)];
       if (serverCalls.length > 0) {
-        await runServerCalls(
-          deps,
-          lease,
-          message,
-          config,
-          tools,
-          serverCalls.map((call) => ({
-            callId: call.callId,
-            name: call.name,
-            arguments: call.arguments,
-            step: call.item.step,
-          })),
-          signal,
-        );
+        await runServerCalls(deps, lease, message, config, tools, serverCalls.map(serverCallOf), signal, trace);
         continue;
       }
-      const waiting = requiredActionsOf(pending);
-      if (waiting.length > 0) {
-        await change(deps, lease, messageId, ['running'], (trx, current, now) =>
-          requireAction({ trx, message: current, now }, waiting),
-        );
-        return;
+      if (requiredActionsOf(pending).length > 0) {
+        // Read again under the lease's write: an approval decided while this step's other calls ran is not waited for.
+        const after = await change(deps, lease, messageId, ['running'], async (trx, current, now) => {
+          const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
+          return waiting.length === 0 ? [] : requireAction({ trx, message: current, now }, waiting);
+        });
+        if (after === null || after.status !== 'running') return;
+        continue;
       }
       message = (await reload(deps.db, messageId)) ?? message;
       if (message.status !== 'running') return;
       const step = message.step_count + 1;
       inFlight = { step, model: config.model, startedAt: deps.clock.now(), input: modelInputOf(items, messageId) };
-      const output = await callModel(deps, message, config, settings, tools, items, step, signal);
+      const output = await callModel(deps, message, config, settings, tools, items, step, signal, trace);
+      deps.metrics.modelCall({ model: config.model, outcome: 'completed' }, deps.clock.now() - inFlight.startedAt, {
+        ...output.usage,
+        costMicros: costMicros(config.model, output.usage),
+      });
       const after = await persistStep(deps, lease, message, config, tools, inFlight, output, items);
       inFlight = null;
       if (after === null || after.status !== 'running') return;
@@ -633,6 +823,11 @@ export async function runTurn(
     }
   } catch (error) {
     const reason = error instanceof TurnAbort ? error.reason : abortReason(signal);
+    if (inFlight !== null) {
+      const outcome = reason === null ? 'failed' : 'cancelled';
+      const none = { inputTokens: 0, outputTokens: 0, costMicros: 0 };
+      deps.metrics.modelCall({ model: inFlight.model, outcome }, deps.clock.now() - inFlight.startedAt, none);
+    }
     if (error instanceof LeaseLostError || reason === 'lease_lost' || reason === 'shutdown') return;
     const partial = async (trx: Executor) => {
       const text = turnText(
@@ -641,7 +836,7 @@ export async function runTurn(
       return text === '' ? null : text;
     };
     if (reason === 'interrupt') {
-      await change(deps, lease, messageId, ['queued', 'running', 'requires_action'], async (trx, current, now) => {
+      await change(deps, lease, messageId, OPEN_STATUSES, async (trx, current, now) => {
         await writeUnfinishedStep(trx, current, inFlight, { status: 'cancelled' }, now);
         return cancelTurn({ trx, message: current, now }, await partial(trx));
       });

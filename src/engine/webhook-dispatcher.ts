@@ -28,6 +28,7 @@ import {
 import { createSigner } from '../domain/webhooks/signing.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Resolver } from '../lib/egress.ts';
+import type { Metrics } from '../observability/metrics-types.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
 
 export interface DispatcherDeps {
@@ -42,6 +43,7 @@ export interface DispatcherDeps {
   retryWindowMs: number;
   historyRetentionMs: number;
   resolver?: Resolver;
+  metrics?: Metrics;
 }
 
 export interface DispatcherOptions {
@@ -255,7 +257,13 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
     inFlight += 1;
     perEndpoint.set(delivery.endpointId, (perEndpoint.get(delivery.endpointId) ?? 0) + 1);
     const attempt = attemptDelivery(
-      { url: delivery.url, secret: delivery.secret, webhookId: delivery.webhookId, body: delivery.body },
+      {
+        url: delivery.url,
+        secret: delivery.secret,
+        webhookId: delivery.webhookId,
+        body: delivery.body,
+        traceparent: delivery.traceparent,
+      },
       {
         signer,
         now,
@@ -272,6 +280,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
           return;
         }
         stats.attempts += 1;
+        deps.metrics?.webhookAttempt(outcome.durationMs);
         record({ kind: 'attempt', delivery, outcome });
       })
       .finally(() => {
@@ -296,6 +305,11 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
           const summary = await recordResults(store, deps.clock.now(), batch);
           stats.delivered += summary.delivered;
           stats.failed += summary.failed;
+          deps.metrics?.webhookOutcomes({
+            delivered: summary.delivered,
+            failed: summary.failed,
+            retry: summary.rescheduled.length,
+          });
           for (const at of summary.rescheduled) wakeAt(at);
           if (batch.some((result) => result.kind === 'released')) discover();
         } catch (error) {

@@ -25,6 +25,12 @@ export const errorCatalog = {
     type: 'authentication_error',
     description: 'The API key is unknown, expired or revoked.',
   },
+  invalid_metrics_token: {
+    status: 401,
+    type: 'authentication_error',
+    description:
+      'GET /metrics is protected (AGENTRY_METRICS_TOKEN) and the request did not send `Authorization: Bearer <that token>`.',
+  },
   insufficient_scopes: {
     status: 403,
     type: 'permission_error',
@@ -82,6 +88,12 @@ export const errorCatalog = {
     status: 409,
     type: 'conflict_error',
     description: "skills and networkPolicy cannot change after the Agent's workspace has been provisioned.",
+  },
+  workspace_reserved: {
+    status: 409,
+    type: 'conflict_error',
+    description:
+      'POST /v1/tasks named a workspaceId that is the Session of the Agents API; only workspaces of earlier Tasks can be reused.',
   },
   mcp_server_exists: {
     status: 409,

@@ -16,11 +16,37 @@ export function errorBody(code: ErrorCode, message: string, param: string | null
   return { error: { code, message, type: errorCatalog[code].type, param } };
 }
 
+/** The older API under this prefix answers errors in its own form (docs/legacy.md). */
+export const OLDER_API_PREFIX = '/api/sdk';
+
+/**
+ * The older API's error `type` (Dust style): `<resource>_not_found` for a missing resource, the older names for
+ * authentication and server errors, and the catalog code otherwise.
+ */
+export function olderErrorType(code: ErrorCode, message: string, param: string | null): string {
+  if (code === 'not_found') {
+    if (param === 'version') return 'version_not_found';
+    const resource = /^([a-z]+) /.exec(message)?.[1];
+    return resource === undefined ? 'not_found' : `${resource}_not_found`;
+  }
+  if (code === 'missing_api_key') return 'malformed_authorization_header_error';
+  if (code === 'invalid_api_key') return 'not_authenticated';
+  if (code === 'validation_error' || code === 'invalid_json') return 'invalid_request_error';
+  if (errorCatalog[code].status >= 500) return 'internal_server_error';
+  return code;
+}
+
 function send(reply: FastifyReply, code: ErrorCode, message: string, param: string | null = null): FastifyReply {
+  const path = reply.request.url;
+  const older = path === OLDER_API_PREFIX || path.startsWith(`${OLDER_API_PREFIX}/`);
   return reply
     .code(errorCatalog[code].status)
     .type('application/json; charset=utf-8')
-    .send(errorBody(code, message, param));
+    .send(
+      older
+        ? { error: { type: olderErrorType(code, message, param), message, code, param } }
+        : errorBody(code, message, param),
+    );
 }
 
 /** Fastify's own 4xx conditions, which it raises before a handler runs. */

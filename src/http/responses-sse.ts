@@ -4,12 +4,19 @@
  * `response.agentry_tool_call.*` unless the client asked for standard events only. The terminal event carries the
  * full Response read back from the database, so it always equals what `GET /v1/responses/{id}` returns.
  */
+
 import type { ServerResponse } from 'node:http';
 import type { StreamHub } from '../bus/live-hub.ts';
-import { itemFromRow, loadMessageItems } from '../domain/messages/items.ts';
+import { itemFromRow } from '../domain/messages/items.ts';
+import { RESPONSE_END_STATUSES } from '../domain/messages/message-types.ts';
 import type { OpenAIItem } from '../domain/responses/openai-items.ts';
 import { SERVER_LABEL, toOpenAIItems } from '../domain/responses/openai-items.ts';
-import { outputItems, projectResponse, type ResponseObject } from '../domain/responses/response-view.ts';
+import {
+  loadResponseItems,
+  outputItems,
+  projectResponse,
+  type ResponseObject,
+} from '../domain/responses/response-view.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 
@@ -48,7 +55,7 @@ export interface ResponseStreamOptions {
 }
 
 type Json = Record<string, unknown>;
-const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'requires_action']);
+const TERMINAL: ReadonlySet<string> = new Set(RESPONSE_END_STATUSES);
 
 export async function streamResponse(options: ResponseStreamOptions): Promise<void> {
   const { raw, db, message } = options;
@@ -78,7 +85,15 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
   let text: { id: string; index: number; text: string } | null = null;
   const servers = new Map<
     string,
-    { id: string; index: number; label: string; name: string; arguments: string; step: unknown }
+    {
+      id: string;
+      index: number;
+      label: string;
+      name: string;
+      arguments: string;
+      step: unknown;
+      approvalId: string | null;
+    }
   >();
 
   const openText = (id: string) => {
@@ -130,7 +145,21 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
     send('response.mcp_list_tools.completed', { output_index: index, item_id: item.id });
     send('response.output_item.done', { output_index: index, item });
   };
-  const startServerCall = (id: string, callId: string, label: string, name: string, args: string, step: unknown) => {
+  const approvalRequest = (item: Extract<OpenAIItem, { type: 'mcp_approval_request' }>) => {
+    const index = outputs.length;
+    outputs.push(item);
+    send('response.output_item.added', { output_index: index, item });
+    send('response.output_item.done', { output_index: index, item });
+  };
+  const startServerCall = (
+    id: string,
+    callId: string,
+    label: string,
+    name: string,
+    args: string,
+    step: unknown,
+    approvalId: string | null = null,
+  ) => {
     const index = outputs.length;
     const item: OpenAIItem = {
       id,
@@ -141,9 +170,10 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       output: null,
       error: null,
       status: 'in_progress',
+      approval_request_id: approvalId,
     };
     outputs.push(item);
-    servers.set(callId, { id, index, label, name, arguments: args, step });
+    servers.set(callId, { id, index, label, name, arguments: args, step, approvalId });
     send('response.output_item.added', { output_index: index, item });
     send('response.mcp_call.in_progress', { output_index: index, item_id: id });
     send('response.mcp_call_arguments.delta', { output_index: index, item_id: id, delta: args });
@@ -163,6 +193,7 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       output: isError ? null : output,
       error: isError ? output : null,
       status: isError ? 'failed' : 'completed',
+      approval_request_id: call.approvalId,
     };
     outputs[call.index] = item;
     send(isError ? 'response.mcp_call.failed' : 'response.mcp_call.completed', {
@@ -194,8 +225,10 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
         functionCall(item.id, item.call_id, item.name, item.arguments);
       } else if (item.type === 'mcp_list_tools') {
         listTools(item);
+      } else if (item.type === 'mcp_approval_request') {
+        approvalRequest(item);
       } else if (item.type === 'mcp_call') {
-        startServerCall(item.id, item.id, item.server_label, item.name, item.arguments, null);
+        startServerCall(item.id, item.id, item.server_label, item.name, item.arguments, null, item.approval_request_id);
         if (item.status !== 'in_progress')
           finishServerCall(item.id, item.output ?? item.error, item.status === 'failed');
       }
@@ -206,8 +239,8 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
     closeText();
     const row =
       (await db.selectFrom('messages').selectAll().where('id', '=', message.id).executeTakeFirst()) ?? message;
-    const items = await loadMessageItems(db, message.id);
-    replay(outputItems(items));
+    const items = await loadResponseItems(db, row);
+    replay(outputItems(items, message.id));
     const response: ResponseObject = projectResponse(row, items);
     send(response.status === 'completed' ? 'response.completed' : 'response.failed', { response });
     if (!closed) raw.write('data: [DONE]\n\n');
@@ -246,6 +279,24 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
         delta,
         logprobs: [],
       });
+    } else if (event.kind === 'message.event' && data.type === 'tool_approval') {
+      closeText();
+      const approvalId = String(data.approvalId ?? '');
+      approvalRequest({
+        id: approvalId,
+        type: 'mcp_approval_request',
+        server_label: typeof data.server === 'string' ? data.server : SERVER_LABEL,
+        name: String(data.serverTool ?? data.name ?? ''),
+        arguments: String(data.arguments ?? ''),
+      });
+      vendor('action_required', data.step, 'tool_approval', {
+        call_id: data.callId,
+        action_id: data.actionId,
+        approval_request_id: approvalId,
+        server_label: data.server,
+        name: data.serverTool ?? data.name,
+        arguments: data.arguments,
+      });
     } else if (event.kind === 'message.event' && (data.type === 'tool_call' || data.type === 'question')) {
       closeText();
       const id = String(data.itemId ?? '');
@@ -253,8 +304,18 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       const name = String(data.name ?? (data.type === 'question' ? 'ask_user_question' : ''));
       const args = String(data.arguments ?? '');
       if (data.kind === 'server') {
+        if (servers.has(callId)) return;
         const label = typeof data.serverLabel === 'string' ? data.serverLabel : SERVER_LABEL;
-        startServerCall(id, callId, label, typeof data.tool === 'string' ? data.tool : name, args, data.step);
+        const approvalId = typeof data.approvalId === 'string' ? data.approvalId : null;
+        startServerCall(
+          id,
+          callId,
+          label,
+          typeof data.tool === 'string' ? data.tool : name,
+          args,
+          data.step,
+          approvalId,
+        );
       } else {
         functionCall(id, callId, name, args);
         vendor('action_required', data.step, data.type === 'question' ? 'tool_ask_user_question' : 'tool_client', {
@@ -286,7 +347,7 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       const row = await db
         .selectFrom('items')
         .selectAll()
-        .where('message_id', '=', message.id)
+        .where('session_id', '=', message.session_id)
         .where('call_id', '=', callId)
         .where('type', '=', 'function_call_output')
         .executeTakeFirst();

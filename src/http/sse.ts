@@ -7,6 +7,8 @@ import type { ServerResponse } from 'node:http';
 export interface SseWriter {
   /** Writes one frame; false when the connection is closed (or was just closed for being too slow). */
   send(id: string, data: unknown): boolean;
+  /** Writes one frame of a named event (`event: <name>`), without an id. */
+  named(event: string, data: unknown): boolean;
   comment(text: string): boolean;
   end(): void;
   readonly closed: boolean;
@@ -39,6 +41,7 @@ export function createSseWriter(response: ServerResponse, maxBufferedBytes: numb
   };
   return {
     send: (id, data) => write(sseFrame(id, data)),
+    named: (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
     comment: (text) => write(`: ${text}\n\n`),
     end: () => {
       if (!closed) response.end();

@@ -13,6 +13,12 @@ describe('newId', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('never repeats its random part across many pool refills', () => {
+    const tails = new Set<string>();
+    for (let i = 0; i < 20_000; i++) tails.add(newId().slice(19));
+    expect(tails.size).toBe(20_000);
+  });
+
   it('carries the creation time in its first 48 bits', () => {
     const before = Date.now();
     const id = newId();

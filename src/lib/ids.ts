@@ -1,7 +1,23 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomFillSync, randomInt } from 'node:crypto';
 
 let lastMillis = 0;
 let counter = 0;
+
+/** Random bytes are drawn from the CSPRNG a pool at a time: one system call per 512 ids instead of one each. */
+const POOL_BYTES = 8192;
+const pool = Buffer.allocUnsafe(POOL_BYTES);
+let poolOffset = POOL_BYTES;
+
+/** 16 fresh random bytes, copied out of the pool (never handed out twice). */
+function random16(): Buffer {
+  if (poolOffset + 16 > POOL_BYTES) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const bytes = Buffer.from(pool.subarray(poolOffset, poolOffset + 16));
+  poolOffset += 16;
+  return bytes;
+}
 
 /**
  * A UUID version 7: 48 bits of Unix milliseconds, a 12-bit counter that rises within one millisecond, then 62
@@ -12,7 +28,8 @@ export function newId(): string {
   let millis = Date.now();
   if (millis > lastMillis) {
     lastMillis = millis;
-    counter = randomInt(0x400);
+    const seed = random16();
+    counter = (((seed[0] ?? 0) << 8) | (seed[1] ?? 0)) & 0x3ff;
   } else {
     millis = lastMillis;
     counter += 1;
@@ -22,7 +39,7 @@ export function newId(): string {
       counter = 0;
     }
   }
-  const bytes = randomBytes(16);
+  const bytes = random16();
   bytes.writeUIntBE(millis, 0, 6);
   bytes[6] = 0x70 | (counter >> 8);
   bytes[7] = counter & 0xff;

@@ -96,6 +96,7 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
     ...toSdkSettings(request.settings, tools !== undefined),
     maxRetries: 0,
     abortSignal: signal,
+    ...(request.headers === undefined ? {} : { headers: request.headers }),
     ...(target.providerOptions === undefined ? {} : { providerOptions: target.providerOptions }),
     // Errors arrive as stream parts and are thrown from next(); the default handler would print them.
     onError: () => {},

@@ -56,6 +56,8 @@ export interface ModelRequest {
   tools: ToolSpec[];
   settings?: ModelSettings;
   signal: AbortSignal;
+  /** Extra HTTP headers of the provider request (W3C `traceparent`). */
+  headers?: Record<string, string>;
 }
 
 export interface Usage {

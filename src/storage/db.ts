@@ -8,6 +8,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { type ChangeSignal, postgresChangeSignal, sqliteChangeSignal } from './change-signal.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-adapter.ts';
@@ -24,10 +25,10 @@ export interface Storage {
   location: string;
   ping(): Promise<void>;
   /**
-   * A number that changes when another process commits (SQLite), or null when the dialect offers no cheap
-   * signal (Postgres): callers must then not cache across requests.
+   * A number that moves whenever an API key or agent may have changed, in this process or another one
+   * (change-signal.ts), or null while other processes' changes cannot be seen: callers must then not cache.
    */
-  externalChanges(): number | null;
+  changeVersion(): number | null;
   migrate(): Promise<string[]>;
   close(): Promise<void>;
 }
@@ -57,7 +58,7 @@ export async function openStorage(
   let db: Kysely<Database>;
   let dialect: Dialect;
   let location: string;
-  let externalChanges: () => number | null = () => null;
+  let signal: ChangeSignal;
   if (config.databaseUrl !== null) {
     const schema = config.databaseSchema;
     if (schema !== null) {
@@ -76,15 +77,16 @@ export async function openStorage(
       types: postgresTypes(),
       ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
     });
-    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    signal = postgresChangeSignal({ connectionString: config.databaseUrl, schema: schema ?? 'public' });
+    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [signal.plugin] });
     dialect = 'postgres';
     location = describePostgres(config.databaseUrl, schema);
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const path = join(config.dataDir, 'agentry.db');
     const database = openSqlite({ path });
-    db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }) });
-    externalChanges = () => database.dataVersion();
+    signal = sqliteChangeSignal(() => database.dataVersion());
+    db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }), plugins: [signal.plugin] });
     dialect = 'sqlite';
     location = path;
   }
@@ -92,7 +94,7 @@ export async function openStorage(
     db,
     dialect,
     location,
-    externalChanges,
+    changeVersion: () => signal.version(),
     ping: async () => {
       await sql`select 1`.execute(db);
     },
@@ -109,6 +111,9 @@ export async function openStorage(
       const migrator = new Migrator({
         db,
         provider: migrationProvider,
+        // Migrations are independent additions, numbered when planned: one numbered below a migration a database
+        // already has (a feature that landed later) is still applied instead of refusing to start.
+        allowUnorderedMigrations: true,
         ...(dialect === 'postgres' && config.databaseSchema !== null
           ? { migrationTableSchema: config.databaseSchema }
           : {}),
@@ -129,6 +134,9 @@ export async function openStorage(
         throw new Error(`database migration failed: ${reason}`, { cause: error });
       }
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await signal.close();
+      await db.destroy();
+    },
   };
 }

@@ -42,6 +42,8 @@ export interface AgentsTable {
   client_tools: string;
   skills: string;
   network_policy: string | null;
+  /** JSON ToolApprovals, or null for the default policy. */
+  tool_approvals: string | null;
   is_default: number;
   version: number;
   workspace_provisioned_at: Millis | null;
@@ -72,6 +74,8 @@ export interface SessionsTable {
   lease_token: ColumnType<number, number | undefined, number>;
   /** JSON object of strings: the Conversation's metadata; null means {}. */
   metadata: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1 for the workspace Session of legacy Tasks: not listed or readable through the Sessions API. */
+  hidden: ColumnType<number, number | undefined, number>;
 }
 
 export interface MessagesTable {
@@ -102,6 +106,8 @@ export interface MessagesTable {
   options: ColumnType<string | null, string | null | undefined, string | null>;
   /** When DELETE /v1/responses/{id} removed the Response (its message and items stay in the session). */
   deleted_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** W3C traceparent of the submitting request (or of its HTTP server span when tracing is on), or null. */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RunsTable {
@@ -123,6 +129,8 @@ export interface RunsTable {
   created_at: Millis;
   started_at: Millis | null;
   completed_at: Millis | null;
+  /** When the ended run was exported as OpenTelemetry spans (null: not yet, or tracing is off). */
+  exported_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface SpansTable {
@@ -180,6 +188,8 @@ export interface WebhookEventsTable {
   data: string;
   created_at: Millis;
   dispatched_at: Millis | null;
+  /** W3C traceparent naming the turn's invoke_agent span, sent with each delivery; null outside a traced turn. */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface WebhookEndpointsTable {
@@ -276,6 +286,26 @@ export interface AgentMcpServersTable {
   server_id: string;
 }
 
+export interface ToolApprovalsTable {
+  id: string;
+  org_id: string;
+  session_id: string;
+  message_id: string;
+  call_id: string;
+  action_id: number;
+  tool: string;
+  server_label: string;
+  server_tool: string;
+  arguments: string;
+  status: 'pending' | 'approved' | 'denied';
+  reason: string | null;
+  decided_by: string | null;
+  expires_at: Millis | null;
+  decided_at: Millis | null;
+  started_at: Millis | null;
+  created_at: Millis;
+}
+
 export interface IdempotencyKeysTable {
   org_id: string;
   scope: string;
@@ -284,6 +314,134 @@ export interface IdempotencyKeysTable {
   status_code: number;
   response_body: string;
   created_at: Millis;
+}
+
+export interface TasksTable {
+  id: string;
+  org_id: string;
+  /** The hidden Session the Task's prompts run in. */
+  workspace_id: string;
+  agent_id: string;
+  title: string;
+  created_at: Millis;
+  updated_at: Millis;
+  deleted_at: Millis | null;
+  /** The last task.* webhook state sent: created | running | completed | failed | canceled. */
+  notified_state: string;
+  notify_pending: ColumnType<number, number | undefined, number>;
+}
+
+export interface TaskPromptsTable {
+  message_id: string;
+  task_id: string;
+  org_id: string;
+  seq: number;
+  created_at: Millis;
+}
+
+export interface LegacyWebhooksTable {
+  id: string;
+  org_id: string;
+  url: string;
+  /** JSON array of task.* event names. */
+  events: string;
+  description: string | null;
+  secret: string | null;
+  is_active: ColumnType<number, number | undefined, number>;
+  created_at: Millis;
+  last_triggered_at: Millis | null;
+  failure_count: ColumnType<number, number | undefined, number>;
+}
+
+export interface ThreadsTable {
+  id: string;
+  org_id: string;
+  metadata: string | null;
+  created_at: Millis;
+}
+
+export interface ThreadMessagesTable {
+  id: string;
+  org_id: string;
+  thread_id: string;
+  seq: number;
+  /** user | assistant */
+  role: string;
+  content: string;
+  metadata: string | null;
+  file_ids: string | null;
+  agent_id: string | null;
+  name: string | null;
+  run_id: string | null;
+  created_at: Millis;
+}
+
+export interface WorkflowRunsTable {
+  /** The Run id of the turn that executes it. */
+  id: string;
+  org_id: string;
+  agent_id: string;
+  session_id: string;
+  message_id: string;
+  thread_id: string | null;
+  version: number;
+  blocking: number;
+  stream: number;
+  settled: ColumnType<number, number | undefined, number>;
+  created_at: Millis;
+}
+
+/** A live engine process (src/engine/process-registry.ts). */
+export interface EngineProcessesTable {
+  id: string;
+  role: string;
+  started_at: Millis;
+  heartbeat_at: Millis;
+  expires_at: Millis;
+}
+
+export interface SchedulesTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  name: string;
+  input: string;
+  cron: string | null;
+  interval_seconds: number | null;
+  timezone: string;
+  session_id: string | null;
+  overlap: string;
+  timeout_seconds: number | null;
+  catch_up: string;
+  enabled: number;
+  next_run_at: Millis | null;
+  anchor_at: Millis;
+  version: number;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface ScheduleRunsTable {
+  id: string;
+  org_id: string;
+  schedule_id: string;
+  trigger: string;
+  status: string;
+  scheduled_at: Millis | null;
+  session_id: string | null;
+  message_id: string | null;
+  run_id: string | null;
+  error: string | null;
+  result: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  deadline_at: Millis | null;
+  timed_out_at: Millis | null;
+  claimed_by: string | null;
+  created_at: Millis;
+  started_at: Millis | null;
+  completed_at: Millis | null;
+  updated_at: Millis;
 }
 
 export interface Database {
@@ -305,6 +463,16 @@ export interface Database {
   files: FilesTable;
   mcp_servers: McpServersTable;
   agent_mcp_servers: AgentMcpServersTable;
+  tasks: TasksTable;
+  task_prompts: TaskPromptsTable;
+  legacy_webhooks: LegacyWebhooksTable;
+  threads: ThreadsTable;
+  thread_messages: ThreadMessagesTable;
+  workflow_runs: WorkflowRunsTable;
+  engine_processes: EngineProcessesTable;
+  tool_approvals: ToolApprovalsTable;
+  schedules: SchedulesTable;
+  schedule_runs: ScheduleRunsTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;
@@ -318,8 +486,16 @@ export type RunRow = Selectable<RunsTable>;
 export type ItemRow = Selectable<ItemsTable>;
 export type SpanRow = Selectable<SpansTable>;
 export type FileRow = Selectable<FilesTable>;
+export type ToolApprovalRow = Selectable<ToolApprovalsTable>;
 export type McpServerRow = Selectable<McpServersTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type TaskRow = Selectable<TasksTable>;
+export type LegacyWebhookRow = Selectable<LegacyWebhooksTable>;
+export type ThreadRow = Selectable<ThreadsTable>;
+export type ThreadMessageRow = Selectable<ThreadMessagesTable>;
+export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
+export type ScheduleRow = Selectable<SchedulesTable>;
+export type ScheduleRunRow = Selectable<ScheduleRunsTable>;

@@ -81,6 +81,16 @@ export interface ResolvedTool {
    * wall time); the deployment's call timeout (AGENTRY_TOOL_TIMEOUT_MS) otherwise.
    */
   timeoutMs?: number;
+  /**
+   * Whether a call with these (parsed) arguments can change anything. Absent: it may (MCP tools, whose effects the
+   * service cannot know). A call that cannot change anything never waits for approval.
+   */
+  changes?: (args: unknown) => boolean;
+  /**
+   * The server name a `<server name>__*` approval override names for this tool, when it is not its origin's
+   * label: the internal entry of a built-in tool (`sandbox`, `http_client`).
+   */
+  approvalServer?: string;
 }
 
 /** What resolving needs besides the agent: whose agent it is, and where to read organization resources. */

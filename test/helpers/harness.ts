@@ -15,6 +15,7 @@ import { type BuildDepsOptions, buildDeps, buildEngine, type Deps } from '../../
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
 import type { Engine } from '../../src/engine/engine.ts';
 import type { App } from '../../src/http/types.ts';
+import type { Clock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/logger.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -93,7 +94,7 @@ export function testEnvironment(dialect: DialectName): { env: Record<string, str
 export async function createHarness(
   dialect: DialectName,
   env: Record<string, string> = {},
-  options: BuildDepsOptions = {},
+  options: BuildDepsOptions & { clock?: Clock } = {},
 ): Promise<Harness> {
   const environment = testEnvironment(dialect);
   // A restart over the same data keeps the key it was bootstrapped with.
@@ -105,11 +106,11 @@ export async function createHarness(
     ...environment.env,
     ...env,
   });
-  const deps = await buildDeps(config, createLogger(config), undefined, options);
+  const deps = await buildDeps(config, createLogger(config), options.clock, options);
   await bootstrap(deps.orgs, config.bootstrapKey);
   const { app, hub } = await buildApp(deps);
   const engine = buildEngine(deps);
-  engine.start();
+  await engine.start();
   let url: string | null = null;
   return {
     app,

@@ -24,6 +24,8 @@ export type ClientTool = Agent['clientTools'][number];
 export type InternalToolName = Extract<McpServerEntry, { kind: 'internal' }>['name'];
 export type NetworkPolicy = NonNullable<Agent['networkPolicy']>;
 export type NetworkPolicyInput = NonNullable<AgentCreate['networkPolicy']>;
+export type ToolApprovals = Agent['toolApprovals'];
+export type ApprovalMode = ToolApprovals['default'];
 
 export type Session = Ok<paths['/v1/sessions/{id}']['get']>['session'];
 export type Message = Ok<paths['/v1/sessions/{id}/messages/{messageId}']['get']>['message'];

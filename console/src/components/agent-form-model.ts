@@ -11,6 +11,7 @@ import type {
   McpServerEntry,
   NetworkPolicy,
   NetworkPolicyInput,
+  ToolApprovals,
 } from '../api/types.ts';
 
 // The generated list and the generated type come from the same document; this fails to compile if they part.
@@ -37,7 +38,11 @@ export interface AgentForm {
   clientTools: ClientToolRow[];
   skills: { repo: string; path: string }[];
   network: { enabled: boolean; egress: boolean; allowlist: NetworkPolicy['domain_allowlist']; domains: string };
+  /** `toolApprovals`: the default mode, overrides one per line (`name: always_ask`), the timeout in seconds. */
+  approvals: { default: ToolApprovals['default']; overrides: string; timeoutSeconds: string };
 }
+
+export const APPROVAL_MODES: readonly ToolApprovals['default'][] = ['auto', 'always_ask'];
 
 export const EMPTY_PARAMETERS =
   '{\n  "type": "object",\n  "properties": {},\n  "required": [],\n  "additionalProperties": false\n}';
@@ -56,6 +61,7 @@ export function emptyForm(): AgentForm {
     clientTools: [],
     skills: [],
     network: { enabled: false, egress: false, allowlist: 'none', domains: '' },
+    approvals: { default: 'auto', overrides: '', timeoutSeconds: '' },
   };
 }
 
@@ -88,7 +94,36 @@ export function formOf(agent: Agent): AgentForm {
       domains: (agent.networkPolicy.additional_allowed_domains ?? []).join('\n'),
     };
   }
+  form.approvals = {
+    default: agent.toolApprovals.default,
+    overrides: Object.entries(agent.toolApprovals.overrides)
+      .map(([key, mode]) => `${key}: ${mode}`)
+      .join('\n'),
+    timeoutSeconds: agent.toolApprovals.timeoutSeconds === undefined ? '' : String(agent.toolApprovals.timeoutSeconds),
+  };
   return form;
+}
+
+/** The policy the approvals rows describe; a line that is not `key: auto|always_ask` is a local error. */
+function toolApprovalsOf(form: AgentForm, local: LocalErrors): ToolApprovals {
+  const overrides: Record<string, ToolApprovals['default']> = {};
+  for (const line of form.approvals.overrides.split('\n')) {
+    if (line.trim() === '') continue;
+    const at = line.lastIndexOf(':');
+    const key = line.slice(0, at).trim();
+    const mode = APPROVAL_MODES.find((value) => value === line.slice(at + 1).trim());
+    if (at < 0 || key === '' || mode === undefined) {
+      local['toolApprovals.overrides'] = `"${line.trim()}" is not <tool or server__*>: auto|always_ask`;
+      continue;
+    }
+    overrides[key] = mode;
+  }
+  const timeout = form.approvals.timeoutSeconds.trim();
+  return {
+    default: form.approvals.default,
+    overrides,
+    ...(timeout === '' ? {} : { timeoutSeconds: Number(timeout) }),
+  };
 }
 
 /** Errors found before sending (JSON that does not parse), keyed like the API's `param`. */
@@ -166,6 +201,7 @@ export function buildBody(form: AgentForm): Built {
       clientTools,
       skills: form.skills.map((skill) => ({ repo: skill.repo, path: skill.path })),
       networkPolicy,
+      toolApprovals: toolApprovalsOf(form, local),
     },
     mcpKeys,
     local,
@@ -182,6 +218,8 @@ export function createBody(built: Built): AgentCreate {
   if (body.clientTools.length > 0) create.clientTools = body.clientTools;
   if (body.skills.length > 0) create.skills = body.skills;
   if (body.networkPolicy !== null) create.networkPolicy = body.networkPolicy;
+  if (body.toolApprovals.default !== 'auto' || Object.keys(body.toolApprovals.overrides).length > 0)
+    create.toolApprovals = body.toolApprovals;
   return create;
 }
 
@@ -209,6 +247,7 @@ export function updateBody(built: Built, agent: Agent): AgentUpdate {
   if (!same(body.clientTools, agent.clientTools)) update.clientTools = body.clientTools;
   if (!same(body.skills, agent.skills)) update.skills = body.skills;
   if (!same(body.networkPolicy, agent.networkPolicy)) update.networkPolicy = body.networkPolicy;
+  if (!same(body.toolApprovals, agent.toolApprovals)) update.toolApprovals = body.toolApprovals;
   return update;
 }
 

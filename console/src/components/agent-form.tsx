@@ -8,6 +8,7 @@ import { api, unwrap } from '../api/client.ts';
 import {
   type AgentForm,
   ALLOWLISTS,
+  APPROVAL_MODES,
   belongsTo,
   type ClientToolRow,
   EMPTY_PARAMETERS,
@@ -36,6 +37,7 @@ function fieldKeys(form: AgentForm): string[] {
     'clientTools',
     'skills',
     'networkPolicy',
+    'toolApprovals',
   ];
   for (let i = 0; i < form.connectors.length; i += 1) keys.push(`connectors[${i}]`);
   for (let i = 0; i < form.urls.length; i += 1) keys.push(`urls[${i}]`, `urls[${i}].name`, `urls[${i}].url`);
@@ -484,6 +486,59 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
             </Field>
           </>
         ) : null}
+      </Group>
+
+      <Group title="Tool approvals">
+        {errorOf('toolApprovals') === undefined ? null : (
+          <p className="field-error" role="alert">
+            {errorOf('toolApprovals')}
+          </p>
+        )}
+        <Field label="Server tool calls" hint="always ask: calls that may change something wait for your approval">
+          {(props) => (
+            <select
+              {...props}
+              value={form.approvals.default}
+              onChange={(e) =>
+                set({
+                  approvals: {
+                    ...form.approvals,
+                    default: APPROVAL_MODES.find((value) => value === e.target.value) ?? 'auto',
+                  },
+                })
+              }
+            >
+              {APPROVAL_MODES.map((value) => (
+                <option key={value} value={value}>
+                  {value === 'auto' ? 'run without asking' : 'always ask'}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field
+          label="Approval overrides"
+          hint="One per line: a tool name or <server>__*, a colon, then auto or always_ask (e.g. sandbox_run: always_ask)"
+        >
+          {(props) => (
+            <textarea
+              {...props}
+              rows={3}
+              value={form.approvals.overrides}
+              onChange={(e) => set({ approvals: { ...form.approvals, overrides: e.target.value } })}
+            />
+          )}
+        </Field>
+        <Field label="Approval timeout (seconds)" hint="Undecided calls are denied after this long; empty: they wait">
+          {(props) => (
+            <input
+              {...props}
+              inputMode="numeric"
+              value={form.approvals.timeoutSeconds}
+              onChange={(e) => set({ approvals: { ...form.approvals, timeoutSeconds: e.target.value } })}
+            />
+          )}
+        </Field>
       </Group>
     </fieldset>
   );

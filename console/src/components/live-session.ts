@@ -46,7 +46,7 @@ function apply(current: LiveMessage, event: SessionEvent): LiveMessage {
   if (event.kind !== 'message.event') return current;
   const type = str(data.type);
   const callId = str(data.callId);
-  if ((type === 'tool_call' || type === 'question') && callId !== null) {
+  if ((type === 'tool_call' || type === 'question' || type === 'tool_approval') && callId !== null) {
     if (current.calls.some((call) => call.callId === callId)) return current;
     const call: LiveCall = {
       callId,

@@ -1,6 +1,7 @@
 /**
  * /console/agents/{id}/chat: chat with an agent in a session. Replies stream from the session's event stream;
- * a question is answered inline; a client tool call gets a form for its output; a running turn can be
+ * a question is answered inline; a client tool call gets a form for its output; a tool call waiting for approval
+ * shows its tool, server and arguments with Approve and Deny buttons (and an optional reason); a running turn can be
  * interrupted. `?session=` picks the session (a new one is opened by the first message).
  * Stable hooks for tests: a text box labelled "Message" and a "Send" button.
  */
@@ -69,6 +70,60 @@ function AnswerForm({
       <button type="submit" className="primary" disabled={send.isPending}>
         Answer
       </button>
+    </form>
+  );
+}
+
+function ApprovalForm({
+  session,
+  message,
+  action,
+}: {
+  session: Session;
+  message: Message;
+  action: Extract<RequiredAction, { type: 'tool_approval' }>;
+}) {
+  const [reason, setReason] = useState('');
+  const queryClient = useQueryClient();
+  const decide = useMutation({
+    mutationFn: (approved: boolean) =>
+      unwrap(
+        api.POST('/v1/sessions/{id}/messages/{messageId}/answer', {
+          params: { path: { id: session.id, messageId: message.id } },
+          body: { actionId: action.actionId, answer: reason.trim() === '' ? { approved } : { approved, reason } },
+        }),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['messages', session.id] }),
+  });
+  return (
+    <form
+      className="action-form approval"
+      aria-label={`Approve ${action.tool}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        decide.mutate(true);
+      }}
+    >
+      <p>
+        <strong>Approval needed:</strong> <code>{action.serverTool}</code> on <code>{action.server}</code> wants to run
+        with
+      </p>
+      <pre>{action.arguments}</pre>
+      {action.expiresAt === null ? null : (
+        <p className="muted small">Denied automatically at {new Date(action.expiresAt).toLocaleString()}</p>
+      )}
+      <Field label="Reason (optional)" hint="Told to the agent with your decision">
+        {(props) => <input {...props} value={reason} onChange={(e) => setReason(e.target.value)} maxLength={2000} />}
+      </Field>
+      <ErrorNote error={decide.error} />
+      <div className="actions">
+        <button type="submit" className="primary" disabled={decide.isPending}>
+          Approve
+        </button>
+        <button type="button" disabled={decide.isPending} onClick={() => decide.mutate(false)}>
+          Deny
+        </button>
+      </div>
     </form>
   );
 }
@@ -192,6 +247,8 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
             : message.requiredActions.map((action) =>
                 action.type === 'ask_user_question' ? (
                   <AnswerForm key={`q-${action.actionId}`} session={session} message={message} action={action} />
+                ) : action.type === 'tool_approval' ? (
+                  <ApprovalForm key={`a-${action.actionId}`} session={session} message={message} action={action} />
                 ) : (
                   <ToolOutputForm key={action.callId} session={session} action={action} />
                 ),

@@ -3,10 +3,26 @@
 import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { AgentRow, NewAgentRow } from '../../storage/schema.ts';
-import type { Agent, AgentConfig, ClientTool, McpServer, NetworkPolicy, Skill } from './agent-types.ts';
+import {
+  type Agent,
+  type AgentConfig,
+  type ClientTool,
+  DEFAULT_TOOL_APPROVALS,
+  type McpServer,
+  type NetworkPolicy,
+  type Skill,
+  type ToolApprovals,
+} from './agent-types.ts';
 
 function parseJson<T>(text: string): T {
   return JSON.parse(text) as T;
+}
+
+/** The stored policy, or the default one (rows and versions written before approvals existed have none). */
+export function toolApprovalsOf(text: string | null | undefined): ToolApprovals {
+  return text === null || text === undefined
+    ? { ...DEFAULT_TOOL_APPROVALS, overrides: {} }
+    : parseJson<ToolApprovals>(text);
 }
 
 export function agentFromRow(row: AgentRow): Agent {
@@ -22,6 +38,7 @@ export function agentFromRow(row: AgentRow): Agent {
     clientTools: parseJson<ClientTool[]>(row.client_tools),
     skills: parseJson<Skill[]>(row.skills),
     networkPolicy: row.network_policy === null ? null : parseJson<NetworkPolicy>(row.network_policy),
+    toolApprovals: toolApprovalsOf(row.tool_approvals),
     isDefault: row.is_default === 1,
     version: row.version,
     createdAt: iso(row.created_at),
@@ -40,12 +57,25 @@ export function configColumns(config: AgentConfig) {
     client_tools: JSON.stringify(config.clientTools),
     skills: JSON.stringify(config.skills),
     network_policy: config.networkPolicy === null ? null : JSON.stringify(config.networkPolicy),
+    tool_approvals: JSON.stringify(config.toolApprovals),
   };
 }
 
 export function configOf(agent: Agent): AgentConfig {
   const { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy } = agent;
-  return { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy };
+  const { toolApprovals } = agent;
+  return {
+    name,
+    description,
+    instructions,
+    model,
+    maxSteps,
+    mcpServers,
+    clientTools,
+    skills,
+    networkPolicy,
+    toolApprovals,
+  };
 }
 
 export async function findAgentRow(db: Executor, orgId: string, id: string): Promise<AgentRow | undefined> {
@@ -86,5 +116,7 @@ export async function findAgentVersion(
     .where('agent_id', '=', agentId)
     .where('version', '=', version)
     .executeTakeFirst();
-  return row === undefined ? undefined : parseJson<AgentConfig>(row.config);
+  if (row === undefined) return undefined;
+  const config = parseJson<AgentConfig>(row.config);
+  return { ...config, toolApprovals: config.toolApprovals ?? toolApprovalsOf(null) };
 }

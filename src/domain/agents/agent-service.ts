@@ -15,6 +15,7 @@ import {
   insertAgent,
   insertAgentVersion,
   listAgentRows,
+  toolApprovalsOf,
 } from './agent-repo.ts';
 import type {
   Agent,
@@ -24,6 +25,7 @@ import type {
   AgentWarning,
   NetworkPolicy,
   NetworkPolicyInput,
+  ToolApprovals,
 } from './agent-types.ts';
 import { DEFAULT_MAX_STEPS } from './agent-types.ts';
 import { checkAgentConfig, parseMcpServers, type ValidationContext } from './agent-validation.ts';
@@ -36,6 +38,19 @@ export interface AgentServiceDeps {
   idempotency: Idempotency;
   /** Registers URL entries as connectors and checks custom ones (src/domain/mcp-servers). */
   connectors: Pick<McpServerService, 'prepareEntries' | 'commitEntries' | 'linkAgent'>;
+  /** The storage's change version (storage/change-signal.ts); without it agents are read on every get. */
+  changeVersion?: () => number | null;
+}
+
+/** Agents kept by `get` outside transactions, emptied whenever the change version moves. */
+const AGENT_CACHE_MAX = 10_000;
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 /** A validated create whose URL entries were discovered, ready to be written in a transaction. */
@@ -59,6 +74,15 @@ function networkPolicy(input: NetworkPolicyInput): NetworkPolicy {
   };
 }
 
+/** A copy keeping only the known fields (the schema has already checked them). */
+function toolApprovals(input: ToolApprovals): ToolApprovals {
+  return {
+    default: input.default,
+    overrides: { ...input.overrides },
+    ...(input.timeoutSeconds === undefined ? {} : { timeoutSeconds: input.timeoutSeconds }),
+  };
+}
+
 export function createAgentService(deps: AgentServiceDeps) {
   const { clock, validation } = deps;
 
@@ -73,6 +97,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       clientTools: input.clientTools ?? [],
       skills: input.skills ?? [],
       networkPolicy: input.networkPolicy === undefined ? null : networkPolicy(input.networkPolicy),
+      toolApprovals: input.toolApprovals === undefined ? toolApprovalsOf(null) : toolApprovals(input.toolApprovals),
     };
     checkAgentConfig(config, validation);
     return config;
@@ -115,10 +140,31 @@ export function createAgentService(deps: AgentServiceDeps) {
     return problem === null ? [] : [{ code: 'model_not_configured', message: problem }];
   }
 
+  const cache = new Map<string, Agent>();
+  let cachedAt: number | null = null;
+
+  /** The agent (frozen when it comes from the cache: callers never change what they are given). */
   async function get(orgId: string, id: string, db: Executor = deps.db): Promise<Agent> {
+    // Inside a transaction the row is read there, as the transaction sees it.
+    const version = db === deps.db ? (deps.changeVersion?.() ?? null) : null;
+    const key = `${orgId}/${id}`;
+    if (version !== null) {
+      if (version !== cachedAt) {
+        cache.clear();
+        cachedAt = version;
+      }
+      const cached = cache.get(key);
+      if (cached !== undefined) return cached;
+    }
     const row = await findAgentRow(db, orgId, id);
     if (row === undefined) throw notFound('agent', id);
-    return agentFromRow(row);
+    const agent = agentFromRow(row);
+    // Kept only if nothing changed while it was read.
+    if (version !== null && deps.changeVersion?.() === version) {
+      if (cache.size >= AGENT_CACHE_MAX) cache.clear();
+      cache.set(key, deepFreeze(agent));
+    }
+    return agent;
   }
 
   return {
@@ -183,6 +229,7 @@ export function createAgentService(deps: AgentServiceDeps) {
               : input.networkPolicy === null
                 ? null
                 : networkPolicy(input.networkPolicy),
+          toolApprovals: input.toolApprovals === undefined ? current.toolApprovals : toolApprovals(input.toolApprovals),
         };
         checkAgentConfig(next, validation);
         if (row.workspace_provisioned_at !== null) {

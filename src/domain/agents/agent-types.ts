@@ -48,6 +48,22 @@ export interface NetworkPolicy {
   allow_public_traffic: boolean;
 }
 
+export const APPROVAL_MODES = ['auto', 'always_ask'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+
+/**
+ * Which server tool calls wait for a person's approval (an extension field, docs/tools.md "Approvals"). `overrides`
+ * keys are an exposed tool name or `<server name>__*` (every tool of that server); the exact name wins over the
+ * wildcard, the wildcard over `default`. `timeoutSeconds`: a call left undecided that long is denied.
+ */
+export interface ToolApprovals {
+  default: ApprovalMode;
+  overrides: Record<string, ApprovalMode>;
+  timeoutSeconds?: number;
+}
+
+export const DEFAULT_TOOL_APPROVALS: ToolApprovals = { default: 'auto', overrides: {} };
+
 /** Everything a version of an Agent fixes; kept per version. */
 export interface AgentConfig {
   name: string;
@@ -59,6 +75,7 @@ export interface AgentConfig {
   clientTools: ClientTool[];
   skills: Skill[];
   networkPolicy: NetworkPolicy | null;
+  toolApprovals: ToolApprovals;
 }
 
 export interface Agent extends AgentConfig {
@@ -83,6 +100,7 @@ export interface AgentCreateInput {
   clientTools?: ClientTool[];
   skills?: Skill[];
   networkPolicy?: NetworkPolicyInput;
+  toolApprovals?: ToolApprovals;
 }
 
 export interface AgentUpdateInput {
@@ -95,6 +113,7 @@ export interface AgentUpdateInput {
   clientTools?: ClientTool[];
   skills?: Skill[];
   networkPolicy?: NetworkPolicyInput | null;
+  toolApprovals?: ToolApprovals;
 }
 
 export const DEFAULT_MAX_STEPS = 32;

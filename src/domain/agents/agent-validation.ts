@@ -7,7 +7,7 @@ import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
 import { publicHttpsUrlProblem } from '../../lib/url-policy.ts';
 import type { ModelRegistry } from '../../models/registry.ts';
-import type { AgentConfig, ClientTool, McpServer, Skill } from './agent-types.ts';
+import type { AgentConfig, ClientTool, McpServer, Skill, ToolApprovals } from './agent-types.ts';
 import { INTERNAL_TOOLS, TOOLKIT_KINDS } from './agent-types.ts';
 import { checkToolParameters } from './tool-parameters.ts';
 
@@ -183,10 +183,27 @@ export function checkNetworkPolicyDomains(domains: string[]): void {
   });
 }
 
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** `<server name>__*`: a server's agent-local name (1-100 characters, not blank, no control characters). */
+const SERVER_WILDCARD = /^(?=.*\S)(.{1,100})__\*$/su;
+const hasControl = (text: string): boolean => [...text].some((char) => (char.codePointAt(0) ?? 0) < 0x20);
+
+/** Keys of `toolApprovals.overrides`: an exposed tool name, or `<server name>__*`. */
+export function checkToolApprovals(approvals: ToolApprovals): void {
+  for (const key of Object.keys(approvals.overrides)) {
+    if (TOOL_NAME.test(key) || (SERVER_WILDCARD.test(key) && !hasControl(key) && key.isWellFormed())) continue;
+    throw validationError(
+      `toolApprovals.overrides.${key}`,
+      `toolApprovals.overrides keys must be a tool name (1-64 letters, digits, _ or -) or <server name>__* (server name 1-100 characters); got ${JSON.stringify(key.slice(0, 120))}`,
+    );
+  }
+}
+
 /** Runs every semantic rule over a complete config; throws the first problem found. */
 export function checkAgentConfig(config: AgentConfig, context: ValidationContext): void {
   checkModel(config.model, context);
   checkClientTools(config.clientTools);
   checkSkills(config.skills);
   if (config.networkPolicy !== null) checkNetworkPolicyDomains(config.networkPolicy.additional_allowed_domains);
+  checkToolApprovals(config.toolApprovals);
 }

@@ -5,11 +5,12 @@
  */
 import { AppError, notFound } from '../../errors/app-error.ts';
 import { newId } from '../../lib/ids.ts';
-import { isPriced } from '../../models/pricing.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
+import { currentTraceparent } from '../../observability/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
+import { requireCredits } from '../billing/credits.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { pendingClientCalls } from './client-outputs.ts';
@@ -24,6 +25,8 @@ export interface MessageOptions {
   settings?: ModelSettings;
   /** What the Responses surface echoes back in the Response object. */
   echo?: ResponseEcho;
+  /** A model in place of the agent's for this turn (the older API's per-action config). */
+  model?: string;
 }
 
 /** Request settings a Response object repeats (absent fields of older rows take their defaults). */
@@ -60,8 +63,10 @@ export interface AcceptInput {
   /** The new user input; null for a turn that continues from tool outputs alone. */
   text: string | null;
   attachments?: Attachment[];
-  source: 'sessions' | 'responses' | 'tasks';
+  source: 'sessions' | 'responses' | 'tasks' | 'sdk' | 'schedule';
   options?: MessageOptions | null;
+  /** Runs this version of the agent instead of the one current when the turn starts (the older API's version). */
+  agentVersion?: number;
   history?: HistoryItem[];
   /**
    * The agent of a Conversation created without one: the first turn fixes it. Without it such a session is a 409
@@ -168,14 +173,7 @@ export async function acceptMessage(
     );
   }
   const agent = await agentOf(trx, agentId);
-  const org = await trx
-    .selectFrom('orgs')
-    .select('credit_balance_micros')
-    .where('id', '=', orgId)
-    .executeTakeFirstOrThrow();
-  if (org.credit_balance_micros !== null && org.credit_balance_micros <= 0 && isPriced(agent.model)) {
-    throw new AppError('insufficient_credits', `the organization has no credits left for model ${agent.model}`);
-  }
+  await requireCredits(trx, orgId, agent.model);
   const last = await trx
     .selectFrom('messages')
     .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
@@ -196,7 +194,7 @@ export async function acceptMessage(
     step_count: 0,
     cancel_requested: 0,
     agent_id: agent.id,
-    agent_version: null,
+    agent_version: input.agentVersion ?? null,
     run_id: newId(),
     source: input.source,
     created_at: now,
@@ -205,6 +203,8 @@ export async function acceptMessage(
     updated_at: now,
     options: input.options == null ? null : JSON.stringify(input.options),
     deleted_at: null,
+    // The submitting request's trace context: the turn's spans join that trace whenever and wherever it runs.
+    traceparent: currentTraceparent(),
   };
   await trx.insertInto('messages').values(row).execute();
   await trx

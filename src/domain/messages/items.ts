@@ -42,6 +42,19 @@ export type ItemContent =
       actionId: number;
       /** Server calls only: where the call runs (absent in logs written before tool servers existed). */
       server?: CallServer;
+      /** Server calls that waited for approval: the approval's id (`mcpr_…`, Responses `approval_request_id`). */
+      approval?: { id: string; expiresAt: number | null };
+    }
+  /**
+   * The one decision on a call that needed approval (Responses `mcp_approval_response`); not model context. A
+   * denial is followed by the call's output saying so, which the model reads.
+   */
+  | {
+      type: 'approval_decision';
+      approvalId: string;
+      approved: boolean;
+      reason: string | null;
+      by: 'answer' | 'responses' | 'timeout';
     }
   /** The tools of a server as first offered in this conversation (Responses `mcp_list_tools`); not model context. */
   | { type: 'tool_list'; server: { id: string | null; label: string }; tools: ListedTool[] }
@@ -71,6 +84,7 @@ const PREFIX: Record<ItemContent['type'], string> = {
   function_call: 'fc',
   function_call_output: 'fco',
   tool_list: 'mcpl',
+  approval_decision: 'mcpa',
 };
 
 export function itemFromRow(row: ItemRow): Item {
@@ -195,12 +209,22 @@ export interface PendingCall {
   arguments: string;
   kind: CallKind;
   actionId: number;
+  /**
+   * Server calls that need approval: `pending` until decided, then `approved` (a denied call has its output).
+   * Absent for calls that run without asking.
+   */
+  approval?: { id: string; state: 'pending' | 'approved'; expiresAt: number | null };
 }
 
 /** Tool calls that have no output yet, in call order. */
 export function pendingCalls(items: Item[]): PendingCall[] {
   const answered = new Set(
     items.filter((item) => item.content.type === 'function_call_output').map((item) => item.callId),
+  );
+  const approved = new Set(
+    items.flatMap((item) =>
+      item.content.type === 'approval_decision' && item.content.approved ? [item.content.approvalId] : [],
+    ),
   );
   const pending: PendingCall[] = [];
   for (const item of items) {
@@ -213,6 +237,15 @@ export function pendingCalls(items: Item[]): PendingCall[] {
       arguments: content.arguments,
       kind: content.kind,
       actionId: content.actionId,
+      ...(content.approval === undefined
+        ? {}
+        : {
+            approval: {
+              id: content.approval.id,
+              state: approved.has(content.approval.id) ? ('approved' as const) : ('pending' as const),
+              expiresAt: content.approval.expiresAt ?? null,
+            },
+          }),
     });
   }
   return pending;
@@ -271,7 +304,7 @@ export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedF
   for (const item of items) {
     const key = `${item.messageId}:${item.step}`;
     const content = item.content;
-    if (content.type === 'tool_list') continue;
+    if (content.type === 'tool_list' || content.type === 'approval_decision') continue;
     if (content.type === 'user_message') {
       flush();
       context.push({ role: 'user', content: userContent(content.text, content.attachments, files) });

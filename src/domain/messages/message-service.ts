@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
+import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approvals.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { writeEvents } from '../outbox.ts';
@@ -17,8 +18,8 @@ import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
 import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
 import type { AcceptedMessage, Message } from './message-types.ts';
-import { isTerminal } from './message-types.ts';
-import { messageFromRow, messagesWithActions } from './message-view.ts';
+import { isTerminal, OPEN_STATUSES } from './message-types.ts';
+import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
 import { cancelTurn, resumeTurn } from './transitions.ts';
 
 export interface MessageServiceDeps {
@@ -67,9 +68,10 @@ export async function findMessage(
   return row;
 }
 
-/** Text the assistant produced in a turn so far. */
+/** Text the assistant produced in a turn so far (not replayed history, whose steps are negative). */
 export function turnText(items: Item[]): string {
   return items
+    .filter((item) => item.step >= 0)
     .map((item) => (item.content.type === 'assistant_message' ? item.content.text : ''))
     .filter((text) => text !== '')
     .join('\n');
@@ -93,6 +95,15 @@ export function createMessageService(deps: MessageServiceDeps) {
       agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
     ): Promise<{ body: AcceptedMessage; replayed: boolean }> {
       const { orgId, sessionId } = input;
+      // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
+      const hidden = await db
+        .selectFrom('sessions')
+        .select('id')
+        .where('id', '=', sessionId)
+        .where('org_id', '=', orgId)
+        .where('hidden', '=', 1)
+        .executeTakeFirst();
+      if (hidden !== undefined) throw notFound('session', sessionId);
       let events: SessionEvent[] = [];
       const result = await deps.idempotency.run(
         { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request: input.parts },
@@ -123,6 +134,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         .select('id')
         .where('id', '=', sessionId)
         .where('org_id', '=', orgId)
+        .where('hidden', '=', 0)
         .executeTakeFirst();
       if (session === undefined) throw notFound('session', sessionId);
       const base = db.selectFrom('messages').where('session_id', '=', sessionId);
@@ -145,7 +157,10 @@ export function createMessageService(deps: MessageServiceDeps) {
       return message;
     },
 
-    /** Answers a question; the turn resumes once none of its actions is left waiting. */
+    /**
+     * Answers a question, or decides a tool approval (`{approved, reason?}`); the turn resumes once none of its
+     * actions is left waiting.
+     */
     async answer(orgId: string, sessionId: string, messageId: string, actionId: number, answer: unknown) {
       let events: SessionEvent[] = [];
       const status = await db.transaction().execute(async (trx) => {
@@ -153,6 +168,32 @@ export function createMessageService(deps: MessageServiceDeps) {
         await lockSession(trx, orgId, sessionId, now);
         const message = await findMessage(trx, orgId, sessionId, messageId);
         const items = await loadMessageItems(trx, messageId);
+        const approval = items.find(
+          (item) =>
+            item.content.type === 'function_call' &&
+            item.content.approval !== undefined &&
+            item.content.actionId === actionId,
+        );
+        if (approval !== undefined) {
+          const decision = parseDecisionAnswer(answer);
+          const call = approvalCall(items, actionId);
+          // Decidable as soon as it is asked: also while the other calls of its step still run (the turn then
+          // finds the decision without suspending).
+          const open = message.status === 'requires_action' || message.status === 'running';
+          if (!open || call === undefined || call.approval?.state !== 'pending') {
+            throw new AppError('action_not_waiting', `action ${actionId} is no longer waiting for a decision`, {
+              param: 'actionId',
+            });
+          }
+          const target = { orgId, sessionId, now };
+          const decided = await decide(trx, target, call, { ...decision, by: 'answer' }, messageId);
+          events = decided.events;
+          if (message.status === 'running') return 'accepted' as const;
+          const after = await loadMessageItems(trx, messageId);
+          if (requiredActionsOf(pendingCalls(after)).length > 0) return 'accepted' as const;
+          events.push(...(await resumeTurn({ trx, message, now })));
+          return 'resuming' as const;
+        }
         const call = items.find(
           (item) =>
             item.content.type === 'function_call' &&
@@ -196,7 +237,7 @@ export function createMessageService(deps: MessageServiceDeps) {
             data: { sourceType: 'tool_ask_user_question', actionId, type: 'answered' },
           },
         ]);
-        const stillWaiting = pending.filter((p) => p.callId !== call.callId && p.kind !== 'server');
+        const stillWaiting = requiredActionsOf(pending.filter((p) => p.callId !== call.callId));
         if (stillWaiting.length > 0) return 'accepted' as const;
         events.push(...(await resumeTurn({ trx, message, now })));
         return 'resuming' as const;
@@ -230,7 +271,7 @@ export function createMessageService(deps: MessageServiceDeps) {
           .selectFrom('messages')
           .selectAll()
           .where('session_id', '=', sessionId)
-          .where('status', 'in', ['queued', 'running', 'requires_action'])
+          .where('status', 'in', OPEN_STATUSES)
           .orderBy('seq')
           .limit(1)
           .executeTakeFirst();
@@ -324,7 +365,7 @@ export function createMessageService(deps: MessageServiceDeps) {
           .selectFrom('messages')
           .selectAll()
           .where('session_id', '=', sessionId)
-          .where('status', 'in', ['queued', 'running', 'requires_action'])
+          .where('status', 'in', OPEN_STATUSES)
           .orderBy('seq')
           .execute();
         for (const message of open) await cancelTurn({ trx, message, now }, null);

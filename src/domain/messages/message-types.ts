@@ -2,6 +2,10 @@ export const MESSAGE_STATUSES = ['queued', 'running', 'requires_action', 'comple
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 export const TERMINAL_STATUSES: readonly MessageStatus[] = ['completed', 'failed', 'cancelled'];
+/** A message not yet terminal: the session's open turn or one queued behind it. */
+export const OPEN_STATUSES: readonly MessageStatus[] = ['queued', 'running', 'requires_action'];
+/** Where a Response stops streaming: a terminal message, or one waiting for the client. */
+export const RESPONSE_END_STATUSES: readonly MessageStatus[] = [...TERMINAL_STATUSES, 'requires_action'];
 
 export function isTerminal(status: string): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
@@ -13,7 +17,22 @@ export function messageStatusOf(value: string): MessageStatus {
 
 export type RequiredAction =
   | { type: 'ask_user_question'; actionId: number; question: string; options: unknown[] | null }
-  | { type: 'function_call'; callId: string; name: string; arguments: string };
+  | { type: 'function_call'; callId: string; name: string; arguments: string }
+  | {
+      type: 'tool_approval';
+      actionId: number;
+      callId: string;
+      /** The exposed tool name (as the model called it). */
+      tool: string;
+      /** The server's label (`agentry` for built-in tools) and the tool's own name there. */
+      server: string;
+      serverTool: string;
+      /** The arguments exactly as they will run once approved (a JSON text). */
+      arguments: string;
+      approvalId: string;
+      /** When the call is denied unless decided before (ISO 8601), or null when it waits indefinitely. */
+      expiresAt: string | null;
+    };
 
 export interface MessageError {
   code: string;

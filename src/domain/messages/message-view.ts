@@ -25,6 +25,20 @@ export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
       actions.push({ type: 'ask_user_question', actionId: call.actionId, question, options });
     } else if (call.kind === 'client') {
       actions.push({ type: 'function_call', callId: call.callId, name: call.name, arguments: call.arguments });
+    } else if (call.approval?.state === 'pending') {
+      const content = call.item.content;
+      const server = content.type === 'function_call' ? content.server : undefined;
+      actions.push({
+        type: 'tool_approval',
+        actionId: call.actionId,
+        callId: call.callId,
+        tool: call.name,
+        server: server?.label ?? 'agentry',
+        serverTool: server?.tool ?? call.name,
+        arguments: call.arguments,
+        approvalId: call.approval.id,
+        expiresAt: call.approval.expiresAt === null ? null : iso(call.approval.expiresAt),
+      });
     }
   }
   return actions;
@@ -65,7 +79,7 @@ export async function messagesWithActions(db: Executor, rows: MessageRow[]): Pro
       .selectFrom('items')
       .selectAll()
       .where('message_id', 'in', waiting)
-      .where('type', 'in', ['function_call', 'function_call_output'])
+      .where('type', 'in', ['function_call', 'function_call_output', 'approval_decision'])
       .orderBy('seq')
       .execute();
     const items = itemRows.map(itemFromRow);

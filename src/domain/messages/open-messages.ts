@@ -1,4 +1,5 @@
 import type { Executor } from '../../storage/db.ts';
+import { OPEN_STATUSES } from './message-types.ts';
 
 /**
  * The session's first unfinished message (its active turn), or undefined. Unfinished messages are few, so they are
@@ -13,7 +14,7 @@ export async function firstOpenMessage(
     .selectFrom('messages')
     .select(['id', 'seq', 'status', 'cancel_requested'])
     .where('session_id', '=', sessionId)
-    .where('status', 'in', ['queued', 'running', 'requires_action'])
+    .where('status', 'in', OPEN_STATUSES)
     .execute();
   let first: (typeof open)[number] | undefined;
   for (const row of open) if (first === undefined || row.seq < first.seq) first = row;

@@ -3,11 +3,14 @@
  * waiting turn, answers) and the engine (start, steps, ends) share these, so a state never changes without its
  * session events and webhooks.
  */
+
+import { formatTraceparent, runTrace } from '../../observability/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { closeOpenSpans } from '../runs/spans.ts';
+import { scheduleOfTurn, settleRunOfTurn } from '../schedules/schedule-store.ts';
 import type { SessionStatus } from '../sessions/session-service.ts';
 import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
@@ -63,18 +66,41 @@ async function setStatus(
     .execute();
 }
 
+/** Tool-run turns are Workflow Runs (docs/legacy.md): they add workflow.run.* events whose data.id is the run id. */
+function workflowWebhooks(
+  message: MessageRow,
+  type: Extract<WebhookEventInput['type'], `workflow.run.${string}`>,
+  data: Record<string, unknown> = {},
+): WebhookEventInput[] {
+  return message.source === 'sdk' ? [{ type, data: { id: message.run_id, ...data } }] : [];
+}
+
 async function emit(
   change: Change,
   events: SessionEventInput[],
   webhooks: WebhookEventInput[],
 ): Promise<SessionEvent[]> {
+  // Legacy Tasks and tool runs execute in hidden sessions that the Sessions API does not show: they report through
+  // task.* and workflow.run.* notifications instead of agent.session.* ones.
+  const hidden = HIDDEN_SESSION_SOURCES.has(change.message.source);
+  // Deliveries of a turn with trace context (a traced submission) name its invoke_agent span.
+  const traced =
+    change.message.traceparent === null ? null : runTrace(change.message.run_id, change.message.traceparent);
+  const traceparent =
+    traced === null
+      ? null
+      : formatTraceparent({ traceId: traced.traceId, spanId: traced.spanId, flags: traced.sampled ? 1 : 0 });
+  const sent = hidden ? webhooks.filter((webhook) => !webhook.type.startsWith('agent.session.')) : webhooks;
   return writeEvents(
     change.trx,
     { orgId: change.message.org_id, sessionId: change.message.session_id, now: change.now },
     events,
-    webhooks,
+    traceparent === null ? sent : sent.map((webhook) => ({ ...webhook, traceparent })),
   );
 }
+
+/** Sources whose turns run in hidden sessions (domain/tasks, domain/workflows). */
+const HIDDEN_SESSION_SOURCES: ReadonlySet<string> = new Set(['tasks', 'sdk']);
 
 export async function startTurn(change: Change, agentVersion: number): Promise<SessionEvent[]> {
   const { message, now } = change;
@@ -82,7 +108,7 @@ export async function startTurn(change: Change, agentVersion: number): Promise<S
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
-  const webhooks: WebhookEventInput[] = [];
+  const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
   await sessionStatusEvents(change, 'running', events, webhooks);
   return emit(change, events, webhooks);
 }
@@ -99,7 +125,7 @@ export async function resumeTurn(change: Change): Promise<SessionEvent[]> {
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
-  const webhooks: WebhookEventInput[] = [];
+  const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
   await sessionStatusEvents(change, 'running', events, webhooks);
   return emit(change, events, webhooks);
 }
@@ -127,10 +153,27 @@ export async function requireAction(change: Change, actions: RequiredAction[]): 
         required_action:
           first.type === 'function_call'
             ? { type: 'function_call', call_id: first.callId, name: first.name }
-            : { type: 'ask_user_question', action_id: first.actionId },
+            : first.type === 'tool_approval'
+              ? {
+                  type: 'tool_approval',
+                  action_id: first.actionId,
+                  call_id: first.callId,
+                  tool: first.tool,
+                  server: first.server,
+                }
+              : { type: 'ask_user_question', action_id: first.actionId },
         required_actions_count: actions.length,
+        // A scheduled turn's notification names its schedule (spec 6: scheduled executions use the same one).
+        ...(await scheduleOfTurn(change.trx, message)),
       },
     });
+    if (first.type === 'function_call') {
+      webhooks.push(
+        ...workflowWebhooks(message, 'workflow.run.action_required', {
+          required_action: { type: 'function_call', call_id: first.callId, name: first.name },
+        }),
+      );
+    }
   }
   return emit(change, events, webhooks);
 }
@@ -170,8 +213,10 @@ export async function completeTurn(change: Change, responseText: string): Promis
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.completed', data: { id: message.id, session_id: message.session_id } },
+    ...workflowWebhooks(message, 'workflow.run.completed'),
   ];
   await sessionStatusEvents(change, 'idle', events, webhooks);
+  await settleRunOfTurn(change.trx, message, 'completed', now);
   return emit(change, events, webhooks);
 }
 
@@ -196,8 +241,10 @@ export async function failTurn(
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.failed', data: { id: message.id, session_id: message.session_id, error } },
+    ...workflowWebhooks(message, 'workflow.run.failed', { error }),
   ];
   await sessionStatusEvents(change, 'failed', events, webhooks);
+  await settleRunOfTurn(change.trx, message, 'failed', now);
   return emit(change, events, webhooks);
 }
 
@@ -219,7 +266,9 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.cancelled', data: { id: message.id, session_id: message.session_id } },
+    ...workflowWebhooks(message, 'workflow.run.cancelled'),
   ];
   await sessionStatusEvents(change, 'idle', events, webhooks);
+  await settleRunOfTurn(change.trx, message, 'cancelled', now);
   return emit(change, events, webhooks);
 }

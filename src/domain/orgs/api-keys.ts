@@ -147,12 +147,11 @@ const AUTH_CACHE_MAX = 10_000;
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
- * Authenticates keys with a cache of known-good principals. The cache is exact, not time-based: it is emptied
- * whenever another process commits to the database (SQLite's data_version) and by `invalidate()` after
- * in-process key changes; on Postgres, which has no such cheap signal, every request reads the database.
- * Unknown keys are never cached.
+ * Authenticates keys with a cache of known-good principals. The cache is not time-based: it is emptied whenever
+ * the storage's change version moves (a write to the keys or agents by this or any other process:
+ * storage/change-signal.ts), and bypassed while that version is unknown. Unknown keys are never cached.
  */
-export function createAuthenticator(deps: { db: Executor; externalChanges: () => number | null }) {
+export function createAuthenticator(deps: { db: Executor; changeVersion: () => number | null }) {
   const cache = new Map<string, Principal & { expiresAt: number | null }>();
   const lastRecorded = new Map<string, number>();
   let version: number | null = null;
@@ -172,7 +171,7 @@ export function createAuthenticator(deps: { db: Executor; externalChanges: () =>
   }
 
   async function principalOf(hash: string, now: number): Promise<Principal | null> {
-    const current = deps.externalChanges();
+    const current = deps.changeVersion();
     if (current === null) return lookupKey(deps.db, hash, now);
     if (current !== version) {
       cache.clear();
@@ -182,6 +181,8 @@ export function createAuthenticator(deps: { db: Executor; externalChanges: () =>
     if (cached !== undefined && (cached.expiresAt === null || cached.expiresAt > now)) return cached;
     const principal = await lookupKey(deps.db, hash, now);
     if (principal === null) return null;
+    // Kept only if nothing changed while it was read.
+    if (deps.changeVersion() !== version) return principal;
     if (cache.size >= AUTH_CACHE_MAX) cache.clear();
     cache.set(hash, principal);
     return principal;
@@ -193,11 +194,6 @@ export function createAuthenticator(deps: { db: Executor; externalChanges: () =>
       const principal = await principalOf(sha256Hex(presented), now);
       if (principal !== null) await recordUse(principal.keyId, now);
       return principal;
-    },
-
-    /** Call after changing keys in this process (other processes' changes are noticed by themselves). */
-    invalidate(): void {
-      cache.clear();
     },
   };
 }

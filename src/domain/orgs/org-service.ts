@@ -7,6 +7,7 @@ import type { Executor } from '../../storage/db.ts';
 import { isUniqueViolation } from '../../storage/errors.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import { SCOPES, type Scope } from '../auth/scopes.ts';
+import { balanceUsd, setCredits } from '../billing/credits.ts';
 import { generateApiKey, insertApiKey } from './api-keys.ts';
 
 export interface Org {
@@ -27,8 +28,6 @@ export interface OrgServiceDeps {
 }
 
 const ORG_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
-const MICROS_PER_USD = 1_000_000;
-
 export function createOrgService(deps: OrgServiceDeps) {
   async function findByName(name: string): Promise<Org | undefined> {
     const row = await deps.db.selectFrom('orgs').selectAll().where('name', '=', name).executeTakeFirst();
@@ -37,7 +36,7 @@ export function createOrgService(deps: OrgServiceDeps) {
       id: row.id,
       name: row.name,
       projectId: row.project_id,
-      creditBalanceUsd: row.credit_balance_micros === null ? null : row.credit_balance_micros / MICROS_PER_USD,
+      creditBalanceUsd: balanceUsd(row.credit_balance_micros),
     };
   }
 
@@ -58,7 +57,7 @@ export function createOrgService(deps: OrgServiceDeps) {
         id: row.id,
         name: row.name,
         projectId: row.project_id,
-        creditBalanceUsd: row.credit_balance_micros === null ? null : row.credit_balance_micros / MICROS_PER_USD,
+        creditBalanceUsd: balanceUsd(row.credit_balance_micros),
         createdAt: row.created_at,
       }));
     },
@@ -122,11 +121,7 @@ export function createOrgService(deps: OrgServiceDeps) {
 
     /** Sets the credit balance in USD; null means unlimited. */
     async setCredits(orgId: string, usd: number | null): Promise<void> {
-      await deps.db
-        .updateTable('orgs')
-        .set({ credit_balance_micros: usd === null ? null : Math.round(usd * MICROS_PER_USD) })
-        .where('id', '=', orgId)
-        .execute();
+      await setCredits(deps.db, orgId, usd);
     },
   };
 }

@@ -26,6 +26,15 @@ export type OpenAIItem =
       output: string | null;
       error: string | null;
       status: 'in_progress' | 'completed' | 'failed';
+      approval_request_id: string | null;
+    }
+  | { id: string; type: 'mcp_approval_request'; server_label: string; name: string; arguments: string }
+  | {
+      id: string;
+      type: 'mcp_approval_response';
+      approval_request_id: string;
+      approve: boolean;
+      reason: string | null;
     }
   | {
       id: string;
@@ -42,9 +51,14 @@ export const SERVER_LABEL = 'agentry';
  * Maps log items to OpenAI items, in log order. Outputs of server calls fold into their `mcp_call` item instead of
  * appearing on their own.
  */
-export function toOpenAIItems(items: Item[]): OpenAIItem[] {
+export function toOpenAIItems(items: Item[], options: { messageId?: string } = {}): OpenAIItem[] {
   const serverOutputs = new Map<string, { output: string; isError: boolean }>();
   const serverCalls = new Set<string>();
+  const approved = new Set(
+    items.flatMap((item) =>
+      item.content.type === 'approval_decision' && item.content.approved ? [item.content.approvalId] : [],
+    ),
+  );
   for (const item of items) {
     if (item.content.type === 'function_call' && item.content.kind === 'server' && item.callId !== null)
       serverCalls.add(item.callId);
@@ -81,16 +95,33 @@ export function toOpenAIItems(items: Item[]): OpenAIItem[] {
         const callId = item.callId ?? '';
         if (content.kind === 'server') {
           const result = serverOutputs.get(callId);
-          out.push({
-            id: item.id,
-            type: 'mcp_call',
-            server_label: content.server?.label ?? SERVER_LABEL,
-            name: content.server?.tool ?? content.name,
-            arguments: content.arguments,
-            output: result === undefined || result.isError ? null : result.output,
-            error: result?.isError === true ? result.output : null,
-            status: result === undefined ? 'in_progress' : result.isError ? 'failed' : 'completed',
-          });
+          const approvalId = content.approval?.id ?? null;
+          // A call of an earlier Response that this one's input approved: only its execution belongs here.
+          const carried = options.messageId !== undefined && item.messageId !== options.messageId;
+          const label = content.server?.label ?? SERVER_LABEL;
+          const name = content.server?.tool ?? content.name;
+          if (approvalId !== null && !carried) {
+            out.push({
+              id: approvalId,
+              type: 'mcp_approval_request',
+              server_label: label,
+              name,
+              arguments: content.arguments,
+            });
+          }
+          if (approvalId === null || carried || approved.has(approvalId)) {
+            out.push({
+              id: item.id,
+              type: 'mcp_call',
+              server_label: label,
+              name,
+              arguments: content.arguments,
+              output: result === undefined || result.isError ? null : result.output,
+              error: result?.isError === true ? result.output : null,
+              status: result === undefined ? 'in_progress' : result.isError ? 'failed' : 'completed',
+              approval_request_id: approvalId,
+            });
+          }
         } else {
           out.push({
             id: item.id,
@@ -114,6 +145,15 @@ export function toOpenAIItems(items: Item[]): OpenAIItem[] {
             input_schema: tool.inputSchema,
           })),
           error: null,
+        });
+        break;
+      case 'approval_decision':
+        out.push({
+          id: item.id,
+          type: 'mcp_approval_response',
+          approval_request_id: content.approvalId,
+          approve: content.approved,
+          reason: content.reason,
         });
         break;
       case 'function_call_output':

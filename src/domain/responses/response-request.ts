@@ -8,6 +8,7 @@
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
+import { checkReason } from '../approvals/approvals.ts';
 import type { HistoryItem, ResponseEcho } from '../messages/accept.ts';
 import type { Attachment } from '../messages/items.ts';
 import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
@@ -29,7 +30,9 @@ export type InputItem =
       id: string | null;
     }
   | { kind: 'history'; item: HistoryItem; id: string | null }
-  | { kind: 'output'; callId: string; output: string; id: string | null };
+  | { kind: 'output'; callId: string; output: string; id: string | null }
+  /** A decision on a tool call that waits for approval (compatibility mode). */
+  | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string };
 
 export interface ResponseRequest {
   agentId: string;
@@ -206,7 +209,30 @@ function outputItem(item: Record<string, unknown>, param: string, compat: boolea
   return { kind: 'output', callId, output, id: typeof item.id === 'string' ? item.id : null };
 }
 
-const REPLAYED_TYPES = ['function_call', 'mcp_call', 'mcp_list_tools', 'reasoning', 'item_reference'];
+const REPLAYED_TYPES = [
+  'function_call',
+  'mcp_call',
+  'mcp_list_tools',
+  'mcp_approval_request',
+  'reasoning',
+  'item_reference',
+];
+
+/** `{type:"mcp_approval_response", approval_request_id, approve, reason?}`: a decision on a waiting tool call. */
+function approvalItem(item: Record<string, unknown>, param: string): InputItem {
+  const approvalId = text(item.approval_request_id, `${param}.approval_request_id`, 512);
+  if (typeof item.approve !== 'boolean')
+    throw validationError(`${param}.approve`, `${param}.approve must be a boolean`);
+  const reason = checkReason(item.reason, `${param}.reason`);
+  return {
+    kind: 'approval',
+    approvalId,
+    approve: item.approve,
+    reason,
+    id: typeof item.id === 'string' ? item.id : null,
+    param,
+  };
+}
 
 /** An input item, or the text of a system/developer message (compatibility mode), or null for one to skip. */
 type ParsedItem = InputItem | { kind: 'instructions'; text: string };
@@ -254,8 +280,23 @@ function inputItem(raw: unknown, param: string, compat: boolean): ParsedItem | n
     const args = typeof raw.arguments === 'string' ? raw.arguments : '{}';
     return { kind: 'history', item: { type: 'function_call', callId, name, arguments: args }, id };
   }
-  // Replayed items the service produced itself (server tool calls, reasoning) carry nothing the turn needs.
-  if (compat && (type === 'mcp_call' || type === 'mcp_list_tools' || type === 'reasoning' || type === 'item_reference'))
+  if (compat && type === 'mcp_approval_response') return approvalItem(raw, param);
+  if (!compat && type === 'mcp_approval_response') {
+    throw compatOnly(
+      `${param}.type`,
+      `${param}.type mcp_approval_response (or decide on POST /v1/sessions/{id}/messages/{messageId}/answer)`,
+    );
+  }
+  // Replayed items the service produced itself (server tool calls, approval requests, reasoning) carry nothing
+  // the turn needs: the service holds them.
+  if (
+    compat &&
+    (type === 'mcp_call' ||
+      type === 'mcp_list_tools' ||
+      type === 'mcp_approval_request' ||
+      type === 'reasoning' ||
+      type === 'item_reference')
+  )
     return null;
   if (!compat && typeof type === 'string' && REPLAYED_TYPES.includes(type)) {
     throw compatOnly(`${param}.type`, `${param}.type ${type} (replayed history)`);
@@ -324,6 +365,13 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       throw validationError('previous_response_id', 'previous_response_id cannot be used together with conversation');
   }
   const { items, instructions: systemTexts } = input(body.input, compat);
+  const decision = items.find((item) => item.kind === 'approval');
+  if (decision !== undefined && conversation === null && previousResponse === null) {
+    throw validationError(
+      'conversation',
+      'conversation (or previous_response_id) is required when input holds mcp_approval_response items',
+    );
+  }
   if (!compat && conversation === null && items.some((item) => item.kind === 'output')) {
     throw validationError('conversation', 'conversation is required when input holds function_call_output items');
   }

@@ -13,12 +13,16 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
+import { decide, findApproval } from '../approvals/approvals.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import { acceptMessage, type HistoryItem } from '../messages/accept.ts';
 import { recordOutputs } from '../messages/client-outputs.ts';
-import { type Attachment, itemFromRow, loadMessageItems, pendingCalls } from '../messages/items.ts';
+import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../messages/items.ts';
 import type { MessageService } from '../messages/message-service.ts';
+import { turnText } from '../messages/message-service.ts';
+import { requiredActionsOf } from '../messages/message-view.ts';
+import { completeTurn } from '../messages/transitions.ts';
 import type { SessionEvent } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
@@ -126,7 +130,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
       ),
     );
 
+    const decisions = fresh ? [] : await approvalDecisions(trx, orgId, sessionId, request);
     const fresh_items = request.items.flatMap((item, index) => {
+      if (item.kind === 'approval') return [];
       if (item.id !== null && knownIds.has(item.id)) return [];
       if (item.kind === 'history' && item.item.type === 'function_call' && calls.has(item.item.callId)) return [];
       if (item.kind === 'output' && answered.has(item.callId)) {
@@ -196,9 +202,25 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const items = (
         await trx.selectFrom('items').selectAll().where('message_id', '=', message.id).orderBy('seq').execute()
       ).map(itemFromRow);
-      const missing = pendingCalls(items).find((call) => call.kind !== 'server');
+      const missing = pendingCalls(items).find(
+        (call) =>
+          (call.kind !== 'server' || call.approval?.state === 'pending') &&
+          !decisions.some((decision) => decision.call.callId === call.callId),
+      );
       if (missing === undefined) continue;
-      if (outputs.length > 0 && users.length === 0) {
+      if (missing.approval !== undefined) {
+        if (users.length === 0 && (outputs.length > 0 || decisions.length > 0)) {
+          throw validationError(
+            'input',
+            `No mcp_approval_response found for approval request ${missing.approval.id}; submit all decisions together`,
+          );
+        }
+        throw new AppError(
+          'client_tool_output_required',
+          `the approval request ${missing.approval.id} is waiting for an mcp_approval_response; send it before new input`,
+        );
+      }
+      if ((outputs.length > 0 || decisions.length > 0) && users.length === 0) {
         throw validationError(
           'input',
           `No tool output found for function call ${missing.callId}; submit all outputs together`,
@@ -209,7 +231,11 @@ export function createResponseService(deps: ResponseServiceDeps) {
         `the function call ${missing.callId} is waiting for its output; submit it before new input`,
       );
     }
-    if (users.length === 0 && history.length === 0 && outputs.length === 0) {
+    if (users.length === 0 && history.length === 0 && outputs.length === 0 && decisions.length === 0) {
+      if (request.items.some((item) => item.kind === 'approval')) {
+        // A replayed decision already taken: the Response it continued is the answer, not a new turn.
+        throw validationError('input', 'the mcp_approval_response items were already applied; nothing new to run');
+      }
       throw validationError('input', 'input holds nothing new for this conversation');
     }
     const text = users.length === 0 ? null : users.map((user) => user.text).join('\n');
@@ -233,7 +259,68 @@ export function createResponseService(deps: ResponseServiceDeps) {
       (inner, agentId) => deps.agents.get(orgId, agentId, inner),
     );
     events.push(...accepted.events);
+    if (decisions.length > 0) events.push(...(await applyDecisions(trx, target, decisions, accepted.row.id)));
     return { message: accepted.row, events };
+  }
+
+  /**
+   * The `mcp_approval_response` items of a request, checked against the server-held approvals of this
+   * conversation: an unknown id is a 400, a decision already taken the same way is a replay (skipped), the other
+   * way a 409. Nothing is written here.
+   */
+  async function approvalDecisions(trx: Executor, orgId: string, sessionId: string, request: ResponseRequest) {
+    const out: { call: PendingCall; approve: boolean; reason: string | null }[] = [];
+    const seen = new Set<string>();
+    for (const item of request.items) {
+      if (item.kind !== 'approval') continue;
+      const param = `${item.param}.approval_request_id`;
+      const row = await findApproval(trx, orgId, sessionId, item.approvalId);
+      if (row === undefined) {
+        throw validationError(param, `No approval request found for approval_request_id ${item.approvalId}`);
+      }
+      if (seen.has(row.id)) throw validationError(param, `approval_request_id ${row.id} appears twice`);
+      seen.add(row.id);
+      if (row.status !== 'pending') {
+        if ((row.status === 'approved') === item.approve) continue;
+        throw new AppError('action_not_waiting', `approval request ${row.id} was already ${row.status}`, { param });
+      }
+      const call = pendingCalls(await loadMessageItems(trx, row.message_id)).find(
+        (pending) => pending.approval?.id === row.id && pending.approval.state === 'pending',
+      );
+      if (call === undefined) {
+        throw new AppError('action_not_waiting', `approval request ${row.id} is no longer waiting`, { param });
+      }
+      out.push({ call, approve: item.approve, reason: item.reason });
+    }
+    return out;
+  }
+
+  /**
+   * Takes the decisions (their items go to the new Response, which runs the approved calls) and ends the turns
+   * that no longer wait: like a turn whose client outputs were persisted, the new Response continues it.
+   */
+  async function applyDecisions(
+    trx: Executor,
+    target: { orgId: string; sessionId: string; now: number },
+    decisions: { call: PendingCall; approve: boolean; reason: string | null }[],
+    responseMessageId: string,
+  ): Promise<SessionEvent[]> {
+    const events: SessionEvent[] = [];
+    const decided = new Set<string>();
+    for (const { call, approve, reason } of decisions) {
+      const result = await decide(trx, target, call, { approved: approve, reason, by: 'responses' }, responseMessageId);
+      events.push(...result.events);
+      decided.add(call.callId);
+    }
+    for (const messageId of new Set(decisions.map((decision) => decision.call.item.messageId))) {
+      const message = await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
+      if (message === undefined || message.status !== 'requires_action') continue;
+      const items = await loadMessageItems(trx, messageId);
+      const waiting = pendingCalls(items).filter((call) => !decided.has(call.callId));
+      if (requiredActionsOf(waiting).length > 0) continue;
+      events.push(...(await completeTurn({ trx, message, now: target.now }, turnText(items))));
+    }
+    return events;
   }
 
   return {

@@ -18,12 +18,18 @@ export function tools(value: unknown): ToolSpec[] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value) || value.length > 128)
     throw validationError('tools', 'tools must be an array of at most 128 tools');
-  return value.map((tool, index) => {
+  return value.flatMap((tool, index) => {
     const param = `tools[${index}]`;
+    // A hosted MCP tool names a server of the agent (an SDK's approval flow keys on its server_label): the agent
+    // already runs its servers, so it adds nothing to the turn.
+    if (isRecord(tool) && tool.type === 'mcp') {
+      text(tool.server_label, `${param}.server_label`, 200);
+      return [];
+    }
     if (!isRecord(tool) || tool.type !== 'function') {
       throw validationError(
         `${param}.type`,
-        `${param}.type must be function (hosted tools run on the agent, not per response)`,
+        `${param}.type must be function or mcp (hosted tools run on the agent, not per response)`,
       );
     }
     const name = text(tool.name, `${param}.name`, 64);
@@ -32,12 +38,14 @@ export function tools(value: unknown): ToolSpec[] {
     const parameters = isRecord(tool.parameters)
       ? tool.parameters
       : { type: 'object', properties: {}, additionalProperties: false };
-    return {
-      name,
-      description: typeof tool.description === 'string' ? tool.description : '',
-      parameters,
-      strict: tool.strict === true,
-    };
+    return [
+      {
+        name,
+        description: typeof tool.description === 'string' ? tool.description : '',
+        parameters,
+        strict: tool.strict === true,
+      },
+    ];
   });
 }
 

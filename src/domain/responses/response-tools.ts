@@ -13,20 +13,48 @@ import { SERVER_LABEL } from './openai-items.ts';
 
 export type ResponseTool =
   | { type: 'function'; name: string; description: string | null; parameters: Record<string, unknown>; strict: boolean }
-  | { type: 'mcp'; server_label: string; server_url?: string; allowed_tools?: string[]; require_approval: 'never' };
+  | {
+      type: 'mcp';
+      server_label: string;
+      server_url?: string;
+      allowed_tools?: string[];
+      require_approval: 'always' | 'never';
+    };
 
-function serverTool(server: McpServer): ResponseTool | null {
+type Approval = 'always' | 'never';
+
+/**
+ * What a server's entry says about approval: its `<server>__*` override, else the policy's default. Overrides of
+ * single tools are not shown here (an `mcp_approval_request` says which calls wait).
+ */
+function approvalOf(agent: AgentConfig, server: string): Approval {
+  const mode = agent.toolApprovals.overrides[`${server}__*`] ?? agent.toolApprovals.default;
+  return mode === 'always_ask' ? 'always' : 'never';
+}
+
+function serverTool(agent: AgentConfig, server: McpServer): ResponseTool | null {
   if ('type' in server)
-    return { type: 'mcp', server_label: server.name, server_url: server.url, require_approval: 'never' };
+    return {
+      type: 'mcp',
+      server_label: server.name,
+      server_url: server.url,
+      require_approval: approvalOf(agent, server.name),
+    };
   if (server.kind === 'internal') {
     // ask_user_question is answered by a person through function_call outputs: it is a function tool.
     if (server.name === 'ask_user_question') return null;
-    return { type: 'mcp', server_label: SERVER_LABEL, allowed_tools: [server.name], require_approval: 'never' };
+    return {
+      type: 'mcp',
+      server_label: SERVER_LABEL,
+      allowed_tools: [server.name],
+      require_approval: approvalOf(agent, server.name),
+    };
   }
   if (server.kind === 'custom') {
-    return { type: 'mcp', server_label: server.name ?? server.serverId, require_approval: 'never' };
+    const label = server.name ?? server.serverId;
+    return { type: 'mcp', server_label: label, require_approval: approvalOf(agent, label) };
   }
-  return { type: 'mcp', server_label: server.toolkit, require_approval: 'never' };
+  return { type: 'mcp', server_label: server.toolkit, require_approval: approvalOf(agent, server.toolkit) };
 }
 
 /** The tools of a Response of `agent`, with the request's own function tools (compatibility mode) after its own. */
@@ -45,7 +73,7 @@ export function responseTools(agent: AgentConfig, requestTools: ToolSpec[]): Res
   // Internal tools share one label: merge them into one entry naming each tool.
   const servers: ResponseTool[] = [];
   for (const server of agent.mcpServers) {
-    const tool = serverTool(server);
+    const tool = serverTool(agent, server);
     if (tool === null) continue;
     const same = servers.find(
       (known) =>
@@ -55,9 +83,10 @@ export function responseTools(agent: AgentConfig, requestTools: ToolSpec[]): Res
         known.allowed_tools !== undefined &&
         tool.allowed_tools !== undefined,
     );
-    if (same?.type === 'mcp' && tool.type === 'mcp')
+    if (same?.type === 'mcp' && tool.type === 'mcp') {
       same.allowed_tools = [...(same.allowed_tools ?? []), ...(tool.allowed_tools ?? [])];
-    else servers.push(tool);
+      if (tool.require_approval === 'always') same.require_approval = 'always';
+    } else servers.push(tool);
   }
   return [...functions, ...servers];
 }

@@ -7,7 +7,7 @@ import { unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { MessageOptions } from '../messages/accept.ts';
-import { type Item, loadMessageItems } from '../messages/items.ts';
+import { type Item, itemFromRow, loadMessageItems } from '../messages/items.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
@@ -66,9 +66,41 @@ const STATUS: Record<string, ResponseStatus> = {
   cancelled: 'cancelled',
 };
 
-/** Output items of a turn: what it produced (its steps), not the input or the outputs sent back to it. */
-export function outputItems(items: Item[]): OpenAIItem[] {
-  return toOpenAIItems(items.filter((item) => item.step > 0)).filter((item) => item.type !== 'function_call_output');
+/**
+ * Output items of a turn: what it produced (its steps), not the input or the outputs sent back to it. Calls of an
+ * earlier Response that this one's input approved (loaded by `loadResponseItems`) come first: they ran first.
+ */
+export function outputItems(items: Item[], messageId?: string): OpenAIItem[] {
+  const own = messageId ?? items.find((item) => item.step <= 0)?.messageId;
+  const decided = items.filter((item) => item.content.type === 'approval_decision');
+  const stepped = items.filter((item) => item.step > 0 || item.messageId !== own);
+  return toOpenAIItems([...decided, ...stepped], own === undefined ? {} : { messageId: own }).filter(
+    (item) => item.type !== 'function_call_output' && item.type !== 'mcp_approval_response',
+  );
+}
+
+/**
+ * The items a Response is projected from: its message's own, plus the calls (and outputs) of earlier Responses
+ * that its input approved with `mcp_approval_response`, which its turn ran.
+ */
+export async function loadResponseItems(db: Executor, message: Pick<MessageRow, 'id' | 'session_id'>): Promise<Item[]> {
+  const own = await loadMessageItems(db, message.id);
+  const carried = own.flatMap((item) =>
+    item.content.type === 'approval_decision' && item.content.approved && item.callId !== null && item.step <= 0
+      ? [item.callId]
+      : [],
+  );
+  if (carried.length === 0) return own;
+  const rows = await db
+    .selectFrom('items')
+    .selectAll()
+    .where('session_id', '=', message.session_id)
+    .where('call_id', 'in', carried)
+    .where('message_id', '!=', message.id)
+    .where('type', 'in', ['function_call', 'function_call_output'])
+    .orderBy('seq')
+    .execute();
+  return [...rows.map(itemFromRow), ...own];
 }
 
 export function projectResponse(
@@ -78,7 +110,7 @@ export function projectResponse(
 ): ResponseObject {
   const options = message.options === null ? {} : (JSON.parse(message.options) as MessageOptions);
   const echo = options.echo;
-  const output = overrides.output ?? outputItems(items);
+  const output = overrides.output ?? outputItems(items, message.id);
   const status = overrides.status ?? STATUS[message.status] ?? 'in_progress';
   const error = message.error === null ? null : (JSON.parse(message.error) as { code: string; message: string });
   const outputText = output
@@ -135,5 +167,5 @@ export function projectResponse(
 }
 
 export async function loadResponse(db: Executor, message: MessageRow): Promise<ResponseObject> {
-  return projectResponse(message, await loadMessageItems(db, message.id));
+  return projectResponse(message, await loadResponseItems(db, message));
 }

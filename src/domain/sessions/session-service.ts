@@ -57,7 +57,8 @@ export interface SessionServiceDeps {
 export function createSessionService(deps: SessionServiceDeps) {
   return {
     async list(orgId: string, query: { agentId?: string; limit: number; offset: number }): Promise<SessionPage> {
-      let base = deps.db.selectFrom('sessions').where('org_id', '=', orgId);
+      // Workspaces of legacy Tasks are sessions too, but not the Sessions API's.
+      let base = deps.db.selectFrom('sessions').where('org_id', '=', orgId).where('hidden', '=', 0);
       if (query.agentId !== undefined) base = base.where('agent_id', '=', query.agentId.toLowerCase());
       const [rows, count] = await Promise.all([
         base
@@ -122,6 +123,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         .selectAll()
         .where('org_id', '=', orgId)
         .where('id', '=', id.toLowerCase())
+        .where('hidden', '=', 0)
         .executeTakeFirst();
       if (row === undefined) throw notFound('session', id);
       return sessionFromRow(row);

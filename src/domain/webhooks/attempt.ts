@@ -21,6 +21,7 @@ export interface AttemptTarget {
   secret: string;
   webhookId: string;
   body: string;
+  traceparent?: string | null;
 }
 
 export interface AttemptOptions {
@@ -55,7 +56,8 @@ export interface AttemptOutcome {
 export async function attemptDelivery(target: AttemptTarget, options: AttemptOptions): Promise<AttemptOutcome> {
   const timestamp = Math.floor(options.now / 1000);
   const signStarted = performance.now();
-  const headers = options.signer.headers(target.secret, target.webhookId, timestamp, target.body);
+  const signed = options.signer.headers(target.secret, target.webhookId, timestamp, target.body);
+  const headers = target.traceparent == null ? signed : { ...signed, traceparent: target.traceparent };
   const signingMs = performance.now() - signStarted;
   const started = performance.now();
   const base = { attemptedAt: options.now, timestamp, signingMs };

@@ -191,6 +191,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         created_at: now,
         // Already dispatched: a test goes to this endpoint only.
         dispatched_at: now,
+        traceparent: null,
       };
       const webhookId = webhookIdFor(event.id, endpointId);
       const outcome = await attemptDelivery(

@@ -154,6 +154,8 @@ export interface ClaimedDelivery {
   secret: string;
   endpointDeleted: boolean;
   body: string;
+  /** Sent as the `traceparent` header when the event belongs to a traced turn. */
+  traceparent: string | null;
 }
 
 /** The endpoints (not deleted) with deliveries due now: one index probe per endpoint. */
@@ -243,6 +245,7 @@ export async function claimDue(deps: StoreDeps, now: number, options: ClaimOptio
         'e.type',
         'e.created_at',
         'e.data',
+        'e.traceparent',
       ])
       .where('d.id', 'in', chosen)
       .execute();
@@ -258,6 +261,7 @@ export async function claimDue(deps: StoreDeps, now: number, options: ClaimOptio
       secret: row.secret,
       endpointDeleted: row.deleted_at !== null,
       body: eventBody({ id: row.event_id, type: row.type, created_at: row.created_at, data: row.data }),
+      traceparent: row.traceparent,
     }));
     return { claimed, exhausted };
   });

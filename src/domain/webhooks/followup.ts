@@ -10,7 +10,17 @@ import { type Session, sessionFromRow } from '../sessions/session-service.ts';
 
 export type FollowUpAction =
   | { type: 'function_call'; turn_id: string; call_id: string; name: string; arguments: string }
-  | { type: 'ask_user_question'; turn_id: string; action_id: number; question: string; options: unknown[] | null };
+  | { type: 'ask_user_question'; turn_id: string; action_id: number; question: string; options: unknown[] | null }
+  | {
+      type: 'tool_approval';
+      turn_id: string;
+      action_id: number;
+      call_id: string;
+      tool: string;
+      server: string;
+      arguments: string;
+      approval_id: string;
+    };
 
 export type FollowUpSession = Session & { required_actions: FollowUpAction[] };
 
@@ -41,13 +51,24 @@ export async function followUpSession(db: Executor, orgId: string, sessionId: st
               name: action.name,
               arguments: action.arguments,
             }
-          : {
-              type: 'ask_user_question',
-              turn_id: message.id,
-              action_id: action.actionId,
-              question: action.question,
-              options: action.options,
-            },
+          : action.type === 'tool_approval'
+            ? {
+                type: 'tool_approval',
+                turn_id: message.id,
+                action_id: action.actionId,
+                call_id: action.callId,
+                tool: action.tool,
+                server: action.server,
+                arguments: action.arguments,
+                approval_id: action.approvalId,
+              }
+            : {
+                type: 'ask_user_question',
+                turn_id: message.id,
+                action_id: action.actionId,
+                question: action.question,
+                options: action.options,
+              },
       );
     }
   }

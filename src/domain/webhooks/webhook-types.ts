@@ -12,6 +12,19 @@ export const EVENT_TYPE_DESCRIPTIONS: Record<WebhookEventType, string> = {
   'agent.session.turn.completed': 'A turn completed; data.id is the turn (message) id, data.session_id its session',
   'agent.session.turn.failed': 'A turn failed; data.id is the turn (message) id, data.session_id its session',
   'agent.session.turn.cancelled': 'A turn was cancelled; data.id is the turn (message) id, data.session_id its session',
+  'workflow.run.created': 'A Workflow Run (a tool-run call of the older API) was admitted; data.id is the run id',
+  'workflow.run.in_progress': 'A Workflow Run started (or resumed after its function results)',
+  'workflow.run.action_required':
+    'A Workflow Run needs an application function result; data.required_action names the call',
+  'workflow.run.completed': 'A Workflow Run completed',
+  'workflow.run.failed': 'A Workflow Run failed',
+  'workflow.run.cancelled': 'A Workflow Run was cancelled',
+  'schedule.run.created': 'A Schedule Run was admitted (a tick fired or a manual run); data.schedule_id its schedule',
+  'schedule.run.running': 'A Schedule Run was dispatched: its turn was submitted; data.session_id its session',
+  'schedule.run.completed': "A Schedule Run's turn completed; data.schedule_id identifies the schedule",
+  'schedule.run.failed': 'A Schedule Run failed (its turn failed, timed out, or could not start)',
+  'schedule.run.cancelled': "A Schedule Run's turn was cancelled",
+  'schedule.run.skipped': 'A tick was skipped because the previous run was unfinished (overlap skip)',
 };
 
 export function isWebhookEventType(value: string): value is WebhookEventType {

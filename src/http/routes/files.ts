@@ -102,7 +102,7 @@ export function contentDisposition(filename: string): string {
 }
 
 /** The multipart parts of the request as the service's UploadParts; parser failures become 400/413. */
-async function* uploadParts(request: FastifyRequest): AsyncGenerator<UploadPart> {
+export async function* uploadParts(request: FastifyRequest): AsyncGenerator<UploadPart> {
   const iterator = request.parts()[Symbol.asyncIterator]();
   while (true) {
     let next: IteratorResult<Multipart>;
@@ -140,7 +140,7 @@ function multipartProblem(error: unknown): AppError {
  * After a failed upload, reads and drops what the client still sends, so that it receives the error instead of
  * a reset connection; beyond `limit` more bytes the connection is closed instead.
  */
-function discardRest(request: FastifyRequest, reply: FastifyReply, limit: number): void {
+export function discardRest(request: FastifyRequest, reply: FastifyReply, limit: number): void {
   const raw = request.raw;
   if (raw.readableEnded || raw.destroyed) return;
   raw.unpipe();

@@ -88,9 +88,9 @@ export function messageRoutes(app: App, deps: Deps): void {
     url: '/v1/sessions/:id/messages/:messageId/answer',
     config: { scopes: ['tasks:write'] },
     schema: {
-      summary: 'Answer a question',
+      summary: 'Answer a question or decide a tool approval',
       description:
-        'Answers an ask_user_question action (its actionId comes from the message or the message.event). 409 when the action is absent, belongs to another message or is no longer waiting.',
+        'Answers an ask_user_question action (its actionId comes from the message or the message.event), or decides a tool_approval action with answer {approved: boolean, reason?: string} (400 naming the field otherwise; see docs/tools.md "Approvals"). 409 when the action is absent, belongs to another message or is no longer waiting (a decision is taken once).',
       tags,
       params: SessionMessageParams,
       body: AnswerBody,

@@ -15,6 +15,7 @@ const Organization = Type.Object(
     id: Type.String({ description: 'The organization id' }),
     name: Type.String(),
     project_id: Type.Integer({ description: 'The numeric project id of the older API (/p/<project_id>)' }),
+    projectId: Type.Integer({ description: 'The same project id, as the older API spells it' }),
     credit_balance_usd: Type.Union([Type.Number(), Type.Null()], {
       description: 'Remaining credits in USD; null when the organization is not limited',
     }),
@@ -51,6 +52,7 @@ export function organizationRoutes(app: App, deps: Deps): void {
         id: org.id,
         name: org.name,
         project_id: org.projectId,
+        projectId: org.projectId,
         credit_balance_usd: org.creditBalanceUsd,
         api_key: { id: principal.keyId, scopes: SCOPES.filter((scope) => principal.scopes.has(scope)) },
       };

@@ -141,15 +141,20 @@ export function responseRoutes(app: App, deps: Deps): void {
         }
         reply.hijack();
         reply.raw.setHeader('x-request-id', request.id);
-        await streamResponse({
-          raw: reply.raw,
-          db: deps.storage.db,
-          subscription,
-          message: created.message,
-          vendorEvents: vendorEventsWanted(request, deps.config.responsesStreamEvents),
-          heartbeatMs: deps.config.sseHeartbeatMs,
-          release: created.release,
-        });
+        deps.metrics.sseStreams(1, 'responses');
+        try {
+          await streamResponse({
+            raw: reply.raw,
+            db: deps.storage.db,
+            subscription,
+            message: created.message,
+            vendorEvents: vendorEventsWanted(request, deps.config.responsesStreamEvents),
+            heartbeatMs: deps.config.sseHeartbeatMs,
+            release: created.release,
+          });
+        } finally {
+          deps.metrics.sseStreams(-1, 'responses');
+        }
         return reply;
       }
       const finished = await deps.responses.waitForTurn(

@@ -14,7 +14,7 @@ export const BETA_HEADER = 'Agentry-Beta';
 export const BETA_VALUE = 'agents=v1';
 
 /** True when one of the header's comma-separated values is agents=v1. */
-function hasBeta(value: string | string[] | undefined): boolean {
+export function hasBeta(value: string | string[] | undefined): boolean {
   const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
   return values.some((text) => text.split(',').some((part) => part.trim() === BETA_VALUE));
 }

@@ -70,7 +70,9 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
       let replaying = true;
       const pending: Record<string, unknown>[] = [];
       const cleanups: (() => void)[] = [];
+      deps.metrics.sseStreams(1, 'sessions');
       const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
+        deps.metrics.sseStreams(-1, 'sessions');
         for (const cleanup of cleanups.splice(0)) cleanup();
       });
 

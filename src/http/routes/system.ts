@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors/app-error.ts';
@@ -21,6 +22,7 @@ export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
     schema: { summary: 'Liveness', tags: ['System'], response: { 200: Status } },
     handler: async () => ({ status: 'ok' }),
   });
+  if (deps.metrics.enabled) metricsRoute(app, deps);
 
   app.route({
     method: 'GET',
@@ -42,6 +44,46 @@ export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
         throw new AppError('service_unavailable', 'the database is unreachable', { cause: error });
       }
       return { status: 'ready' };
+    },
+  });
+}
+
+/**
+ * Prometheus metrics, when AGENTRY_METRICS is on; behind `Authorization: Bearer <AGENTRY_METRICS_TOKEN>` when
+ * that is set (compared in constant time).
+ */
+function metricsRoute(app: App, deps: Deps): void {
+  const token = deps.config.metrics.token;
+  const expected = token === null ? null : createHash('sha256').update(token).digest();
+  app.route({
+    method: 'GET',
+    url: '/metrics',
+    config: { public: true },
+    schema: {
+      summary: 'Prometheus metrics (text exposition format 0.0.4)',
+      description:
+        'Turns, model and tool calls, streams, webhooks, leases and HTTP requests of this process (docs/observability.md). Served when AGENTRY_METRICS is on; when AGENTRY_METRICS_TOKEN is set it needs `Authorization: Bearer <token>`.',
+      tags: ['System'],
+      response: {
+        200: Type.Unsafe<string>({
+          description: 'Prometheus text exposition format',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        }),
+        ...errorResponses(401),
+      },
+    },
+    handler: async (request, reply) => {
+      if (expected !== null) {
+        const sent = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1] ?? '';
+        if (!timingSafeEqual(createHash('sha256').update(sent).digest(), expected)) {
+          throw new AppError(
+            'invalid_metrics_token',
+            'GET /metrics needs Authorization: Bearer <AGENTRY_METRICS_TOKEN>',
+          );
+        }
+      }
+      const scraped = await deps.metrics.scrape();
+      return reply.header('content-type', scraped.contentType).header('cache-control', 'no-store').send(scraped.body);
     },
   });
 }

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DOMAIN_ALLOWLISTS, INTERNAL_TOOLS, TOOLKIT_KINDS } from '../../domain/agents/agent-types.ts';
+import { APPROVAL_MODES, DOMAIN_ALLOWLISTS, INTERNAL_TOOLS, TOOLKIT_KINDS } from '../../domain/agents/agent-types.ts';
 import { NON_BLANK, StringEnum, TRIMMED, Uuid } from './common.ts';
 
 const literals = StringEnum;
@@ -74,6 +74,33 @@ export const NetworkPolicyInput = Type.Object(
 );
 export const NetworkPolicy = Type.Object(networkPolicyFields, { additionalProperties: false });
 
+const ApprovalMode = literals(APPROVAL_MODES);
+
+/** Extension field (not in the Agent Platform API): which server tool calls wait for approval. */
+export const ToolApprovals = Type.Object(
+  {
+    default: ApprovalMode,
+    overrides: Type.Record(Type.String({ minLength: 1, maxLength: 103 }), ApprovalMode, {
+      maxProperties: 256,
+      description:
+        'Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default',
+    }),
+    timeoutSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 604_800,
+        description: 'A call nobody approved or denied within this many seconds is denied; absent: it waits',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'ToolApprovals',
+    description:
+      'Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md',
+  },
+);
+
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 100, pattern: NON_BLANK }),
   description: Type.String({ maxLength: 500, pattern: NON_BLANK }),
@@ -96,6 +123,7 @@ export const AgentCreateBody = Type.Object(
     clientTools: Type.Optional(fields.clientTools),
     skills: Type.Optional(fields.skills),
     networkPolicy: Type.Optional(NetworkPolicyInput),
+    toolApprovals: Type.Optional(ToolApprovals),
   },
   { additionalProperties: false },
 );
@@ -111,6 +139,7 @@ export const AgentUpdateBody = Type.Object(
     clientTools: Type.Optional(fields.clientTools),
     skills: Type.Optional(fields.skills),
     networkPolicy: Type.Optional(Type.Union([NetworkPolicyInput, Type.Null()])),
+    toolApprovals: Type.Optional(ToolApprovals),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -128,6 +157,7 @@ export const Agent = Type.Object(
     clientTools: Type.Array(ClientTool),
     skills: Type.Array(Skill),
     networkPolicy: Type.Union([NetworkPolicy, Type.Null()]),
+    toolApprovals: ToolApprovals,
     isDefault: Type.Boolean(),
     version: Type.Integer({ description: 'Rises on every change; each version is kept' }),
     createdAt: Type.String({ format: 'date-time' }),

@@ -123,8 +123,33 @@ const McpCall = Type.Object(
     output: Type.Union([Type.String(), Type.Null()]),
     error: Type.Union([Type.String(), Type.Null()], { description: 'The error text when the call failed' }),
     status: StringEnum(['in_progress', 'completed', 'failed'] as const),
+    approval_request_id: Type.Union([Type.String(), Type.Null()], {
+      description: 'The mcp_approval_request that allowed the call, when it needed approval',
+    }),
   },
   { description: 'A call the service ran itself, with its output' },
+);
+
+const McpApprovalRequest = Type.Object(
+  {
+    id: Type.String({ description: 'mcpr_…: answer it with an mcp_approval_response naming this id' }),
+    type: Type.Literal('mcp_approval_request'),
+    server_label: Type.String(),
+    name: Type.String(),
+    arguments: Type.String({ description: 'JSON text: exactly what runs once approved' }),
+  },
+  { description: "A server tool call waiting for approval (the agent's toolApprovals policy)" },
+);
+
+const McpApprovalResponse = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('mcp_approval_response'),
+    approval_request_id: Type.String(),
+    approve: Type.Boolean(),
+    reason: Type.Union([Type.String(), Type.Null()]),
+  },
+  { description: 'The decision on an mcp_approval_request' },
 );
 
 const McpListTools = Type.Object(
@@ -145,7 +170,16 @@ const McpListTools = Type.Object(
 );
 
 export const ConversationItem = Type.Union(
-  [UserMessage, AssistantMessage, FunctionCall, FunctionCallOutput, McpCall, McpListTools],
+  [
+    UserMessage,
+    AssistantMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    McpCall,
+    McpListTools,
+    McpApprovalRequest,
+    McpApprovalResponse,
+  ],
   {
     description: 'A conversation item in OpenAI shape',
   },

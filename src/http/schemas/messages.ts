@@ -30,6 +30,22 @@ const RequiredAction = Type.Union([
     name: Type.String(),
     arguments: Type.String(),
   }),
+  Type.Object(
+    {
+      type: Type.Literal('tool_approval'),
+      actionId: Type.Integer({ description: 'Send it to the answer route with {approved, reason?}' }),
+      callId: Type.String(),
+      tool: Type.String({ description: 'The tool as the agent called it (its exposed name)' }),
+      server: Type.String({ description: 'The server label: the MCP server, or agentry for built-in tools' }),
+      serverTool: Type.String({ description: "The tool's own name at its server" }),
+      arguments: Type.String({ description: 'The arguments (JSON text) exactly as they run once approved' }),
+      approvalId: Type.String({ description: 'mcpr_…: the approval_request_id of the Responses surface' }),
+      expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+        description: 'When the call is denied unless decided before; null: it waits',
+      }),
+    },
+    { description: 'A server tool call waiting for approval (extension; docs/tools.md "Approvals")' },
+  ),
 ]);
 
 const messageFields = {
@@ -40,7 +56,9 @@ const messageFields = {
   parts: Type.Array(TextPart),
   response: Type.Union([Type.Object({ parts: Type.Array(TextPart) }), Type.Null()]),
   error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
-  requiredActions: Type.Array(RequiredAction, { description: 'Unresolved questions and client tool calls' }),
+  requiredActions: Type.Array(RequiredAction, {
+    description: 'Unresolved questions, client tool calls and tool calls waiting for approval',
+  }),
   usage: Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer(), totalTokens: Type.Integer() }),
   runId: Uuid,
   createdAt: Type.String({ format: 'date-time' }),
@@ -68,7 +86,10 @@ export const SessionMessageParams = Type.Object({ id: Uuid, messageId: Uuid });
 export const AnswerBody = Type.Object(
   {
     actionId: Type.Integer({ minimum: 0 }),
-    answer: Type.Unknown({ description: 'Any JSON value, including null; passed to the agent unchanged' }),
+    answer: Type.Unknown({
+      description:
+        'For a question: any JSON value, including null, passed to the agent unchanged. For a tool_approval: {approved: boolean, reason?: string (at most 2000 characters)}',
+    }),
   },
   { additionalProperties: false, required: ['actionId', 'answer'] },
 );

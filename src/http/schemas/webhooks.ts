@@ -175,6 +175,19 @@ const FollowUpAction = Type.Union([
     question: Type.String(),
     options: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
   }),
+  Type.Object(
+    {
+      type: Type.Literal('tool_approval'),
+      turn_id: Type.String(),
+      action_id: Type.Integer(),
+      call_id: Type.String(),
+      tool: Type.String(),
+      server: Type.String(),
+      arguments: Type.String(),
+      approval_id: Type.String(),
+    },
+    { description: 'A server tool call waiting for approval: answer with {approved, reason?} on the answer route' },
+  ),
 ]);
 
 export const BetaHeaders = Type.Object({

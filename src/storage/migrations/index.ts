@@ -8,6 +8,12 @@ import { webhooks } from './0006-webhooks.ts';
 import { conversations } from './0007-conversations.ts';
 import { mcpServers } from './0008-mcp-servers.ts';
 import { apiKeyLastUsed } from './0009-api-key-last-used.ts';
+import { legacyTasks } from './0010-legacy-tasks.ts';
+import { schedules } from './0011-schedules.ts';
+import { toolApprovals } from './0012-tool-approvals.ts';
+import { traceContext } from './0013-trace-context.ts';
+import { engineProcesses } from './0014-engine-processes.ts';
+import { changeNotifications } from './0015-change-notifications.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
@@ -20,6 +26,12 @@ const migrations: Record<string, Migration> = {
   '0007-conversations': conversations,
   '0008-mcp-servers': mcpServers,
   '0009-api-key-last-used': apiKeyLastUsed,
+  '0010-legacy-tasks': legacyTasks,
+  '0011-schedules': schedules,
+  '0012-tool-approvals': toolApprovals,
+  '0013-trace-context': traceContext,
+  '0014-engine-processes': engineProcesses,
+  '0015-change-notifications': changeNotifications,
 };
 
 export const migrationProvider: MigrationProvider = {

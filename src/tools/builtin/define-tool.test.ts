@@ -21,6 +21,7 @@ describe('built-in tool arguments', () => {
     let ran = 0;
     const tool = builtinTool({
       name: 't',
+      server: 'test',
       description: 'd',
       parameters: schema,
       run: async (args) => {

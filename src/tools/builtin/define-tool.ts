@@ -15,6 +15,10 @@ export interface BuiltinToolSpec<S extends TSchema> {
   parameters: S;
   /** The tool's own call timeout (see ResolvedTool.timeoutMs). */
   timeoutMs?: number;
+  /** The internal entry the tool belongs to (`sandbox`), named by `<server>__*` approval overrides. */
+  server: string;
+  /** Whether a call can change anything (see ResolvedTool.changes); absent: it may. */
+  changes?: (args: Static<S>) => boolean;
   run(args: Static<S>, context: ToolCallContext): Promise<ToolOutput>;
 }
 
@@ -57,6 +61,13 @@ export function builtinTool<S extends TSchema>(spec: BuiltinToolSpec<S>): Resolv
     kind: 'server',
     origin: builtinOrigin(spec.name),
     ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+    approvalServer: spec.server,
+    ...(spec.changes === undefined
+      ? {}
+      : {
+          // Arguments that do not match are refused before running: nothing can change.
+          changes: (args: unknown) => Value.Check(spec.parameters, args) && (spec.changes?.(args) ?? true),
+        }),
     async execute(args, context) {
       if (!Value.Check(spec.parameters, args)) {
         return { output: `Error: invalid arguments: ${argumentProblem(spec.parameters, args)}`, isError: true };

@@ -103,6 +103,9 @@ export function createHttpClientProvider(deps: NetworkToolDeps): ToolProvider {
   const label = 'internal tool "http_client"';
   const tool = builtinTool({
     name: 'http_request',
+    server: 'http_client',
+    // GET and HEAD only read; any other method may change something at the destination.
+    changes: (args) => !['GET', 'HEAD'].includes(args.method.toUpperCase()),
     description: `Make an HTTP request and read the response (status, headers, body). Only destinations your network policy allows can be reached; redirects are followed when their target is allowed too. Bodies over ${deps.limits.maxResponseBytes} bytes are cut.`,
     parameters: Type.Object(
       {

@@ -15,6 +15,7 @@ export function createReportBuilderProvider(runtime: SandboxRuntime): ToolProvid
   const label = 'internal tool "report_builder"';
   const tool = builtinTool({
     name: 'build_report',
+    server: 'report_builder',
     description:
       'Save a report for the user as a file in your workspace (reports/). Markdown by default; with format "html", content is the HTML of the page body (or a whole document). Returns the file path; the user downloads it from the API.',
     parameters: Type.Object(

@@ -41,6 +41,7 @@ function sandboxTools(runtime: SandboxRuntime): ResolvedTool[] {
 
   const run = builtinTool({
     name: 'sandbox_run',
+    server: 'sandbox',
     description: `Run a shell command (bash -lc) in your sandbox. The working directory is your workspace (/workspace), which keeps its files across sessions. No root, the system is read-only, and network access follows your network policy (through HTTP(S)_PROXY). Default time limit ${limits.timeoutMs} ms, at most ${limits.maxTimeoutMs} ms; the command is killed with every process it started when it runs out.`,
     parameters: Type.Object(
       {
@@ -81,6 +82,8 @@ function sandboxTools(runtime: SandboxRuntime): ResolvedTool[] {
 
   const readFile = builtinTool({
     name: 'sandbox_read_file',
+    server: 'sandbox',
+    changes: () => false,
     description: `Read a text file of your workspace (the first ${runtime.fileLimits.readBytes} bytes).`,
     parameters: Type.Object(
       { path: Type.String({ minLength: 1, maxLength: 4096, description: RELATIVE_PATH }) },
@@ -95,6 +98,7 @@ function sandboxTools(runtime: SandboxRuntime): ResolvedTool[] {
 
   const writeFile = builtinTool({
     name: 'sandbox_write_file',
+    server: 'sandbox',
     description: `Create or replace a text file in your workspace (missing directories are created; at most ${runtime.fileLimits.writeBytes} bytes).`,
     parameters: Type.Object(
       {
@@ -115,6 +119,8 @@ function sandboxTools(runtime: SandboxRuntime): ResolvedTool[] {
 
   const listFiles = builtinTool({
     name: 'sandbox_list_files',
+    server: 'sandbox',
+    changes: () => false,
     description: `List the files of your workspace, or of one of its directories (${LIST_DEPTH} levels deep).`,
     parameters: Type.Object(
       {

@@ -67,6 +67,8 @@ function describePage(response: PolicyResponse): string {
 function browseTool(deps: NetworkToolDeps): ResolvedTool {
   return builtinTool({
     name: 'web_browse',
+    server: 'web_search_&_browse',
+    changes: () => false,
     description:
       'Open a web page and read it: its title, its main text (as Markdown) and its links. Only sites your network policy allows can be opened.',
     parameters: Type.Object(
@@ -96,6 +98,8 @@ function browseTool(deps: NetworkToolDeps): ResolvedTool {
 function searchTool(search: NonNullable<WebToolDeps['search']>): ResolvedTool {
   return builtinTool({
     name: 'web_search',
+    server: 'web_search_&_browse',
+    changes: () => false,
     description: 'Search the web. Returns titles, URLs and snippets; open a result with web_browse.',
     parameters: Type.Object(
       { query: Type.String({ minLength: 1, maxLength: 2000, description: 'What to search for' }) },

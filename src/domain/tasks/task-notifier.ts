@@ -1,0 +1,167 @@
+/**
+ * Sends the task.* legacy webhooks (docs/legacy.md). It watches Tasks marked `notify_pending` (by create and by
+ * each follow-up prompt), derives their state from the prompts, and moves `notified_state` along
+ * created → running → completed|failed|canceled with a compare-and-set, so in a cluster exactly one process sends
+ * each transition. Each event gets one attempt per subscribed webhook through the egress guard: no retry, by
+ * contract. A transition that happened and finished between two looks still sends `task.running` first. The same
+ * pass settles ended tool runs of the older API that no caller waited for (their reply goes to the thread).
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../../lib/clock.ts';
+import { iso } from '../../lib/clock.ts';
+import { postPinned, type Resolver } from '../../lib/egress.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { TaskRow } from '../../storage/schema.ts';
+import { messageStatusOf } from '../messages/message-types.ts';
+import type { WorkflowService } from '../workflows/workflow-service.ts';
+import type { LegacyWebhookService } from './legacy-webhooks.ts';
+import { promptStatusOf, type TaskEventType, taskStatusOf } from './task-types.ts';
+
+export interface TaskNotifierDeps {
+  db: Executor;
+  clock: Clock;
+  logger: Logger;
+  webhooks: LegacyWebhookService;
+  /** Ended tool runs whose reply nobody has appended to its thread yet are settled here. */
+  workflows: WorkflowService;
+  allowInsecureDestinations: boolean;
+  resolver?: Resolver;
+  pollMs: number;
+  timeoutMs: number;
+}
+
+export interface TaskNotifier {
+  start(): void;
+  stop(): Promise<void>;
+  /** One pass over the Tasks waiting for a notification (tests drive it directly too). */
+  tick(): Promise<void>;
+}
+
+const BATCH = 100;
+
+/** The events that take a Task from what was last sent to where it is now, and whether it has settled. */
+export function transitions(
+  sent: string,
+  status: ReturnType<typeof taskStatusOf>,
+  latestStarted: boolean,
+): { events: TaskEventType[]; state: string; settled: boolean } {
+  const events: TaskEventType[] = [];
+  let state = sent;
+  if (state === 'none') {
+    events.push('task.created');
+    state = 'created';
+  }
+  if (state === 'created' && latestStarted) {
+    events.push('task.running');
+    state = 'running';
+  }
+  if (status !== 'running') {
+    const terminal = status === 'completed' ? 'task.completed' : status === 'failed' ? 'task.failed' : 'task.canceled';
+    events.push(terminal);
+    state = status;
+  }
+  return { events, state, settled: status !== 'running' };
+}
+
+export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
+  const { db } = deps;
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+  let stopped = true;
+
+  async function send(task: TaskRow, type: TaskEventType, status: string, promptId: string | null): Promise<void> {
+    const subscribers = await deps.webhooks.subscribers(task.org_id, type);
+    if (subscribers.length === 0) return;
+    const now = deps.clock.now();
+    const body = JSON.stringify({
+      id: `evt_${newId().replaceAll('-', '')}`,
+      event: type,
+      createdAt: iso(now),
+      data: {
+        taskId: task.id,
+        status,
+        title: task.title,
+        workspaceId: task.workspace_id,
+        agentId: task.agent_id,
+        promptId,
+      },
+    });
+    await Promise.all(
+      subscribers.map(async (hook) => {
+        let ok = false;
+        try {
+          const response = await postPinned(hook.url, body, {
+            headers: {
+              'content-type': 'application/json',
+              'user-agent': 'Agentry-Webhooks/1',
+              'x-webhook-event': type,
+              ...(hook.secret === null ? {} : { 'x-webhook-secret': hook.secret }),
+            },
+            timeoutMs: deps.timeoutMs,
+            allowInsecure: deps.allowInsecureDestinations,
+            resolver: deps.resolver,
+            maxResponseBytes: 1024,
+          });
+          ok = response.status >= 200 && response.status <= 299;
+        } catch (error) {
+          deps.logger.info({ err: error, webhook: hook.id, type }, 'legacy webhook attempt failed (not retried)');
+        }
+        await deps.webhooks.recordAttempt(hook.id, ok, now);
+      }),
+    );
+  }
+
+  async function tick(): Promise<void> {
+    for (const runId of await deps.workflows.unsettled(BATCH)) await deps.workflows.settle(runId);
+    const tasks = await db.selectFrom('tasks').selectAll().where('notify_pending', '=', 1).limit(BATCH).execute();
+    for (const task of tasks) {
+      const prompts = await db
+        .selectFrom('task_prompts as tp')
+        .innerJoin('messages as m', 'm.id', 'tp.message_id')
+        .select(['m.id', 'm.status', 'm.started_at'])
+        .where('tp.task_id', '=', task.id)
+        .orderBy('tp.seq')
+        .execute();
+      const statuses = prompts.map((prompt) => promptStatusOf(messageStatusOf(prompt.status)));
+      const latest = prompts.at(-1);
+      const next = transitions(task.notified_state, taskStatusOf(statuses), latest?.started_at != null);
+      if (next.events.length === 0) continue;
+      const claimed = await db
+        .updateTable('tasks')
+        .set({ notified_state: next.state, notify_pending: next.settled ? 0 : 1 })
+        .where('id', '=', task.id)
+        .where('notified_state', '=', task.notified_state)
+        .where('notify_pending', '=', 1)
+        .executeTakeFirst();
+      if (claimed.numUpdatedRows === 0n) continue;
+      for (const type of next.events) {
+        await send(task, type, type.slice('task.'.length), latest?.id ?? null);
+      }
+    }
+  }
+
+  const loop = async () => {
+    timer = null;
+    if (stopped) return;
+    running = tick().catch((error: unknown) => deps.logger.error({ err: error }, 'task notifier pass failed'));
+    await running;
+    running = null;
+    if (!stopped) timer = setTimeout(loop, deps.pollMs);
+  };
+
+  return {
+    tick,
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      timer = setTimeout(loop, 0);
+    },
+    async stop() {
+      stopped = true;
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      await running;
+    },
+  };
+}

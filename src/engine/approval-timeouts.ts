@@ -1,0 +1,18 @@
+/**
+ * The approval deadline (`toolApprovals.timeoutSeconds`): each poll of the engine denies the approvals whose
+ * deadline passed, and wakes the turns that no longer wait. Every worker process runs it; the decision is a
+ * conditional update, so each approval is decided once even when several processes see it due.
+ */
+import { findAgentVersion } from '../domain/agents/agent-repo.ts';
+import { expireApprovals } from '../domain/approvals/approvals.ts';
+import type { TurnDeps } from './turn.ts';
+
+export async function denyExpiredApprovals(deps: Omit<TurnDeps, 'owner'>): Promise<void> {
+  const result = await expireApprovals(deps.db, deps.clock.now(), async (trx, message) => {
+    if (message.agent_version === null) return undefined;
+    return (await findAgentVersion(trx, message.agent_id, message.agent_version))?.toolApprovals.timeoutSeconds;
+  });
+  for (const { sessionId, events } of result.events)
+    for (const event of events) deps.bus.publish('live', { sessionId, event: { ...event } });
+  for (const sessionId of result.wake) deps.bus.publish('wake', { sessionId });
+}

@@ -1,0 +1,87 @@
+/**
+ * The registry of live engine processes. Each process that runs turns keeps a row in `engine_processes` alive
+ * with a heartbeat (every third of `ttlMs`). A session whose lease names a process without a live row can be
+ * claimed at once (lease.ts), so a restarted or surviving process resumes a dead one's turns within `ttlMs` plus
+ * one poll, instead of waiting out the whole session lease. A process that is merely slow and misses its
+ * heartbeats loses its sessions the same way a process whose lease lapsed does: the fencing token stops its writes.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../lib/clock.ts';
+import type { Executor } from '../storage/db.ts';
+
+/** How long a registry row of a process that stopped heartbeating is kept (for operators reading the table). */
+const PRUNE_AFTER_MS = 60 * 60_000;
+/** Rows that old are looked for on start and every this many heartbeats. */
+const PRUNE_EVERY_BEATS = 100;
+
+export interface ProcessRegistry {
+  /** Registers this process; resolves once its row is written, so its claims are never mistaken for a dead one's. */
+  start(): Promise<void>;
+  /** Deletes this process's row (after its sessions were handed over). */
+  stop(): Promise<void>;
+}
+
+export interface ProcessRegistryDeps {
+  db: Executor;
+  clock: Clock;
+  logger: Logger;
+  /** The owner string this process writes into leases. */
+  owner: string;
+  role: string;
+  ttlMs: number;
+}
+
+export function createProcessRegistry(deps: ProcessRegistryDeps): ProcessRegistry {
+  const { db, clock, logger, owner, ttlMs } = deps;
+  let timer: NodeJS.Timeout | null = null;
+  let beating: Promise<void> = Promise.resolve();
+  let beats = 0;
+
+  async function prune(now: number): Promise<void> {
+    await db
+      .deleteFrom('engine_processes')
+      .where('expires_at', '<', now - PRUNE_AFTER_MS)
+      .execute();
+  }
+
+  async function register(): Promise<void> {
+    const now = clock.now();
+    await db
+      .insertInto('engine_processes')
+      .values({ id: owner, role: deps.role, started_at: now, heartbeat_at: now, expires_at: now + ttlMs })
+      .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: now, expires_at: now + ttlMs }))
+      .execute();
+  }
+
+  async function beat(): Promise<void> {
+    const now = clock.now();
+    const result = await db
+      .updateTable('engine_processes')
+      .set({ heartbeat_at: now, expires_at: now + ttlMs })
+      .where('id', '=', owner)
+      .executeTakeFirst();
+    // Pruned while this process was frozen: come back (the leases it lost meanwhile stay lost).
+    if (result.numUpdatedRows === 0n) await register();
+    if (++beats % PRUNE_EVERY_BEATS === 0) await prune(now);
+  }
+
+  return {
+    async start() {
+      await register();
+      await prune(clock.now());
+      timer = setInterval(
+        () => {
+          beating = beat().catch((error: unknown) => logger.warn({ err: error }, 'engine process heartbeat failed'));
+        },
+        Math.max(50, Math.floor(ttlMs / 3)),
+      );
+      timer.unref();
+    },
+    async stop() {
+      if (timer !== null) clearInterval(timer);
+      timer = null;
+      await beating;
+      await db.deleteFrom('engine_processes').where('id', '=', owner).execute();
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import { Writable } from 'node:stream';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { createLogger, RequestLogController } from './logger.ts';
+
+/** A Fastify app with three routes, logging to memory, with the given threshold and level. */
+async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ level: number; msg: string }[]> {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const app = Fastify({
+    loggerInstance: createLogger({ logLevel: level, logFormat: 'json' }, sink),
+    logController: new RequestLogController(minMs),
+  });
+  app.get('/fast', async () => ({ ok: true }));
+  app.get('/slow', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    return { ok: true };
+  });
+  app.get('/bad', async (_request, reply) => reply.code(400).send({ error: 'bad' }));
+  for (const url of ['/fast', '/slow', '/bad']) await app.inject({ method: 'GET', url });
+  await app.close();
+  return lines
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => /^GET \//.test(line.msg));
+}
+
+describe('request log lines', () => {
+  it('logs every request once at info by default', async () => {
+    const lines = await requestLines(0, 'info');
+    expect(lines.map((line) => [line.level, line.msg.split(' ').slice(0, 3).join(' ')])).toEqual([
+      [30, 'GET /fast 200'],
+      [30, 'GET /slow 200'],
+      [30, 'GET /bad 400'],
+    ]);
+  });
+
+  it('leaves fast successful requests out at info with a threshold; errors and slow ones stay', async () => {
+    const lines = await requestLines(40, 'info');
+    expect(lines.map((line) => line.msg.split(' ').slice(0, 3).join(' '))).toEqual(['GET /slow 200', 'GET /bad 400']);
+  });
+
+  it('logs the fast ones at debug when debug is on', async () => {
+    const lines = await requestLines(40, 'debug');
+    expect(lines.map((line) => [line.level, line.msg.split(' ').slice(0, 3).join(' ')])).toEqual([
+      [20, 'GET /fast 200'],
+      [30, 'GET /slow 200'],
+      [30, 'GET /bad 400'],
+    ]);
+  });
+});

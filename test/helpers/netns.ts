@@ -1,7 +1,7 @@
 /**
  * A public-looking test host on this machine, for the egress proxy tests: the egress guard refuses loopback and
  * private addresses, so a realistic destination needs a public-range address. A network namespace joined to the
- * host by a veth pair holds it (`1.2.N.2`, with `1.2.N.1` on the host's side, N random so that parallel runs do
+ * host by a veth pair holds it (`1.2.N.2`, with `1.2.N.1` on the host's side, N claimed so that parallel runs do
  * not collide), and a small HTTP/HTTPS server runs inside it on ports 80, 443 and 8080 (its routes: SERVER_SCRIPT).
  * Needs root and `ip`; `start` returns why not otherwise. `stop` removes everything (deleting the namespace removes the veth pair).
  */
@@ -89,13 +89,33 @@ function run(args: string[]): string | null {
   return `${args.join(' ')}: ${(result.stderr || result.error?.message || `exit ${result.status}`).trim()}`;
 }
 
+/**
+ * Picks a `1.2.N.0/30` link no other run on this machine uses: N is skipped while any interface has an address
+ * in it (a concurrent run, or one killed before it cleaned up), and the namespace named after N is the claim, since
+ * `ip netns add` fails when it exists.
+ */
+function claimOctet(): { octet: number; namespace: string } | string {
+  let problem = 'no free 1.2.N.0/30 link';
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const octet = 1 + Math.floor(Math.random() * 250);
+    const addresses = spawnSync('ip', ['-o', '-4', 'addr', 'show'], { encoding: 'utf8' }).stdout ?? '';
+    if (addresses.includes(` 1.2.${octet}.`)) continue;
+    const namespace = `agt-net-${octet}`;
+    const failed = run(['ip', 'netns', 'add', namespace]);
+    if (failed === null) return { octet, namespace };
+    problem = failed;
+  }
+  return problem;
+}
+
 export async function startTestNetwork(): Promise<TestNetwork | string> {
   if (process.getuid?.() !== 0) return 'network namespaces need root';
   if (run(['ip', '-V']) !== null) return 'the ip command (iproute2) is not installed';
   if (run(['openssl', 'version']) !== null) return 'openssl is not installed (needed for the test certificate)';
+  const claimed = claimOctet();
+  if (typeof claimed === 'string') return claimed;
+  const { octet, namespace } = claimed;
   const tag = Math.random().toString(16).slice(2, 8);
-  const octet = 1 + Math.floor(Math.random() * 250);
-  const namespace = `agt-${tag}`;
   const hostSide = `vh${tag}`;
   const nsSide = `vp${tag}`;
   const gatewayAddress = `1.2.${octet}.1`;
@@ -109,7 +129,6 @@ export async function startTestNetwork(): Promise<TestNetwork | string> {
     rmSync(directory, { recursive: true, force: true });
   };
   const steps = [
-    ['ip', 'netns', 'add', namespace],
     ['ip', 'link', 'add', hostSide, 'type', 'veth', 'peer', 'name', nsSide],
     ['ip', 'link', 'set', nsSide, 'netns', namespace],
     ['ip', 'addr', 'add', `${gatewayAddress}/30`, 'dev', hostSide],

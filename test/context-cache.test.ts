@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadContextItems } from '../src/domain/messages/items.ts';
+import { loadContextItems } from '../src/domain/turns/items.ts';
 import { createContextCaches } from '../src/engine/context-cache.ts';
 import { flows, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';

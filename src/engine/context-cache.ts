@@ -9,7 +9,7 @@
  * with its message, once adopted. The logs kept are bounded by an estimate of their size; the least recently
  * used session's log goes first.
  */
-import { type Item, itemFromRow } from '../domain/messages/items.ts';
+import { type Item, itemFromRow } from '../domain/turns/items.ts';
 import type { Executor } from '../storage/db.ts';
 
 export interface ContextCache {

@@ -7,7 +7,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { firstOpenMessage } from '../domain/messages/open-messages.ts';
+import { firstOpenMessage } from '../domain/turns/open-messages.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createContextCaches } from './context-cache.ts';
 import { claimSession, handOver, heartbeat, type Lease, LeaseLostError, releaseIfIdle } from './lease.ts';

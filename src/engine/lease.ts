@@ -7,7 +7,7 @@
  */
 
 import type { ExpressionBuilder } from 'kysely';
-import { firstOpenMessage } from '../domain/messages/open-messages.ts';
+import { firstOpenMessage } from '../domain/turns/open-messages.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
 import type { Database } from '../storage/schema.ts';
 

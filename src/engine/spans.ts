@@ -3,9 +3,10 @@
  * and input are kept in memory while it streams and written with the step, in the step's own transaction; a
  * call that never finishes (model error, interrupt) is written by the turn's ending instead.
  */
-import type { CallKind, CallServer, Item } from '../domain/messages/items.ts';
-import type { MessageError } from '../domain/messages/message-types.ts';
+
 import { insertSpans, type NewSpan, spanSeq, toolCallAttributes } from '../domain/runs/spans.ts';
+import type { CallKind, CallServer, Item } from '../domain/turns/items.ts';
+import type { MessageError } from '../domain/turns/message-types.ts';
 import { newId } from '../lib/ids.ts';
 import type { ToolCall, Usage } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';

@@ -9,7 +9,9 @@ import { agentFromRow, findAgentVersion } from '../domain/agents/agent-repo.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
 import { insertApprovals, markStarted, type NewApproval, newApprovalId } from '../domain/approvals/approvals.ts';
 import { debitCredits } from '../domain/billing/credits.ts';
-import type { MessageOptions } from '../domain/messages/accept.ts';
+import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
+import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
+import type { MessageOptions } from '../domain/turns/accept.ts';
 import {
   type AttachedFile,
   appendItems,
@@ -24,13 +26,11 @@ import {
   type NewItem,
   type PendingCall,
   pendingCalls,
-} from '../domain/messages/items.ts';
-import { turnText } from '../domain/messages/message-service.ts';
-import { type MessageError, OPEN_STATUSES, type Warning } from '../domain/messages/message-types.ts';
-import { requiredActionsOf } from '../domain/messages/message-view.ts';
-import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/messages/transitions.ts';
-import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
-import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
+} from '../domain/turns/items.ts';
+import { turnText } from '../domain/turns/message-service.ts';
+import { type MessageError, OPEN_STATUSES, type Warning } from '../domain/turns/message-types.ts';
+import { requiredActionsOf } from '../domain/turns/message-view.ts';
+import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/turns/transitions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';

@@ -7,8 +7,6 @@
 
 import type { ServerResponse } from 'node:http';
 import type { StreamHub } from '../bus/live-hub.ts';
-import { itemFromRow } from '../domain/messages/items.ts';
-import { RESPONSE_END_STATUSES } from '../domain/messages/message-types.ts';
 import type { OpenAIItem } from '../domain/responses/openai-items.ts';
 import { SERVER_LABEL, toOpenAIItems } from '../domain/responses/openai-items.ts';
 import {
@@ -17,6 +15,8 @@ import {
   projectResponse,
   type ResponseObject,
 } from '../domain/responses/response-view.ts';
+import { itemFromRow } from '../domain/turns/items.ts';
+import { RESPONSE_END_STATUSES } from '../domain/turns/message-types.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 

@@ -165,7 +165,7 @@ export interface ItemsTable {
   step: number;
   type: string;
   call_id: string | null;
-  /** JSON payload; its shape depends on `type` (see domain/messages/items.ts). */
+  /** JSON payload; its shape depends on `type` (see domain/turns/items.ts). */
   content: string;
   created_at: Millis;
 }

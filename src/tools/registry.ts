@@ -7,7 +7,7 @@
  * never fatal to the turn.
  */
 import type { AgentConfig, McpServer } from '../domain/agents/agent-types.ts';
-import type { Warning } from '../domain/messages/message-types.ts';
+import type { Warning } from '../domain/turns/message-types.ts';
 import { exposeNames } from './naming.ts';
 import type { ResolvedTool, ToolKind, ToolOrigin, ToolProvider, ToolScope, ToolSource } from './types.ts';
 

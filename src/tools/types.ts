@@ -5,7 +5,7 @@
  * knows only these types: it never imports a provider.
  */
 import type { AgentConfig, McpServer, NetworkPolicy } from '../domain/agents/agent-types.ts';
-import type { Warning } from '../domain/messages/message-types.ts';
+import type { Warning } from '../domain/turns/message-types.ts';
 import type { Executor } from '../storage/db.ts';
 
 /** Who answers a call: the service (server), the API caller (client), or a person (question). */

@@ -10,11 +10,11 @@ import { AppError, validationError } from '../../errors/app-error.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, ToolApprovalRow } from '../../storage/schema.ts';
-import { appendItems, type Item, loadMessageItems, type PendingCall, pendingCalls } from '../messages/items.ts';
-import { requiredActionsOf } from '../messages/message-view.ts';
-import { resumeTurn } from '../messages/transitions.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
+import { appendItems, type Item, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
+import { requiredActionsOf } from '../turns/message-view.ts';
+import { resumeTurn } from '../turns/transitions.ts';
 
 export const newApprovalId = (): string => `mcpr_${newId().replaceAll('-', '')}`;
 

@@ -1,7 +1,7 @@
 /** Files attached to Responses input: they must be files of the org that a model can read. */
 import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Executor } from '../../storage/db.ts';
-import type { Attachment } from '../messages/items.ts';
+import type { Attachment } from '../turns/items.ts';
 import { classifyForModel } from './file-service.ts';
 
 /** Returns how the file reaches the model: images as image parts, text files as text. */

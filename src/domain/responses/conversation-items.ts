@@ -9,10 +9,10 @@
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
-import { type HistoryItem, historyItems } from '../messages/accept.ts';
-import { pendingClientCalls, recordOutputs } from '../messages/client-outputs.ts';
-import { appendItems, type Item, type NewItem, UNATTACHED, unattachedStep } from '../messages/items.ts';
 import type { SessionEvent } from '../outbox.ts';
+import { type HistoryItem, historyItems } from '../turns/accept.ts';
+import { pendingClientCalls, recordOutputs } from '../turns/client-outputs.ts';
+import { appendItems, type Item, type NewItem, UNATTACHED, unattachedStep } from '../turns/items.ts';
 
 export type ConversationItemInput =
   | { kind: 'output'; callId: string; output: string }

@@ -10,10 +10,10 @@ import { AppError, notFound } from '../../errors/app-error.ts';
 import { type Clock, unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { AgentService } from '../agents/agent-service.ts';
-import { loadLogItems } from '../messages/items.ts';
-import { lockSession, type MessageService } from '../messages/message-service.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
+import { loadLogItems } from '../turns/items.ts';
+import { lockSession, type MessageService } from '../turns/message-service.ts';
 import { type ConversationItemInput, parseConversationItems, storeConversationItems } from './conversation-items.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 

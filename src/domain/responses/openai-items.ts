@@ -4,7 +4,7 @@
  * `mcp_call` items, and calls the caller (or a person) must answer are `function_call` items: an
  * `ask_user_question` call is answered like any function call, with a `function_call_output`.
  */
-import type { Item } from '../messages/items.ts';
+import type { Item } from '../turns/items.ts';
 
 export type OpenAIItem =
   | { id: string; type: 'message'; role: 'user'; status: 'completed'; content: { type: 'input_text'; text: string }[] }

@@ -9,8 +9,8 @@ import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
 import { checkReason } from '../approvals/approvals.ts';
-import type { HistoryItem, ResponseEcho } from '../messages/accept.ts';
-import type { Attachment } from '../messages/items.ts';
+import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
+import type { Attachment } from '../turns/items.ts';
 import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
 
 /** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */

@@ -6,8 +6,8 @@
 import { unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import type { MessageOptions } from '../messages/accept.ts';
-import { type Item, itemFromRow, loadMessageItems } from '../messages/items.ts';
+import type { MessageOptions } from '../turns/accept.ts';
+import { type Item, itemFromRow, loadMessageItems } from '../turns/items.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';

@@ -1,5 +1,5 @@
 /** The Run and Span resources (DESIGN 5): snake_case, times in Unix seconds. */
-import type { MessageError, MessageStatus } from '../messages/message-types.ts';
+import type { MessageError, MessageStatus } from '../turns/message-types.ts';
 
 /** Surfaces that start runs. */
 export const RUN_SOURCES = ['responses', 'sessions', 'tasks', 'sdk', 'console', 'schedule'] as const;

@@ -1,8 +1,8 @@
 /** Projects stored run and span rows to the Run and Span resources (DESIGN 5). */
 import { unixSeconds } from '../../lib/clock.ts';
 import type { RunRow, SpanRow } from '../../storage/schema.ts';
-import { type MessageError, messageStatusOf } from '../messages/message-types.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
+import { type MessageError, messageStatusOf } from '../turns/message-types.ts';
 import {
   isSpanKind,
   isSpanStatus,

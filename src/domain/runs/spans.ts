@@ -11,7 +11,7 @@
  */
 import type { Executor } from '../../storage/db.ts';
 import type { SpanRow } from '../../storage/schema.ts';
-import type { CallKind, CallServer } from '../messages/items.ts';
+import type { CallKind, CallServer } from '../turns/items.ts';
 import { preview } from './preview.ts';
 import type { SpanKind, SpanStatus } from './run-types.ts';
 

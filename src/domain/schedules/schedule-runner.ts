@@ -17,10 +17,10 @@ import type { Clock } from '../../lib/clock.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
-import { acceptMessage } from '../messages/accept.ts';
-import type { MessageService } from '../messages/message-service.ts';
 import type { SessionEvent } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
+import { acceptMessage } from '../turns/accept.ts';
+import type { MessageService } from '../turns/message-service.ts';
 import { claimTicks, failUnstarted, markDispatched, markTimedOut, nextStartable } from './schedule-store.ts';
 
 export interface ScheduleRunnerDeps {

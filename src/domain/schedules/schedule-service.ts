@@ -11,7 +11,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Database, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
-import { messagesWithActions } from '../messages/message-view.ts';
+import { messagesWithActions } from '../turns/message-view.ts';
 import { type CursorPage, decodeCursor, encodeCursor } from './schedule-cursor.ts';
 import { admitRun } from './schedule-store.ts';
 import {

@@ -8,8 +8,8 @@ import { newId } from '../../lib/ids.ts';
 import { storableText } from '../../lib/storable-text.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
-import type { MessageError } from '../messages/message-types.ts';
 import { type WebhookEventType, writeEvents } from '../outbox.ts';
+import type { MessageError } from '../turns/message-types.ts';
 import {
   ACTIVE_RUN_STATUSES,
   type CatchUpPolicy,
@@ -240,7 +240,7 @@ export async function markTimedOut(trx: Executor, runId: string, now: number): P
 export const TIMEOUT_ERROR_CODE = 'schedule_run_timeout';
 
 /**
- * Called by the turn's state changes (domain/messages/transitions.ts) in their transaction: a scheduled turn that
+ * Called by the turn's state changes (domain/turns/transitions.ts) in their transaction: a scheduled turn that
  * ends settles its run, which takes the turn's result, usage and error.
  */
 export async function settleRunOfTurn(

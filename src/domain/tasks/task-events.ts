@@ -7,8 +7,8 @@
 import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import { itemFromRow } from '../messages/items.ts';
-import { isTerminal, messageStatusOf } from '../messages/message-types.ts';
+import { itemFromRow } from '../turns/items.ts';
+import { isTerminal, messageStatusOf } from '../turns/message-types.ts';
 import { promptStatusOf, type TaskStreamEvent } from './task-types.ts';
 
 type PromptRow = Pick<

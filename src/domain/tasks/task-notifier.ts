@@ -13,7 +13,7 @@ import { postPinned, type Resolver } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { TaskRow } from '../../storage/schema.ts';
-import { messageStatusOf } from '../messages/message-types.ts';
+import { messageStatusOf } from '../turns/message-types.ts';
 import type { WorkflowService } from '../workflows/workflow-service.ts';
 import type { LegacyWebhookService } from './legacy-webhooks.ts';
 import { promptStatusOf, type TaskEventType, taskStatusOf } from './task-types.ts';

@@ -12,11 +12,11 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, TaskRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
-import { acceptMessage, type ToolWarnings } from '../messages/accept.ts';
-import type { Attachment } from '../messages/items.ts';
-import type { MessageService } from '../messages/message-service.ts';
-import { isTerminal, messageStatusOf } from '../messages/message-types.ts';
 import type { SessionEvent } from '../outbox.ts';
+import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
+import type { Attachment } from '../turns/items.ts';
+import type { MessageService } from '../turns/message-service.ts';
+import { isTerminal, messageStatusOf } from '../turns/message-types.ts';
 import { storedError, taskEvents } from './task-events.ts';
 import {
   isPromptFinished,

@@ -2,7 +2,7 @@
  * Legacy Tasks (spec 4.5): the Task resource, its prompt statuses, and how a Task's status derives from them. A
  * Task's prompts are messages of its workspace (a hidden Session); the names here are those of the Tasks API.
  */
-import type { MessageStatus } from '../messages/message-types.ts';
+import type { MessageStatus } from '../turns/message-types.ts';
 
 export const PROMPT_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'canceled'] as const;
 export type PromptStatus = (typeof PROMPT_STATUSES)[number];

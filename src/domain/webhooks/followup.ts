@@ -5,8 +5,8 @@
  */
 import { notFound } from '../../errors/app-error.ts';
 import type { Executor } from '../../storage/db.ts';
-import { messagesWithActions } from '../messages/message-view.ts';
 import { type Session, sessionFromRow } from '../sessions/session-service.ts';
+import { messagesWithActions } from '../turns/message-view.ts';
 
 export type FollowUpAction =
   | { type: 'function_call'; turn_id: string; call_id: string; name: string; arguments: string }

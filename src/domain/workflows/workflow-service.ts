@@ -16,14 +16,14 @@ import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, WorkflowRunRow } from '../../storage/schema.ts';
 import { findAgentVersion } from '../agents/agent-repo.ts';
 import type { Agent } from '../agents/agent-types.ts';
-import { acceptMessage, type HistoryItem, type ToolWarnings } from '../messages/accept.ts';
-import type { Attachment } from '../messages/items.ts';
-import type { MessageService } from '../messages/message-service.ts';
-import { isTerminal, type MessageStatus, messageStatusOf } from '../messages/message-types.ts';
-import { messagesWithActions } from '../messages/message-view.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { storedError } from '../tasks/task-events.ts';
 import type { ThreadService } from '../threads/thread-service.ts';
+import { acceptMessage, type HistoryItem, type ToolWarnings } from '../turns/accept.ts';
+import type { Attachment } from '../turns/items.ts';
+import type { MessageService } from '../turns/message-service.ts';
+import { isTerminal, type MessageStatus, messageStatusOf } from '../turns/message-types.ts';
+import { messagesWithActions } from '../turns/message-view.ts';
 
 export const WORKFLOW_RUN_STATUSES = [
   'preparing',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MESSAGE_STATUSES } from '../../domain/messages/message-types.ts';
+import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
 import { OffsetPagination, StringEnum, Uuid } from './common.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });

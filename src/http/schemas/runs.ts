@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { MESSAGE_STATUSES } from '../../domain/messages/message-types.ts';
 import { RUN_SOURCES, SPAN_KINDS, SPAN_STATUSES } from '../../domain/runs/run-types.ts';
+import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
 import { StringEnum, Uuid } from './common.ts';
 
 const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';

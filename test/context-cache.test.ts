@@ -1,5 +1,5 @@
 /**
- * The engine keeps a session's log between turns (src/engine/context-cache.ts). What the model is sent must stay
+ * The engine keeps a session's log between turns (src/domain/turns/context-cache.ts). What the model is sent must stay
  * exactly the session's history when the lease is released between turns, when another process ran turns of the
  * same session meanwhile, when items are added to the conversation outside a turn (and adopted later), and when
  * the cache holds nothing at all. A local OpenAI-compatible server records every request it gets.
@@ -7,8 +7,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createContextCaches } from '../src/domain/turns/context-cache.ts';
 import { loadContextItems } from '../src/domain/turns/items.ts';
-import { createContextCaches } from '../src/engine/context-cache.ts';
 import { flows, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 

@@ -7,10 +7,17 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { createContextCaches } from '../domain/turns/context-cache.ts';
+import {
+  claimSession,
+  handOver,
+  heartbeat,
+  type Lease,
+  LeaseLostError,
+  releaseIfIdle,
+} from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
-import { createContextCaches } from './context-cache.ts';
-import { claimSession, handOver, heartbeat, type Lease, LeaseLostError, releaseIfIdle } from './lease.ts';
 import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
 

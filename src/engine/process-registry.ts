@@ -6,6 +6,7 @@
  * heartbeats loses its sessions the same way a process whose lease lapsed does: the fencing token stops its writes.
  */
 import type { Logger } from 'pino';
+import { heartbeatProcess, pruneProcesses, registerProcess, removeProcess } from '../domain/turns/engine-processes.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Executor } from '../storage/db.ts';
 
@@ -38,30 +39,17 @@ export function createProcessRegistry(deps: ProcessRegistryDeps): ProcessRegistr
   let beats = 0;
 
   async function prune(now: number): Promise<void> {
-    await db
-      .deleteFrom('engine_processes')
-      .where('expires_at', '<', now - PRUNE_AFTER_MS)
-      .execute();
+    await pruneProcesses(db, now - PRUNE_AFTER_MS);
   }
 
   async function register(): Promise<void> {
-    const now = clock.now();
-    await db
-      .insertInto('engine_processes')
-      .values({ id: owner, role: deps.role, started_at: now, heartbeat_at: now, expires_at: now + ttlMs })
-      .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: now, expires_at: now + ttlMs }))
-      .execute();
+    await registerProcess(db, { id: owner, role: deps.role }, clock.now(), ttlMs);
   }
 
   async function beat(): Promise<void> {
     const now = clock.now();
-    const result = await db
-      .updateTable('engine_processes')
-      .set({ heartbeat_at: now, expires_at: now + ttlMs })
-      .where('id', '=', owner)
-      .executeTakeFirst();
     // Pruned while this process was frozen: come back (the leases it lost meanwhile stay lost).
-    if (result.numUpdatedRows === 0n) await register();
+    if (!(await heartbeatProcess(db, owner, now, ttlMs))) await register();
     if (++beats % PRUNE_EVERY_BEATS === 0) await prune(now);
   }
 
@@ -81,7 +69,7 @@ export function createProcessRegistry(deps: ProcessRegistryDeps): ProcessRegistr
       if (timer !== null) clearInterval(timer);
       timer = null;
       await beating;
-      await db.deleteFrom('engine_processes').where('id', '=', owner).execute();
+      await removeProcess(db, owner);
     },
   };
 }

@@ -5,13 +5,13 @@
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
-import { agentFromRow, findAgentVersion } from '../domain/agents/agent-repo.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
 import { insertApprovals, markStarted, type NewApproval, newApprovalId } from '../domain/approvals/approvals.ts';
 import { debitCredits } from '../domain/billing/credits.ts';
 import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
 import type { MessageOptions } from '../domain/turns/accept.ts';
+import { type ContextCache, createContextCache } from '../domain/turns/context-cache.ts';
 import {
   type AttachedFile,
   appendItems,
@@ -27,10 +27,18 @@ import {
   type PendingCall,
   pendingCalls,
 } from '../domain/turns/items.ts';
+import { fenced, type Lease, type LeaseDeps, LeaseLostError } from '../domain/turns/leases.ts';
 import { turnText } from '../domain/turns/message-service.ts';
 import { type MessageError, OPEN_STATUSES, type Warning } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/turns/transitions.ts';
+import {
+  addStepUsage,
+  agentAtStart,
+  agentForTurn,
+  loadMessage,
+  markWorkspaceProvisioned,
+} from '../domain/turns/turn-store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';
@@ -51,8 +59,6 @@ import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
 import type { ToolProgress } from '../tools/types.ts';
-import { type ContextCache, createContextCache } from './context-cache.ts';
-import { fenced, type Lease, type LeaseDeps, LeaseLostError } from './lease.ts';
 import { modelInputOf, type StepTrace, writeStep, writeUnfinishedStep } from './spans.ts';
 import { executeServerCall, instructionsWithTools, toolSpecs } from './tools.ts';
 
@@ -104,10 +110,6 @@ function publish(deps: TurnDeps, sessionId: string, events: SessionEvent[]): voi
   for (const event of events) deps.bus.publish('live', { sessionId, event: { ...event } });
 }
 
-async function reload(db: Executor, messageId: string): Promise<MessageRow | undefined> {
-  return db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
-}
-
 function abortReason(signal: AbortSignal): AbortReason | null {
   const reason: unknown = signal.reason;
   return signal.aborted && reason instanceof TurnAbort ? reason.reason : null;
@@ -123,28 +125,19 @@ async function change(
 ): Promise<MessageRow | null> {
   const now = deps.clock.now();
   const result = await fenced(deps, lease, now, async (trx) => {
-    const message = await reload(trx, messageId);
+    const message = await loadMessage(trx, messageId);
     if (message === undefined || !expected.includes(message.status)) return null;
     const events = await write(trx, message, now);
-    return { events, message: (await reload(trx, messageId)) ?? message };
+    return { events, message: (await loadMessage(trx, messageId)) ?? message };
   });
   if (result === null) return null;
   publish(deps, lease.sessionId, result.events);
   return result.message;
 }
 
-async function agentConfigFor(db: Executor, message: MessageRow): Promise<AgentConfig> {
-  if (message.agent_version !== null) {
-    const config = await findAgentVersion(db, message.agent_id, message.agent_version);
-    if (config !== undefined) return config;
-  }
-  const row = await db.selectFrom('agents').selectAll().where('id', '=', message.agent_id).executeTakeFirstOrThrow();
-  return agentFromRow(row);
-}
-
 /** The agent's config at turn start plus this message's own options (Responses compatibility mode). */
 async function configFor(db: Executor, message: MessageRow): Promise<TurnConfig> {
-  const agent = await agentConfigFor(db, message);
+  const agent = await agentForTurn(db, message);
   if (message.options === null) return { agent, settings: undefined };
   const options = JSON.parse(message.options) as MessageOptions;
   const extra = options.tools ?? [];
@@ -349,26 +342,7 @@ async function persistStep(
       now,
     );
     await writeStep(trx, current, trace, { ...output, calls, costMicros: cost }, now);
-    await trx
-      .updateTable('messages')
-      .set((eb) => ({
-        step_count: eb('step_count', '+', 1),
-        input_tokens: eb('input_tokens', '+', output.usage.inputTokens),
-        output_tokens: eb('output_tokens', '+', output.usage.outputTokens),
-        cost_micros: eb('cost_micros', '+', cost),
-        updated_at: now,
-      }))
-      .where('id', '=', current.id)
-      .execute();
-    await trx
-      .updateTable('runs')
-      .set((eb) => ({
-        input_tokens: eb('input_tokens', '+', output.usage.inputTokens),
-        output_tokens: eb('output_tokens', '+', output.usage.outputTokens),
-        cost_micros: eb('cost_micros', '+', cost),
-      }))
-      .where('id', '=', current.run_id)
-      .execute();
+    await addStepUsage(trx, current, { ...output.usage, costMicros: cost }, now);
     await debitCredits(trx, current.org_id, cost);
     const events = await writeEvents(
       trx,
@@ -681,7 +655,7 @@ export async function runTurn(
   signal: AbortSignal,
   context: ContextCache = createContextCache(lease.sessionId),
 ): Promise<void> {
-  const initial = await reload(engineDeps.db, messageId);
+  const initial = await loadMessage(engineDeps.db, messageId);
   if (initial === undefined) return;
   const trace = runTrace(initial.run_id, initial.traceparent);
   // Every log line written while the turn runs (engine, tools, MCP clients) names its run and trace.
@@ -712,7 +686,7 @@ const ENDED: readonly string[] = ['completed', 'failed', 'cancelled'];
 /** Counts a turn that ended in this call and hands its run to the trace exporter. */
 async function afterTurn(deps: TurnDeps, initial: MessageRow): Promise<void> {
   if (ENDED.includes(initial.status)) return;
-  const after = await reload(deps.db, initial.id).catch(() => undefined);
+  const after = await loadMessage(deps.db, initial.id).catch(() => undefined);
   if (after === undefined || !ENDED.includes(after.status)) return;
   deps.metrics.turnEnded(
     { agent: after.agent_id, source: after.source, outcome: after.status as TurnOutcome },
@@ -736,21 +710,9 @@ async function runTurnSteps(
   try {
     if (message.cancel_requested === 1) throw new TurnAbort('interrupt');
     if (message.status === 'queued') {
-      const agent = await deps.db
-        .selectFrom('agents')
-        .select(['version', 'workspace_provisioned_at'])
-        .where('id', '=', message.agent_id)
-        .executeTakeFirstOrThrow();
+      const agent = await agentAtStart(deps.db, message.agent_id);
       const started = await change(deps, lease, messageId, ['queued'], async (trx, current, now) => {
-        if (agent.workspace_provisioned_at === null) {
-          // The agent's workspace exists from its first turn on; skills and network policy are fixed from then.
-          await trx
-            .updateTable('agents')
-            .set({ workspace_provisioned_at: now })
-            .where('id', '=', current.agent_id)
-            .where('workspace_provisioned_at', 'is', null)
-            .execute();
-        }
+        if (!agent.workspaceProvisioned) await markWorkspaceProvisioned(trx, current.agent_id, now);
         // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
         return startTurn({ trx, message: current, now }, current.agent_version ?? agent.version);
       });
@@ -791,7 +753,7 @@ async function runTurnSteps(
         if (after === null || after.status !== 'running') return;
         continue;
       }
-      message = (await reload(deps.db, messageId)) ?? message;
+      message = (await loadMessage(deps.db, messageId)) ?? message;
       if (message.status !== 'running') return;
       const step = message.step_count + 1;
       inFlight = { step, model: config.model, startedAt: deps.clock.now(), input: modelInputOf(items, messageId) };

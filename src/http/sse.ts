@@ -4,12 +4,17 @@
  */
 import type { ServerResponse } from 'node:http';
 
+/** Unsent bytes a client may fall behind by before its stream is closed. */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
+
 export interface SseWriter {
   /** Writes one frame; false when the connection is closed (or was just closed for being too slow). */
   send(id: string, data: unknown): boolean;
   /** Writes one frame of a named event (`event: <name>`), without an id. */
   named(event: string, data: unknown): boolean;
   comment(text: string): boolean;
+  /** Writes one bare data line (`data: <text>`), such as the Responses stream's closing `[DONE]`. */
+  data(text: string): boolean;
   end(): void;
   readonly closed: boolean;
 }
@@ -43,6 +48,7 @@ export function createSseWriter(response: ServerResponse, maxBufferedBytes: numb
     send: (id, data) => write(sseFrame(id, data)),
     named: (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
     comment: (text) => write(`: ${text}\n\n`),
+    data: (text) => write(`data: ${text}\n\n`),
     end: () => {
       if (!closed) response.end();
       close();

@@ -23,12 +23,15 @@ import { recordOutputs } from '../turns/client-outputs.ts';
 import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { turnText } from '../turns/message-service.ts';
+import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
 import { completeTurn } from '../turns/transitions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import type { ResponseRequest } from './response-request.ts';
+import { bufferLive, isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
+import { loadResponse, type ResponseObject } from './response-view.ts';
 
 export interface ResponseServiceDeps {
   db: Executor;
@@ -48,6 +51,13 @@ export interface ResponseServiceDeps {
 /** How long POST /v1/responses/{id}/cancel waits for a running turn to stop before answering. */
 const CANCEL_WAIT_MS = 5000;
 
+export interface StartedResponse {
+  message: MessageRow;
+  replayed: boolean;
+  /** From `response.created` to the final event; see response-stream.ts. */
+  events: AsyncIterable<ResponseStreamEvent>;
+}
+
 export interface CreatedResponse {
   message: MessageRow;
   replayed: boolean;
@@ -55,7 +65,7 @@ export interface CreatedResponse {
   release(): void;
 }
 
-const WAITING = ['requires_action', 'completed', 'failed', 'cancelled'];
+const WAITING: readonly string[] = RESPONSE_END_STATUSES;
 
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
@@ -323,7 +333,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     return events;
   }
 
-  return {
+  const service = {
     /**
      * The session a request will run in, known before it is accepted, so a stream can listen from the start:
      * the conversation's, the previous response's, or `newSessionId` for a new conversation.
@@ -380,7 +390,76 @@ export function createResponseService(deps: ResponseServiceDeps) {
       };
     },
 
-    get: (orgId: string, messageId: string) => findMessage(db, orgId, messageId),
+    /** The Response projected from its durable message. */
+    async get(orgId: string, messageId: string): Promise<ResponseObject> {
+      return loadResponse(db, await findMessage(db, orgId, messageId));
+    },
+
+    /**
+     * Accepts a Response's turn and returns its events, listening from before the accept so that an engine that
+     * picks the turn up at once loses nothing. Iterate the events to stream them, or pass them to `finish`.
+     */
+    async start(
+      orgId: string,
+      request: ResponseRequest,
+      idempotencyKey: string | undefined,
+      options: { vendorEvents: boolean },
+    ): Promise<StartedResponse> {
+      const newSessionId = newId();
+      const listenTo = await service.sessionFor(orgId, request, newSessionId);
+      let subscription = bufferLive(deps.live, listenTo);
+      let created: CreatedResponse;
+      try {
+        created = await service.create(orgId, request, idempotencyKey, newSessionId);
+      } catch (error) {
+        subscription.close();
+        throw error;
+      }
+      if (created.message.session_id !== listenTo) {
+        // An idempotent replay of a request that created its conversation earlier: listen there instead.
+        subscription.close();
+        subscription = bufferLive(deps.live, created.message.session_id);
+      }
+      const events = responseEvents({
+        db,
+        subscription,
+        message: created.message,
+        vendorEvents: options.vendorEvents,
+        release: created.release,
+      });
+      return { message: created.message, replayed: created.replayed, events };
+    },
+
+    /**
+     * Drains a started Response's events and resolves with its final Response (completed, failed, cancelled or
+     * waiting for input); rejects with 504 `response_timeout` after `timeoutMs` (the turn goes on).
+     */
+    async finish(started: StartedResponse, timeoutMs: number): Promise<ResponseObject> {
+      const iterator = started.events[Symbol.asyncIterator]();
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new AppError(
+                'response_timeout',
+                `the response did not finish within ${timeoutMs} ms; retrieve resp_${started.message.id} later`,
+              ),
+            ),
+          timeoutMs,
+        );
+      });
+      try {
+        for (;;) {
+          const next = await Promise.race([iterator.next(), timeout]);
+          if (next.done === true) throw new Error(`the events of resp_${started.message.id} ended without a Response`);
+          if (isFinalEvent(next.value)) return next.value.response;
+        }
+      } finally {
+        clearTimeout(timer);
+        await iterator.return?.(undefined);
+      }
+    },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */
     async inputItems(orgId: string, messageId: string, page: ItemPage): Promise<ConversationItemList> {
@@ -390,7 +469,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     },
 
     /** Cancels the Response's turn and returns the Response once the turn stopped (or after a few seconds). */
-    async cancel(orgId: string, messageId: string): Promise<MessageRow> {
+    async cancel(orgId: string, messageId: string): Promise<ResponseObject> {
       await findMessage(db, orgId, messageId);
       await deps.messages.cancelMessage(orgId, messageId);
       const deadline = Date.now() + CANCEL_WAIT_MS;
@@ -399,7 +478,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         await new Promise((resolve) => setTimeout(resolve, 25));
         row = await findMessage(db, orgId, messageId);
       }
-      return row;
+      return loadResponse(db, row);
     },
 
     /** Deletes the Response (GET answers 404 afterwards); an unfinished turn is cancelled first. */
@@ -408,52 +487,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
       await deps.messages.deleteResponse(orgId, messageId);
       return { id: `resp_${messageId}`, object: 'response', deleted: true };
     },
-
-    /**
-     * Resolves with the message once its turn completed, failed, was cancelled or waits for input; rejects with
-     * 504 `response_timeout` after `timeoutMs` (the turn goes on).
-     */
-    async waitForTurn(message: MessageRow, timeoutMs: number, release: () => void): Promise<MessageRow> {
-      return new Promise<MessageRow>((resolve, reject) => {
-        let settled = false;
-        const finish = (error: unknown, row?: MessageRow) => {
-          if (settled) return;
-          settled = true;
-          unsubscribe();
-          clearTimeout(timer);
-          if (row !== undefined) resolve(row);
-          else reject(error);
-        };
-        const check = () => {
-          findMessage(db, message.org_id, message.id).then(
-            (row) => {
-              if (WAITING.includes(row.status)) finish(null, row);
-            },
-            (error: unknown) => finish(error),
-          );
-        };
-        const unsubscribe = deps.live.subscribe(message.session_id, (event) => {
-          if (
-            event.message_id === message.id &&
-            (event.kind === 'message.status' || event.kind === 'message.completed')
-          )
-            check();
-        });
-        const timer = setTimeout(
-          () =>
-            finish(
-              new AppError(
-                'response_timeout',
-                `the response did not finish within ${timeoutMs} ms; retrieve resp_${message.id} later`,
-              ),
-            ),
-          timeoutMs,
-        );
-        release();
-        check();
-      });
-    },
   };
+  return service;
 }
 
 export type ResponseService = ReturnType<typeof createResponseService>;

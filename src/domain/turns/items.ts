@@ -197,6 +197,40 @@ export async function loadContextItems(db: Executor, sessionId: string, upToMess
   return rows.map(itemFromRow);
 }
 
+/** Items of a session past `afterSeq` in log order, each with its message's seq (null while not adopted yet). */
+export async function loadItemsAfter(
+  db: Executor,
+  sessionId: string,
+  afterSeq: number,
+): Promise<(ItemRow & { message_seq: number | null })[]> {
+  return db
+    .selectFrom('items')
+    .leftJoin('messages', 'messages.id', 'items.message_id')
+    .selectAll('items')
+    .select('messages.seq as message_seq')
+    .where('items.session_id', '=', sessionId)
+    .where('items.seq', '>', afterSeq)
+    .orderBy('items.seq')
+    .execute();
+}
+
+export async function loadItem(db: Executor, itemId: string): Promise<Item | undefined> {
+  const row = await db.selectFrom('items').selectAll().where('id', '=', itemId).executeTakeFirst();
+  return row === undefined ? undefined : itemFromRow(row);
+}
+
+/** The output item of a tool call of the session, once stored. */
+export async function loadCallOutput(db: Executor, sessionId: string, callId: string): Promise<Item | undefined> {
+  const row = await db
+    .selectFrom('items')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('call_id', '=', callId)
+    .where('type', '=', 'function_call_output')
+    .executeTakeFirst();
+  return row === undefined ? undefined : itemFromRow(row);
+}
+
 export async function loadMessageItems(db: Executor, messageId: string): Promise<Item[]> {
   const rows = await db.selectFrom('items').selectAll().where('message_id', '=', messageId).orderBy('seq').execute();
   return rows.map(itemFromRow);

@@ -2,19 +2,18 @@
  * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
  * and the stream's vendor events depend on the client (client-mode.ts).
  */
+import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
-import type { CreatedResponse } from '../../domain/responses/response-service.ts';
-import { loadResponse } from '../../domain/responses/response-view.ts';
-import { newId } from '../../lib/ids.ts';
+import { isFinalEvent, type ResponseStreamEvent } from '../../domain/responses/response-stream.ts';
 import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
-import { bufferLive, streamResponse } from '../responses-sse.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Responses'];
@@ -117,54 +116,64 @@ export function responseRoutes(app: App, deps: Deps): void {
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,
     handler: async (request, reply) => {
-      const orgId = orgOf(request);
       const mode = compatModeOf(request, deps.config.responsesCompat);
       reply.header('agentry-compat', mode);
       const parsed = parseResponseRequest(request.body, mode === 'openai');
-      const newSessionId = newId();
-      // A stream listens before the turn is accepted: an engine that picks the turn up at once loses nothing.
-      const listenTo = parsed.stream ? await deps.responses.sessionFor(orgId, parsed, newSessionId) : null;
-      let subscription = listenTo === null ? null : bufferLive(deps.live, listenTo);
-      let created: CreatedResponse;
-      try {
-        created = await deps.responses.create(orgId, parsed, request.headers['idempotency-key'], newSessionId);
-      } catch (error) {
-        subscription?.close();
-        throw error;
-      }
-      if (created.replayed) reply.header('idempotent-replayed', 'true');
-      if (subscription !== null) {
-        if (created.message.session_id !== listenTo) {
-          // An idempotent replay of a request that created its conversation earlier: listen there instead.
-          subscription.close();
-          subscription = bufferLive(deps.live, created.message.session_id);
-        }
-        reply.hijack();
-        reply.raw.setHeader('x-request-id', request.id);
-        deps.metrics.sseStreams(1, 'responses');
-        try {
-          await streamResponse({
-            raw: reply.raw,
-            db: deps.storage.db,
-            subscription,
-            message: created.message,
-            vendorEvents: vendorEventsWanted(request, deps.config.responsesStreamEvents),
-            heartbeatMs: deps.config.sseHeartbeatMs,
-            release: created.release,
-          });
-        } finally {
-          deps.metrics.sseStreams(-1, 'responses');
-        }
-        return reply;
-      }
-      const finished = await deps.responses.waitForTurn(
-        created.message,
-        deps.config.responsesSyncTimeoutMs,
-        created.release,
-      );
-      return loadResponse(deps.storage.db, finished);
+      const started = await deps.responses.start(orgOf(request), parsed, request.headers['idempotency-key'], {
+        vendorEvents: parsed.stream && vendorEventsWanted(request, deps.config.responsesStreamEvents),
+      });
+      if (started.replayed) reply.header('idempotent-replayed', 'true');
+      if (!parsed.stream) return deps.responses.finish(started, deps.config.responsesSyncTimeoutMs);
+      reply.hijack();
+      await streamEvents(reply.raw, request.id, started.events);
+      return reply;
     },
   });
+
+  /** Frames a Response's events as Server-Sent Events through the bounded writer, ending with `data: [DONE]`. */
+  async function streamEvents(
+    raw: ServerResponse,
+    requestId: string,
+    events: AsyncIterable<ResponseStreamEvent>,
+  ): Promise<void> {
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': requestId,
+    });
+    raw.socket?.setNoDelay(true);
+    const iterator = events[Symbol.asyncIterator]();
+    deps.metrics.sseStreams(1, 'responses');
+    // A closed connection (or a shutdown) ends the iteration, which unsubscribes; the turn goes on.
+    const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
+      deps.metrics.sseStreams(-1, 'responses');
+      void iterator.return?.(undefined);
+    });
+    const untrack = deps.live.track(() => writer.end());
+    const heartbeat = setInterval(() => writer.comment('ping'), deps.config.sseHeartbeatMs);
+    let sequence = 0;
+    try {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done === true || writer.closed) break;
+        const { type, ...fields } = next.value;
+        writer.named(type, { type, sequence_number: sequence++, ...fields });
+        if (isFinalEvent(next.value)) {
+          writer.data('[DONE]');
+          break;
+        }
+      }
+    } catch (error) {
+      deps.logger.error({ err: error, requestId }, 'response stream failed');
+      raw.destroy();
+    } finally {
+      clearInterval(heartbeat);
+      untrack();
+      writer.end();
+    }
+  }
 
   app.route({
     method: 'GET',
@@ -177,10 +186,7 @@ export function responseRoutes(app: App, deps: Deps): void {
       params: ResponseParams,
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => {
-      const message = await deps.responses.get(orgOf(request), responseIdToMessage(request.params.id, 'id'));
-      return loadResponse(deps.storage.db, message);
-    },
+    handler: async (request) => deps.responses.get(orgOf(request), responseIdToMessage(request.params.id, 'id')),
   });
 
   app.route({
@@ -219,10 +225,7 @@ export function responseRoutes(app: App, deps: Deps): void {
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
     },
     onRequest: ignoreEmptyJsonBody,
-    handler: async (request) => {
-      const message = await deps.responses.cancel(orgOf(request), responseIdToMessage(request.params.id, 'id'));
-      return loadResponse(deps.storage.db, message);
-    },
+    handler: async (request) => deps.responses.cancel(orgOf(request), responseIdToMessage(request.params.id, 'id')),
   });
 
   app.route({

@@ -11,12 +11,11 @@ import { eventsAfter, lastEventSeq } from '../../domain/outbox.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
-import { createSseWriter } from '../sse.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES } from '../sse.ts';
 import type { App } from '../types.ts';
 
 export const REPLAY_LIMIT = 1000;
 /** Unsent bytes allowed per connection before a slow client is disconnected. */
-export const MAX_BUFFERED_BYTES = 1024 * 1024;
 /** Live events held while the replay is read from the database. */
 const MAX_PENDING_EVENTS = 10_000;
 

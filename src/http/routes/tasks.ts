@@ -17,9 +17,8 @@ import {
   TaskPromptAccepted,
   TaskPromptBody,
 } from '../schemas/tasks.ts';
-import { createSseWriter } from '../sse.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES } from '../sse.ts';
 import type { App } from '../types.ts';
-import { MAX_BUFFERED_BYTES } from './stream.ts';
 
 const tags = ['Tasks'];
 const MAX_LIMIT = 100;

@@ -7,9 +7,9 @@
  */
 
 import type { ExpressionBuilder } from 'kysely';
-import { firstOpenMessage } from '../domain/turns/open-messages.ts';
-import type { Dialect, Executor } from '../storage/db.ts';
-import type { Database } from '../storage/schema.ts';
+import type { Dialect, Executor } from '../../storage/db.ts';
+import type { Database } from '../../storage/schema.ts';
+import { firstOpenMessage } from './open-messages.ts';
 
 export interface Lease {
   sessionId: string;

@@ -9,8 +9,8 @@
  * with its message, once adopted. The logs kept are bounded by an estimate of their size; the least recently
  * used session's log goes first.
  */
-import { type Item, itemFromRow } from '../domain/turns/items.ts';
-import type { Executor } from '../storage/db.ts';
+import type { Executor } from '../../storage/db.ts';
+import { type Item, itemFromRow, loadItemsAfter } from './items.ts';
 
 export interface ContextCache {
   /** Items of messages up to `upToMessageSeq`, in context order (message order, then log order). */
@@ -41,15 +41,7 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
   const log: SessionLog = {
     bytes: 0,
     async load(db, upToMessageSeq) {
-      const rows = await db
-        .selectFrom('items')
-        .leftJoin('messages', 'messages.id', 'items.message_id')
-        .selectAll('items')
-        .select('messages.seq as message_seq')
-        .where('items.session_id', '=', sessionId)
-        .where('items.seq', '>', watermark)
-        .orderBy('items.seq')
-        .execute();
+      const rows = await loadItemsAfter(db, sessionId, watermark);
       let added = 0;
       let blocked = false;
       for (const row of rows) {

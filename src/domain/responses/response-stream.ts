@@ -1,24 +1,25 @@
 /**
- * The Responses event stream (reference/responses-wire.md section 3): the standard lifecycle for text,
- * function_call and mcp_call items, built from the session's live events, plus the vendor events
- * `response.agentry_tool_call.*` unless the client asked for standard events only. The terminal event carries the
- * full Response read back from the database, so it always equals what `GET /v1/responses/{id}` returns.
+ * A Response's turn as Responses stream events (reference/responses-wire.md section 3): the standard lifecycle for
+ * text, function_call and mcp_call items, projected from the session's live events, plus the vendor events
+ * `response.agentry_tool_call.*` unless the client asked for standard events only. The last event
+ * (`response.completed` or `response.failed`) carries the full Response read back from the database, so it always
+ * equals what `GET /v1/responses/{id}` returns. The streaming route frames these events as Server-Sent Events; the
+ * non-streaming route drains them and answers the last one's Response.
  */
+import type { StreamHub } from '../../bus/live-hub.ts';
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import { loadCallOutput, loadItem } from '../turns/items.ts';
+import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
+import { loadMessage } from '../turns/turn-store.ts';
+import { type OpenAIItem, SERVER_LABEL, toOpenAIItems } from './openai-items.ts';
+import { loadResponseItems, outputItems, projectResponse, type ResponseObject } from './response-view.ts';
 
-import type { ServerResponse } from 'node:http';
-import type { StreamHub } from '../bus/live-hub.ts';
-import type { OpenAIItem } from '../domain/responses/openai-items.ts';
-import { SERVER_LABEL, toOpenAIItems } from '../domain/responses/openai-items.ts';
-import {
-  loadResponseItems,
-  outputItems,
-  projectResponse,
-  type ResponseObject,
-} from '../domain/responses/response-view.ts';
-import { itemFromRow } from '../domain/turns/items.ts';
-import { RESPONSE_END_STATUSES } from '../domain/turns/message-types.ts';
-import type { Executor } from '../storage/db.ts';
-import type { MessageRow } from '../storage/schema.ts';
+/** One Responses stream event: its `type` and fields, without the `sequence_number` the framing adds. */
+export interface ResponseStreamEvent {
+  type: string;
+  [field: string]: unknown;
+}
 
 /** Live events of one session, buffered from the moment of subscription until a listener attaches. */
 export interface LiveSubscription {
@@ -42,28 +43,37 @@ export function bufferLive(live: StreamHub, sessionId: string): LiveSubscription
   };
 }
 
-export interface ResponseStreamOptions {
-  raw: ServerResponse;
+export interface ResponseEventsOptions {
   db: Executor;
   /** Subscribed before the turn was accepted, so no event of it is missed. */
   subscription: LiveSubscription;
   message: MessageRow;
   vendorEvents: boolean;
-  heartbeatMs: number;
-  /** Publishes the accepted turn (called once this stream listens). */
+  /** Publishes the accepted turn and wakes the engine (called once the events are listened to). */
   release: () => void;
 }
 
 type Json = Record<string, unknown>;
 const TERMINAL: ReadonlySet<string> = new Set(RESPONSE_END_STATUSES);
 
-export async function streamResponse(options: ResponseStreamOptions): Promise<void> {
-  const { raw, db, message } = options;
-  let sequence = 0;
-  let closed = false;
+/** True for the last event of a Response's stream. */
+export const isFinalEvent = (event: ResponseStreamEvent): event is ResponseStreamEvent & { response: ResponseObject } =>
+  event.type === 'response.completed' || event.type === 'response.failed';
+
+/**
+ * The events of the Response of `options.message`, from `response.created` to its final event. The turn is
+ * released when the iteration starts. Ending the iteration early (`return`: a client that disconnected, a
+ * timeout) unsubscribes at once, also while waiting for the next event; the turn goes on.
+ */
+export function responseEvents(options: ResponseEventsOptions): AsyncIterableIterator<ResponseStreamEvent> {
+  const { db, message } = options;
+  const ready: ResponseStreamEvent[] = [];
+  let wake: (() => void) | null = null;
+  let ended = false;
+  let failure = null as { error: unknown } | null;
   const send = (type: string, payload: Json) => {
-    if (closed) return;
-    raw.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...payload })}\n\n`);
+    ready.push({ type, ...payload });
+    wake?.();
   };
   const vendor = (
     type: 'started' | 'progress' | 'action_required' | 'failed',
@@ -236,33 +246,19 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
   };
 
   const finish = async () => {
+    if (ended) return;
     closeText();
-    const row =
-      (await db.selectFrom('messages').selectAll().where('id', '=', message.id).executeTakeFirst()) ?? message;
+    const row = (await loadMessage(db, message.id)) ?? message;
     const items = await loadResponseItems(db, row);
     replay(outputItems(items, message.id));
     const response: ResponseObject = projectResponse(row, items);
+    ended = true;
     send(response.status === 'completed' ? 'response.completed' : 'response.failed', { response });
-    if (!closed) raw.write('data: [DONE]\n\n');
-    closed = true;
-    raw.end();
   };
 
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  raw.socket?.setNoDelay(true);
-
   let queue: Promise<void> = Promise.resolve();
-  let done!: () => void;
-  const ended = new Promise<void>((resolve) => {
-    done = resolve;
-  });
   const handle = async (event: Json) => {
-    if (closed || event.message_id !== message.id) return;
+    if (ended || event.message_id !== message.id) return;
     const data = (event.data ?? {}) as Json;
     if (event.kind === 'message.delta') {
       const id = String(data.itemId ?? '');
@@ -326,12 +322,8 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       }
     } else if (event.kind === 'message.event' && data.type === 'tool_list') {
       closeText();
-      const row = await db
-        .selectFrom('items')
-        .selectAll()
-        .where('id', '=', String(data.itemId ?? ''))
-        .executeTakeFirst();
-      const listed = row === undefined ? undefined : toOpenAIItems([itemFromRow(row)])[0];
+      const item = await loadItem(db, String(data.itemId ?? ''));
+      const listed = item === undefined ? undefined : toOpenAIItems([item])[0];
       if (listed?.type === 'mcp_list_tools') listTools(listed);
     } else if (event.kind === 'message.event' && data.type === 'tool_progress') {
       const call = servers.get(String(data.callId ?? ''));
@@ -344,55 +336,67 @@ export async function streamResponse(options: ResponseStreamOptions): Promise<vo
       });
     } else if (event.kind === 'message.event' && data.type === 'tool_result') {
       const callId = String(data.callId ?? '');
-      const row = await db
-        .selectFrom('items')
-        .selectAll()
-        .where('session_id', '=', message.session_id)
-        .where('call_id', '=', callId)
-        .where('type', '=', 'function_call_output')
-        .executeTakeFirst();
-      const content = row === undefined ? null : itemFromRow(row).content;
+      const content = (await loadCallOutput(db, message.session_id, callId))?.content ?? null;
       finishServerCall(callId, content?.type === 'function_call_output' ? content.output : null, data.isError === true);
     } else if (event.kind === 'message.status' && TERMINAL.has(String(data.status))) {
       await finish();
-      done();
     }
   };
-  options.subscription.attach((event) => {
-    queue = queue
-      .then(() => handle(event))
-      .catch(() => {
-        closed = true;
-        raw.destroy();
-        done();
-      });
-  });
-  const heartbeat = setInterval(() => {
-    if (!closed) raw.write(': ping\n\n');
-  }, options.heartbeatMs);
-  raw.on('close', () => {
-    closed = true;
-    done();
-  });
-  options.release();
-
-  const snapshot = projectResponse(message, [], { status: 'in_progress', output: [] });
-  send('response.created', {
-    response: { ...snapshot, status: 'queued' === message.status ? 'in_progress' : snapshot.status },
-  });
-  send('response.in_progress', { response: { ...snapshot, status: 'in_progress' } });
-  // A replayed request, or a turn that ended before this stream listened, is finished from the database.
-  queue = queue.then(async () => {
-    const current = await db.selectFrom('messages').select('status').where('id', '=', message.id).executeTakeFirst();
-    if (current !== undefined && TERMINAL.has(current.status) && !closed) {
-      await finish();
-      done();
-    }
-  });
-  try {
-    await ended;
-  } finally {
+  const enqueue = (work: () => Promise<void>) => {
+    queue = queue.then(work).catch((error: unknown) => {
+      failure = { error };
+      wake?.();
+    });
+  };
+  let started = false;
+  let over = false;
+  const stop = () => {
+    if (over) return;
+    over = true;
+    ended = true;
     options.subscription.close();
-    clearInterval(heartbeat);
-  }
+    wake?.();
+  };
+  const start = () => {
+    options.subscription.attach((event) => enqueue(() => handle(event)));
+    options.release();
+    const snapshot = projectResponse(message, [], { status: 'in_progress', output: [] });
+    send('response.created', { response: snapshot });
+    send('response.in_progress', { response: snapshot });
+    // A replayed request, or a turn that ended before this listened, is finished from the database.
+    enqueue(async () => {
+      const row = await loadMessage(db, message.id);
+      if (row !== undefined && TERMINAL.has(row.status)) await finish();
+    });
+  };
+  const iterator: AsyncIterableIterator<ResponseStreamEvent> = {
+    [Symbol.asyncIterator]: () => iterator,
+    async next() {
+      if (!started) {
+        started = true;
+        start();
+      }
+      for (;;) {
+        if (over) return { done: true, value: undefined };
+        const event = ready.shift();
+        if (event !== undefined) {
+          if (isFinalEvent(event)) stop();
+          return { done: false, value: event };
+        }
+        if (failure !== null) {
+          stop();
+          throw failure.error;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = null;
+      }
+    },
+    async return() {
+      stop();
+      return { done: true, value: undefined };
+    },
+  };
+  return iterator;
 }

@@ -1,0 +1,86 @@
+/**
+ * The turn's reads and writes that are neither a state transition (transitions.ts) nor a log append (items.ts):
+ * loading the message, the agent version a turn runs with, and a step's usage counters. The engine reaches the
+ * database only through this folder, so every write to messages, runs, items and session status is made here.
+ */
+import type { Executor } from '../../storage/db.ts';
+import type { MessageRow } from '../../storage/schema.ts';
+import { agentFromRow, findAgentVersion } from '../agents/agent-repo.ts';
+import type { AgentConfig } from '../agents/agent-types.ts';
+
+export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
+  return db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
+}
+
+export async function messageStatus(db: Executor, messageId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('messages').select('status').where('id', '=', messageId).executeTakeFirst();
+  return row?.status;
+}
+
+/** The agent as the message's run fixed it (its pinned version), or the current one before the turn started. */
+export async function agentForTurn(db: Executor, message: MessageRow): Promise<AgentConfig> {
+  if (message.agent_version !== null) {
+    const config = await findAgentVersion(db, message.agent_id, message.agent_version);
+    if (config !== undefined) return config;
+  }
+  const row = await db.selectFrom('agents').selectAll().where('id', '=', message.agent_id).executeTakeFirstOrThrow();
+  return agentFromRow(row);
+}
+
+/** What starting a turn needs to know of its agent: the current version, and whether its workspace exists yet. */
+export async function agentAtStart(
+  db: Executor,
+  agentId: string,
+): Promise<{ version: number; workspaceProvisioned: boolean }> {
+  const row = await db
+    .selectFrom('agents')
+    .select(['version', 'workspace_provisioned_at'])
+    .where('id', '=', agentId)
+    .executeTakeFirstOrThrow();
+  return { version: row.version, workspaceProvisioned: row.workspace_provisioned_at !== null };
+}
+
+/** The agent's workspace exists from its first turn on; skills and network policy are fixed from then. */
+export async function markWorkspaceProvisioned(trx: Executor, agentId: string, now: number): Promise<void> {
+  await trx
+    .updateTable('agents')
+    .set({ workspace_provisioned_at: now })
+    .where('id', '=', agentId)
+    .where('workspace_provisioned_at', 'is', null)
+    .execute();
+}
+
+export interface StepUsage {
+  inputTokens: number;
+  outputTokens: number;
+  costMicros: number;
+}
+
+/** Adds one step's tokens and cost to its message (which also counts the step) and to its run. */
+export async function addStepUsage(
+  trx: Executor,
+  message: Pick<MessageRow, 'id' | 'run_id'>,
+  usage: StepUsage,
+  now: number,
+): Promise<void> {
+  await trx
+    .updateTable('messages')
+    .set((eb) => ({
+      step_count: eb('step_count', '+', 1),
+      input_tokens: eb('input_tokens', '+', usage.inputTokens),
+      output_tokens: eb('output_tokens', '+', usage.outputTokens),
+      cost_micros: eb('cost_micros', '+', usage.costMicros),
+      updated_at: now,
+    }))
+    .where('id', '=', message.id)
+    .execute();
+  await trx
+    .updateTable('runs')
+    .set((eb) => ({
+      input_tokens: eb('input_tokens', '+', usage.inputTokens),
+      output_tokens: eb('output_tokens', '+', usage.outputTokens),
+      cost_micros: eb('cost_micros', '+', usage.costMicros),
+    }))
+    .where('id', '=', message.run_id)
+    .execute();
+}

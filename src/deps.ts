@@ -11,16 +11,19 @@ import { createRedisBus, deploymentChannelPrefix } from './bus/redis-bus.ts';
 import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
-import { createFileReader } from './domain/files/file-service.ts';
+import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
 import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
+import { eventsAfter, lastEventSeq, type SessionEvent } from './domain/outbox.ts';
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
+import { configuredProviders, listModels, type ModelList } from './domain/responses/models.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
+import { createRunService, type RunService } from './domain/runs/run-service.ts';
 import { createScheduleRunner, type ScheduleRunner } from './domain/schedules/schedule-runner.ts';
 import { createScheduleService, type ScheduleService } from './domain/schedules/schedule-service.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
@@ -30,6 +33,7 @@ import { createTaskService, type TaskService } from './domain/tasks/task-service
 import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
 import { createMessageService, type MessageService } from './domain/turns/message-service.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './domain/webhooks/dispatcher.ts';
+import { type FollowUpSession, followUpSession } from './domain/webhooks/followup.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
 import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
 import { createWorkflowService, type WorkflowService } from './domain/workflows/workflow-service.ts';
@@ -94,6 +98,19 @@ export interface Deps {
   schedules: ScheduleService;
   /** Fires ticks and starts schedule runs (the worker's scheduler and manual runs use it). */
   scheduleRunner: ScheduleRunner;
+  /** Runs and their traces (read only). */
+  runs: RunService;
+  /** Uploaded files, for /v1/files and the older API's files. */
+  files: FileService;
+  /** The organization's agents and the configured model providers, as /v1/models lists them. */
+  listModels(orgId: string): Promise<ModelList>;
+  /** The retained session events, for the session stream's resume and replay. */
+  sessionEvents: {
+    lastSeq(sessionId: string): Promise<number>;
+    after(sessionId: string, afterSeq: number, limit: number): Promise<{ events: SessionEvent[]; truncated: boolean }>;
+  };
+  /** A session as the webhook follow-up route shows it. */
+  followUpSession(orgId: string, sessionId: string): Promise<FollowUpSession>;
   /** Closes what the services hold open besides storage and the bus (MCP connections). */
   close(): Promise<void>;
 }
@@ -247,7 +264,16 @@ export async function buildDeps(
     maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
   });
   const threads = createThreadService({ db, clock });
+  const providers = configuredProviders(config);
   return {
+    runs: createRunService({ db }),
+    files: createFileService({ db, clock, dataDir: config.dataDir, maxUploadBytes: config.maxUploadBytes }),
+    listModels: (orgId) => listModels({ db, providers }, orgId),
+    sessionEvents: {
+      lastSeq: (sessionId) => lastEventSeq(db, sessionId),
+      after: (sessionId, afterSeq, limit) => eventsAfter(db, sessionId, afterSeq, limit),
+    },
+    followUpSession: (orgId, sessionId) => followUpSession(db, orgId, sessionId),
     config,
     logger,
     clock,

@@ -3,12 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import {
-  createFileService,
-  DEFAULT_PURPOSE,
-  PURPOSE_PATTERN,
-  type UploadPart,
-} from '../../domain/files/file-service.ts';
+import { DEFAULT_PURPOSE, PURPOSE_PATTERN, type UploadPart } from '../../domain/files/file-service.ts';
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams, Uuid } from '../schemas/common.ts';
@@ -154,12 +149,7 @@ export function discardRest(request: FastifyRequest, reply: FastifyReply, limit:
 }
 
 export function fileRoutes(app: App, deps: Deps): void {
-  const files = createFileService({
-    db: deps.storage.db,
-    clock: deps.clock,
-    dataDir: deps.config.dataDir,
-    maxUploadBytes: deps.config.maxUploadBytes,
-  });
+  const files = deps.files;
   const maxUploadBytes = deps.config.maxUploadBytes;
 
   // Uploads are parsed only in this scope: other routes keep answering multipart with unsupported_content_type.

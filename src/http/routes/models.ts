@@ -1,7 +1,6 @@
 /** GET /v1/models: the agents a key can name as `model` on /v1/responses, and the configured providers. */
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import { configuredProviders, listModels } from '../../domain/responses/models.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses } from '../schemas/common.ts';
 import type { App } from '../types.ts';
@@ -26,7 +25,6 @@ const ModelList = Type.Object(
 );
 
 export function modelRoutes(app: App, deps: Deps): void {
-  const providers = configuredProviders(deps.config);
   app.route({
     method: 'GET',
     url: '/v1/models',
@@ -38,6 +36,6 @@ export function modelRoutes(app: App, deps: Deps): void {
       tags: ['Responses'],
       response: { 200: ModelList, ...errorResponses(401, 403) },
     },
-    handler: async (request) => listModels({ db: deps.storage.db, providers }, orgOf(request)),
+    handler: async (request) => deps.listModels(orgOf(request)),
   });
 }

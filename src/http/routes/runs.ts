@@ -1,5 +1,4 @@
 import type { Deps } from '../../deps.ts';
-import { createRunService } from '../../domain/runs/run-service.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
 import { ResponseIdParams, Run, RunList, RunListQuery, SpanList, TraceQuery } from '../schemas/runs.ts';
@@ -11,8 +10,7 @@ const tags = ['Runs'];
 const idAfter = (prefix: string, value: string): string => value.slice(prefix.length).toLowerCase();
 
 export function runRoutes(app: App, deps: Deps): void {
-  // Runs only read storage; the service is built here until Deps carries it.
-  const runs = createRunService({ db: deps.storage.db });
+  const runs = deps.runs;
 
   app.route({
     method: 'GET',

@@ -7,7 +7,7 @@ import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import { createFileService, type FileObject } from '../../domain/files/file-service.ts';
+import type { FileObject } from '../../domain/files/file-service.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { iso } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
@@ -35,12 +35,7 @@ function record(file: FileObject, projectId: number) {
 }
 
 export function sdkFileRoutes(app: App, deps: Deps): void {
-  const files = createFileService({
-    db: deps.storage.db,
-    clock: deps.clock,
-    dataDir: deps.config.dataDir,
-    maxUploadBytes: deps.config.maxUploadBytes,
-  });
+  const files = deps.files;
   const maxUploadBytes = deps.config.maxUploadBytes;
   const projectOf = async (orgId: string) => (await deps.orgs.list()).find((org) => org.id === orgId)?.projectId ?? 0;
 

@@ -3,7 +3,6 @@
  * `Agentry-Beta: agents=v1`. It returns the Session with `required_actions`, the pending calls to answer.
  */
 import type { Deps } from '../../deps.ts';
-import { followUpSession } from '../../domain/webhooks/followup.ts';
 import { validationError } from '../../errors/app-error.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
@@ -39,7 +38,7 @@ export function sessionFollowUpRoutes(app: App, deps: Deps): void {
       }
     },
     handler: async (request) => ({
-      session: await followUpSession(deps.storage.db, orgOf(request), request.params.id),
+      session: await deps.followUpSession(orgOf(request), request.params.id),
     }),
   });
 }

@@ -7,7 +7,6 @@
 import { Type } from 'typebox';
 import type { StreamHub } from '../../bus/live-hub.ts';
 import type { Deps } from '../../deps.ts';
-import { eventsAfter, lastEventSeq } from '../../domain/outbox.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
@@ -102,10 +101,10 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
 
       try {
         if (resumeAfter === null) {
-          lastSeq = await lastEventSeq(deps.storage.db, sessionId);
+          lastSeq = await deps.sessionEvents.lastSeq(sessionId);
           writer.comment('connected');
         } else {
-          const replay = await eventsAfter(deps.storage.db, sessionId, resumeAfter, REPLAY_LIMIT);
+          const replay = await deps.sessionEvents.after(sessionId, resumeAfter, REPLAY_LIMIT);
           writer.comment('connected');
           lastSeq = resumeAfter;
           if (replay.truncated)

@@ -7,6 +7,7 @@
  * Needs Postgres and Redis (127.0.0.1:6379, or AGENTRY_TEST_REDIS_URL). Skipped with a notice when either is
  * unreachable, except under CI=true, where their absence fails the run.
  */
+
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
@@ -16,6 +17,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../src/bus/bus.ts';
 import { channelOf, createRedisBus, deploymentChannelPrefix } from '../src/bus/redis-bus.ts';
+import type { DeltaEvent } from '../src/domain/session-events.ts';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
@@ -182,7 +184,13 @@ describe('Redis bus', () => {
     const received: unknown[] = [];
     const off = b.subscribe('live', (message) => received.push(message));
     await subscribers(channelOf(prefix, 'live'), 1);
-    const event = { kind: 'message.delta', session_id: 's', data: { text: 'héllo "quoted"' }, seq: null };
+    const event: DeltaEvent = {
+      kind: 'message.delta',
+      session_id: 's',
+      message_id: 'm',
+      run_id: 'r',
+      data: { text: 'héllo "quoted"', step: 1, itemId: 'i' },
+    };
     a.publish('live', { sessionId: 's', event });
     await waitUntil(async () => (received.length === 1 ? true : null), { timeoutMs: 2000, what: 'a live event' });
     expect(received[0]).toEqual({ sessionId: 's', event });

@@ -4,11 +4,12 @@
  * emitter; in cluster mode a Redis implementation of the same interface carries it between processes.
  */
 import { EventEmitter } from 'node:events';
+import type { LiveSessionEvent } from '../domain/session-events.ts';
 
 export interface LiveEvent {
   sessionId: string;
-  /** A SessionEvent as the stream sends it. */
-  event: Record<string, unknown>;
+  /** A persisted session event once committed, or a text delta. */
+  event: LiveSessionEvent;
 }
 
 export interface BusMessages {

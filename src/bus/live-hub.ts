@@ -4,9 +4,10 @@
  * each session, so an event costs O(listeners of that session), not O(all listeners). Also remembers every open
  * stream so shutdown can end them.
  */
+import type { LiveSessionEvent } from '../domain/session-events.ts';
 import type { Bus, LiveEvent } from './bus.ts';
 
-export type LiveListener = (event: Record<string, unknown>) => void;
+export type LiveListener = (event: LiveSessionEvent) => void;
 
 export interface StreamHub {
   subscribe(sessionId: string, listener: LiveListener): () => void;

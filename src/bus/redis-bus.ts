@@ -20,6 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { hasEventShape } from '../domain/session-events.ts';
 import type { Bus, BusMessages, Topic } from './bus.ts';
 
 export const DEFAULT_CHANNEL_PREFIX = 'agentry:';
@@ -72,7 +73,7 @@ function parseEnvelope(topic: Topic, raw: string): Envelope | null {
   if (!isRecord(parsed) || typeof parsed.o !== 'string' || !isRecord(parsed.m)) return null;
   const message = parsed.m;
   if (typeof message.sessionId !== 'string') return null;
-  if (topic === 'live' && !isRecord(message.event)) return null;
+  if (topic === 'live' && !hasEventShape(message.event)) return null;
   return { o: parsed.o, m: message };
 }
 

@@ -4,21 +4,19 @@
  * returned session events are published to live listeners after the transaction commits.
  */
 
+import type { Bus } from '../bus/bus.ts';
 import { unixSeconds } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
+import type { SessionEventRow } from '../storage/schema.ts';
+import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
 
-export const SESSION_EVENT_KINDS = [
-  'session.status',
-  'message.created',
-  'message.status',
-  'message.delta',
-  'message.event',
-  'message.completed',
-  'message.failed',
-  'message.cancelled',
-] as const;
-export type SessionEventKind = (typeof SESSION_EVENT_KINDS)[number];
+export {
+  SESSION_EVENT_KINDS,
+  type SessionEvent,
+  type SessionEventInput,
+  type SessionEventKind,
+} from './session-events.ts';
 
 export const WEBHOOK_EVENT_TYPES = [
   'agent.session.created',
@@ -44,25 +42,6 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
-export interface SessionEvent {
-  id: string;
-  session_id: string;
-  /** Position in the session's channel; the SSE frame id. */
-  seq: number;
-  kind: SessionEventKind;
-  message_id?: string;
-  run_id?: string;
-  created_at: number;
-  data: Record<string, unknown>;
-}
-
-export interface SessionEventInput {
-  kind: SessionEventKind;
-  messageId?: string | null;
-  runId?: string | null;
-  data?: Record<string, unknown>;
-}
-
 export interface WebhookEventInput {
   type: WebhookEventType;
   data: Record<string, unknown>;
@@ -84,17 +63,16 @@ export async function writeEvents(
       .where('session_id', '=', target.sessionId)
       .executeTakeFirst();
     let seq = Number(last?.seq ?? 0);
-    for (const input of sessionEvents) {
+    for (const { messageId, runId, ...body } of sessionEvents) {
       seq += 1;
       const event: SessionEvent = {
+        ...body,
         id: newId(),
         session_id: target.sessionId,
         seq,
-        kind: input.kind,
-        ...(input.messageId == null ? {} : { message_id: input.messageId }),
-        ...(input.runId == null ? {} : { run_id: input.runId }),
+        ...(messageId == null ? {} : { message_id: messageId }),
+        ...(runId == null ? {} : { run_id: runId }),
         created_at: unixSeconds(target.now),
-        data: input.data ?? {},
       };
       written.push(event);
     }
@@ -152,17 +130,38 @@ export async function eventsAfter(
   const kept = rows.slice(0, limit).reverse();
   return {
     truncated,
-    events: kept.map((row) => ({
-      id: row.id,
-      session_id: row.session_id,
-      seq: row.seq,
-      kind: SESSION_EVENT_KINDS.find((kind) => kind === row.kind) ?? 'message.event',
-      ...(row.message_id === null ? {} : { message_id: row.message_id }),
-      ...(row.run_id === null ? {} : { run_id: row.run_id }),
-      created_at: unixSeconds(row.created_at),
-      data: JSON.parse(row.data) as Record<string, unknown>,
-    })),
+    events: kept.map(sessionEventFromRow),
   };
+}
+
+/**
+ * A stored event. Its kind and the shape of its envelope are checked; its data is trusted to match the kind,
+ * since writeEvents is the only writer of the table and takes typed events.
+ */
+function sessionEventFromRow(row: SessionEventRow): SessionEvent {
+  const event = {
+    id: row.id,
+    session_id: row.session_id,
+    seq: row.seq,
+    kind: row.kind,
+    ...(row.message_id === null ? {} : { message_id: row.message_id }),
+    ...(row.run_id === null ? {} : { run_id: row.run_id }),
+    created_at: unixSeconds(row.created_at),
+    data: JSON.parse(row.data) as unknown,
+  };
+  if (!hasEventShape(event) || !('seq' in event)) {
+    throw new Error(`session_events row ${row.id} holds an event of the wrong shape`);
+  }
+  return event;
+}
+
+/**
+ * What follows a committed change: its session events go to live listeners, then, when the change left work for
+ * the engine, a wake-up. Called only after the transaction committed, so nothing uncommitted is ever announced.
+ */
+export function afterCommit(bus: Bus, sessionId: string, events: readonly SessionEvent[], wake: boolean): void {
+  for (const event of events) bus.publish('live', { sessionId, event: { ...event } });
+  if (wake) bus.publish('wake', { sessionId });
 }
 
 /** The sequence number of the session's newest persisted event (0 when there is none). */

@@ -5,6 +5,7 @@
  */
 import { findAgentVersion } from '../domain/agents/agent-repo.ts';
 import { expireApprovals } from '../domain/approvals/approvals.ts';
+import { afterCommit } from '../domain/outbox.ts';
 import type { TurnDeps } from './turn.ts';
 
 export async function denyExpiredApprovals(deps: Omit<TurnDeps, 'owner'>): Promise<void> {
@@ -12,7 +13,7 @@ export async function denyExpiredApprovals(deps: Omit<TurnDeps, 'owner'>): Promi
     if (message.agent_version === null) return undefined;
     return (await findAgentVersion(trx, message.agent_id, message.agent_version))?.toolApprovals.timeoutSeconds;
   });
-  for (const { sessionId, events } of result.events)
-    for (const event of events) deps.bus.publish('live', { sessionId, event: { ...event } });
-  for (const sessionId of result.wake) deps.bus.publish('wake', { sessionId });
+  const woken = new Set(result.wake);
+  for (const { sessionId, events } of result.events) afterCommit(deps.bus, sessionId, events, woken.delete(sessionId));
+  for (const sessionId of woken) afterCommit(deps.bus, sessionId, [], true);
 }

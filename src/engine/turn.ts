@@ -8,7 +8,7 @@ import type { Bus } from '../bus/bus.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
 import { insertApprovals, markStarted, type NewApproval, newApprovalId } from '../domain/approvals/approvals.ts';
 import { debitCredits } from '../domain/billing/credits.ts';
-import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
+import { afterCommit, type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
 import type { MessageOptions } from '../domain/turns/accept.ts';
 import { type ContextCache, createContextCache } from '../domain/turns/context-cache.ts';
@@ -107,7 +107,7 @@ export class TurnAbort extends Error {
 }
 
 function publish(deps: TurnDeps, sessionId: string, events: SessionEvent[]): void {
-  for (const event of events) deps.bus.publish('live', { sessionId, event: { ...event } });
+  afterCommit(deps.bus, sessionId, events, false);
 }
 
 function abortReason(signal: AbortSignal): AbortReason | null {

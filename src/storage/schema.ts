@@ -484,6 +484,7 @@ export type SessionRow = Selectable<SessionsTable>;
 export type MessageRow = Selectable<MessagesTable>;
 export type RunRow = Selectable<RunsTable>;
 export type ItemRow = Selectable<ItemsTable>;
+export type SessionEventRow = Selectable<SessionEventsTable>;
 export type SpanRow = Selectable<SpansTable>;
 export type FileRow = Selectable<FilesTable>;
 export type ToolApprovalRow = Selectable<ToolApprovalsTable>;

@@ -10,6 +10,7 @@ import { AppError, notFound } from '../../errors/app-error.ts';
 import { type Clock, unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { AgentService } from '../agents/agent-service.ts';
+import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
 import { loadLogItems } from '../turns/items.ts';
@@ -139,8 +140,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
       await lockSession(trx, orgId, sessionId, now);
       return storeConversationItems(trx, { orgId, sessionId, now }, parsed);
     });
-    for (const event of result.events) deps.bus.publish('live', { sessionId, event: { ...event } });
-    if (result.resumed) deps.bus.publish('wake', { sessionId });
+    afterCommit(deps.bus, sessionId, result.events, result.resumed);
     return toOpenAIItems(result.items);
   }
 

@@ -17,6 +17,7 @@ import { decide, findApproval } from '../approvals/approvals.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
+import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
 import { recordOutputs } from '../turns/client-outputs.ts';
@@ -384,8 +385,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         message,
         replayed: result.replayed,
         release: () => {
-          for (const event of events) deps.bus.publish('live', { sessionId: message.session_id, event: { ...event } });
-          deps.bus.publish('wake', { sessionId: message.session_id });
+          afterCommit(deps.bus, message.session_id, events, true);
         },
       };
     },

@@ -9,6 +9,7 @@
 import type { StreamHub } from '../../bus/live-hub.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
+import type { LiveSessionEvent, MessageEventData } from '../session-events.ts';
 import { loadCallOutput, loadItem } from '../turns/items.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';
@@ -23,13 +24,13 @@ export interface ResponseStreamEvent {
 
 /** Live events of one session, buffered from the moment of subscription until a listener attaches. */
 export interface LiveSubscription {
-  attach(listener: (event: Record<string, unknown>) => void): void;
+  attach(listener: (event: LiveSessionEvent) => void): void;
   close(): void;
 }
 
 export function bufferLive(live: StreamHub, sessionId: string): LiveSubscription {
-  const queue: Record<string, unknown>[] = [];
-  let target: ((event: Record<string, unknown>) => void) | null = null;
+  const queue: LiveSessionEvent[] = [];
+  let target: ((event: LiveSessionEvent) => void) | null = null;
   const off = live.subscribe(sessionId, (event) => {
     if (target === null) queue.push(event);
     else target(event);
@@ -256,92 +257,102 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     send(response.status === 'completed' ? 'response.completed' : 'response.failed', { response });
   };
 
-  let queue: Promise<void> = Promise.resolve();
-  const handle = async (event: Json) => {
+  const handle = async (event: LiveSessionEvent) => {
     if (ended || event.message_id !== message.id) return;
-    const data = (event.data ?? {}) as Json;
     if (event.kind === 'message.delta') {
-      const id = String(data.itemId ?? '');
-      if (text?.id !== id) {
+      const { itemId, text: delta } = event.data;
+      if (text?.id !== itemId) {
         closeText();
-        openText(id);
+        openText(itemId);
       }
-      const delta = String(data.text ?? '');
       if (text !== null) text.text += delta;
       send('response.output_text.delta', {
-        item_id: id,
+        item_id: itemId,
         output_index: outputs.length - 1,
         content_index: 0,
         delta,
         logprobs: [],
       });
-    } else if (event.kind === 'message.event' && data.type === 'tool_approval') {
-      closeText();
-      const approvalId = String(data.approvalId ?? '');
-      approvalRequest({
-        id: approvalId,
-        type: 'mcp_approval_request',
-        server_label: typeof data.server === 'string' ? data.server : SERVER_LABEL,
-        name: String(data.serverTool ?? data.name ?? ''),
-        arguments: String(data.arguments ?? ''),
-      });
-      vendor('action_required', data.step, 'tool_approval', {
-        call_id: data.callId,
-        action_id: data.actionId,
-        approval_request_id: approvalId,
-        server_label: data.server,
-        name: data.serverTool ?? data.name,
-        arguments: data.arguments,
-      });
-    } else if (event.kind === 'message.event' && (data.type === 'tool_call' || data.type === 'question')) {
-      closeText();
-      const id = String(data.itemId ?? '');
-      const callId = String(data.callId ?? '');
-      const name = String(data.name ?? (data.type === 'question' ? 'ask_user_question' : ''));
-      const args = String(data.arguments ?? '');
-      if (data.kind === 'server') {
-        if (servers.has(callId)) return;
-        const label = typeof data.serverLabel === 'string' ? data.serverLabel : SERVER_LABEL;
-        const approvalId = typeof data.approvalId === 'string' ? data.approvalId : null;
-        startServerCall(
-          id,
-          callId,
-          label,
-          typeof data.tool === 'string' ? data.tool : name,
-          args,
-          data.step,
-          approvalId,
-        );
-      } else {
-        functionCall(id, callId, name, args);
-        vendor('action_required', data.step, data.type === 'question' ? 'tool_ask_user_question' : 'tool_client', {
-          call_id: callId,
-          name,
-          ...(data.type === 'question' ? { action_id: data.actionId } : {}),
-        });
-      }
-    } else if (event.kind === 'message.event' && data.type === 'tool_list') {
-      closeText();
-      const item = await loadItem(db, String(data.itemId ?? ''));
-      const listed = item === undefined ? undefined : toOpenAIItems([item])[0];
-      if (listed?.type === 'mcp_list_tools') listTools(listed);
-    } else if (event.kind === 'message.event' && data.type === 'tool_progress') {
-      const call = servers.get(String(data.callId ?? ''));
-      vendor('progress', data.step, 'tool_server', {
-        call_id: data.callId,
-        ...(call === undefined ? {} : { server_label: call.label, name: call.name }),
-        ...(typeof data.progress === 'number' ? { progress: data.progress } : {}),
-        ...(typeof data.total === 'number' ? { total: data.total } : {}),
-        ...(typeof data.message === 'string' ? { message: data.message } : {}),
-      });
-    } else if (event.kind === 'message.event' && data.type === 'tool_result') {
-      const callId = String(data.callId ?? '');
-      const content = (await loadCallOutput(db, message.session_id, callId))?.content ?? null;
-      finishServerCall(callId, content?.type === 'function_call_output' ? content.output : null, data.isError === true);
-    } else if (event.kind === 'message.status' && TERMINAL.has(String(data.status))) {
+    } else if (event.kind === 'message.event') {
+      await handleMessageEvent(event.data);
+    } else if (event.kind === 'message.status' && TERMINAL.has(event.data.status)) {
       await finish();
     }
   };
+  const handleMessageEvent = async (data: MessageEventData) => {
+    switch (data.type) {
+      case 'tool_approval': {
+        closeText();
+        approvalRequest({
+          id: data.approvalId,
+          type: 'mcp_approval_request',
+          server_label: data.server,
+          name: data.serverTool,
+          arguments: data.arguments,
+        });
+        vendor('action_required', data.step, 'tool_approval', {
+          call_id: data.callId,
+          action_id: data.actionId,
+          approval_request_id: data.approvalId,
+          server_label: data.server,
+          name: data.serverTool,
+          arguments: data.arguments,
+        });
+        return;
+      }
+      case 'question':
+      case 'tool_call': {
+        closeText();
+        const callId = data.callId ?? '';
+        if (data.type === 'tool_call' && data.kind === 'server') {
+          if (servers.has(callId)) return;
+          startServerCall(
+            data.itemId,
+            callId,
+            data.serverLabel ?? SERVER_LABEL,
+            data.tool ?? data.name,
+            data.arguments,
+            data.step,
+            data.approvalId ?? null,
+          );
+          return;
+        }
+        functionCall(data.itemId, callId, data.name, data.arguments);
+        vendor('action_required', data.step, data.type === 'question' ? 'tool_ask_user_question' : 'tool_client', {
+          call_id: callId,
+          name: data.name,
+          ...(data.type === 'question' ? { action_id: data.actionId } : {}),
+        });
+        return;
+      }
+      case 'tool_list': {
+        closeText();
+        const item = await loadItem(db, data.itemId);
+        const listed = item === undefined ? undefined : toOpenAIItems([item])[0];
+        if (listed?.type === 'mcp_list_tools') listTools(listed);
+        return;
+      }
+      case 'tool_progress': {
+        const call = servers.get(data.callId);
+        vendor('progress', data.step, 'tool_server', {
+          call_id: data.callId,
+          ...(call === undefined ? {} : { server_label: call.label, name: call.name }),
+          ...(data.progress === undefined ? {} : { progress: data.progress }),
+          ...(data.total === undefined ? {} : { total: data.total }),
+          ...(data.message === undefined ? {} : { message: data.message }),
+        });
+        return;
+      }
+      case 'tool_result': {
+        const content = (await loadCallOutput(db, message.session_id, data.callId))?.content ?? null;
+        finishServerCall(data.callId, content?.type === 'function_call_output' ? content.output : null, data.isError);
+        return;
+      }
+      default:
+        return;
+    }
+  };
+  let queue: Promise<void> = Promise.resolve();
   const enqueue = (work: () => Promise<void>) => {
     queue = queue.then(work).catch((error: unknown) => {
       failure = { error };

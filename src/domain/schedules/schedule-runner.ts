@@ -18,6 +18,7 @@ import type { Dialect, Executor } from '../../storage/db.ts';
 import type { ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import type { SessionEvent } from '../outbox.ts';
+import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage } from '../turns/accept.ts';
 import type { MessageService } from '../turns/message-service.ts';
@@ -111,8 +112,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
     }
     const { sessionId } = state;
     if (sessionId === null) return false;
-    for (const event of state.events) bus.publish('live', { sessionId, event: { ...event } });
-    bus.publish('wake', { sessionId });
+    afterCommit(bus, sessionId, state.events, true);
     return true;
   }
 

@@ -13,6 +13,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, TaskRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import type { SessionEvent } from '../outbox.ts';
+import { afterCommit } from '../outbox.ts';
 import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
@@ -106,8 +107,7 @@ export function createTaskService(deps: TaskServiceDeps) {
   const { db, clock, bus } = deps;
 
   function publish(sessionId: string, events: SessionEvent[]): void {
-    for (const event of events) bus.publish('live', { sessionId, event: { ...event } });
-    bus.publish('wake', { sessionId });
+    afterCommit(bus, sessionId, events, true);
   }
 
   async function findTask(orgId: string, id: string, executor: Executor = db): Promise<TaskRow> {

@@ -12,7 +12,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approvals.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
-import { writeEvents } from '../outbox.ts';
+import { afterCommit, writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
@@ -81,8 +81,7 @@ export function createMessageService(deps: MessageServiceDeps) {
   const { db, clock, bus } = deps;
 
   function publish(sessionId: string, events: SessionEvent[], wake: boolean): void {
-    for (const event of events) bus.publish('live', { sessionId, event: { ...event } });
-    if (wake) bus.publish('wake', { sessionId });
+    afterCommit(bus, sessionId, events, wake);
   }
 
   return {

@@ -35,7 +35,8 @@ async function sessionStatusEvents(
     .executeTakeFirst();
   if (session === undefined || session.status === status) return;
   await trx.updateTable('sessions').set({ status, updated_at: now }).where('id', '=', message.session_id).execute();
-  events.push({ kind: 'session.status', data: { status, previous: session.status } });
+  // The column holds only SESSION_STATUSES (every write of it is typed).
+  events.push({ kind: 'session.status', data: { status, previous: session.status as SessionStatus } });
   if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
   if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id: message.session_id } });
   if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });

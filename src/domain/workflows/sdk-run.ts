@@ -81,10 +81,7 @@ export async function* streamToolRun(
   const queue: string[] = [];
   let wake: (() => void) | null = null;
   const unsubscribe = deps.hub.subscribe(target.sessionId, (event) => {
-    const data = event.data;
-    if (event.kind === 'message.delta' && typeof data === 'object' && data !== null && 'text' in data) {
-      queue.push(String(data.text));
-    }
+    if (event.kind === 'message.delta') queue.push(event.data.text);
     wake?.();
   });
   try {

@@ -16,7 +16,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, WorkflowRunRow } from '../../storage/schema.ts';
 import { findAgentVersion } from '../agents/agent-repo.ts';
 import type { Agent } from '../agents/agent-types.ts';
-import { type SessionEvent, writeEvents } from '../outbox.ts';
+import { afterCommit, type SessionEvent, writeEvents } from '../outbox.ts';
 import { storedError } from '../tasks/task-events.ts';
 import type { ThreadService } from '../threads/thread-service.ts';
 import { acceptMessage, type HistoryItem, type ToolWarnings } from '../turns/accept.ts';
@@ -363,8 +363,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
         events = accepted.events;
         return id;
       });
-      for (const event of events) bus.publish('live', { sessionId, event: { ...event } });
-      bus.publish('wake', { sessionId });
+      afterCommit(bus, sessionId, events, true);
       const found = await findRun(orgId, runId);
       return view(found.run, found.message);
     },

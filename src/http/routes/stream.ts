@@ -7,6 +7,7 @@
 import { Type } from 'typebox';
 import type { StreamHub } from '../../bus/live-hub.ts';
 import type { Deps } from '../../deps.ts';
+import type { LiveSessionEvent } from '../../domain/session-events.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
@@ -66,7 +67,7 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
       let lastSeq = 0;
       let deltas = 0;
       let replaying = true;
-      const pending: Record<string, unknown>[] = [];
+      const pending: LiveSessionEvent[] = [];
       const cleanups: (() => void)[] = [];
       deps.metrics.sseStreams(1, 'sessions');
       const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
@@ -74,9 +75,9 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
         for (const cleanup of cleanups.splice(0)) cleanup();
       });
 
-      const deliver = (event: Record<string, unknown>) => {
-        const seq = event.seq;
-        if (typeof seq === 'number') {
+      const deliver = (event: LiveSessionEvent) => {
+        if ('seq' in event) {
+          const seq = event.seq;
           if (seq <= lastSeq) return;
           lastSeq = seq;
           deltas = 0;

@@ -5,8 +5,10 @@
  */
 
 import { unixSeconds } from '../lib/clock.ts';
+import { isJsonObject } from '../lib/guards.ts';
 import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
+import { parseJsonColumn } from '../storage/json-column.ts';
 
 export const SESSION_EVENT_KINDS = [
   'session.status',
@@ -160,7 +162,7 @@ export async function eventsAfter(
       ...(row.message_id === null ? {} : { message_id: row.message_id }),
       ...(row.run_id === null ? {} : { run_id: row.run_id }),
       created_at: unixSeconds(row.created_at),
-      data: JSON.parse(row.data) as Record<string, unknown>,
+      data: parseJsonColumn(row.data, isJsonObject, 'session_events.data'),
     })),
   };
 }

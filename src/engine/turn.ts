@@ -11,7 +11,7 @@ import { insertApprovals, markStarted, type NewApproval, newApprovalId } from '.
 import { debitCredits } from '../domain/billing/credits.ts';
 import { type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
-import type { MessageOptions } from '../domain/turns/accept.ts';
+import { isMessageOptions } from '../domain/turns/accept.ts';
 import {
   type AttachedFile,
   appendItems,
@@ -47,6 +47,7 @@ import {
   toolSpanId,
 } from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
+import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
@@ -146,7 +147,7 @@ async function agentConfigFor(db: Executor, message: MessageRow): Promise<AgentC
 async function configFor(db: Executor, message: MessageRow): Promise<TurnConfig> {
   const agent = await agentConfigFor(db, message);
   if (message.options === null) return { agent, settings: undefined };
-  const options = JSON.parse(message.options) as MessageOptions;
+  const options = parseJsonColumn(message.options, isMessageOptions, 'messages.options');
   const extra = options.tools ?? [];
   const names = new Set(extra.map((tool) => tool.name));
   return {

@@ -25,7 +25,10 @@ async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ l
   for (const url of ['/fast', '/slow', '/bad']) await app.inject({ method: 'GET', url });
   await app.close();
   return lines
-    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .map((line) => {
+      const entry: { level?: unknown; msg?: unknown } = JSON.parse(line);
+      return { level: Number(entry.level), msg: String(entry.msg) };
+    })
     .filter((line) => /^GET \//.test(line.msg));
 }
 

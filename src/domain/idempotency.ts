@@ -11,6 +11,7 @@ import { AppError } from '../errors/app-error.ts';
 import type { Clock } from '../lib/clock.ts';
 import { sha256Hex, stableStringify } from '../lib/hash.ts';
 import type { Executor } from '../storage/db.ts';
+import { parseJsonColumn } from '../storage/json-column.ts';
 
 export interface IdempotentResult<T> {
   status: number;
@@ -32,6 +33,11 @@ export interface IdempotencyDeps {
   clock: Clock;
   ttlMs: number;
 }
+
+// A replay body's type is the caller's T; every guarded operation returns a JSON object or array, so we check that.
+const isReplayBody = <T>(value: unknown): value is T => typeof value === 'object' && value !== null;
+
+const replayBody = <T>(text: string): T => parseJsonColumn<T>(text, isReplayBody, 'idempotency_keys.response_body');
 
 export function createIdempotency(deps: IdempotencyDeps) {
   return {
@@ -77,7 +83,7 @@ export function createIdempotency(deps: IdempotencyDeps) {
               },
             );
           }
-          return { status: existing.status_code, body: JSON.parse(existing.response_body) as T, replayed: true };
+          return { status: existing.status_code, body: replayBody<T>(existing.response_body), replayed: true };
         }
         const result = await operation(trx);
         await trx
@@ -112,7 +118,7 @@ export function createIdempotency(deps: IdempotencyDeps) {
           param: 'Idempotency-Key',
         });
       }
-      return { status: existing.status_code, body: JSON.parse(existing.response_body) as T, replayed: true };
+      return { status: existing.status_code, body: replayBody<T>(existing.response_body), replayed: true };
     },
 
     /** Drops keys past their retention; called periodically. */

@@ -6,8 +6,10 @@
 
 import type { Bus } from '../bus/bus.ts';
 import { unixSeconds } from '../lib/clock.ts';
+import { isJsonObject } from '../lib/guards.ts';
 import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
+import { parseJsonColumn } from '../storage/json-column.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
 
@@ -147,7 +149,7 @@ function sessionEventFromRow(row: SessionEventRow): SessionEvent {
     ...(row.message_id === null ? {} : { message_id: row.message_id }),
     ...(row.run_id === null ? {} : { run_id: row.run_id }),
     created_at: unixSeconds(row.created_at),
-    data: JSON.parse(row.data) as unknown,
+    data: parseJsonColumn(row.data, isJsonObject, 'session_events.data'),
   };
   if (!hasEventShape(event) || !('seq' in event)) {
     throw new Error(`session_events row ${row.id} holds an event of the wrong shape`);

@@ -10,7 +10,7 @@ import { insertApprovals, markStarted, type NewApproval, newApprovalId } from '.
 import { debitCredits } from '../domain/billing/credits.ts';
 import { afterCommit, type SessionEvent, type SessionEventInput, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
-import type { MessageOptions } from '../domain/turns/accept.ts';
+import { isMessageOptions } from '../domain/turns/accept.ts';
 import { type ContextCache, createContextCache } from '../domain/turns/context-cache.ts';
 import {
   type AttachedFile,
@@ -55,6 +55,7 @@ import {
   toolSpanId,
 } from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
+import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
@@ -139,7 +140,7 @@ async function change(
 async function configFor(db: Executor, message: MessageRow): Promise<TurnConfig> {
   const agent = await agentForTurn(db, message);
   if (message.options === null) return { agent, settings: undefined };
-  const options = JSON.parse(message.options) as MessageOptions;
+  const options = parseJsonColumn(message.options, isMessageOptions, 'messages.options');
   const extra = options.tools ?? [];
   const names = new Set(extra.map((tool) => tool.name));
   return {

@@ -2,6 +2,7 @@
  * The one small interface every model provider implements, in Agentry's own normalized shapes (provider wire
  * formats never leak past an adapter). The engine builds a ModelRequest per step and consumes ModelEvents.
  */
+import { isAbsentOr, isJsonObject, isNumber } from '../lib/guards.ts';
 
 export interface ToolCall {
   callId: string;
@@ -40,12 +41,37 @@ export interface ToolSpec {
   strict: boolean;
 }
 
+export function isToolSpec(value: unknown): value is ToolSpec {
+  return (
+    isJsonObject(value) &&
+    typeof value.name === 'string' &&
+    typeof value.description === 'string' &&
+    isJsonObject(value.parameters) &&
+    typeof value.strict === 'boolean'
+  );
+}
+
 export interface ModelSettings {
   temperature?: number;
   topP?: number;
   maxOutputTokens?: number;
   /** `auto` (default), `none`, `required`, or a tool name the model must call. */
   toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+}
+
+function isToolChoice(value: unknown): value is ModelSettings['toolChoice'] {
+  if (value === undefined || value === 'auto' || value === 'none' || value === 'required') return true;
+  return isJsonObject(value) && typeof value.name === 'string';
+}
+
+export function isModelSettings(value: unknown): value is ModelSettings {
+  return (
+    isJsonObject(value) &&
+    isAbsentOr(value.temperature, isNumber) &&
+    isAbsentOr(value.topP, isNumber) &&
+    isAbsentOr(value.maxOutputTokens, isNumber) &&
+    isToolChoice(value.toolChoice)
+  );
 }
 
 export interface ModelRequest {

@@ -1,28 +1,28 @@
 /** Agent rows in and out of storage. Every function takes a database handle or an open transaction. */
 
 import { iso } from '../../lib/clock.ts';
+import { isArrayOf } from '../../lib/guards.ts';
 import type { Executor } from '../../storage/db.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { AgentRow, NewAgentRow } from '../../storage/schema.ts';
 import {
   type Agent,
   type AgentConfig,
-  type ClientTool,
   DEFAULT_TOOL_APPROVALS,
-  type McpServer,
-  type NetworkPolicy,
-  type Skill,
+  isClientTool,
+  isMcpServer,
+  isNetworkPolicy,
+  isSkill,
+  isStoredAgentConfig,
+  isToolApprovals,
   type ToolApprovals,
 } from './agent-types.ts';
-
-function parseJson<T>(text: string): T {
-  return JSON.parse(text) as T;
-}
 
 /** The stored policy, or the default one (rows and versions written before approvals existed have none). */
 export function toolApprovalsOf(text: string | null | undefined): ToolApprovals {
   return text === null || text === undefined
     ? { ...DEFAULT_TOOL_APPROVALS, overrides: {} }
-    : parseJson<ToolApprovals>(text);
+    : parseJsonColumn(text, isToolApprovals, 'agents.tool_approvals');
 }
 
 export function agentFromRow(row: AgentRow): Agent {
@@ -34,10 +34,13 @@ export function agentFromRow(row: AgentRow): Agent {
     instructions: row.instructions,
     model: row.model,
     maxSteps: row.max_steps,
-    mcpServers: parseJson<McpServer[]>(row.mcp_servers),
-    clientTools: parseJson<ClientTool[]>(row.client_tools),
-    skills: parseJson<Skill[]>(row.skills),
-    networkPolicy: row.network_policy === null ? null : parseJson<NetworkPolicy>(row.network_policy),
+    mcpServers: parseJsonColumn(row.mcp_servers, (value) => isArrayOf(value, isMcpServer), 'agents.mcp_servers'),
+    clientTools: parseJsonColumn(row.client_tools, (value) => isArrayOf(value, isClientTool), 'agents.client_tools'),
+    skills: parseJsonColumn(row.skills, (value) => isArrayOf(value, isSkill), 'agents.skills'),
+    networkPolicy:
+      row.network_policy === null
+        ? null
+        : parseJsonColumn(row.network_policy, isNetworkPolicy, 'agents.network_policy'),
     toolApprovals: toolApprovalsOf(row.tool_approvals),
     isDefault: row.is_default === 1,
     version: row.version,
@@ -117,6 +120,6 @@ export async function findAgentVersion(
     .where('version', '=', version)
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const config = parseJson<AgentConfig>(row.config);
+  const config = parseJsonColumn(row.config, isStoredAgentConfig, 'agent_versions.config');
   return { ...config, toolApprovals: config.toolApprovals ?? toolApprovalsOf(null) };
 }

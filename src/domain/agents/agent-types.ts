@@ -1,4 +1,14 @@
 /** The Agent as the API speaks it (DESIGN section 5), and the inputs that create and change it. */
+import {
+  isAbsentOr,
+  isArrayOf,
+  isJsonObject,
+  isNullableString,
+  isNumber,
+  isOneOf,
+  isString,
+} from '../../lib/guards.ts';
+import { isToolSpec } from '../../models/types.ts';
 
 export const INTERNAL_TOOLS = [
   'web_search_&_browse',
@@ -26,6 +36,16 @@ export type McpServer =
   | { kind: 'custom'; serverId: string; name?: string }
   | { type: 'url'; name: string; url: string };
 
+export function isMcpServer(value: unknown): value is McpServer {
+  if (!isJsonObject(value)) return false;
+  if (value.type === 'url') return typeof value.name === 'string' && typeof value.url === 'string';
+  if (value.kind === 'internal') return isOneOf(INTERNAL_TOOLS, value.name);
+  if (value.kind === 'custom') {
+    return typeof value.serverId === 'string' && isAbsentOr(value.name, isString);
+  }
+  return isOneOf(TOOLKIT_KINDS, value.kind) && typeof value.toolkit === 'string';
+}
+
 export interface ClientTool {
   type: 'function';
   name: string;
@@ -34,10 +54,17 @@ export interface ClientTool {
   strict: boolean;
 }
 
+/** A client tool is a ToolSpec marked `type: 'function'`. */
+export const isClientTool = (value: unknown): value is ClientTool =>
+  isJsonObject(value) && value.type === 'function' && isToolSpec(value);
+
 export interface Skill {
   repo: string;
   path: string;
 }
+
+export const isSkill = (value: unknown): value is Skill =>
+  isJsonObject(value) && typeof value.repo === 'string' && typeof value.path === 'string';
 
 export const DOMAIN_ALLOWLISTS = ['none', 'package_managers_only', 'all_domains'] as const;
 
@@ -46,6 +73,16 @@ export interface NetworkPolicy {
   domain_allowlist: (typeof DOMAIN_ALLOWLISTS)[number];
   additional_allowed_domains: string[];
   allow_public_traffic: boolean;
+}
+
+export function isNetworkPolicy(value: unknown): value is NetworkPolicy {
+  return (
+    isJsonObject(value) &&
+    typeof value.allow_network_egress === 'boolean' &&
+    isOneOf(DOMAIN_ALLOWLISTS, value.domain_allowlist) &&
+    isArrayOf(value.additional_allowed_domains, isString) &&
+    typeof value.allow_public_traffic === 'boolean'
+  );
 }
 
 export const APPROVAL_MODES = ['auto', 'always_ask'] as const;
@@ -64,6 +101,16 @@ export interface ToolApprovals {
 
 export const DEFAULT_TOOL_APPROVALS: ToolApprovals = { default: 'auto', overrides: {} };
 
+export function isToolApprovals(value: unknown): value is ToolApprovals {
+  return (
+    isJsonObject(value) &&
+    isOneOf(APPROVAL_MODES, value.default) &&
+    isJsonObject(value.overrides) &&
+    Object.values(value.overrides).every((mode) => isOneOf(APPROVAL_MODES, mode)) &&
+    isAbsentOr(value.timeoutSeconds, isNumber)
+  );
+}
+
 /** Everything a version of an Agent fixes; kept per version. */
 export interface AgentConfig {
   name: string;
@@ -76,6 +123,25 @@ export interface AgentConfig {
   skills: Skill[];
   networkPolicy: NetworkPolicy | null;
   toolApprovals: ToolApprovals;
+}
+
+/** An AgentConfig as `agent_versions.config` holds it: versions written before approvals existed have none. */
+export type StoredAgentConfig = Omit<AgentConfig, 'toolApprovals'> & { toolApprovals?: ToolApprovals };
+
+export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig {
+  return (
+    isJsonObject(value) &&
+    typeof value.name === 'string' &&
+    isNullableString(value.description) &&
+    typeof value.instructions === 'string' &&
+    typeof value.model === 'string' &&
+    typeof value.maxSteps === 'number' &&
+    isArrayOf(value.mcpServers, isMcpServer) &&
+    isArrayOf(value.clientTools, isClientTool) &&
+    isArrayOf(value.skills, isSkill) &&
+    (value.networkPolicy === null || isNetworkPolicy(value.networkPolicy)) &&
+    isAbsentOr(value.toolApprovals, isToolApprovals)
+  );
 }
 
 export interface Agent extends AgentConfig {

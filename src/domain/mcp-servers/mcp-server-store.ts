@@ -3,24 +3,22 @@
  * transaction. Headers are sealed here (lib/secret-box.ts) and opened only for a connection, never for a view.
  */
 import { unixSeconds } from '../../lib/clock.ts';
+import { isJsonObject, isString } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Executor } from '../../storage/db.ts';
+import { readJsonColumn } from '../../storage/json-column.ts';
 import type { McpServerRow } from '../../storage/schema.ts';
 import type { Discovery, ListedMcpTool, McpServerView } from './mcp-server-types.ts';
 
 function parseTools(text: string | null): ListedMcpTool[] {
   if (text === null) return [];
-  const parsed: unknown = JSON.parse(text);
+  const parsed = readJsonColumn(text, 'mcp_servers.tools');
   if (!Array.isArray(parsed)) return [];
   return parsed.flatMap((entry: unknown): ListedMcpTool[] => {
-    if (typeof entry !== 'object' || entry === null) return [];
-    const name: unknown = Reflect.get(entry, 'name');
-    const inputSchema: unknown = Reflect.get(entry, 'inputSchema');
+    if (!isJsonObject(entry)) return [];
+    const { name, inputSchema, title, description, annotations } = entry;
     if (typeof name !== 'string' || typeof inputSchema !== 'object' || inputSchema === null) return [];
-    const title: unknown = Reflect.get(entry, 'title');
-    const description: unknown = Reflect.get(entry, 'description');
-    const annotations: unknown = Reflect.get(entry, 'annotations');
     return [
       {
         name,
@@ -34,16 +32,15 @@ function parseTools(text: string | null): ListedMcpTool[] {
 }
 
 function parseNames(text: string): string[] {
-  const parsed: unknown = JSON.parse(text);
-  return Array.isArray(parsed) ? parsed.filter((name): name is string => typeof name === 'string') : [];
+  const parsed = readJsonColumn(text, 'mcp_servers.header_names');
+  return Array.isArray(parsed) ? parsed.filter(isString) : [];
 }
 
 function parseError(text: string | null): { code: string; message: string } | null {
   if (text === null) return null;
-  const parsed: unknown = JSON.parse(text);
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  const code: unknown = Reflect.get(parsed, 'code');
-  const message: unknown = Reflect.get(parsed, 'message');
+  const parsed = readJsonColumn(text, 'mcp_servers.last_error');
+  if (!isJsonObject(parsed)) return null;
+  const { code, message } = parsed;
   return typeof code === 'string' && typeof message === 'string' ? { code, message } : null;
 }
 

@@ -5,9 +5,11 @@
  */
 import { unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import type { MessageOptions } from '../turns/accept.ts';
+import { isMessageOptions, type MessageOptions } from '../turns/accept.ts';
 import { type Item, itemFromRow, loadMessageItems } from '../turns/items.ts';
+import { isMessageError, type MessageError } from '../turns/message-types.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
@@ -21,7 +23,7 @@ export interface ResponseObject {
   model: string;
   output: OpenAIItem[];
   output_text: string;
-  error: { code: string; message: string } | null;
+  error: MessageError | null;
   incomplete_details: null;
   instructions: string | null;
   metadata: Record<string, string>;
@@ -108,11 +110,12 @@ export function projectResponse(
   items: Item[],
   overrides: { status?: ResponseStatus; output?: OpenAIItem[] } = {},
 ): ResponseObject {
-  const options = message.options === null ? {} : (JSON.parse(message.options) as MessageOptions);
+  const options: MessageOptions =
+    message.options === null ? {} : parseJsonColumn(message.options, isMessageOptions, 'messages.options');
   const echo = options.echo;
   const output = overrides.output ?? outputItems(items, message.id);
   const status = overrides.status ?? STATUS[message.status] ?? 'in_progress';
-  const error = message.error === null ? null : (JSON.parse(message.error) as { code: string; message: string });
+  const error = message.error === null ? null : parseJsonColumn(message.error, isMessageError, 'messages.error');
   const outputText = output
     .flatMap((item) =>
       item.type === 'message' && item.role === 'assistant' ? item.content.map((part) => part.text) : [],

@@ -1,5 +1,7 @@
 /** Projects stored run and span rows to the Run and Span resources (DESIGN 5). */
 import { unixSeconds } from '../../lib/clock.ts';
+import { isJsonObject } from '../../lib/guards.ts';
+import { readJsonColumn } from '../../storage/json-column.ts';
 import type { RunRow, SpanRow } from '../../storage/schema.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
 import { type MessageError, messageStatusOf } from '../turns/message-types.ts';
@@ -25,10 +27,9 @@ const seconds = (millis: number | null): number | null => (millis === null ? nul
 
 function errorOf(text: string | null): MessageError | null {
   if (text === null) return null;
-  const parsed: unknown = JSON.parse(text);
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  const code: unknown = Reflect.get(parsed, 'code');
-  const message: unknown = Reflect.get(parsed, 'message');
+  const parsed = readJsonColumn(text, 'runs.error');
+  if (!isJsonObject(parsed)) return null;
+  const { code, message } = parsed;
   return { code: typeof code === 'string' ? code : 'error', message: typeof message === 'string' ? message : '' };
 }
 
@@ -57,8 +58,8 @@ export function runFromRow(row: RunRow): Run {
 }
 
 function attributesOf(text: string): Record<string, unknown> {
-  const parsed: unknown = JSON.parse(text);
-  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? { ...parsed } : {};
+  const parsed = readJsonColumn(text, 'spans.attributes');
+  return isJsonObject(parsed) ? { ...parsed } : {};
 }
 
 export function spanFromRow(row: SpanRow): Span {

@@ -4,8 +4,17 @@
  * Responses surface both call it, each inside its own idempotency scope.
  */
 import { AppError, notFound } from '../../errors/app-error.ts';
+import {
+  isAbsentOr,
+  isArrayOf,
+  isJsonObject,
+  isNullableNumber,
+  isNullableString,
+  isNumber,
+  isString,
+} from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
-import type { ModelSettings, ToolSpec } from '../../models/types.ts';
+import { isModelSettings, isToolSpec, type ModelSettings, type ToolSpec } from '../../models/types.ts';
 import { currentTraceparent } from '../../observability/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -36,7 +45,8 @@ export interface ResponseEcho {
   temperature: number | null;
   topP: number | null;
   parallelToolCalls: boolean;
-  previousResponseId: string | null;
+  /** Absent in rows written before previous_response_id was echoed. */
+  previousResponseId?: string | null;
   presencePenalty?: number;
   frequencyPenalty?: number;
   topLogprobs?: number;
@@ -48,6 +58,41 @@ export interface ResponseEcho {
   reasoning?: { effort: string | null; summary: string | null };
   /** The tools the turn could use, in Responses tool shapes (see responses/response-tools.ts). */
   tools?: Record<string, unknown>[];
+}
+
+function isResponseEcho(value: unknown): value is ResponseEcho {
+  if (!isJsonObject(value) || !isJsonObject(value.metadata)) return false;
+  const { reasoning } = value;
+  return (
+    Object.values(value.metadata).every(isString) &&
+    isNullableNumber(value.temperature) &&
+    isNullableNumber(value.topP) &&
+    typeof value.parallelToolCalls === 'boolean' &&
+    isAbsentOr(value.previousResponseId, isNullableString) &&
+    isAbsentOr(value.presencePenalty, isNumber) &&
+    isAbsentOr(value.frequencyPenalty, isNumber) &&
+    isAbsentOr(value.topLogprobs, isNumber) &&
+    isAbsentOr(value.maxOutputTokens, isNullableNumber) &&
+    isAbsentOr(value.maxToolCalls, isNullableNumber) &&
+    isAbsentOr(value.serviceTier, isString) &&
+    isAbsentOr(value.safetyIdentifier, isNullableString) &&
+    isAbsentOr(value.promptCacheKey, isNullableString) &&
+    (reasoning === undefined ||
+      (isJsonObject(reasoning) && isNullableString(reasoning.effort) && isNullableString(reasoning.summary))) &&
+    isAbsentOr(value.tools, (tools) => isArrayOf(tools, isJsonObject))
+  );
+}
+
+/** What `messages.options` holds (see MessageOptions). */
+export function isMessageOptions(value: unknown): value is MessageOptions {
+  return (
+    isJsonObject(value) &&
+    isAbsentOr(value.instructions, isString) &&
+    isAbsentOr(value.tools, (tools) => isArrayOf(tools, isToolSpec)) &&
+    isAbsentOr(value.settings, isModelSettings) &&
+    isAbsentOr(value.echo, isResponseEcho) &&
+    isAbsentOr(value.model, isString)
+  );
 }
 
 /** Conversation history a client replays (OpenAI compatibility), stored before the new input. */

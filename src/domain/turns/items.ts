@@ -2,13 +2,24 @@
  * The conversation log of a session: user inputs, assistant steps, tool calls and tool outputs, in order.
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
+import {
+  isAbsentOr,
+  isArrayOf,
+  isJsonObject,
+  isNullableNumber,
+  isNullableString,
+  isOneOf,
+  isString,
+} from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { ItemRow } from '../../storage/schema.ts';
 
 /** Who answers a tool call: the service (server), the API caller (client), or a person (question). */
-export type CallKind = 'server' | 'client' | 'question';
+export const CALL_KINDS = ['server', 'client', 'question'] as const;
+export type CallKind = (typeof CALL_KINDS)[number];
 
 /** A file attached to user input (Responses `input_image` / `input_file`), resolved when the context is built. */
 export interface Attachment {
@@ -54,7 +65,7 @@ export type ItemContent =
       approvalId: string;
       approved: boolean;
       reason: string | null;
-      by: 'answer' | 'responses' | 'timeout';
+      by: DecisionSource;
     }
   /** The tools of a server as first offered in this conversation (Responses `mcp_list_tools`); not model context. */
   | { type: 'tool_list'; server: { id: string | null; label: string }; tools: ListedTool[] }
@@ -63,10 +74,85 @@ export type ItemContent =
       name: string;
       output: string;
       isError: boolean;
-      source: 'server' | 'client' | 'answer' | 'cancelled';
+      source: OutputSource;
       /** The answer exactly as submitted (any JSON value), for questions. */
       answer?: unknown;
     };
+
+const DECISION_SOURCES = ['answer', 'responses', 'timeout'] as const;
+type DecisionSource = (typeof DECISION_SOURCES)[number];
+const OUTPUT_SOURCES = ['server', 'client', 'answer', 'cancelled'] as const;
+type OutputSource = (typeof OUTPUT_SOURCES)[number];
+
+const isAttachment = (value: unknown): value is Attachment =>
+  isJsonObject(value) &&
+  (value.kind === 'image' || value.kind === 'file') &&
+  typeof value.fileId === 'string' &&
+  isAbsentOr(value.detail, isString);
+
+const isCallServer = (value: unknown): value is CallServer =>
+  isJsonObject(value) &&
+  isNullableString(value.id) &&
+  typeof value.label === 'string' &&
+  typeof value.tool === 'string';
+
+const isCallApproval = (value: unknown): boolean =>
+  isJsonObject(value) && typeof value.id === 'string' && isNullableNumber(value.expiresAt);
+
+const isListedTool = (value: unknown): value is ListedTool =>
+  isJsonObject(value) &&
+  typeof value.name === 'string' &&
+  isNullableString(value.description) &&
+  isJsonObject(value.inputSchema);
+
+/**
+ * What `items.content` holds: the `type` discriminant and the fields its variant needs. Runs for every item a
+ * turn loads, so it checks shapes only (no schema library, no deep walk of tool schemas or answers).
+ */
+export function isItemContent(value: unknown): value is ItemContent {
+  if (!isJsonObject(value)) return false;
+  switch (value.type) {
+    case 'user_message':
+      return (
+        typeof value.text === 'string' &&
+        (value.attachments === undefined || isArrayOf(value.attachments, isAttachment))
+      );
+    case 'assistant_message':
+      return typeof value.text === 'string';
+    case 'function_call':
+      return (
+        typeof value.name === 'string' &&
+        typeof value.arguments === 'string' &&
+        isOneOf(CALL_KINDS, value.kind) &&
+        typeof value.actionId === 'number' &&
+        isAbsentOr(value.server, isCallServer) &&
+        isAbsentOr(value.approval, isCallApproval)
+      );
+    case 'approval_decision':
+      return (
+        typeof value.approvalId === 'string' &&
+        typeof value.approved === 'boolean' &&
+        isNullableString(value.reason) &&
+        isOneOf(DECISION_SOURCES, value.by)
+      );
+    case 'tool_list':
+      return (
+        isJsonObject(value.server) &&
+        isNullableString(value.server.id) &&
+        typeof value.server.label === 'string' &&
+        isArrayOf(value.tools, isListedTool)
+      );
+    case 'function_call_output':
+      return (
+        typeof value.name === 'string' &&
+        typeof value.output === 'string' &&
+        typeof value.isError === 'boolean' &&
+        isOneOf(OUTPUT_SOURCES, value.source)
+      );
+    default:
+      return false;
+  }
+}
 
 export interface Item {
   id: string;
@@ -95,7 +181,7 @@ export function itemFromRow(row: ItemRow): Item {
     step: row.step,
     callId: row.call_id,
     createdAt: row.created_at,
-    content: JSON.parse(row.content) as ItemContent,
+    content: parseJsonColumn(row.content, isItemContent, 'items.content'),
   };
 }
 

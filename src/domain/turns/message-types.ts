@@ -1,3 +1,5 @@
+import { isArrayOf, isJsonObject } from '../../lib/guards.ts';
+
 export const MESSAGE_STATUSES = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
@@ -39,13 +41,28 @@ export interface MessageError {
   message: string;
 }
 
+export function isMessageError(value: unknown): value is MessageError {
+  return isJsonObject(value) && typeof value.code === 'string' && typeof value.message === 'string';
+}
+
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+
+const isTextPart = (value: unknown): value is TextPart =>
+  isJsonObject(value) && value.type === 'text' && typeof value.text === 'string';
+
+/** The parts of a submitted message (`messages.parts`). */
+export const isTextParts = (value: unknown): value is TextPart[] => isArrayOf(value, isTextPart);
+
 export interface Message {
   id: string;
   object: 'message';
   sessionId: string;
   status: MessageStatus;
-  parts: { type: 'text'; text: string }[];
-  response: { parts: { type: 'text'; text: string }[] } | null;
+  parts: TextPart[];
+  response: { parts: TextPart[] } | null;
   error: MessageError | null;
   requiredActions: RequiredAction[];
   usage: { inputTokens: number; outputTokens: number; totalTokens: number };

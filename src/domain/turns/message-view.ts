@@ -1,9 +1,10 @@
 /** Projects stored rows to the Message resource, with its unresolved actions. */
 import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow, type PendingCall, pendingCalls } from './items.ts';
-import { type Message, type MessageError, messageStatusOf, type RequiredAction } from './message-types.ts';
+import { isMessageError, isTextParts, type Message, messageStatusOf, type RequiredAction } from './message-types.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   const actions: RequiredAction[] = [];
@@ -45,7 +46,7 @@ export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
 }
 
 export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Message {
-  const parts = JSON.parse(row.parts) as { type: 'text'; text: string }[];
+  const parts = parseJsonColumn(row.parts, isTextParts, 'messages.parts');
   return {
     id: row.id,
     object: 'message',
@@ -56,7 +57,7 @@ export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Mess
       row.status === 'completed' || row.response_text !== null
         ? { parts: [{ type: 'text', text: row.response_text ?? '' }] }
         : null,
-    error: row.error === null ? null : (JSON.parse(row.error) as MessageError),
+    error: row.error === null ? null : parseJsonColumn(row.error, isMessageError, 'messages.error'),
     requiredActions: row.status === 'requires_action' ? actions : [],
     usage: {
       inputTokens: row.input_tokens,

@@ -1,5 +1,7 @@
 /** Stored rows to API objects. Times are Unix seconds (webhooks speak snake_case, OpenAI style). */
 import { unixSeconds } from '../../lib/clock.ts';
+import { isJsonObject } from '../../lib/guards.ts';
+import { parseJsonColumn, readJsonColumn } from '../../storage/json-column.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/schema.ts';
 import { secretHint } from './signing.ts';
 import {
@@ -14,8 +16,9 @@ import {
   type WebhookEventType,
 } from './webhook-types.ts';
 
+/** The endpoint's event types; a type this version no longer knows is left out rather than failing the read. */
 export function parseEventTypes(text: string): WebhookEventType[] {
-  const parsed: unknown = JSON.parse(text);
+  const parsed = readJsonColumn(text, 'webhook_endpoints.event_types');
   return Array.isArray(parsed)
     ? parsed.filter((value): value is WebhookEventType => typeof value === 'string' && isWebhookEventType(value))
     : [];
@@ -44,16 +47,15 @@ export function eventFromRow(row: Pick<WebhookEventRow, 'id' | 'type' | 'created
     object: 'event',
     created_at: unixSeconds(row.created_at),
     type: row.type,
-    data: JSON.parse(row.data) as Record<string, unknown>,
+    data: parseJsonColumn(row.data, isJsonObject, 'webhook_events.data'),
   };
 }
 
 function errorOf(text: string | null): DeliveryError | null {
   if (text === null) return null;
-  const parsed: unknown = JSON.parse(text);
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  const code: unknown = Reflect.get(parsed, 'code');
-  const message: unknown = Reflect.get(parsed, 'message');
+  const parsed = readJsonColumn(text, 'webhook_deliveries.error');
+  if (!isJsonObject(parsed)) return null;
+  const { code, message } = parsed;
   return { code: typeof code === 'string' ? code : 'unknown', message: typeof message === 'string' ? message : '' };
 }
 

@@ -113,6 +113,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           continue;
         }
         await runTurn(turnDeps, lease, next.id, controller.signal, context);
+        if (lease.released === true) return;
       }
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;

@@ -27,9 +27,9 @@ import {
   type PendingCall,
   pendingCalls,
 } from '../domain/turns/items.ts';
-import { fenced, type Lease, type LeaseDeps, LeaseLostError } from '../domain/turns/leases.ts';
+import { fenced, type Lease, type LeaseDeps, LeaseLostError, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { turnText } from '../domain/turns/message-service.ts';
-import { type MessageError, OPEN_STATUSES, type Warning } from '../domain/turns/message-types.ts';
+import { type MessageError, OPEN_STATUSES, RUNNABLE_STATUSES, type Warning } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/turns/transitions.ts';
 import {
@@ -129,7 +129,11 @@ async function change(
     const message = await loadMessage(trx, messageId);
     if (message === undefined || !expected.includes(message.status)) return null;
     const events = await write(trx, message, now);
-    return { events, message: (await loadMessage(trx, messageId)) ?? message };
+    const after = (await loadMessage(trx, messageId)) ?? message;
+    // A turn that no longer needs a worker gives its session up in the same transaction when nothing else in it
+    // can run, instead of a transaction of its own after it.
+    if (!RUNNABLE_STATUSES.includes(after.status) && (await releaseWhenIdle(trx, lease))) lease.released = true;
+    return { events, message: after };
   });
   if (result === null) return null;
   publish(deps, lease.sessionId, result.events);
@@ -278,6 +282,7 @@ async function persistStep(
   trace: StepTrace,
   output: StepOutput,
   items: Item[],
+  start: StartWrite | null,
 ) {
   const { step } = trace;
   const cost = costMicros(config.model, output.usage);
@@ -334,104 +339,114 @@ async function persistStep(
     });
     actionId += 1;
   }
-  return change(deps, lease, message.id, ['running'], async (trx, current, now) => {
-    const target = { orgId: current.org_id, sessionId: current.session_id, now };
-    const created = await appendItems(trx, target, newItems);
-    await insertApprovals(
-      trx,
-      approvals.map((approval) => ({ ...approval, orgId: current.org_id, sessionId: current.session_id })),
-      now,
-    );
-    await writeStep(trx, current, trace, { ...output, calls, costMicros: cost }, now);
-    await addStepUsage(trx, current, { ...output.usage, costMicros: cost }, now);
-    await debitCredits(trx, current.org_id, cost);
-    const events = await writeEvents(
-      trx,
-      target,
-      created.flatMap((item): SessionEventInput[] => {
-        const content = item.content;
-        if (content.type === 'tool_list') {
+  return change(
+    deps,
+    lease,
+    message.id,
+    start === null ? ['running'] : ['queued', 'running'],
+    async (trx, found, now) => {
+      // The first step of a quick turn also starts it: one transaction instead of two.
+      const startHere = start !== null && found.status === 'queued';
+      const startEvents = startHere ? await start(trx, found) : [];
+      const current = startHere ? ((await loadMessage(trx, found.id)) ?? found) : found;
+      const target = { orgId: current.org_id, sessionId: current.session_id, now };
+      const created = await appendItems(trx, target, newItems);
+      await insertApprovals(
+        trx,
+        approvals.map((approval) => ({ ...approval, orgId: current.org_id, sessionId: current.session_id })),
+        now,
+      );
+      await writeStep(trx, current, trace, { ...output, calls, costMicros: cost }, now);
+      await addStepUsage(trx, current, { ...output.usage, costMicros: cost }, now);
+      await debitCredits(trx, current.org_id, cost);
+      const events = await writeEvents(
+        trx,
+        target,
+        created.flatMap((item): SessionEventInput[] => {
+          const content = item.content;
+          if (content.type === 'tool_list') {
+            return [
+              {
+                kind: 'message.event' as const,
+                messageId: current.id,
+                runId: current.run_id,
+                data: {
+                  type: 'tool_list',
+                  sourceType: 'tool_server',
+                  itemId: item.id,
+                  step: item.step,
+                  serverId: content.server.id,
+                  serverLabel: content.server.label,
+                  tools: content.tools.map((tool) => tool.name),
+                },
+              },
+            ];
+          }
+          if (content.type !== 'function_call') return [];
           return [
             {
               kind: 'message.event' as const,
               messageId: current.id,
               runId: current.run_id,
-              data: {
-                type: 'tool_list',
-                sourceType: 'tool_server',
-                itemId: item.id,
-                step: item.step,
-                serverId: content.server.id,
-                serverLabel: content.server.label,
-                tools: content.tools.map((tool) => tool.name),
-              },
-            },
-          ];
-        }
-        if (content.type !== 'function_call') return [];
-        return [
-          {
-            kind: 'message.event' as const,
-            messageId: current.id,
-            runId: current.run_id,
-            data:
-              content.approval !== undefined
-                ? {
-                    type: 'tool_approval',
-                    sourceType: 'tool_approval',
-                    kind: content.kind,
-                    actionId: content.actionId,
-                    callId: item.callId,
-                    itemId: item.id,
-                    step: item.step,
-                    name: content.name,
-                    tool: content.name,
-                    server: content.server?.label ?? 'agentry',
-                    serverId: content.server?.id ?? null,
-                    serverTool: content.server?.tool ?? content.name,
-                    arguments: content.arguments,
-                    approvalId: content.approval.id,
-                    expiresAt: content.approval.expiresAt,
-                  }
-                : content.kind === 'question'
+              data:
+                content.approval !== undefined
                   ? {
-                      type: 'question',
-                      sourceType: 'tool_ask_user_question',
-                      actionId: content.actionId,
-                      callId: item.callId,
-                      itemId: item.id,
-                      step: item.step,
-                      name: content.name,
-                      arguments: content.arguments,
-                    }
-                  : {
-                      type: 'tool_call',
-                      sourceType: `tool_${content.kind}`,
+                      type: 'tool_approval',
+                      sourceType: 'tool_approval',
                       kind: content.kind,
                       actionId: content.actionId,
                       callId: item.callId,
                       itemId: item.id,
                       step: item.step,
                       name: content.name,
+                      tool: content.name,
+                      server: content.server?.label ?? 'agentry',
+                      serverId: content.server?.id ?? null,
+                      serverTool: content.server?.tool ?? content.name,
                       arguments: content.arguments,
-                      ...(content.server === undefined
-                        ? {}
-                        : {
-                            serverId: content.server.id,
-                            serverLabel: content.server.label,
-                            tool: content.server.tool,
-                          }),
-                    },
-          },
-        ];
-      }),
-    );
-    if (output.calls.length === 0) {
-      const all = [...items.filter((item) => item.messageId === current.id), ...created];
-      events.push(...(await completeTurn({ trx, message: current, now }, turnText(all))));
-    }
-    return events;
-  });
+                      approvalId: content.approval.id,
+                      expiresAt: content.approval.expiresAt,
+                    }
+                  : content.kind === 'question'
+                    ? {
+                        type: 'question',
+                        sourceType: 'tool_ask_user_question',
+                        actionId: content.actionId,
+                        callId: item.callId,
+                        itemId: item.id,
+                        step: item.step,
+                        name: content.name,
+                        arguments: content.arguments,
+                      }
+                    : {
+                        type: 'tool_call',
+                        sourceType: `tool_${content.kind}`,
+                        kind: content.kind,
+                        actionId: content.actionId,
+                        callId: item.callId,
+                        itemId: item.id,
+                        step: item.step,
+                        name: content.name,
+                        arguments: content.arguments,
+                        ...(content.server === undefined
+                          ? {}
+                          : {
+                              serverId: content.server.id,
+                              serverLabel: content.server.label,
+                              tool: content.server.tool,
+                            }),
+                      },
+            },
+          ];
+        }),
+      );
+      if (output.calls.length === 0) {
+        const all = [...items.filter((item) => item.messageId === current.id), ...created];
+        events.push(...(await completeTurn({ trx, message: current, now }, turnText(all))));
+      }
+      return [...startEvents, ...events];
+    },
+  );
 }
 
 interface ServerCall {
@@ -696,6 +711,61 @@ async function afterTurn(deps: TurnDeps, initial: MessageRow): Promise<void> {
   if (deps.runExporter !== undefined) await deps.runExporter.exportRun(after.run_id);
 }
 
+/** Writes a turn's start inside another transaction of the same turn; returns the start's events. */
+type StartWrite = (trx: Executor, message: MessageRow) => Promise<SessionEvent[]>;
+
+/**
+ * How long a started turn may stay `queued` in storage before its start is written on its own. A turn whose first
+ * model call answers sooner writes its start with that step (one transaction fewer); a slower one is seen
+ * `running` after this delay, with its real start time.
+ */
+const START_WRITE_DELAY_MS = 100;
+
+interface LazyStart {
+  /** When the turn started (its `started_at`). */
+  at: number;
+  /** The start for the first step's transaction, unless it was written already (then null). */
+  take(): StartWrite | null;
+  /** Writes the start now unless a step took it; resolves with the message after it (null: no longer queued). */
+  flush(): Promise<MessageRow | null>;
+}
+
+function lazyStart(
+  deps: TurnDeps,
+  lease: Lease,
+  message: MessageRow,
+  options: { version: number; provision: boolean },
+): LazyStart {
+  const at = deps.clock.now();
+  const write: StartWrite = async (trx, current) => {
+    if (options.provision) await markWorkspaceProvisioned(trx, current.agent_id, at);
+    return startTurn({ trx, message: current, now: at }, options.version);
+  };
+  let written: Promise<MessageRow | null> | null = null;
+  const writeAlone = () => {
+    written ??= change(deps, lease, message.id, ['queued'], (trx, current) => write(trx, current));
+    return written;
+  };
+  const timer = setTimeout(() => {
+    // Errors are seen by whoever waits for the start next (flush, or the step that finds it written).
+    writeAlone().catch(() => undefined);
+  }, START_WRITE_DELAY_MS);
+  timer.unref();
+  return {
+    at,
+    take() {
+      clearTimeout(timer);
+      return written === null ? write : null;
+    },
+    async flush() {
+      clearTimeout(timer);
+      const row = await writeAlone();
+      // A step that took the start over may have run first; the message as it is now says where the turn is.
+      return row ?? (await loadMessage(deps.db, message.id)) ?? null;
+    },
+  };
+}
+
 async function runTurnSteps(
   deps: TurnDeps,
   lease: Lease,
@@ -708,30 +778,38 @@ async function runTurnSteps(
   let message: MessageRow = initial;
   // The model call in flight, if any: written as a failed or cancelled step when the turn ends during it.
   let inFlight: StepTrace | null = null;
+  /** Whether `message` was read by this turn's last write (no reload needed before the next step). */
+  let fresh = true;
   try {
     if (message.cancel_requested === 1) throw new TurnAbort('interrupt');
+    let starter: LazyStart | null = null;
     if (message.status === 'queued') {
       const agent = await agentAtStart(deps.db, message.agent_id);
-      const started = await change(deps, lease, messageId, ['queued'], async (trx, current, now) => {
-        if (!agent.workspaceProvisioned) await markWorkspaceProvisioned(trx, current.agent_id, now);
-        // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
-        return startTurn({ trx, message: current, now }, current.agent_version ?? agent.version);
-      });
-      if (started === null) return;
-      message = started;
-      deps.metrics.turnStarted(
-        { agent: message.agent_id, source: message.source },
-        (message.started_at ?? message.created_at) - message.created_at,
-      );
-    }
-    if (message.status !== 'running') return;
+      // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
+      const version = message.agent_version ?? agent.version;
+      starter = lazyStart(deps, lease, message, { version, provision: !agent.workspaceProvisioned });
+      message = { ...message, agent_version: version };
+      deps.metrics.turnStarted({ agent: message.agent_id, source: message.source }, starter.at - message.created_at);
+    } else if (message.status !== 'running') return;
+    /** Writes the start now if a step has not written it yet; false when the turn is no longer there to run. */
+    const started = async (): Promise<boolean> => {
+      if (starter === null) return true;
+      const row = await starter.flush();
+      starter = null;
+      if (row === null || row.status !== 'running') return false;
+      message = row;
+      return true;
+    };
     const { agent: config, settings } = await configFor(deps.db, message);
     const tools = await deps.tools.resolve(
       config,
       { orgId: message.org_id, agentId: message.agent_id, db: deps.db },
       signal,
     );
-    await reportToolFailures(deps, lease, message, tools.failures);
+    if (tools.failures.length > 0) {
+      if (!(await started())) return;
+      await reportToolFailures(deps, lease, message, tools.failures);
+    }
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const items = await context.load(deps.db, message.seq);
@@ -742,10 +820,12 @@ async function runTurnSteps(
       );
       const serverCalls = [...approvedEarlier, ...pending.filter(runnable)];
       if (serverCalls.length > 0) {
+        if (!(await started())) return;
         await runServerCalls(deps, lease, message, config, tools, serverCalls.map(serverCallOf), signal, trace);
         continue;
       }
       if (requiredActionsOf(pending).length > 0) {
+        if (!(await started())) return;
         // Read again under the lease's write: an approval decided while this step's other calls ran is not waited for.
         const after = await change(deps, lease, messageId, ['running'], async (trx, current, now) => {
           const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
@@ -754,8 +834,11 @@ async function runTurnSteps(
         if (after === null || after.status !== 'running') return;
         continue;
       }
-      message = (await loadMessage(deps.db, messageId)) ?? message;
-      if (message.status !== 'running') return;
+      if (!fresh) {
+        message = (await loadMessage(deps.db, messageId)) ?? message;
+        if (message.status !== (starter === null ? 'running' : 'queued')) return;
+      }
+      fresh = false;
       const step = message.step_count + 1;
       inFlight = { step, model: config.model, startedAt: deps.clock.now(), input: modelInputOf(items, messageId) };
       const output = await callModel(deps, message, config, settings, tools, items, step, signal, trace);
@@ -763,10 +846,15 @@ async function runTurnSteps(
         ...output.usage,
         costMicros: costMicros(config.model, output.usage),
       });
-      const after = await persistStep(deps, lease, message, config, tools, inFlight, output, items);
+      // The start goes into this step's transaction, unless it is being written (or was) on its own already.
+      const start = starter?.take() ?? null;
+      if (start !== null) starter = null;
+      else if (!(await started())) return;
+      const after = await persistStep(deps, lease, message, config, tools, inFlight, output, items, start);
       inFlight = null;
       if (after === null || after.status !== 'running') return;
       message = after;
+      fresh = true;
       if (output.calls.length > 0 && step >= config.maxSteps) {
         const text = turnText(
           await context.load(deps.db, message.seq).then((all) => all.filter((item) => item.messageId === messageId)),

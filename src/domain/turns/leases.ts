@@ -16,6 +16,8 @@ export interface Lease {
   orgId: string;
   token: number;
   owner: string;
+  /** Set when a turn's last write also gave the session up (releaseWhenIdle): the worker holds nothing any more. */
+  released?: boolean;
 }
 
 export class LeaseLostError extends Error {
@@ -114,17 +116,20 @@ export async function heartbeat(deps: LeaseDeps, lease: Lease, now: number): Pro
  * there is none). Returns false when there is more work, in which case the lease is kept.
  */
 export async function releaseIfIdle(deps: LeaseDeps, lease: Lease, now: number): Promise<boolean> {
-  return fenced(deps, lease, now, async (trx) => {
-    const next = await firstOpenMessage(trx, lease.sessionId);
-    if (next !== undefined && next.status !== 'requires_action') return false;
-    await trx
-      .updateTable('sessions')
-      .set({ work_pending: 0, lease_owner: null, lease_expires_at: null })
-      .where('id', '=', lease.sessionId)
-      .where('lease_token', '=', lease.token)
-      .execute();
-    return true;
-  });
+  return fenced(deps, lease, now, (trx) => releaseWhenIdle(trx, lease));
+}
+
+/** releaseIfIdle inside a transaction that already proved the lease (a turn's last write). */
+export async function releaseWhenIdle(trx: Executor, lease: Lease): Promise<boolean> {
+  const next = await firstOpenMessage(trx, lease.sessionId);
+  if (next !== undefined && next.status !== 'requires_action') return false;
+  await trx
+    .updateTable('sessions')
+    .set({ work_pending: 0, lease_owner: null, lease_expires_at: null })
+    .where('id', '=', lease.sessionId)
+    .where('lease_token', '=', lease.token)
+    .execute();
+  return true;
 }
 
 /** Lets another worker take the session at once (shutdown), keeping its work pending. */

@@ -6,6 +6,8 @@ export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 export const TERMINAL_STATUSES: readonly MessageStatus[] = ['completed', 'failed', 'cancelled'];
 /** A message not yet terminal: the session's open turn or one queued behind it. */
 export const OPEN_STATUSES: readonly MessageStatus[] = ['queued', 'running', 'requires_action'];
+/** A message a worker can run (or is running): not waiting for input, not ended. */
+export const RUNNABLE_STATUSES: readonly string[] = ['queued', 'running'];
 /** Where a Response stops streaming: a terminal message, or one waiting for the client. */
 export const RESPONSE_END_STATUSES: readonly MessageStatus[] = [...TERMINAL_STATUSES, 'requires_action'];
 

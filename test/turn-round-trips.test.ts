@@ -1,0 +1,76 @@
+/**
+ * The round trips of a turn on SQLite, counted at the driver: a one-step turn is two transactions (accept; then
+ * start + step + completion + release), and a turn whose model is slow is still seen `running` in storage soon
+ * after it starts. Counted by wrapping node:sqlite's statement methods in this test's process only.
+ */
+import { StatementSync } from 'node:sqlite';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { flows, waitUntil } from './helpers/fixtures.ts';
+import { createHarness, type Harness } from './helpers/harness.ts';
+
+const executed: string[] = [];
+let counting = false;
+for (const method of ['all', 'run', 'iterate'] as const) {
+  const original = StatementSync.prototype[method] as (this: StatementSync, ...args: unknown[]) => unknown;
+  Object.defineProperty(StatementSync.prototype, method, {
+    configurable: true,
+    writable: true,
+    value(this: StatementSync, ...args: unknown[]) {
+      if (counting) executed.push(this.sourceSQL.trim().toLowerCase());
+      return original.apply(this, args);
+    },
+  });
+}
+
+let h: Harness;
+const flow = flows(() => h);
+beforeAll(async () => {
+  h = await createHarness('sqlite');
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function counted<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  executed.length = 0;
+  counting = true;
+  try {
+    const result = await work();
+    return { result, statements: [...executed] };
+  } finally {
+    counting = false;
+  }
+}
+
+it('runs a one-step turn in two transactions, the session released in the second', async () => {
+  const agentId = await flow.createAgent({});
+  const sessionId = await flow.createSession(agentId);
+  // Warm: the first turn of a session also reads what later ones have cached.
+  const first = await flow.submit(sessionId, 'hello');
+  await flow.waitForMessage(sessionId, first.id);
+
+  const { result: accepted, statements } = await counted(async () => {
+    const message = await flow.submit(sessionId, 'hello again');
+    await flow.waitForMessage(sessionId, message.id);
+    await waitUntil(async () => (h.engine.active() === 0 ? true : null), { what: 'the worker to let go' });
+    return message;
+  });
+  const transactions = statements.filter((text) => text.startsWith('begin'));
+  expect(transactions, statements.join('\n')).toHaveLength(2);
+  // No separate release: the lease is given up by the step's transaction.
+  expect(statements.filter((text) => text.includes('set "work_pending" = ?, "lease_owner" = ?'))).toHaveLength(1);
+  const message = await flow.getMessage(sessionId, accepted.id);
+  expect(message.status).toBe('completed');
+  expect(message.startedAt).not.toBeNull();
+});
+
+it('writes the start of a slow turn on its own, so it is seen running before it ends', async () => {
+  const agentId = await flow.createAgent({});
+  const sessionId = await flow.createSession(agentId);
+  const accepted = await flow.submit(sessionId, 'sleep 1500\nslow answer');
+  const running = await flow.waitForMessage(sessionId, accepted.id, ['running']);
+  expect(running.startedAt).not.toBeNull();
+  const done = await flow.waitForMessage(sessionId, accepted.id);
+  expect(done.status).toBe('completed');
+  expect(Date.parse(done.startedAt)).toBe(Date.parse(running.startedAt));
+});

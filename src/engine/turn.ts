@@ -29,7 +29,13 @@ import {
 } from '../domain/turns/items.ts';
 import { fenced, type Lease, type LeaseDeps, LeaseLostError, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { turnText } from '../domain/turns/message-service.ts';
-import { type MessageError, OPEN_STATUSES, RUNNABLE_STATUSES, type Warning } from '../domain/turns/message-types.ts';
+import {
+  type MessageError,
+  OPEN_STATUSES,
+  RUNNABLE_STATUSES,
+  TERMINAL_STATUSES,
+  type Warning,
+} from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/turns/transitions.ts';
 import {
@@ -697,7 +703,7 @@ async function runTracedTurn(
   }
 }
 
-const ENDED: readonly string[] = ['completed', 'failed', 'cancelled'];
+const ENDED: readonly string[] = TERMINAL_STATUSES;
 
 /** Counts a turn that ended in this call and hands its run to the trace exporter. */
 async function afterTurn(deps: TurnDeps, initial: MessageRow): Promise<void> {

@@ -10,12 +10,13 @@
 import { SpanKind } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { SPAN_BLOCK } from '../domain/runs/spans.ts';
+import { TERMINAL_STATUSES } from '../domain/turns/message-types.ts';
+import { claimRunExport } from '../domain/turns/turn-store.ts';
 import type { Executor } from '../storage/db.ts';
 import type { RunRow, SpanRow } from '../storage/schema.ts';
 import { chatSpanId, type RunTrace, runTrace, toolSpanId } from './trace-context.ts';
 import type { SpanSpec, Tracing } from './tracing.ts';
 
-const ENDED = ['completed', 'failed', 'cancelled'];
 /** Runs that ended longer ago than this are left alone (tracing was off, or the backlog is stale). */
 const LOOKBACK_MS = 3600_000;
 const BATCH = 100;
@@ -203,14 +204,7 @@ export function createRunExporter(deps: RunExporterDeps): RunExporter {
   let again = false;
 
   async function exportRun(runId: string): Promise<void> {
-    const claimed = await db
-      .updateTable('runs')
-      .set({ exported_at: deps.now() })
-      .where('id', '=', runId)
-      .where('exported_at', 'is', null)
-      .where('status', 'in', ENDED)
-      .returningAll()
-      .executeTakeFirst();
+    const claimed = await claimRunExport(db, runId, deps.now());
     if (claimed === undefined) return;
     const [message, agent, spans] = await Promise.all([
       db.selectFrom('messages').select('traceparent').where('id', '=', claimed.message_id).executeTakeFirst(),
@@ -239,7 +233,7 @@ export function createRunExporter(deps: RunExporterDeps): RunExporter {
           .select('id')
           .where('completed_at', '>=', deps.now() - LOOKBACK_MS)
           .where('exported_at', 'is', null)
-          .where('status', 'in', ENDED)
+          .where('status', 'in', TERMINAL_STATUSES)
           .orderBy('completed_at')
           .limit(BATCH)
           .execute();

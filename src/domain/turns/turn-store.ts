@@ -4,9 +4,10 @@
  * database only through this folder, so every write to messages, runs, items and session status is made here.
  */
 import type { Executor } from '../../storage/db.ts';
-import type { MessageRow } from '../../storage/schema.ts';
+import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { agentFromRow, findAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentConfig } from '../agents/agent-types.ts';
+import { TERMINAL_STATUSES } from './message-types.ts';
 
 export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
   return db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
@@ -83,4 +84,16 @@ export async function addStepUsage(
     }))
     .where('id', '=', message.run_id)
     .execute();
+}
+
+/** Marks an ended run exported (once, across processes); the run, or undefined when it was taken or is not ended. */
+export async function claimRunExport(db: Executor, runId: string, now: number): Promise<RunRow | undefined> {
+  return db
+    .updateTable('runs')
+    .set({ exported_at: now })
+    .where('id', '=', runId)
+    .where('exported_at', 'is', null)
+    .where('status', 'in', TERMINAL_STATUSES)
+    .returningAll()
+    .executeTakeFirst();
 }

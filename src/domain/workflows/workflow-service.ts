@@ -22,7 +22,7 @@ import type { ThreadService } from '../threads/thread-service.ts';
 import { acceptMessage, type HistoryItem, type ToolWarnings } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { isTerminal, type MessageStatus, messageStatusOf } from '../turns/message-types.ts';
+import { isTerminal, type MessageStatus, messageStatusOf, TERMINAL_STATUSES } from '../turns/message-types.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
 
 export const WORKFLOW_RUN_STATUSES = [
@@ -221,7 +221,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
               .selectFrom('messages')
               .select('messages.id')
               .whereRef('messages.id', '=', 'workflow_runs.message_id')
-              .where('messages.status', 'in', ['completed', 'failed', 'cancelled']),
+              .where('messages.status', 'in', TERMINAL_STATUSES),
           ),
         )
         .returningAll()
@@ -256,7 +256,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
         .innerJoin('messages as m', 'm.id', 'w.message_id')
         .select('w.id')
         .where('w.settled', '=', 0)
-        .where('m.status', 'in', ['completed', 'failed', 'cancelled'])
+        .where('m.status', 'in', TERMINAL_STATUSES)
         .orderBy('w.created_at')
         .limit(limit)
         .execute();

@@ -10,6 +10,7 @@ import { isJsonObject } from '../lib/guards.ts';
 import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
+import { prepare } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
 
@@ -19,6 +20,13 @@ export {
   type SessionEventInput,
   type SessionEventKind,
 } from './session-events.ts';
+
+const lastSeq = prepare((db, p: { sessionId: string }) =>
+  db
+    .selectFrom('session_events')
+    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+    .where('session_id', '=', p.sessionId),
+);
 
 export const WEBHOOK_EVENT_TYPES = [
   'agent.session.created',
@@ -59,11 +67,7 @@ export async function writeEvents(
 ): Promise<SessionEvent[]> {
   const written: SessionEvent[] = [];
   if (sessionEvents.length > 0) {
-    const last = await trx
-      .selectFrom('session_events')
-      .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-      .where('session_id', '=', target.sessionId)
-      .executeTakeFirst();
+    const last = await lastSeq.first(trx, { sessionId: target.sessionId });
     let seq = Number(last?.seq ?? 0);
     for (const { messageId, runId, ...body } of sessionEvents) {
       seq += 1;
@@ -168,10 +172,6 @@ export function afterCommit(bus: Bus, sessionId: string, events: readonly Sessio
 
 /** The sequence number of the session's newest persisted event (0 when there is none). */
 export async function lastEventSeq(db: Executor, sessionId: string): Promise<number> {
-  const last = await db
-    .selectFrom('session_events')
-    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-    .where('session_id', '=', sessionId)
-    .executeTakeFirst();
+  const last = await lastSeq.first(db, { sessionId });
   return Number(last?.seq ?? 0);
 }

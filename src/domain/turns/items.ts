@@ -15,7 +15,26 @@ import { newId } from '../../lib/ids.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
+
+const lastItemSeq = prepare((db, p: { sessionId: string }) =>
+  db
+    .selectFrom('items')
+    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+    .where('session_id', '=', p.sessionId),
+);
+
+const itemsAfter = prepare((db, p: { sessionId: string; afterSeq: number }) =>
+  db
+    .selectFrom('items')
+    .leftJoin('messages', 'messages.id', 'items.message_id')
+    .selectAll('items')
+    .select('messages.seq as message_seq')
+    .where('items.session_id', '=', p.sessionId)
+    .where('items.seq', '>', p.afterSeq)
+    .orderBy('items.seq'),
+);
 
 /** Who answers a tool call: the service (server), the API caller (client), or a person (question). */
 export const CALL_KINDS = ['server', 'client', 'question'] as const;
@@ -207,11 +226,7 @@ export async function appendItems(
   items: NewItem[],
 ): Promise<Item[]> {
   if (items.length === 0) return [];
-  const last = await trx
-    .selectFrom('items')
-    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-    .where('session_id', '=', target.sessionId)
-    .executeTakeFirst();
+  const last = await lastItemSeq.first(trx, { sessionId: target.sessionId });
   let seq = Number(last?.seq ?? 0);
   const rows: ItemRow[] = items.map((item) => {
     seq += 1;
@@ -289,15 +304,7 @@ export async function loadItemsAfter(
   sessionId: string,
   afterSeq: number,
 ): Promise<(ItemRow & { message_seq: number | null })[]> {
-  return db
-    .selectFrom('items')
-    .leftJoin('messages', 'messages.id', 'items.message_id')
-    .selectAll('items')
-    .select('messages.seq as message_seq')
-    .where('items.session_id', '=', sessionId)
-    .where('items.seq', '>', afterSeq)
-    .orderBy('items.seq')
-    .execute();
+  return itemsAfter.all(db, { sessionId, afterSeq });
 }
 
 export async function loadItem(db: Executor, itemId: string): Promise<Item | undefined> {

@@ -8,8 +8,26 @@
 
 import type { ExpressionBuilder } from 'kysely';
 import type { Dialect, Executor } from '../../storage/db.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { Database } from '../../storage/schema.ts';
 import { firstOpenMessage } from './open-messages.ts';
+
+const fenceQuery = prepare((db, p: { id: string; token: number; owner: string; expiresAt: number }) =>
+  db
+    .updateTable('sessions')
+    .set({ lease_expires_at: p.expiresAt })
+    .where('id', '=', p.id)
+    .where('lease_token', '=', p.token)
+    .where('lease_owner', '=', p.owner),
+);
+
+const releaseQuery = prepare((db, p: { id: string; token: number }) =>
+  db
+    .updateTable('sessions')
+    .set({ work_pending: 0, lease_owner: null, lease_expires_at: null })
+    .where('id', '=', p.id)
+    .where('lease_token', '=', p.token),
+);
 
 export interface Lease {
   sessionId: string;
@@ -84,14 +102,13 @@ export async function claimSession(deps: LeaseDeps, now: number, sessionId?: str
 
 /** Checks and extends the lease; on Postgres this also locks the session row for the rest of the transaction. */
 async function fence(trx: Executor, lease: Lease, now: number, leaseMs: number): Promise<void> {
-  const result = await trx
-    .updateTable('sessions')
-    .set({ lease_expires_at: now + leaseMs })
-    .where('id', '=', lease.sessionId)
-    .where('lease_token', '=', lease.token)
-    .where('lease_owner', '=', lease.owner)
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw new LeaseLostError(lease.sessionId);
+  const updated = await fenceQuery.run(trx, {
+    id: lease.sessionId,
+    token: lease.token,
+    owner: lease.owner,
+    expiresAt: now + leaseMs,
+  });
+  if (updated === 0n) throw new LeaseLostError(lease.sessionId);
 }
 
 /** Runs `work` in a transaction that first proves the lease is still ours. */
@@ -123,12 +140,7 @@ export async function releaseIfIdle(deps: LeaseDeps, lease: Lease, now: number):
 export async function releaseWhenIdle(trx: Executor, lease: Lease): Promise<boolean> {
   const next = await firstOpenMessage(trx, lease.sessionId);
   if (next !== undefined && next.status !== 'requires_action') return false;
-  await trx
-    .updateTable('sessions')
-    .set({ work_pending: 0, lease_owner: null, lease_expires_at: null })
-    .where('id', '=', lease.sessionId)
-    .where('lease_token', '=', lease.token)
-    .execute();
+  await releaseQuery.run(trx, { id: lease.sessionId, token: lease.token });
   return true;
 }
 

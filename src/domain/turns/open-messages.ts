@@ -1,5 +1,14 @@
 import type { Executor } from '../../storage/db.ts';
+import { prepare } from '../../storage/prepared.ts';
 import { OPEN_STATUSES } from './message-types.ts';
+
+const openMessages = prepare((db, p: { sessionId: string }) =>
+  db
+    .selectFrom('messages')
+    .select(['id', 'seq', 'status', 'cancel_requested'])
+    .where('session_id', '=', p.sessionId)
+    .where('status', 'in', OPEN_STATUSES),
+);
 
 /**
  * The session's first unfinished message (its active turn), or undefined. Unfinished messages are few, so they are
@@ -10,12 +19,7 @@ export async function firstOpenMessage(
   db: Executor,
   sessionId: string,
 ): Promise<{ id: string; seq: number; status: string; cancel_requested: number } | undefined> {
-  const open = await db
-    .selectFrom('messages')
-    .select(['id', 'seq', 'status', 'cancel_requested'])
-    .where('session_id', '=', sessionId)
-    .where('status', 'in', OPEN_STATUSES)
-    .execute();
+  const open = await openMessages.all(db, { sessionId });
   let first: (typeof open)[number] | undefined;
   for (const row of open) if (first === undefined || row.seq < first.seq) first = row;
   return first;

@@ -4,18 +4,16 @@
  * database only through this folder, so every write to messages, runs, items and session status is made here.
  */
 import type { Executor } from '../../storage/db.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { agentFromRow, findAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentConfig } from '../agents/agent-types.ts';
 import { TERMINAL_STATUSES } from './message-types.ts';
 
-export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
-  return db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
-}
+const messageById = prepare((db, p: { id: string }) => db.selectFrom('messages').selectAll().where('id', '=', p.id));
 
-export async function messageStatus(db: Executor, messageId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('messages').select('status').where('id', '=', messageId).executeTakeFirst();
-  return row?.status;
+export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
+  return messageById.first(db, { id: messageId });
 }
 
 /** The agent as the message's run fixed it (its pinned version), or the current one before the turn started. */
@@ -51,6 +49,30 @@ export async function markWorkspaceProvisioned(trx: Executor, agentId: string, n
     .execute();
 }
 
+const messageUsage = prepare((db, p: StepUsage & { id: string; now: number }) =>
+  db
+    .updateTable('messages')
+    .set((eb) => ({
+      step_count: eb('step_count', '+', 1),
+      input_tokens: eb('input_tokens', '+', p.inputTokens),
+      output_tokens: eb('output_tokens', '+', p.outputTokens),
+      cost_micros: eb('cost_micros', '+', p.costMicros),
+      updated_at: p.now,
+    }))
+    .where('id', '=', p.id),
+);
+
+const runUsage = prepare((db, p: StepUsage & { id: string }) =>
+  db
+    .updateTable('runs')
+    .set((eb) => ({
+      input_tokens: eb('input_tokens', '+', p.inputTokens),
+      output_tokens: eb('output_tokens', '+', p.outputTokens),
+      cost_micros: eb('cost_micros', '+', p.costMicros),
+    }))
+    .where('id', '=', p.id),
+);
+
 export interface StepUsage {
   inputTokens: number;
   outputTokens: number;
@@ -64,26 +86,8 @@ export async function addStepUsage(
   usage: StepUsage,
   now: number,
 ): Promise<void> {
-  await trx
-    .updateTable('messages')
-    .set((eb) => ({
-      step_count: eb('step_count', '+', 1),
-      input_tokens: eb('input_tokens', '+', usage.inputTokens),
-      output_tokens: eb('output_tokens', '+', usage.outputTokens),
-      cost_micros: eb('cost_micros', '+', usage.costMicros),
-      updated_at: now,
-    }))
-    .where('id', '=', message.id)
-    .execute();
-  await trx
-    .updateTable('runs')
-    .set((eb) => ({
-      input_tokens: eb('input_tokens', '+', usage.inputTokens),
-      output_tokens: eb('output_tokens', '+', usage.outputTokens),
-      cost_micros: eb('cost_micros', '+', usage.costMicros),
-    }))
-    .where('id', '=', message.run_id)
-    .execute();
+  await messageUsage.run(trx, { id: message.id, ...usage, now });
+  await runUsage.run(trx, { id: message.run_id, ...usage });
 }
 
 /** Marks an ended run exported (once, across processes); the run, or undefined when it was taken or is not ended. */

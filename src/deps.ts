@@ -32,7 +32,6 @@ import { createTaskNotifier, type TaskNotifier } from './domain/tasks/task-notif
 import { createTaskService, type TaskService } from './domain/tasks/task-service.ts';
 import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
 import { createMessageService, type MessageService } from './domain/turns/message-service.ts';
-import { createWebhookDispatcher, type WebhookDispatcher } from './domain/webhooks/dispatcher.ts';
 import { type FollowUpSession, followUpSession } from './domain/webhooks/followup.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
 import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
@@ -56,6 +55,7 @@ import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
 import { detectBubblewrap } from './tools/sandbox/bubblewrap-detect.ts';
 import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
+import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
 
 export interface Deps {
   config: Config;

@@ -15,9 +15,9 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildDeps, buildDispatcher, buildEngine } from '../src/deps.ts';
 import { bootstrap } from '../src/domain/orgs/org-service.ts';
-import type { WebhookDispatcher } from '../src/domain/webhooks/dispatcher.ts';
 import type { Engine } from '../src/engine/engine.ts';
 import { createLogger } from '../src/logger.ts';
+import type { WebhookDispatcher } from '../src/webhooks/dispatcher.ts';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
 import {
   createHarness,

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDispatcher, buildScheduler } from '../src/deps.ts';
-import type { WebhookDispatcher } from '../src/domain/webhooks/dispatcher.ts';
 import type { Scheduler } from '../src/engine/scheduler.ts';
+import type { WebhookDispatcher } from '../src/webhooks/dispatcher.ts';
 import { type Json, TERMINAL_STATUSES, waitUntil, weatherTool } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type TestClock, testClock } from './helpers/test-clock.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDispatcher } from '../src/deps.ts';
-import type { WebhookDispatcher } from '../src/domain/webhooks/dispatcher.ts';
+import type { WebhookDispatcher } from '../src/webhooks/dispatcher.ts';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json, testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';

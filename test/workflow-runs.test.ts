@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDispatcher } from '../src/deps.ts';
-import type { WebhookDispatcher } from '../src/domain/webhooks/dispatcher.ts';
+import type { WebhookDispatcher } from '../src/webhooks/dispatcher.ts';
 import { waitUntil, weatherTool } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type Receiver, startReceiver, verified } from './helpers/webhook-receiver.ts';

@@ -12,13 +12,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import type { Bus } from '../../bus/bus.ts';
-import type { Clock } from '../../lib/clock.ts';
-import type { Resolver } from '../../lib/egress.ts';
-import type { Metrics } from '../../observability/metrics-types.ts';
-import type { Dialect, Executor } from '../../storage/db.ts';
-import { attemptDelivery } from './attempt.ts';
-import type { DeliveryService } from './delivery-service.ts';
+import type { Bus } from '../bus/bus.ts';
+import { attemptDelivery } from '../domain/webhooks/attempt.ts';
+import type { DeliveryService } from '../domain/webhooks/delivery-service.ts';
 import {
   type ClaimedDelivery,
   claimDue,
@@ -28,8 +24,12 @@ import {
   recordResults,
   type StoreDeps,
   sweepHistory,
-} from './delivery-store.ts';
-import { createSigner } from './signing.ts';
+} from '../domain/webhooks/delivery-store.ts';
+import { createSigner } from '../domain/webhooks/signing.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Resolver } from '../lib/egress.ts';
+import type { Metrics } from '../observability/metrics-types.ts';
+import type { Dialect, Executor } from '../storage/db.ts';
 
 export interface DispatcherDeps {
   db: Executor;

@@ -39,6 +39,7 @@ import {
   loadMessage,
   markWorkspaceProvisioned,
 } from '../domain/turns/turn-store.ts';
+import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';
@@ -77,6 +78,8 @@ export interface TurnDeps extends LeaseDeps {
   metrics: Metrics;
   /** Present when traces are exported: ended runs go to it, outgoing calls name their spans. */
   runExporter?: RunExporter | undefined;
+  /** Which webhook events the turn's state changes record (the organization's subscribed types). */
+  subscriptions: WebhookSubscriptions;
 }
 
 /**
@@ -427,7 +430,9 @@ async function persistStep(
     );
     if (output.calls.length === 0) {
       const all = [...items.filter((item) => item.messageId === current.id), ...created];
-      events.push(...(await completeTurn({ trx, message: current, now }, turnText(all))));
+      events.push(
+        ...(await completeTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, turnText(all))),
+      );
     }
     return events;
   });
@@ -714,7 +719,10 @@ async function runTurnSteps(
       const started = await change(deps, lease, messageId, ['queued'], async (trx, current, now) => {
         if (!agent.workspaceProvisioned) await markWorkspaceProvisioned(trx, current.agent_id, now);
         // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
-        return startTurn({ trx, message: current, now }, current.agent_version ?? agent.version);
+        return startTurn(
+          { trx, message: current, now, subscriptions: deps.subscriptions },
+          current.agent_version ?? agent.version,
+        );
       });
       if (started === null) return;
       message = started;
@@ -748,7 +756,9 @@ async function runTurnSteps(
         // Read again under the lease's write: an approval decided while this step's other calls ran is not waited for.
         const after = await change(deps, lease, messageId, ['running'], async (trx, current, now) => {
           const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
-          return waiting.length === 0 ? [] : requireAction({ trx, message: current, now }, waiting);
+          return waiting.length === 0
+            ? []
+            : requireAction({ trx, message: current, now, subscriptions: deps.subscriptions }, waiting);
         });
         if (after === null || after.status !== 'running') return;
         continue;
@@ -772,7 +782,7 @@ async function runTurnSteps(
         );
         await change(deps, lease, messageId, ['running'], (trx, current, now) =>
           failTurn(
-            { trx, message: current, now },
+            { trx, message: current, now, subscriptions: deps.subscriptions },
             {
               code: 'max_steps_exceeded',
               message: `the agent still called tools after its last step (maxSteps ${config.maxSteps})`,
@@ -800,14 +810,18 @@ async function runTurnSteps(
     if (reason === 'interrupt') {
       await change(deps, lease, messageId, OPEN_STATUSES, async (trx, current, now) => {
         await writeUnfinishedStep(trx, current, inFlight, { status: 'cancelled' }, now);
-        return cancelTurn({ trx, message: current, now }, await partial(trx));
+        return cancelTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, await partial(trx));
       });
       return;
     }
     if (!(error instanceof ModelError)) deps.logger.error({ err: error, messageId }, 'turn failed unexpectedly');
     await change(deps, lease, messageId, ['queued', 'running'], async (trx, current, now) => {
       await writeUnfinishedStep(trx, current, inFlight, { status: 'failed', error: errorOf(error) }, now);
-      return failTurn({ trx, message: current, now }, errorOf(error), await partial(trx));
+      return failTurn(
+        { trx, message: current, now, subscriptions: deps.subscriptions },
+        errorOf(error),
+        await partial(trx),
+      );
     });
   }
 }

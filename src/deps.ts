@@ -180,7 +180,18 @@ export async function buildDeps(
   metrics.watchDatabase(db);
   const live = createStreamHub(bus);
   const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
-  const sessions = createSessionService({ db, clock });
+  const webhooks = createWebhookServices({
+    db,
+    dialect: storage.dialect,
+    clock,
+    allowInsecureDestinations: config.allowInsecureDestinations,
+    retryWindowMs: config.webhookRetryWindowMs,
+    historyRetentionMs: config.webhookHistoryRetentionMs,
+    changeVersion: storage.changeVersion,
+  });
+  // Every writer of webhook events asks it which of them the organization's endpoints receive.
+  const { subscriptions } = webhooks;
+  const sessions = createSessionService({ db, clock, subscriptions });
   const secrets = createSecretBox({ configuredKey: config.secretKey, keyFile: join(config.dataDir, 'secret.key') });
   const mcpStore = createMcpServerStore(secrets);
   // Organization connectors are user-chosen destinations: the egress guard applies. Toolkit endpoints are the
@@ -238,7 +249,7 @@ export async function buildDeps(
     connectors: mcpServers,
     changeVersion: storage.changeVersion,
   });
-  const messages = createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings });
+  const messages = createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings, subscriptions });
   const scheduleRunner = createScheduleRunner({
     db,
     dialect: storage.dialect,
@@ -248,6 +259,7 @@ export async function buildDeps(
     agents,
     sessions,
     messages,
+    subscriptions,
   });
   const schedules = createScheduleService({
     db,
@@ -255,6 +267,7 @@ export async function buildDeps(
     idempotency,
     logger,
     dispatch: (scheduleId) => scheduleRunner.dispatch(scheduleId),
+    subscriptions,
   });
   const images = createImageImporter({
     db,
@@ -298,16 +311,10 @@ export async function buildDeps(
       checkAttachment,
       images,
       messages,
+      subscriptions,
     }),
-    conversations: createConversationService({ db, clock, bus, agents, sessions, messages }),
-    webhooks: createWebhookServices({
-      db,
-      dialect: storage.dialect,
-      clock,
-      allowInsecureDestinations: config.allowInsecureDestinations,
-      retryWindowMs: config.webhookRetryWindowMs,
-      historyRetentionMs: config.webhookHistoryRetentionMs,
-    }),
+    conversations: createConversationService({ db, clock, bus, agents, sessions, messages, subscriptions }),
+    webhooks,
     mcpServers,
     tools,
     sandbox,
@@ -342,6 +349,7 @@ export async function buildDeps(
       agentOf: (orgId, agentId, executor) => agents.get(orgId, agentId, executor),
       toolWarnings: tools.warnings,
       checkAttachment,
+      subscriptions,
     }),
     schedules,
     scheduleRunner,
@@ -408,6 +416,7 @@ export function buildEngine(deps: Deps): Engine {
       allowInsecureDestinations: deps.config.allowInsecureDestinations,
       files: createFileReader({ db: deps.storage.db, dataDir: deps.config.dataDir }),
       metrics: deps.metrics,
+      subscriptions: deps.webhooks.subscriptions,
       runExporter:
         deps.tracing === null
           ? undefined

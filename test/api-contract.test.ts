@@ -68,6 +68,13 @@ describe('API contract', () => {
   it('answers 404 on every id route when the id belongs to another organization', async () => {
     const other = await h.createOrg('contract-other');
     const agent = json(await h.request('POST', '/v1/agents', { key: other.key, body: { name: 'theirs' } })).agent;
+    // Before the session, whose agent.session.created event it then subscribes to.
+    const hook = json(
+      await h.request('POST', '/v1/webhook_endpoints', {
+        key: other.key,
+        body: { name: 'theirs', url: 'https://93.184.215.14/hook', event_types: ['agent.session.created'] },
+      }),
+    );
     const session = json(
       await h.request('POST', '/v1/sessions', { key: other.key, body: { agentId: agent.id } }),
     ).session;
@@ -89,12 +96,6 @@ describe('API contract', () => {
         key: other.key,
         headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
         rawBody: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="theirs.txt"\r\nContent-Type: text/plain\r\n\r\ntheirs\r\n--${boundary}--\r\n`,
-      }),
-    );
-    const hook = json(
-      await h.request('POST', '/v1/webhook_endpoints', {
-        key: other.key,
-        body: { name: 'theirs', url: 'https://93.184.215.14/hook', event_types: ['agent.session.created'] },
       }),
     );
     const event = await h.deps.storage.db

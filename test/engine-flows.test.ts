@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
 import { AppError } from '../src/errors/app-error.ts';
 import {
   ASK_USER_QUESTION_SERVER,
@@ -26,6 +27,11 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
   beforeAll(async () => {
     h = await createHarness(dialect);
     orgId = (await db().selectFrom('orgs').select('id').where('name', '=', 'default').executeTakeFirstOrThrow()).id;
+    // The outbox records only the webhook events an endpoint subscribes to (none is delivered: no dispatcher runs).
+    const hook = await h.request('POST', '/v1/webhook_endpoints', {
+      body: { name: 'outbox', url: 'https://93.184.215.14/hooks', event_types: WEBHOOK_EVENT_TYPES },
+    });
+    expect(hook.status, hook.text).toBe(200);
     agentId = await flow.createAgent({ mcpServers: [ASK_USER_QUESTION_SERVER] });
     toolAgentId = await flow.createAgent({ clientTools: [WEATHER_TOOL], mcpServers: [ASK_USER_QUESTION_SERVER] });
   });

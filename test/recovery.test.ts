@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 /** Waits until every message is terminal and checks that it completed with the expected text. */
 async function expectCompleted(
@@ -34,16 +35,30 @@ const FAST_RECOVERY = { AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LE
 describe.each(dialects())('crash recovery (%s)', (dialect) => {
   const environment = testEnvironment(dialect);
   const key = testKey();
-  const env = { ...environment.env, ...FAST_RECOVERY, AGENTRY_BOOTSTRAP_KEY: key };
+  // A local receiver subscribes to turn.completed: the outbox records only events an endpoint subscribes to.
+  const env = {
+    ...environment.env,
+    ...FAST_RECOVERY,
+    AGENTRY_BOOTSTRAP_KEY: key,
+    AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
+  };
   let server: ServerProcess | null = null;
+  let receiver: Receiver | null = null;
   afterAll(async () => {
     await server?.stop('SIGKILL');
+    await receiver?.close();
     await environment.cleanup();
   });
 
   it('brings every accepted message to a terminal state after kill -9, none lost, none run twice', async () => {
-    server = await startServerProcess(env);
+    [server, receiver] = await Promise.all([startServerProcess(env), startReceiver()]);
     let api = httpClient(server.url, key);
+    const hook = await api('POST', '/v1/webhook_endpoints', {
+      name: 'turns',
+      url: `${receiver.url}/turns`,
+      event_types: ['agent.session.turn.completed'],
+    });
+    expect(hook.status).toBe(200);
     const agent = (await api('POST', '/v1/agents', { name: 'durable' })).body?.agent;
     const sessions: string[] = [];
     for (let i = 0; i < 4; i++)

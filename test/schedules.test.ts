@@ -471,7 +471,7 @@ describe.each(dialects())('schedules (%s)', (dialect) => {
     // A process killed mid-claim: its transaction never commits (the database rolls it back the same way).
     await expect(
       db.transaction().execute(async (trx) => {
-        const claimed = await claimTicks(trx, seen, clock.now(), MINUTE, 'doomed');
+        const claimed = await claimTicks(trx, h.deps.webhooks.subscriptions, seen, clock.now(), MINUTE, 'doomed');
         expect(claimed?.runs).toHaveLength(1);
         throw new Error('killed before commit');
       }),
@@ -498,7 +498,11 @@ describe.each(dialects())('schedules (%s)', (dialect) => {
     await scheduler.poke();
     const [run] = await runs(schedule.id);
     // A worker that read the schedule before that claim: its claim changes nothing.
-    expect(await db.transaction().execute((trx) => claimTicks(trx, stale, clock.now(), MINUTE, 'late'))).toBeNull();
+    expect(
+      await db
+        .transaction()
+        .execute((trx) => claimTicks(trx, h.deps.webhooks.subscriptions, stale, clock.now(), MINUTE, 'late')),
+    ).toBeNull();
     // Even with next_run_at put back on the claimed tick, the tick keeps its one run and the schedule moves on.
     await db.updateTable('schedules').set({ next_run_at: stale.next_run_at }).where('id', '=', schedule.id).execute();
     await scheduler.poke();

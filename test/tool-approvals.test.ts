@@ -6,6 +6,7 @@
  * parallel calls where one asks, and validation of the policy and of the answer. Once per dialect.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
@@ -18,6 +19,11 @@ describe.each(dialects())('tool approvals (%s)', (dialect) => {
   beforeAll(async () => {
     mcp = await startModernMcpServer({ name: 'ops' });
     h = await createHarness(dialect, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true', AGENTRY_POLL_MS: '100' });
+    // The outbox records only the webhook events an endpoint subscribes to (none is delivered: no dispatcher runs).
+    const hook = await h.request('POST', '/v1/webhook_endpoints', {
+      body: { name: 'outbox', url: 'https://93.184.215.14/hooks', event_types: WEBHOOK_EVENT_TYPES },
+    });
+    expect(hook.status, hook.text).toBe(200);
   });
   afterAll(async () => {
     await h.close();

@@ -1,7 +1,9 @@
 /**
  * The outbox: every state change writes its session events and webhook events in the same transaction as the
  * change itself, so nothing is reported that did not happen and nothing that happened goes unreported. The
- * returned session events are published to live listeners after the transaction commits.
+ * returned session events are published to live listeners after the transaction commits. Webhook events are
+ * written only for the types the organization's endpoints subscribe to (domain/webhooks/subscriptions.ts): an
+ * event no endpoint would receive is not recorded.
  */
 
 import type { Bus } from '../bus/bus.ts';
@@ -13,6 +15,7 @@ import { parseJsonColumn } from '../storage/json-column.ts';
 import { prepare } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
+import type { WebhookSubscriptions } from './webhooks/subscriptions.ts';
 
 export {
   SESSION_EVENT_KINDS,
@@ -59,11 +62,17 @@ export interface WebhookEventInput {
   traceparent?: string | null;
 }
 
+/** The webhook events of a state change, and what decides which of them are recorded. */
+export interface WebhookBatch {
+  subscriptions: WebhookSubscriptions;
+  events: WebhookEventInput[];
+}
+
 export async function writeEvents(
   trx: Executor,
   target: { orgId: string; sessionId: string; now: number },
   sessionEvents: SessionEventInput[],
-  webhooks: WebhookEventInput[] = [],
+  webhooks?: WebhookBatch,
 ): Promise<SessionEvent[]> {
   const written: SessionEvent[] = [];
   if (sessionEvents.length > 0) {
@@ -98,23 +107,32 @@ export async function writeEvents(
       )
       .execute();
   }
-  if (webhooks.length > 0) {
-    await trx
-      .insertInto('webhook_events')
-      .values(
-        webhooks.map((webhook) => ({
-          id: `evt_${newId().replaceAll('-', '')}`,
-          org_id: target.orgId,
-          type: webhook.type,
-          data: JSON.stringify(webhook.data),
-          created_at: target.now,
-          dispatched_at: null,
-          traceparent: webhook.traceparent ?? null,
-        })),
-      )
-      .execute();
-  }
+  if (webhooks !== undefined && webhooks.events.length > 0) await writeWebhookEvents(trx, target, webhooks);
   return written;
+}
+
+async function writeWebhookEvents(
+  trx: Executor,
+  target: { orgId: string; now: number },
+  webhooks: WebhookBatch,
+): Promise<void> {
+  const types = await webhooks.subscriptions.subscribedTypes(trx, target.orgId);
+  const recorded = webhooks.events.filter((webhook) => types.has(webhook.type));
+  if (recorded.length === 0) return;
+  await trx
+    .insertInto('webhook_events')
+    .values(
+      recorded.map((webhook) => ({
+        id: `evt_${newId().replaceAll('-', '')}`,
+        org_id: target.orgId,
+        type: webhook.type,
+        data: JSON.stringify(webhook.data),
+        created_at: target.now,
+        dispatched_at: null,
+        traceparent: webhook.traceparent ?? null,
+      })),
+    )
+    .execute();
 }
 
 /** Session events persisted after `afterSeq`, oldest first: at most `limit`, the most recent ones when more exist. */

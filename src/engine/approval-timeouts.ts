@@ -9,7 +9,7 @@ import { afterCommit } from '../domain/outbox.ts';
 import type { TurnDeps } from './turn.ts';
 
 export async function denyExpiredApprovals(deps: Omit<TurnDeps, 'owner'>): Promise<void> {
-  const result = await expireApprovals(deps.db, deps.clock.now(), async (trx, message) => {
+  const result = await expireApprovals(deps.db, deps.subscriptions, deps.clock.now(), async (trx, message) => {
     if (message.agent_version === null) return undefined;
     return (await findAgentVersion(trx, message.agent_id, message.agent_version))?.toolApprovals.timeoutSeconds;
   });

@@ -45,6 +45,7 @@ import {
   loadMessage,
   markWorkspaceProvisioned,
 } from '../domain/turns/turn-store.ts';
+import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';
@@ -84,6 +85,8 @@ export interface TurnDeps extends LeaseDeps {
   metrics: Metrics;
   /** Present when traces are exported: ended runs go to it, outgoing calls name their spans. */
   runExporter?: RunExporter | undefined;
+  /** Which webhook events the turn's state changes record (the organization's subscribed types). */
+  subscriptions: WebhookSubscriptions;
 }
 
 /**
@@ -448,7 +451,9 @@ async function persistStep(
       );
       if (output.calls.length === 0) {
         const all = [...items.filter((item) => item.messageId === current.id), ...created];
-        events.push(...(await completeTurn({ trx, message: current, now }, turnText(all))));
+        events.push(
+          ...(await completeTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, turnText(all))),
+        );
       }
       return [...startEvents, ...events];
     },
@@ -745,7 +750,7 @@ function lazyStart(
   const at = deps.clock.now();
   const write: StartWrite = async (trx, current) => {
     if (options.provision) await markWorkspaceProvisioned(trx, current.agent_id, at);
-    return startTurn({ trx, message: current, now: at }, options.version);
+    return startTurn({ trx, message: current, now: at, subscriptions: deps.subscriptions }, options.version);
   };
   let written: Promise<MessageRow | null> | null = null;
   const writeAlone = () => {
@@ -835,7 +840,9 @@ async function runTurnSteps(
         // Read again under the lease's write: an approval decided while this step's other calls ran is not waited for.
         const after = await change(deps, lease, messageId, ['running'], async (trx, current, now) => {
           const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
-          return waiting.length === 0 ? [] : requireAction({ trx, message: current, now }, waiting);
+          return waiting.length === 0
+            ? []
+            : requireAction({ trx, message: current, now, subscriptions: deps.subscriptions }, waiting);
         });
         if (after === null || after.status !== 'running') return;
         continue;
@@ -867,7 +874,7 @@ async function runTurnSteps(
         );
         await change(deps, lease, messageId, ['running'], (trx, current, now) =>
           failTurn(
-            { trx, message: current, now },
+            { trx, message: current, now, subscriptions: deps.subscriptions },
             {
               code: 'max_steps_exceeded',
               message: `the agent still called tools after its last step (maxSteps ${config.maxSteps})`,
@@ -895,14 +902,18 @@ async function runTurnSteps(
     if (reason === 'interrupt') {
       await change(deps, lease, messageId, OPEN_STATUSES, async (trx, current, now) => {
         await writeUnfinishedStep(trx, current, inFlight, { status: 'cancelled' }, now);
-        return cancelTurn({ trx, message: current, now }, await partial(trx));
+        return cancelTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, await partial(trx));
       });
       return;
     }
     if (!(error instanceof ModelError)) deps.logger.error({ err: error, messageId }, 'turn failed unexpectedly');
     await change(deps, lease, messageId, ['queued', 'running'], async (trx, current, now) => {
       await writeUnfinishedStep(trx, current, inFlight, { status: 'failed', error: errorOf(error) }, now);
-      return failTurn({ trx, message: current, now }, errorOf(error), await partial(trx));
+      return failTurn(
+        { trx, message: current, now, subscriptions: deps.subscriptions },
+        errorOf(error),
+        await partial(trx),
+      );
     });
   }
 }

@@ -1,13 +1,16 @@
 /**
- * A version number for caches of rarely written tables (API keys, agents): it moves whenever such a table may
- * have changed, so a cache that remembers the version it was filled at knows when to empty itself.
+ * A version number for caches of rarely written tables (API keys, agents, webhook endpoints): it moves whenever
+ * such a table may have changed, so a cache that remembers the version it was filled at knows when to empty
+ * itself.
  *
  * - Writes made by this process move it as they execute: a Kysely plugin sees every insert, update and delete.
+ *   That is before the writing transaction commits; a cache that must not keep an answer read between the write
+ *   and the commit on another connection also needs a signal after the commit (domain/webhooks/subscriptions.ts).
  * - Writes made by other processes: on SQLite, `PRAGMA data_version` (it changes when another connection
  *   commits), checked on each read of the version; on Postgres, a statement trigger on those tables sends
- *   `NOTIFY agentry_changes` with the schema's name (migration 0015), which a dedicated listening connection
- *   receives once the writing transaction commits. While that connection is down the version is null and caches
- *   must read through; it moves again when the connection is back.
+ *   `NOTIFY agentry_changes` with the schema's name (migrations 0015 and 0016), which a dedicated listening
+ *   connection receives once the writing transaction commits. While that connection is down the version is null
+ *   and caches must read through; it moves again when the connection is back.
  */
 import {
   AliasNode,
@@ -21,8 +24,8 @@ import {
 } from 'kysely';
 import pg from 'pg';
 
-/** The tables whose writes move the version; the Postgres triggers of migration 0015 cover the same ones. */
-export const SIGNALLED_TABLES: ReadonlySet<string> = new Set(['api_keys', 'agents']);
+/** The tables whose writes move the version; the Postgres triggers of migrations 0015 and 0016 cover the same ones. */
+export const SIGNALLED_TABLES: ReadonlySet<string> = new Set(['api_keys', 'agents', 'webhook_endpoints']);
 
 /** The Postgres notification channel; the payload is the schema written to. */
 export const CHANGE_CHANNEL = 'agentry_changes';

@@ -25,7 +25,7 @@ export interface Storage {
   location: string;
   ping(): Promise<void>;
   /**
-   * A number that moves whenever an API key or agent may have changed, in this process or another one
+   * A number that moves whenever an API key, agent or webhook endpoint may have changed, in this process or another one
    * (change-signal.ts), or null while other processes' changes cannot be seen: callers must then not cache.
    */
   changeVersion(): number | null;

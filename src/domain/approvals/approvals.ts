@@ -15,6 +15,7 @@ import { endToolSpan } from '../runs/spans.ts';
 import { appendItems, type Item, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
 import { resumeTurn } from '../turns/transitions.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 
 export const newApprovalId = (): string => `mcpr_${newId().replaceAll('-', '')}`;
 
@@ -255,6 +256,7 @@ export function approvalCall(items: Item[], actionId: number): PendingCall | und
  */
 export async function expireApprovals(
   db: Executor,
+  subscriptions: WebhookSubscriptions,
   now: number,
   timeoutOf: (trx: Executor, message: MessageRow) => Promise<number | undefined>,
 ): Promise<{ events: { sessionId: string; events: SessionEvent[] }[]; wake: string[] }> {
@@ -303,7 +305,7 @@ export async function expireApprovals(
       if (message.status === 'running') return { events, resumed: false };
       const after = await loadMessageItems(trx, message.id);
       if (requiredActionsOf(pendingCalls(after)).length > 0) return { events, resumed: false };
-      events.push(...(await resumeTurn({ trx, message, now })));
+      events.push(...(await resumeTurn({ trx, message, now, subscriptions })));
       return { events, resumed: true };
     });
     if (result === null) continue;

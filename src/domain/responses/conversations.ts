@@ -15,6 +15,7 @@ import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
 import { loadLogItems } from '../turns/items.ts';
 import { lockSession, type MessageService } from '../turns/message-service.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemInput, parseConversationItems, storeConversationItems } from './conversation-items.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 
@@ -58,6 +59,7 @@ export interface ConversationServiceDeps {
   agents: AgentService;
   sessions: SessionService;
   messages: Pick<MessageService, 'recordClientOutputs' | 'deleteSession'>;
+  subscriptions: WebhookSubscriptions;
 }
 
 export interface ConversationDeleted {
@@ -138,7 +140,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
     const result = await db.transaction().execute(async (trx) => {
       const now = clock.now();
       await lockSession(trx, orgId, sessionId, now);
-      return storeConversationItems(trx, { orgId, sessionId, now }, parsed);
+      return storeConversationItems(trx, deps.subscriptions, { orgId, sessionId, now }, parsed);
     });
     afterCommit(deps.bus, sessionId, result.events, result.resumed);
     return toOpenAIItems(result.items);
@@ -161,7 +163,12 @@ export function createConversationService(deps: ConversationServiceDeps) {
           trx,
         );
         if (parsed.length > 0) {
-          await storeConversationItems(trx, { orgId, sessionId: created.id, now: clock.now() }, parsed);
+          await storeConversationItems(
+            trx,
+            deps.subscriptions,
+            { orgId, sessionId: created.id, now: clock.now() },
+            parsed,
+          );
         }
         return findSession(orgId, created.id, trx);
       });

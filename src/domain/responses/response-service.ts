@@ -27,6 +27,7 @@ import { turnText } from '../turns/message-service.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
 import { completeTurn } from '../turns/transitions.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import type { ResponseRequest } from './response-request.ts';
@@ -47,6 +48,7 @@ export interface ResponseServiceDeps {
   /** Stores images given by URL as files of the org (compatibility mode). */
   images: ImageImporter;
   messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse'>;
+  subscriptions: WebhookSubscriptions;
 }
 
 /** How long POST /v1/responses/{id}/cancel waits for a running turn to stop before answering. */
@@ -199,7 +201,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
 
     const events: SessionEvent[] = [];
     if (outputs.length > 0) {
-      const recorded = await recordOutputs(trx, target, outputs, 'persist', ['client', 'question']);
+      const recorded = await recordOutputs(trx, deps.subscriptions, target, outputs, 'persist', ['client', 'question']);
       events.push(...recorded.events);
     }
     // Every call the conversation waits for must be answered before the agent can go on.
@@ -329,7 +331,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const items = await loadMessageItems(trx, messageId);
       const waiting = pendingCalls(items).filter((call) => !decided.has(call.callId));
       if (requiredActionsOf(waiting).length > 0) continue;
-      events.push(...(await completeTurn({ trx, message, now: target.now }, turnText(items))));
+      events.push(
+        ...(await completeTurn({ trx, message, now: target.now, subscriptions: deps.subscriptions }, turnText(items))),
+      );
     }
     return events;
   }

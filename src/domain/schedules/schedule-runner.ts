@@ -22,6 +22,7 @@ import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage } from '../turns/accept.ts';
 import type { MessageService } from '../turns/message-service.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { claimTicks, failUnstarted, markDispatched, markTimedOut, nextStartable } from './schedule-store.ts';
 
 export interface ScheduleRunnerDeps {
@@ -33,6 +34,7 @@ export interface ScheduleRunnerDeps {
   agents: Pick<AgentService, 'get'>;
   sessions: Pick<SessionService, 'create'>;
   messages: Pick<MessageService, 'cancelMessage'>;
+  subscriptions: WebhookSubscriptions;
 }
 
 const BATCH = 100;
@@ -82,6 +84,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
         const timeout = schedule.timeout_seconds === null ? null : Number(schedule.timeout_seconds) * 1000;
         const ok = await markDispatched(
           trx,
+          deps.subscriptions,
           run,
           {
             sessionId,
@@ -102,6 +105,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
       await db.transaction().execute(async (trx) => {
         await failUnstarted(
           trx,
+          deps.subscriptions,
           run,
           { code: error.code, message: error.message },
           clock.now(),
@@ -137,7 +141,9 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
         .execute();
       const fired: string[] = [];
       for (const seen of due) {
-        const claimed = await db.transaction().execute((trx) => claimTicks(trx, seen, now, graceMs, owner));
+        const claimed = await db
+          .transaction()
+          .execute((trx) => claimTicks(trx, deps.subscriptions, seen, now, graceMs, owner));
         if (claimed === null) continue;
         if (claimed.missed !== null) {
           log.info(

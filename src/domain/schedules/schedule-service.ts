@@ -12,6 +12,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { Database, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type CursorPage, decodeCursor, encodeCursor } from './schedule-cursor.ts';
 import { admitRun } from './schedule-store.ts';
 import {
@@ -51,6 +52,7 @@ export interface ScheduleServiceDeps {
   logger: Logger;
   /** Starts the schedule's waiting runs now (the worker's runner); a failure leaves them to the workers. */
   dispatch(scheduleId: string): Promise<void>;
+  subscriptions: WebhookSubscriptions;
 }
 
 export interface Deleted {
@@ -290,7 +292,11 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
       const request = { orgId, scope: `POST /v1/schedules/${scheduleId}/run`, key: idempotencyKey, request: {} };
       const result = await deps.idempotency.run(request, async (trx) => {
         const schedule = await findSchedule(trx, orgId, scheduleId);
-        const row = await admitRun(trx, schedule, { trigger: 'manual', scheduledAt: null, now: clock.now() });
+        const row = await admitRun(trx, deps.subscriptions, schedule, {
+          trigger: 'manual',
+          scheduledAt: null,
+          now: clock.now(),
+        });
         // Manual runs have no tick, so nothing can conflict with them.
         if (row === null) throw new Error('a manual run was not admitted');
         return { status: 202, body: scheduleRunFromRow(row) };

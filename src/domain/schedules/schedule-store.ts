@@ -10,6 +10,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import { type WebhookEventType, writeEvents } from '../outbox.ts';
 import type { MessageError } from '../turns/message-types.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import {
   ACTIVE_RUN_STATUSES,
   type CatchUpPolicy,
@@ -32,12 +33,16 @@ const runEvent: Record<ScheduleRunStatus, WebhookEventType> = {
   skipped: 'schedule.run.skipped',
 };
 
-async function emitRun(trx: Executor, run: ScheduleRunRow, status: ScheduleRunStatus, now: number): Promise<void> {
-  await writeEvents(
-    trx,
-    { orgId: run.org_id, sessionId: run.session_id ?? '', now },
-    [],
-    [
+async function emitRun(
+  trx: Executor,
+  subscriptions: WebhookSubscriptions,
+  run: ScheduleRunRow,
+  status: ScheduleRunStatus,
+  now: number,
+): Promise<void> {
+  await writeEvents(trx, { orgId: run.org_id, sessionId: run.session_id ?? '', now }, [], {
+    subscriptions,
+    events: [
       {
         type: runEvent[status],
         data: {
@@ -50,7 +55,7 @@ async function emitRun(trx: Executor, run: ScheduleRunRow, status: ScheduleRunSt
         },
       },
     ],
-  );
+  });
 }
 
 /** Schedules runs of `schedule` still holds a slot with (preparing or running). */
@@ -70,6 +75,7 @@ async function activeRuns(trx: Executor, scheduleId: string): Promise<number> {
  */
 export async function admitRun(
   trx: Executor,
+  subscriptions: WebhookSubscriptions,
   schedule: ScheduleRow,
   run: { trigger: RunTrigger; scheduledAt: number | null; now: number; claimedBy?: string },
 ): Promise<ScheduleRunRow | null> {
@@ -110,7 +116,7 @@ export async function admitRun(
     .returning('id')
     .executeTakeFirst();
   if (inserted === undefined) return null;
-  await emitRun(trx, row, row.status === 'skipped' ? 'skipped' : 'preparing', run.now);
+  await emitRun(trx, subscriptions, row, row.status === 'skipped' ? 'skipped' : 'preparing', run.now);
   return row;
 }
 
@@ -125,6 +131,7 @@ export interface Claimed {
  */
 export async function claimTicks(
   trx: Executor,
+  subscriptions: WebhookSubscriptions,
   seen: ScheduleRow,
   now: number,
   graceMs: number,
@@ -145,7 +152,7 @@ export async function claimTicks(
   const ticks = [...(due.lastMissed !== null && catchUp === 'run_once' ? [due.lastMissed] : []), ...due.onTime];
   const runs: ScheduleRunRow[] = [];
   for (const tick of ticks) {
-    const run = await admitRun(trx, seen, { trigger: 'scheduled', scheduledAt: tick, now, claimedBy });
+    const run = await admitRun(trx, subscriptions, seen, { trigger: 'scheduled', scheduledAt: tick, now, claimedBy });
     if (run !== null) runs.push(run);
   }
   return { runs, missed: due.lastMissed };
@@ -175,6 +182,7 @@ export async function nextStartable(trx: Executor, scheduleId: string): Promise<
 /** The run's turn was accepted: running, with its session, turn and engine run, and its deadline fixed now. */
 export async function markDispatched(
   trx: Executor,
+  subscriptions: WebhookSubscriptions,
   run: ScheduleRunRow,
   turn: { sessionId: string; messageId: string; runId: string; deadlineAt: number | null },
   now: number,
@@ -196,6 +204,7 @@ export async function markDispatched(
   if (result.numUpdatedRows === 0n) return false;
   await emitRun(
     trx,
+    subscriptions,
     { ...run, session_id: turn.sessionId, message_id: turn.messageId, run_id: turn.runId },
     'running',
     now,
@@ -206,6 +215,7 @@ export async function markDispatched(
 /** A run that could not start (its agent or session is gone, credits are spent, …) fails with that reason. */
 export async function failUnstarted(
   trx: Executor,
+  subscriptions: WebhookSubscriptions,
   run: ScheduleRunRow,
   error: MessageError,
   now: number,
@@ -223,7 +233,7 @@ export async function failUnstarted(
     .where('id', '=', run.id)
     .where('status', '=', 'preparing')
     .executeTakeFirst();
-  if (result.numUpdatedRows > 0n) await emitRun(trx, { ...run, session_id: sessionId }, 'failed', now);
+  if (result.numUpdatedRows > 0n) await emitRun(trx, subscriptions, { ...run, session_id: sessionId }, 'failed', now);
 }
 
 /** Records that a run's deadline passed; its turn is then cancelled and the run ends `failed` (timeout). */
@@ -245,6 +255,7 @@ export const TIMEOUT_ERROR_CODE = 'schedule_run_timeout';
  */
 export async function settleRunOfTurn(
   trx: Executor,
+  subscriptions: WebhookSubscriptions,
   message: MessageRow,
   ended: 'completed' | 'failed' | 'cancelled',
   now: number,
@@ -285,7 +296,7 @@ export async function settleRunOfTurn(
     })
     .where('id', '=', run.id)
     .execute();
-  await emitRun(trx, run, status, now);
+  await emitRun(trx, subscriptions, run, status, now);
 }
 
 /** The schedule behind a scheduled turn, for its action_required notification. */

@@ -5,6 +5,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { writeEvents } from '../outbox.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 
 export const SESSION_STATUSES = ['idle', 'running', 'requires_action', 'failed'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
@@ -52,6 +53,7 @@ export function sessionFromRow(
 export interface SessionServiceDeps {
   db: Executor;
   clock: Clock;
+  subscriptions: WebhookSubscriptions;
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
@@ -108,12 +110,10 @@ export function createSessionService(deps: SessionServiceDeps) {
             : JSON.stringify(input.metadata),
       };
       await db.insertInto('sessions').values(row).execute();
-      await writeEvents(
-        db,
-        { orgId, sessionId: row.id, now },
-        [],
-        [{ type: 'agent.session.created', data: { id: row.id } }],
-      );
+      await writeEvents(db, { orgId, sessionId: row.id, now }, [], {
+        subscriptions: deps.subscriptions,
+        events: [{ type: 'agent.session.created', data: { id: row.id } }],
+      });
       return sessionFromRow(row);
     },
 

@@ -7,6 +7,7 @@ import { jsonEqual } from '../../lib/hash.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { appendItems, type CallKind, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
 import { requiredActionsOf } from './message-view.ts';
 import { completeTurn, resumeTurn } from './transitions.ts';
@@ -44,6 +45,7 @@ function textOf(items: Item[]): string {
  */
 export async function recordOutputs(
   trx: Executor,
+  subscriptions: WebhookSubscriptions,
   target: { orgId: string; sessionId: string; now: number },
   outputs: ClientOutput[],
   mode: ClientOutputMode,
@@ -132,7 +134,7 @@ export async function recordOutputs(
     const messageItems = await loadMessageItems(trx, messageId);
     if (requiredActionsOf(pendingCalls(messageItems)).length > 0) continue;
     unblocked.push(messageId);
-    const change = { trx, message, now };
+    const change = { trx, message, now, subscriptions };
     if (mode === 'continue') {
       events.push(...(await resumeTurn(change)));
     } else {

@@ -14,6 +14,7 @@ import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
 import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
@@ -28,6 +29,7 @@ export interface MessageServiceDeps {
   bus: Bus;
   idempotency: Idempotency;
   toolWarnings: ToolWarnings;
+  subscriptions: WebhookSubscriptions;
 }
 
 export interface SubmitInput {
@@ -190,7 +192,7 @@ export function createMessageService(deps: MessageServiceDeps) {
           if (message.status === 'running') return 'accepted' as const;
           const after = await loadMessageItems(trx, messageId);
           if (requiredActionsOf(pendingCalls(after)).length > 0) return 'accepted' as const;
-          events.push(...(await resumeTurn({ trx, message, now })));
+          events.push(...(await resumeTurn({ trx, message, now, subscriptions: deps.subscriptions })));
           return 'resuming' as const;
         }
         const call = items.find(
@@ -238,7 +240,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         ]);
         const stillWaiting = requiredActionsOf(pending.filter((p) => p.callId !== call.callId));
         if (stillWaiting.length > 0) return 'accepted' as const;
-        events.push(...(await resumeTurn({ trx, message, now })));
+        events.push(...(await resumeTurn({ trx, message, now, subscriptions: deps.subscriptions })));
         return 'resuming' as const;
       });
       publish(sessionId, events, status === 'resuming');
@@ -254,7 +256,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         const now = clock.now();
         await lockSession(trx, orgId, sessionId, now);
         // Questions surface as function calls on the OpenAI surfaces, so they can be answered the same way.
-        return recordOutputs(trx, { orgId, sessionId, now }, outputs, mode, ['client', 'question']);
+        return recordOutputs(trx, deps.subscriptions, { orgId, sessionId, now }, outputs, mode, ['client', 'question']);
       });
       publish(sessionId, result.events, result.resumed);
       return result.items;
@@ -280,7 +282,7 @@ export function createMessageService(deps: MessageServiceDeps) {
           return 'interrupting' as const;
         }
         events = await cancelTurn(
-          { trx, message: active, now },
+          { trx, message: active, now, subscriptions: deps.subscriptions },
           turnText(await loadMessageItems(trx, active.id)) || null,
         );
         // Turns queued behind the cancelled one can run now.
@@ -325,7 +327,10 @@ export function createMessageService(deps: MessageServiceDeps) {
           await trx.updateTable('messages').set({ cancel_requested: 1 }).where('id', '=', messageId).execute();
           return 'cancelling';
         }
-        events = await cancelTurn({ trx, message, now }, turnText(await loadMessageItems(trx, messageId)) || null);
+        events = await cancelTurn(
+          { trx, message, now, subscriptions: deps.subscriptions },
+          turnText(await loadMessageItems(trx, messageId)) || null,
+        );
         await trx
           .updateTable('sessions')
           .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
@@ -367,7 +372,7 @@ export function createMessageService(deps: MessageServiceDeps) {
           .where('status', 'in', OPEN_STATUSES)
           .orderBy('seq')
           .execute();
-        for (const message of open) await cancelTurn({ trx, message, now }, null);
+        for (const message of open) await cancelTurn({ trx, message, now, subscriptions: deps.subscriptions }, null);
         await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
       });
       bus.publish('interrupt', { sessionId });

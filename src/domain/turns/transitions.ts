@@ -12,6 +12,7 @@ import { preview } from '../runs/preview.ts';
 import { closeOpenSpans } from '../runs/spans.ts';
 import { scheduleOfTurn, settleRunOfTurn } from '../schedules/schedule-store.ts';
 import type { SessionStatus } from '../sessions/session-service.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
 
@@ -19,6 +20,8 @@ interface Change {
   trx: Executor;
   message: MessageRow;
   now: number;
+  /** Decides which of the change's webhook events are recorded (the organization's subscribed types). */
+  subscriptions: WebhookSubscriptions;
 }
 
 async function sessionStatusEvents(
@@ -96,7 +99,10 @@ async function emit(
     change.trx,
     { orgId: change.message.org_id, sessionId: change.message.session_id, now: change.now },
     events,
-    traceparent === null ? sent : sent.map((webhook) => ({ ...webhook, traceparent })),
+    {
+      subscriptions: change.subscriptions,
+      events: traceparent === null ? sent : sent.map((webhook) => ({ ...webhook, traceparent })),
+    },
   );
 }
 
@@ -217,7 +223,7 @@ export async function completeTurn(change: Change, responseText: string): Promis
     ...workflowWebhooks(message, 'workflow.run.completed'),
   ];
   await sessionStatusEvents(change, 'idle', events, webhooks);
-  await settleRunOfTurn(change.trx, message, 'completed', now);
+  await settleRunOfTurn(change.trx, change.subscriptions, message, 'completed', now);
   return emit(change, events, webhooks);
 }
 
@@ -245,7 +251,7 @@ export async function failTurn(
     ...workflowWebhooks(message, 'workflow.run.failed', { error }),
   ];
   await sessionStatusEvents(change, 'failed', events, webhooks);
-  await settleRunOfTurn(change.trx, message, 'failed', now);
+  await settleRunOfTurn(change.trx, change.subscriptions, message, 'failed', now);
   return emit(change, events, webhooks);
 }
 
@@ -270,6 +276,6 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
     ...workflowWebhooks(message, 'workflow.run.cancelled'),
   ];
   await sessionStatusEvents(change, 'idle', events, webhooks);
-  await settleRunOfTurn(change.trx, message, 'cancelled', now);
+  await settleRunOfTurn(change.trx, change.subscriptions, message, 'cancelled', now);
   return emit(change, events, webhooks);
 }

@@ -11,6 +11,7 @@ import type { WebhookEndpointRow } from '../../storage/schema.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { newEndpointId } from './ids.ts';
 import { generateSecret } from './signing.ts';
+import type { WebhookSubscriptions } from './subscriptions.ts';
 import { endpointFromRow, endpointWithSecret } from './views.ts';
 import {
   MAX_ENDPOINTS_PER_ORG,
@@ -25,6 +26,8 @@ export interface EndpointServiceDeps {
   clock: Clock;
   allowInsecureDestinations: boolean;
   resolver?: Resolver;
+  /** Told after every write that can change which events the organization receives. */
+  subscriptions: Pick<WebhookSubscriptions, 'changed'>;
 }
 
 export interface EndpointInput {
@@ -37,6 +40,15 @@ export type EndpointPatch = Partial<EndpointInput>;
 
 export function createEndpointService(deps: EndpointServiceDeps) {
   const { db } = deps;
+
+  /**
+   * Drops the cached subscriptions once a write that can change them has ended, so every event this process writes
+   * after the call returns sees the change (subscriptions.ts). Also after a failure: a commit whose answer was lost
+   * may still have happened.
+   */
+  const changed = () => deps.subscriptions.changed();
+  const subscriptionChange = <T>(write: (trx: Executor) => Promise<T>): Promise<T> =>
+    db.transaction().execute(write).finally(changed);
 
   /** Changes an endpoint that exists and is not deleted; 404 otherwise. */
   async function updateLive(orgId: string, id: string, set: Partial<WebhookEndpointRow>): Promise<WebhookEndpointRow> {
@@ -104,7 +116,7 @@ export function createEndpointService(deps: EndpointServiceDeps) {
 
     async create(orgId: string, input: EndpointInput): Promise<WebhookEndpointWithSecret> {
       await checkUrl(input.url);
-      return db.transaction().execute(async (trx) => {
+      return subscriptionChange(async (trx) => {
         // Serializes creates of one organization so that two concurrent ones cannot both take the 20th place
         // (SQLite write transactions are serialized already).
         if (deps.dialect === 'postgres') {
@@ -151,7 +163,7 @@ export function createEndpointService(deps: EndpointServiceDeps) {
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.url !== undefined) set.url = patch.url;
       if (patch.event_types !== undefined) set.event_types = JSON.stringify(patch.event_types);
-      return endpointFromRow(await updateLive(orgId, id, set));
+      return endpointFromRow(await updateLive(orgId, id, set).finally(changed));
     },
 
     /** Deletes the endpoint; its pending deliveries become `skipped` and are never attempted again. */
@@ -159,7 +171,7 @@ export function createEndpointService(deps: EndpointServiceDeps) {
       orgId: string,
       id: string,
     ): Promise<{ id: string; object: 'webhook_endpoint.deleted'; deleted: true }> {
-      await db.transaction().execute(async (trx) => {
+      await subscriptionChange(async (trx) => {
         const now = deps.clock.now();
         const deleted = await trx
           .updateTable('webhook_endpoints')

@@ -4,10 +4,13 @@ import type { Resolver } from '../../lib/egress.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { createDeliveryService, type DeliveryService } from './delivery-service.ts';
 import { createEndpointService, type EndpointService } from './endpoint-service.ts';
+import { createWebhookSubscriptions, type WebhookSubscriptions } from './subscriptions.ts';
 
 export interface WebhookServices {
   endpoints: EndpointService;
   deliveries: DeliveryService;
+  /** What the outbox asks before it records webhook events; told by `endpoints` of every change. */
+  subscriptions: WebhookSubscriptions;
 }
 
 export interface WebhookServicesDeps {
@@ -18,9 +21,12 @@ export interface WebhookServicesDeps {
   retryWindowMs: number;
   historyRetentionMs: number;
   resolver?: Resolver;
+  /** The storage's change version (storage/change-signal.ts), which other processes' endpoint writes move. */
+  changeVersion: () => number | null;
 }
 
 export function createWebhookServices(deps: WebhookServicesDeps): WebhookServices {
-  const endpoints = createEndpointService(deps);
-  return { endpoints, deliveries: createDeliveryService({ ...deps, endpoints }) };
+  const subscriptions = createWebhookSubscriptions({ changeVersion: deps.changeVersion });
+  const endpoints = createEndpointService({ ...deps, subscriptions });
+  return { endpoints, deliveries: createDeliveryService({ ...deps, endpoints }), subscriptions };
 }

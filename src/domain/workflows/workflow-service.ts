@@ -24,6 +24,7 @@ import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { isTerminal, type MessageStatus, messageStatusOf, TERMINAL_STATUSES } from '../turns/message-types.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
+import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 
 export const WORKFLOW_RUN_STATUSES = [
   'preparing',
@@ -78,6 +79,7 @@ export interface WorkflowServiceDeps {
   agentOf(orgId: string, agentId: string, db: Executor): Promise<Agent>;
   toolWarnings: ToolWarnings;
   checkAttachment(trx: Executor, orgId: string, attachment: Attachment, param: string): Promise<'image' | 'file'>;
+  subscriptions: WebhookSubscriptions;
 }
 
 /** How often a waiting caller looks again when no live event woke it (a turn on another process). */
@@ -356,7 +358,10 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
             created_at: now,
           })
           .execute();
-        await writeEvents(trx, { orgId, sessionId, now }, [], [{ type: 'workflow.run.created', data: { id } }]);
+        await writeEvents(trx, { orgId, sessionId, now }, [], {
+          subscriptions: deps.subscriptions,
+          events: [{ type: 'workflow.run.created', data: { id } }],
+        });
         if (input.thread_id !== undefined) {
           await deps.threads.append(trx, { id: input.thread_id, orgId }, [{ role: 'user', content: userText }]);
         }

@@ -14,6 +14,7 @@ import { toolApprovals } from './0012-tool-approvals.ts';
 import { traceContext } from './0013-trace-context.ts';
 import { engineProcesses } from './0014-engine-processes.ts';
 import { changeNotifications } from './0015-change-notifications.ts';
+import { endpointChangeNotifications } from './0016-endpoint-change-notifications.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
 const migrations: Record<string, Migration> = {
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '0013-trace-context': traceContext,
   '0014-engine-processes': engineProcesses,
   '0015-change-notifications': changeNotifications,
+  '0016-endpoint-change-notifications': endpointChangeNotifications,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -74,3 +74,17 @@ it('writes the start of a slow turn on its own, so it is seen running before it 
   expect(done.status).toBe('completed');
   expect(Date.parse(done.startedAt)).toBe(Date.parse(running.startedAt));
 });
+
+it('records the start of a turn that fails at its first model call, in the same write as the failure', async () => {
+  const agentId = await flow.createAgent({});
+  const sessionId = await flow.createSession(agentId);
+  const accepted = await flow.submit(sessionId, 'fail at once');
+  const failed = await flow.waitForMessage(sessionId, accepted.id);
+  expect(failed.status).toBe('failed');
+  expect(failed.startedAt).not.toBeNull();
+  const events = await h.deps.sessionEvents.after(sessionId, 0, 100);
+  const statuses = events.events
+    .filter((event) => event.kind === 'message.status' && event.message_id === accepted.id)
+    .map((event) => (event.data as { status: string }).status);
+  expect(statuses).toEqual(['running', 'failed']);
+});

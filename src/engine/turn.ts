@@ -791,9 +791,10 @@ async function runTurnSteps(
   let inFlight: StepTrace | null = null;
   /** Whether `message` was read by this turn's last write (no reload needed before the next step). */
   let fresh = true;
+  /** The start of a turn not written yet (see lazyStart). */
+  let starter: LazyStart | null = null;
   try {
     if (message.cancel_requested === 1) throw new TurnAbort('interrupt');
-    let starter: LazyStart | null = null;
     if (message.status === 'queued') {
       const agent = await agentAtStart(deps.db, message.agent_id);
       // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
@@ -893,6 +894,18 @@ async function runTurnSteps(
       deps.metrics.modelCall({ model: inFlight.model, outcome }, deps.clock.now() - inFlight.startedAt, none);
     }
     if (error instanceof LeaseLostError || reason === 'lease_lost' || reason === 'shutdown') return;
+    // A turn that ends before its first step was written still records that it started, in its last write.
+    let startFirst: StartWrite | null = null;
+    if (starter !== null) {
+      startFirst = starter.take();
+      if (startFirst === null) await starter.flush().catch(() => null);
+      starter = null;
+    }
+    const withStart = async (trx: Executor, current: MessageRow) => {
+      if (startFirst === null || current.status !== 'queued') return { events: [], current };
+      const events = await startFirst(trx, current);
+      return { events, current: (await loadMessage(trx, current.id)) ?? current };
+    };
     const partial = async (trx: Executor) => {
       const text = turnText(
         (await loadContextItems(trx, lease.sessionId, message.seq)).filter((item) => item.messageId === messageId),
@@ -900,20 +913,30 @@ async function runTurnSteps(
       return text === '' ? null : text;
     };
     if (reason === 'interrupt') {
-      await change(deps, lease, messageId, OPEN_STATUSES, async (trx, current, now) => {
+      await change(deps, lease, messageId, OPEN_STATUSES, async (trx, found, now) => {
+        const { events, current } = await withStart(trx, found);
         await writeUnfinishedStep(trx, current, inFlight, { status: 'cancelled' }, now);
-        return cancelTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, await partial(trx));
+        const ended = await cancelTurn(
+          { trx, message: current, now, subscriptions: deps.subscriptions },
+          await partial(trx),
+        );
+        return [...events, ...ended];
       });
       return;
     }
     if (!(error instanceof ModelError)) deps.logger.error({ err: error, messageId }, 'turn failed unexpectedly');
-    await change(deps, lease, messageId, ['queued', 'running'], async (trx, current, now) => {
+    await change(deps, lease, messageId, ['queued', 'running'], async (trx, found, now) => {
+      const { events, current } = await withStart(trx, found);
       await writeUnfinishedStep(trx, current, inFlight, { status: 'failed', error: errorOf(error) }, now);
-      return failTurn(
+      const ended = await failTurn(
         { trx, message: current, now, subscriptions: deps.subscriptions },
         errorOf(error),
         await partial(trx),
       );
+      return [...events, ...ended];
     });
+  } finally {
+    // Whatever ended the turn, a start not written by now is not written later by its timer.
+    starter?.take();
   }
 }

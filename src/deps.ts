@@ -404,7 +404,7 @@ async function redisBus(config: Config, url: string, storage: Storage, logger: L
 export function buildEngine(deps: Deps): Engine {
   return createEngine(
     {
-      db: deps.storage.db,
+      db: deps.storage.workerDb,
       dialect: deps.storage.dialect,
       leaseMs: deps.config.leaseMs,
       clock: deps.clock,

@@ -26,6 +26,43 @@ const PRETTY_MESSAGE = '{msg}{if reqId} (request {reqId}){end}{if runId} (run {r
 
 const isTerminal = (stream: NodeJS.WritableStream): boolean => 'isTTY' in stream && stream.isTTY === true;
 
+/** Bytes of log lines held before they are written without waiting for the end of the event loop's turn. */
+const BATCH_BYTES = 64 * 1024;
+let stdoutBatch: { write(line: string): void } | null = null;
+
+/**
+ * Standard output for JSON lines, written once per turn of the event loop instead of once per line: under load
+ * (a request line each) that saves a system call per request. What is held is written when the process exits,
+ * so only a kill -9 can lose lines, those of the last few microseconds.
+ */
+function batchedStdout(): { write(line: string): void } {
+  if (stdoutBatch !== null) return stdoutBatch;
+  let held: string[] = [];
+  let bytes = 0;
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (held.length === 0) return;
+    const text = held.length === 1 ? (held[0] as string) : held.join('');
+    held = [];
+    bytes = 0;
+    process.stdout.write(text);
+  };
+  process.on('exit', flush);
+  stdoutBatch = {
+    write(line) {
+      held.push(line);
+      bytes += line.length;
+      if (bytes >= BATCH_BYTES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+  };
+  return stdoutBatch;
+}
+
 export function createLogger(
   config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>,
   destination: NodeJS.WritableStream = process.stdout,
@@ -38,7 +75,9 @@ export function createLogger(
   };
   const format = config.logFormat ?? 'auto';
   const terminal = isTerminal(destination);
-  if (format === 'json' || (format === 'auto' && !terminal)) return pino(options, destination);
+  if (format === 'json' || (format === 'auto' && !terminal)) {
+    return pino(options, destination === process.stdout ? batchedStdout() : destination);
+  }
   const pretty = PinoPretty({
     // Standard output by its descriptor, written synchronously, so nothing is lost when the process exits.
     destination: destination === process.stdout ? 1 : destination,

@@ -20,6 +20,11 @@ export type Executor = Kysely<Database>;
 
 export interface Storage {
   db: Kysely<Database>;
+  /**
+   * The handle the engine's turns use. On Postgres it has its own connection pool, so that API requests (a client
+   * polling its messages, many at once) cannot queue a turn's statements behind theirs; on SQLite it is `db`.
+   */
+  workerDb: Kysely<Database>;
   dialect: Dialect;
   /** A human-readable description of where the data lives (no credentials). */
   location: string;
@@ -56,6 +61,7 @@ export async function openStorage(
   config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
 ): Promise<Storage> {
   let db: Kysely<Database>;
+  let workerDb: Kysely<Database>;
   let dialect: Dialect;
   let location: string;
   let signal: ChangeSignal;
@@ -71,14 +77,17 @@ export async function openStorage(
         await client.end();
       }
     }
-    const pool = new pg.Pool({
-      connectionString: config.databaseUrl,
-      max: 10,
-      types: postgresTypes(),
-      ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
-    });
+    const pool = () =>
+      new pg.Pool({
+        connectionString: config.databaseUrl ?? undefined,
+        max: 10,
+        types: postgresTypes(),
+        ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
+      });
     signal = postgresChangeSignal({ connectionString: config.databaseUrl, schema: schema ?? 'public' });
-    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [signal.plugin] });
+    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool() }), plugins: [signal.plugin] });
+    // Connections are opened on first use: a process that runs no turns (role api) never opens this pool's.
+    workerDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool() }), plugins: [signal.plugin] });
     dialect = 'postgres';
     location = describePostgres(config.databaseUrl, schema);
   } else {
@@ -87,11 +96,13 @@ export async function openStorage(
     const database = openSqlite({ path });
     signal = sqliteChangeSignal(() => database.dataVersion());
     db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }), plugins: [signal.plugin] });
+    workerDb = db;
     dialect = 'sqlite';
     location = path;
   }
   return {
     db,
+    workerDb,
     dialect,
     location,
     changeVersion: () => signal.version(),
@@ -136,6 +147,7 @@ export async function openStorage(
     },
     close: async () => {
       await signal.close();
+      if (workerDb !== db) await workerDb.destroy();
       await db.destroy();
     },
   };

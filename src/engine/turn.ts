@@ -30,10 +30,10 @@ import {
 import { fenced, type Lease, type LeaseDeps, LeaseLostError, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { turnText } from '../domain/turns/message-service.ts';
 import {
+  isTerminal,
   type MessageError,
   OPEN_STATUSES,
   RUNNABLE_STATUSES,
-  TERMINAL_STATUSES,
   type Warning,
 } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
@@ -708,13 +708,11 @@ async function runTracedTurn(
   }
 }
 
-const ENDED: readonly string[] = TERMINAL_STATUSES;
-
 /** Counts a turn that ended in this call and hands its run to the trace exporter. */
 async function afterTurn(deps: TurnDeps, initial: MessageRow): Promise<void> {
-  if (ENDED.includes(initial.status)) return;
+  if (isTerminal(initial.status)) return;
   const after = await loadMessage(deps.db, initial.id).catch(() => undefined);
-  if (after === undefined || !ENDED.includes(after.status)) return;
+  if (after === undefined || !isTerminal(after.status)) return;
   deps.metrics.turnEnded(
     { agent: after.agent_id, source: after.source, outcome: after.status as TurnOutcome },
     after.started_at === null || after.completed_at === null ? null : after.completed_at - after.started_at,

@@ -19,6 +19,18 @@ export interface SseWriter {
   readonly closed: boolean;
 }
 
+/** Answers a hijacked request with an event stream's headers; frames are written as soon as they are sent. */
+export function openSse(response: ServerResponse, requestId: string): void {
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': requestId,
+  });
+  response.socket?.setNoDelay(true);
+}
+
 export function sseFrame(id: string, data: unknown): string {
   // JSON never contains a raw newline, so one data line carries one event.
   return `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`;

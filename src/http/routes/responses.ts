@@ -13,7 +13,7 @@ import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES } from '../sse.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Responses'];
@@ -136,14 +136,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     requestId: string,
     events: AsyncIterable<ResponseStreamEvent>,
   ): Promise<void> {
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-request-id': requestId,
-    });
-    raw.socket?.setNoDelay(true);
+    openSse(raw, requestId);
     const iterator = events[Symbol.asyncIterator]();
     deps.metrics.sseStreams(1, 'responses');
     // A closed connection (or a shutdown) ends the iteration, which unsubscribes; the turn goes on.

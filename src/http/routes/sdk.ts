@@ -25,6 +25,7 @@ import {
   ToolRunParams,
   ToolRunStatusParams,
 } from '../schemas/sdk.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Older API'];
@@ -157,25 +158,21 @@ export function sdkRoutes(app: App, deps: Deps): void {
         // Admission errors (404, 400) are answered before the stream starts.
         const first = await events.next();
         reply.hijack();
-        const raw = reply.raw;
-        raw.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-          'x-request-id': request.id,
-        });
-        raw.on('close', () => abort.abort());
-        const stopTracking = deps.live.track(() => abort.abort());
+        openSse(reply.raw, request.id);
+        // Bounded like every stream: a client that stops reading is disconnected, not buffered for.
+        const writer = createSseWriter(reply.raw, MAX_BUFFERED_BYTES, () => abort.abort());
+        const stopTracking = deps.live.track(() => writer.end());
         try {
-          if (first.done !== true) raw.write(`data: ${JSON.stringify(first.value)}\n\n`);
-          for await (const event of events) raw.write(`data: ${JSON.stringify(event)}\n\n`);
-          raw.write('data: [DONE]\n\n');
+          if (first.done !== true) writer.data(JSON.stringify(first.value));
+          for await (const event of events) {
+            if (!writer.data(JSON.stringify(event))) break;
+          }
+          writer.data('[DONE]');
         } catch (error) {
           request.log.error({ err: error }, 'tool run stream failed');
         } finally {
           stopTracking();
-          if (!raw.writableEnded) raw.end();
+          writer.end();
         }
         return reply;
       }

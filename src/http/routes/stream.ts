@@ -11,7 +11,7 @@ import type { LiveSessionEvent } from '../../domain/session-events.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES } from '../sse.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 export const REPLAY_LIMIT = 1000;
@@ -55,14 +55,7 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
 
       reply.hijack();
       const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-        'x-request-id': request.id,
-      });
-      raw.socket?.setNoDelay(true);
+      openSse(raw, request.id);
 
       let lastSeq = 0;
       let deltas = 0;

@@ -17,7 +17,7 @@ import {
   TaskPromptAccepted,
   TaskPromptBody,
 } from '../schemas/tasks.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES } from '../sse.ts';
+import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Tasks'];
@@ -158,13 +158,7 @@ export function taskRoutes(app: App, deps: Deps): void {
       await deps.tasks.exists(orgId, request.params.id);
       reply.hijack();
       const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-        'x-request-id': request.id,
-      });
+      openSse(raw, request.id);
       const abort = new AbortController();
       // Bounded like the session stream: a client that stops reading is disconnected, not buffered for.
       const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => abort.abort());

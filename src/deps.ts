@@ -132,6 +132,8 @@ export interface BuildDepsOptions {
   agentNetwork?: AgentNetworkOptions;
   /** false: no bubblewrap trial and no startup line (the CLI runs no turn); the sandbox is then unavailable. */
   detectSandbox?: boolean;
+  /** SQLite: WAL checkpoints on a thread of their own (the server process). */
+  backgroundCheckpoints?: boolean;
 }
 
 /**
@@ -153,7 +155,10 @@ export async function buildDeps(
       'REDIS_URL is set but DATABASE_URL is not: cluster mode needs PostgreSQL (SQLite serves one process); set DATABASE_URL or unset REDIS_URL',
     );
   }
-  const storage = await openStorage(config);
+  const storage = await openStorage(config, {
+    backgroundCheckpoints: options.backgroundCheckpoints ?? false,
+    onCheckpointerError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint thread stopped'),
+  });
   let bus: Bus;
   try {
     const applied = await storage.migrate();

@@ -8,6 +8,7 @@ import { type Config, ConfigError, loadConfig } from './config.ts';
 import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import { CONSOLE_PATH } from './http/routes/console.ts';
+import { systemClock } from './lib/clock.ts';
 import { createLogger } from './logger.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
@@ -47,7 +48,7 @@ function logProviders(logger: Logger, deps: Deps): void {
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
-  const deps = await buildDeps(config, logger);
+  const deps = await buildDeps(config, logger, systemClock, { backgroundCheckpoints: true });
   logProviders(logger, deps);
   if (config.allowInsecureDestinations) {
     logger.warn(

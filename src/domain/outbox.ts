@@ -12,7 +12,7 @@ import { isJsonObject } from '../lib/guards.ts';
 import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
-import { prepare } from '../storage/prepared.ts';
+import { prepare, prepareInsert } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
 import type { WebhookSubscriptions } from './webhooks/subscriptions.ts';
@@ -68,6 +68,9 @@ export interface WebhookBatch {
   events: WebhookEventInput[];
 }
 
+const insertSessionEvents = prepareInsert('session_events');
+const insertWebhookEvents = prepareInsert('webhook_events');
+
 export async function writeEvents(
   trx: Executor,
   target: { orgId: string; sessionId: string; now: number },
@@ -91,21 +94,19 @@ export async function writeEvents(
       };
       written.push(event);
     }
-    await trx
-      .insertInto('session_events')
-      .values(
-        written.map((event) => ({
-          id: event.id,
-          session_id: event.session_id,
-          seq: event.seq,
-          kind: event.kind,
-          message_id: event.message_id ?? null,
-          run_id: event.run_id ?? null,
-          data: JSON.stringify(event.data),
-          created_at: target.now,
-        })),
-      )
-      .execute();
+    await insertSessionEvents.run(
+      trx,
+      written.map((event) => ({
+        id: event.id,
+        session_id: event.session_id,
+        seq: event.seq,
+        kind: event.kind,
+        message_id: event.message_id ?? null,
+        run_id: event.run_id ?? null,
+        data: JSON.stringify(event.data),
+        created_at: target.now,
+      })),
+    );
   }
   if (webhooks !== undefined && webhooks.events.length > 0) await writeWebhookEvents(trx, target, webhooks);
   return written;
@@ -119,20 +120,18 @@ async function writeWebhookEvents(
   const types = await webhooks.subscriptions.subscribedTypes(trx, target.orgId);
   const recorded = webhooks.events.filter((webhook) => types.has(webhook.type));
   if (recorded.length === 0) return;
-  await trx
-    .insertInto('webhook_events')
-    .values(
-      recorded.map((webhook) => ({
-        id: `evt_${newId().replaceAll('-', '')}`,
-        org_id: target.orgId,
-        type: webhook.type,
-        data: JSON.stringify(webhook.data),
-        created_at: target.now,
-        dispatched_at: null,
-        traceparent: webhook.traceparent ?? null,
-      })),
-    )
-    .execute();
+  await insertWebhookEvents.run(
+    trx,
+    recorded.map((webhook) => ({
+      id: `evt_${newId().replaceAll('-', '')}`,
+      org_id: target.orgId,
+      type: webhook.type,
+      data: JSON.stringify(webhook.data),
+      created_at: target.now,
+      dispatched_at: null,
+      traceparent: webhook.traceparent ?? null,
+    })),
+  );
 }
 
 /** Session events persisted after `afterSeq`, oldest first: at most `limit`, the most recent ones when more exist. */

@@ -17,6 +17,7 @@ import {
   releaseIfIdle,
 } from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
+import type { MessageRow } from '../storage/schema.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
@@ -61,7 +62,10 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const unsubscribe: (() => void)[] = [];
   let stopping = false;
   let pumping = false;
-  let again = false;
+  /** Sessions named by wake-ups, claimed one by one before any scan. */
+  const wanted = new Set<string>();
+  /** Whether a scan for any claimable session was asked for since the last one started. */
+  let scanWanted = false;
   /** A pump stopped at the concurrency limit: a slot that frees up should look for more work at once. */
   let saturated = false;
   /** Sessions woken while this process was still working on them (the worker may be releasing them just then). */
@@ -69,10 +73,9 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   let poll: NodeJS.Timeout | null = null;
   let starting: Promise<void> = Promise.resolve();
 
-  async function nextRunnable(sessionId: string): Promise<{ id: string; cancel: boolean } | undefined> {
+  async function nextRunnable(sessionId: string): Promise<MessageRow | undefined> {
     const row = await firstOpenMessage(deps.db, sessionId);
-    if (row === undefined || row.status === 'requires_action') return undefined;
-    return { id: row.id, cancel: row.cancel_requested === 1 };
+    return row === undefined || row.status === 'requires_action' ? undefined : row;
   }
 
   async function work(lease: Lease, controller: AbortController): Promise<void> {
@@ -83,7 +86,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           .then(async () => {
             // Interrupts also travel through the database, for processes the bus does not reach.
             const next = await nextRunnable(lease.sessionId);
-            if (next?.cancel === true && !controller.signal.aborted) controller.abort(new TurnAbort('interrupt'));
+            if (next?.cancel_requested === 1 && !controller.signal.aborted)
+              controller.abort(new TurnAbort('interrupt'));
           })
           .catch((error: unknown) => {
             if (error instanceof LeaseLostError) controller.abort(new TurnAbort('lease_lost'));
@@ -112,7 +116,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
           continue;
         }
-        await runTurn(turnDeps, lease, next.id, controller.signal, context);
+        await runTurn(turnDeps, lease, next, controller.signal, context);
         if (lease.released === true) return;
       }
       if (controller.signal.aborted) {
@@ -127,30 +131,42 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
     }
   }
 
-  async function pump(preferred?: string): Promise<void> {
-    if (pumping) {
-      again = true;
-      return;
-    }
+  /**
+   * Looks for work: first the sessions named by wake-ups (one claim each, no scan), then, when asked for (a poll,
+   * start-up, a freed slot), any claimable session until none is left or the concurrency limit is reached.
+   */
+  async function pump(sessionId?: string): Promise<void> {
+    if (sessionId === undefined) scanWanted = true;
+    else wanted.add(sessionId);
+    if (pumping) return;
     pumping = true;
+    let scanning = false;
     try {
-      do {
-        again = false;
-        while (!stopping && running.size < options.concurrency) {
-          const lease = await claimSession(turnDeps, deps.clock.now(), preferred);
-          preferred = undefined;
-          if (lease === null) break;
-          const controller = new AbortController();
-          const entry = { controller, done: Promise.resolve() };
-          running.set(lease.sessionId, entry);
-          entry.done = work(lease, controller).finally(() => {
-            running.delete(lease.sessionId);
-            const woken = wokenWhileRunning.delete(lease.sessionId);
-            if (!stopping && (saturated || woken)) void pump(woken ? lease.sessionId : undefined);
-          });
+      while (!stopping && running.size < options.concurrency) {
+        const preferred: string | undefined = wanted.values().next().value;
+        if (preferred !== undefined) wanted.delete(preferred);
+        else if (!scanning) {
+          if (!scanWanted) break;
+          scanWanted = false;
+          scanning = true;
         }
-        saturated = running.size >= options.concurrency;
-      } while (again && !stopping);
+        const lease = await claimSession(turnDeps, deps.clock.now(), preferred);
+        if (lease === null) {
+          if (preferred === undefined) scanning = false;
+          continue;
+        }
+        const controller = new AbortController();
+        const entry = { controller, done: Promise.resolve() };
+        running.set(lease.sessionId, entry);
+        entry.done = work(lease, controller).finally(() => {
+          running.delete(lease.sessionId);
+          const woken = wokenWhileRunning.delete(lease.sessionId);
+          if (stopping) return;
+          if (woken) void pump(lease.sessionId);
+          if (saturated) void pump();
+        });
+      }
+      saturated = running.size >= options.concurrency;
     } catch (error) {
       deps.logger.error({ err: error }, 'claiming work failed');
     } finally {

@@ -356,8 +356,9 @@ async function persistStep(
     async (trx, found, now) => {
       // The first step of a quick turn also starts it: one transaction instead of two.
       const startHere = start !== null && found.status === 'queued';
-      const startEvents = startHere ? await start(trx, found) : [];
-      const current = startHere ? ((await loadMessage(trx, found.id)) ?? found) : found;
+      const started = startHere ? await start(trx, found) : null;
+      const startEvents = started?.events ?? [];
+      const current = started?.message ?? found;
       const target = { orgId: current.org_id, sessionId: current.session_id, now };
       const created = await appendItems(trx, target, newItems);
       await insertApprovals(
@@ -672,18 +673,17 @@ function errorOf(error: unknown): MessageError {
 }
 
 /**
- * Runs (or resumes) the turn of `messageId` until it completes, fails, is cancelled, or waits for input.
+ * Runs (or resumes) the turn of the message `initial` (as read when the worker picked it) until it completes, fails,
+ * is cancelled, or waits for input.
  * Returns when the turn no longer needs this worker.
  */
 export async function runTurn(
   engineDeps: TurnDeps,
   lease: Lease,
-  messageId: string,
+  initial: MessageRow,
   signal: AbortSignal,
   context: ContextCache = createContextCache(lease.sessionId),
 ): Promise<void> {
-  const initial = await loadMessage(engineDeps.db, messageId);
-  if (initial === undefined) return;
   const trace = runTrace(initial.run_id, initial.traceparent);
   // Every log line written while the turn runs (engine, tools, MCP clients) names its run and trace.
   return runInTurn({ runId: initial.run_id, traceId: trace.traceId }, () =>
@@ -720,8 +720,8 @@ async function afterTurn(deps: TurnDeps, initial: MessageRow): Promise<void> {
   if (deps.runExporter !== undefined) await deps.runExporter.exportRun(after.run_id);
 }
 
-/** Writes a turn's start inside another transaction of the same turn; returns the start's events. */
-type StartWrite = (trx: Executor, message: MessageRow) => Promise<SessionEvent[]>;
+/** Writes a turn's start inside another transaction of the same turn; returns the start's events and the message after it. */
+type StartWrite = (trx: Executor, message: MessageRow) => Promise<{ events: SessionEvent[]; message: MessageRow }>;
 
 /**
  * How long a started turn may stay `queued` in storage before its start is written on its own. A turn whose first
@@ -752,7 +752,7 @@ function lazyStart(
   };
   let written: Promise<MessageRow | null> | null = null;
   const writeAlone = () => {
-    written ??= change(deps, lease, message.id, ['queued'], (trx, current) => write(trx, current));
+    written ??= change(deps, lease, message.id, ['queued'], async (trx, current) => (await write(trx, current)).events);
     return written;
   };
   const timer = setTimeout(() => {
@@ -901,8 +901,8 @@ async function runTurnSteps(
     }
     const withStart = async (trx: Executor, current: MessageRow) => {
       if (startFirst === null || current.status !== 'queued') return { events: [], current };
-      const events = await startFirst(trx, current);
-      return { events, current: (await loadMessage(trx, current.id)) ?? current };
+      const { events, message: started } = await startFirst(trx, current);
+      return { events, current: started };
     };
     const partial = async (trx: Executor) => {
       const text = turnText(

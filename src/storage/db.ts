@@ -57,14 +57,22 @@ function describePostgres(url: string, schema: string | null): string {
   return `postgres://${parsed.host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`;
 }
 
+export interface StorageOptions {
+  /** SQLite: checkpoint the write-ahead log on a thread of its own (the server; see sqlite-checkpointer.ts). */
+  backgroundCheckpoints?: boolean;
+  onCheckpointerError?: (error: unknown) => void;
+}
+
 export async function openStorage(
   config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
+  options: StorageOptions = {},
 ): Promise<Storage> {
   let db: Kysely<Database>;
   let workerDb: Kysely<Database>;
   let dialect: Dialect;
   let location: string;
   let signal: ChangeSignal;
+  let stopCheckpointer = async (): Promise<void> => undefined;
   if (config.databaseUrl !== null) {
     const schema = config.databaseSchema;
     if (schema !== null) {
@@ -93,7 +101,8 @@ export async function openStorage(
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const path = join(config.dataDir, 'agentry.db');
-    const database = openSqlite({ path });
+    const database = openSqlite({ path, ...options });
+    stopCheckpointer = () => database.stopCheckpointer();
     signal = sqliteChangeSignal(() => database.dataVersion());
     db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }), plugins: [signal.plugin] });
     workerDb = db;
@@ -147,6 +156,7 @@ export async function openStorage(
     },
     close: async () => {
       await signal.close();
+      await stopCheckpointer();
       if (workerDb !== db) await workerDb.destroy();
       await db.destroy();
     },

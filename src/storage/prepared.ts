@@ -9,6 +9,7 @@
  * change signal watches (change-signal.ts) must not be prepared: the signal sees writes while they are compiled.
  */
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { SIGNALLED_TABLES } from './change-signal.ts';
 import type { Database } from './schema.ts';
 
 type Executor = Kysely<Database>;
@@ -64,5 +65,98 @@ export function prepare<P extends object, R>(
     all: async (db, params) => (await execute(db, params)).rows,
     first: async (db, params) => (await execute(db, params)).rows[0],
     run: async (db, params) => (await execute(db, params)).numAffectedRows ?? 0n,
+  };
+}
+
+/** Rows an insert is prepared for at most; larger batches go through the query builder. */
+const MAX_PREPARED_ROWS = 16;
+
+type Table = keyof Database & string;
+type Row = Readonly<Record<string, unknown>>;
+
+function assertUnsignalled(table: string): void {
+  // The change signal sees writes only while they are compiled (see the top of this file).
+  if (SIGNALLED_TABLES.has(table)) throw new Error(`writes to ${table} cannot be prepared`);
+}
+
+/** Positional parameter names of a row of a batch (`2.seq`: the seq of the third row). */
+const slotOf = (row: number, column: string) => `${row}.${column}`;
+
+export interface PreparedInsert {
+  /** Inserts rows that all have the same columns, in the same order. */
+  run(db: Executor, rows: readonly Row[]): Promise<void>;
+}
+
+/**
+ * A multi-row insert into `table`, compiled once per column list and row count (the shapes a hot path uses are
+ * few: one event, two events, an item...). Rows' values are plain parameters.
+ */
+export function prepareInsert(table: Table): PreparedInsert {
+  assertUnsignalled(table);
+  const shapes = new Map<string, Prepared<Record<string, unknown>, unknown>>();
+  return {
+    async run(db, rows) {
+      const first = rows[0];
+      if (first === undefined) return;
+      const columns = Object.keys(first);
+      if (rows.length > MAX_PREPARED_ROWS) {
+        // The builder checks column names against the schema; this one is only reached with rows of that table.
+        await db
+          .insertInto(table)
+          .values(rows as never)
+          .execute();
+        return;
+      }
+      const key = `${rows.length}:${columns.join(',')}`;
+      let query = shapes.get(key);
+      if (query === undefined) {
+        const count = rows.length;
+        query = prepare((builder, p: Record<string, unknown>) =>
+          builder
+            .insertInto(table)
+            .values(
+              Array.from({ length: count }, (_, index) =>
+                Object.fromEntries(columns.map((column) => [column, p[slotOf(index, column)]])),
+              ) as never,
+            ),
+        );
+        shapes.set(key, query);
+      }
+      const params: Record<string, unknown> = {};
+      rows.forEach((row, index) => {
+        for (const column of columns) params[slotOf(index, column)] = row[column];
+      });
+      await query.run(db, params);
+    },
+  };
+}
+
+export interface PreparedUpdate {
+  /** Sets `values` on the row whose id is `id`; the number of rows changed. */
+  run(db: Executor, id: string, values: Row): Promise<bigint>;
+}
+
+/** An update of one row of `table` by id, compiled once per set of columns written. */
+export function prepareUpdate(table: Table): PreparedUpdate {
+  assertUnsignalled(table);
+  const shapes = new Map<string, Prepared<Record<string, unknown>, unknown>>();
+  return {
+    async run(db, id, values) {
+      const columns = Object.keys(values).filter((column) => values[column] !== undefined);
+      const key = columns.join(',');
+      let query = shapes.get(key);
+      if (query === undefined) {
+        query = prepare((builder, p: Record<string, unknown>) =>
+          builder
+            .updateTable(table)
+            .set(Object.fromEntries(columns.map((column) => [column, p[`set.${column}`]])) as never)
+            .where('id' as never, '=', p.id as never),
+        );
+        shapes.set(key, query);
+      }
+      const params: Record<string, unknown> = { id };
+      for (const column of columns) params[`set.${column}`] = values[column];
+      return query.run(db, params);
+    },
   };
 }

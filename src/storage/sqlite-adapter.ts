@@ -16,6 +16,7 @@ import {
   SqliteDriver,
   type SqliteStatement,
 } from 'kysely';
+import { type Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.ts';
 
 type Param = null | number | bigint | string | Uint8Array;
 
@@ -58,6 +59,9 @@ class CachedStatement implements SqliteStatement {
 export interface SqliteOptions {
   path: string;
   busyTimeoutMs?: number;
+  /** Checkpoint the write-ahead log on a thread of its own instead of inside COMMITs (sqlite-checkpointer.ts). */
+  backgroundCheckpoints?: boolean;
+  onCheckpointerError?: (error: unknown) => void;
 }
 
 export interface OpenedSqlite extends SqliteDatabase {
@@ -66,19 +70,28 @@ export interface OpenedSqlite extends SqliteDatabase {
    * rarely-changing rows stay exact across processes at the cost of one cheap pragma.
    */
   dataVersion(): number;
+  /** Stops the checkpoint thread, if any (before `close`). */
+  stopCheckpointer(): Promise<void>;
 }
 
 export function openSqlite(options: SqliteOptions): OpenedSqlite {
-  const database = new DatabaseSync(options.path, {
-    enableForeignKeyConstraints: true,
-    timeout: options.busyTimeoutMs ?? 5000,
-  });
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  const database = new DatabaseSync(options.path, { enableForeignKeyConstraints: true, timeout: busyTimeoutMs });
   database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = NORMAL');
+  let checkpointer: Checkpointer | null = null;
+  if (options.backgroundCheckpoints === true) {
+    database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    checkpointer = startCheckpointer(options.path, {
+      busyTimeoutMs,
+      ...(options.onCheckpointerError === undefined ? {} : { onError: options.onCheckpointerError }),
+    });
+  }
   const cache = new Map<string, CachedStatement>();
   const dataVersion = database.prepare('PRAGMA data_version');
   return {
     dataVersion: () => Number(dataVersion.get()?.data_version ?? 0),
+    stopCheckpointer: () => checkpointer?.stop() ?? Promise.resolve(),
     close: () => {
       cache.clear();
       database.close();

@@ -4,6 +4,7 @@ import { iso } from '../../lib/clock.ts';
 import { isArrayOf } from '../../lib/guards.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { AgentRow, NewAgentRow } from '../../storage/schema.ts';
 import {
   type Agent,
@@ -81,8 +82,12 @@ export function configOf(agent: Agent): AgentConfig {
   };
 }
 
+const agentRow = prepare((db, p: { orgId: string; id: string }) =>
+  db.selectFrom('agents').selectAll().where('org_id', '=', p.orgId).where('id', '=', p.id),
+);
+
 export async function findAgentRow(db: Executor, orgId: string, id: string): Promise<AgentRow | undefined> {
-  return db.selectFrom('agents').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return agentRow.first(db, { orgId, id });
 }
 
 export async function listAgentRows(db: Executor, orgId: string): Promise<AgentRow[]> {
@@ -107,18 +112,17 @@ export async function insertAgentVersion(
     .execute();
 }
 
+const versionConfig = prepare((db, p: { agentId: string; version: number }) =>
+  db.selectFrom('agent_versions').select('config').where('agent_id', '=', p.agentId).where('version', '=', p.version),
+);
+
 /** The config an Agent had at `version`, or undefined when that version does not exist. */
 export async function findAgentVersion(
   db: Executor,
   agentId: string,
   version: number,
 ): Promise<AgentConfig | undefined> {
-  const row = await db
-    .selectFrom('agent_versions')
-    .select('config')
-    .where('agent_id', '=', agentId)
-    .where('version', '=', version)
-    .executeTakeFirst();
+  const row = await versionConfig.first(db, { agentId, version });
   if (row === undefined) return undefined;
   const config = parseJsonColumn(row.config, isStoredAgentConfig, 'agent_versions.config');
   return { ...config, toolApprovals: config.toolApprovals ?? toolApprovalsOf(null) };

@@ -1,6 +1,7 @@
 /** Agents: create, read, change (keeping every version) and delete, within one organization. */
 import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { deepFreeze } from '../../lib/freeze.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -44,14 +45,6 @@ export interface AgentServiceDeps {
 
 /** Agents kept by `get` outside transactions, emptied whenever the change version moves. */
 const AGENT_CACHE_MAX = 10_000;
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
-}
 
 /** A validated create whose URL entries were discovered, ready to be written in a transaction. */
 interface PreparedAgent {

@@ -11,6 +11,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import { decide, findApproval } from '../approvals/approvals.ts';
@@ -70,17 +71,20 @@ export interface CreatedResponse {
 
 const WAITING: readonly string[] = RESPONSE_END_STATUSES;
 
+const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
+  db
+    .selectFrom('messages')
+    .selectAll()
+    .where('id', '=', p.id)
+    .where('org_id', '=', p.orgId)
+    .where('deleted_at', 'is', null),
+);
+
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
 
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
-    const row = await executor
-      .selectFrom('messages')
-      .selectAll()
-      .where('id', '=', messageId)
-      .where('org_id', '=', orgId)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
+    const row = await liveMessage.first(executor, { orgId, id: messageId });
     if (row === undefined) throw notFound('response', `resp_${messageId}`);
     return row;
   }
@@ -269,7 +273,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
         },
         bindAgent: agent.id,
       },
-      (inner, agentId) => deps.agents.get(orgId, agentId, inner),
+      // Read above in this transaction already (the session is bound to the request's agent).
+      (inner, agentId) => (agentId === agent.id ? Promise.resolve(agent) : deps.agents.get(orgId, agentId, inner)),
     );
     events.push(...accepted.events);
     if (decisions.length > 0) events.push(...(await applyDecisions(trx, target, decisions, accepted.row.id)));
@@ -376,15 +381,19 @@ export function createResponseService(deps: ResponseServiceDeps) {
         }
       }
       let events: SessionEvent[] = [];
+      const written: { row: MessageRow | null } = { row: null };
       const result = await deps.idempotency.run(
         { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
         async (trx) => {
           const accepted = await accept(trx, orgId, request, newSessionId);
           events = accepted.events;
+          written.row = accepted.message;
           return { status: 200, body: { messageId: accepted.message.id } };
         },
       );
-      const message = await findMessage(db, orgId, result.body.messageId);
+      // A replay answers with the message as it is now; a new one with the row just written.
+      const message =
+        result.replayed || written.row === null ? await findMessage(db, orgId, result.body.messageId) : written.row;
       return {
         message,
         replayed: result.replayed,
@@ -428,6 +437,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
         db,
         subscription,
         message: created.message,
+        // Listening since before this accept, so every event of the turn arrives live.
+        listenedSinceAccept: !created.replayed && created.message.session_id === listenTo,
         vendorEvents: options.vendorEvents,
         release: created.release,
       });

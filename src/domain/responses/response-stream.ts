@@ -49,6 +49,8 @@ export interface ResponseEventsOptions {
   /** Subscribed before the turn was accepted, so no event of it is missed. */
   subscription: LiveSubscription;
   message: MessageRow;
+  /** The subscription was made before the turn was accepted: no event of it can have been missed. */
+  listenedSinceAccept: boolean;
   vendorEvents: boolean;
   /** Publishes the accepted turn and wakes the engine (called once the events are listened to). */
   release: () => void;
@@ -375,6 +377,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     send('response.created', { response: snapshot });
     send('response.in_progress', { response: snapshot });
     // A replayed request, or a turn that ended before this listened, is finished from the database.
+    if (options.listenedSinceAccept) return;
     enqueue(async () => {
       const row = await loadMessage(db, message.id);
       if (row !== undefined && TERMINAL.has(row.status)) await finish();

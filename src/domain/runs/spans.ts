@@ -10,6 +10,7 @@
  * and a run at most 2,147 steps (maxSteps is capped at 128) before seq would leave a 32-bit integer.
  */
 import type { Executor } from '../../storage/db.ts';
+import { prepareInsert } from '../../storage/prepared.ts';
 import type { SpanRow } from '../../storage/schema.ts';
 import type { CallKind, CallServer } from '../turns/items.ts';
 import { preview } from './preview.ts';
@@ -38,6 +39,8 @@ export interface NewSpan {
   attributes: Record<string, unknown>;
 }
 
+const insertSpanRows = prepareInsert('spans');
+
 /** Inserts spans of a run. Previews are cut here. */
 export async function insertSpans(
   trx: Executor,
@@ -63,7 +66,7 @@ export async function insertSpans(
     cost_micros: span.usage?.costMicros ?? 0,
     attributes: JSON.stringify(span.attributes),
   }));
-  await trx.insertInto('spans').values(rows).execute();
+  await insertSpanRows.run(trx, rows);
 }
 
 /**

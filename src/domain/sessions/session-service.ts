@@ -3,6 +3,7 @@ import { notFound } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
+import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { writeEvents } from '../outbox.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -34,6 +35,11 @@ export const conversationIdOf = (sessionId: string): string => `conv_${sessionId
 function statusOf(value: string): SessionStatus {
   return SESSION_STATUSES.find((status) => status === value) ?? 'failed';
 }
+
+const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
+  db.selectFrom('agents').select('id').where('org_id', '=', p.orgId).where('id', '=', p.id),
+);
+const insertSession = prepareInsert('sessions');
 
 export function sessionFromRow(
   row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'>,
@@ -87,12 +93,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     ): Promise<Session> {
       const agentId = input.agentId === null ? null : input.agentId.toLowerCase();
       if (agentId !== null) {
-        const agent = await db
-          .selectFrom('agents')
-          .select('id')
-          .where('org_id', '=', orgId)
-          .where('id', '=', agentId)
-          .executeTakeFirst();
+        const agent = await agentOfOrg.first(db, { orgId, id: agentId });
         if (agent === undefined) throw notFound('agent', agentId);
       }
       const now = deps.clock.now();
@@ -109,7 +110,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             ? null
             : JSON.stringify(input.metadata),
       };
-      await db.insertInto('sessions').values(row).execute();
+      await insertSession.run(db, [row]);
       await writeEvents(db, { orgId, sessionId: row.id, now }, [], {
         subscriptions: deps.subscriptions,
         events: [{ type: 'agent.session.created', data: { id: row.id } }],

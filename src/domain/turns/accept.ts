@@ -17,6 +17,7 @@ import { newId } from '../../lib/ids.ts';
 import { isModelSettings, isToolSpec, type ModelSettings, type ToolSpec } from '../../models/types.ts';
 import { currentTraceparent } from '../../observability/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
+import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import { requireCredits } from '../billing/credits.ts';
@@ -183,6 +184,23 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
   return out;
 }
 
+const markWorkPending = prepare((db, p: { sessionId: string; orgId: string; now: number }) =>
+  db
+    .updateTable('sessions')
+    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: p.now }))
+    .where('id', '=', p.sessionId)
+    .where('org_id', '=', p.orgId)
+    .returning(['agent_id']),
+);
+const lastMessageSeq = prepare((db, p: { sessionId: string }) =>
+  db
+    .selectFrom('messages')
+    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+    .where('session_id', '=', p.sessionId),
+);
+const insertMessage = prepareInsert('messages');
+const insertRun = prepareInsert('runs');
+
 export async function acceptMessage(
   trx: Executor,
   target: { orgId: string; sessionId: string; now: number },
@@ -192,13 +210,7 @@ export async function acceptMessage(
 ): Promise<Accepted> {
   const { orgId, sessionId, now } = target;
   // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
-  const session = await trx
-    .updateTable('sessions')
-    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: now }))
-    .where('id', '=', sessionId)
-    .where('org_id', '=', orgId)
-    .returning(['agent_id'])
-    .executeTakeFirst();
+  const session = await markWorkPending.first(trx, { sessionId, orgId, now });
   if (session === undefined) throw notFound('session', sessionId);
   let agentId = session.agent_id;
   if (agentId === null) {
@@ -219,11 +231,7 @@ export async function acceptMessage(
   }
   const agent = await agentOf(trx, agentId);
   await requireCredits(trx, orgId, agent.model);
-  const last = await trx
-    .selectFrom('messages')
-    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-    .where('session_id', '=', sessionId)
-    .executeTakeFirst();
+  const last = await lastMessageSeq.first(trx, { sessionId });
   const row: MessageRow = {
     id: newId(),
     org_id: orgId,
@@ -251,10 +259,9 @@ export async function acceptMessage(
     // The submitting request's trace context: the turn's spans join that trace whenever and wherever it runs.
     traceparent: currentTraceparent(),
   };
-  await trx.insertInto('messages').values(row).execute();
-  await trx
-    .insertInto('runs')
-    .values({
+  await insertMessage.run(trx, [row]);
+  await insertRun.run(trx, [
+    {
       id: row.run_id,
       org_id: orgId,
       agent_id: agent.id,
@@ -273,8 +280,8 @@ export async function acceptMessage(
       created_at: now,
       started_at: null,
       completed_at: null,
-    })
-    .execute();
+    },
+  ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
   await adoptUnattachedItems(trx, sessionId, row.id);
   const items = historyItems(row.id, input.history ?? []);

@@ -5,6 +5,7 @@
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import type { Executor } from '../../storage/db.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -151,14 +152,13 @@ export async function recordOutputs(
   return { items, events, resumed, unblocked };
 }
 
+const waitingMessages = prepare((db, p: { sessionId: string; status: string }) =>
+  db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
+);
+
 /** Client calls of the session still waiting for their output. */
 export async function pendingClientCalls(trx: Executor, sessionId: string) {
-  const waiting = await trx
-    .selectFrom('messages')
-    .select('id')
-    .where('session_id', '=', sessionId)
-    .where('status', '=', 'requires_action')
-    .execute();
+  const waiting = await waitingMessages.all(trx, { sessionId, status: 'requires_action' });
   const calls = [];
   for (const message of waiting) {
     calls.push(...pendingCalls(await loadMessageItems(trx, message.id)).filter((call) => call.kind === 'client'));

@@ -15,8 +15,10 @@ import { newId } from '../../lib/ids.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
-import { prepare } from '../../storage/prepared.ts';
+import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
+
+const insertItems = prepareInsert('items');
 
 const lastItemSeq = prepare((db, p: { sessionId: string }) =>
   db
@@ -243,7 +245,7 @@ export async function appendItems(
       created_at: target.now,
     };
   });
-  await trx.insertInto('items').values(rows).execute();
+  await insertItems.run(trx, rows);
   return rows.map(itemFromRow);
 }
 
@@ -259,13 +261,16 @@ export const unattachedStep = (firstSeq: number, step: number): number =>
 
 /** Makes the session's unattached items history of `messageId` (in the caller's transaction, session locked). */
 export async function adoptUnattachedItems(trx: Executor, sessionId: string, messageId: string): Promise<void> {
-  await trx
-    .updateTable('items')
-    .set({ message_id: messageId })
-    .where('session_id', '=', sessionId)
-    .where('message_id', '=', UNATTACHED)
-    .execute();
+  await adoptItems.run(trx, { sessionId, messageId, unattached: UNATTACHED });
 }
+
+const adoptItems = prepare((db, p: { sessionId: string; messageId: string; unattached: string }) =>
+  db
+    .updateTable('items')
+    .set({ message_id: p.messageId })
+    .where('session_id', '=', p.sessionId)
+    .where('message_id', '=', p.unattached),
+);
 
 /** The whole log in order: every message's items, then the items added since the last message. */
 export async function loadLogItems(db: Executor, sessionId: string): Promise<Item[]> {
@@ -286,17 +291,20 @@ export async function loadLogItems(db: Executor, sessionId: string): Promise<Ite
  * arrives after it still belongs to its own message.
  */
 export async function loadContextItems(db: Executor, sessionId: string, upToMessageSeq: number): Promise<Item[]> {
-  const rows = await db
+  const rows = await contextItems.all(db, { sessionId, upToMessageSeq });
+  return rows.map(itemFromRow);
+}
+
+const contextItems = prepare((db, p: { sessionId: string; upToMessageSeq: number }) =>
+  db
     .selectFrom('items')
     .innerJoin('messages', 'messages.id', 'items.message_id')
     .selectAll('items')
-    .where('items.session_id', '=', sessionId)
-    .where('messages.seq', '<=', upToMessageSeq)
+    .where('items.session_id', '=', p.sessionId)
+    .where('messages.seq', '<=', p.upToMessageSeq)
     .orderBy('messages.seq')
-    .orderBy('items.seq')
-    .execute();
-  return rows.map(itemFromRow);
-}
+    .orderBy('items.seq'),
+);
 
 /** Items of a session past `afterSeq` in log order, each with its message's seq (null while not adopted yet). */
 export async function loadItemsAfter(
@@ -325,9 +333,13 @@ export async function loadCallOutput(db: Executor, sessionId: string, callId: st
 }
 
 export async function loadMessageItems(db: Executor, messageId: string): Promise<Item[]> {
-  const rows = await db.selectFrom('items').selectAll().where('message_id', '=', messageId).orderBy('seq').execute();
+  const rows = await messageItems.all(db, { messageId });
   return rows.map(itemFromRow);
 }
+
+const messageItems = prepare((db, p: { messageId: string }) =>
+  db.selectFrom('items').selectAll().where('message_id', '=', p.messageId).orderBy('seq'),
+);
 
 export interface PendingCall {
   item: Item;

@@ -6,7 +6,7 @@
  * SQLite serializes writers anyway.
  */
 
-import type { ExpressionBuilder } from 'kysely';
+import { type ExpressionBuilder, PostgresAdapter } from 'kysely';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { Database } from '../../storage/schema.ts';
@@ -56,47 +56,68 @@ export interface LeaseDeps {
  * Claims one session with runnable work (the given one when named), or returns null. Claimable: no lease, a
  * lapsed lease, or a lease held by a process the registry no longer knows as alive.
  */
-export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
-  const claimable = (eb: ExpressionBuilder<Database, 'sessions'>) =>
-    eb.or([
-      eb('lease_expires_at', 'is', null),
-      eb('lease_expires_at', '<', now),
-      // Leased by another process that is no longer alive (process-registry.ts): no need to wait for the lease.
-      eb.and([
-        eb('lease_owner', '<>', deps.owner),
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('engine_processes')
-              .select('engine_processes.id')
-              .whereRef('engine_processes.id', '=', 'sessions.lease_owner')
-              .where('engine_processes.expires_at', '>=', now),
-          ),
+interface ClaimParams {
+  now: number;
+  owner: string;
+  expiresAt: number;
+  /** The session to claim; ignored by the queries that claim any session. */
+  sessionId: string;
+}
+
+/** Sessions whose lease is free: none, expired, or held by a process that is no longer alive. */
+const claimable = (eb: ExpressionBuilder<Database, 'sessions'>, p: ClaimParams) =>
+  eb.or([
+    eb('lease_expires_at', 'is', null),
+    eb('lease_expires_at', '<', p.now),
+    // Leased by another process that is no longer alive (process-registry.ts): no need to wait for the lease.
+    eb.and([
+      eb('lease_owner', '<>', p.owner),
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('engine_processes')
+            .select('engine_processes.id')
+            .whereRef('engine_processes.id', '=', 'sessions.lease_owner')
+            .where('engine_processes.expires_at', '>=', p.now),
         ),
-      ]),
-    ]);
-  let candidate = deps.db.selectFrom('sessions').select('id').where('work_pending', '=', 1).where(claimable);
-  if (sessionId !== undefined) candidate = candidate.where('id', '=', sessionId);
-  else {
-    // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
-    const any = await candidate.limit(1).executeTakeFirst();
-    if (any === undefined) return null;
-  }
-  candidate = candidate.orderBy('updated_at').limit(1);
-  if (deps.dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
-  const row = await deps.db
-    .updateTable('sessions')
-    .set((eb) => ({
-      lease_owner: deps.owner,
-      lease_expires_at: now + deps.leaseMs,
-      lease_token: eb('lease_token', '+', 1),
-    }))
-    .where('id', '=', candidate)
-    // Re-checked here: on SQLite the sub-select and the update are one statement, on Postgres the row is locked.
+      ),
+    ]),
+  ]);
+
+const candidates = (db: Executor, p: ClaimParams) =>
+  db
+    .selectFrom('sessions')
+    .select('id')
     .where('work_pending', '=', 1)
-    .where(claimable)
-    .returning(['id', 'org_id', 'lease_token'])
-    .executeTakeFirst();
+    .where((eb) => claimable(eb, p));
+
+// A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
+const anyClaimable = prepare((db, p: ClaimParams) => candidates(db, p).limit(1));
+
+const claimQuery = (named: boolean) =>
+  prepare((db, p: ClaimParams) => {
+    let candidate = candidates(db, p);
+    if (named) candidate = candidate.where('id', '=', p.sessionId);
+    candidate = candidate.orderBy('updated_at').limit(1);
+    if (db.getExecutor().adapter instanceof PostgresAdapter) candidate = candidate.forUpdate().skipLocked();
+    return (
+      db
+        .updateTable('sessions')
+        .set((eb) => ({ lease_owner: p.owner, lease_expires_at: p.expiresAt, lease_token: eb('lease_token', '+', 1) }))
+        .where('id', '=', candidate)
+        // Re-checked here: on SQLite the sub-select and the update are one statement, on Postgres the row is locked.
+        .where('work_pending', '=', 1)
+        .where((eb) => claimable(eb, p))
+        .returning(['id', 'org_id', 'lease_token'])
+    );
+  });
+const claimNamed = claimQuery(true);
+const claimAny = claimQuery(false);
+
+export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
+  const params: ClaimParams = { now, owner: deps.owner, expiresAt: now + deps.leaseMs, sessionId: sessionId ?? '' };
+  if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
+  const row = await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
   return row === undefined ? null : { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner };
 }
 

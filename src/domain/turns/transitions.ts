@@ -6,6 +6,7 @@
 
 import { formatTraceparent, runTrace } from '../../observability/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
+import { prepare, prepareUpdate } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
@@ -24,6 +25,13 @@ interface Change {
   subscriptions: WebhookSubscriptions;
 }
 
+const sessionStatus = prepare((db, p: { id: string }) =>
+  db.selectFrom('sessions').select('status').where('id', '=', p.id),
+);
+const updateSession = prepareUpdate('sessions');
+const updateMessage = prepareUpdate('messages');
+const updateRun = prepareUpdate('runs');
+
 async function sessionStatusEvents(
   change: Change,
   status: SessionStatus,
@@ -31,13 +39,9 @@ async function sessionStatusEvents(
   webhooks: WebhookEventInput[],
 ): Promise<void> {
   const { trx, message, now } = change;
-  const session = await trx
-    .selectFrom('sessions')
-    .select('status')
-    .where('id', '=', message.session_id)
-    .executeTakeFirst();
+  const session = await sessionStatus.first(trx, { id: message.session_id });
   if (session === undefined || session.status === status) return;
-  await trx.updateTable('sessions').set({ status, updated_at: now }).where('id', '=', message.session_id).execute();
+  await updateSession.run(trx, message.session_id, { status, updated_at: now });
   // The column holds only SESSION_STATUSES (every write of it is typed).
   events.push({ kind: 'session.status', data: { status, previous: session.status as SessionStatus } });
   if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
@@ -53,21 +57,13 @@ async function setStatus(
   run: Partial<Pick<RunRow, 'agent_version' | 'output_preview' | 'error'>> = {},
 ): Promise<void> {
   const { trx, message, now } = change;
-  await trx
-    .updateTable('messages')
-    .set({ ...fields, status, updated_at: now })
-    .where('id', '=', message.id)
-    .execute();
-  await trx
-    .updateTable('runs')
-    .set({
-      ...run,
-      status,
-      ...(fields.started_at === undefined ? {} : { started_at: fields.started_at }),
-      ...(fields.completed_at === undefined ? {} : { completed_at: fields.completed_at }),
-    })
-    .where('id', '=', message.run_id)
-    .execute();
+  await updateMessage.run(trx, message.id, { ...fields, status, updated_at: now });
+  await updateRun.run(trx, message.run_id, {
+    ...run,
+    status,
+    ...(fields.started_at === undefined ? {} : { started_at: fields.started_at }),
+    ...(fields.completed_at === undefined ? {} : { completed_at: fields.completed_at }),
+  });
 }
 
 /** Tool-run turns are Workflow Runs (docs/legacy.md): they add workflow.run.* events whose data.id is the run id. */
@@ -109,15 +105,23 @@ async function emit(
 /** Sources whose turns run in hidden sessions (domain/tasks, domain/workflows). */
 const HIDDEN_SESSION_SOURCES: ReadonlySet<string> = new Set(['tasks', 'sdk']);
 
-export async function startTurn(change: Change, agentVersion: number): Promise<SessionEvent[]> {
+/** Starts a queued turn; its events, and the message as this change left it. */
+export async function startTurn(
+  change: Change,
+  agentVersion: number,
+): Promise<{ events: SessionEvent[]; message: MessageRow }> {
   const { message, now } = change;
-  await setStatus(change, 'running', { started_at: now, agent_version: agentVersion }, { agent_version: agentVersion });
+  const fields = { started_at: now, agent_version: agentVersion };
+  await setStatus(change, 'running', fields, { agent_version: agentVersion });
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
   const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
   await sessionStatusEvents(change, 'running', events, webhooks);
-  return emit(change, events, webhooks);
+  return {
+    events: await emit(change, events, webhooks),
+    message: { ...message, ...fields, status: 'running', updated_at: now },
+  };
 }
 
 /** Back to running after its actions were resolved; the engine picks it up again. */

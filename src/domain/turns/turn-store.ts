@@ -3,6 +3,7 @@
  * loading the message, the agent version a turn runs with, and a step's usage counters. The engine reaches the
  * database only through this folder, so every write to messages, runs, items and session status is made here.
  */
+import { deepFreeze } from '../../lib/freeze.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
@@ -12,17 +13,46 @@ import { TERMINAL_STATUSES } from './message-types.ts';
 
 const messageById = prepare((db, p: { id: string }) => db.selectFrom('messages').selectAll().where('id', '=', p.id));
 
+const agentById = prepare((db, p: { id: string }) => db.selectFrom('agents').selectAll().where('id', '=', p.id));
+const agentStart = prepare((db, p: { id: string }) =>
+  db.selectFrom('agents').select(['version', 'workspace_provisioned_at']).where('id', '=', p.id),
+);
+
 export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
   return messageById.first(db, { id: messageId });
 }
 
-/** The agent as the message's run fixed it (its pinned version), or the current one before the turn started. */
+/** Configs of agent versions read by turns, per database handle; a version never changes once written. */
+const versionConfigs = new WeakMap<Executor, Map<string, AgentConfig>>();
+const VERSION_CACHE_MAX = 1000;
+
+async function versionConfig(db: Executor, agentId: string, version: number): Promise<AgentConfig | undefined> {
+  let cache = versionConfigs.get(db);
+  if (cache === undefined) {
+    cache = new Map();
+    versionConfigs.set(db, cache);
+  }
+  const key = `${agentId}@${version}`;
+  const cached = cache.get(key);
+  if (cached !== undefined) return cached;
+  const config = await findAgentVersion(db, agentId, version);
+  if (config === undefined) return undefined;
+  if (cache.size >= VERSION_CACHE_MAX) cache.clear();
+  cache.set(key, deepFreeze(config));
+  return config;
+}
+
+/**
+ * The agent as the message's run fixed it (its pinned version), or the current one before the turn started. The
+ * config is shared and frozen: callers copy what they change.
+ */
 export async function agentForTurn(db: Executor, message: MessageRow): Promise<AgentConfig> {
   if (message.agent_version !== null) {
-    const config = await findAgentVersion(db, message.agent_id, message.agent_version);
+    const config = await versionConfig(db, message.agent_id, message.agent_version);
     if (config !== undefined) return config;
   }
-  const row = await db.selectFrom('agents').selectAll().where('id', '=', message.agent_id).executeTakeFirstOrThrow();
+  const row = await agentById.first(db, { id: message.agent_id });
+  if (row === undefined) throw new Error(`agent ${message.agent_id} of message ${message.id} not found`);
   return agentFromRow(row);
 }
 
@@ -31,11 +61,8 @@ export async function agentAtStart(
   db: Executor,
   agentId: string,
 ): Promise<{ version: number; workspaceProvisioned: boolean }> {
-  const row = await db
-    .selectFrom('agents')
-    .select(['version', 'workspace_provisioned_at'])
-    .where('id', '=', agentId)
-    .executeTakeFirstOrThrow();
+  const row = await agentStart.first(db, { id: agentId });
+  if (row === undefined) throw new Error(`agent ${agentId} not found`);
   return { version: row.version, workspaceProvisioned: row.workspace_provisioned_at !== null };
 }
 

@@ -1,0 +1,101 @@
+/**
+ * The server's SQLite write-ahead log is checkpointed by a thread of its own (storage/sqlite-checkpointer.ts), not
+ * inside COMMITs: the database file takes the log's pages while the server's connection only appends. Without the
+ * thread (every other opener of the file, the CLI), SQLite's own automatic checkpoints are unchanged.
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openStorage, type Storage } from '../src/storage/db.ts';
+
+const ROWS = 400;
+
+async function writeRows(storage: Storage): Promise<void> {
+  await sql`create table filler (id integer primary key, body text not null)`.execute(storage.db);
+  for (let index = 0; index < ROWS; index++) {
+    await storage.db.transaction().execute(async (trx) => {
+      await sql`insert into filler (body) values (${'x'.repeat(2000)})`.execute(trx);
+    });
+  }
+}
+
+/** Frames in the log and frames already copied into the database file, as a PASSIVE checkpoint reports them. */
+function walState(path: string): { log: number; checkpointed: number } {
+  const database = new DatabaseSync(path);
+  try {
+    // A checkpoint that copies nothing new: it only reports where the log stands.
+    database.exec('PRAGMA wal_autocheckpoint = 0');
+    const row = database.prepare('PRAGMA wal_checkpoint(NOOP)').get();
+    return { log: Number(row?.log ?? -1), checkpointed: Number(row?.checkpointed ?? -1) };
+  } finally {
+    database.close();
+  }
+}
+
+async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return check();
+}
+
+describe('SQLite checkpoints', () => {
+  it('are taken by the background thread, so the database file grows while the server only appends', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentry-checkpointer-'));
+    const path = join(dir, 'agentry.db');
+    const storage = await openStorage(
+      { databaseUrl: null, databaseSchema: null, dataDir: dir },
+      { backgroundCheckpoints: true },
+    );
+    try {
+      await storage.migrate();
+      const before = statSync(path).size;
+      await writeRows(storage);
+      // About 800 kB of rows: every frame of the log reaches the database file within a few intervals.
+      expect(await until(() => statSync(path).size >= before + ROWS * 2000, 5000)).toBe(true);
+      const state = walState(path);
+      expect(state.log).toBeGreaterThan(0);
+      expect(state.checkpointed).toBe(state.log);
+    } finally {
+      await storage.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stay inside COMMITs without the thread (the default for every other opener)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentry-checkpointer-'));
+    const path = join(dir, 'agentry.db');
+    const storage = await openStorage({ databaseUrl: null, databaseSchema: null, dataDir: dir });
+    try {
+      await storage.migrate();
+      await sql`select 1`.execute(storage.db);
+      await writeRows(storage);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      // SQLite's automatic checkpoint (1000 pages) ran inside some COMMIT: part of the log is copied, and what
+      // came after the last one is not (no thread copies it).
+      const state = walState(path);
+      expect(state.log).toBeGreaterThan(0);
+      expect(state.checkpointed).toBeLessThan(state.log);
+    } finally {
+      await storage.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stop with the storage: closing does not wait for anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentry-checkpointer-'));
+    const storage = await openStorage(
+      { databaseUrl: null, databaseSchema: null, dataDir: dir },
+      { backgroundCheckpoints: true },
+    );
+    const started = Date.now();
+    await storage.close();
+    expect(Date.now() - started).toBeLessThan(2000);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -12,6 +12,7 @@ import type { Clock } from '../lib/clock.ts';
 import { sha256Hex, stableStringify } from '../lib/hash.ts';
 import type { Executor } from '../storage/db.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
+import { prepare } from '../storage/prepared.ts';
 
 export interface IdempotentResult<T> {
   status: number;
@@ -39,6 +40,51 @@ const isReplayBody = <T>(value: unknown): value is T => typeof value === 'object
 
 const replayBody = <T>(text: string): T => parseJsonColumn<T>(text, isReplayBody, 'idempotency_keys.response_body');
 
+interface KeyParams {
+  org_id: string;
+  scope: string;
+  key: string;
+}
+
+// One statement claims the key: a new row, or an expired one taken over; a live row is left alone.
+const claimKey = prepare((db, p: KeyParams & { requestHash: string; now: number; expiredBefore: number }) =>
+  db
+    .insertInto('idempotency_keys')
+    .values({
+      org_id: p.org_id,
+      scope: p.scope,
+      key: p.key,
+      request_hash: p.requestHash,
+      status_code: 0,
+      response_body: '',
+      created_at: p.now,
+    })
+    .onConflict((conflict) =>
+      conflict
+        .columns(['org_id', 'scope', 'key'])
+        .doUpdateSet({ request_hash: p.requestHash, status_code: 0, response_body: '', created_at: p.now })
+        .where('idempotency_keys.created_at', '<', p.expiredBefore),
+    ),
+);
+
+const storedAnswer = prepare((db, p: KeyParams) =>
+  db
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'status_code', 'response_body'])
+    .where('org_id', '=', p.org_id)
+    .where('scope', '=', p.scope)
+    .where('key', '=', p.key),
+);
+
+const storeAnswer = prepare((db, p: KeyParams & { status: number; body: string }) =>
+  db
+    .updateTable('idempotency_keys')
+    .set({ status_code: p.status, response_body: p.body })
+    .where('org_id', '=', p.org_id)
+    .where('scope', '=', p.scope)
+    .where('key', '=', p.key),
+);
+
 export function createIdempotency(deps: IdempotencyDeps) {
   return {
     /** Runs `operation` in a transaction, at most once per key. */
@@ -56,24 +102,10 @@ export function createIdempotency(deps: IdempotencyDeps) {
       const where = { org_id: request.orgId, scope: request.scope, key };
       return deps.db.transaction().execute(async (trx) => {
         // One statement claims the key: a new row, or an expired one taken over; a live row is left alone.
-        const inserted = await trx
-          .insertInto('idempotency_keys')
-          .values({ ...where, request_hash: requestHash, status_code: 0, response_body: '', created_at: now })
-          .onConflict((conflict) =>
-            conflict
-              .columns(['org_id', 'scope', 'key'])
-              .doUpdateSet({ request_hash: requestHash, status_code: 0, response_body: '', created_at: now })
-              .where('idempotency_keys.created_at', '<', now - deps.ttlMs),
-          )
-          .executeTakeFirst();
-        if (inserted.numInsertedOrUpdatedRows === 0n) {
-          const existing = await trx
-            .selectFrom('idempotency_keys')
-            .select(['request_hash', 'status_code', 'response_body'])
-            .where('org_id', '=', where.org_id)
-            .where('scope', '=', where.scope)
-            .where('key', '=', key)
-            .executeTakeFirstOrThrow();
+        const claimed = await claimKey.run(trx, { ...where, requestHash, now, expiredBefore: now - deps.ttlMs });
+        if (claimed === 0n) {
+          const existing = await storedAnswer.first(trx, where);
+          if (existing === undefined) throw new Error(`idempotency key ${key} vanished while it was claimed`);
           if (existing.request_hash !== requestHash) {
             throw new AppError(
               'idempotency_conflict',
@@ -86,13 +118,7 @@ export function createIdempotency(deps: IdempotencyDeps) {
           return { status: existing.status_code, body: replayBody<T>(existing.response_body), replayed: true };
         }
         const result = await operation(trx);
-        await trx
-          .updateTable('idempotency_keys')
-          .set({ status_code: result.status, response_body: JSON.stringify(result.body) })
-          .where('org_id', '=', where.org_id)
-          .where('scope', '=', where.scope)
-          .where('key', '=', key)
-          .execute();
+        await storeAnswer.run(trx, { ...where, status: result.status, body: JSON.stringify(result.body) });
         return { ...result, replayed: false };
       });
     },

@@ -14,6 +14,7 @@ import type { Executor } from '../storage/db.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
 import { prepare, prepareInsert } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
+import { transactionMemo } from '../storage/transaction-memo.ts';
 import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
 import type { WebhookSubscriptions } from './webhooks/subscriptions.ts';
 
@@ -71,6 +72,20 @@ export interface WebhookBatch {
 const insertSessionEvents = prepareInsert('session_events');
 const insertWebhookEvents = prepareInsert('webhook_events');
 
+/**
+ * The last event seq each session got from an open transaction. Writers of a session's events hold its row (the
+ * session is locked or leased for the transaction), so within one transaction nobody else adds to them: a second
+ * write of the same transaction goes on from the first without reading `max(seq)` again.
+ */
+const writtenSeqs = transactionMemo<number>();
+
+async function nextSeqBase(trx: Executor, sessionId: string): Promise<number> {
+  const known = writtenSeqs.get(trx, sessionId);
+  if (known !== undefined) return known;
+  const last = await lastSeq.first(trx, { sessionId });
+  return Number(last?.seq ?? 0);
+}
+
 export async function writeEvents(
   trx: Executor,
   target: { orgId: string; sessionId: string; now: number },
@@ -79,8 +94,7 @@ export async function writeEvents(
 ): Promise<SessionEvent[]> {
   const written: SessionEvent[] = [];
   if (sessionEvents.length > 0) {
-    const last = await lastSeq.first(trx, { sessionId: target.sessionId });
-    let seq = Number(last?.seq ?? 0);
+    let seq = await nextSeqBase(trx, target.sessionId);
     for (const { messageId, runId, ...body } of sessionEvents) {
       seq += 1;
       const event: SessionEvent = {
@@ -107,6 +121,7 @@ export async function writeEvents(
         created_at: target.now,
       })),
     );
+    writtenSeqs.set(trx, target.sessionId, seq);
   }
   if (webhooks !== undefined && webhooks.events.length > 0) await writeWebhookEvents(trx, target, webhooks);
   return written;

@@ -7,6 +7,7 @@ import type { Bus } from '../../bus/bus.ts';
 import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approvals.ts';
@@ -53,19 +54,31 @@ export async function lockSession(trx: Executor, orgId: string, sessionId: strin
   if (result.numUpdatedRows === 0n) throw notFound('session', sessionId);
 }
 
+const messageOfSession = prepare((db, p: { orgId: string; sessionId: string; messageId: string }) =>
+  db
+    .selectFrom('messages')
+    .selectAll()
+    .where('id', '=', p.messageId)
+    .where('session_id', '=', p.sessionId)
+    .where('org_id', '=', p.orgId),
+);
+
+const hiddenSession = prepare((db, p: { orgId: string; sessionId: string }) =>
+  db
+    .selectFrom('sessions')
+    .select('id')
+    .where('id', '=', p.sessionId)
+    .where('org_id', '=', p.orgId)
+    .where('hidden', '=', 1),
+);
+
 export async function findMessage(
   db: Executor,
   orgId: string,
   sessionId: string,
   messageId: string,
 ): Promise<MessageRow> {
-  const row = await db
-    .selectFrom('messages')
-    .selectAll()
-    .where('id', '=', messageId)
-    .where('session_id', '=', sessionId)
-    .where('org_id', '=', orgId)
-    .executeTakeFirst();
+  const row = await messageOfSession.first(db, { orgId, sessionId, messageId });
   if (row === undefined) throw notFound('message', messageId);
   return row;
 }
@@ -97,13 +110,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     ): Promise<{ body: AcceptedMessage; replayed: boolean }> {
       const { orgId, sessionId } = input;
       // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
-      const hidden = await db
-        .selectFrom('sessions')
-        .select('id')
-        .where('id', '=', sessionId)
-        .where('org_id', '=', orgId)
-        .where('hidden', '=', 1)
-        .executeTakeFirst();
+      const hidden = await hiddenSession.first(db, { orgId, sessionId });
       if (hidden !== undefined) throw notFound('session', sessionId);
       let events: SessionEvent[] = [];
       const result = await deps.idempotency.run(

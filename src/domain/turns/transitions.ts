@@ -8,6 +8,7 @@ import { formatTraceparent, runTrace } from '../../observability/trace-context.t
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareUpdate } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
+import { transactionMemo } from '../../storage/transaction-memo.ts';
 import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { closeOpenSpans } from '../runs/spans.ts';
@@ -29,6 +30,8 @@ const sessionStatus = prepare((db, p: { id: string }) =>
   db.selectFrom('sessions').select('status').where('id', '=', p.id),
 );
 const updateSession = prepareUpdate('sessions');
+/** A session's status as this transaction set it (a turn's start and end can share one transaction). */
+const writtenStatuses = transactionMemo<{ status: string }>();
 const updateMessage = prepareUpdate('messages');
 const updateRun = prepareUpdate('runs');
 
@@ -39,9 +42,11 @@ async function sessionStatusEvents(
   webhooks: WebhookEventInput[],
 ): Promise<void> {
   const { trx, message, now } = change;
-  const session = await sessionStatus.first(trx, { id: message.session_id });
+  const session =
+    writtenStatuses.get(trx, message.session_id) ?? (await sessionStatus.first(trx, { id: message.session_id }));
   if (session === undefined || session.status === status) return;
   await updateSession.run(trx, message.session_id, { status, updated_at: now });
+  writtenStatuses.set(trx, message.session_id, { status });
   // The column holds only SESSION_STATUSES (every write of it is typed).
   events.push({ kind: 'session.status', data: { status, previous: session.status as SessionStatus } });
   if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });

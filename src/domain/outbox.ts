@@ -16,6 +16,7 @@ import { prepare, prepareInsert } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { transactionMemo } from '../storage/transaction-memo.ts';
 import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
+import { createdInTransaction } from './sessions/new-sessions.ts';
 import type { WebhookSubscriptions } from './webhooks/subscriptions.ts';
 
 export {
@@ -82,6 +83,7 @@ const writtenSeqs = transactionMemo<number>();
 async function nextSeqBase(trx: Executor, sessionId: string): Promise<number> {
   const known = writtenSeqs.get(trx, sessionId);
   if (known !== undefined) return known;
+  if (createdInTransaction(trx, sessionId)) return 0;
   const last = await lastSeq.first(trx, { sessionId });
   return Number(last?.seq ?? 0);
 }

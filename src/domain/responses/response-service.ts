@@ -71,6 +71,10 @@ export interface CreatedResponse {
 
 const WAITING: readonly string[] = RESPONSE_END_STATUSES;
 
+const waitingMessages = prepare((db, p: { sessionId: string; status: string }) =>
+  db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
+);
+
 const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
   db
     .selectFrom('messages')
@@ -209,16 +213,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
       events.push(...recorded.events);
     }
     // Every call the conversation waits for must be answered before the agent can go on.
-    const waiting = await trx
-      .selectFrom('messages')
-      .select('id')
-      .where('session_id', '=', sessionId)
-      .where('status', '=', 'requires_action')
-      .execute();
+    const waiting = fresh ? [] : await waitingMessages.all(trx, { sessionId, status: 'requires_action' });
     for (const message of waiting) {
-      const items = (
-        await trx.selectFrom('items').selectAll().where('message_id', '=', message.id).orderBy('seq').execute()
-      ).map(itemFromRow);
+      const items = await loadMessageItems(trx, message.id);
       const missing = pendingCalls(items).find(
         (call) =>
           (call.kind !== 'server' || call.approval?.state === 'pending') &&

@@ -7,6 +7,7 @@ import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { writeEvents } from '../outbox.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
+import { markCreated } from './new-sessions.ts';
 
 export const SESSION_STATUSES = ['idle', 'running', 'requires_action', 'failed'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
@@ -111,6 +112,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             : JSON.stringify(input.metadata),
       };
       await insertSession.run(db, [row]);
+      markCreated(db, row.id);
       await writeEvents(db, { orgId, sessionId: row.id, now }, [], {
         subscriptions: deps.subscriptions,
         events: [{ type: 'agent.session.created', data: { id: row.id } }],

@@ -23,6 +23,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import { requireCredits } from '../billing/credits.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
+import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
 import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from './items.ts';
 import type { Warning } from './message-types.ts';
@@ -223,7 +224,9 @@ export async function acceptMessage(
     agentId = input.bindAgent;
     await trx.updateTable('sessions').set({ agent_id: agentId }).where('id', '=', sessionId).execute();
   }
-  if ((await pendingClientCalls(trx, sessionId)).length > 0) {
+  // A session created in this transaction has nothing yet: no waiting call, no message, no unattached item.
+  const created = createdInTransaction(trx, sessionId);
+  if (!created && (await pendingClientCalls(trx, sessionId)).length > 0) {
     throw new AppError(
       'client_tool_output_required',
       'a client tool call of this session is waiting for its output; submit it before sending new input',
@@ -231,7 +234,7 @@ export async function acceptMessage(
   }
   const agent = await agentOf(trx, agentId);
   await requireCredits(trx, orgId, agent.model);
-  const last = await lastMessageSeq.first(trx, { sessionId });
+  const last = created ? undefined : await lastMessageSeq.first(trx, { sessionId });
   const row: MessageRow = {
     id: newId(),
     org_id: orgId,
@@ -283,7 +286,7 @@ export async function acceptMessage(
     },
   ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
-  await adoptUnattachedItems(trx, sessionId, row.id);
+  if (!created) await adoptUnattachedItems(trx, sessionId, row.id);
   const items = historyItems(row.id, input.history ?? []);
   if (input.text !== null) {
     items.push({

@@ -17,8 +17,13 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
+import { transactionMemo } from '../../storage/transaction-memo.ts';
+import { createdInTransaction } from '../sessions/new-sessions.ts';
 
 const insertItems = prepareInsert('items');
+
+/** The last item seq a session got from the open transaction (which holds the session: no one else appends). */
+const writtenSeqs = transactionMemo<number>();
 
 const lastItemSeq = prepare((db, p: { sessionId: string }) =>
   db
@@ -228,8 +233,11 @@ export async function appendItems(
   items: NewItem[],
 ): Promise<Item[]> {
   if (items.length === 0) return [];
-  const last = await lastItemSeq.first(trx, { sessionId: target.sessionId });
-  let seq = Number(last?.seq ?? 0);
+  let seq =
+    writtenSeqs.get(trx, target.sessionId) ??
+    (createdInTransaction(trx, target.sessionId)
+      ? 0
+      : Number((await lastItemSeq.first(trx, { sessionId: target.sessionId }))?.seq ?? 0));
   const rows: ItemRow[] = items.map((item) => {
     seq += 1;
     return {
@@ -246,6 +254,7 @@ export async function appendItems(
     };
   });
   await insertItems.run(trx, rows);
+  writtenSeqs.set(trx, target.sessionId, seq);
   return rows.map(itemFromRow);
 }
 

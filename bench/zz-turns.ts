@@ -1,0 +1,22 @@
+import { Client, createAgent, createSession, playTurn, startAgentry } from './agentry.ts';
+import { perSecond, p50, timedLoops } from './load.ts';
+import { withCleanup } from './support.ts';
+const mode = (process.env.PMODE ?? 'sqlite') as 'sqlite' | 'postgres';
+const prof = process.env.PROF === '1';
+await withCleanup(async (defer) => {
+  const a = await startAgentry({ bench: 'zzt', mode, nodeArgs: prof ? ['--cpu-prof', '--cpu-prof-dir=/tmp/proft'] : [] }, defer);
+  const c = new Client(a.url, a.apiKey, 64);
+  defer(() => c.close());
+  const agentId = await createAgent(c, { model: 'scripted' });
+  const sessions: string[] = [];
+  for (let i = 0; i < 64; i++) sessions.push(await createSession(c, agentId));
+  let n = 0; let gets = 0;
+  const call = async (loop: number) => { const t = await playTurn(c, sessions[loop % 64] as string, `k${n++}-${Math.random()}`, 10); gets += t.gets; };
+  await timedLoops({ concurrency: 64, rampSeconds: 0.5, seconds: 2, call: (i) => call(i) });
+  if (process.env.STATS === '1') a.processes[0]?.child.kill('SIGUSR2');
+  n = 0; gets = 0;
+  const s = await timedLoops({ concurrency: 64, rampSeconds: 0, seconds: 6, call: (i) => call(i) });
+  if (process.env.STATS === '1') a.processes[0]?.child.kill('SIGUSR2');
+  await new Promise((r) => setTimeout(r, 300));
+  console.log(`turns ${n} ${perSecond(s).toFixed(0)}/s p50 ${p50(s).toFixed(1)} gets/turn ${(gets / n).toFixed(2)}`);
+});

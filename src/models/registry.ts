@@ -4,12 +4,8 @@
  * `scripted/priced`). Adapters are created on first use and cached per model id.
  */
 import type { Config } from '../config.ts';
-import {
-  type AiSdkAdapterOptions,
-  createAnthropicAdapter,
-  createOpenAIAdapter,
-  createOpenAICompatibleAdapter,
-} from './ai-sdk.ts';
+import { createAnthropicAdapter, createOpenAIAdapter, createOpenAICompatibleAdapter } from './ai-sdk.ts';
+import type { ModelAdapterOptions } from './retrying-stream.ts';
 import { createScriptedModel } from './scripted.ts';
 import { type ModelAdapter, ModelError } from './types.ts';
 
@@ -43,7 +39,7 @@ export interface ModelRegistry {
 
 export type ModelRegistryConfig = Pick<Config, 'providers' | 'openaiApiKey' | 'anthropicApiKey'>;
 
-export function createModelRegistry(config: ModelRegistryConfig, options: AiSdkAdapterOptions = {}): ModelRegistry {
+export function createModelRegistry(config: ModelRegistryConfig, options: ModelAdapterOptions = {}): ModelRegistry {
   const providers = ['openai', 'anthropic', 'scripted', ...Object.keys(config.providers)];
   const adapters = new Map<string, ModelAdapter>();
 

@@ -1,7 +1,7 @@
 /**
- * Model adapters over the Vercel AI SDK: `openai/<model>` (Responses API), `anthropic/<model>` (Messages API)
- * and every OpenAI-compatible provider of AGENTRY_PROVIDERS (chat completions). Each model call is ONE
- * `streamText` step with tools that have no execute function, so tool calls come back to the engine.
+ * Model adapters over the Vercel AI SDK: `openai/<model>` (Responses API) and `anthropic/<model>` (Messages API).
+ * Each model call is ONE `streamText` step with tools that have no execute function, so tool calls come back to
+ * the engine. (OpenAI-compatible providers of AGENTRY_PROVIDERS use the direct client of `chat-completions.ts`.)
  *
  * Retries: the SDK's own are off (`maxRetries: 0`); the call loop of `retrying-stream.ts` re-opens an attempt only
  * while nothing has been yielded to the caller, so a retry can never duplicate streamed text. Once output has
@@ -10,9 +10,7 @@
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from 'ai';
-import type { ProviderConfig } from '../config.ts';
 import { toModelError, toSdkMessages, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
 import { type Attempt, DEFAULT_IDLE_TIMEOUT_MS, type ModelAdapterOptions, streamWithRetry } from './retrying-stream.ts';
 import { type ModelAdapter, ModelError, type ModelEvent, type ModelRequest, type ToolCall } from './types.ts';
@@ -186,29 +184,6 @@ export function createAnthropicAdapter(
         if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
         return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
       },
-    },
-    options,
-  );
-}
-
-/** A provider of AGENTRY_PROVIDERS; its API key is optional (local servers such as Ollama need none). */
-export function createOpenAICompatibleAdapter(
-  provider: string,
-  model: string,
-  config: ProviderConfig,
-  options: ModelAdapterOptions = {},
-): ModelAdapter {
-  return createAdapter(
-    {
-      label: provider,
-      resolveModel: () =>
-        createOpenAICompatible({
-          name: provider,
-          baseURL: config.baseURL,
-          ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
-          // Ask for the usage chunk at the end of the stream (stream_options.include_usage).
-          includeUsage: true,
-        }).chatModel(model),
     },
     options,
   );

@@ -1,7 +1,9 @@
 /**
- * Provider failures → ModelError, kept apart from the AI SDK mapping so that every HTTP client maps an HTTP status,
- * a Retry-After header or a failed connection to the same code and retry verdict.
+ * Provider failures → ModelError, shared by the AI SDK adapters and the chat-completions client so that an HTTP
+ * status, a Retry-After header or an error object inside a stream maps to the same code and retry verdict
+ * whichever client made the call.
  */
+import { isJsonObject } from '../lib/guards.ts';
 import { classifyHttpStatus, parseRetryAfter } from '../lib/retry.ts';
 import { ModelError } from './types.ts';
 
@@ -55,4 +57,39 @@ export function connectionFailed(label: string, error: unknown): ModelError {
     retriable: true,
     cause: error,
   });
+}
+
+/** An HTTP status carried in an error object: a 4xx/5xx number, or such a number as a three-digit string. */
+function statusIn(value: unknown): number | undefined {
+  const status = typeof value === 'string' && /^\d{3}$/.test(value) ? Number(value) : value;
+  return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599 ? status : undefined;
+}
+
+/** Messages some providers send without a status, and the status they stand for. */
+function statusOfMessage(message: string): number | undefined {
+  switch (message.trim().toLowerCase()) {
+    case 'overloaded':
+    case 'overloaded error':
+    case 'model overloaded':
+    case 'service unavailable':
+      return 503;
+    case 'internal server error':
+      return 500;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The ModelError of an `error` object a provider sent INSIDE a successful stream (`{"error":{"message":…,"code":…}}`):
+ * a status in `code` (or implied by a message such as "overloaded") maps like the HTTP status would; otherwise it is
+ * a model_error. Mirrors how the AI SDK normalizes such stream errors, so both clients retry the same ones.
+ */
+export function fromStreamError(label: string, error: unknown): ModelError {
+  if (!isJsonObject(error) || typeof error.message !== 'string') {
+    return new ModelError('model_error', `${label} sent an error: ${JSON.stringify(error) ?? String(error)}`);
+  }
+  const status = statusIn(error.code) ?? statusOfMessage(error.message);
+  if (status !== undefined) return fromStatus(label, status, error.message, error);
+  return new ModelError('model_error', `${label}: ${error.message}`, { cause: error });
 }

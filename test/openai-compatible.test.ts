@@ -1,7 +1,8 @@
 /**
- * The AI SDK adapter against a local OpenAI-compatible server (`POST /v1/chat/completions`, SSE), driven through
- * the model registry exactly as AGENTRY_PROVIDERS configures it. The stub is the paid edge we fake; everything
- * of ours (registry, adapter, retry policy, conversion) is real.
+ * The OpenAI-compatible adapter (the direct chat-completions client) against a local OpenAI-compatible server
+ * (`POST /v1/chat/completions`, SSE), driven through the model registry exactly as AGENTRY_PROVIDERS configures it.
+ * The stub is the paid edge we fake; everything of ours (registry, adapter, retry policy, conversion) is real. The
+ * client's finer points (split bytes, timeouts, connections, the exact body) are in chat-completions.test.ts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -136,7 +137,7 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 
 const deltas = (events: ModelEvent[]) => events.flatMap((e) => (e.type === 'text-delta' ? [e.text] : []));
 
-describe('OpenAI-compatible provider through the AI SDK adapter', () => {
+describe('OpenAI-compatible provider through the model registry', () => {
   it('streams a text reply in several deltas and reports usage', async () => {
     responders = [textReply(['Hel', 'lo ', 'world'])];
     const events = await collect();

@@ -1,6 +1,7 @@
 /**
  * Agentry's normalized model shapes → the AI SDK's (messages, tools, call settings), and the SDK's errors →
- * ModelError. Kept apart from the streaming loop so that the wire mapping can be read (and changed) alone.
+ * ModelError (through the mapping shared with the chat-completions client, `provider-errors.ts`). Kept apart from
+ * the streaming loop so that the wire mapping can be read (and changed) alone.
  */
 import {
   APICallError,
@@ -20,19 +21,9 @@ import {
   UnsupportedFunctionalityError,
   type UserModelMessage,
 } from 'ai';
-import { classifyHttpStatus, parseRetryAfter } from '../lib/retry.ts';
+import { connectionFailed, fromStatus, retryAfterOf } from './provider-errors.ts';
+import { parseArguments } from './tool-arguments.ts';
 import { type ContextMessage, ModelError, type ModelSettings, type ToolSpec } from './types.ts';
-
-/** Tool-call arguments as the SDK wants them: an object (Anthropic rejects anything else), `{}` if unparsable. */
-function parseArguments(text: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(text);
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { ...value };
-  } catch {
-    // The engine records such calls as failed; the model still needs to see that it made them.
-  }
-  return {};
-}
 
 export function toSdkMessages(context: ContextMessage[]): ModelMessage[] {
   const messages: ModelMessage[] = [];
@@ -119,32 +110,6 @@ export function toSdkSettings(settings: ModelSettings | undefined, hasTools: boo
   return result;
 }
 
-function header(headers: Record<string, string> | undefined, name: string): string | undefined {
-  if (headers === undefined) return undefined;
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
-  return undefined;
-}
-
-/** OpenAI sends the precise `retry-after-ms`; everyone else the standard Retry-After. */
-function retryAfterOf(headers: Record<string, string> | undefined): number | undefined {
-  const precise = Number(header(headers, 'retry-after-ms'));
-  if (header(headers, 'retry-after-ms') !== undefined && Number.isFinite(precise) && precise >= 0) return precise;
-  return parseRetryAfter(header(headers, 'retry-after')) ?? undefined;
-}
-
-function fromStatus(label: string, status: number, detail: string, cause: unknown, retryAfterMs?: number): ModelError {
-  const message = `${label} returned HTTP ${status}: ${detail}`;
-  const base = { status, cause };
-  const retriable = { ...base, retriable: true, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
-  if (status === 401 || status === 403) return new ModelError('model_auth_failed', message, base);
-  if (status === 429) return new ModelError('model_rate_limited', message, retriable);
-  if (classifyHttpStatus(status)) return new ModelError('model_unavailable', message, retriable);
-  if (status === 400 || status === 404 || status === 413 || status === 422) {
-    return new ModelError('model_bad_request', message, base);
-  }
-  return new ModelError('model_error', message, base);
-}
-
 /**
  * Maps whatever the SDK or the network threw to a ModelError. `label` names the provider in messages, e.g.
  * `openai`. The caller handles aborts before calling this (an abort surfaces as the signal's reason).
@@ -156,11 +121,7 @@ export function toModelError(error: unknown, label: string): ModelError {
     if (error.statusCode === undefined || error.statusCode < 400) {
       // No HTTP status: the request never got an answer (refused, reset, timed out); a success status: the
       // connection broke while the answer streamed.
-      const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
-      return new ModelError('model_unavailable', `${label} connection failed: ${error.message}${cause}`, {
-        retriable: true,
-        cause: error,
-      });
+      return connectionFailed(label, error);
     }
     return fromStatus(label, error.statusCode, error.message, error, retryAfterOf(error.responseHeaders));
   }

@@ -1,29 +1,20 @@
 /**
- * Model adapters over the Vercel AI SDK: `openai/<model>` (Responses API), `anthropic/<model>` (Messages API)
- * and every OpenAI-compatible provider of AGENTRY_PROVIDERS (chat completions). Each model call is ONE
- * `streamText` step with tools that have no execute function, so tool calls come back to the engine.
+ * Model adapters over the Vercel AI SDK: `openai/<model>` (Responses API) and `anthropic/<model>` (Messages API).
+ * Each model call is ONE `streamText` step with tools that have no execute function, so tool calls come back to
+ * the engine. (OpenAI-compatible providers of AGENTRY_PROVIDERS use the direct client of `chat-completions.ts`.)
  *
- * Retries: the SDK's own are off (`maxRetries: 0`); `withRetry` re-opens the call only while nothing has been
- * yielded to the caller, so a retry can never duplicate streamed text. Once output has flowed, a failure ends the
- * call with a ModelError. An abort of `request.signal` rejects with `signal.reason`, never a ModelError.
+ * Retries: the SDK's own are off (`maxRetries: 0`); the call loop of `retrying-stream.ts` re-opens an attempt only
+ * while nothing has been yielded to the caller, so a retry can never duplicate streamed text. Once output has
+ * flowed, a failure ends the call with a ModelError. An abort of `request.signal` rejects with `signal.reason`,
+ * never a ModelError.
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from 'ai';
-import type { ProviderConfig } from '../config.ts';
-import { type RetryOptions, withRetry } from '../lib/retry.ts';
 import { toModelError, toSdkMessages, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
+import { type Attempt, DEFAULT_IDLE_TIMEOUT_MS, type ModelAdapterOptions, streamWithRetry } from './retrying-stream.ts';
 import { type ModelAdapter, ModelError, type ModelEvent, type ModelRequest, type ToolCall } from './types.ts';
 
-export interface AiSdkAdapterOptions {
-  /** Overrides of the shared retry policy (tests shorten the delays). */
-  retry?: Pick<RetryOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs' | 'sleep'>;
-  /** A call that sends nothing for this long fails with model_timeout (default 120 s). */
-  idleTimeoutMs?: number;
-}
-
-const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
 // Explicit endpoints, so that the SDK does not consult OPENAI_BASE_URL / ANTHROPIC_BASE_URL behind config's back.
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
@@ -31,13 +22,6 @@ const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 type Part = TextStreamPart<ToolSet>;
 /** `ai` does not re-export its ProviderOptions type; take it from streamText's own signature. */
 type ProviderOptions = NonNullable<Parameters<typeof streamText>[0]['providerOptions']>;
-
-/** One opened provider stream: its parts mapped to our events, with idle-timeout and abort racing. */
-interface Attempt {
-  /** Events of the next provider part (often none); null once the stream has ended. */
-  next(): Promise<ModelEvent[] | null>;
-  close(): void;
-}
 
 function argumentsText(part: Extract<Part, { type: 'tool-call' }>): string {
   // An unparsable call arrives with its raw text as input; keep it so that the engine can report it as is.
@@ -154,63 +138,15 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
   };
 }
 
-/** Opens the call and reads up to its first event; everything up to there may be retried. */
-async function openWithFirstEvents(
-  model: LanguageModel,
-  target: Target,
-  request: ModelRequest,
-  idleMs: number,
-): Promise<{ attempt: Attempt; first: ModelEvent[] }> {
-  const attempt = openAttempt(model, target, request, idleMs);
-  try {
-    for (;;) {
-      const events = await attempt.next();
-      if (events === null) return { attempt, first: [] };
-      if (events.length > 0) return { attempt, first: events };
-    }
-  } catch (error) {
-    attempt.close();
-    throw error;
-  }
-}
-
-function createAdapter(target: Target, options: AiSdkAdapterOptions): ModelAdapter {
+function createAdapter(target: Target, options: ModelAdapterOptions): ModelAdapter {
   const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   let model: LanguageModel | null = null;
-  return {
-    async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
-      request.signal.throwIfAborted();
-      model ??= target.resolveModel();
-      const resolved = model;
-      const { attempt, first } = await withRetry(() => openWithFirstEvents(resolved, target, request, idleMs), {
-        ...options.retry,
-        signal: request.signal,
-        classify: (error) =>
-          error instanceof ModelError
-            ? { retriable: error.retriable, retryAfterMs: error.retryAfterMs }
-            : { retriable: false },
-      });
-      let finished = false;
-      try {
-        let events: ModelEvent[] | null = first;
-        while (events !== null) {
-          for (const event of events) {
-            // Exactly one finish, and always last: whatever a provider sends after it is dropped.
-            if (finished) continue;
-            if (event.type === 'finish') finished = true;
-            yield event;
-          }
-          events = await attempt.next();
-        }
-        if (!finished) {
-          request.signal.throwIfAborted();
-          yield { type: 'finish', usage: { inputTokens: 0, outputTokens: 0 } };
-        }
-      } finally {
-        attempt.close();
-      }
-    },
+  // Resolved on the first attempt, so that a missing API key fails the call (model_not_configured, not retried).
+  const open = (request: ModelRequest): Attempt => {
+    model ??= target.resolveModel();
+    return openAttempt(model, target, request, idleMs);
   };
+  return { stream: (request) => streamWithRetry(request, () => open(request), options) };
 }
 
 function notConfigured(label: string, variable: string): never {
@@ -220,7 +156,7 @@ function notConfigured(label: string, variable: string): never {
 export function createOpenAIAdapter(
   model: string,
   apiKey: string | null,
-  options: AiSdkAdapterOptions = {},
+  options: ModelAdapterOptions = {},
 ): ModelAdapter {
   return createAdapter(
     {
@@ -239,7 +175,7 @@ export function createOpenAIAdapter(
 export function createAnthropicAdapter(
   model: string,
   apiKey: string | null,
-  options: AiSdkAdapterOptions = {},
+  options: ModelAdapterOptions = {},
 ): ModelAdapter {
   return createAdapter(
     {
@@ -248,29 +184,6 @@ export function createAnthropicAdapter(
         if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
         return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
       },
-    },
-    options,
-  );
-}
-
-/** A provider of AGENTRY_PROVIDERS; its API key is optional (local servers such as Ollama need none). */
-export function createOpenAICompatibleAdapter(
-  provider: string,
-  model: string,
-  config: ProviderConfig,
-  options: AiSdkAdapterOptions = {},
-): ModelAdapter {
-  return createAdapter(
-    {
-      label: provider,
-      resolveModel: () =>
-        createOpenAICompatible({
-          name: provider,
-          baseURL: config.baseURL,
-          ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
-          // Ask for the usage chunk at the end of the stream (stream_options.include_usage).
-          includeUsage: true,
-        }).chatModel(model),
     },
     options,
   );

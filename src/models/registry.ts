@@ -1,15 +1,13 @@
 /**
- * Which model ids this deployment can run, and the adapter for each. Ids are `provider/model`: openai,
- * anthropic, any provider named in AGENTRY_PROVIDERS, and the built-in `scripted` model (`scripted` or
+ * Which model ids this deployment can run, and the adapter for each. Ids are `provider/model`: openai and
+ * anthropic (through the AI SDK, `ai-sdk.ts`), any provider named in AGENTRY_PROVIDERS (the direct
+ * chat-completions client, `chat-completions.ts`), and the built-in `scripted` model (`scripted` or
  * `scripted/priced`). Adapters are created on first use and cached per model id.
  */
 import type { Config } from '../config.ts';
-import {
-  type AiSdkAdapterOptions,
-  createAnthropicAdapter,
-  createOpenAIAdapter,
-  createOpenAICompatibleAdapter,
-} from './ai-sdk.ts';
+import { createAnthropicAdapter, createOpenAIAdapter } from './ai-sdk.ts';
+import { createOpenAICompatibleAdapter } from './chat-completions.ts';
+import type { ModelAdapterOptions } from './retrying-stream.ts';
 import { createScriptedModel } from './scripted.ts';
 import { type ModelAdapter, ModelError } from './types.ts';
 
@@ -43,7 +41,7 @@ export interface ModelRegistry {
 
 export type ModelRegistryConfig = Pick<Config, 'providers' | 'openaiApiKey' | 'anthropicApiKey'>;
 
-export function createModelRegistry(config: ModelRegistryConfig, options: AiSdkAdapterOptions = {}): ModelRegistry {
+export function createModelRegistry(config: ModelRegistryConfig, options: ModelAdapterOptions = {}): ModelRegistry {
   const providers = ['openai', 'anthropic', 'scripted', ...Object.keys(config.providers)];
   const adapters = new Map<string, ModelAdapter>();
 

@@ -5,7 +5,7 @@
  */
 
 import { insertSpans, type NewSpan, spanSeq, toolCallAttributes } from '../domain/runs/spans.ts';
-import type { CallKind, CallServer, Item } from '../domain/turns/items.ts';
+import { type CallKind, type CallServer, type Item, ownItems } from '../domain/turns/items.ts';
 import type { MessageError } from '../domain/turns/message-types.ts';
 import { newId } from '../lib/ids.ts';
 import type { ToolCall, Usage } from '../models/types.ts';
@@ -25,7 +25,7 @@ export interface StepTrace {
  * tool batch), or else the newest user text.
  */
 export function modelInputOf(items: Item[], messageId: string): string {
-  const own = items.filter((item) => item.messageId === messageId);
+  const own = ownItems(items, messageId);
   const results: string[] = [];
   for (let index = own.length - 1; index >= 0; index--) {
     const content = own[index]?.content;

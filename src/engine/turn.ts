@@ -20,10 +20,12 @@ import {
   buildContext,
   type CallServer,
   callItemId,
+  hasApprovalDecisions,
   type Item,
   loadContextItems,
   loadMessageItems,
   type NewItem,
+  ownItems,
   type PendingCall,
   pendingCalls,
 } from '../domain/turns/items.ts';
@@ -253,6 +255,7 @@ function callServer(tools: TurnTools, name: string): CallServer | undefined {
  * seen with other tools): the Responses `mcp_list_tools` items.
  */
 function listingItems(tools: TurnTools, items: Item[], messageId: string, step: number): NewItem[] {
+  if (tools.listings.length === 0) return [];
   const seen = new Map<string, string>();
   for (const item of items) {
     if (item.content.type === 'tool_list') {
@@ -295,7 +298,7 @@ async function persistStep(
 ) {
   const { step } = trace;
   const cost = costMicros(config.model, output.usage);
-  let actionId = items.filter((item) => item.messageId === message.id && item.content.type === 'function_call').length;
+  let actionId = ownItems(items, message.id).filter((item) => item.content.type === 'function_call').length;
   const newItems: NewItem[] = listingItems(tools, items, message.id, step);
   if (output.text !== '')
     newItems.push({
@@ -451,7 +454,7 @@ async function persistStep(
         }),
       );
       if (output.calls.length === 0) {
-        const all = [...items.filter((item) => item.messageId === current.id), ...created];
+        const all = [...ownItems(items, current.id), ...created];
         events.push(
           ...(await completeTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, turnText(all))),
         );
@@ -823,11 +826,14 @@ async function runTurnSteps(
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const items = await context.load(deps.db, message.seq);
-      const pending = pendingCalls(items.filter((item) => item.messageId === messageId));
+      const pending = pendingCalls(ownItems(items, messageId));
       // Calls of an earlier Response approved by this one's input (mcp_approval_response) run in this turn.
-      const approvedEarlier = pendingCalls(items).filter(
-        (call) => call.item.messageId !== messageId && call.kind === 'server' && call.approval?.state === 'approved',
-      );
+      const approvedEarlier = hasApprovalDecisions(items)
+        ? pendingCalls(items).filter(
+            (call) =>
+              call.item.messageId !== messageId && call.kind === 'server' && call.approval?.state === 'approved',
+          )
+        : [];
       const serverCalls = [...approvedEarlier, ...pending.filter(runnable)];
       if (serverCalls.length > 0) {
         if (!(await started())) return;
@@ -868,9 +874,7 @@ async function runTurnSteps(
       message = after;
       fresh = true;
       if (output.calls.length > 0 && step >= config.maxSteps) {
-        const text = turnText(
-          await context.load(deps.db, message.seq).then((all) => all.filter((item) => item.messageId === messageId)),
-        );
+        const text = turnText(await context.load(deps.db, message.seq).then((all) => ownItems(all, messageId)));
         await change(deps, lease, messageId, ['running'], (trx, current, now) =>
           failTurn(
             { trx, message: current, now, subscriptions: deps.subscriptions },
@@ -905,9 +909,7 @@ async function runTurnSteps(
       return { events, current: started };
     };
     const partial = async (trx: Executor) => {
-      const text = turnText(
-        (await loadContextItems(trx, lease.sessionId, message.seq)).filter((item) => item.messageId === messageId),
-      );
+      const text = turnText(ownItems(await loadContextItems(trx, lease.sessionId, message.seq), messageId));
       return text === '' ? null : text;
     };
     if (reason === 'interrupt') {

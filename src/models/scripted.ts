@@ -77,11 +77,23 @@ function userText(message: Extract<ContextMessage, { role: 'user' }>): string {
   return message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
 }
 
+/** Characters of a user message's text parts joined by newlines (as userText), without building the text. */
+function userTextLength(message: Extract<ContextMessage, { role: 'user' }>): number {
+  let chars = 0;
+  let parts = 0;
+  for (const part of message.content) {
+    if (part.type !== 'text') continue;
+    chars += part.text.length;
+    parts += 1;
+  }
+  return parts === 0 ? 0 : chars + parts - 1;
+}
+
 /** Characters the model "reads": instructions plus every text, tool argument and tool output in the context. */
 function contextChars(request: ModelRequest): number {
   let chars = request.instructions.length;
   for (const message of request.context) {
-    if (message.role === 'user') chars += userText(message).length;
+    if (message.role === 'user') chars += userTextLength(message);
     else if (message.role === 'assistant') {
       chars += message.text.length;
       for (const call of message.toolCalls) chars += call.arguments.length;

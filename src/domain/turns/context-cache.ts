@@ -33,8 +33,22 @@ interface SessionLog extends ContextCache {
   bytes: number;
 }
 
+type LogItem = Item & { messageSeq: number };
+
+/** Whether the items from `from` on (and the one before them) are in log order: message, then seq. */
+function sortedFrom(items: readonly LogItem[], from: number): boolean {
+  for (let index = Math.max(from, 1); index < items.length; index++) {
+    const previous = items[index - 1];
+    const current = items[index];
+    if (previous === undefined || current === undefined) continue;
+    if (previous.messageSeq > current.messageSeq) return false;
+    if (previous.messageSeq === current.messageSeq && previous.seq > current.seq) return false;
+  }
+  return true;
+}
+
 function createSessionLog(sessionId: string, grew: (bytes: number) => void): SessionLog {
-  const items: (Item & { messageSeq: number })[] = [];
+  const items: LogItem[] = [];
   // Every item up to `watermark` is held; above it, `held` lists the seqs already held (past an unadopted item).
   let watermark = 0;
   const held = new Set<number>();
@@ -42,6 +56,7 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
     bytes: 0,
     async load(db, upToMessageSeq) {
       const rows = await loadItemsAfter(db, sessionId, watermark);
+      const before = items.length;
       let added = 0;
       let blocked = false;
       for (const row of rows) {
@@ -63,8 +78,11 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
         else watermark = row.seq;
       }
       if (added > 0) {
-        // An answer to an earlier turn can arrive after a later message's input: keep message order first.
-        items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
+        // An answer to an earlier turn can arrive after a later message's input: keep message order first. Rows
+        // come in log order, so the array is usually still sorted and needs no pass over the whole history.
+        if (!sortedFrom(items, before)) {
+          items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
+        }
         log.bytes += added;
         grew(added);
       }

@@ -364,6 +364,22 @@ export interface PendingCall {
   approval?: { id: string; state: 'pending' | 'approved'; expiresAt: number | null };
 }
 
+/**
+ * The items of the message `messageId` in a turn's context (context-cache.ts, loadContextItems): the log is in
+ * message order and that message is the context's last, so they are its tail. Found from the end, so a turn's
+ * cost does not grow with the session's history.
+ */
+export function ownItems(items: Item[], messageId: string): Item[] {
+  let start = items.length;
+  while (start > 0 && items[start - 1]?.messageId === messageId) start -= 1;
+  return items.slice(start);
+}
+
+/** Whether any approval of a server call was decided in these items (so an earlier call may wait to run). */
+export function hasApprovalDecisions(items: Item[]): boolean {
+  return items.some((item) => item.content.type === 'approval_decision');
+}
+
 /** Tool calls that have no output yet, in call order. */
 export function pendingCalls(items: Item[]): PendingCall[] {
   const answered = new Set(

@@ -20,7 +20,6 @@ import {
   buildContext,
   type CallServer,
   callItemId,
-  hasApprovalDecisions,
   type Item,
   loadContextItems,
   loadMessageItems,
@@ -828,7 +827,7 @@ async function runTurnSteps(
       const items = await context.load(deps.db, message.seq);
       const pending = pendingCalls(ownItems(items, messageId));
       // Calls of an earlier Response approved by this one's input (mcp_approval_response) run in this turn.
-      const approvedEarlier = hasApprovalDecisions(items)
+      const approvedEarlier = context.hasApprovalDecisions()
         ? pendingCalls(items).filter(
             (call) =>
               call.item.messageId !== messageId && call.kind === 'server' && call.approval?.state === 'approved',

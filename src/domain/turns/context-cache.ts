@@ -15,6 +15,11 @@ import { type Item, itemFromRow, loadItemsAfter } from './items.ts';
 export interface ContextCache {
   /** Items of messages up to `upToMessageSeq`, in context order (message order, then log order). */
   load(db: Executor, upToMessageSeq: number): Promise<Item[]>;
+  /**
+   * Whether the items loaded so far include a decided approval of a server call (so a call of an earlier message
+   * may be approved and waiting to run); false lets a turn skip looking for such calls through the whole log.
+   */
+  hasApprovalDecisions(): boolean;
 }
 
 export interface ContextCaches {
@@ -49,11 +54,13 @@ function sortedFrom(items: readonly LogItem[], from: number): boolean {
 
 function createSessionLog(sessionId: string, grew: (bytes: number) => void): SessionLog {
   const items: LogItem[] = [];
+  let approvalDecisions = false;
   // Every item up to `watermark` is held; above it, `held` lists the seqs already held (past an unadopted item).
   let watermark = 0;
   const held = new Set<number>();
   const log: SessionLog = {
     bytes: 0,
+    hasApprovalDecisions: () => approvalDecisions,
     async load(db, upToMessageSeq) {
       const rows = await loadItemsAfter(db, sessionId, watermark);
       const before = items.length;
@@ -72,7 +79,9 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
           blocked = true;
           continue;
         }
-        items.push({ ...itemFromRow(row), messageSeq: row.message_seq });
+        const item: LogItem = { ...itemFromRow(row), messageSeq: row.message_seq };
+        if (item.content.type === 'approval_decision') approvalDecisions = true;
+        items.push(item);
         added += row.content.length + ITEM_OVERHEAD_BYTES;
         if (blocked) held.add(row.seq);
         else watermark = row.seq;

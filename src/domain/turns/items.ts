@@ -375,11 +375,6 @@ export function ownItems(items: Item[], messageId: string): Item[] {
   return items.slice(start);
 }
 
-/** Whether any approval of a server call was decided in these items (so an earlier call may wait to run). */
-export function hasApprovalDecisions(items: Item[]): boolean {
-  return items.some((item) => item.content.type === 'approval_decision');
-}
-
 /** Tool calls that have no output yet, in call order. */
 export function pendingCalls(items: Item[]): PendingCall[] {
   const answered = new Set(
@@ -457,8 +452,10 @@ export function attachmentIds(items: Item[]): string[] {
 
 export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedFile> = new Map()): ContextMessage[] {
   const context: ContextMessage[] = [];
-  let assistant: { key: string; text: string; toolCalls: ToolCall[] } | null = null;
-  let results: { key: string; results: ToolResult[] } | null = null;
+  // A step's items (same message, same step) make one assistant message and one tool message.
+  let assistant: { item: Item; text: string; toolCalls: ToolCall[] } | null = null;
+  let results: { item: Item; results: ToolResult[] } | null = null;
+  const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step === b.step;
   const flush = () => {
     if (assistant !== null) context.push({ role: 'assistant', text: assistant.text, toolCalls: assistant.toolCalls });
     if (results !== null) context.push({ role: 'tool', results: results.results });
@@ -466,7 +463,6 @@ export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedF
     results = null;
   };
   for (const item of items) {
-    const key = `${item.messageId}:${item.step}`;
     const content = item.content;
     if (content.type === 'tool_list' || content.type === 'approval_decision') continue;
     if (content.type === 'user_message') {
@@ -475,9 +471,9 @@ export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedF
       continue;
     }
     if (content.type === 'function_call_output') {
-      if (results === null || results.key !== key) {
-        if (results !== null || (assistant !== null && assistant.key !== key)) flush();
-        results = { key, results: [] };
+      if (results === null || !sameStep(results.item, item)) {
+        if (results !== null || (assistant !== null && !sameStep(assistant.item, item))) flush();
+        results = { item, results: [] };
       }
       results.results.push({
         callId: item.callId ?? '',
@@ -487,9 +483,9 @@ export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedF
       });
       continue;
     }
-    if (assistant === null || assistant.key !== key || results !== null) {
+    if (assistant === null || !sameStep(assistant.item, item) || results !== null) {
       flush();
-      assistant = { key, text: '', toolCalls: [] };
+      assistant = { item, text: '', toolCalls: [] };
     }
     if (content.type === 'assistant_message') assistant.text += content.text;
     else assistant.toolCalls.push({ callId: item.callId ?? '', name: content.name, arguments: content.arguments });

@@ -10,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openStorage, type Storage } from '../src/storage/db.ts';
+import { startCheckpointer } from '../src/storage/sqlite-checkpointer.ts';
 
 const ROWS = 400;
 
@@ -97,5 +98,16 @@ describe('SQLite checkpoints', () => {
     await storage.close();
     expect(Date.now() - started).toBeLessThan(2000);
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('report a thread that cannot work (its database cannot be opened), so the server falls back', async () => {
+    const errors: unknown[] = [];
+    const checkpointer = startCheckpointer(join(tmpdir(), 'agentry-missing-dir', 'nested', 'agentry.db'), {
+      busyTimeoutMs: 100,
+      onError: (error) => errors.push(error),
+    });
+    expect(await until(() => errors.length > 0, 5000)).toBe(true);
+    expect(String(errors[0])).toMatch(/unable to open|no such file|cannot open/i);
+    await checkpointer.stop();
   });
 });

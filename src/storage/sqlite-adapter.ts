@@ -21,6 +21,8 @@ import { type Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } f
 type Param = null | number | bigint | string | Uint8Array;
 
 const STATEMENT_CACHE_SIZE = 500;
+/** SQLite's default `wal_autocheckpoint`, in pages. */
+const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
 function toParams(parameters: ReadonlyArray<unknown>): Param[] {
   return parameters.map((value) => {
@@ -81,11 +83,17 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
   database.exec('PRAGMA synchronous = NORMAL');
   let checkpointer: Checkpointer | null = null;
   if (options.backgroundCheckpoints === true) {
-    database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-    checkpointer = startCheckpointer(options.path, {
-      busyTimeoutMs,
-      ...(options.onCheckpointerError === undefined ? {} : { onError: options.onCheckpointerError }),
-    });
+    // Without the thread (it could not start, or it stopped), SQLite's own checkpoints take over as usual.
+    const fallBack = (error: unknown) => {
+      if (database.isOpen) database.exec(`PRAGMA wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
+      options.onCheckpointerError?.(error);
+    };
+    try {
+      checkpointer = startCheckpointer(options.path, { busyTimeoutMs, onError: fallBack });
+      database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    } catch (error) {
+      fallBack(error);
+    }
   }
   const cache = new Map<string, CachedStatement>();
   const dataVersion = database.prepare('PRAGMA data_version');

@@ -52,14 +52,16 @@ export function startCheckpointer(
   const worker = new Worker(new URL(import.meta.url), { workerData: data });
   worker.unref();
   worker.on('error', (error) => options.onError?.(error));
-  let stopped: Promise<void> | null = null;
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  let stopping = false;
   return {
     stop() {
-      stopped ??= new Promise<void>((resolve) => {
-        worker.once('exit', () => resolve());
+      if (!stopping) {
+        stopping = true;
+        // A thread that already ended (it failed) ignores the message; `exited` has resolved then.
         worker.postMessage('stop');
-      });
-      return stopped;
+      }
+      return exited;
     },
   };
 }

@@ -16,7 +16,7 @@ import {
   SqliteDriver,
   type SqliteStatement,
 } from 'kysely';
-import { type Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.ts';
+import { type Checkpointer, SERVER_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.ts';
 
 type Param = null | number | bigint | string | Uint8Array;
 
@@ -90,7 +90,7 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
     };
     try {
       checkpointer = startCheckpointer(options.path, { busyTimeoutMs, onError: fallBack });
-      database.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+      database.exec(`PRAGMA wal_autocheckpoint = ${SERVER_AUTOCHECKPOINT_PAGES}`);
     } catch (error) {
       fallBack(error);
     }

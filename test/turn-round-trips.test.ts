@@ -1,7 +1,8 @@
 /**
  * The round trips of a turn on SQLite, counted at the driver: a one-step turn is two transactions (accept; then
- * start + step + completion + release), and a turn whose model is slow is still seen `running` in storage soon
- * after it starts. Counted by wrapping node:sqlite's statement methods in this test's process only.
+ * start + step + completion + release) and at most 42 statements, and a turn whose model is slow is still seen
+ * `running` in storage soon after it starts. Counted by wrapping node:sqlite's statement methods in this test's
+ * process only.
  */
 import { StatementSync } from 'node:sqlite';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -57,6 +58,13 @@ it('runs a one-step turn in two transactions, the session released in the second
   });
   const transactions = statements.filter((text) => text.startsWith('begin'));
   expect(transactions, statements.join('\n')).toHaveLength(2);
+  // The turn's own statements (the client's polling reads aside): accept, claim, context, step, release.
+  const turn = statements.filter(
+    (text) => !text.startsWith('select * from "messages" where "id" = ? and "session_id"'),
+  );
+  // 42 with BEGIN and COMMIT: the accept's 17 (idempotency key, session, message, run, item, event), the claim and
+  // the turn's reads (4), the step's 21. More means a statement crept back onto the hot path.
+  expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(42);
   // No separate release: the lease is given up by the step's transaction.
   expect(statements.filter((text) => text.includes('set "work_pending" = ?, "lease_owner" = ?'))).toHaveLength(1);
   const message = await flow.getMessage(sessionId, accepted.id);

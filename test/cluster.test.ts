@@ -83,8 +83,11 @@ function collectingLogger() {
   return { logger: pino({ level: 'info' }, destination), lines };
 }
 
-/** A TCP proxy to Redis that can simulate an outage: down() drops every connection and refuses new ones. */
-async function tcpProxy(target: URL) {
+/**
+ * A TCP proxy to Redis that can simulate an outage: down() drops every connection and refuses new ones. With
+ * `delayMs`, what the client sends reaches Redis that much later (a slow link).
+ */
+async function tcpProxy(target: URL, delayMs = 0) {
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     const upstream = connect(Number(target.port || 6379), target.hostname);
@@ -93,7 +96,9 @@ async function tcpProxy(target: URL) {
       end.on('close', () => sockets.delete(end));
       end.on('error', () => undefined);
     }
-    socket.pipe(upstream).pipe(socket);
+    if (delayMs === 0) socket.pipe(upstream);
+    else socket.on('data', (chunk) => setTimeout(() => upstream.write(chunk), delayMs));
+    upstream.pipe(socket);
   });
   const listen = (port: number) =>
     new Promise<number>((resolve) => {
@@ -175,6 +180,32 @@ describe('Redis bus', () => {
 
     await Promise.all([a.close(), b.close()]);
     await subscribers(channelOf(prefix, 'wake'), 0);
+  });
+
+  it('says when a subscription is live: a message published right after it resolves arrives', async () => {
+    const prefix = `agentry-test:${randomBytes(4).toString('hex')}:`;
+    // The listener's commands reach Redis 100 ms late: a SUBSCRIBE still on its way misses what is published.
+    const slow = await tcpProxy(new URL(REDIS_URL), 100);
+    const { bus: listener } = await bus(prefix, `redis://127.0.0.1:${slow.port}`);
+    const { bus: publisher } = await bus(prefix);
+    // Nothing subscribed here yet: nothing to wait for.
+    await listener.subscribed('wake');
+    for (let round = 0; round < 5; round++) {
+      const seen: string[] = [];
+      const off = listener.subscribe('wake', ({ sessionId }) => seen.push(sessionId));
+      await listener.subscribed('wake');
+      // Published by another instance at once: without the wait, SUBSCRIBE may still be on its way.
+      publisher.publish('wake', { sessionId: `round-${round}` });
+      await waitUntil(async () => (seen.length === 1 ? true : null), {
+        timeoutMs: 2000,
+        what: `delivery right after the subscription (round ${round})`,
+      });
+      expect(seen).toEqual([`round-${round}`]);
+      off();
+      await subscribers(channelOf(prefix, 'wake'), 0);
+    }
+    await listener.close();
+    await slow.close();
   });
 
   it('carries live events as JSON, stops after unsubscribe, ignores malformed messages, and closes', async () => {

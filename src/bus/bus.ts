@@ -27,6 +27,11 @@ export interface Bus {
   publish<T extends Topic>(topic: T, message: BusMessages[T]): void;
   /** Returns the unsubscribe function. */
   subscribe<T extends Topic>(topic: T, handler: (message: BusMessages[T]) => void): () => void;
+  /**
+   * Resolves once messages of `topic` published anywhere reach this process's subscribers (in cluster mode, once
+   * Redis confirmed the subscription; at once in-process, or when nothing here subscribes to it).
+   */
+  subscribed(topic: Topic): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,6 +46,7 @@ export function createLocalBus(): Bus {
       emitter.on(topic, handler);
       return () => emitter.off(topic, handler);
     },
+    subscribed: async () => undefined,
     async close() {
       emitter.removeAllListeners();
     },

@@ -11,6 +11,11 @@ export type LiveListener = (event: LiveSessionEvent) => void;
 
 export interface StreamHub {
   subscribe(sessionId: string, listener: LiveListener): () => void;
+  /**
+   * Resolves once events published by any process reach the listeners subscribed so far (in cluster mode the
+   * process's bus subscription is made with the first listener and confirmed by Redis a moment later).
+   */
+  ready(): Promise<void>;
   /** Open streams, by session, for tests and metrics. */
   size(): number;
   /** Registers a function that ends a stream; called on shutdown. */
@@ -51,6 +56,7 @@ export function createStreamHub(bus: Bus): StreamHub {
         }
       };
     },
+    ready: () => bus.subscribed('live'),
     size: () => count,
     track(end) {
       open.add(end);

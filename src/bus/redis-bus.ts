@@ -135,6 +135,8 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
   const origin = randomBytes(8).toString('hex');
   const log = logger.child({ component: 'redis-bus' });
   const handlers = new Map<Topic, Set<Handler>>();
+  /** Per subscribed topic: settles once Redis confirmed the subscription (or refused it, which is logged). */
+  const confirmed = new Map<Topic, Promise<void>>();
   const topicOf = new Map<string, Topic>(TOPICS.map((topic) => [channelOf(prefix, topic), topic]));
   let closed = false;
 
@@ -220,9 +222,15 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
         handlers.set(topic, set);
         // Only topics someone here listens to are subscribed: an API process never receives wake-ups.
         if (!closed) {
-          subscriber.subscribe(channelOf(prefix, topic)).catch((error: unknown) => {
-            if (!closed) log.warn({ err: error, topic }, 'redis subscribe failed');
-          });
+          confirmed.set(
+            topic,
+            subscriber.subscribe(channelOf(prefix, topic)).then(
+              () => undefined,
+              (error: unknown) => {
+                if (!closed) log.warn({ err: error, topic }, 'redis subscribe failed');
+              },
+            ),
+          );
         }
       }
       // A wrapper per subscription: subscribing the same function twice gives two deliveries, as it would with
@@ -233,6 +241,7 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
         const current = handlers.get(topic);
         if (current === undefined || !current.delete(entry) || current.size > 0) return;
         handlers.delete(topic);
+        confirmed.delete(topic);
         if (!closed) {
           subscriber.unsubscribe(channelOf(prefix, topic)).catch((error: unknown) => {
             if (!closed) log.warn({ err: error, topic }, 'redis unsubscribe failed');
@@ -240,6 +249,8 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
         }
       };
     },
+
+    subscribed: (topic) => confirmed.get(topic) ?? Promise.resolve(),
 
     async close() {
       if (closed) return;

@@ -420,6 +420,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
       let subscription = bufferLive(deps.live, listenTo);
       let created: CreatedResponse;
       try {
+        // Listening before the turn exists: no event of it can be published before this process hears it.
+        await deps.live.ready();
         created = await service.create(orgId, request, idempotencyKey, newSessionId);
       } catch (error) {
         subscription.close();

@@ -488,6 +488,8 @@ describe.skipIf(!available)('web console', () => {
     await night.goto(url('/console/sign-in'));
     await night.getByLabel('API key').fill(key);
     await night.getByRole('button', { name: 'Sign in' }).click();
+    // Signed in once the console shows its first page: navigating earlier can land back on the sign-in page.
+    await night.getByRole('heading', { name: 'Agents', level: 1 }).waitFor(WAIT);
     await night.goto(url(`/console/agents/${agentId}/chat?session=${sessionId}`));
     await night.locator('li.turn').first().waitFor(WAIT);
     const background = await night.evaluate('getComputedStyle(document.documentElement).backgroundColor');

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { parseSecretKey } from './lib/secret-box.ts';
+import { SERVER_AUTOCHECKPOINT_PAGES } from './storage/sqlite-checkpointer.ts';
 import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './tools/sandbox/sandbox-limits.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
@@ -39,6 +40,8 @@ export interface Config {
   logFormat: 'auto' | 'pretty' | 'json';
   /** Successful requests answered faster than this are logged at debug instead of info (0: every one at info). */
   requestLogMinMs: number;
+  /** SQLite: the server connection's `wal_autocheckpoint` in pages while the checkpoint thread runs. */
+  sqliteWalPages: number;
   bootstrapKey: string | null;
   defaultModel: string;
   providers: Record<string, ProviderConfig>;
@@ -545,6 +548,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'AGENTRY_LOG_FORMAT', ['auto', 'pretty', 'json'] as const, 'auto'),
     requestLogMinMs: int(env, 'AGENTRY_REQUEST_LOG_MIN_MS', 0, 0, 3600_000),
+    sqliteWalPages: int(env, 'AGENTRY_SQLITE_WAL_PAGES', SERVER_AUTOCHECKPOINT_PAGES, 100, 1_000_000),
     bootstrapKey,
     defaultModel,
     providers: providers(env),

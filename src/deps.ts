@@ -157,6 +157,7 @@ export async function buildDeps(
   }
   const storage = await openStorage(config, {
     backgroundCheckpoints: options.backgroundCheckpoints ?? false,
+    autocheckpointPages: config.sqliteWalPages,
     onCheckpointerError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint thread stopped'),
   });
   let bus: Bus;

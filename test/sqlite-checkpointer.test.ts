@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/storage/db.ts';
-import { startCheckpointer } from '../src/storage/sqlite-checkpointer.ts';
+import { SERVER_AUTOCHECKPOINT_PAGES, startCheckpointer } from '../src/storage/sqlite-checkpointer.ts';
 
 const ROWS = 400;
 
@@ -86,6 +87,34 @@ describe('SQLite checkpoints', () => {
       await storage.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('let the COMMITs checkpoint from the configured log size (AGENTRY_SQLITE_WAL_PAGES) while the thread runs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentry-checkpointer-'));
+    const autocheckpoint = async (options: Parameters<typeof openStorage>[1]): Promise<unknown> => {
+      const storage = await openStorage({ databaseUrl: null, databaseSchema: null, dataDir: dir }, options);
+      try {
+        const result = await sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`.execute(storage.db);
+        return result.rows[0]?.wal_autocheckpoint;
+      } finally {
+        await storage.close();
+      }
+    };
+    try {
+      expect(await autocheckpoint({ backgroundCheckpoints: true, autocheckpointPages: 300 })).toBe(300);
+      expect(await autocheckpoint({ backgroundCheckpoints: true })).toBe(SERVER_AUTOCHECKPOINT_PAGES);
+      // Without the thread the setting has no effect: SQLite's own default stays.
+      expect(await autocheckpoint({ autocheckpointPages: 300 })).toBe(1000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('read their log size from AGENTRY_SQLITE_WAL_PAGES, refusing a value out of range by name', () => {
+    expect(loadConfig({}).sqliteWalPages).toBe(SERVER_AUTOCHECKPOINT_PAGES);
+    expect(loadConfig({ AGENTRY_SQLITE_WAL_PAGES: '4000' }).sqliteWalPages).toBe(4000);
+    expect(() => loadConfig({ AGENTRY_SQLITE_WAL_PAGES: '50' })).toThrow(/AGENTRY_SQLITE_WAL_PAGES.*between 100/);
+    expect(() => loadConfig({ AGENTRY_SQLITE_WAL_PAGES: 'lots' })).toThrow(/AGENTRY_SQLITE_WAL_PAGES.*integer/);
   });
 
   it('stop with the storage: closing does not wait for anything', async () => {

@@ -60,6 +60,8 @@ function describePostgres(url: string, schema: string | null): string {
 export interface StorageOptions {
   /** SQLite: checkpoint the write-ahead log on a thread of its own (the server; see sqlite-checkpointer.ts). */
   backgroundCheckpoints?: boolean;
+  /** SQLite with the thread: the connection's `wal_autocheckpoint` in pages (AGENTRY_SQLITE_WAL_PAGES). */
+  autocheckpointPages?: number;
   onCheckpointerError?: (error: unknown) => void;
 }
 

@@ -63,6 +63,8 @@ export interface SqliteOptions {
   busyTimeoutMs?: number;
   /** Checkpoint the write-ahead log on a thread of its own instead of inside COMMITs (sqlite-checkpointer.ts). */
   backgroundCheckpoints?: boolean;
+  /** `wal_autocheckpoint` in pages while the thread runs (default SERVER_AUTOCHECKPOINT_PAGES). */
+  autocheckpointPages?: number;
   onCheckpointerError?: (error: unknown) => void;
 }
 
@@ -90,7 +92,8 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
     };
     try {
       checkpointer = startCheckpointer(options.path, { busyTimeoutMs, onError: fallBack });
-      database.exec(`PRAGMA wal_autocheckpoint = ${SERVER_AUTOCHECKPOINT_PAGES}`);
+      const pages = Math.trunc(options.autocheckpointPages ?? SERVER_AUTOCHECKPOINT_PAGES);
+      database.exec(`PRAGMA wal_autocheckpoint = ${pages}`);
     } catch (error) {
       fallBack(error);
     }

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContextCaches } from '../src/domain/turns/context-cache.ts';
-import { loadContextItems } from '../src/domain/turns/items.ts';
+import { ContextBuilder, loadContextItems } from '../src/domain/turns/items.ts';
 import { flows, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 
@@ -127,6 +127,12 @@ describe.each(dialects())('the context kept between turns (%s)', (dialect) => {
         const cached = await elsewhere.load(db, upTo);
         expect(cached.map((item) => item.id)).toEqual(full.map((item) => item.id));
         expect(cached.map((item) => item.content)).toEqual(full.map((item) => item.content));
+        // The model context kept with the log (advanced by what is new) equals the context of a full read.
+        const fresh = new ContextBuilder();
+        for (const item of full) fresh.append(item);
+        expect(elsewhere.contextOf(cached).build()).toEqual(fresh.build());
+        // An array that is not the log's own (a shorter read) gets a context of its own.
+        expect(elsewhere.contextOf(cached.slice(0, 1)).build()).toEqual(fresh.build().slice(0, 1));
       };
       await check();
       await say(sessionId, 'a');

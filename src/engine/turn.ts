@@ -16,9 +16,8 @@ import {
   type AttachedFile,
   appendItems,
   assistantItemId,
-  attachmentIds,
-  buildContext,
   type CallServer,
+  type ContextBuilder,
   callItemId,
   type Item,
   loadContextItems,
@@ -177,10 +176,10 @@ async function configFor(db: Executor, message: MessageRow): Promise<TurnConfig>
 }
 
 /** Loads the files attached to user input in the context (missing ones are left out). */
-async function attachedFiles(deps: TurnDeps, orgId: string, items: Item[]): Promise<Map<string, AttachedFile>> {
+async function attachedFiles(deps: TurnDeps, orgId: string, fileIds: string[]): Promise<Map<string, AttachedFile>> {
   const files = new Map<string, AttachedFile>();
   if (deps.files === undefined) return files;
-  for (const fileId of attachmentIds(items)) {
+  for (const fileId of fileIds) {
     const file = await deps.files.read(orgId, fileId);
     if (file !== null) files.set(fileId, file);
   }
@@ -199,7 +198,7 @@ async function callModel(
   config: AgentConfig,
   settings: ModelSettings | undefined,
   tools: TurnTools,
-  items: Item[],
+  context: ContextBuilder,
   step: number,
   signal: AbortSignal,
   trace: RunTrace,
@@ -209,11 +208,11 @@ async function callModel(
   let text = '';
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
-  const files = await attachedFiles(deps, message.org_id, items);
+  const files = await attachedFiles(deps, message.org_id, context.attachmentIds());
   for await (const event of adapter.stream({
     model: config.model,
     instructions: instructionsWithTools(config.instructions, tools),
-    context: buildContext(items, files),
+    context: context.build(files),
     tools: toolSpecs(tools),
     ...(settings === undefined ? {} : { settings }),
     signal,
@@ -858,7 +857,8 @@ async function runTurnSteps(
       fresh = false;
       const step = message.step_count + 1;
       inFlight = { step, model: config.model, startedAt: deps.clock.now(), input: modelInputOf(items, messageId) };
-      const output = await callModel(deps, message, config, settings, tools, items, step, signal, trace);
+      const model = context.contextOf(items);
+      const output = await callModel(deps, message, config, settings, tools, model, step, signal, trace);
       deps.metrics.modelCall({ model: config.model, outcome: 'completed' }, deps.clock.now() - inFlight.startedAt, {
         ...output.usage,
         costMicros: costMicros(config.model, output.usage),

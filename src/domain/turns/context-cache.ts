@@ -10,7 +10,7 @@
  * used session's log goes first.
  */
 import type { Executor } from '../../storage/db.ts';
-import { type Item, itemFromRow, loadItemsAfter } from './items.ts';
+import { ContextBuilder, type Item, itemFromRow, loadItemsAfter } from './items.ts';
 
 export interface ContextCache {
   /** Items of messages up to `upToMessageSeq`, in context order (message order, then log order). */
@@ -20,6 +20,11 @@ export interface ContextCache {
    * may be approved and waiting to run); false lets a turn skip looking for such calls through the whole log.
    */
   hasApprovalDecisions(): boolean;
+  /**
+   * The model context of `items` (an array `load` returned), as a builder that has taken exactly those items: the
+   * log's own, advanced by the items added since the last call, so a step does not rebuild the whole history.
+   */
+  contextOf(items: readonly Item[]): ContextBuilder;
 }
 
 export interface ContextCaches {
@@ -55,6 +60,8 @@ function sortedFrom(items: readonly LogItem[], from: number): boolean {
 function createSessionLog(sessionId: string, grew: (bytes: number) => void): SessionLog {
   const items: LogItem[] = [];
   let approvalDecisions = false;
+  // The model context of items[0, builder.count): started again whenever the items are reordered.
+  let builder = new ContextBuilder();
   // Every item up to `watermark` is held; above it, `held` lists the seqs already held (past an unadopted item).
   let watermark = 0;
   const held = new Set<number>();
@@ -91,6 +98,7 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
         // come in log order, so the array is usually still sorted and needs no pass over the whole history.
         if (!sortedFrom(items, before)) {
           items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
+          builder = new ContextBuilder();
         }
         log.bytes += added;
         grew(added);
@@ -99,6 +107,15 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
       return last === undefined || last.messageSeq <= upToMessageSeq
         ? items.slice()
         : items.filter((item) => item.messageSeq <= upToMessageSeq);
+    },
+    contextOf(loaded) {
+      // `loaded` is a prefix of the log unless the log was reordered since: then it is built on its own.
+      const built = builder.count;
+      let own = built <= loaded.length && (built === 0 || loaded[built - 1] === items[built - 1]);
+      for (let index = built; own && index < loaded.length; index++) own = loaded[index] === items[index];
+      const target = own ? builder : new ContextBuilder();
+      for (let index = target.count; index < loaded.length; index++) target.append(loaded[index] as Item);
+      return target;
     },
   };
   return log;

@@ -410,10 +410,6 @@ export function pendingCalls(items: Item[]): PendingCall[] {
   return pending;
 }
 
-/**
- * Rebuilds the model context: one user entry per input, one assistant entry per step (its text and tool calls),
- * one tool entry per step's outputs.
- */
 export interface AttachedFile {
   mediaType: string;
   filename: string;
@@ -440,40 +436,50 @@ function userContent(
   return parts.length === 0 ? [{ type: 'text', text: '' }] : parts;
 }
 
-/** File ids attached to user input in these items. */
-export function attachmentIds(items: Item[]): string[] {
-  const ids = new Set<string>();
-  for (const item of items) {
-    if (item.content.type === 'user_message')
-      for (const attachment of item.content.attachments ?? []) ids.add(attachment.fileId);
-  }
-  return [...ids];
-}
+const NO_FILES: ReadonlyMap<string, AttachedFile> = new Map();
 
-export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedFile> = new Map()): ContextMessage[] {
-  const context: ContextMessage[] = [];
-  // A step's items (same message, same step) make one assistant message and one tool message.
-  let assistant: { item: Item; text: string; toolCalls: ToolCall[] } | null = null;
-  let results: { item: Item; results: ToolResult[] } | null = null;
-  const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step === b.step;
-  const flush = () => {
-    if (assistant !== null) context.push({ role: 'assistant', text: assistant.text, toolCalls: assistant.toolCalls });
-    if (results !== null) context.push({ role: 'tool', results: results.results });
-    assistant = null;
-    results = null;
-  };
-  for (const item of items) {
+const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step === b.step;
+
+/**
+ * The model context of a log, built item by item so that a session's next step only adds what is new: one user
+ * entry per input, one assistant entry per step (its text and tool calls), one tool entry per step's outputs. The
+ * entries of the last step stay open (a later item of the same step joins them) until an item of another step
+ * arrives. User entries with attachments are rendered again by each `build`, with the files of that moment.
+ */
+export class ContextBuilder {
+  #count = 0;
+  readonly #closed: ContextMessage[] = [];
+  #assistant: { item: Item; text: string; toolCalls: ToolCall[] } | null = null;
+  #results: { item: Item; results: ToolResult[] } | null = null;
+  readonly #attachments = new Set<string>();
+  /** Entries of `#closed` that show files: rendered by `build`. */
+  readonly #withFiles: { index: number; text: string; attachments: Attachment[] }[] = [];
+
+  /** Items appended so far. */
+  get count(): number {
+    return this.#count;
+  }
+
+  append(item: Item): void {
+    this.#count += 1;
     const content = item.content;
-    if (content.type === 'tool_list' || content.type === 'approval_decision') continue;
+    if (content.type === 'tool_list' || content.type === 'approval_decision') return;
     if (content.type === 'user_message') {
-      flush();
-      context.push({ role: 'user', content: userContent(content.text, content.attachments, files) });
-      continue;
+      this.#close();
+      const attachments = content.attachments ?? [];
+      if (attachments.length > 0) {
+        for (const attachment of attachments) this.#attachments.add(attachment.fileId);
+        this.#withFiles.push({ index: this.#closed.length, text: content.text, attachments });
+      }
+      this.#closed.push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) });
+      return;
     }
     if (content.type === 'function_call_output') {
+      let results = this.#results;
       if (results === null || !sameStep(results.item, item)) {
-        if (results !== null || (assistant !== null && !sameStep(assistant.item, item))) flush();
+        if (results !== null || (this.#assistant !== null && !sameStep(this.#assistant.item, item))) this.#close();
         results = { item, results: [] };
+        this.#results = results;
       }
       results.results.push({
         callId: item.callId ?? '',
@@ -481,15 +487,38 @@ export function buildContext(items: Item[], files: ReadonlyMap<string, AttachedF
         output: content.output,
         isError: content.isError,
       });
-      continue;
+      return;
     }
-    if (assistant === null || !sameStep(assistant.item, item) || results !== null) {
-      flush();
-      assistant = { item, text: '', toolCalls: [] };
+    if (this.#assistant === null || !sameStep(this.#assistant.item, item) || this.#results !== null) {
+      this.#close();
+      this.#assistant = { item, text: '', toolCalls: [] };
     }
+    const assistant = this.#assistant;
     if (content.type === 'assistant_message') assistant.text += content.text;
     else assistant.toolCalls.push({ callId: item.callId ?? '', name: content.name, arguments: content.arguments });
   }
-  flush();
-  return context;
+
+  /** File ids attached to user input in the items appended. */
+  attachmentIds(): string[] {
+    return [...this.#attachments];
+  }
+
+  /** The context of the items appended so far; later appends do not change it. */
+  build(files: ReadonlyMap<string, AttachedFile> = NO_FILES): ContextMessage[] {
+    const context = this.#closed.slice();
+    for (const entry of this.#withFiles)
+      context[entry.index] = { role: 'user', content: userContent(entry.text, entry.attachments, files) };
+    if (this.#assistant !== null)
+      context.push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls.slice() });
+    if (this.#results !== null) context.push({ role: 'tool', results: this.#results.results.slice() });
+    return context;
+  }
+
+  #close(): void {
+    if (this.#assistant !== null)
+      this.#closed.push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls });
+    if (this.#results !== null) this.#closed.push({ role: 'tool', results: this.#results.results });
+    this.#assistant = null;
+    this.#results = null;
+  }
 }

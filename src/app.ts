@@ -8,7 +8,9 @@ import Fastify, { type FastifyRequest, type RouteOptions } from 'fastify';
 import type { StreamHub } from './bus/live-hub.ts';
 import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
+import { AppError } from './errors/app-error.ts';
 import { createAuthHook } from './http/auth.ts';
+import { handleClientError } from './http/client-errors.ts';
 import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
 import { createJsonBodyParser } from './http/json-body.ts';
 import { markOptionalBodies } from './http/openapi-document.ts';
@@ -72,7 +74,9 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     loggerInstance: deps.logger,
     genReqId: requestId,
     bodyLimit: deps.config.bodyLimitBytes,
-    return503OnClosing: true,
+    // Requests that arrive while the server closes get service_unavailable from the hook below, in the API's shape.
+    return503OnClosing: false,
+    clientErrorHandler: handleClientError,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: handleFrameworkError,
@@ -148,6 +152,14 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
 
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     reply.header('x-request-id', request.id);
+    if (!lifecycle.accepting) {
+      // A request on a connection kept alive while the server drains: the client should try another process.
+      reply.header('connection', 'close');
+      throw new AppError('service_unavailable', 'the server is shutting down');
+    }
+  });
+  app.addHook('preClose', async () => {
+    lifecycle.accepting = false;
   });
   registerObservabilityHooks(app, deps.tracing, deps.metrics);
   app.addHook('onRequest', createAuthHook({ auth: deps.auth, clock: deps.clock }));

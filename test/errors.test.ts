@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCatalog } from '../src/errors/catalog.ts';
@@ -114,5 +116,81 @@ describe('malformed requests get a JSON error naming the problem, never a 500', 
     expect(error).toMatchObject({ code, type: errorCatalog[code as keyof typeof errorCatalog].type, param });
     expect(typeof error.message).toBe('string');
     expect(error.message.length).toBeGreaterThan(5);
+  });
+});
+
+/** Sends raw bytes and returns everything the server wrote until it closed the connection. */
+function rawExchange(url: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      received += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    socket.setTimeout(5000, () => socket.destroy(new Error(`no close after ${received.length} bytes`)));
+  });
+}
+
+describe("what Node's HTTP parser rejects gets the API's error body, and the connection closes", () => {
+  let h: Harness;
+  let url: string;
+  beforeAll(async () => {
+    h = await createHarness('sqlite');
+    url = await h.listen();
+  });
+  afterAll(() => h.close());
+
+  const cases: [string, string, number, string][] = [
+    [
+      'headers over the size limit',
+      `GET /v1/agents HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'headers_too_large',
+    ],
+    [
+      'a header line without a colon',
+      'GET /v1/agents HTTP/1.1\r\nHost: x\r\nNot a header\r\n\r\n',
+      400,
+      'malformed_request',
+    ],
+    ['not HTTP at all', 'HELLO THERE\r\n\r\n', 400, 'malformed_request'],
+  ];
+
+  it.each(cases)('%s', async (_name, bytes, status, code) => {
+    const answer = await rawExchange(url, bytes);
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${STATUS_CODES[status]}`);
+    expect(head.toLowerCase()).toContain('content-type: application/json');
+    expect(head.toLowerCase()).toContain('connection: close');
+    expect(JSON.parse(body)).toEqual({
+      error: {
+        code,
+        type: 'invalid_request_error',
+        param: null,
+        message: expect.stringMatching(/.{10}/),
+      },
+    });
+  });
+
+  it('a request arriving while the server shuts down gets service_unavailable and a closed connection', async () => {
+    h.lifecycle.accepting = false;
+    try {
+      const answer = await rawExchange(
+        url,
+        `GET /v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${h.key}\r\n\r\n`,
+      );
+      const [head = '', body = ''] = answer.split('\r\n\r\n');
+      expect(head.split('\r\n')[0]).toBe('HTTP/1.1 503 Service Unavailable');
+      expect(head.toLowerCase()).toContain('connection: close');
+      expect(head.toLowerCase()).toContain('x-request-id: ');
+      expect(JSON.parse(body).error).toMatchObject({ code: 'service_unavailable', type: 'server_error' });
+    } finally {
+      h.lifecycle.accepting = true;
+    }
+    expect((await h.request('GET', '/v1/agents')).status).toBe(200);
   });
 });

@@ -106,6 +106,22 @@ export const errorCatalog = {
     type: 'conflict_error',
     description: 'The MCP server cannot be deleted while agents use it; the message names them.',
   },
+  malformed_request: {
+    status: 400,
+    type: 'invalid_request_error',
+    description:
+      'The request is not valid HTTP/1.1 (its request line or a header could not be parsed); the connection is closed.',
+  },
+  request_timeout: {
+    status: 408,
+    type: 'invalid_request_error',
+    description: 'The client did not send the request headers in time; the connection is closed.',
+  },
+  headers_too_large: {
+    status: 431,
+    type: 'invalid_request_error',
+    description: "The request's headers exceed Node's header size limit (16 KiB); the connection is closed.",
+  },
   payload_too_large: {
     status: 413,
     type: 'invalid_request_error',

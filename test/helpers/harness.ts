@@ -14,6 +14,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import { type BuildDepsOptions, buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
 import type { Engine } from '../../src/engine/engine.ts';
+import type { Lifecycle } from '../../src/http/routes/system.ts';
 import type { App } from '../../src/http/types.ts';
 import type { Clock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -43,6 +44,8 @@ export interface RequestOptions {
 export interface Harness {
   app: App;
   hub: StreamHub;
+  /** The server's lifecycle flag (false: shutting down). */
+  lifecycle: Lifecycle;
   /** Listens on a free loopback port (for streaming tests) and returns the base URL. */
   listen(): Promise<string>;
   deps: Deps;
@@ -108,13 +111,14 @@ export async function createHarness(
   });
   const deps = await buildDeps(config, createLogger(config), options.clock, options);
   await bootstrap(deps.orgs, config.bootstrapKey);
-  const { app, hub } = await buildApp(deps);
+  const { app, hub, lifecycle } = await buildApp(deps);
   const engine = buildEngine(deps);
   await engine.start();
   let url: string | null = null;
   return {
     app,
     hub,
+    lifecycle,
     async listen() {
       url ??= await app.listen({ host: '127.0.0.1', port: 0 });
       return url;

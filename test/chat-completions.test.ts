@@ -4,7 +4,7 @@
  * statuses and retries, timeouts, aborts and connection reuse, and the exact request it sends. The server is the
  * paid edge we fake; the client, its SSE parser, the retry policy and the conversions are real.
  */
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -12,8 +12,7 @@ import type { ProviderConfig } from '../src/config.ts';
 import { createOpenAICompatibleAdapter } from '../src/models/chat-completions.ts';
 import type { ModelAdapterOptions } from '../src/models/retrying-stream.ts';
 import { type ContextMessage, ModelError, type ModelEvent, type ModelRequest } from '../src/models/types.ts';
-
-type Responder = (response: ServerResponse) => void | Promise<void>;
+import { chunk, type Responder, sse, sseText, status, textReply, usageChunk } from './helpers/chat-completions-stub.ts';
 
 interface Received {
   url: string;
@@ -69,35 +68,6 @@ beforeEach(() => {
   received = [];
 });
 
-const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
-  id: 'chatcmpl-stub',
-  object: 'chat.completion.chunk',
-  created: 1_700_000_000,
-  model: 'test-model',
-  choices: [{ index: 0, delta, finish_reason: finishReason }],
-});
-
-const usageChunk = (prompt: number, completion: number) => ({
-  id: 'chatcmpl-stub',
-  object: 'chat.completion.chunk',
-  choices: [],
-  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-});
-
-/** An SSE body of `chunks`, with `[DONE]` unless told otherwise. */
-function sseText(chunks: unknown[], { done = true, newline = '\n' } = {}): string {
-  const events = chunks.map((data) => `data: ${JSON.stringify(data)}${newline}${newline}`);
-  return events.join('') + (done ? `data: [DONE]${newline}${newline}` : '');
-}
-
-function sse(chunks: unknown[], options: { done?: boolean; end?: boolean } = {}): Responder {
-  return (response) => {
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    response.write(sseText(chunks, options));
-    if (options.end ?? true) response.end();
-  };
-}
-
 /** Writes `text` in pieces cut at the given byte offsets, a few milliseconds apart so that each arrives alone. */
 function slices(text: string, cutsOf: (bytes: Buffer) => number[]): Responder {
   return async (response) => {
@@ -113,21 +83,6 @@ function slices(text: string, cutsOf: (bytes: Buffer) => number[]): Responder {
     response.end();
   };
 }
-
-function status(code: number, headers: Record<string, string> = {}): Responder {
-  return (response) => {
-    response.writeHead(code, { 'content-type': 'application/json', ...headers });
-    response.end(JSON.stringify({ error: { message: `stub says ${code}`, type: 'stub_error', code: String(code) } }));
-  };
-}
-
-const textReply = (parts: string[], usage = usageChunk(12, 5)) =>
-  sse([
-    chunk({ role: 'assistant', content: '' }),
-    ...parts.map((content) => chunk({ content })),
-    chunk({}, 'stop'),
-    usage,
-  ]);
 
 /** Records the delays the retry policy asks for and returns at once. */
 function recordingSleep() {

@@ -4,14 +4,13 @@
  * The stub is the paid edge we fake; everything of ours (registry, adapter, retry policy, conversion) is real. The
  * client's finer points (split bytes, timeouts, connections, the exact body) are in chat-completions.test.ts.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelRegistry } from '../src/models/registry.ts';
 import { type ContextMessage, ModelError, type ModelEvent, type ModelRequest } from '../src/models/types.ts';
+import { chunk, type Responder, sse, status, textReply, usageChunk } from './helpers/chat-completions-stub.ts';
 import { cityParameters, weatherFunction } from './helpers/fixtures.ts';
-
-type Responder = (response: ServerResponse, request: IncomingMessage) => void;
 
 interface Received {
   body: Record<string, unknown>;
@@ -22,51 +21,6 @@ let server: Server;
 let baseURL: string;
 let responders: Responder[] = [];
 let received: Received[] = [];
-
-function chunk(delta: Record<string, unknown>, finishReason: string | null = null): Record<string, unknown> {
-  return {
-    id: 'chatcmpl-stub',
-    object: 'chat.completion.chunk',
-    created: 1_700_000_000,
-    model: 'test-model',
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  };
-}
-
-const usageChunk = (prompt: number, completion: number) => ({
-  id: 'chatcmpl-stub',
-  object: 'chat.completion.chunk',
-  created: 1_700_000_000,
-  model: 'test-model',
-  choices: [],
-  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-});
-
-function sse(chunks: unknown[], options: { end?: boolean } = {}): Responder {
-  return (response) => {
-    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    for (const data of chunks) response.write(`data: ${JSON.stringify(data)}\n\n`);
-    if (options.end ?? true) {
-      response.write('data: [DONE]\n\n');
-      response.end();
-    }
-  };
-}
-
-function status(code: number, headers: Record<string, string> = {}): Responder {
-  return (response) => {
-    response.writeHead(code, { 'content-type': 'application/json', ...headers });
-    response.end(JSON.stringify({ error: { message: `stub says ${code}`, type: 'stub_error', code: String(code) } }));
-  };
-}
-
-const textReply = (parts: string[], usage = usageChunk(12, 5)) =>
-  sse([
-    chunk({ role: 'assistant', content: '' }),
-    ...parts.map((content) => chunk({ content })),
-    chunk({}, 'stop'),
-    usage,
-  ]);
 
 beforeAll(async () => {
   server = createServer((request, response) => {
@@ -83,7 +37,7 @@ beforeAll(async () => {
       const closed = new Promise<void>((resolve) => response.on('close', () => resolve()));
       received.push({ body: JSON.parse(text), closed });
       const responder = responders.length > 1 ? responders.shift() : responders[0];
-      (responder ?? status(500))(response, request);
+      void (responder ?? status(500))(response);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -293,7 +247,7 @@ describe('OpenAI-compatible provider through the model registry', () => {
 
   it('rejects promptly with the abort reason when aborted mid-stream, and drops the connection', async () => {
     // One delta, then the server holds the stream open.
-    responders = [sse([chunk({ role: 'assistant', content: 'partial' })], { end: false })];
+    responders = [sse([chunk({ role: 'assistant', content: 'partial' })], { done: false, end: false })];
     const controller = new AbortController();
     const reason = new Error('interrupted by user');
     const events: ModelEvent[] = [];
@@ -314,7 +268,11 @@ describe('OpenAI-compatible provider through the model registry', () => {
   });
 
   it('times out a call that sends nothing with model_timeout, retried like other transient failures', async () => {
-    responders = [(response) => response.writeHead(200, { 'content-type': 'text/event-stream' })];
+    responders = [
+      (response) => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+      },
+    ];
     const registry = createModelRegistry(
       { providers: { stub: { baseURL } }, openaiApiKey: null, anthropicApiKey: null },
       { retry: { maxAttempts: 2, baseDelayMs: 1 }, idleTimeoutMs: 100 },

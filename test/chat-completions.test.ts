@@ -9,7 +9,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ProviderConfig } from '../src/config.ts';
-import { createOpenAICompatibleAdapter } from '../src/models/chat-completions.ts';
+import { createOpenAICompatibleAdapter, providerConnections } from '../src/models/chat-completions.ts';
 import type { ModelAdapterOptions } from '../src/models/retrying-stream.ts';
 import { type ContextMessage, ModelError, type ModelEvent, type ModelRequest } from '../src/models/types.ts';
 import { chunk, type Responder, sse, sseText, status, textReply, usageChunk } from './helpers/chat-completions-stub.ts';
@@ -101,6 +101,7 @@ function adapter(config: Partial<ProviderConfig> = {}, options: ModelAdapterOpti
     'stub',
     'test-model',
     { baseURL: `${origin}/v1`, ...config },
+    providerConnections(),
     { retry: { baseDelayMs: 5, maxDelayMs: 50 }, ...options },
   );
 }

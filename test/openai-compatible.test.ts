@@ -6,6 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelRegistry } from '../src/models/registry.ts';
 import { type ContextMessage, ModelError, type ModelEvent, type ModelRequest } from '../src/models/types.ts';
@@ -15,6 +16,8 @@ import { cityParameters, weatherFunction } from './helpers/fixtures.ts';
 interface Received {
   body: Record<string, unknown>;
   closed: Promise<void>;
+  /** The client's port: the same for calls on one kept-alive connection. */
+  clientPort: number | undefined;
 }
 
 let server: Server;
@@ -35,7 +38,7 @@ beforeAll(async () => {
     });
     request.on('end', () => {
       const closed = new Promise<void>((resolve) => response.on('close', () => resolve()));
-      received.push({ body: JSON.parse(text), closed });
+      received.push({ body: JSON.parse(text), closed, clientPort: request.socket.remotePort });
       const responder = responders.length > 1 ? responders.shift() : responders[0];
       void (responder ?? status(500))(response);
     });
@@ -104,6 +107,25 @@ describe('OpenAI-compatible provider through the model registry', () => {
       stream: true,
       stream_options: { include_usage: true },
     });
+  });
+
+  it("shares one provider's connections between its models", async () => {
+    const registry = createModelRegistry(
+      { providers: { stub: { baseURL } }, openaiApiKey: null, anthropicApiKey: null },
+      {},
+    );
+    responders = [textReply(['hi'])];
+    const models = ['stub/model-a', 'stub/model-b', 'stub/model-a', 'stub/model-b'];
+    for (const model of models) {
+      for await (const _event of registry.adapter(model).stream(request({ model }))) {
+        // Read to the end: the connection goes back to the pool.
+      }
+      // Time for the connection to be released before the next call asks for one.
+      await delay(20);
+    }
+    expect(received.map((call) => call.body.model)).toEqual(['model-a', 'model-b', 'model-a', 'model-b']);
+    // One kept-alive connection for both models (a pool per model would hold two).
+    expect(new Set(received.map((call) => call.clientPort)).size).toBe(1);
   });
 
   it('reports zero usage when the server sends none', async () => {

@@ -13,7 +13,7 @@
  * attempt with a retriable model_timeout. undici's own header and body timeouts are off so that only one clock
  * decides. An abort of `request.signal` cancels the HTTP request and rejects with `signal.reason`.
  *
- * Connections are pooled per adapter (one undici Agent, keep-alive). A call reads its body to the end (past
+ * Connections are pooled per provider (one undici Agent, keep-alive, shared by its models' adapters). A call reads its body to the end (past
  * `[DONE]`) before it finishes, so that the next call reuses the connection; a call that failed, timed out or was
  * closed early drops its connection.
  */
@@ -251,14 +251,20 @@ class ChatCompletionsAttempt implements Attempt {
   }
 }
 
+/** The connection pool of one provider, shared by the adapters of its models. */
+export function providerConnections(): Dispatcher {
+  return new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS }, headersTimeout: 0, bodyTimeout: 0 });
+}
+
 /**
- * A provider of AGENTRY_PROVIDERS; its API key is optional (local servers such as Ollama need none). The request
+ * A model of a provider of AGENTRY_PROVIDERS; the provider's API key is optional (local servers such as Ollama need none). The request
  * body is built once per call, on its first attempt (so that conversion errors fail the call without a retry).
  */
 export function createOpenAICompatibleAdapter(
   provider: string,
   model: string,
   config: ProviderConfig,
+  connections: Dispatcher,
   options: ModelAdapterOptions = {},
 ): ModelAdapter {
   const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
@@ -268,18 +274,16 @@ export function createOpenAICompatibleAdapter(
     'user-agent': USER_AGENT,
     ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
   };
-  let dispatcher: Dispatcher | null = null;
   return {
     stream(request) {
       let call: Call | null = null;
       const open = (): Attempt => {
-        dispatcher ??= new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS }, headersTimeout: 0, bodyTimeout: 0 });
         call ??= {
           label: provider,
           url,
           headers: request.headers === undefined ? baseHeaders : { ...baseHeaders, ...request.headers },
           body: JSON.stringify(toChatRequestBody(provider, model, request)),
-          dispatcher,
+          dispatcher: connections,
           idleMs,
           request,
         };

@@ -4,9 +4,10 @@
  * chat-completions client, `chat-completions.ts`), and the built-in `scripted` model (`scripted` or
  * `scripted/priced`). Adapters are created on first use and cached per model id.
  */
+import type { Dispatcher } from 'undici';
 import type { Config } from '../config.ts';
 import { createAnthropicAdapter, createOpenAIAdapter } from './ai-sdk.ts';
-import { createOpenAICompatibleAdapter } from './chat-completions.ts';
+import { createOpenAICompatibleAdapter, providerConnections } from './chat-completions.ts';
 import type { ModelAdapterOptions } from './retrying-stream.ts';
 import { createScriptedModel } from './scripted.ts';
 import { type ModelAdapter, ModelError } from './types.ts';
@@ -44,6 +45,8 @@ export type ModelRegistryConfig = Pick<Config, 'providers' | 'openaiApiKey' | 'a
 export function createModelRegistry(config: ModelRegistryConfig, options: ModelAdapterOptions = {}): ModelRegistry {
   const providers = ['openai', 'anthropic', 'scripted', ...Object.keys(config.providers)];
   const adapters = new Map<string, ModelAdapter>();
+  /** One connection pool per AGENTRY_PROVIDERS provider, whatever the number of its model ids in use. */
+  const connections = new Map<string, Dispatcher>();
 
   const problem = (modelId: string): string | null => {
     if ((SCRIPTED_MODELS as readonly string[]).includes(modelId)) return null;
@@ -71,7 +74,12 @@ export function createModelRegistry(config: ModelRegistryConfig, options: ModelA
     if (provider === 'anthropic') return createAnthropicAdapter(model, config.anthropicApiKey, options);
     const compatible = Object.hasOwn(config.providers, provider) ? config.providers[provider] : undefined;
     if (compatible === undefined) throw new ModelError('model_not_configured', `model "${modelId}" is not configured`);
-    return createOpenAICompatibleAdapter(provider, model, compatible, options);
+    let pool = connections.get(provider);
+    if (pool === undefined) {
+      pool = providerConnections();
+      connections.set(provider, pool);
+    }
+    return createOpenAICompatibleAdapter(provider, model, compatible, pool, options);
   };
 
   const keyVariables = [

@@ -179,10 +179,14 @@ describe.each(dialects())('tool approvals (%s)', (dialect) => {
     expect(counted('deny-1')).toBe(0);
   });
 
-  it('matches a <server>__* wildcard, and an exact name wins over it', async () => {
-    const agentId = await agentWith({ default: 'auto', overrides: { 'ops__*': 'always_ask', echo: 'auto' } });
+  it('matches a <server>__* wildcard, and <server>__<tool> wins over it; a bare MCP tool name never exempts', async () => {
+    const agentId = await agentWith({ default: 'auto', overrides: { 'ops__*': 'always_ask', ops__echo: 'auto' } });
     const echoed = await flow.turn(agentId, 'call echo {"text":"free"}');
     expect(echoed.message.status).toBe('completed');
+    // Any server may list an `echo`: the bare name can make it ask, not exempt it.
+    const bare = await agentWith({ default: 'auto', overrides: { 'ops__*': 'always_ask', echo: 'auto' } });
+    const asked = await flow.turn(bare, 'call echo {"text":"asks"}', ['requires_action', 'completed', 'failed']);
+    expect(asked.message.status).toBe('requires_action');
     const { sessionId, message } = await flow.turn(agentId, 'call count {"key":"wild-1"}', [
       'requires_action',
       'completed',

@@ -5,10 +5,11 @@
  * model can read; only an abort of the turn itself propagates.
  */
 
+import type { CallServer } from '../domain/turns/items.ts';
 import { storableText } from '../lib/storable-text.ts';
 import type { ToolSpec } from '../models/types.ts';
 import type { TurnTools } from '../tools/registry.ts';
-import type { ToolCallContext, ToolOutput } from '../tools/types.ts';
+import type { ResolvedTool, ToolCallContext, ToolOutput } from '../tools/types.ts';
 
 export function toolSpecs(tools: TurnTools): ToolSpec[] {
   return tools.tools.map((tool) => ({
@@ -53,19 +54,41 @@ function parseArguments(text: string): { ok: true; value: unknown } | { ok: fals
 }
 
 /**
+ * The tool a stored call runs: the tool its step resolved, found by what the call item recorded (server and own
+ * name), so that a tool another server lists under the call's name since (after a refresh of its list, before an
+ * approved call runs) is never run in its place. A call of no known tool runs nothing.
+ */
+export function toolOfCall(tools: TurnTools, call: { name: string; server?: CallServer | undefined }) {
+  const { server } = call;
+  if (server === undefined) return undefined;
+  const same = (tool: ResolvedTool | undefined): tool is ResolvedTool =>
+    tool?.kind === 'server' &&
+    tool.origin.serverId === server.id &&
+    tool.origin.serverLabel === server.label &&
+    tool.origin.tool === server.tool;
+  const named = tools.get(call.name);
+  if (same(named)) return named;
+  const found = tools.tools.filter(same);
+  return found.length === 1 ? found[0] : undefined;
+}
+
+/**
  * Runs one server call. `turnSignal` aborting (interrupt, shutdown) rejects with its reason; everything else
  * resolves with an output, errors included. `timeoutMs` applies unless the tool sets its own.
  */
 export async function executeServerCall(
   tools: TurnTools,
-  call: { name: string; arguments: string },
+  call: { name: string; arguments: string; server?: CallServer | undefined },
   context: Omit<ToolCallContext, 'signal' | 'deadline'>,
   turnSignal: AbortSignal,
   timeoutMs: number,
   now: number,
 ): Promise<ToolOutput> {
-  const tool = tools.get(call.name);
-  if (tool?.execute === undefined) return { output: `Error: no tool named "${call.name}" is available`, isError: true };
+  const tool = toolOfCall(tools, call);
+  if (tool?.execute === undefined) {
+    const which = call.server === undefined ? '' : ` (${call.server.tool} of ${call.server.label})`;
+    return { output: `Error: no tool named "${call.name}"${which} is available`, isError: true };
+  }
   const args = parseArguments(call.arguments);
   if (!args.ok) return { output: `Error: ${args.message}`, isError: true };
   const limitMs = tool.timeoutMs ?? timeoutMs;

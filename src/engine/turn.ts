@@ -314,9 +314,10 @@ async function persistStep(
   const timeoutSeconds = config.toolApprovals.timeoutSeconds;
   const expiresAt = timeoutSeconds === undefined ? null : deps.clock.now() + timeoutSeconds * 1000;
   const approvals: Omit<NewApproval, 'orgId' | 'sessionId'>[] = [];
+  const builtins = new Set(tools.tools.flatMap((tool) => (tool.builtinEntry === undefined ? [] : [tool.origin.tool])));
   for (const call of calls) {
     const approval =
-      call.kind === 'server' && needsApproval(config.toolApprovals, tools.get(call.name), call.arguments)
+      call.kind === 'server' && needsApproval(config.toolApprovals, tools.get(call.name), call.arguments, builtins)
         ? { id: newApprovalId(), expiresAt }
         : undefined;
     if (approval !== undefined) {

@@ -8,7 +8,7 @@
  */
 import type { AgentConfig, McpServer } from '../domain/agents/agent-types.ts';
 import type { Warning } from '../domain/turns/message-types.ts';
-import { exposeNames } from './naming.ts';
+import { BUILTIN_LABEL, exposeNames } from './naming.ts';
 import type { ResolvedTool, ToolKind, ToolOrigin, ToolProvider, ToolScope, ToolSource } from './types.ts';
 
 function describeEntry(entry: McpServer): string {
@@ -112,4 +112,4 @@ export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegi
 }
 
 /** The origin of the service's own tools. */
-export const builtinOrigin = (tool: string): ToolOrigin => ({ serverId: null, serverLabel: 'agentry', tool });
+export const builtinOrigin = (tool: string): ToolOrigin => ({ serverId: null, serverLabel: BUILTIN_LABEL, tool });

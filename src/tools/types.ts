@@ -87,10 +87,11 @@ export interface ResolvedTool {
    */
   changes?: (args: unknown) => boolean;
   /**
-   * The server name a `<server name>__*` approval override names for this tool, when it is not its origin's
-   * label: the internal entry of a built-in tool (`sandbox`, `http_client`).
+   * Set on built-in tools only, by their provider (never from anything a server lists): the internal entry the
+   * tool belongs to (`sandbox`, `http_client`). A built-in keeps its own name (an MCP tool of that name is the one
+   * prefixed), and approval overrides name it by that name or by `<entry>__*` / `agentry__*`.
    */
-  approvalServer?: string;
+  builtinEntry?: string;
 }
 
 /** What resolving needs besides the agent: whose agent it is, and where to read organization resources. */

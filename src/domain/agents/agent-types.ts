@@ -90,8 +90,8 @@ export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 
 /**
  * Which server tool calls wait for a person's approval (an extension field, docs/tools.md "Approvals"). `overrides`
- * keys are an exposed tool name or `<server name>__*` (every tool of that server); the exact name wins over the
- * wildcard, the wildcard over `default`. `timeoutSeconds`: a call left undecided that long is denied.
+ * keys name a tool by its identity (a built-in's name, an MCP tool's `<server name>__<tool>`) or every tool of a
+ * server (`<server name>__*`); the tool wins over the wildcard, the wildcard over `default` (tools/approval-policy.ts). `timeoutSeconds`: a call left undecided that long is denied.
  */
 export interface ToolApprovals {
   default: ApprovalMode;

@@ -188,7 +188,7 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const SERVER_WILDCARD = /^(?=.*\S)(.{1,100})__\*$/su;
 const hasControl = (text: string): boolean => [...text].some((char) => (char.codePointAt(0) ?? 0) < 0x20);
 
-/** Keys of `toolApprovals.overrides`: an exposed tool name, or `<server name>__*`. */
+/** Keys of `toolApprovals.overrides`: a tool name (a built-in's, or an MCP tool's `<server>__<tool>`), or `<server name>__*`. */
 export function checkToolApprovals(approvals: ToolApprovals): void {
   for (const key of Object.keys(approvals.overrides)) {
     if (TOOL_NAME.test(key) || (SERVER_WILDCARD.test(key) && !hasControl(key) && key.isWellFormed())) continue;

@@ -7,6 +7,7 @@
  * Response reads the same in its stream and on every later GET.
  */
 import type { ToolSpec } from '../../models/types.ts';
+import { serverModeOf } from '../../tools/approval-policy.ts';
 import { ASK_USER_QUESTION, QUESTION_TOOL } from '../../tools/question.ts';
 import type { AgentConfig, McpServer } from '../agents/agent-types.ts';
 import { SERVER_LABEL } from './openai-items.ts';
@@ -24,12 +25,13 @@ export type ResponseTool =
 type Approval = 'always' | 'never';
 
 /**
- * What a server's entry says about approval: its `<server>__*` override, else the policy's default. Overrides of
- * single tools are not shown here (an `mcp_approval_request` says which calls wait).
+ * What a server's entry says about approval: its `<server>__*` override (for built-in entries also `agentry__*`),
+ * else the policy's default. Overrides of single tools are not shown here (an `mcp_approval_request` says which
+ * calls wait).
  */
-function approvalOf(agent: AgentConfig, server: string): Approval {
-  const mode = agent.toolApprovals.overrides[`${server}__*`] ?? agent.toolApprovals.default;
-  return mode === 'always_ask' ? 'always' : 'never';
+function approvalOf(agent: AgentConfig, label: string, builtinEntry?: string): Approval {
+  const server = builtinEntry === undefined ? { label } : { label, builtinEntry };
+  return serverModeOf(agent.toolApprovals, server) === 'always_ask' ? 'always' : 'never';
 }
 
 function serverTool(agent: AgentConfig, server: McpServer): ResponseTool | null {
@@ -47,7 +49,7 @@ function serverTool(agent: AgentConfig, server: McpServer): ResponseTool | null 
       type: 'mcp',
       server_label: SERVER_LABEL,
       allowed_tools: [server.name],
-      require_approval: approvalOf(agent, server.name),
+      require_approval: approvalOf(agent, SERVER_LABEL, server.name),
     };
   }
   if (server.kind === 'custom') {

@@ -83,7 +83,7 @@ export const ToolApprovals = Type.Object(
     overrides: Type.Record(Type.String({ minLength: 1, maxLength: 103 }), ApprovalMode, {
       maxProperties: 256,
       description:
-        'Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default',
+        'Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md)',
     }),
     timeoutSeconds: Type.Optional(
       Type.Integer({

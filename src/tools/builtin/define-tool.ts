@@ -15,7 +15,7 @@ export interface BuiltinToolSpec<S extends TSchema> {
   parameters: S;
   /** The tool's own call timeout (see ResolvedTool.timeoutMs). */
   timeoutMs?: number;
-  /** The internal entry the tool belongs to (`sandbox`), named by `<server>__*` approval overrides. */
+  /** The internal entry the tool belongs to (`sandbox`): see ResolvedTool.builtinEntry. */
   server: string;
   /** Whether a call can change anything (see ResolvedTool.changes); absent: it may. */
   changes?: (args: Static<S>) => boolean;
@@ -61,7 +61,7 @@ export function builtinTool<S extends TSchema>(spec: BuiltinToolSpec<S>): Resolv
     kind: 'server',
     origin: builtinOrigin(spec.name),
     ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
-    approvalServer: spec.server,
+    builtinEntry: spec.server,
     ...(spec.changes === undefined
       ? {}
       : {

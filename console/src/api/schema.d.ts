@@ -1672,7 +1672,7 @@ export interface paths {
                                 /** @description Rises on every change; each version is kept */
                                 version: number;
                             };
-                            /** @description Non-fatal notes, e.g. model_not_configured when the model provider has no API key here (turns fail until it is set) */
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
                             warnings: {
                                 code: string;
                                 message: string;
@@ -1751,7 +1751,9 @@ export interface paths {
         };
         /**
          * Get an agent
-         * @description Required scope: tasks:read.
+         * @description The agent, with warnings: what it configures that this deployment cannot run, as every message accepted for it says (tool_unavailable, skill_unavailable, …), and model_not_configured when its model provider has no API key here.
+         *
+         *     Required scope: tasks:read.
          */
         get: {
             parameters: {
@@ -1860,6 +1862,11 @@ export interface paths {
                                 /** @description Rises on every change; each version is kept */
                                 version: number;
                             };
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
+                            warnings: {
+                                code: string;
+                                message: string;
+                            }[];
                         };
                     };
                 };
@@ -2177,7 +2184,7 @@ export interface paths {
                                 /** @description Rises on every change; each version is kept */
                                 version: number;
                             };
-                            /** @description Non-fatal notes, e.g. model_not_configured when the model provider has no API key here (turns fail until it is set) */
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
                             warnings: {
                                 code: string;
                                 message: string;

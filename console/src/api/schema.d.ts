@@ -4909,10 +4909,7 @@ export interface paths {
                         conversation?: unknown;
                         /** @description A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required) */
                         input: unknown;
-                        /**
-                         * Format: uuid
-                         * @description An agent id of your organization
-                         */
+                        /** @description The id of one of your agents (GET /v1/models or GET /v1/agents lists them); in OpenAI compatibility mode also an agent name, when exactly one of your agents has it. Anything else is a 400 naming model */
                         model: string;
                         /**
                          * @description Responses are always stored

@@ -12,6 +12,7 @@ import {
   agentFromRow,
   configColumns,
   configOf,
+  findAgentIdsByName,
   findAgentRow,
   insertAgent,
   insertAgentVersion,
@@ -178,6 +179,14 @@ export function createAgentService(deps: AgentServiceDeps) {
     /** The agent with its warnings (GET /v1/agents/{id}). */
     async view(orgId: string, id: string): Promise<AgentView> {
       return viewOf(deps.db, orgId, await get(orgId, id));
+    },
+
+    /**
+     * The ids of the organization's agents named `name`, at most two: one is the agent that name means, two say the
+     * name is ambiguous.
+     */
+    async idsNamed(orgId: string, name: string, db: Executor = deps.db): Promise<string[]> {
+      return findAgentIdsByName(db, orgId, name, 2);
     },
 
     async list(orgId: string): Promise<Agent[]> {

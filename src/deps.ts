@@ -254,6 +254,7 @@ export async function buildDeps(
     idempotency,
     connectors: mcpServers,
     changeVersion: storage.changeVersion,
+    toolWarnings: tools.warnings,
   });
   const messages = createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings, subscriptions });
   const scheduleRunner = createScheduleRunner({

@@ -448,6 +448,30 @@ describe.skipIf(!available)('web console', () => {
     expect((await api('GET', `/v1/agents/${agentId}`)).status).toBe(200);
   });
 
+  it("shows on the agent's page the tools it configures that this deployment cannot run", async () => {
+    const created = await api('POST', '/v1/agents', {
+      name: 'Overreaching',
+      mcpServers: [
+        { kind: 'internal', name: 'coding_agent' },
+        { kind: 'internal', name: 'github' },
+      ],
+    });
+    expect(created.status).toBe(201);
+    await page.goto(url(`/console/agents/${created.body.agent.id}`));
+    const notes = page.locator('.note.warning');
+    await expect
+      .poll(() => notes.allTextContents(), WAIT)
+      .toEqual(
+        ['coding_agent', 'github'].map(
+          (name) =>
+            `internal tool "${name}" is configured on the agent but this deployment cannot run it; the turn runs without it (tool_unavailable)`,
+        ),
+      );
+    await page.goto(url(`/console/agents/${agentId}`));
+    await page.getByRole('heading', { name: 'Helper', level: 1 }).waitFor(WAIT);
+    expect(await notes.count()).toBe(0);
+  });
+
   it('uploads and lists files, and shows usage and connectors', async () => {
     await page.goto(url('/console/files'));
     await page.getByLabel('File', { exact: true }).setInputFiles({

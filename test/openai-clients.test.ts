@@ -85,6 +85,31 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       expect(bad).toMatchObject({ status: 400, param: 'model' });
     });
 
+    it("says what model is here when given another vendor's model name", async () => {
+      const vendor = await client.responses.create({ model: 'gpt-4o', input: 'x' }).catch((e) => e);
+      expect(vendor).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(vendor).toMatchObject({ status: 400, param: 'model', code: 'validation_error' });
+      expect(vendor.message).toBe(
+        '400 model must be the id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); "gpt-4o" is neither',
+      );
+    });
+
+    it('takes the name of an agent as model when exactly one agent has it', async () => {
+      const name = `named ${dialect}`;
+      const named = await flow.createAgent({ name });
+      const response = await client.responses.create({ model: name, input: 'by name' });
+      expect(response).toMatchObject({ status: 'completed', model: named, output_text: 'by name' });
+      const conversation = response.conversation?.id ?? '';
+      const next = await client.responses.create({ model: name, conversation, input: 'on' });
+      expect(next.conversation?.id).toBe(conversation);
+      // Every agent of this file but that one is named "clients".
+      const ambiguous = await client.responses.create({ model: 'clients', input: 'x' }).catch((e) => e);
+      expect(ambiguous).toMatchObject({ status: 400, param: 'model' });
+      expect(ambiguous.message).toBe(
+        '400 several of your agents are named "clients"; use the id of the one you mean as model (GET /v1/models or GET /v1/agents lists them)',
+      );
+    });
+
     it('iterates a raw stream in the lifecycle order, ending with response.completed', async () => {
       const stream = await client.responses.create({
         model: agentId,

@@ -106,13 +106,25 @@ describe('the OpenAPI document matches the server', () => {
     expect((await h.request('GET', `/v1/responses/resp_${'-'.repeat(36)}`)).status).toBe(400);
   });
 
-  it('describes model as a uuid, which is what the server accepts', async () => {
+  it('describes model as an agent id or name, which is what the server accepts', async () => {
     const body = operation('post', '/v1/responses').requestBody.content['application/json'].schema;
-    expect(body.properties.model).toMatchObject({ type: 'string', format: 'uuid' });
-    const agentId = await flow.createAgent();
-    const response = await h.request('POST', '/v1/responses', { body: { model: `urn:uuid:${agentId}`, input: 'hi' } });
-    expect(response.status).toBe(400);
-    expect(json(response).error.param).toBe('model');
+    expect(body.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
+    expect(body.properties.model.format).toBeUndefined();
+    const name = 'documented by name';
+    const agentId = await flow.createAgent({ name });
+    const openai = { 'agentry-compat': 'openai' };
+    const byName = await h.request('POST', '/v1/responses', { body: { model: name, input: 'hi' }, headers: openai });
+    expect(byName.status, byName.text).toBe(200);
+    expect(json(byName).model).toBe(agentId);
+    // Strict mode keeps the spec's rule: an agent id.
+    for (const model of [name, `urn:uuid:${agentId}`]) {
+      const response = await h.request('POST', '/v1/responses', {
+        body: { model, input: 'hi' },
+        headers: { 'agentry-compat': 'strict' },
+      });
+      expect(response.status).toBe(400);
+      expect(json(response).error.param).toBe('model');
+    }
   });
 
   it('gives store and background the only values the server accepts', async () => {

@@ -138,6 +138,11 @@ describe.each(dialects())('responses (%s)', (dialect) => {
         expect(json(response).error, response.text.slice(0, 300)).toMatchObject({ code: 'validation_error', param });
       }
 
+      // What model is, and where the ids are, when a vendor's model name arrives in strict mode.
+      expect(json(await post({ model: 'gpt-4o', input: 'hi' })).error.message).toBe(
+        'model must be the id of one of your agents (GET /v1/models or GET /v1/agents lists them); "gpt-4o" is not an agent id. An agent\'s name is accepted in OpenAI compatibility mode: send the header `Agentry-Compat: openai`',
+      );
+
       const foreignAgent = await flow.createAgent({}, other.key);
       await fails({ model: foreignAgent, input: 'hi' }, 404, 'not_found');
       await fails({ model: randomUUID(), input: 'hi' }, 404, 'not_found');

@@ -1672,7 +1672,7 @@ export interface paths {
                                 /** @description Rises on every change; each version is kept */
                                 version: number;
                             };
-                            /** @description Non-fatal notes, e.g. model_not_configured when the model provider has no API key here (turns fail until it is set) */
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
                             warnings: {
                                 code: string;
                                 message: string;
@@ -1751,7 +1751,9 @@ export interface paths {
         };
         /**
          * Get an agent
-         * @description Required scope: tasks:read.
+         * @description The agent, with warnings: what it configures that this deployment cannot run, as every message accepted for it says (tool_unavailable, skill_unavailable, …), and model_not_configured when its model provider has no API key here.
+         *
+         *     Required scope: tasks:read.
          */
         get: {
             parameters: {
@@ -1860,6 +1862,11 @@ export interface paths {
                                 /** @description Rises on every change; each version is kept */
                                 version: number;
                             };
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
+                            warnings: {
+                                code: string;
+                                message: string;
+                            }[];
                         };
                     };
                 };
@@ -2177,7 +2184,7 @@ export interface paths {
                                 /** @description Rises on every change; each version is kept */
                                 version: number;
                             };
-                            /** @description Non-fatal notes, e.g. model_not_configured when the model provider has no API key here (turns fail until it is set) */
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
                             warnings: {
                                 code: string;
                                 message: string;
@@ -4902,10 +4909,7 @@ export interface paths {
                         conversation?: unknown;
                         /** @description A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required) */
                         input: unknown;
-                        /**
-                         * Format: uuid
-                         * @description An agent id of your organization
-                         */
+                        /** @description The id of one of your agents (GET /v1/models or GET /v1/agents lists them); in OpenAI compatibility mode also an agent name, when exactly one of your agents has it. Anything else is a 400 naming model */
                         model: string;
                         /**
                          * @description Responses are always stored

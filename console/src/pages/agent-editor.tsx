@@ -1,10 +1,11 @@
 /**
  * /console/agents/new and /console/agents/{id}: create or edit an agent (every change is a new version), see
- * which versions ran, and delete it (a 409 says why it cannot be deleted yet).
+ * what will not work as configured (the API's warnings), which versions ran, and delete it (a 409 says why it
+ * cannot be deleted yet).
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
-import { Link, useLocation, useNavigate, useParams } from 'react-router';
+import { Link, useNavigate, useParams } from 'react-router';
 import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
 import type { Agent } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
@@ -20,20 +21,6 @@ import {
 } from '../components/agent-form-model.ts';
 import { usePageTitle } from '../components/title.ts';
 import { ErrorNote, Loading, When } from '../components/ui.tsx';
-
-interface Warning {
-  code: string;
-  message: string;
-}
-
-function warningsOf(state: unknown): Warning[] {
-  if (typeof state !== 'object' || state === null || !('warnings' in state) || !Array.isArray(state.warnings))
-    return [];
-  return state.warnings.filter(
-    (item): item is Warning =>
-      typeof item === 'object' && item !== null && typeof item.code === 'string' && typeof item.message === 'string',
-  );
-}
 
 function AgentVersions({ agent }: { agent: Agent }) {
   const runs = useQuery({
@@ -133,9 +120,8 @@ export default function AgentEditorPage() {
   const [loadedVersion, setLoadedVersion] = useState<number | null>(null);
   const [fieldError, setFieldError] = useState<{ key: string; message: string } | null>(null);
   const [topError, setTopError] = useState<unknown>(null);
-  const location = useLocation();
-  // Warnings of a create arrive with the navigation to the new agent's page.
-  const [warnings, setWarnings] = useState<Warning[]>(() => warningsOf(location.state));
+  // Create, update and get all answer with the agent's warnings: the page shows the latest answer's.
+  const warnings = agent.data?.warnings ?? [];
   const [saved, setSaved] = useState<string | null>(null);
   const [idemKey] = useState(idempotencyKey);
 
@@ -186,11 +172,10 @@ export default function AgentEditorPage() {
         return;
       }
       if (!('answer' in result) || result.answer === undefined) return;
-      const { agent: written, warnings: noted } = result.answer;
-      setWarnings(noted ?? []);
-      queryClient.setQueryData(['agent', written.id], { agent: written });
+      const written = result.answer.agent;
+      queryClient.setQueryData(['agent', written.id], result.answer);
       await queryClient.invalidateQueries({ queryKey: ['agents'] });
-      if (creating) navigate(`/agents/${written.id}`, { replace: true, state: { warnings: noted ?? [] } });
+      if (creating) navigate(`/agents/${written.id}`, { replace: true });
       else setSaved(`Saved as version ${written.version}.`);
     },
     onError: (error) => setTopError(error),
@@ -253,7 +238,7 @@ export default function AgentEditorPage() {
           <p className="muted">This key can read agents but not change them (it lacks tasks:write).</p>
         )}
         {warnings.map((warning) => (
-          <p key={warning.code} className="note warning" role="status">
+          <p key={`${warning.code} ${warning.message}`} className="note warning" role="status">
             {warning.message} ({warning.code})
           </p>
         ))}

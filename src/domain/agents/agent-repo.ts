@@ -94,6 +94,20 @@ export async function listAgentRows(db: Executor, orgId: string): Promise<AgentR
   return db.selectFrom('agents').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
 }
 
+/** Ids of the organization's agents named exactly `name` (at most `limit`): names are not unique. */
+export async function findAgentIdsByName(db: Executor, orgId: string, name: string, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('agents')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('name', '=', name)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.id);
+}
+
 export async function insertAgent(db: Executor, row: NewAgentRow, config: AgentConfig): Promise<void> {
   await db.insertInto('agents').values(row).execute();
   await insertAgentVersion(db, row.id, row.version, config, row.created_at);

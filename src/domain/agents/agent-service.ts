@@ -12,6 +12,7 @@ import {
   agentFromRow,
   configColumns,
   configOf,
+  findAgentIdsByName,
   findAgentRow,
   insertAgent,
   insertAgentVersion,
@@ -41,6 +42,17 @@ export interface AgentServiceDeps {
   connectors: Pick<McpServerService, 'prepareEntries' | 'commitEntries' | 'linkAgent'>;
   /** The storage's change version (storage/change-signal.ts); without it agents are read on every get. */
   changeVersion?: () => number | null;
+  /**
+   * What the agent configures that this deployment cannot run: the tool registry's answer (src/tools/registry.ts),
+   * the same an accepted message of the agent carries. It reads the database (connectors) but never calls out.
+   */
+  toolWarnings: (agent: Agent, scope: { orgId: string; agentId: string; db: Executor }) => Promise<AgentWarning[]>;
+}
+
+/** An agent with what will not work as it is configured (create, update and get answer with both). */
+export interface AgentView {
+  agent: Agent;
+  warnings: AgentWarning[];
 }
 
 /** Agents kept by `get` outside transactions, emptied whenever the change version moves. */
@@ -125,12 +137,13 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   /**
-   * Non-fatal notes about an agent as written: a model whose provider has no credentials here (its turns fail
-   * with model_not_configured until the variable is set).
+   * Non-fatal notes about an agent as it is: a model whose provider has no credentials here (its turns fail with
+   * model_not_configured until the variable is set), then the warnings every accepted message of it carries.
    */
-  function modelWarnings(agent: Pick<Agent, 'model'>): AgentWarning[] {
+  async function viewOf(db: Executor, orgId: string, agent: Agent): Promise<AgentView> {
     const problem = validation.models.credentialProblem(agent.model);
-    return problem === null ? [] : [{ code: 'model_not_configured', message: problem }];
+    const model = problem === null ? [] : [{ code: 'model_not_configured', message: problem }];
+    return { agent, warnings: [...model, ...(await deps.toolWarnings(agent, { orgId, agentId: agent.id, db }))] };
   }
 
   const cache = new Map<string, Agent>();
@@ -163,7 +176,18 @@ export function createAgentService(deps: AgentServiceDeps) {
   return {
     get,
 
-    warnings: modelWarnings,
+    /** The agent with its warnings (GET /v1/agents/{id}). */
+    async view(orgId: string, id: string): Promise<AgentView> {
+      return viewOf(deps.db, orgId, await get(orgId, id));
+    },
+
+    /**
+     * The ids of the organization's agents named `name`, at most two: one is the agent that name means, two say the
+     * name is ambiguous.
+     */
+    async idsNamed(orgId: string, name: string, db: Executor = deps.db): Promise<string[]> {
+      return findAgentIdsByName(db, orgId, name, 2);
+    },
 
     async list(orgId: string): Promise<Agent[]> {
       return (await listAgentRows(deps.db, orgId)).map(agentFromRow);
@@ -178,14 +202,14 @@ export function createAgentService(deps: AgentServiceDeps) {
       orgId: string,
       input: AgentCreateInput,
       idempotencyKey?: string,
-    ): Promise<IdempotentResult<{ agent: Agent; warnings: AgentWarning[] }>> {
+    ): Promise<IdempotentResult<AgentView>> {
       const request = { orgId, scope: 'POST /v1/agents', key: idempotencyKey, request: input };
-      const earlier = await deps.idempotency.lookup<{ agent: Agent; warnings: AgentWarning[] }>(request);
+      const earlier = await deps.idempotency.lookup<AgentView>(request);
       if (earlier !== null) return earlier;
       const prepared = await prepare(orgId, input);
       return deps.idempotency.run(request, async (trx) => {
         const agent = await insertPrepared(trx, orgId, prepared);
-        return { status: 201, body: { agent, warnings: modelWarnings(agent) } };
+        return { status: 201, body: await viewOf(trx, orgId, agent) };
       });
     },
 
@@ -196,9 +220,9 @@ export function createAgentService(deps: AgentServiceDeps) {
 
     /**
      * Applies a partial change and stores it as the next version. Optimistic: the write is conditional on the
-     * version read, and retried when another writer got there first.
+     * version read, and retried when another writer got there first. Answers with the new version's warnings.
      */
-    async update(orgId: string, id: string, input: AgentUpdateInput): Promise<Agent> {
+    async update(orgId: string, id: string, input: AgentUpdateInput): Promise<AgentView> {
       const entries =
         input.mcpServers === undefined
           ? null
@@ -265,7 +289,7 @@ export function createAgentService(deps: AgentServiceDeps) {
             if (error instanceof UpdateRaced) return false;
             throw error;
           });
-        if (updated) return get(orgId, id);
+        if (updated) return viewOf(deps.db, orgId, await get(orgId, id));
       }
       throw new AppError('service_unavailable', 'the agent is being changed concurrently; retry', { retriable: true });
     },

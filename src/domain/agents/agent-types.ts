@@ -184,8 +184,11 @@ export interface AgentUpdateInput {
 
 export const DEFAULT_MAX_STEPS = 32;
 
-/** A non-fatal note returned with a created or updated agent. */
+/**
+ * A non-fatal note returned with an agent: its model's provider has no credentials here (`model_not_configured`),
+ * or what the tool registry says an accepted message would carry (`tool_unavailable`, `skill_unavailable`, …).
+ */
 export interface AgentWarning {
-  code: 'model_not_configured';
+  code: string;
   message: string;
 }

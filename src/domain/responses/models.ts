@@ -1,7 +1,7 @@
 /**
  * GET /v1/models (what `client.models.list()` of the OpenAI SDKs reads): on /v1/responses a `model` is an agent
- * id, so the models a key can use are its organization's agents; the providers configured for agents' own
- * `model` setting follow, as `provider/*` entries.
+ * id (or name), so the models a key can use are its organization's agents; the providers configured for agents'
+ * own `model` setting follow, as `provider/*` entries.
  */
 import { unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';

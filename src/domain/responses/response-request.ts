@@ -34,8 +34,11 @@ export type InputItem =
   /** A decision on a tool call that waits for approval (compatibility mode). */
   | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string };
 
+/** The agent `model` names: its id, or (compatibility mode) its name, resolved in the organization later. */
+export type AgentRef = { id: string } | { name: string };
+
 export interface ResponseRequest {
-  agentId: string;
+  agent: AgentRef;
   /** Session id (from `conv_<uuid>`), or null. */
   conversation: string | null;
   /** Message id (from `resp_<uuid>`), or null. */
@@ -82,6 +85,29 @@ const COMPAT_FIELDS = new Set([
 ]);
 const DETAILS = ['auto', 'low', 'high', 'original'];
 const COMPAT_HINT = 'send the header `Agentry-Compat: openai` (OpenAI compatibility mode) to have it accepted';
+
+/** Where a user finds what `model` may be. */
+export const AGENTS_LISTED = 'GET /v1/models or GET /v1/agents lists them';
+
+/** `value` quoted for a message, cut short when long. */
+export const quoted = (value: string) => JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
+
+/**
+ * `model` is an agent id; in compatibility mode also an agent's name (what OpenAI clients are used to sending: a
+ * name). A model name of another vendor ("gpt-4o") gets a 400 that says what `model` means here.
+ */
+function agentRef(model: unknown, compat: boolean): AgentRef {
+  const what = compat ? 'the id or the name of one of your agents' : 'the id of one of your agents';
+  if (typeof model !== 'string') {
+    throw validationError('model', `model is required: ${what} (${AGENTS_LISTED})`);
+  }
+  if (isUuid(model)) return { id: model.toLowerCase() };
+  if (compat) return { name: model };
+  throw validationError(
+    'model',
+    `model must be ${what} (${AGENTS_LISTED}); ${quoted(model)} is not an agent id. An agent's name is accepted in OpenAI compatibility mode: send the header \`Agentry-Compat: openai\``,
+  );
+}
 
 /** A strict-mode refusal of something OpenAI compatibility mode accepts. */
 const compatOnly = (param: string, what: string) =>
@@ -341,8 +367,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     if (COMPAT_FIELDS.has(key)) throw compatOnly(key, key);
     throw validationError(key, `${key} is not a recognised field`);
   }
-  if (typeof body.model !== 'string' || !isUuid(body.model))
-    throw validationError('model', 'model must be an agent id (UUID)');
+  const agent = agentRef(body.model, compat);
   if (body.input === undefined) throw validationError('input', 'input is required');
   if (body.stream !== undefined && typeof body.stream !== 'boolean' && !(compat && body.stream === null))
     throw validationError('stream', 'stream must be a boolean');
@@ -377,7 +402,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   }
   if (!compat) {
     return {
-      agentId: body.model.toLowerCase(),
+      agent,
       conversation,
       previousResponse: null,
       stream: body.stream === true,
@@ -416,7 +441,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     .filter((part) => part !== '')
     .join('\n\n');
   return {
-    agentId: body.model.toLowerCase(),
+    agent,
     conversation,
     previousResponse,
     stream: body.stream === true,

@@ -31,7 +31,7 @@ import { completeTurn } from '../turns/transitions.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
-import type { ResponseRequest } from './response-request.ts';
+import { AGENTS_LISTED, type AgentRef, quoted, type ResponseRequest } from './response-request.ts';
 import { bufferLive, isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
@@ -93,8 +93,33 @@ export function createResponseService(deps: ResponseServiceDeps) {
     return row;
   }
 
+  /** The id of the agent `model` names: an id as given (an unknown one is a 404 later), a name when exactly one has it. */
+  async function agentIdOf(trx: Executor, orgId: string, ref: AgentRef): Promise<string> {
+    if ('id' in ref) return ref.id;
+    const ids = await deps.agents.idsNamed(orgId, ref.name, trx);
+    const [id] = ids;
+    if (id === undefined) {
+      throw validationError(
+        'model',
+        `model must be the id or the name of one of your agents (${AGENTS_LISTED}); ${quoted(ref.name)} is neither`,
+      );
+    }
+    if (ids.length > 1) {
+      throw validationError(
+        'model',
+        `several of your agents are named ${quoted(ref.name)}; use the id of the one you mean as model (${AGENTS_LISTED})`,
+      );
+    }
+    return id;
+  }
+
   /** The session a request continues, or null for a new conversation. */
-  async function sessionOf(trx: Executor, orgId: string, request: ResponseRequest): Promise<string | null> {
+  async function sessionOf(
+    trx: Executor,
+    orgId: string,
+    request: ResponseRequest,
+    agentId: string,
+  ): Promise<string | null> {
     if (request.previousResponse !== null) return (await findMessage(trx, orgId, request.previousResponse)).session_id;
     if (request.conversation === null) return null;
     const session = await trx
@@ -105,10 +130,10 @@ export function createResponseService(deps: ResponseServiceDeps) {
       .executeTakeFirst();
     if (session === undefined) throw notFound('conversation', `conv_${request.conversation}`);
     // A conversation created without an agent takes the agent of its first Response.
-    if (session.agent_id !== null && session.agent_id !== request.agentId) {
+    if (session.agent_id !== null && session.agent_id !== agentId) {
       throw validationError(
         'model',
-        `conversation conv_${session.id} belongs to agent ${session.agent_id}, not ${request.agentId}`,
+        `conversation conv_${session.id} belongs to agent ${session.agent_id}, not ${agentId}`,
       );
     }
     return session.id;
@@ -121,8 +146,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
     newSessionId: string,
   ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
     const now = clock.now();
-    const agent = await deps.agents.get(orgId, request.agentId, trx);
-    let sessionId = await sessionOf(trx, orgId, request);
+    const agent = await deps.agents.get(orgId, await agentIdOf(trx, orgId, request.agent), trx);
+    let sessionId = await sessionOf(trx, orgId, request, agent.id);
     const fresh = sessionId === null;
     if (sessionId === null)
       sessionId = (await deps.sessions.create(orgId, { agentId: agent.id, id: newSessionId }, trx)).id;

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.ts';
 import { parseMcpServers } from '../../domain/agents/agent-validation.ts';
 import { orgOf } from '../auth.ts';
-import { AgentCreateBody, AgentEnvelope, AgentList, AgentUpdateBody, AgentWriteResult } from '../schemas/agents.ts';
+import { AgentCreateBody, AgentList, AgentUpdateBody, AgentView } from '../schemas/agents.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
@@ -41,7 +41,7 @@ export function agentRoutes(app: App, deps: Deps): void {
       tags,
       headers: IdempotencyHeaders,
       body: AgentCreateBody,
-      response: { 201: AgentWriteResult, ...errorResponses(400, 401, 402, 403, 409, 413) },
+      response: { 201: AgentView, ...errorResponses(400, 401, 402, 403, 409, 413) },
     },
     preValidation: async (request) => checkMcpServersFirst(request, deps),
     handler: async (request, reply) => {
@@ -57,11 +57,13 @@ export function agentRoutes(app: App, deps: Deps): void {
     config: { scopes: ['tasks:read'] },
     schema: {
       summary: 'Get an agent',
+      description:
+        'The agent, with warnings: what it configures that this deployment cannot run, as every message accepted for it says (tool_unavailable, skill_unavailable, …), and model_not_configured when its model provider has no API key here.',
       tags,
       params: IdParams,
-      response: { 200: AgentEnvelope, ...errorResponses(400, 401, 403, 404) },
+      response: { 200: AgentView, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => ({ agent: await deps.agents.get(orgOf(request), request.params.id.toLowerCase()) }),
+    handler: async (request) => deps.agents.view(orgOf(request), request.params.id.toLowerCase()),
   });
 
   app.route({
@@ -75,13 +77,10 @@ export function agentRoutes(app: App, deps: Deps): void {
       tags,
       params: IdParams,
       body: AgentUpdateBody,
-      response: { 200: AgentWriteResult, ...errorResponses(400, 401, 403, 404, 409, 413) },
+      response: { 200: AgentView, ...errorResponses(400, 401, 403, 404, 409, 413) },
     },
     preValidation: async (request) => checkMcpServersFirst(request, deps),
-    handler: async (request) => {
-      const agent = await deps.agents.update(orgOf(request), request.params.id.toLowerCase(), request.body);
-      return { agent, warnings: deps.agents.warnings(agent) };
-    },
+    handler: async (request) => deps.agents.update(orgOf(request), request.params.id.toLowerCase(), request.body),
   });
 
   app.route({

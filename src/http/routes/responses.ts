@@ -21,7 +21,10 @@ const tags = ['Responses'];
 /** Documentation of the body; the rules (strict and compatibility mode) are checked by parseResponseRequest. */
 const ResponseCreateBody = Type.Object(
   {
-    model: Type.String({ format: 'uuid', description: 'An agent id of your organization' }),
+    model: Type.String({
+      description:
+        'The id of one of your agents (GET /v1/models or GET /v1/agents lists them); in OpenAI compatibility mode also an agent name, when exactly one of your agents has it. Anything else is a 400 naming model',
+    }),
     input: Type.Unsafe<unknown>({
       description:
         'A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required)',

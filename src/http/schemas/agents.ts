@@ -166,13 +166,12 @@ export const Agent = Type.Object(
   { additionalProperties: false },
 );
 
-export const AgentEnvelope = Type.Object({ agent: Agent });
-/** Create and update also say what will not work as configured; the agent is saved either way. */
-export const AgentWriteResult = Type.Object({
+/** Create, update and get also say what will not work as configured; the agent is saved either way. */
+export const AgentView = Type.Object({
   agent: Agent,
   warnings: Type.Array(Type.Object({ code: Type.String(), message: Type.String() }), {
     description:
-      'Non-fatal notes, e.g. model_not_configured when the model provider has no API key here (turns fail until it is set)',
+      'Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured)',
   }),
 });
 export const AgentList = Type.Object({ data: Type.Array(Agent) });

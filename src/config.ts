@@ -5,7 +5,9 @@
 import { resolve } from 'node:path';
 import { parseSecretKey } from './lib/secret-box.ts';
 import { SERVER_AUTOCHECKPOINT_PAGES } from './storage/sqlite-checkpointer.ts';
+import { DEFAULT_UID_BASE, MAX_SANDBOX_UID } from './tools/sandbox/sandbox-identity.ts';
 import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './tools/sandbox/sandbox-limits.ts';
+import { DEFAULT_WORKSPACE_QUOTA_BYTES, MIB } from './tools/sandbox/workspace-quota.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
 
@@ -169,8 +171,12 @@ export interface SkillsConfig {
 /** The agent sandbox (docs/sandbox.md): unset values take the runtime's defaults. */
 export interface SandboxConfig {
   bwrapPath: string | null;
-  /** Host user that sandboxed commands run as; null: nobody (65534) when the server is root, else the server's. */
+  /** One host user for every organization's sandboxes; null: one per organization when the server is root
+   *  (`uidBase` + project id), else the server's own. */
   user: { uid: number; gid: number } | null;
+  uidBase: number;
+  /** Disk quota of each workspace. */
+  workspaceQuotaBytes: number;
   /** Destination ports the egress proxy allows; null: 80 and 443. */
   egressPorts: number[] | null;
   limits: Partial<SandboxLimits>;
@@ -459,6 +465,12 @@ function sandboxConfig(env: Env): SandboxConfig {
       'set both AGENTRY_SANDBOX_UID and AGENTRY_SANDBOX_GID, or neither',
     );
   }
+  if (uid !== null && optional(env, 'AGENTRY_SANDBOX_UID_BASE') !== null) {
+    throw new ConfigError(
+      'AGENTRY_SANDBOX_UID_BASE',
+      'set AGENTRY_SANDBOX_UID/GID (one user for every organization) or AGENTRY_SANDBOX_UID_BASE (one per organization), not both',
+    );
+  }
   const ports = optional(env, 'AGENTRY_SANDBOX_EGRESS_PORTS');
   const egressPorts =
     ports === null
@@ -482,6 +494,9 @@ function sandboxConfig(env: Env): SandboxConfig {
             uid: int(env, 'AGENTRY_SANDBOX_UID', 0, 1, 4_294_967_294),
             gid: int(env, 'AGENTRY_SANDBOX_GID', 0, 0, 4_294_967_294),
           },
+    uidBase: int(env, 'AGENTRY_SANDBOX_UID_BASE', DEFAULT_UID_BASE, 1, MAX_SANDBOX_UID - 1),
+    workspaceQuotaBytes:
+      int(env, 'AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB', DEFAULT_WORKSPACE_QUOTA_BYTES / MIB, 1, 2 ** 24) * MIB,
     egressPorts,
     limits,
     readBytes: int(env, 'AGENTRY_SANDBOX_READ_BYTES', 1024 * 1024, 1, 1024 * 1024 * 1024),

@@ -17,7 +17,7 @@ import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
-import { createOrgService, type OrgService } from './domain/orgs/org-service.ts';
+import { createOrgService, type OrgService, projectIdOf } from './domain/orgs/org-service.ts';
 import { eventsAfter, lastEventSeq, type SessionEvent } from './domain/outbox.ts';
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
@@ -54,6 +54,7 @@ import { createToolListCache } from './tools/mcp/tool-cache.ts';
 import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
 import { detectBubblewrap } from './tools/sandbox/bubblewrap-detect.ts';
+import { describeIdentity } from './tools/sandbox/sandbox-identity.ts';
 import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
 
@@ -220,6 +221,8 @@ export async function buildDeps(
     dataDir: config.dataDir,
     limits: config.sandbox.limits,
     fileLimits: { readBytes: config.sandbox.readBytes, writeBytes: config.sandbox.writeBytes },
+    quotaBytes: config.sandbox.workspaceQuotaBytes,
+    projectIdOf: (orgId) => projectIdOf(db, orgId),
     logger,
     resolver: options.agentNetwork?.resolver,
     allowInsecureDestinations: config.allowInsecureDestinations,
@@ -227,7 +230,11 @@ export async function buildDeps(
     detection:
       options.detectSandbox === false
         ? { available: false, reason: 'sandbox detection is off in this process', hint: 'run the server' }
-        : await detectBubblewrap({ bwrapPath: config.sandbox.bwrapPath, user: config.sandbox.user }),
+        : await detectBubblewrap({
+            bwrapPath: config.sandbox.bwrapPath,
+            user: config.sandbox.user,
+            uidBase: config.sandbox.uidBase,
+          }),
   });
   if (options.detectSandbox !== false) logSandbox(logger, sandbox);
   const builtin = createBuiltinProviders(config, sandbox, options.agentNetwork);
@@ -378,11 +385,12 @@ function logSandbox(logger: Logger, sandbox: SandboxRuntime): void {
       {
         bwrap: host.path,
         version: host.version,
-        user: host.user,
+        identity: host.identity,
+        seccomp: host.seccomp,
         network: host.socat !== null,
         warnings: host.warnings,
       },
-      `sandbox available: bubblewrap ${host.version}${host.warnings.length > 0 ? ` (${host.warnings.join('; ')})` : ''}`,
+      `sandbox available: bubblewrap ${host.version}, sandboxes run as ${describeIdentity(host.identity)}${host.warnings.length > 0 ? ` (${host.warnings.join('; ')})` : ''}`,
     );
   } else {
     logger.warn(

@@ -9,10 +9,18 @@ import { closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bwrapArgs } from '../src/tools/sandbox/bwrap-args.ts';
-import { SandboxError, WorkspacePathError } from '../src/tools/sandbox/sandbox-errors.ts';
+import { WorkspacePathError } from '../src/tools/sandbox/sandbox-errors.ts';
 import { resolveLimits } from '../src/tools/sandbox/sandbox-limits.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
-import { describeSandbox, detection, onHost, scratchDataDir, silentLogger } from './helpers/sandbox.ts';
+import {
+  describeSandbox,
+  detection,
+  errorCode,
+  onHost,
+  scratchDataDir,
+  silentLogger,
+  testProjectIds,
+} from './helpers/sandbox.ts';
 
 const SECRET = `agentry-secret-${process.pid}-${Date.now()}`;
 // The server's environment holds secrets (keys, database URLs); the test process stands in for it.
@@ -29,22 +37,13 @@ async function sh(workspace: string, command: string, timeoutMs = 15_000) {
   return runtime.run({ workspace, command, policy: null, timeoutMs });
 }
 
-async function code(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    if (error instanceof WorkspacePathError || error instanceof SandboxError) return error.code;
-    throw error;
-  }
-}
-
 describeSandbox('sandbox isolation', () => {
   beforeAll(async () => {
     runtime = await createSandboxRuntime({
       dataDir: data.path,
       logger: silentLogger,
       allowInsecureDestinations: false,
+      projectIdOf: testProjectIds(),
       detection,
     });
     workspaceA = await runtime.workspaceFor('org1', 'agentA');
@@ -83,7 +82,8 @@ describeSandbox('sandbox isolation', () => {
     // The workspace on the host belongs to the sandbox user and is closed to others.
     const stats = statSync(workspaceA);
     expect(stats.mode & 0o777).toBe(0o700);
-    if (detection.available && detection.user) expect(stats.uid).toBe(detection.user.uid);
+    const user = await runtime.userFor('org1');
+    if (user !== null) expect(stats.uid).toBe(user.uid);
   });
 
   it('cannot see host secrets, the server, its data or other workspaces', async () => {
@@ -160,17 +160,17 @@ describeSandbox('sandbox isolation', () => {
     );
     expect(planted.exitCode).toBe(0);
     writeFileSync(join(workspaceB, 'private.txt'), 'agent-b-private');
-    expect(await code(runtime.readFile(workspaceA, 'rootlink/etc/passwd'))).toBe('outside_workspace');
-    expect(await code(runtime.readFile(workspaceA, 'up/etc/shadow'))).toBe('outside_workspace');
-    expect(await code(runtime.readFile(workspaceA, 'abs/passwd'))).toBe('outside_workspace');
-    expect(await code(runtime.readFile(workspaceA, 'other/private.txt'))).toBe('outside_workspace');
-    expect(await code(runtime.readFile(workspaceA, '../agentB/private.txt'))).toBe('invalid_path');
-    expect(await code(runtime.readFile(workspaceA, '/etc/passwd'))).toBe('invalid_path');
-    expect(await code(runtime.readFile(workspaceA, 'loop'))).toBe('symlink_loop');
-    expect(await code(runtime.readFile(workspaceA, 'fifo'))).toBe('not_a_file');
-    expect(await code(runtime.writeFile(workspaceA, 'up/tmp/pwned.txt', 'x'))).toBe('outside_workspace');
-    expect(await code(runtime.writeFile(workspaceA, 'other/pwned.txt', 'x'))).toBe('outside_workspace');
-    expect(await code(runtime.listFiles(workspaceA, 'rootlink'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.readFile(workspaceA, 'rootlink/etc/passwd'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.readFile(workspaceA, 'up/etc/shadow'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.readFile(workspaceA, 'abs/passwd'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.readFile(workspaceA, 'other/private.txt'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.readFile(workspaceA, '../agentB/private.txt'))).toBe('invalid_path');
+    expect(await errorCode(runtime.readFile(workspaceA, '/etc/passwd'))).toBe('invalid_path');
+    expect(await errorCode(runtime.readFile(workspaceA, 'loop'))).toBe('symlink_loop');
+    expect(await errorCode(runtime.readFile(workspaceA, 'fifo'))).toBe('not_a_file');
+    expect(await errorCode(runtime.writeFile(workspaceA, 'up/tmp/pwned.txt', 'x'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.writeFile(workspaceA, 'other/pwned.txt', 'x'))).toBe('outside_workspace');
+    expect(await errorCode(runtime.listFiles(workspaceA, 'rootlink'))).toBe('outside_workspace');
     expect(existsSync('/tmp/pwned.txt')).toBe(false);
     expect(existsSync(join(workspaceB, 'pwned.txt'))).toBe(false);
     // Positive control: a symlink that stays inside (written absolute, as the sandbox sees it) is followed.
@@ -228,6 +228,7 @@ describeSandbox('sandbox isolation', () => {
   it('no descriptor of the server reaches the command', async () => {
     if (!detection.available) throw new Error(detection.reason);
     const host = detection;
+    const user = await runtime.userFor('org1');
     // A descriptor of a host directory outside the sandbox's root: with it, `..` would walk the host.
     const leaked = openSync(data.path, 'r');
     const list = (command: string[] | null) =>
@@ -246,7 +247,7 @@ describeSandbox('sandbox isolation', () => {
         const child = spawn(host.path, argv, {
           stdio: ['ignore', 'pipe', 'pipe', leaked],
           env: {},
-          ...(host.user ? { uid: host.user.uid, gid: host.user.gid } : {}),
+          ...(user ? { uid: user.uid, gid: user.gid } : {}),
         });
         let out = '';
         child.stdout?.on('data', (chunk: Buffer) => {
@@ -270,6 +271,7 @@ describeSandbox('sandbox isolation', () => {
       dataDir: data.path,
       logger: silentLogger,
       allowInsecureDestinations: false,
+      projectIdOf: testProjectIds(),
       detection,
     });
     const workspace = await again.workspaceFor('org1', 'agentA');
@@ -279,14 +281,18 @@ describeSandbox('sandbox isolation', () => {
   });
 
   it('refuses workspaces it did not make and ids that are not plain', async () => {
-    expect(await code(runtime.run({ workspace: data.path, command: 'true', policy: null }))).toBe('invalid_workspace');
-    expect(await code(runtime.run({ workspace: '/tmp', command: 'true', policy: null }))).toBe('invalid_workspace');
-    expect(await code(runtime.readFile(join(workspaceA, '..'), 'agentA/shared.txt'))).toBe('invalid_workspace');
-    expect(await code(runtime.workspaceFor('org1', '../agentB'))).toBe('invalid_workspace');
-    expect(await code(runtime.workspaceFor('.', 'x'))).toBe('invalid_workspace');
+    expect(await errorCode(runtime.run({ workspace: data.path, command: 'true', policy: null }))).toBe(
+      'invalid_workspace',
+    );
+    expect(await errorCode(runtime.run({ workspace: '/tmp', command: 'true', policy: null }))).toBe(
+      'invalid_workspace',
+    );
+    expect(await errorCode(runtime.readFile(join(workspaceA, '..'), 'agentA/shared.txt'))).toBe('invalid_workspace');
+    expect(await errorCode(runtime.workspaceFor('org1', '../agentB'))).toBe('invalid_workspace');
+    expect(await errorCode(runtime.workspaceFor('.', 'x'))).toBe('invalid_workspace');
   });
 
-  it.runIf(detection.available && detection.user !== null)(
+  it.runIf(detection.available && detection.identity.kind !== 'server')(
     'reports itself unavailable when the sandbox user cannot reach the data directory',
     async () => {
       const closed = scratchDataDir('agentry-sandbox-closed-');
@@ -296,13 +302,14 @@ describeSandbox('sandbox isolation', () => {
           dataDir: closed.path,
           logger: silentLogger,
           allowInsecureDestinations: false,
+          projectIdOf: testProjectIds(),
           detection,
         });
         const availability = blocked.available();
         expect(availability.available).toBe(false);
         if (!availability.available) expect(availability.hint).toContain(`chmod o+x ${closed.path}`);
         const workspace = await blocked.workspaceFor('org1', 'agentA');
-        expect(await code(blocked.run({ workspace, command: 'true', policy: null }))).toBe('unavailable');
+        expect(await errorCode(blocked.run({ workspace, command: 'true', policy: null }))).toBe('unavailable');
       } finally {
         closed.remove();
       }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SandboxLimits } from '../src/tools/sandbox/sandbox-limits.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
-import { describeSandbox, detection, scratchDataDir, silentLogger } from './helpers/sandbox.ts';
+import { describeSandbox, detection, scratchDataDir, silentLogger, testProjectIds } from './helpers/sandbox.ts';
 
 const data = scratchDataDir('agentry-sandbox-limits-');
 const MIB = 1024 * 1024;
@@ -21,6 +21,7 @@ async function runtimeWith(limits: Partial<SandboxLimits>): Promise<{ runtime: S
     dataDir: data.path,
     logger: silentLogger,
     allowInsecureDestinations: false,
+    projectIdOf: testProjectIds(),
     detection,
     limits,
   });

@@ -13,7 +13,15 @@ import type { NetworkPolicy } from '../src/domain/agents/agent-types.ts';
 import type { Resolver } from '../src/lib/egress.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
 import { startTestNetwork, type TestNetwork } from './helpers/netns.ts';
-import { describeSandbox, detection, inCi, onHost, scratchDataDir, silentLogger } from './helpers/sandbox.ts';
+import {
+  describeSandbox,
+  detection,
+  inCi,
+  onHost,
+  scratchDataDir,
+  silentLogger,
+  testProjectIds,
+} from './helpers/sandbox.ts';
 
 const network = detection.available ? await startTestNetwork() : 'the sandbox is unavailable';
 if (typeof network === 'string' && !inCi && detection.available) {
@@ -86,6 +94,7 @@ describeNetwork('sandbox network', () => {
       dataDir: data.path,
       logger: silentLogger,
       allowInsecureDestinations: false,
+      projectIdOf: testProjectIds(),
       detection,
       resolver: testResolver(test),
     });
@@ -261,6 +270,7 @@ describeNetwork('sandbox network', () => {
       dataDir: data.path,
       logger: silentLogger,
       allowInsecureDestinations: false,
+      projectIdOf: testProjectIds(),
       detection,
       resolver: testResolver(test),
       egressPorts: [80, 443, 8080],

@@ -5,7 +5,8 @@
  * workspace, and the 409 once the workspace is provisioned. Once per dialect; skipped outside CI when bubblewrap
  * cannot run here, failed under CI=true.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
@@ -21,7 +22,7 @@ describeSandbox.each(dialects())('sandbox tools in the loop (%s)', (dialect) => 
   const flow = flows(() => h);
 
   beforeAll(async () => {
-    h = await createHarness(dialect, { AGENTRY_TOOL_TIMEOUT_MS: '2000' });
+    h = await createHarness(dialect, { AGENTRY_TOOL_TIMEOUT_MS: '2000', AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB: '64' });
   });
   afterAll(async () => {
     await h?.close();
@@ -183,6 +184,73 @@ describeSandbox.each(dialects())('sandbox tools in the loop (%s)', (dialect) => 
     expect(text).toContain('sandbox_read_file: Error: path must not contain ".." segments');
     expect(text).toContain('sandbox_list_files: the workspace is empty');
     if (dialect === 'sqlite') expect(existsSync(join(h.deps.config.dataDir, 'agentry.db'))).toBe(true);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    "the setuid attack: the bit never sticks, and no other host user reaches any organization's files",
+    async () => {
+      const attacker = await flow.createAgent({ mcpServers: [SANDBOX] });
+      const victimOrg = await h.createOrg(`victim-${Date.now()}`);
+      const victim = await flow.createAgent({ mcpServers: [SANDBOX] }, victimOrg.key);
+      const secret = `victim-secret-${Date.now()}`;
+      const sessionId = await flow.createSession(victim, victimOrg.key);
+      const accepted = await flow.submit(
+        sessionId,
+        call('sandbox_write_file', { path: 'secret.txt', content: secret }),
+        {
+          key: victimOrg.key,
+        },
+      );
+      await flow.waitForMessage(sessionId, accepted.id, undefined, victimOrg.key);
+      const victimWorkspace = await workspaceOf(h, victim);
+      expect(readFileSync(join(victimWorkspace, 'secret.txt'), 'utf8')).toBe(secret);
+
+      const { message } = await flow.turn(
+        attacker,
+        call('sandbox_run', {
+          command: 'cp /bin/bash ./sbash; chmod 4755 ./sbash; echo "chmod=$?"; chmod 0755 /workspace',
+        }),
+      );
+      expect(reply(message)).toContain('chmod=1');
+      expect(reply(message)).toContain("chmod: changing permissions of './sbash': Operation not permitted");
+      const attackerWorkspace = await workspaceOf(h, attacker);
+      const sbash = join(attackerWorkspace, 'sbash');
+      expect(statSync(sbash).mode & 0o6000).toBe(0);
+
+      // Any other user of the host, trying to use what the attacker left.
+      const stranger = { uid: 54_321, gid: 54_321, encoding: 'utf8', env: {}, timeout: 10_000 } as const;
+      const ran = spawnSync(sbash, ['-p', '-c', `cat ${join(victimWorkspace, 'secret.txt')}`], stranger);
+      expect(ran.error?.message ?? '').toContain('EACCES');
+      expect(spawnSync('/bin/cat', [join(victimWorkspace, 'secret.txt')], stranger).stdout).not.toContain(secret);
+      expect(spawnSync('/bin/ls', [attackerWorkspace], stranger).status).not.toBe(0);
+      expect(spawnSync('/bin/ls', ['/'], stranger).status).toBe(0); // the control: that user can run programs
+
+      // The two organizations' sandboxes are different host users: the attacker's cannot read the victim's file.
+      const [attackerOwner, victimOwner] = [lstatSync(attackerWorkspace), lstatSync(victimWorkspace)];
+      expect(attackerOwner.uid).not.toBe(victimOwner.uid);
+      const asOwner = (owner: { uid: number; gid: number }) => ({ ...stranger, uid: owner.uid, gid: owner.gid });
+      expect(spawnSync('/bin/cat', [join(victimWorkspace, 'secret.txt')], asOwner(victimOwner)).stdout).toBe(secret);
+      expect(spawnSync('/bin/cat', [join(victimWorkspace, 'secret.txt')], asOwner(attackerOwner)).status).not.toBe(0);
+    },
+  );
+
+  it('stops a command at the workspace quota and says so; writes are refused until files are deleted', async () => {
+    const agentId = await flow.createAgent({ mcpServers: [SANDBOX] });
+    const filled = await flow.turn(
+      agentId,
+      call('sandbox_run', { command: 'dd if=/dev/zero of=big bs=1M count=5000' }),
+    );
+    expect(reply(filled.message)).toMatch(
+      /^sandbox_run: killed: the workspace reached its disk quota \(6[45]\.\d MiB in use of 64\.0 MiB\); the command was stopped with every process it started\. Delete files to make room/,
+    );
+    const write = await flow.turn(agentId, call('sandbox_write_file', { path: 'notes.md', content: 'x'.repeat(4096) }));
+    expect(reply(write.message)).toMatch(
+      /^sandbox_write_file: Error: the workspace is full: writing 4096 bytes to notes\.md/,
+    );
+    const cleaned = await flow.turn(agentId, call('sandbox_run', { command: 'rm big' }));
+    expect(reply(cleaned.message)).toContain('exit code: 0');
+    const again = await flow.turn(agentId, call('sandbox_write_file', { path: 'notes.md', content: 'x'.repeat(4096) }));
+    expect(reply(again.message)).toBe('sandbox_write_file: wrote 4096 bytes to notes.md (created)');
   });
 
   it('fixes skills and networkPolicy once the first turn provisioned the workspace (409)', async () => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { describe } from 'vitest';
 import { type BubblewrapDetection, detectBubblewrap } from '../../src/tools/sandbox/bubblewrap-detect.ts';
+import { SandboxError, WorkspacePathError } from '../../src/tools/sandbox/sandbox-errors.ts';
 
 export const detection: BubblewrapDetection = await detectBubblewrap();
 export const inCi = process.env.CI === 'true';
@@ -23,11 +24,34 @@ export const describeSandbox: typeof describe.skip = detection.available || inCi
 
 export const silentLogger = pino({ level: 'silent' });
 
+/**
+ * A stand-in for the orgs table: each organization name gets the next project id when first seen, so two
+ * organizations of one test get two sandbox identities.
+ */
+export function testProjectIds(): (orgId: string) => Promise<number> {
+  const ids = new Map<string, number>();
+  return async (orgId) => {
+    if (!ids.has(orgId)) ids.set(orgId, ids.size + 1);
+    return ids.get(orgId) ?? 0;
+  };
+}
+
 /** A data directory the sandbox user can traverse (mkdtemp makes it 0700), removed by the returned function. */
 export function scratchDataDir(prefix: string): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   chmodSync(path, 0o711);
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** `ok`, or the code of the sandbox error the promise rejects with (any other error is rethrown). */
+export async function errorCode(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    if (error instanceof WorkspacePathError || error instanceof SandboxError) return error.code;
+    throw error;
+  }
 }
 
 /** Runs a bash command on the host, outside any sandbox: the positive control of an isolation test. */

@@ -28,6 +28,13 @@ export interface OrgServiceDeps {
 }
 
 const ORG_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+
+/** An organization's numeric project id, or null when there is no such organization. */
+export async function projectIdOf(db: Executor, orgId: string): Promise<number | null> {
+  const row = await db.selectFrom('orgs').select('project_id').where('id', '=', orgId).executeTakeFirst();
+  return row === undefined ? null : Number(row.project_id);
+}
+
 export function createOrgService(deps: OrgServiceDeps) {
   async function findByName(name: string): Promise<Org | undefined> {
     const row = await deps.db.selectFrom('orgs').selectAll().where('name', '=', name).executeTakeFirst();

@@ -4,12 +4,22 @@
  * were cut or are binary. Plain text rather than JSON: it is what a person at a terminal would read, and a model
  * reads it the same way.
  */
-import type { SandboxRunResult } from '../sandbox/run-sandbox.ts';
+import type { SandboxRunResult, WorkspaceDisk } from '../sandbox/run-sandbox.ts';
 import type { SandboxLimits } from '../sandbox/sandbox-limits.ts';
 import type { WorkspaceEntry, WorkspaceFile } from '../sandbox/workspace-files.ts';
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+
+const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+
+/** Where the workspace stands against its quota, in a clause. */
+function diskState(disk: WorkspaceDisk): string {
+  if (disk.unmeasured === 'entries')
+    return `it holds more than ${disk.entries} files and folders, which counts as full`;
+  if (disk.unmeasured === 'depth') return 'its folders nest too deep to measure, which counts as full';
+  return `${mib(disk.usedBytes)} in use of ${mib(disk.quotaBytes)}`;
 }
 
 /** Why the command did not end by itself, in a sentence, or null when it did. */
@@ -25,6 +35,8 @@ function killNote(result: SandboxRunResult, limits: SandboxLimits, timeoutMs: nu
       return `killed: a process used up its CPU time limit (${limits.cpuSeconds} s per process)`;
     case 'file_size':
       return `killed: a file grew past the file size limit (${limits.fileSizeBytes} bytes)`;
+    case 'disk_quota':
+      return `killed: the workspace reached its disk quota${result.disk === null ? '' : ` (${diskState(result.disk)})`}; the command was stopped with every process it started. Delete files to make room`;
     case 'memory':
       return `out of memory: an allocation failed at the memory limit (${limits.memoryBytes} bytes per process)`;
     default:
@@ -42,6 +54,11 @@ export function describeRun(result: SandboxRunResult, limits: SandboxLimits, tim
     lines.push(`exit code: ${result.exitCode}${signal}`);
   }
   lines.push(`duration: ${seconds(result.durationMs)}`);
+  if (result.disk?.full && result.killed !== 'disk_quota') {
+    lines.push(
+      `the workspace is full (${diskState(result.disk)}): commands cannot grow it and files cannot be written until some are deleted`,
+    );
+  }
   if (result.egress !== null && result.egress.refused.length > 0) {
     lines.push(`network refused: ${[...new Set(result.egress.refused)].join(', ')} (see the agent's network policy)`);
   }

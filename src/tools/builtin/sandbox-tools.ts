@@ -42,7 +42,7 @@ function sandboxTools(runtime: SandboxRuntime): ResolvedTool[] {
   const run = builtinTool({
     name: 'sandbox_run',
     server: 'sandbox',
-    description: `Run a shell command (bash -lc) in your sandbox. The working directory is your workspace (/workspace), which keeps its files across sessions. No root, the system is read-only, and network access follows your network policy (through HTTP(S)_PROXY). Default time limit ${limits.timeoutMs} ms, at most ${limits.maxTimeoutMs} ms; the command is killed with every process it started when it runs out.`,
+    description: `Run a shell command (bash -lc) in your sandbox. The working directory is your workspace (/workspace), which keeps its files across sessions. No root, the system is read-only, and network access follows your network policy (through HTTP(S)_PROXY). Default time limit ${limits.timeoutMs} ms, at most ${limits.maxTimeoutMs} ms; the command is killed with every process it started when it runs out. The workspace may hold ${Math.round(runtime.quotaBytes / (1024 * 1024))} MiB; a command that fills it is stopped.`,
     parameters: Type.Object(
       {
         command: Type.String({ minLength: 1, maxLength: 100_000, description: 'The shell command to run' }),

@@ -12,6 +12,8 @@ import { promisify } from 'node:util';
 import { type BubblewrapFeatures, SANDBOX_UID } from './bwrap-args.ts';
 import { runInSandbox } from './run-sandbox.ts';
 import { SandboxError } from './sandbox-errors.ts';
+import { chooseIdentity, type SandboxIdentity, trialUser } from './sandbox-identity.ts';
+import { type SeccompArch, seccompArch } from './seccomp-filter.ts';
 import type { WorkspaceOwner } from './workspace-paths.ts';
 
 /** A host that can run sandboxed commands, as detected. */
@@ -26,8 +28,10 @@ export interface SandboxHost {
   shell: string;
   /** socat, the in-sandbox forwarder to the egress proxy; null means no egress is possible (a warning says so). */
   socat: string | null;
-  /** Host uid/gid commands run as; null means the server's own. */
-  user: WorkspaceOwner | null;
+  /** Which host user an organization's sandboxes run as (sandbox-identity.ts). */
+  identity: SandboxIdentity;
+  /** The architecture of the seccomp filter (no setuid files, no unchecked preallocation); null: none here. */
+  seccomp: SeccompArch | null;
   /** Things that work but less well than they could (missing socat, an old bubblewrap). */
   warnings: string[];
 }
@@ -45,11 +49,12 @@ export interface DetectOptions {
   /** AGENTRY_SANDBOX_BWRAP: the bwrap binary; by default the usual system locations are searched. */
   bwrapPath?: string | null | undefined;
   /**
-   * AGENTRY_SANDBOX_UID/GID: the host user commands run as. By default a server running as root runs them as
-   * nobody (65534), because the kernel does not enforce RLIMIT_NPROC for root, and a root-mapped sandbox would be
-   * root on the host should it ever escape; any other server runs them as itself.
+   * AGENTRY_SANDBOX_UID/GID: one host user for every organization's sandboxes. By default a server running as
+   * root gives each organization its own (`uidBase` + project id); any other server runs them as itself.
    */
   user?: WorkspaceOwner | null | undefined;
+  /** AGENTRY_SANDBOX_UID_BASE (sandbox-identity.ts). */
+  uidBase?: number | undefined;
   /** Where the trial's scratch directory goes (default the OS temp directory). */
   tempDir?: string | undefined;
 }
@@ -67,11 +72,12 @@ const NAMESPACE_HINT =
 const BWRAP_LOCATIONS = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'];
 const BASH_LOCATIONS = ['/bin/bash', '/usr/bin/bash'];
 const SOCAT_LOCATIONS = ['/usr/bin/socat', '/usr/local/bin/socat', '/bin/socat'];
-const NOBODY: WorkspaceOwner = { uid: 65534, gid: 65534 };
 
 /** Inside the trial: the mapped uid is ours, and the only network interface is loopback. */
 const TRIAL_COMMAND = `test "$(id -u)" = ${SANDBOX_UID} || exit 3
 while read -r line; do case $line in *'|'*|lo:*) ;; *) exit 4 ;; esac; done </proc/net/dev`;
+/** ... and the seccomp filter is on (mode 2: filter). */
+const TRIAL_SECCOMP = `\ngrep -q '^Seccomp:[[:space:]]*2' /proc/self/status || exit 5`;
 
 async function firstExecutable(candidates: readonly string[]): Promise<string | null> {
   for (const candidate of candidates) {
@@ -102,24 +108,14 @@ function classify(stderr: string): string {
   return 'run the same bwrap command by hand to see why it fails; see docs/sandbox.md';
 }
 
-function defaultUser(requested: WorkspaceOwner | null | undefined): WorkspaceOwner | null | string {
-  const self = process.getuid?.() ?? -1;
-  if (requested === undefined || requested === null) return self === 0 ? NOBODY : null;
-  if (requested.uid === 0) return 'the sandbox must not run as uid 0 (the kernel exempts root from the process limit)';
-  if (self !== 0 && requested.uid !== self) {
-    return `only root can run sandboxes as uid ${requested.uid}; this server runs as uid ${self}`;
-  }
-  return requested;
-}
-
 /** Detects whether sandboxed commands can run here (see the file comment). Never throws. */
 export async function detectBubblewrap(options: DetectOptions = {}): Promise<BubblewrapDetection> {
   const bwrap = await firstExecutable(options.bwrapPath ? [options.bwrapPath] : BWRAP_LOCATIONS);
   if (bwrap === null) return { available: false, reason: 'bubblewrap (bwrap) is not installed', hint: INSTALL_HINT };
   const shell = await firstExecutable(BASH_LOCATIONS);
   if (shell === null) return { available: false, reason: 'bash is not installed', hint: 'apt-get install bash' };
-  const user = defaultUser(options.user);
-  if (typeof user === 'string') return { available: false, reason: user, hint: 'unset AGENTRY_SANDBOX_UID' };
+  const identity = chooseIdentity(options.user, options.uidBase);
+  if (typeof identity === 'string') return { available: false, reason: identity, hint: 'unset AGENTRY_SANDBOX_UID' };
 
   let versionText: string;
   try {
@@ -142,6 +138,12 @@ export async function detectBubblewrap(options: DetectOptions = {}): Promise<Bub
   }
   if (!features.tmpfsSize)
     warnings.push('bubblewrap older than 0.7: /tmp and /dev/shm in sandboxes have no size limit');
+  const seccomp = seccompArch();
+  if (seccomp === null) {
+    warnings.push(
+      `no seccomp filter for ${process.arch}: setuid/setgid bits are only cleared after each command, and preallocation is unchecked`,
+    );
+  }
   const socat = await firstExecutable(SOCAT_LOCATIONS);
   if (socat === null) {
     warnings.push(
@@ -155,24 +157,29 @@ export async function detectBubblewrap(options: DetectOptions = {}): Promise<Bub
     features,
     shell,
     socat,
-    user,
+    identity,
+    seccomp,
     warnings,
   };
 
   const scratch = await mkdtemp(join(options.tempDir ?? tmpdir(), 'agentry-sandbox-trial-'));
   try {
+    const user = trialUser(identity);
     if (user) await chown(scratch, user.uid, user.gid);
     const trial = await runInSandbox({
       host,
+      user,
       workspace: scratch,
-      command: TRIAL_COMMAND,
+      command: seccomp === null ? TRIAL_COMMAND : TRIAL_COMMAND + TRIAL_SECCOMP,
       limits: { timeoutMs: 20_000 },
     });
     if (trial.exitCode === 0) return host;
     const reason =
       trial.exitCode === 3 || trial.exitCode === 4
         ? 'a trial sandbox did not get its own user or network namespace'
-        : `a trial sandbox failed (${trial.killed ?? `exit ${trial.exitCode}`}): ${trial.stderr.trim()}`;
+        : trial.exitCode === 5
+          ? 'a trial sandbox ran without its seccomp filter'
+          : `a trial sandbox failed (${trial.killed ?? `exit ${trial.exitCode}`}): ${trial.stderr.trim()}`;
     return { available: false, reason, hint: classify(trial.stderr) };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -2,9 +2,9 @@
  * What a sandbox sees, written down as bubblewrap arguments: every namespace new (network included), the system
  * directories read-only, a short allowlist of /etc (no shadow, no keys, no host configuration beyond what programs
  * need to start and verify TLS), synthetic passwd/group/hosts/nsswitch, private /proc, /dev, /tmp and /dev/shm,
- * the workspace read-write at /workspace, the proxy socket when egress is allowed, a root that is read-only, and an
- * environment of a few fixed variables. The limits are applied by a constant wrapper script that receives every
- * value as an argument, so nothing the model writes is ever spliced into shell code.
+ * the workspace read-write at /workspace, the proxy socket when egress is allowed, a root that is read-only, an
+ * environment of a few fixed variables, and the seccomp filter. The limits are applied by a constant wrapper
+ * script that receives every value as an argument, so nothing the model writes is ever spliced into shell code.
  */
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import type { SandboxLimits } from './sandbox-limits.ts';
@@ -37,6 +37,8 @@ export interface BwrapPlan {
   shell: string;
   limits: SandboxLimits;
   command: string;
+  /** The descriptor bwrap reads the seccomp filter from (seccomp-filter.ts), or null for none. */
+  seccompFd?: number | null | undefined;
 }
 
 /** Top-level system directories given to the sandbox: read-only, or as the same symlink (merged /usr). */
@@ -205,6 +207,7 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     'sandbox',
     '--die-with-parent',
     '--new-session',
+    ...(plan.seccompFd === null || plan.seccompFd === undefined ? [] : ['--seccomp', String(plan.seccompFd)]),
     ...systemMounts(),
     ...etcMounts(plan.etcFiles),
     '--proc',

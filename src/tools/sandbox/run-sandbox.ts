@@ -7,7 +7,7 @@
  * per-run directory and is closed with the run.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmod, lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, type FileHandle, lstat, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -20,6 +20,8 @@ import { bwrapArgs, syntheticEtcFiles } from './bwrap-args.ts';
 import { OutputCapture } from './output-capture.ts';
 import { SandboxError } from './sandbox-errors.ts';
 import { resolveLimits, runTimeout, type SandboxLimits } from './sandbox-limits.ts';
+import { seccompProgram } from './seccomp-filter.ts';
+import type { WorkspaceOwner } from './workspace-paths.ts';
 
 export interface NetworkAccess {
   /** The agent's policy; null is the default (no egress). */
@@ -32,6 +34,8 @@ export interface NetworkAccess {
 
 export interface RunInSandboxOptions {
   host: SandboxHost;
+  /** The host user the sandbox runs as (its organization's identity); null: the server's own. */
+  user: WorkspaceOwner | null;
   /** Host directory mounted read-write at /workspace; must exist and not be a symlink. */
   workspace: string;
   /** Run as `bash -lc <command>` in /workspace. */
@@ -41,6 +45,8 @@ export interface RunInSandboxOptions {
   timeoutMs?: number | undefined;
   /** Aborting kills the command and its whole process tree (interrupt, end of turn). */
   signal?: AbortSignal | undefined;
+  /** Aborted by the quota watcher: kills the command like `signal`, reported as `disk_quota`. */
+  quotaSignal?: AbortSignal | undefined;
   /** Network access under a policy; absent or null: no network at all. */
   network?: NetworkAccess | null | undefined;
   /** Where the per-run directory (proxy socket, synthetic /etc files) is made; default the OS temp directory. */
@@ -48,11 +54,20 @@ export interface RunInSandboxOptions {
 }
 
 /**
- * Why a command did not end by itself: `timeout`, `aborted` and `output_limit` are kills by the runner;
- * `cpu_time` and `file_size` are the kernel's SIGXCPU/SIGXFSZ at the rlimit; `memory` means the command failed
- * with an out-of-memory message (the memory limit refuses allocations; the program decides how to die).
+ * Why a command did not end by itself: `timeout`, `aborted`, `output_limit` and `disk_quota` are kills by the
+ * runner; `cpu_time` and `file_size` are the kernel's SIGXCPU/SIGXFSZ at the rlimit (the runtime reports a
+ * SIGXFSZ at a file-size limit lowered to the room left in the workspace as `disk_quota`); `memory` means the
+ * command failed with an out-of-memory message (the memory limit refuses allocations; the program decides how to
+ * die).
  */
-export type SandboxKillReason = 'timeout' | 'aborted' | 'output_limit' | 'cpu_time' | 'file_size' | 'memory';
+export type SandboxKillReason =
+  | 'timeout'
+  | 'aborted'
+  | 'output_limit'
+  | 'disk_quota'
+  | 'cpu_time'
+  | 'file_size'
+  | 'memory';
 
 export interface SandboxRunResult {
   /** The command's exit status (128+n when a signal ended it), or null when the runner killed it. */
@@ -68,6 +83,19 @@ export interface SandboxRunResult {
   durationMs: number;
   /** Destinations the egress proxy let through and refused (`host:port`), or null without network. */
   egress: { allowed: string[]; refused: string[] } | null;
+  /** The workspace as measured after the command (by the runtime), or null when it was not. */
+  disk: WorkspaceDisk | null;
+}
+
+export interface WorkspaceDisk {
+  /** Allocated bytes in the workspace. */
+  usedBytes: number;
+  entries: number;
+  quotaBytes: number;
+  /** At or over the quota (or too many entries to measure): commands cannot grow it, writes are refused. */
+  full: boolean;
+  /** Why the measurement stopped early (too many entries or levels, out of time), or null. */
+  unmeasured: 'entries' | 'depth' | 'time' | null;
 }
 
 /** Signal names by number; the first name wins where two share a number (SIGABRT before SIGIOT). */
@@ -90,15 +118,19 @@ function abortedResult(): SandboxRunResult {
     killed: 'aborted',
     durationMs: 0,
     egress: null,
+    disk: null,
   };
 }
 
 /**
- * A private directory for one run: synthetic /etc files and the proxy socket. bwrap (running as the sandbox user)
- * only needs to search it and read the files, so it stays the server's (0711, files 0444): no other process of the
- * sandbox user can swap what is in it. Only the socket is given to the sandbox user.
+ * A private directory for one run: synthetic /etc files, the seccomp filter and the proxy socket. bwrap (running
+ * as the sandbox user) only needs to search it and read the files, so it stays the server's (0711, files 0444):
+ * no other process of the sandbox user can swap what is in it. Only the socket is given to the sandbox user.
  */
-async function makeRunDirectory(tempDir: string): Promise<{ path: string; etc: Record<string, string> }> {
+async function makeRunDirectory(
+  tempDir: string,
+  host: SandboxHost,
+): Promise<{ path: string; etc: Record<string, string>; seccomp: string | null }> {
   const path = await mkdtemp(join(tempDir, 'agentry-sandbox-'));
   await chmod(path, 0o711);
   const etc: Record<string, string> = {};
@@ -107,7 +139,12 @@ async function makeRunDirectory(tempDir: string): Promise<{ path: string; etc: R
     await writeFile(file, content, { mode: 0o444 });
     etc[name] = file;
   }
-  return { path, etc };
+  let seccomp: string | null = null;
+  if (host.seccomp !== null) {
+    seccomp = join(path, 'seccomp.bpf');
+    await writeFile(seccomp, seccompProgram(host.seccomp), { mode: 0o400 });
+  }
+  return { path, etc, seccomp };
 }
 
 function killGroup(child: ChildProcess): void {
@@ -122,24 +159,32 @@ function killGroup(child: ChildProcess): void {
 interface Execution {
   code: number | null;
   signal: string | null;
-  killed: 'timeout' | 'aborted' | 'output_limit' | null;
+  killed: 'timeout' | 'aborted' | 'output_limit' | 'disk_quota' | null;
   capture: OutputCapture;
 }
 
-function execute(
-  host: SandboxHost,
-  args: string[],
-  limits: SandboxLimits,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Promise<Execution> {
+/** The spawn of one bwrap, and what can stop it. */
+interface Launch {
+  host: SandboxHost;
+  user: WorkspaceOwner | null;
+  args: string[];
+  /** Given to bwrap as descriptor 3 (the seccomp filter), or null. */
+  fd3: FileHandle | null;
+  limits: SandboxLimits;
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  quotaSignal: AbortSignal | undefined;
+}
+
+function execute(launch: Launch): Promise<Execution> {
+  const { host, user, args, limits, timeoutMs, signal, quotaSignal } = launch;
   return new Promise<Execution>((resolve, reject) => {
     const child = spawn(host.path, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...(launch.fd3 === null ? [] : [launch.fd3.fd])],
       // Nothing of the server's environment: bwrap's own environment is readable inside as /proc/1/environ.
       env: {},
       detached: true,
-      ...(host.user ? { uid: host.user.uid, gid: host.user.gid } : {}),
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
     });
     let killed: Execution['killed'] = null;
     let straggler: NodeJS.Timeout | undefined;
@@ -158,11 +203,14 @@ function execute(
     child.stderr?.on('data', (chunk: Buffer) => capture.add('stderr', chunk));
     const timer = setTimeout(() => kill('timeout'), timeoutMs);
     const onAbort = () => kill('aborted');
+    const onQuota = () => kill('disk_quota');
     signal?.addEventListener('abort', onAbort, { once: true });
+    quotaSignal?.addEventListener('abort', onQuota, { once: true });
     const cleanup = () => {
       clearTimeout(timer);
       clearTimeout(straggler);
       signal?.removeEventListener('abort', onAbort);
+      quotaSignal?.removeEventListener('abort', onQuota);
     };
     child.once('error', (error) => {
       cleanup();
@@ -200,8 +248,9 @@ export async function runInSandbox(options: RunInSandboxOptions): Promise<Sandbo
   }
 
   const started = performance.now();
-  const runDirectory = await makeRunDirectory(options.tempDir ?? tmpdir());
+  const runDirectory = await makeRunDirectory(options.tempDir ?? tmpdir(), host);
   let proxy: EgressProxy | null = null;
+  let filter: FileHandle | null = null;
   try {
     if (withEgress && network !== null) {
       const socketPath = join(runDirectory.path, 'proxy.sock');
@@ -219,9 +268,10 @@ export async function runInSandbox(options: RunInSandboxOptions): Promise<Sandbo
         resolver: network.resolver,
         allowedPorts: network.allowedPorts,
         logger: network.logger,
-        owner: host.user,
+        owner: options.user,
       });
     }
+    if (runDirectory.seccomp !== null) filter = await open(runDirectory.seccomp, 'r');
     const args = bwrapArgs({
       features: host.features,
       workspace: options.workspace,
@@ -231,8 +281,18 @@ export async function runInSandbox(options: RunInSandboxOptions): Promise<Sandbo
       shell: host.shell,
       limits,
       command: options.command,
+      seccompFd: filter === null ? null : 3,
     });
-    const execution = await execute(host, args, limits, timeoutMs, options.signal);
+    const execution = await execute({
+      host,
+      user: options.user,
+      args,
+      fd3: filter,
+      limits,
+      timeoutMs,
+      signal: options.signal,
+      quotaSignal: options.quotaSignal,
+    });
     const stdout = execution.capture.text('stdout');
     const stderr = execution.capture.text('stderr');
     if (execution.killed === null && setupFailure(execution.code, stderr)) {
@@ -248,8 +308,10 @@ export async function runInSandbox(options: RunInSandboxOptions): Promise<Sandbo
       killed: execution.killed ?? limitReason(execution.code, stdout, stderr),
       durationMs: Math.round(performance.now() - started),
       egress: proxy === null ? null : { allowed: [...proxy.allowed], refused: [...proxy.refused] },
+      disk: null,
     };
   } finally {
+    await filter?.close();
     await proxy?.close();
     await rm(runDirectory.path, { recursive: true, force: true });
   }

@@ -11,10 +11,12 @@ export const WORKSPACE_PATH_ERROR_CODES = [
   'not_a_directory',
   'too_large',
   'symlink_loop',
+  'quota_exceeded',
 ] as const;
 export type WorkspacePathErrorCode = (typeof WORKSPACE_PATH_ERROR_CODES)[number];
 
-/** A workspace path that is malformed, leaves the workspace, or names the wrong kind of file. */
+/** A workspace path that is malformed, leaves the workspace, or names the wrong kind of file; or a write that
+ *  does not fit in the workspace's quota. */
 export class WorkspacePathError extends Error {
   readonly code: WorkspacePathErrorCode;
   readonly path: string;

@@ -32,6 +32,8 @@ describe('sandbox configuration (AGENTRY_SANDBOX_*)', () => {
     expect(loadConfig({}).sandbox).toEqual({
       bwrapPath: null,
       user: null,
+      uidBase: 2_000_000_000,
+      workspaceQuotaBytes: 2048 * 1024 * 1024,
       egressPorts: null,
       limits: {},
       readBytes: 1024 * 1024,
@@ -49,15 +51,19 @@ describe('sandbox configuration (AGENTRY_SANDBOX_*)', () => {
       AGENTRY_SANDBOX_MEMORY_BYTES: '536870912',
       AGENTRY_SANDBOX_OUTPUT_BYTES: '65536',
       AGENTRY_SANDBOX_READ_BYTES: '4096',
+      AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB: '100',
     }).sandbox;
     expect(sandbox).toEqual({
       bwrapPath: '/opt/bin/bwrap',
       user: { uid: 2000, gid: 2001 },
+      uidBase: 2_000_000_000,
+      workspaceQuotaBytes: 100 * 1024 * 1024,
       egressPorts: [80, 443, 8443],
       limits: { processes: 128, memoryBytes: 536870912, outputBytes: 65536 },
       readBytes: 4096,
       writeBytes: 10 * 1024 * 1024,
     });
+    expect(loadConfig({ AGENTRY_SANDBOX_UID_BASE: '3000000' }).sandbox.uidBase).toBe(3_000_000);
   });
 
   it('docs/configuration.md states each limit with its default', () => {
@@ -83,6 +89,13 @@ describe('sandbox configuration (AGENTRY_SANDBOX_*)', () => {
     expect(failure({ AGENTRY_SANDBOX_CPU_SECONDS: 'lots' })).toBe('AGENTRY_SANDBOX_CPU_SECONDS');
     expect(failure({ AGENTRY_SANDBOX_UID: '0', AGENTRY_SANDBOX_GID: '0' })).toBe('AGENTRY_SANDBOX_UID');
     expect(failure({ AGENTRY_SANDBOX_UID: '2000' })).toBe('AGENTRY_SANDBOX_GID');
+    expect(
+      failure({ AGENTRY_SANDBOX_UID: '2000', AGENTRY_SANDBOX_GID: '2000', AGENTRY_SANDBOX_UID_BASE: '5000' }),
+    ).toBe('AGENTRY_SANDBOX_UID_BASE');
+    expect(failure({ AGENTRY_SANDBOX_UID_BASE: '0' })).toBe('AGENTRY_SANDBOX_UID_BASE');
+    expect(failure({ AGENTRY_SANDBOX_UID_BASE: '4000000000' })).toBe('AGENTRY_SANDBOX_UID_BASE');
+    expect(failure({ AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB: '0' })).toBe('AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB');
+    expect(failure({ AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB: '2GB' })).toBe('AGENTRY_SANDBOX_WORKSPACE_QUOTA_MB');
     expect(failure({ AGENTRY_SANDBOX_EGRESS_PORTS: '80,http' })).toBe('AGENTRY_SANDBOX_EGRESS_PORTS');
     expect(failure({ AGENTRY_SANDBOX_OUTPUT_BYTES: '100000', AGENTRY_SANDBOX_OUTPUT_KILL_BYTES: '5000' })).toBe(
       'AGENTRY_SANDBOX_OUTPUT_KILL_BYTES',

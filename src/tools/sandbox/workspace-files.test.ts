@@ -125,13 +125,39 @@ describe('reading workspace files', () => {
 
 describe('writing workspace files', () => {
   it('creates directories and files, replaces files, and caps the size', async () => {
-    expect(await writeWorkspaceFile(root, 'a/b/c.txt', 'one')).toEqual({ path: 'a/b/c.txt', bytes: 3, created: true });
+    expect(await writeWorkspaceFile(root, 'a/b/c.txt', 'one')).toEqual({
+      path: 'a/b/c.txt',
+      bytes: 3,
+      created: true,
+      grew: 3,
+    });
     expect(readFileSync(join(root, 'a', 'b', 'c.txt'), 'utf8')).toBe('one');
     expect(await writeWorkspaceFile(root, 'a/b/c.txt', 'two!')).toMatchObject({ created: false, bytes: 4 });
     expect(readFileSync(join(root, 'a', 'b', 'c.txt'), 'utf8')).toBe('two!');
     expect(await outcome(writeWorkspaceFile(root, 'big.txt', 'x'.repeat(11), { maxBytes: 10 }))).toBe('too_large');
     expect(existsSync(join(root, 'big.txt'))).toBe(false);
     expect(await outcome(writeWorkspaceFile(root, '', 'x'))).toBe('invalid_path');
+  });
+
+  it('refuses a write that would take the workspace past its quota, counting what it replaces', async () => {
+    const quota = (usedBytes: number) => ({ quota: { quotaBytes: 100_000, usedBytes } });
+    expect(await writeWorkspaceFile(root, 'a.bin', Buffer.alloc(40_000), quota(50_000))).toMatchObject({
+      grew: 40_000,
+    });
+    const refused = writeWorkspaceFile(root, 'b.bin', Buffer.alloc(20_000), quota(90_000));
+    await expect(refused).rejects.toMatchObject({ code: 'quota_exceeded' });
+    await expect(writeWorkspaceFile(root, 'b.bin', 'x', quota(90_000))).resolves.toMatchObject({ grew: 1 });
+    expect(existsSync(join(root, 'b.bin'))).toBe(true);
+    // Replacing a 40 KB file with 45 KB grows the workspace by about 5 KB only.
+    const replaced = await writeWorkspaceFile(root, 'a.bin', Buffer.alloc(45_000), quota(95_000));
+    expect(replaced.grew).toBeLessThan(5_000);
+    // Full (or unmeasurable): only writes that do not grow it pass.
+    await expect(writeWorkspaceFile(root, 'c.bin', 'x', quota(Number.POSITIVE_INFINITY))).rejects.toMatchObject({
+      code: 'quota_exceeded',
+    });
+    await expect(writeWorkspaceFile(root, 'a.bin', 'smaller', quota(Number.POSITIVE_INFINITY))).resolves.toMatchObject({
+      created: false,
+    });
   });
 
   it('never creates or truncates anything outside', async () => {

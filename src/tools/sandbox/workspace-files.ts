@@ -116,7 +116,12 @@ export interface WriteOptions {
   maxBytes?: number;
   /** Owner of created files and directories: the sandbox user, when the server runs as another user. */
   owner?: WorkspaceOwner | null;
+  /** The workspace's quota and use: a write that would grow it past the quota is refused (`quota_exceeded`). */
+  quota?: { quotaBytes: number; usedBytes: number };
 }
+
+const MIB = 1024 * 1024;
+const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`;
 
 /** Writes (creates or replaces) a regular file in the workspace, creating missing directories. */
 export async function writeWorkspaceFile(
@@ -124,7 +129,7 @@ export async function writeWorkspaceFile(
   relative: string,
   content: string | Uint8Array,
   options: WriteOptions = {},
-): Promise<{ path: string; bytes: number; created: boolean }> {
+): Promise<{ path: string; bytes: number; created: boolean; grew: number }> {
   const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
   const maxBytes = options.maxBytes ?? DEFAULT_WRITE_BYTES;
   if (parseWorkspacePath(relative).length === 0) {
@@ -143,6 +148,17 @@ export async function writeWorkspaceFile(
     const { name, stats } = walk;
     if (name === null) throw new WorkspacePathError('not_a_file', relative, `${relative} is a directory`);
     if (stats !== null && !stats.isFile()) throw notAFile(relative, stats);
+    // What the workspace grows by: the new content, less the blocks of the file it replaces.
+    const grew = bytes.byteLength - (stats === null ? 0 : stats.blocks * 512);
+    const { quota } = options;
+    if (quota && grew > 0 && quota.usedBytes + grew > quota.quotaBytes) {
+      const used = Number.isFinite(quota.usedBytes) ? `${mib(quota.usedBytes)} in use` : 'too many files to measure';
+      throw new WorkspacePathError(
+        'quota_exceeded',
+        relative,
+        `the workspace is full: writing ${bytes.byteLength} bytes to ${relative} would take it past its disk quota of ${mib(quota.quotaBytes)} (${used}); delete files with sandbox_run to make room`,
+      );
+    }
     const handle = await openFinal(
       realRoot,
       relative,
@@ -157,7 +173,7 @@ export async function writeWorkspaceFile(
     } finally {
       await handle.close();
     }
-    return { path: walk.segments.join('/'), bytes: bytes.byteLength, created: stats === null };
+    return { path: walk.segments.join('/'), bytes: bytes.byteLength, created: stats === null, grew };
   } finally {
     await walk.close();
   }

@@ -2,6 +2,7 @@
  * The only reader of process.env. Parsed once at startup and passed down; a bad value stops startup with a
  * message naming the variable.
  */
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseSecretKey } from './lib/secret-box.ts';
 import { SERVER_AUTOCHECKPOINT_PAGES } from './storage/sqlite-checkpointer.ts';
@@ -98,6 +99,8 @@ export interface Config {
   webSearch: WebSearchConfig | null;
   /** Where agents' skills come from. */
   skills: SkillsConfig;
+  /** The worker threads that parse and convert untrusted input (web pages, search answers, skill front matter). */
+  cpuPool: CpuPoolConfig;
   /** OpenTelemetry trace export (docs/observability.md); null: no exporter runs. */
   tracing: TracingConfig | null;
   /** GET /metrics (Prometheus text format). */
@@ -147,6 +150,17 @@ export interface HttpToolsConfig {
   /** Response body bytes kept for the model; the rest is not read. */
   maxResponseBytes: number;
   maxRedirects: number;
+}
+
+export interface CpuPoolConfig {
+  /** Worker threads: jobs that run at once. */
+  workers: number;
+  /** Longest one job may run; its worker is then ended and replaced. */
+  timeoutMs: number;
+  /** Heap (old generation) of one worker in MB; a job needing more ends its worker. */
+  memoryMb: number;
+  /** Jobs that may wait for a worker; one more is refused at once. */
+  maxQueue: number;
 }
 
 export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
@@ -603,6 +617,13 @@ export function loadConfig(env: Env = process.env): Config {
     },
     webSearch: webSearchConfig(env),
     skills: skillsConfig(env),
+    cpuPool: {
+      // One core is left to the event loop; more than four threads would only queue on the same cores.
+      workers: int(env, 'AGENTRY_CPU_WORKERS', Math.min(4, Math.max(1, availableParallelism() - 1)), 1, 64),
+      timeoutMs: int(env, 'AGENTRY_CPU_TIMEOUT_MS', 5000, 100, 600_000),
+      memoryMb: int(env, 'AGENTRY_CPU_MEMORY_MB', 256, 32, 16_384),
+      maxQueue: int(env, 'AGENTRY_CPU_QUEUE', 100, 1, 100_000),
+    },
     tracing: tracingConfig(env),
     metrics: metricsConfig(env),
   };

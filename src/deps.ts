@@ -57,6 +57,7 @@ import { detectBubblewrap } from './tools/sandbox/bubblewrap-detect.ts';
 import { describeIdentity } from './tools/sandbox/sandbox-identity.ts';
 import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { createCpuWork } from './workers/cpu-pool.ts';
 
 export interface Deps {
   config: Config;
@@ -112,7 +113,7 @@ export interface Deps {
   };
   /** A session as the webhook follow-up route shows it. */
   followUpSession(orgId: string, sessionId: string): Promise<FollowUpSession>;
-  /** Closes what the services hold open besides storage and the bus (MCP connections). */
+  /** Closes what the services hold open besides storage and the bus (MCP connections, CPU workers). */
   close(): Promise<void>;
 }
 
@@ -237,7 +238,9 @@ export async function buildDeps(
           }),
   });
   if (options.detectSandbox !== false) logSandbox(logger, sandbox);
-  const builtin = createBuiltinProviders(config, sandbox, options.agentNetwork);
+  // Untrusted input (web pages, search answers, skill front matter) is parsed in worker threads with limits.
+  const cpu = createCpuWork(config.cpuPool, logger);
+  const builtin = createBuiltinProviders(config, sandbox, cpu, options.agentNetwork);
   const tools = createToolRegistry([
     createClientToolProvider(),
     createQuestionProvider(),
@@ -371,6 +374,7 @@ export async function buildDeps(
       await tracing?.shutdown().catch(() => undefined);
       await sandbox.close();
       await builtin.close();
+      await cpu.close();
       await Promise.all(pools.map((pool) => pool.close()));
       await Promise.all(fetches.map((fetcher) => fetcher.close()));
     },

@@ -132,6 +132,16 @@ afterAll(async () => {
 });
 
 const SKILLS = { kind: 'internal', name: 'skills' };
+
+/** The warning events of a turn (skills that could not be loaded). */
+async function turnWarnings(h: Harness, messageId: string): Promise<Json[]> {
+  const events = await h.deps.storage.db
+    .selectFrom('session_events')
+    .select('data')
+    .where('message_id', '=', messageId)
+    .execute();
+  return events.map((event) => JSON.parse(event.data)).filter((data) => data.type === 'warning');
+}
 const systemText = (body: Json | undefined): string =>
   JSON.stringify((body?.messages as Json[] | undefined)?.filter((message) => message.role === 'system') ?? []);
 
@@ -212,12 +222,7 @@ describe.each(dialects())('skills (%s)', (dialect) => {
     expect(accepted.warnings).toEqual([]);
     expect(message.status).toBe('completed');
     // ...and the turn reports what could not be loaded.
-    const events = await h.deps.storage.db
-      .selectFrom('session_events')
-      .select('data')
-      .where('message_id', '=', message.id)
-      .execute();
-    const warnings = events.map((event) => JSON.parse(event.data)).filter((data) => data.type === 'warning');
+    const warnings = await turnWarnings(h, message.id);
     expect(warnings).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
@@ -268,6 +273,31 @@ describe('skills without a way to get them', () => {
     } finally {
       await h.close();
       await bare.close();
+    }
+  });
+
+  it('parses front matter within the CPU pool limits: a hostile one leaves its skill out of the turn', async () => {
+    // 64 KiB of distinct keys: yaml's duplicate-key check is quadratic, most of a second of CPU here. It runs in the
+    // CPU pool, whose time limit (100 ms for this test) ends it; on the event loop it would hold every request.
+    const keys = Array.from({ length: 12_000 }, (_, i) => `k${i.toString(36)}: v`).join('\n');
+    const dir = join(localRoot, 'acme', 'skills', 'hostile');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'SKILL.md'), `---\n${keys.slice(0, 60 * 1024)}\n---\n# Hostile\n`);
+    const h = await createHarness('sqlite', { AGENTRY_SKILLS_DIR: localRoot, AGENTRY_CPU_TIMEOUT_MS: '100' });
+    try {
+      const agentId = await flows(h).createAgent({ skills: [{ repo: 'acme/skills', path: 'hostile' }] });
+      const { message } = await flows(h).turn(agentId, 'hello');
+      expect(message.status).toBe('completed');
+      expect(await turnWarnings(h, message.id)).toEqual([
+        expect.objectContaining({
+          code: 'tool_source_failed',
+          message: expect.stringContaining(
+            'the front matter of acme/skills/hostile/SKILL.md could not be read: it took longer than 0.1 s',
+          ),
+        }),
+      ]);
+    } finally {
+      await h.close();
     }
   });
 

@@ -2,7 +2,8 @@
  * `web_search` through each provider kind the operator can configure, against a local server that answers as
  * the paid or public service would (SearXNG's JSON API, a Brave-style and a Tavily-style API): the query and key
  * reach the provider, results come back as titles, URLs and snippets, a provider failure is an error the model
- * reads, and an agent without egress is refused before its query leaves. Once per provider, on SQLite.
+ * reads (an answer that is not JSON, or larger than 2 MiB, too), and an agent without egress is refused before its
+ * query leaves. Once per provider, on SQLite.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,6 +50,21 @@ beforeAll(async () => {
       if (query === 'fail') {
         response.writeHead(503, { 'content-type': 'application/json' });
         return response.end('{"error":"overloaded"}');
+      }
+      if (query === 'garbage') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        return response.end('<html>not json</html>');
+      }
+      if (query === 'endless') {
+        // An answer that never ends: only a reader that stops at its limit gets past it.
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = `[${'0,'.repeat(32 * 1024)}`;
+        const more = (): void => {
+          let room = true;
+          while (room && !response.destroyed) room = response.write(chunk);
+          if (!response.destroyed) response.once('drain', more);
+        };
+        return more();
       }
       const found = query === 'nothing' ? [] : RESULTS;
       response.writeHead(200, { 'content-type': 'application/json' });
@@ -128,6 +144,16 @@ describe.each([
     );
     expect(reply(message)).toContain('web_search: no results for "nothing"');
     expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered HTTP 503`);
+  });
+
+  it('reports an answer that is not JSON, and stops reading one past 2 MiB', async () => {
+    const agentId = await flow.createAgent({ mcpServers: [WEB], networkPolicy: EGRESS });
+    const { message } = await flow.turn(
+      agentId,
+      `${call('web_search', { query: 'garbage' })}\n${call('web_search', { query: 'endless' })}`,
+    );
+    expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) did not answer JSON`);
+    expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered too much`);
   });
 
   it('refuses to send the query out for an agent without egress', async () => {

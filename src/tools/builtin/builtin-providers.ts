@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Config } from '../../config.ts';
 import type { Resolver } from '../../lib/egress.ts';
 import { createEgressFetch } from '../../lib/egress-fetch.ts';
+import type { CpuWork } from '../../workers/cpu-pool.ts';
 import { DEFAULT_EGRESS_PORTS } from '../network/egress-proxy.ts';
 import type { SandboxRuntime } from '../sandbox/sandbox-runtime.ts';
 import type { ToolProvider } from '../types.ts';
@@ -34,6 +35,7 @@ export interface BuiltinTools {
 export function createBuiltinProviders(
   config: Config,
   runtime: SandboxRuntime,
+  cpu: CpuWork,
   network: AgentNetworkOptions = {},
 ): BuiltinTools {
   const agentFetch = createEgressFetch({
@@ -50,12 +52,13 @@ export function createBuiltinProviders(
     createWebToolsProvider({
       fetch: agentFetch,
       limits,
-      search: config.webSearch === null ? null : { config: config.webSearch, fetch: searchFetch },
+      cpu,
+      search: config.webSearch === null ? null : { config: config.webSearch, fetch: searchFetch, cpu },
     }),
     createReportBuilderProvider(runtime),
     createSkillsProvider({
       runtime,
-      sources: createSkillSources({ ...config.skills, cacheDir: join(config.dataDir, 'skill-repos') }),
+      sources: createSkillSources({ ...config.skills, cacheDir: join(config.dataDir, 'skill-repos'), cpu }),
     }),
     createNetworkExposureProvider(),
   ];

@@ -26,4 +26,14 @@ describe('report files', () => {
     expect(html).toContain('\n<p>x</p>\n');
     expect(renderReport('T', '<!DOCTYPE html><html></html>', 'html')).toBe('<!DOCTYPE html><html></html>');
   });
+
+  it('ends Markdown with one newline in time linear in the content', () => {
+    expect(renderReport('T', 'Body\n\n\n', 'markdown')).toBe('# T\n\nBody\n');
+    // A long run of newlines that does not end the content: a backtracking regex (/\n*$/) needs over 30 s for this,
+    // a scan about a millisecond. The bound only separates the two (a test timeout cannot stop synchronous code).
+    const content = `${'\n'.repeat(200_000)}x`;
+    const started = performance.now();
+    expect(renderReport('T', content, 'markdown')).toBe(`# T\n\n${content}\n`);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
 });

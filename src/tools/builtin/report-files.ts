@@ -42,10 +42,23 @@ export function slugOf(title: string): string {
 
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
-/** The file's content: the title as a heading over the content, or a whole HTML document around it. */
+/**
+ * `text` ending in exactly one newline. A loop, not `replace(/\n*$/, …)`: that regex tries again from every newline
+ * of a run that does not end the text, quadratic in the run (10 MB of newlines would hold the event loop for hours).
+ */
+function withOneFinalNewline(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 10) end--;
+  return `${text.slice(0, end)}\n`;
+}
+
+/**
+ * The file's content: the title as a heading over the content, or a whole HTML document around it. Runs on the
+ * event loop: every step is linear in the content, which `build_report` caps at the workspace write limit.
+ */
 export function renderReport(title: string, content: string, format: ReportFormat): string {
   if (format === 'markdown') {
-    return content.trimStart().startsWith('# ') ? content : `# ${title}\n\n${content.replace(/\n*$/, '\n')}`;
+    return content.trimStart().startsWith('# ') ? content : `# ${title}\n\n${withOneFinalNewline(content)}`;
   }
   if (/^\s*(<!doctype html|<html[\s>])/i.test(content)) return content;
   return `<!doctype html>

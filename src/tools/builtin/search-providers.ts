@@ -7,6 +7,7 @@
  */
 import type { WebSearchConfig } from '../../config.ts';
 import type { EgressFetch } from '../../lib/egress-fetch.ts';
+import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
 
 export interface SearchResult {
   title: string;
@@ -21,6 +22,7 @@ export const DEFAULT_SEARCH_URLS: Record<WebSearchConfig['provider'], string | n
   tavily: 'https://api.tavily.com/search',
 };
 
+/** Answer bytes read; a larger answer is an error (and is never read to its end). */
 const MAX_ANSWER_BYTES = 2 * 1024 * 1024;
 
 function record(value: unknown): Record<string, unknown> | null {
@@ -45,58 +47,87 @@ function results(list: unknown, snippetField: string, limit: number): SearchResu
   return out;
 }
 
-async function json(response: Response, provider: string): Promise<unknown> {
-  if (!response.ok) {
-    const detail = (await response.text().catch(() => '')).slice(0, 300);
-    throw new Error(`the search provider (${provider}) answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`);
-  }
-  const body = await response.text();
-  if (body.length > MAX_ANSWER_BYTES) throw new Error(`the search provider (${provider}) answered too much`);
+/**
+ * The results in a provider's JSON answer. A job of the CPU pool (src/workers/): the answer is up to 2 MiB of JSON
+ * shaped by whatever the provider indexed, so it is parsed and narrowed off the event loop.
+ */
+export function searchResultsOf(input: { body: string; provider: WebSearchConfig['provider']; limit: number }) {
+  const { body, provider, limit } = input;
+  let answer: Record<string, unknown> | null;
   try {
-    return JSON.parse(body);
+    answer = record(JSON.parse(body));
   } catch {
     throw new Error(`the search provider (${provider}) did not answer JSON`);
   }
+  if (provider === 'brave') return results(record(answer?.web)?.results ?? [], 'description', limit);
+  return results(answer?.results, 'content', limit);
+}
+
+/** At most `max` bytes of a body, and whether that was all of it; the rest is never read. */
+async function readCapped(response: Response, max: number): Promise<{ text: string; complete: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const chunk of response.body ?? []) {
+    chunks.push(chunk);
+    bytes += chunk.byteLength;
+    // Leaving the loop cancels the stream.
+    if (bytes > max) return { text: Buffer.concat(chunks).subarray(0, max).toString('utf8'), complete: false };
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), complete: true };
+}
+
+async function answerOf(response: Response, provider: string): Promise<string> {
+  if (!response.ok) {
+    const detail = (await readCapped(response, 300).catch(() => ({ text: '' }))).text.trim();
+    throw new Error(`the search provider (${provider}) answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`);
+  }
+  const answer = await readCapped(response, MAX_ANSWER_BYTES);
+  if (!answer.complete) throw new Error(`the search provider (${provider}) answered too much`);
+  return answer.text;
+}
+
+export interface SearchDeps {
+  config: WebSearchConfig;
+  fetch: EgressFetch;
+  cpu: CpuWork;
 }
 
 /** Runs `query` on the configured provider and returns at most `config.results` results. */
-export async function webSearch(
-  fetcher: EgressFetch,
-  config: WebSearchConfig,
-  query: string,
-  signal: AbortSignal,
-): Promise<SearchResult[]> {
+export async function webSearch(search: SearchDeps, query: string, signal: AbortSignal): Promise<SearchResult[]> {
+  const { config, fetch: fetcher } = search;
   const endpoint = config.url ?? DEFAULT_SEARCH_URLS[config.provider];
   if (endpoint === null) throw new Error('the search provider has no URL (AGENTRY_WEB_SEARCH_URL)');
-  const limit = config.results;
-  if (config.provider === 'searxng') {
+  const { provider } = config;
+  let response: Response;
+  if (provider === 'searxng') {
     const base = endpoint.replace(/\/+$/, '');
     const url = new URL(base.endsWith('/search') ? base : `${base}/search`);
     url.searchParams.set('q', query);
     url.searchParams.set('format', 'json');
     const headers: Record<string, string> = { accept: 'application/json' };
     if (config.apiKey !== null) headers.authorization = `Bearer ${config.apiKey}`;
-    const answer = record(await json(await fetcher(url, { headers, signal }), 'searxng'));
-    return results(answer?.results, 'content', limit);
-  }
-  if (config.provider === 'brave') {
+    response = await fetcher(url, { headers, signal });
+  } else if (provider === 'brave') {
     const url = new URL(endpoint);
     url.searchParams.set('q', query);
-    url.searchParams.set('count', String(Math.min(limit, 20)));
+    url.searchParams.set('count', String(Math.min(config.results, 20)));
     const headers: Record<string, string> = { accept: 'application/json', 'x-subscription-token': config.apiKey ?? '' };
-    const answer = record(await json(await fetcher(url, { headers, signal }), 'brave'));
-    return results(record(answer?.web)?.results ?? [], 'description', limit);
+    response = await fetcher(url, { headers, signal });
+  } else {
+    response = await fetcher(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${config.apiKey ?? ''}` },
+      body: JSON.stringify({ query, max_results: config.results }),
+      signal,
+    });
   }
-  const answer = record(
-    await json(
-      await fetcher(endpoint, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${config.apiKey ?? ''}` },
-        body: JSON.stringify({ query, max_results: limit }),
-        signal,
-      }),
-      'tavily',
-    ),
-  );
-  return results(answer?.results, 'content', limit);
+  const body = await answerOf(response, provider);
+  try {
+    return await search.cpu.run('searchResults', { body, provider, limit: config.results }, { signal });
+  } catch (error) {
+    if (error instanceof CpuJobError && error.code !== 'failed') {
+      throw new Error(`the answer of the search provider (${provider}) could not be read: ${error.message}`);
+    }
+    throw error;
+  }
 }

@@ -18,6 +18,7 @@ import { join, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import type { NetworkPolicy, Skill } from '../../domain/agents/agent-types.ts';
+import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
 import { policyAllows } from '../network/network-policy.ts';
 
 export interface SkillSourceOptions {
@@ -28,6 +29,8 @@ export interface SkillSourceOptions {
   gitTimeoutMs: number;
   /** Where clones are kept (`<data dir>/skill-repos`). */
   cacheDir: string;
+  /** SKILL.md's front matter is parsed there, off the event loop. */
+  cpu: CpuWork;
 }
 
 /** Where a skill can be had from, decided without calling out. */
@@ -66,13 +69,19 @@ async function isFile(path: string): Promise<boolean> {
 const collapse = (text: unknown, max: number): string =>
   typeof text === 'string' ? text.replace(/\s+/g, ' ').trim().slice(0, max) : '';
 
-/** `name` and `description` from SKILL.md's YAML front matter; the folder name when it has none. */
+/**
+ * `name` and `description` from SKILL.md's YAML front matter; the folder name when it has none. A job of the CPU
+ * pool (src/workers/): the YAML comes from any repository an agent names, and parsing it is superlinear in places
+ * (duplicate keys, tags) even within the 64 KiB read. `yaml` refuses alias expansion past 100 (its
+ * `maxAliasCount` default), so a "billion laughs" document is an error, not a hang.
+ */
 export function parseSkillInfo(markdown: string, fallbackName: string): SkillInfo {
   const match = FRONT_MATTER.exec(markdown);
   let fields: unknown = null;
   if (match?.[1] !== undefined) {
     try {
-      fields = parseYaml(match[1]);
+      // Warnings (an unknown tag…) would be printed to standard error for every turn.
+      fields = parseYaml(match[1], { logLevel: 'error' });
     } catch {
       fields = null;
     }
@@ -90,7 +99,7 @@ export interface SkillSources {
   locate(skill: Skill, policy: NetworkPolicy | null): Promise<SkillLocation>;
   /** The skill's folder on this host: the local one, or in a clone made now (once per repository). */
   materialize(location: SkillLocation & { found: true }, skill: Skill, signal: AbortSignal): Promise<string>;
-  readInfo(dir: string, skill: Skill): Promise<SkillInfo>;
+  readInfo(dir: string, skill: Skill, signal: AbortSignal): Promise<SkillInfo>;
   /** The files of a skill folder to copy: paths relative to it, regular files only, within bounds. */
   files(dir: string): Promise<{ path: string; bytes: number }[]>;
 }
@@ -203,9 +212,15 @@ export function createSkillSources(options: SkillSourceOptions): SkillSources {
       return real;
     },
 
-    async readInfo(dir, skill) {
+    async readInfo(dir, skill, signal) {
       const markdown = await readFile(join(dir, 'SKILL.md'), 'utf8');
-      return parseSkillInfo(markdown.slice(0, 64 * 1024), skill.path.split('/').at(-1) ?? skill.path);
+      const fallbackName = skill.path.split('/').at(-1) ?? skill.path;
+      try {
+        return await options.cpu.run('skillInfo', { markdown: markdown.slice(0, 64 * 1024), fallbackName }, { signal });
+      } catch (error) {
+        if (!(error instanceof CpuJobError)) throw error;
+        throw new Error(`the front matter of ${skill.repo}/${skill.path}/SKILL.md could not be read: ${error.message}`);
+      }
     },
 
     async files(dir) {

@@ -65,7 +65,7 @@ export function createSkillsProvider(deps: SkillsProviderDeps): ToolProvider {
             available: true,
             async load(signal) {
               const dir = await deps.sources.materialize(location, skill, signal);
-              const info = await deps.sources.readInfo(dir, skill);
+              const info = await deps.sources.readInfo(dir, skill, signal);
               const workspace = await deps.runtime.workspaceFor(scope.orgId, scope.agentId);
               await ensureInWorkspace(deps, workspace, dir, skill);
               return { tools: [], instructions: instructionFor(skill, info) };

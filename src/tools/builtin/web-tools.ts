@@ -1,25 +1,27 @@
 /**
  * The `web_search_&_browse` internal tool. `web_browse {url}` fetches a page under the agent's network policy
  * (policy-fetch.ts, like `http_request`) and returns it readable: title, main text as Markdown, links
- * (readable-page.ts). `web_search {query}` asks the search provider the operator configured
+ * (readable-page.ts, run in the CPU pool: a hostile page can cost minutes of CPU or overflow the stack, and then
+ * the tool reports which limit ended it). `web_search {query}` asks the search provider the operator configured
  * (search-providers.ts); without one it is not offered and every accepted message says so, while `web_browse`
  * still is. A search sends the query out of the deployment, so it is refused for an agent whose policy allows no
  * egress at all.
  */
 import { Type } from 'typebox';
-import type { WebSearchConfig } from '../../config.ts';
-import type { EgressFetch } from '../../lib/egress-fetch.ts';
+import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
 import { egressEnabled } from '../network/network-policy.ts';
-import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
+import type { ResolvedTool, ToolOutput, ToolProvider, ToolSource } from '../types.ts';
 import { builtinTool, internalEntry, toolError } from './define-tool.ts';
 import { egressOffWarning, isBinaryBody, type NetworkToolDeps, networkOutcome } from './http-client.ts';
 import type { PolicyResponse } from './policy-fetch.ts';
 import { fetchUnderPolicy } from './policy-fetch.ts';
-import { readablePage } from './readable-page.ts';
-import { webSearch } from './search-providers.ts';
+import type { ReadablePage } from './readable-page.ts';
+import { type SearchDeps, webSearch } from './search-providers.ts';
 
 export interface WebToolDeps extends NetworkToolDeps {
-  search: { config: WebSearchConfig; fetch: EgressFetch } | null;
+  /** Page extraction runs there, off the event loop. */
+  cpu: CpuWork;
+  search: SearchDeps | null;
 }
 
 /** HTML kept for extraction: pages are larger than the text they hold. */
@@ -35,8 +37,9 @@ function cut(text: string, max: number): string {
   return `${text.slice(0, max)}\n[text truncated: the first ${max} of ${text.length} characters are shown]`;
 }
 
-/** The model-facing text of one browsed page. */
-function describePage(response: PolicyResponse): string {
+/** The model-facing text of one browsed page; the HTML is extracted in the CPU pool (`signal` cancels that). */
+async function describePage(response: PolicyResponse, cpu: CpuWork, signal: AbortSignal): Promise<ToolOutput> {
+  const isError = response.status >= 400;
   const type = response.headers.find(([name]) => name === 'content-type')?.[1] ?? null;
   const lines = response.redirects.map((hop) => `redirected: ${hop.status} ${hop.from} -> ${hop.to}`);
   if (response.unfollowed !== null) {
@@ -45,7 +48,7 @@ function describePage(response: PolicyResponse): string {
   if (response.status >= 400) lines.push(`HTTP ${response.status} ${response.statusText}`.trim());
   if (isBinaryBody(type, response.body) || (type !== null && !HTML_TYPES.test(type) && !TEXT_TYPES.test(type))) {
     lines.push(`URL: ${response.url}`, `[${type ?? 'unknown content'}: not a page that can be read as text]`);
-    return lines.join('\n');
+    return { output: lines.join('\n'), isError };
   }
   const raw = response.body.toString('utf8');
   const truncated = response.truncated
@@ -53,18 +56,24 @@ function describePage(response: PolicyResponse): string {
     : '';
   if (type !== null && !HTML_TYPES.test(type) && !/^\s*</.test(raw)) {
     lines.push(`URL: ${response.url}`, '', cut(raw, MAX_PAGE_CHARS) + truncated);
-    return lines.join('\n');
+    return { output: lines.join('\n'), isError };
   }
-  const page = readablePage(raw, response.url, { maxLinks: MAX_LINKS });
+  let page: ReadablePage;
+  try {
+    page = await cpu.run('readablePage', { html: raw, url: response.url, maxLinks: MAX_LINKS }, { signal });
+  } catch (error) {
+    if (!(error instanceof CpuJobError)) throw error;
+    return toolError(`the page at ${response.url} could not be extracted: ${error.message}`);
+  }
   lines.push(`Title: ${page.title || '(none)'}`, `URL: ${response.url}`, '');
   lines.push(cut(page.text === '' ? '(no readable text)' : page.text, MAX_PAGE_CHARS) + truncated);
   if (page.links.length > 0) {
     lines.push('', 'Links:', ...page.links.map((link) => `- ${link.text}: ${link.url}`));
   }
-  return lines.join('\n');
+  return { output: lines.join('\n'), isError };
 }
 
-function browseTool(deps: NetworkToolDeps): ResolvedTool {
+function browseTool(deps: WebToolDeps): ResolvedTool {
   return builtinTool({
     name: 'web_browse',
     server: 'web_search_&_browse',
@@ -90,12 +99,12 @@ function browseTool(deps: NetworkToolDeps): ResolvedTool {
             signal: context.signal,
           },
         );
-        return { output: describePage(response), isError: response.status >= 400 };
+        return describePage(response, deps.cpu, context.signal);
       }),
   });
 }
 
-function searchTool(search: NonNullable<WebToolDeps['search']>): ResolvedTool {
+function searchTool(search: SearchDeps): ResolvedTool {
   return builtinTool({
     name: 'web_search',
     server: 'web_search_&_browse',
@@ -109,7 +118,7 @@ function searchTool(search: NonNullable<WebToolDeps['search']>): ResolvedTool {
       if (!egressEnabled(context.egress.policy)) {
         return toolError("refused: the agent's network policy allows no network access");
       }
-      const found = await webSearch(search.fetch, search.config, args.query, context.signal);
+      const found = await webSearch(search, args.query, context.signal);
       if (found.length === 0) return { output: `no results for ${JSON.stringify(args.query)}`, isError: false };
       const output = found
         .map((result, index) =>

@@ -3,6 +3,10 @@
  * text resources with a header line and their text, and binary parts (images, audio, blobs) and resource links
  * as one-line summaries, since their bytes mean nothing to a text model. When a tool returned only structured
  * content, its JSON is the text. Parts are read defensively: servers send shapes newer than the SDK knows.
+ * It runs on the event loop on purpose: every step here is one linear pass over what the SDK already parsed;
+ * nothing recurses over the result's shape except JSON.stringify of `structuredContent`, which throws a RangeError
+ * (a tool error) at absurd depth instead of running long. (The SDK's own JSON.parse of each message is linear too,
+ * but the transport sets no size limit on a message.)
  */
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

@@ -36,8 +36,10 @@ export function createBuiltinProviders(
   runtime: SandboxRuntime,
   network: AgentNetworkOptions = {},
 ): BuiltinTools {
+  // The agent picks these destinations: this host's own addresses stay refused even in insecure mode.
   const agentFetch = createEgressFetch({
     allowInsecure: config.allowInsecureDestinations,
+    refuseHostLocal: true,
     allowHttp: true,
     resolver: network.resolver,
     ca: network.ca,

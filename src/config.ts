@@ -87,6 +87,8 @@ export interface Config {
   mcpToolsTtlMs: number;
   /** Connect and listing timeout for MCP servers (discovery at agent create, refresh). */
   mcpRequestTimeoutMs: number;
+  /** Bytes of one MCP message (a tool result; a tool list across its pages) read at most. */
+  mcpMaxResponseBytes: number;
   /** Third-party toolkits: `kind` or `kind/toolkit` → the MCP endpoint that serves it. */
   toolkits: Record<string, ToolkitEndpoint>;
   sandbox: SandboxConfig;
@@ -578,6 +580,7 @@ export function loadConfig(env: Env = process.env): Config {
     toolTimeoutMs: int(env, 'AGENTRY_TOOL_TIMEOUT_MS', 60_000, 100, 3600_000),
     mcpToolsTtlMs: int(env, 'AGENTRY_MCP_TOOLS_TTL_MS', 300_000, 1000, 7 * DAY_MS),
     mcpRequestTimeoutMs: int(env, 'AGENTRY_MCP_REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
+    mcpMaxResponseBytes: int(env, 'AGENTRY_MCP_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     toolkits: toolkits(env),
     sandbox: sandboxConfig(env),
     httpTools: {

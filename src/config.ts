@@ -166,6 +166,8 @@ export interface SkillsConfig {
   /** A clone URL with `{repo}` for `owner/name` (e.g. https://github.com/{repo}.git); null: no cloning. */
   gitUrl: string | null;
   gitTimeoutMs: number;
+  /** Bound on one clone: what is downloaded, and what a checkout would write. */
+  gitMaxBytes: number;
 }
 
 /** The agent sandbox (docs/sandbox.md): unset values take the runtime's defaults. */
@@ -520,11 +522,16 @@ function skillsConfig(env: Env): SkillsConfig {
     if (!['https:', 'http:', 'git:', 'file:'].includes(new URL(sample).protocol)) {
       throw new ConfigError('AGENTRY_SKILLS_GIT_URL', 'must use https, http, git or file');
     }
+    // The host is the operator's choice, never the agent's: `{repo}` belongs to the path.
+    if (new URL(gitUrl.replaceAll('{repo}', 'other/repo')).host !== new URL(sample).host) {
+      throw new ConfigError('AGENTRY_SKILLS_GIT_URL', 'must have {repo} in its path, not in its host');
+    }
   }
   return {
     dir: dir === null ? null : resolve(dir),
     gitUrl,
     gitTimeoutMs: int(env, 'AGENTRY_SKILLS_GIT_TIMEOUT_MS', 60_000, 1000, 3600_000),
+    gitMaxBytes: int(env, 'AGENTRY_SKILLS_GIT_MAX_BYTES', 100 * 1024 * 1024, 64 * 1024, 16 * 1024 * 1024 * 1024),
   };
 }
 

@@ -57,7 +57,11 @@ export function createBuiltinProviders(
     createReportBuilderProvider(runtime),
     createSkillsProvider({
       runtime,
-      sources: createSkillSources({ ...config.skills, cacheDir: join(config.dataDir, 'skill-repos') }),
+      sources: createSkillSources({
+        ...config.skills,
+        cacheDir: join(config.dataDir, 'skill-repos'),
+        resolver: network.resolver,
+      }),
     }),
     createNetworkExposureProvider(),
   ];

@@ -268,5 +268,8 @@ describeNetwork.each(dialects())('network policy for the sandbox and the network
     expect(text).toContain(
       "web_browse: Error: refused: refused.example.test is not allowed by the agent's network policy",
     );
+    // A page is read up to 5 MiB; the rest is never read, and the model is told.
+    const big = await results(agentId, [call('web_browse', { url: 'https://allowed.example.test/big?bytes=5300000' })]);
+    expect(big).toContain('[the page is larger than 5242880 bytes; only its start was read]');
   });
 });

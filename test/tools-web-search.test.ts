@@ -26,6 +26,8 @@ interface Seen {
 const seen: Seen[] = [];
 let server: Server;
 let base = '';
+/** Bytes of the flooding answer written so far. */
+let flooded = 0;
 
 const RESULTS = [
   {
@@ -46,6 +48,19 @@ beforeAll(async () => {
       const body = Buffer.concat(chunks).toString();
       seen.push({ path: url.pathname, query: url.searchParams, headers: request.headers, body });
       const query = url.searchParams.get('q') ?? (body === '' ? '' : JSON.parse(body).query);
+      if (query === 'flood') {
+        // An answer that does not end before a reader gives up: 256 MiB unless the connection closes first.
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(64 * 1024, ' ');
+        const write = () => {
+          while (flooded < 256 * 1024 * 1024 && !response.destroyed) {
+            flooded += chunk.length;
+            if (!response.write(chunk)) return void response.once('drain', write);
+          }
+          response.end();
+        };
+        return write();
+      }
       if (query === 'fail') {
         response.writeHead(503, { 'content-type': 'application/json' });
         return response.end('{"error":"overloaded"}');
@@ -128,6 +143,14 @@ describe.each([
     );
     expect(reply(message)).toContain('web_search: no results for "nothing"');
     expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered HTTP 503`);
+  });
+
+  it('reads an answer only up to its bound', async () => {
+    const agentId = await flow.createAgent({ mcpServers: [WEB], networkPolicy: EGRESS });
+    flooded = 0;
+    const { message } = await flow.turn(agentId, call('web_search', { query: 'flood' }));
+    expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered more than`);
+    expect(flooded).toBeLessThan(64 * 1024 * 1024);
   });
 
   it('refuses to send the query out for an agent without egress', async () => {

@@ -293,6 +293,9 @@ describe('postPinned', () => {
   let redirecting: Awaited<ReturnType<typeof receiver>>;
   let silent: Awaited<ReturnType<typeof receiver>>;
   let large: Awaited<ReturnType<typeof receiver>>;
+  let endless: Awaited<ReturnType<typeof receiver>>;
+  /** Bytes the endless receiver has written. */
+  let poured = 0;
 
   beforeAll(async () => {
     echo = await receiver((request, response) => {
@@ -311,10 +314,21 @@ describe('postPinned', () => {
       response.writeHead(200);
       response.end('x'.repeat(200_000));
     });
+    endless = await receiver((_request, response) => {
+      response.writeHead(200);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pour = () => {
+        while (!response.destroyed) {
+          poured += chunk.length;
+          if (!response.write(chunk)) return void response.once('drain', pour);
+        }
+      };
+      pour();
+    });
   });
 
   afterAll(async () => {
-    await Promise.all([echo, redirectTarget, redirecting, silent, large].map(({ server }) => close(server)));
+    await Promise.all([echo, redirectTarget, redirecting, silent, large, endless].map(({ server }) => close(server)));
   });
 
   const insecure = { allowInsecure: true, timeoutMs: 2000 } as const;
@@ -364,6 +378,20 @@ describe('postPinned', () => {
     expect(response.body).toBe('x'.repeat(1000));
     const whole = await postPinned(`http://127.0.0.1:${large.port}/`, '{}', { ...insecure, headers: {} });
     expect(whole.body).toHaveLength(64 * 1024);
+  });
+
+  it('answers as soon as it has maxResponseBytes of a body that never ends, and reads no more', async () => {
+    // Webhook attempts keep 1 KiB of the receiver's answer this way.
+    const response = await postPinned(`http://127.0.0.1:${endless.port}/`, '{}', {
+      allowInsecure: true,
+      timeoutMs: 30_000,
+      headers: {},
+      maxResponseBytes: 1024,
+    });
+    expect(response.status).toBe(200);
+    expect(response.body).toBe('x'.repeat(1024));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(poured).toBeLessThan(64 * 1024 * 1024);
   });
 
   it('times out a receiver that never answers within timeoutMs', async () => {

@@ -7,6 +7,7 @@
  */
 import type { WebSearchConfig } from '../../config.ts';
 import type { EgressFetch } from '../../lib/egress-fetch.ts';
+import { readBounded } from './policy-fetch.ts';
 
 export interface SearchResult {
   title: string;
@@ -45,15 +46,17 @@ function results(list: unknown, snippetField: string, limit: number): SearchResu
   return out;
 }
 
+/** The answer's JSON, read at most MAX_ANSWER_BYTES (the rest is never read). */
 async function json(response: Response, provider: string): Promise<unknown> {
   if (!response.ok) {
-    const detail = (await response.text().catch(() => '')).slice(0, 300);
+    const read = await readBounded(response, 300).catch(() => ({ body: Buffer.alloc(0) }));
+    const detail = read.body.toString('utf8');
     throw new Error(`the search provider (${provider}) answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`);
   }
-  const body = await response.text();
-  if (body.length > MAX_ANSWER_BYTES) throw new Error(`the search provider (${provider}) answered too much`);
+  const read = await readBounded(response, MAX_ANSWER_BYTES);
+  if (read.truncated) throw new Error(`the search provider (${provider}) answered more than ${MAX_ANSWER_BYTES} bytes`);
   try {
-    return JSON.parse(body);
+    return JSON.parse(read.body.toString('utf8'));
   } catch {
     throw new Error(`the search provider (${provider}) did not answer JSON`);
   }

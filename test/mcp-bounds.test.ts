@@ -12,6 +12,7 @@ import { MAX_MCP_TOOL_LIST_CHARS, MAX_MCP_TOOLS } from '../src/tools/mcp/tool-li
 import { flows } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type FloodServer, startFloodServer } from './helpers/mcp-flood-server.ts';
+import { startLegacyMcpServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
 const MIB = 1024 * 1024;
 const fetch = createEgressFetch({ allowInsecure: true });
@@ -59,6 +60,30 @@ describe('MCP answers are read only up to the bound', () => {
       await connection.close();
     }
   });
+
+  it.each([
+    ['2026-07-28', () => startModernMcpServer({})],
+    ['Streamable HTTP 2025', () => startLegacyMcpServer({})],
+    ['HTTP+SSE', () => startLegacyMcpServer({ transport: 'sse' })],
+  ])(
+    'fails an oversized result of a %s server with too_large, and serves one under the bound',
+    async (_label, start) => {
+      const server = await start();
+      const connection = await connectMcp(
+        { url: server.url, headers: {} },
+        { fetch, requestTimeoutMs: 10_000, maxResponseBytes: 256 * 1024 },
+      );
+      try {
+        const small = await connection.callTool('echo', { text: 'y'.repeat(1000) }, call);
+        expect(small.text).toBe('y'.repeat(1000));
+        const error = await failure(connection.callTool('echo', { text: 'y'.repeat(512 * 1024) }, call));
+        expect(isMcpError(error) && error.code, String(error)).toBe('too_large');
+      } finally {
+        await connection.close();
+        await server.close();
+      }
+    },
+  );
 
   it('reads a result under the bound whole', async () => {
     const connection = await connect({ mb: 0 });

@@ -22,7 +22,7 @@ export interface EgressProxyOptions {
   socketPath: string;
   /** The agent's network policy; null means the default (no egress: everything is refused). */
   policy: NetworkPolicy | null;
-  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: private addresses pass; loopback and unspecified addresses never do. */
+  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: private addresses pass; this host's own addresses never do. */
   allowInsecure: boolean;
   resolver?: Resolver | undefined;
   /** Destination ports that may be reached (default 80 and 443). */

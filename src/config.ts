@@ -90,6 +90,8 @@ export interface Config {
   mcpToolsTtlMs: number;
   /** Connect and listing timeout for MCP servers (discovery at agent create, refresh). */
   mcpRequestTimeoutMs: number;
+  /** Bytes of one MCP message (a tool result; a tool list across its pages) read at most. */
+  mcpMaxResponseBytes: number;
   /** Third-party toolkits: `kind` or `kind/toolkit` → the MCP endpoint that serves it. */
   toolkits: Record<string, ToolkitEndpoint>;
   sandbox: SandboxConfig;
@@ -180,6 +182,8 @@ export interface SkillsConfig {
   /** A clone URL with `{repo}` for `owner/name` (e.g. https://github.com/{repo}.git); null: no cloning. */
   gitUrl: string | null;
   gitTimeoutMs: number;
+  /** Bound on one clone: what is downloaded, and what a checkout would write. */
+  gitMaxBytes: number;
 }
 
 /** The agent sandbox (docs/sandbox.md): unset values take the runtime's defaults. */
@@ -547,11 +551,16 @@ function skillsConfig(env: Env): SkillsConfig {
     if (!['https:', 'http:', 'git:', 'file:'].includes(new URL(sample).protocol)) {
       throw new ConfigError('AGENTRY_SKILLS_GIT_URL', 'must use https, http, git or file');
     }
+    // The host is the operator's choice, never the agent's: `{repo}` belongs to the path.
+    if (new URL(gitUrl.replaceAll('{repo}', 'other/repo')).host !== new URL(sample).host) {
+      throw new ConfigError('AGENTRY_SKILLS_GIT_URL', 'must have {repo} in its path, not in its host');
+    }
   }
   return {
     dir: dir === null ? null : resolve(dir),
     gitUrl,
     gitTimeoutMs: int(env, 'AGENTRY_SKILLS_GIT_TIMEOUT_MS', 60_000, 1000, 3600_000),
+    gitMaxBytes: int(env, 'AGENTRY_SKILLS_GIT_MAX_BYTES', 100 * 1024 * 1024, 64 * 1024, 16 * 1024 * 1024 * 1024),
   };
 }
 
@@ -607,6 +616,7 @@ export function loadConfig(env: Env = process.env): Config {
     toolTimeoutMs: int(env, 'AGENTRY_TOOL_TIMEOUT_MS', 60_000, 100, 3600_000),
     mcpToolsTtlMs: int(env, 'AGENTRY_MCP_TOOLS_TTL_MS', 300_000, 1000, 7 * DAY_MS),
     mcpRequestTimeoutMs: int(env, 'AGENTRY_MCP_REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
+    mcpMaxResponseBytes: int(env, 'AGENTRY_MCP_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     toolkits: toolkits(env),
     sandbox: sandboxConfig(env),
     httpTools: {

@@ -207,7 +207,11 @@ export async function buildDeps(
   const guardedFetch = createEgressFetch({ allowInsecure: config.allowInsecureDestinations });
   const toolkitFetch = createEgressFetch({ allowInsecure: true });
   const fetches: EgressFetch[] = [guardedFetch, toolkitFetch];
-  const mcpClient = { requestTimeoutMs: config.mcpRequestTimeoutMs, logger };
+  const mcpClient = {
+    requestTimeoutMs: config.mcpRequestTimeoutMs,
+    maxResponseBytes: config.mcpMaxResponseBytes,
+    logger,
+  };
   const connectorPool = createMcpPool({ ...mcpClient, fetch: guardedFetch });
   const toolkitPool = createMcpPool({ ...mcpClient, fetch: toolkitFetch });
   const pools: McpPool[] = [connectorPool, toolkitPool];
@@ -215,7 +219,7 @@ export async function buildDeps(
     db,
     clock,
     store: mcpStore,
-    discover: createDiscover({ fetch: guardedFetch, requestTimeoutMs: config.mcpRequestTimeoutMs }),
+    discover: createDiscover({ ...mcpClient, fetch: guardedFetch }),
     allowInsecureDestinations: config.allowInsecureDestinations,
   });
   const sandbox = await createSandboxRuntime({

@@ -210,7 +210,7 @@ describe('failures', () => {
         connectMcp({ url: `https://mcp.example.com:${port}/mcp`, headers: {} }, { ...base, fetch: named, prefer }),
       );
       expect(byName.code).toBe('blocked');
-      expect(byName.message).toContain('private');
+      expect(byName.message).toContain("this host's own address");
     }
     expect(server.state.http).toEqual([]);
   });

@@ -7,6 +7,7 @@
  * to allowed destinations, and the size, time and header limits hold. Skipped outside CI when the sandbox or the
  * namespace cannot be had; failed under CI=true.
  */
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Resolver } from '../src/lib/egress.ts';
 import { flows, type Json } from './helpers/fixtures.ts';
@@ -31,6 +32,8 @@ function testResolver(test: TestNetwork): Resolver {
     'refused.example.test': [test.hostAddress],
     'registry.npmjs.org': [test.hostAddress],
     'evil.example.test': ['127.0.0.1'],
+    // This machine's own (public-range) address on the link to the test host: a service of this host answers there.
+    'self.example.test': [test.gatewayAddress],
   };
   return {
     async lookup(hostname) {
@@ -48,7 +51,7 @@ const get = (url: string, extra: Json = {}) => call('http_request', { method: 'G
 const POLICY = {
   allow_network_egress: true,
   domain_allowlist: 'none',
-  additional_allowed_domains: ['allowed.example.test', '*.wild.example.test', 'evil.example.test'],
+  additional_allowed_domains: ['allowed.example.test', '*.wild.example.test', 'evil.example.test', 'self.example.test'],
 };
 
 describeNetwork.each(dialects())('network policy for the sandbox and the network tools (%s)', (dialect) => {
@@ -123,7 +126,7 @@ describeNetwork.each(dialects())('network policy for the sandbox and the network
     );
     expect(refused).toContain(`http_request: Error: refused: ${test.hostAddress} is not allowed`);
     expect(refused).toContain('http_request: Error: refused: port 8080 is not allowed (allowed: 80, 443)');
-    expect(refused).toContain('http_request: Error: refused: evil.example.test resolves to a private');
+    expect(refused).toContain("http_request: Error: refused: evil.example.test resolves to this host's own address");
     expect(refused).toContain('http_request: Error: refused: only http and https URLs can be fetched');
     expect(refused).not.toContain('hello');
   });
@@ -171,7 +174,34 @@ describeNetwork.each(dialects())('network policy for the sandbox and the network
     expect(stopped).not.toContain('hello');
     // An allowed name that resolves to loopback: the guard refuses the hop when it connects.
     const guarded = await results(agentId, [hop('http://evil.example.test/')]);
-    expect(guarded).toContain('http_request: Error: refused: evil.example.test resolves to a private');
+    expect(guarded).toContain("http_request: Error: refused: evil.example.test resolves to this host's own address");
+  });
+
+  it("refuses this host's own addresses, directly and through a redirect, with http_request and web_browse", async () => {
+    // A service of this host, on its (public-range) address on the link to the test host.
+    const service = createServer((_request, response) => response.end('host service'));
+    await new Promise<void>((resolve) => service.listen(80, test.gatewayAddress, resolve));
+    try {
+      expect(await (await fetch(`http://${test.gatewayAddress}/`)).text()).toBe('host service');
+      const agentId = await flow.createAgent({
+        mcpServers: [internal('http_client'), internal('web_search_&_browse')],
+        networkPolicy: POLICY,
+      });
+      const redirect = `http://allowed.example.test/redirect?to=${encodeURIComponent('http://self.example.test/')}`;
+      const text = await results(agentId, [
+        get('http://self.example.test/'),
+        get(redirect),
+        call('web_browse', { url: 'http://self.example.test/' }),
+        call('web_browse', { url: redirect }),
+      ]);
+      expect(text).not.toContain('host service');
+      const refusals = text
+        .split('\n')
+        .filter((line) => line.includes("self.example.test resolves to this host's own"));
+      expect(refusals, text).toHaveLength(4);
+    } finally {
+      await new Promise<void>((resolve) => service.close(() => resolve()));
+    }
   });
 
   it('sends methods, headers and bodies, and bounds the request, the response and the time', async () => {
@@ -238,5 +268,8 @@ describeNetwork.each(dialects())('network policy for the sandbox and the network
     expect(text).toContain(
       "web_browse: Error: refused: refused.example.test is not allowed by the agent's network policy",
     );
+    // A page is read up to 5 MiB; the rest is never read, and the model is told.
+    const big = await results(agentId, [call('web_browse', { url: 'https://allowed.example.test/big?bytes=5300000' })]);
+    expect(big).toContain('[the page is larger than 5242880 bytes; only its start was read]');
   });
 });

@@ -2,7 +2,7 @@
  * `web_search` through each provider kind the operator can configure, against a local server that answers as
  * the paid or public service would (SearXNG's JSON API, a Brave-style and a Tavily-style API): the query and key
  * reach the provider, results come back as titles, URLs and snippets, a provider failure is an error the model
- * reads (an answer that is not JSON, or larger than 2 MiB, too), and an agent without egress is refused before its
+ * reads (an answer that is not JSON, or larger than 2 MiB, too: only that much is read), and an agent without egress is refused before its
  * query leaves. Once per provider, on SQLite.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -27,6 +27,8 @@ interface Seen {
 const seen: Seen[] = [];
 let server: Server;
 let base = '';
+/** Bytes of the flooding answer written so far. */
+let flooded = 0;
 
 const RESULTS = [
   {
@@ -47,6 +49,19 @@ beforeAll(async () => {
       const body = Buffer.concat(chunks).toString();
       seen.push({ path: url.pathname, query: url.searchParams, headers: request.headers, body });
       const query = url.searchParams.get('q') ?? (body === '' ? '' : JSON.parse(body).query);
+      if (query === 'flood') {
+        // An answer that does not end before a reader gives up: 256 MiB unless the connection closes first.
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(64 * 1024, ' ');
+        const write = () => {
+          while (flooded < 256 * 1024 * 1024 && !response.destroyed) {
+            flooded += chunk.length;
+            if (!response.write(chunk)) return void response.once('drain', write);
+          }
+          response.end();
+        };
+        return write();
+      }
       if (query === 'fail') {
         response.writeHead(503, { 'content-type': 'application/json' });
         return response.end('{"error":"overloaded"}');
@@ -54,17 +69,6 @@ beforeAll(async () => {
       if (query === 'garbage') {
         response.writeHead(200, { 'content-type': 'application/json' });
         return response.end('<html>not json</html>');
-      }
-      if (query === 'endless') {
-        // An answer that never ends: only a reader that stops at its limit gets past it.
-        response.writeHead(200, { 'content-type': 'application/json' });
-        const chunk = `[${'0,'.repeat(32 * 1024)}`;
-        const more = (): void => {
-          let room = true;
-          while (room && !response.destroyed) room = response.write(chunk);
-          if (!response.destroyed) response.once('drain', more);
-        };
-        return more();
       }
       const found = query === 'nothing' ? [] : RESULTS;
       response.writeHead(200, { 'content-type': 'application/json' });
@@ -146,14 +150,18 @@ describe.each([
     expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered HTTP 503`);
   });
 
-  it('reports an answer that is not JSON, and stops reading one past 2 MiB', async () => {
+  it('reports an answer that is not JSON', async () => {
     const agentId = await flow.createAgent({ mcpServers: [WEB], networkPolicy: EGRESS });
-    const { message } = await flow.turn(
-      agentId,
-      `${call('web_search', { query: 'garbage' })}\n${call('web_search', { query: 'endless' })}`,
-    );
+    const { message } = await flow.turn(agentId, call('web_search', { query: 'garbage' }));
     expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) did not answer JSON`);
-    expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered too much`);
+  });
+
+  it('reads an answer only up to its bound', async () => {
+    const agentId = await flow.createAgent({ mcpServers: [WEB], networkPolicy: EGRESS });
+    flooded = 0;
+    const { message } = await flow.turn(agentId, call('web_search', { query: 'flood' }));
+    expect(reply(message)).toContain(`web_search: Error: the search provider (${provider}) answered more than`);
+    expect(flooded).toBeLessThan(64 * 1024 * 1024);
   });
 
   it('refuses to send the query out for an agent without egress', async () => {

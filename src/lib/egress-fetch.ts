@@ -2,8 +2,8 @@
  * A `fetch` for user-chosen destinations (MCP servers, the `http_request` and `web_browse` tools) behind the egress
  * guard of `egress.ts`: the URL must pass `url-policy.ts` (public https, or http too with `allowHttp`, unless
  * `allowInsecure`), and every new connection resolves its host ONCE, is refused (EgressError
- * `destination_blocked`) when any answer is private, loopback, link-local, CGNAT or metadata, and then connects to
- * exactly the checked address. TLS keeps the hostname for SNI and certificate verification. Redirects are never
+ * `destination_blocked`) when any answer is this host's own address or a private, link-local, CGNAT or metadata
+ * one (as `egress.ts` rules), and then connects to exactly the checked address. TLS keeps the hostname for SNI and certificate verification. Redirects are never
  * followed: a 3xx comes back as is (`redirect: 'error'` still makes it an error), so a redirect can never lead past
  * the guard.
  *
@@ -21,13 +21,20 @@
  */
 import { isIP, Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import type { HostAddresses } from './address-class.ts';
 import { classifyNetworkError, EgressError, errorCode, type Resolver, resolveDestination } from './egress.ts';
 import { destinationUrlProblem } from './url-policy.ts';
 
 export interface EgressFetchOptions {
-  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: allow http and private addresses (connections are still pinned). */
+  /**
+   * AGENTRY_ALLOW_INSECURE_DESTINATIONS (or the operator's own destinations): allow http, private addresses and,
+   * unless `refuseHostLocal`, this host's own (connections are still pinned).
+   */
   allowInsecure: boolean;
+  /** This host's own addresses stay refused with `allowInsecure` too (the agent's network tools). */
+  refuseHostLocal?: boolean | undefined;
   resolver?: Resolver | undefined;
+  hostAddresses?: HostAddresses | undefined;
   /** Bound on resolving, connecting and the TLS handshake of one new connection (default 10 s). */
   connectTimeoutMs?: number | undefined;
   /** Plain http to public addresses too (the agent's network tools); addresses are checked the same way. */
@@ -89,8 +96,10 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
   });
   const resolveOptions = {
     allowInsecure: options.allowInsecure,
+    refuseHostLocal: options.refuseHostLocal,
     allowHttp: options.allowHttp,
     resolver: options.resolver,
+    hostAddresses: options.hostAddresses,
   };
   const agent = new Agent({
     headersTimeout: 0,

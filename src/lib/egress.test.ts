@@ -123,6 +123,7 @@ describe('resolveDestination with names', () => {
     'evil.example.com': ['10.0.0.5'],
     'mixed.example.com': ['93.184.215.14', '192.168.0.7'],
     'mapped.example.com': ['::ffff:127.0.0.1'],
+    'loopback.example.com': ['93.184.215.14', '127.0.0.1'],
     'meta.example.com': ['169.254.169.254'],
     'meta6.example.com': ['fd00:ec2::254'],
     'good.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
@@ -208,6 +209,48 @@ describe('resolveDestination with names', () => {
     expect((await egressFailure(resolveDestination('http://u:p@127.0.0.1/', insecure))).code).toBe('invalid_url');
     expect((await egressFailure(resolveDestination('http://127.0.0.1/#x', insecure))).code).toBe('invalid_url');
   });
+
+  it.each([
+    'http://127.0.0.1:8080/',
+    'http://0.0.0.0/',
+    'http://[::1]/',
+    'http://[::]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[::ffff:7f00:1]/',
+    'http://[::ffff:0.0.0.0]/',
+    'http://[64:ff9b::7f00:1]/',
+    'http://[2002:7f00:1::]/',
+    'http://loopback.example.com/',
+    'http://mapped.example.com/',
+  ])("with allowInsecure and refuseHostLocal still refuses this host's own %s", async (url) => {
+    const rules = { allowInsecure: true, refuseHostLocal: true, resolver };
+    const error = await egressFailure(resolveDestination(url, rules));
+    expect(error.code).toBe('destination_blocked');
+    expect(error.message).toContain("this host's own address");
+  });
+
+  it('with allowInsecure and refuseHostLocal lets private addresses through', async () => {
+    const rules = { allowInsecure: true, refuseHostLocal: true, resolver };
+    await expect(resolveDestination('http://evil.example.com/', rules)).resolves.toMatchObject({ address: '10.0.0.5' });
+  });
+
+  it("refuses this host's interface addresses, public or not, by default and with refuseHostLocal", async () => {
+    const hostAddresses = { has: (address: string) => address === '93.184.215.14' };
+    for (const rules of [
+      { allowInsecure: false, resolver, hostAddresses },
+      { allowInsecure: true, refuseHostLocal: true, resolver, hostAddresses },
+    ]) {
+      for (const url of ['http://good.example.com/', 'http://93.184.215.14/', 'http://[::ffff:5db8:d70e]/']) {
+        const error = await egressFailure(resolveDestination(url.replace('http:', 'https:'), rules));
+        expect(error.code, url).toBe('destination_blocked');
+        expect(error.message).toContain("this host's own address");
+      }
+    }
+    // Development (allowInsecure alone) lets a local receiver through.
+    await expect(
+      resolveDestination('http://good.example.com/', { allowInsecure: true, resolver, hostAddresses }),
+    ).resolves.toMatchObject({ address: '93.184.215.14' });
+  });
 });
 
 interface Hit {
@@ -250,6 +293,9 @@ describe('postPinned', () => {
   let redirecting: Awaited<ReturnType<typeof receiver>>;
   let silent: Awaited<ReturnType<typeof receiver>>;
   let large: Awaited<ReturnType<typeof receiver>>;
+  let endless: Awaited<ReturnType<typeof receiver>>;
+  /** Bytes the endless receiver has written. */
+  let poured = 0;
 
   beforeAll(async () => {
     echo = await receiver((request, response) => {
@@ -268,10 +314,21 @@ describe('postPinned', () => {
       response.writeHead(200);
       response.end('x'.repeat(200_000));
     });
+    endless = await receiver((_request, response) => {
+      response.writeHead(200);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pour = () => {
+        while (!response.destroyed) {
+          poured += chunk.length;
+          if (!response.write(chunk)) return void response.once('drain', pour);
+        }
+      };
+      pour();
+    });
   });
 
   afterAll(async () => {
-    await Promise.all([echo, redirectTarget, redirecting, silent, large].map(({ server }) => close(server)));
+    await Promise.all([echo, redirectTarget, redirecting, silent, large, endless].map(({ server }) => close(server)));
   });
 
   const insecure = { allowInsecure: true, timeoutMs: 2000 } as const;
@@ -321,6 +378,20 @@ describe('postPinned', () => {
     expect(response.body).toBe('x'.repeat(1000));
     const whole = await postPinned(`http://127.0.0.1:${large.port}/`, '{}', { ...insecure, headers: {} });
     expect(whole.body).toHaveLength(64 * 1024);
+  });
+
+  it('answers as soon as it has maxResponseBytes of a body that never ends, and reads no more', async () => {
+    // Webhook attempts keep 1 KiB of the receiver's answer this way.
+    const response = await postPinned(`http://127.0.0.1:${endless.port}/`, '{}', {
+      allowInsecure: true,
+      timeoutMs: 30_000,
+      headers: {},
+      maxResponseBytes: 1024,
+    });
+    expect(response.status).toBe(200);
+    expect(response.body).toBe('x'.repeat(1024));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(poured).toBeLessThan(64 * 1024 * 1024);
   });
 
   it('times out a receiver that never answers within timeoutMs', async () => {

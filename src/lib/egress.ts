@@ -1,17 +1,25 @@
 /**
- * The egress guard (DESIGN section 7) for every outbound call to a user-chosen destination (webhooks now; MCP
- * servers and the `http_client` tool later). A destination is resolved once, refused when any of its addresses
- * is not public, and the connection then goes to exactly the checked address: the hostname is never resolved a
- * second time, so a DNS answer that changes between check and connect (DNS rebinding) cannot redirect it.
- * TLS still uses the hostname for SNI and certificate verification. Redirects are never followed and nothing
- * is retried here: callers apply `retry.ts` using `EgressError.retriable`.
+ * The egress guard (DESIGN section 7) for every outbound call: webhooks, MCP servers, the agent's network tools
+ * and its sandbox's proxy, image imports, skill clones, search providers. A destination is resolved once, judged
+ * by the class of EVERY address it resolves to (`address-class.ts`), and the connection then goes to exactly the
+ * checked address: the hostname is never resolved a second time, so a DNS answer that changes between check and
+ * connect (DNS rebinding) cannot redirect it. TLS still uses the hostname for SNI and certificate verification.
+ * Redirects are never followed and nothing is retried here: callers apply `retry.ts` using `EgressError.retriable`.
+ *
+ * What is refused:
+ * | | this host's own addresses | private addresses |
+ * |---|---|---|
+ * | default | refused | refused |
+ * | `allowInsecure` (development; operator-configured destinations) | allowed | allowed |
+ * | `allowInsecure` + `refuseHostLocal` (the agent's own destinations) | refused | allowed |
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { classifyAddress, type HostAddresses, systemHostAddresses } from './address-class.ts';
 import { untilAborted } from './retry.ts';
-import { destinationUrlProblem, isPrivateAddress } from './url-policy.ts';
+import { destinationUrlProblem } from './url-policy.ts';
 
 export const EGRESS_ERROR_CODES = [
   'invalid_url',
@@ -75,11 +83,37 @@ export interface ResolvedDestination {
 }
 
 export interface ResolveOptions {
-  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: allow http and private addresses (the connection is still pinned). */
+  /**
+   * AGENTRY_ALLOW_INSECURE_DESTINATIONS (or a destination the operator configured): allow http, private addresses
+   * and, unless `refuseHostLocal`, this host's own (the connection is still pinned).
+   */
   allowInsecure: boolean;
+  /** This host's own addresses stay refused with `allowInsecure` too: destinations the agent chooses. */
+  refuseHostLocal?: boolean | undefined;
   /** Plain http to public addresses passes too (the agent's network tools). */
   allowHttp?: boolean | undefined;
   resolver?: Resolver | undefined;
+  /** This host's interface addresses (default: the system's, read again each second). */
+  hostAddresses?: HostAddresses | undefined;
+}
+
+/** The options that decide which addresses pass, picked out of a wider options object. */
+export function addressRules(options: ResolveOptions): ResolveOptions {
+  return {
+    allowInsecure: options.allowInsecure,
+    refuseHostLocal: options.refuseHostLocal,
+    allowHttp: options.allowHttp,
+    resolver: options.resolver,
+    hostAddresses: options.hostAddresses,
+  };
+}
+
+/** Why an address is refused under `options`, or null when it may be connected to. */
+function addressRefusal(address: string, options: ResolveOptions): 'host-local' | 'private' | null {
+  const verdict = classifyAddress(address, options.hostAddresses ?? systemHostAddresses);
+  if (verdict === 'host-local' && (!options.allowInsecure || options.refuseHostLocal === true)) return 'host-local';
+  if (verdict === 'private' && !options.allowInsecure) return 'private';
+  return null;
 }
 
 export function errorCode(error: unknown): string | undefined {
@@ -122,8 +156,15 @@ export async function resolveDestination(rawUrl: string, options: ResolveOptions
   if (first === undefined || addresses.some(({ address }) => isIP(address) === 0)) {
     throw new EgressError('dns_failed', `${host} did not resolve to an IP address`);
   }
-  if (!options.allowInsecure && addresses.some(({ address }) => isPrivateAddress(address))) {
-    throw new EgressError('destination_blocked', `${host} resolves to a private, loopback or link-local address`);
+  const refusals = new Set(addresses.map(({ address }) => addressRefusal(address, options)));
+  if (refusals.has('host-local')) {
+    throw new EgressError(
+      'destination_blocked',
+      `${host} resolves to this host's own address (loopback, unspecified or one of its interfaces)`,
+    );
+  }
+  if (refusals.has('private')) {
+    throw new EgressError('destination_blocked', `${host} resolves to a private, link-local or reserved address`);
   }
   return { url, address: first.address, family: first.family };
 }
@@ -288,10 +329,7 @@ export async function postPinned(
   if (signal?.aborted) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const destination = await untilAborted(
-      resolveDestination(rawUrl, { allowInsecure: options.allowInsecure, resolver: options.resolver }),
-      controller.signal,
-    );
+    const destination = await untilAborted(resolveDestination(rawUrl, addressRules(options)), controller.signal);
     const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const { bytes: received, ...response } = await exchange(destination, bytes, options, controller.signal);
     return {
@@ -329,10 +367,7 @@ export async function getPinned(
   }, options.timeoutMs);
   const limit = (options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES) + 1;
   try {
-    const destination = await untilAborted(
-      resolveDestination(rawUrl, { allowInsecure: options.allowInsecure, resolver: options.resolver }),
-      controller.signal,
-    );
+    const destination = await untilAborted(resolveDestination(rawUrl, addressRules(options)), controller.signal);
     const response = await exchange(
       destination,
       null,

@@ -44,6 +44,15 @@ function parseError(text: string | null): { code: string; message: string } | nu
   return typeof code === 'string' && typeof message === 'string' ? { code, message } : null;
 }
 
+/** The code of the `last_error` a listing leaves when it kept only part of the server's tools. */
+export const TOOLS_TRUNCATED = 'tools_truncated';
+
+/** `last_error` after a successful listing: the note on tools left out, if any. */
+function listingNote(discovery: Discovery): string | null {
+  const note = discovery.note ?? null;
+  return note === null ? null : JSON.stringify({ code: TOOLS_TRUNCATED, message: `the server ${note}` });
+}
+
 /** A connector as the tool layer uses it: with its tools parsed. */
 export interface Connector {
   id: string;
@@ -55,10 +64,13 @@ export interface Connector {
   tools: ListedMcpTool[] | null;
   toolsFetchedAt: number | null;
   toolsTtlMs: number | null;
+  /** What its last listing left out (`TOOLS_TRUNCATED`), or null. */
+  toolsNote: string | null;
   updatedAt: number;
 }
 
 export function connectorFromRow(row: McpServerRow): Connector {
+  const lastError = parseError(row.last_error);
   return {
     id: row.id,
     orgId: row.org_id,
@@ -69,6 +81,7 @@ export function connectorFromRow(row: McpServerRow): Connector {
     tools: row.tools === null ? null : parseTools(row.tools),
     toolsFetchedAt: row.tools_fetched_at,
     toolsTtlMs: row.tools_ttl_ms,
+    toolsNote: lastError?.code === TOOLS_TRUNCATED ? lastError.message : null,
     updatedAt: row.updated_at,
   };
 }
@@ -152,7 +165,7 @@ export function createMcpServerStore(secrets: SecretBox) {
           tools: input.discovery === null ? null : JSON.stringify(input.discovery.tools),
           tools_fetched_at: input.discovery === null ? null : now,
           tools_ttl_ms: input.discovery?.ttlMs ?? null,
-          last_error: null,
+          last_error: input.discovery === null ? null : listingNote(input.discovery),
           created_at: now,
           updated_at: now,
         })
@@ -188,7 +201,7 @@ export function createMcpServerStore(secrets: SecretBox) {
                 tools: JSON.stringify(change.discovery.tools),
                 tools_fetched_at: now,
                 tools_ttl_ms: change.discovery.ttlMs,
-                last_error: null,
+                last_error: listingNote(change.discovery),
               }),
           updated_at: now,
         })
@@ -205,7 +218,7 @@ export function createMcpServerStore(secrets: SecretBox) {
           tools: JSON.stringify(discovery.tools),
           tools_fetched_at: now,
           tools_ttl_ms: discovery.ttlMs,
-          last_error: null,
+          last_error: listingNote(discovery),
         })
         .where('id', '=', id)
         .execute();

@@ -19,6 +19,8 @@ export interface Discovery {
   tools: ListedMcpTool[];
   /** The server's cache hint for its tool list, if it gave one. */
   ttlMs: number | null;
+  /** Why some of the server's tools were left out (it "lists … tools …"), or null when none were. */
+  note?: string | null | undefined;
 }
 
 /** Why discovery failed, in a sentence a user can act on (the caller names the field). */

@@ -38,8 +38,10 @@ export function createBuiltinProviders(
   cpu: CpuWork,
   network: AgentNetworkOptions = {},
 ): BuiltinTools {
+  // The agent picks these destinations: this host's own addresses stay refused even in insecure mode.
   const agentFetch = createEgressFetch({
     allowInsecure: config.allowInsecureDestinations,
+    refuseHostLocal: true,
     allowHttp: true,
     resolver: network.resolver,
     ca: network.ca,
@@ -58,7 +60,12 @@ export function createBuiltinProviders(
     createReportBuilderProvider(runtime),
     createSkillsProvider({
       runtime,
-      sources: createSkillSources({ ...config.skills, cacheDir: join(config.dataDir, 'skill-repos'), cpu }),
+      sources: createSkillSources({
+        ...config.skills,
+        cacheDir: join(config.dataDir, 'skill-repos'),
+        cpu,
+        resolver: network.resolver,
+      }),
     }),
     createNetworkExposureProvider(),
   ];

@@ -97,7 +97,7 @@ export function destinationRefusal(raw: string, policy: NetworkPolicy | null, po
 }
 
 /** Reads at most `limit` bytes of a body and drops the rest unread. */
-async function readBounded(response: Response, limit: number): Promise<{ body: Buffer; truncated: boolean }> {
+export async function readBounded(response: Response, limit: number): Promise<{ body: Buffer; truncated: boolean }> {
   if (response.body === null) return { body: Buffer.alloc(0), truncated: false };
   const reader = response.body.getReader();
   const chunks: Buffer[] = [];

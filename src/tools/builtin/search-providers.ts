@@ -8,6 +8,7 @@
 import type { WebSearchConfig } from '../../config.ts';
 import type { EgressFetch } from '../../lib/egress-fetch.ts';
 import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
+import { readBounded } from './policy-fetch.ts';
 
 export interface SearchResult {
   title: string;
@@ -63,27 +64,16 @@ export function searchResultsOf(input: { body: string; provider: WebSearchConfig
   return results(answer?.results, 'content', limit);
 }
 
-/** At most `max` bytes of a body, and whether that was all of it; the rest is never read. */
-async function readCapped(response: Response, max: number): Promise<{ text: string; complete: boolean }> {
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for await (const chunk of response.body ?? []) {
-    chunks.push(chunk);
-    bytes += chunk.byteLength;
-    // Leaving the loop cancels the stream.
-    if (bytes > max) return { text: Buffer.concat(chunks).subarray(0, max).toString('utf8'), complete: false };
-  }
-  return { text: Buffer.concat(chunks).toString('utf8'), complete: true };
-}
-
+/** The answer's text, read at most MAX_ANSWER_BYTES (the rest is never read). */
 async function answerOf(response: Response, provider: string): Promise<string> {
   if (!response.ok) {
-    const detail = (await readCapped(response, 300).catch(() => ({ text: '' }))).text.trim();
+    const read = await readBounded(response, 300).catch(() => ({ body: Buffer.alloc(0) }));
+    const detail = read.body.toString('utf8').trim();
     throw new Error(`the search provider (${provider}) answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`);
   }
-  const answer = await readCapped(response, MAX_ANSWER_BYTES);
-  if (!answer.complete) throw new Error(`the search provider (${provider}) answered too much`);
-  return answer.text;
+  const read = await readBounded(response, MAX_ANSWER_BYTES);
+  if (read.truncated) throw new Error(`the search provider (${provider}) answered more than ${MAX_ANSWER_BYTES} bytes`);
+  return read.body.toString('utf8');
 }
 
 export interface SearchDeps {

@@ -4,22 +4,22 @@
  * 1. in the operator's local skills root (AGENTRY_SKILLS_DIR), laid out `<owner>/<name>/<path>/`;
  * 2. else by `git clone` of the repository (AGENTRY_SKILLS_GIT_URL with `{repo}`), when the agent's network policy
  *    allows the clone's host (a `file:` URL is local and needs no network). A clone is shallow, made once per
- *    repository into `<data dir>/skill-repos/` (delete it there to take a newer version), without hooks, system
- *    or user git configuration, or credential prompts.
+ *    repository into `<data dir>/skill-repos/` (delete it there to take a newer version), through the egress
+ *    guard and within size bounds (`skill-clone.ts`).
  * The skill's front matter (`name`, `description`) goes into the agent's instructions; its files are copied into
  * the workspace under `skills/<owner>/<name>/<path>/` when missing there. Only regular files and folders are
  * copied (a symlink in a cloned repository could point anywhere on this host), `.git` never, within count and size
  * bounds.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { access, constants, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
-import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import type { NetworkPolicy, Skill } from '../../domain/agents/agent-types.ts';
+import type { Resolver } from '../../lib/egress.ts';
 import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
 import { policyAllows } from '../network/network-policy.ts';
+import { cloneRepository } from './skill-clone.ts';
 
 export interface SkillSourceOptions {
   /** AGENTRY_SKILLS_DIR. */
@@ -27,10 +27,14 @@ export interface SkillSourceOptions {
   /** AGENTRY_SKILLS_GIT_URL, with `{repo}`. */
   gitUrl: string | null;
   gitTimeoutMs: number;
+  /** AGENTRY_SKILLS_GIT_MAX_BYTES: bound on what one clone downloads and checks out. */
+  gitMaxBytes: number;
   /** Where clones are kept (`<data dir>/skill-repos`). */
   cacheDir: string;
   /** SKILL.md's front matter is parsed there, off the event loop. */
   cpu: CpuWork;
+  /** Resolves the git host for the egress guard (default the system's). */
+  resolver?: Resolver | undefined;
 }
 
 /** Where a skill can be had from, decided without calling out. */
@@ -131,24 +135,16 @@ export function createSkillSources(options: SkillSourceOptions): SkillSources {
     await mkdir(options.cacheDir, { recursive: true, mode: 0o700 });
     const scratch = join(options.cacheDir, `.clone-${randomBytes(6).toString('hex')}`);
     try {
-      await promisify(execFile)(
-        binary,
-        ['-c', 'core.hooksPath=/dev/null', 'clone', '--depth', '1', '--no-tags', '--quiet', '--', url, scratch],
-        {
-          signal,
-          timeout: options.gitTimeoutMs,
-          maxBuffer: 1024 * 1024,
-          // Nothing of the server's environment or git configuration; never a prompt for credentials.
-          env: {
-            PATH: '/usr/local/bin:/usr/bin:/bin',
-            HOME: options.cacheDir,
-            GIT_TERMINAL_PROMPT: '0',
-            GIT_CONFIG_NOSYSTEM: '1',
-            GIT_CONFIG_GLOBAL: '/dev/null',
-            GIT_ASKPASS: '/bin/false',
-          },
-        },
-      );
+      await cloneRepository({
+        git: binary,
+        url,
+        into: scratch,
+        home: options.cacheDir,
+        timeoutMs: options.gitTimeoutMs,
+        maxBytes: options.gitMaxBytes,
+        resolver: options.resolver,
+        signal,
+      });
       await mkdir(join(target, '..'), { recursive: true, mode: 0o700 });
       await rename(scratch, target).catch(async (error: unknown) => {
         // Another process cloned it first: theirs is as good.
@@ -159,7 +155,11 @@ export function createSkillSources(options: SkillSourceOptions): SkillSources {
       if (signal.aborted) throw signal.reason;
       const stderr = typeof error === 'object' && error !== null ? Reflect.get(error, 'stderr') : undefined;
       const detail =
-        typeof stderr === 'string' && stderr.trim() !== '' ? stderr.trim().split('\n').at(-1) : String(error);
+        typeof stderr === 'string' && stderr.trim() !== ''
+          ? stderr.trim().split('\n').at(-1)
+          : error instanceof Error
+            ? error.message
+            : String(error);
       throw new Error(`git clone of ${repo} failed: ${detail}`, { cause: error });
     } finally {
       await rm(scratch, { recursive: true, force: true });

@@ -34,6 +34,7 @@ import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@mode
 import type { Logger } from 'pino';
 import { EgressError } from '../../lib/egress.ts';
 import { untilAborted } from '../../lib/retry.ts';
+import { boundedResponse, type ReadBounds, rpcRequestOf } from './bounded-response.ts';
 import { Connection, type ConnectionParts, type Observed } from './connection.ts';
 import { classifyMcpFailure, McpError } from './errors.ts';
 
@@ -57,6 +58,8 @@ export interface McpClientOptions {
   fetch: typeof fetch;
   /** Bound on connecting (each negotiation step) and on listing tools. */
   requestTimeoutMs: number;
+  /** Bytes of one message (a tool result; a tool list across its pages) read at most (default 16 MiB). */
+  maxResponseBytes?: number | undefined;
   logger?: Pick<Logger, 'debug' | 'warn'> | undefined;
   clientInfo?: { name: string; version: string } | undefined;
 }
@@ -77,9 +80,12 @@ export interface McpToolInfo {
 }
 
 export interface McpToolList {
+  /** The tools an agent may be offered (`tool-list-bounds.ts`: the first that fit). */
   tools: McpToolInfo[];
   /** The server's cache hint for this list (2026-07-28 `ttlMs`; 0 = already stale), or null when it gave none. */
   ttlMs: number | null;
+  /** Why tools of the server's list were left out (what the server "lists …"), or null. */
+  note: string | null;
 }
 
 export interface McpProgress {
@@ -149,22 +155,33 @@ function checkHeaders(headers: Record<string, string>): void {
   }
 }
 
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
 /**
  * The connection's fetch: adds the endpoint's headers (the transport's own headers win: session id, protocol
- * version, content type) and remembers the last EgressError, which some transports flatten into text.
+ * version, content type), bounds what each answer may make us read (bounded-response.ts) and remembers the last
+ * EgressError, which some transports flatten into text.
  */
-function endpointFetch(base: typeof fetch, headers: Record<string, string>, observed: Observed): typeof fetch {
+function endpointFetch(
+  base: typeof fetch,
+  headers: Record<string, string>,
+  observed: Observed,
+  bounds: ReadBounds,
+  hooks: ConnectionParts['hooks'],
+): typeof fetch {
   return async (input, init) => {
     const merged = new Headers(headers);
     new Headers(init?.headers).forEach((value, name) => {
       merged.set(name, value);
     });
+    let response: Response;
     try {
-      return await base(input, { ...init, headers: merged });
+      response = await base(input, { ...init, headers: merged });
     } catch (error) {
       if (error instanceof EgressError) observed.egress = error;
       throw error;
     }
+    return boundedResponse(response, rpcRequestOf(init?.method, init?.body), bounds, (error) => hooks.tooLarge(error));
   };
 }
 
@@ -173,11 +190,12 @@ class StepMismatch extends Error {}
 async function openStep(step: Step, endpoint: McpEndpoint, options: McpConnectOptions): Promise<ConnectionParts> {
   const observed: Observed = {};
   const url = new URL(endpoint.url);
-  const transportFetch = endpointFetch(options.fetch, endpoint.headers, observed);
+  const hooks: ConnectionParts['hooks'] = { toolsChanged: () => undefined, tooLarge: () => undefined };
+  const bounds = { maxBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, listed: { bytes: 0 } };
+  const transportFetch = endpointFetch(options.fetch, endpoint.headers, observed, bounds, hooks);
   const client = new Client(options.clientInfo ?? { name: 'agentry', version: '1.0.0' }, {
     versionNegotiation: { mode: step === 'negotiate' ? 'auto' : 'legacy' },
   });
-  const hooks = { toolsChanged: () => undefined };
   // Registered before connecting: a 2025 server may announce a change right after `initialize`.
   client.setNotificationHandler('notifications/tools/list_changed', () => hooks.toolsChanged());
   const transport =

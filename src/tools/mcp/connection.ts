@@ -18,6 +18,7 @@ import type {
 } from './client.ts';
 import { isRecord, resultText } from './content.ts';
 import { classifyMcpFailure, McpError } from './errors.ts';
+import { boundToolList } from './tool-list-bounds.ts';
 
 /** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */
 export interface Observed {
@@ -28,8 +29,11 @@ export interface ConnectionParts {
   client: Client;
   transport: StreamableHTTPClientTransport | SSEClientTransport;
   protocol: McpProtocol;
-  /** Called by the client's `list_changed` handler, which is registered before connecting. */
-  hooks: { toolsChanged: () => void };
+  /**
+   * `toolsChanged`: called by the client's `list_changed` handler, registered before connecting. `tooLarge`: a
+   * stream no request opened carried a message past the read bound (bounded-response.ts).
+   */
+  hooks: { toolsChanged: () => void; tooLarge: (error: McpError) => void };
 }
 
 /** Extra time the SDK's own request timer gets, so ours (with its clearer error) always fires first. */
@@ -64,6 +68,8 @@ export class Connection implements McpConnection {
   #relistenTimer: NodeJS.Timeout | undefined;
   #relistenDelayMs = RELISTEN_MIN_MS;
   #missedEvents = false;
+  /** Why the server's event stream was cut (HTTP+SSE carries every answer on it: the connection is then over). */
+  #tooLarge: McpError | undefined;
   /** Progress listeners by our own progress token (see `callTool`). */
   readonly #progress = new Map<string, (progress: McpProgress) => void>();
   #nextProgressToken = 0;
@@ -74,6 +80,11 @@ export class Connection implements McpConnection {
     this.#transport = parts.transport;
     this.#options = options;
     parts.hooks.toolsChanged = () => this.#emitChanged();
+    parts.hooks.tooLarge = (error) => {
+      if (this.protocol !== 'sse-2024') return;
+      this.#tooLarge = error;
+      void this.close();
+    };
     // Progress is routed here rather than through the SDK's `onprogress`: the SDK drops the handler as soon as the
     // response arrives, before a progress notification that arrived in the same read has been dispatched.
     this.#client.setNotificationHandler('notifications/progress', (notification) => {
@@ -135,13 +146,15 @@ export class Connection implements McpConnection {
   }
 
   #failure(kind: 'call' | 'list', what: string, error: unknown): McpError {
+    const { error: classified } = classifyMcpFailure(error);
+    const tooLarge = classified.code === 'too_large' ? classified : this.#tooLarge;
+    if (tooLarge !== undefined) return new McpError('too_large', `${what}: ${tooLarge.message}`, { cause: error });
     // A JSON-RPC error answering a call (unknown tool, invalid arguments): the server is fine, the call failed.
     if (error instanceof ProtocolError && kind === 'call') {
       return new McpError('tool_error', `${what}: the server answered with error ${error.code}: ${error.message}`, {
         cause: error,
       });
     }
-    const { error: classified } = classifyMcpFailure(error);
     const sessionful = this.protocol !== '2026-07-28';
     if (sessionful && classified.status === 404) {
       // A 2025 server that no longer knows our session (restarted, expired): only a new connection helps.
@@ -164,7 +177,8 @@ export class Connection implements McpConnection {
         signal: requestSignal,
         timeout: sdkTimeoutMs,
       });
-      return { tools: result.tools.map(toolInfo), ttlMs: ttlOf(result) };
+      const { tools, note } = boundToolList(result.tools.map(toolInfo));
+      return { tools, ttlMs: ttlOf(result), note };
     });
   }
 

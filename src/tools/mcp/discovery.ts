@@ -10,6 +10,7 @@ import { connectMcp, isMcpProtocol, type McpConnection, McpError } from './clien
 export interface DiscoveryOptions {
   fetch: typeof fetch;
   requestTimeoutMs: number;
+  maxResponseBytes?: number | undefined;
 }
 
 export function createDiscover(options: DiscoveryOptions): Discover {
@@ -22,11 +23,12 @@ export function createDiscover(options: DiscoveryOptions): Discover {
       connection = await connectMcp(endpoint, {
         fetch: options.fetch,
         requestTimeoutMs: options.requestTimeoutMs,
+        maxResponseBytes: options.maxResponseBytes,
         prefer: isMcpProtocol(prefer) ? prefer : undefined,
         signal: combined,
       });
       const listed = await connection.listTools(combined);
-      return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs };
+      return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs, note: listed.note };
     } catch (error) {
       if (error instanceof McpError) throw new DiscoveryError(error.code, error.message, { cause: error });
       if (controller.signal.aborted)

@@ -23,6 +23,7 @@ export const MCP_ERROR_CODES = [
   'aborted',
   'tool_error',
   'blocked',
+  'too_large',
 ] as const;
 export type McpErrorCode = (typeof MCP_ERROR_CODES)[number];
 
@@ -38,7 +39,11 @@ const RETRIABLE: Record<McpErrorCode, boolean> = {
   aborted: false,
   tool_error: false,
   blocked: false,
+  too_large: false,
 };
+
+/** The JSON-RPC error code of the answer that stands in for a message too large to read (bounded-response.ts). */
+export const TOO_LARGE_RPC_CODE = -32099;
 
 export interface McpErrorOptions extends ErrorOptions {
   /** The HTTP status behind the failure, when there was one. */
@@ -123,6 +128,12 @@ export interface Classified {
  */
 export function classifyMcpFailure(error: unknown, observedEgress?: EgressError): Classified {
   if (error instanceof McpError) return { error, mismatch: false };
+  for (const cause of causes(error)) {
+    if (cause instanceof McpError) return { error: cause, mismatch: false };
+    if (cause instanceof ProtocolError && cause.code === TOO_LARGE_RPC_CODE) {
+      return { error: new McpError('too_large', cause.message, { cause }), mismatch: false };
+    }
+  }
   for (const cause of causes(error)) {
     if (cause instanceof EgressError) return { error: fromEgress(cause), mismatch: false };
   }

@@ -12,7 +12,12 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ToolkitEndpoint } from '../../config.ts';
 import type { McpServer } from '../../domain/agents/agent-types.ts';
-import { type Connector, connectorFromRow, type McpServerStore } from '../../domain/mcp-servers/mcp-server-store.ts';
+import {
+  type Connector,
+  connectorFromRow,
+  type McpServerStore,
+  TOOLS_TRUNCATED,
+} from '../../domain/mcp-servers/mcp-server-store.ts';
 import type { Discovery, ListedMcpTool } from '../../domain/mcp-servers/mcp-server-types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -20,6 +25,7 @@ import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
 import { isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
 import type { McpPool } from './pool.ts';
 import type { ToolListCache } from './tool-cache.ts';
+import { boundToolList } from './tool-list-bounds.ts';
 
 export interface McpProviderDeps {
   db: Executor;
@@ -118,7 +124,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
             list: async (listSignal): Promise<Discovery> => {
               const connection = await connect(target, listSignal);
               const listed = await connection.listTools(listSignal);
-              return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs };
+              if (listed.note !== null && target.connector === null) {
+                deps.logger.warn({ server: target.label }, `MCP server "${target.label}" ${listed.note}`);
+              }
+              return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs, note: listed.note };
             },
             record: async (discovery) => {
               if (target.serverId !== null) await store.recordListing(deps.db, target.serverId, discovery, clock.now());
@@ -130,11 +139,27 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
           signal,
         );
         return {
-          tools: tools.map((tool) => toolOf(target, tool)),
+          // A list stored before the bounds existed is bounded here too.
+          tools: boundToolList(tools).tools.map((tool) => toolOf(target, tool)),
           listing: { serverId: target.serverId, serverLabel: target.label },
         };
       },
     };
+  }
+
+  /** The connector's source, with a warning when its last listing left tools out. */
+  function connectorSources(connector: Connector, label: string): ToolSource[] {
+    const available = source(connectorTarget(connector, label));
+    if (connector.toolsNote === null) return [available];
+    const warned = `MCP server "${label}"`;
+    return [
+      available,
+      {
+        label: `${warned} tool list`,
+        available: false,
+        warning: { code: TOOLS_TRUNCATED, message: `${warned}: ${connector.toolsNote}` },
+      },
+    ];
   }
 
   function connectorTarget(connector: Connector, label: string): Target {
@@ -181,10 +206,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
         (await store.findByUrls(scope.db, scope.orgId, urls)).map((row) => [row.url, connectorFromRow(row)]),
       );
       const configured = Object.keys(deps.toolkits);
-      return claimed.map((entry): ToolSource => {
+      return claimed.flatMap((entry): ToolSource | ToolSource[] => {
         if ('type' in entry) {
           const connector = byUrl.get(entry.url);
-          if (connector !== undefined) return source(connectorTarget(connector, entry.name));
+          if (connector !== undefined) return connectorSources(connector, entry.name);
           return source({
             key: `url:${digest(entry.url)}`,
             version: 0,
@@ -222,7 +247,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
             },
           };
         }
-        return source(connectorTarget(connector, custom.name ?? connector.name));
+        return connectorSources(connector, custom.name ?? connector.name);
       });
     },
   };

@@ -157,6 +157,20 @@ describe('the egress proxy refuses', () => {
     const answer = await raw(proxy.socketPath, 'CONNECT evil.example.com:443 HTTP/1.1\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 403 /);
     expect(answer).toContain("this host's own");
+    // Loopback and unspecified addresses in every IPv6 spelling that reaches them.
+    for (const literal of [
+      '[::ffff:127.0.0.1]',
+      '[::ffff:7f00:1]',
+      '[::ffff:0.0.0.0]',
+      '[::ffff:0:7f00:1]',
+      '[64:ff9b::7f00:1]',
+      '[::]',
+      '0.0.0.0',
+    ]) {
+      const connect = await raw(proxy.socketPath, `CONNECT ${literal}:443 HTTP/1.1\r\n\r\n`);
+      expect(connect, literal).toMatch(/^HTTP\/1\.1 403 [\s\S]*this host's own/);
+      expect((await viaProxy(proxy.socketPath, `http://${literal}/`)).status, literal).toBe(403);
+    }
   });
 
   it('ports other than the allowed ones, malformed requests, and unresolvable names', async () => {

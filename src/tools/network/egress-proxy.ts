@@ -9,7 +9,6 @@
 import { chmod, chown } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
-import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
@@ -23,7 +22,7 @@ export interface EgressProxyOptions {
   socketPath: string;
   /** The agent's network policy; null means the default (no egress: everything is refused). */
   policy: NetworkPolicy | null;
-  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: private addresses pass; loopback and unspecified addresses never do. */
+  /** AGENTRY_ALLOW_INSECURE_DESTINATIONS: private addresses pass; this host's own addresses never do. */
   allowInsecure: boolean;
   resolver?: Resolver | undefined;
   /** Destination ports that may be reached (default 80 and 443). */
@@ -59,18 +58,6 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
-
-/**
- * Addresses that reach this host itself (Agentry, its database, anything listening on all interfaces): loopback,
- * unspecified, and every address of the host's own interfaces, public ones included. Never, even when insecure.
- */
-function isHostLocal(address: string): boolean {
-  const bare = address.replace(/^::ffff:/i, '').toLowerCase();
-  if (bare === '::1' || bare === '::' || /^127\./.test(bare) || /^0\./.test(bare)) return true;
-  return Object.values(networkInterfaces()).some((entries) =>
-    (entries ?? []).some((entry) => entry.address.toLowerCase().replace(/%.*$/, '') === bare),
-  );
-}
 
 /** Splits a CONNECT target `host:port` or `[v6]:port`; null when malformed. */
 export function parseAuthority(raw: string): { host: string; port: number } | null {
@@ -132,19 +119,20 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     try {
       // The guard validates a URL; the scheme only chooses its checks, the destination is what is judged.
       const literal = net.isIP(host) === 6 ? `[${host}]` : host;
+      // This host's own addresses (Agentry, its database, anything listening on all interfaces) never, even insecure.
       const resolved = await resolveDestination(`https://${literal}:${port}/`, {
         allowInsecure: options.allowInsecure,
+        refuseHostLocal: true,
         resolver: options.resolver,
       });
-      if (isHostLocal(resolved.address)) {
-        return refuse(403, `${host} resolves to this host's own (loopback or interface) address`);
-      }
       allowed.push(destination);
       logger.debug({ destination, address: resolved.address }, 'sandbox egress allowed');
       return { ok: true, address: resolved.address, family: resolved.family };
     } catch (error) {
       if (error instanceof EgressError && error.code === 'destination_blocked') {
-        return refuse(403, `${host} is a private, loopback or link-local destination`);
+        // A literal refused by the URL check says so in URL terms (with a hint that does not apply here).
+        const reason = error.message.startsWith('URL ') ? `${host} is a private or loopback address` : error.message;
+        return refuse(403, reason);
       }
       if (error instanceof EgressError && error.code === 'dns_failed') return refuse(502, `could not resolve ${host}`);
       return refuse(400, `invalid destination ${host}`);

@@ -39,6 +39,7 @@ import { createEngine, type Engine } from './engine/engine.ts';
 import { createScheduler, type Scheduler } from './engine/scheduler.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
 import { createEgressFetch, type EgressFetch } from './lib/egress-fetch.ts';
+import { prepareDataDir } from './lib/private-files.ts';
 import { deploymentSecretBox, type SecretBox } from './lib/secret-box.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { type Metrics, noopMetrics } from './observability/metrics-types.ts';
@@ -154,6 +155,13 @@ export async function buildDeps(
     // Redis only makes sense between processes on several machines, and SQLite is one machine's file.
     throw new StartupError(
       'REDIS_URL is set but DATABASE_URL is not: cluster mode needs PostgreSQL (SQLite serves one process); set DATABASE_URL or unset REDIS_URL',
+    );
+  }
+  const unfixed = prepareDataDir(config.dataDir);
+  if (unfixed.length > 0) {
+    logger.warn(
+      { problems: unfixed },
+      `the data directory could not be made private (owner only): ${unfixed.join('; ')}`,
     );
   }
   const storage = await openStorage(config, {

@@ -8,6 +8,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { createPrivateFile } from '../lib/private-files.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { type ChangeSignal, postgresChangeSignal, sqliteChangeSignal } from './change-signal.ts';
 import { migrationProvider } from './migrations/index.ts';
@@ -123,6 +124,8 @@ export async function openStorage(
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const path = join(config.dataDir, 'agentry.db');
+    // SQLite creates its -wal and -shm files with the database file's mode: 0600 for all three.
+    createPrivateFile(path);
     const database = openSqlite({ path, ...options });
     stopCheckpointer = () => database.stopCheckpointer();
     signal = sqliteChangeSignal(() => database.dataVersion());

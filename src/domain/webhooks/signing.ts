@@ -46,10 +46,10 @@ export interface SignedHeaders {
 const KEY_CACHE_LIMIT = 1024;
 
 /**
- * Signs attempts with secrets as stored (sealed), keeping the keys of recently used ones: decrypting a secret and
- * importing its key once instead of per attempt keeps an HMAC with a prepared key at about 2 µs, and a burst signs
- * with the same few secrets thousands of times. Owned by its user (the dispatcher), so rotated secrets simply stop
- * being looked up and age out. `open` throws (SecretKeyError) when the key is not the one a secret was sealed with.
+ * Signs attempts with secrets as stored (sealed), keeping the keys of recently used ones: each secret is decrypted
+ * and its key imported once, not per attempt (an HMAC with a prepared key takes about 2 µs), and a burst signs with
+ * the same few secrets thousands of times. Owned by its user (the dispatcher), so rotated secrets simply stop being
+ * looked up and age out. `open` throws (SecretKeyError) when the key is not the one a secret was sealed with.
  */
 export function createSigner(secrets: Pick<SecretBox, 'open'>) {
   const keys = new Map<string, KeyObject>();

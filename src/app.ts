@@ -13,6 +13,7 @@ import { createAuthHook } from './http/auth.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
 import { createJsonBodyParser } from './http/json-body.ts';
+import { createLifecycle, type Lifecycle, startingError } from './http/lifecycle.ts';
 import { markOptionalBodies } from './http/openapi-document.ts';
 import { declareCommonErrors } from './http/route-errors.ts';
 import { agentRoutes } from './http/routes/agents.ts';
@@ -33,7 +34,7 @@ import { sdkFileRoutes } from './http/routes/sdk-files.ts';
 import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
 import { sessionRoutes } from './http/routes/sessions.ts';
 import { streamRoutes } from './http/routes/stream.ts';
-import { type Lifecycle, probeRoutes, systemRoutes } from './http/routes/system.ts';
+import { probeRoutes, systemRoutes } from './http/routes/system.ts';
 import { taskRoutes } from './http/routes/tasks.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { workflowRunRoutes } from './http/routes/workflow-runs.ts';
@@ -50,6 +51,11 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 const MAX_PARAM_LENGTH = 16 * 1024;
 const REQUEST_PARTS: readonly RequestPart[] = ['body', 'querystring', 'params', 'headers'];
+/**
+ * How long a request that arrives while the server starts waits for it (main.ts bootstraps right after it listens:
+ * milliseconds). A client that calls as soon as the port opens gets its answer, not a 401 for a key about to exist.
+ */
+const STARTUP_WAIT_MS = 10_000;
 
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const given = request.headers['x-request-id'];
@@ -67,6 +73,13 @@ export interface BuiltApp {
 export interface BuildAppOptions {
   /** `worker` serves only /healthz and /readyz (every other path is 404 route_not_found); default `all`. */
   role?: ServeRole;
+  /**
+   * True when startup work remains after listening (main.ts): the probes answer 503 and other requests wait (up to
+   * `startupWaitMs`, then 503 with Retry-After) until `lifecycle.markReady()`. Default false: ready at once.
+   */
+  starting?: boolean;
+  /** Default STARTUP_WAIT_MS. */
+  startupWaitMs?: number;
 }
 
 export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promise<BuiltApp> {
@@ -82,7 +95,8 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     frameworkErrors: handleFrameworkError,
     logController: new RequestLogController(deps.config.requestLogMinMs),
   }).withTypeProvider();
-  const lifecycle: Lifecycle = { accepting: true };
+  const lifecycle: Lifecycle = createLifecycle({ ready: options.starting !== true });
+  const startupWaitMs = options.startupWaitMs ?? STARTUP_WAIT_MS;
   const routes: RouteOptions[] = [];
 
   // JSON only: other media types get a clear unsupported_content_type instead of a confusing schema error.
@@ -156,6 +170,10 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       // A request on a connection kept alive while the server drains: the client should try another process.
       reply.header('connection', 'close');
       throw new AppError('service_unavailable', 'the server is shutting down');
+    }
+    // The probes say "starting" themselves; everything else waits for the server to be ready.
+    if (!lifecycle.ready && request.routeOptions.config.probe !== true) {
+      if (!(await lifecycle.waitUntilReady(startupWaitMs))) throw startingError(reply);
     }
   });
   app.addHook('preClose', async () => {

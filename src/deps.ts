@@ -2,7 +2,6 @@
  * The one typed dependency object built at startup and handed to the HTTP layer, the CLI, the engine and the
  * webhook dispatcher. No module keeps singletons; tests build their own.
  */
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
@@ -40,7 +39,8 @@ import { createEngine, type Engine } from './engine/engine.ts';
 import { createScheduler, type Scheduler } from './engine/scheduler.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
 import { createEgressFetch, type EgressFetch } from './lib/egress-fetch.ts';
-import { createSecretBox } from './lib/secret-box.ts';
+import { prepareDataDir } from './lib/private-files.ts';
+import { deploymentSecretBox, type SecretBox } from './lib/secret-box.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { type Metrics, noopMetrics } from './observability/metrics-types.ts';
 import type { Tracing } from './observability/tracing.ts';
@@ -77,6 +77,8 @@ export interface Deps {
   responses: ResponseService;
   conversations: ConversationService;
   webhooks: WebhookServices;
+  /** Encrypts the secrets stored in the database (connector headers, webhook secrets) and opens them for use. */
+  secrets: SecretBox;
   mcpServers: McpServerService;
   /** The tool layer: every turn's tools and every accepted message's tool warnings. */
   tools: ToolRegistry;
@@ -157,14 +159,22 @@ export async function buildDeps(
       'REDIS_URL is set but DATABASE_URL is not: cluster mode needs PostgreSQL (SQLite serves one process); set DATABASE_URL or unset REDIS_URL',
     );
   }
+  const unfixed = prepareDataDir(config.dataDir);
+  if (unfixed.length > 0) {
+    logger.warn(
+      { problems: unfixed },
+      `the data directory could not be made private (owner only): ${unfixed.join('; ')}`,
+    );
+  }
   const storage = await openStorage(config, {
     backgroundCheckpoints: options.backgroundCheckpoints ?? false,
     autocheckpointPages: config.sqliteWalPages,
     onCheckpointerError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint thread stopped'),
   });
+  const secrets = deploymentSecretBox(config);
   let bus: Bus;
   try {
-    const applied = await storage.migrate();
+    const applied = await storage.migrate(secrets);
     if (applied.length > 0) logger.info({ migrations: applied }, `database migrated (${applied.join(', ')})`);
     bus =
       options.bus ??
@@ -192,6 +202,7 @@ export async function buildDeps(
     db,
     dialect: storage.dialect,
     clock,
+    secrets,
     allowInsecureDestinations: config.allowInsecureDestinations,
     retryWindowMs: config.webhookRetryWindowMs,
     historyRetentionMs: config.webhookHistoryRetentionMs,
@@ -200,7 +211,6 @@ export async function buildDeps(
   // Every writer of webhook events asks it which of them the organization's endpoints receive.
   const { subscriptions } = webhooks;
   const sessions = createSessionService({ db, clock, subscriptions });
-  const secrets = createSecretBox({ configuredKey: config.secretKey, keyFile: join(config.dataDir, 'secret.key') });
   const mcpStore = createMcpServerStore(secrets);
   // Organization connectors are user-chosen destinations: the egress guard applies. Toolkit endpoints are the
   // operator's own configuration and may live on a private network.
@@ -336,6 +346,7 @@ export async function buildDeps(
     }),
     conversations: createConversationService({ db, clock, bus, agents, sessions, messages, subscriptions }),
     webhooks,
+    secrets,
     mcpServers,
     tools,
     sandbox,
@@ -356,6 +367,7 @@ export async function buildDeps(
       db,
       dialect: storage.dialect,
       clock,
+      secrets,
       allowInsecureDestinations: config.allowInsecureDestinations,
     }),
     threads,
@@ -482,6 +494,7 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
       bus: deps.bus,
       logger: deps.logger,
       deliveries: deps.webhooks.deliveries,
+      secrets: deps.secrets,
       allowInsecureDestinations: config.allowInsecureDestinations,
       retryBaseMs: config.webhookRetryBaseMs,
       retryWindowMs: config.webhookRetryWindowMs,

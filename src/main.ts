@@ -1,5 +1,5 @@
 /**
- * `npm start` / `agentry serve`: load config, build deps, first-start bootstrap, listen, and shut down
+ * `npm start` / `agentry serve`: load config, build deps, listen, first-start bootstrap, then ready; and shut down
  * gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the database).
  */
 import type { Logger } from 'pino';
@@ -81,7 +81,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   dispatcher?.start();
   taskNotifier?.start();
   scheduler?.start();
-  const { app, lifecycle } = await buildApp(deps, { role: config.role });
+  // Starting: until the bootstrap below is done, the probes answer 503 and other requests wait for it.
+  const { app, lifecycle } = await buildApp(deps, { role: config.role, starting: true });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -94,6 +95,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // A worker serves only the probes; the console lives on processes that serve the API.
   const consoleUrl = config.role === 'worker' ? null : `${url}${CONSOLE_PATH}/`;
   announceBootstrap(logger, await bootstrap(deps.orgs, config.bootstrapKey), consoleUrl);
+  lifecycle.markReady();
   announce(logger, `listening on ${url}`);
   if (consoleUrl !== null) announce(logger, `web console: ${consoleUrl}`);
   const sweep = setInterval(() => {

@@ -10,14 +10,15 @@ import { Kysely } from 'kysely';
 import { type Migration, Migrator } from 'kysely/migration';
 import { describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/db.ts';
-import { migrationProvider } from '../src/storage/migrations/index.ts';
+
 import { NodeSqliteDialect, openSqlite } from '../src/storage/sqlite-adapter.ts';
+import { allMigrations, dataDirSecrets } from './helpers/migrations.ts';
 
 describe('migration 0007 on SQLite', () => {
   it('keeps every row of a database written before it and then takes sessions without an agent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentry-migration-'));
     try {
-      const all = await migrationProvider.getMigrations();
+      const all = await allMigrations(dir);
       const before: Record<string, Migration> = Object.fromEntries(
         Object.entries(all).filter(([name]) => name < '0007'),
       );
@@ -42,7 +43,7 @@ describe('migration 0007 on SQLite', () => {
 
       const storage = await openStorage({ databaseUrl: null, databaseSchema: null, dataDir: dir });
       try {
-        expect(await storage.migrate()).toContain('0007-conversations');
+        expect(await storage.migrate(dataDirSecrets(dir))).toContain('0007-conversations');
         const db = storage.db;
         expect(await db.selectFrom('sessions').select(['id', 'agent_id']).execute()).toEqual([
           { id: 's1', agent_id: 'a1' },

@@ -9,14 +9,15 @@ import { Kysely } from 'kysely';
 import { type Migration, Migrator } from 'kysely/migration';
 import { describe, expect, it } from 'vitest';
 import { openStorage } from '../src/storage/db.ts';
-import { migrationProvider } from '../src/storage/migrations/index.ts';
+
 import { NodeSqliteDialect, openSqlite } from '../src/storage/sqlite-adapter.ts';
+import { allMigrations, dataDirSecrets } from './helpers/migrations.ts';
 
 describe('migration 0011 after later ones', () => {
   it('is applied to a database migrated past it without it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentry-migration-'));
     try {
-      const all = await migrationProvider.getMigrations();
+      const all = await allMigrations(dir);
       const without: Record<string, Migration> = Object.fromEntries(
         Object.entries(all).filter(([name]) => name !== '0011-schedules'),
       );
@@ -32,9 +33,9 @@ describe('migration 0011 after later ones', () => {
 
       const storage = await openStorage({ databaseUrl: null, databaseSchema: null, dataDir: dir });
       try {
-        expect(await storage.migrate()).toEqual(['0011-schedules']);
+        expect(await storage.migrate(dataDirSecrets(dir))).toEqual(['0011-schedules']);
         expect(await storage.db.selectFrom('schedules').select('id').execute()).toEqual([]);
-        expect(await storage.migrate()).toEqual([]);
+        expect(await storage.migrate(dataDirSecrets(dir))).toEqual([]);
       } finally {
         await storage.close();
       }

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/storage/db.ts';
 import { SERVER_AUTOCHECKPOINT_PAGES, startCheckpointer } from '../src/storage/sqlite-checkpointer.ts';
+import { dataDirSecrets } from './helpers/migrations.ts';
 
 const ROWS = 400;
 
@@ -55,7 +56,7 @@ describe('SQLite checkpoints', () => {
       { backgroundCheckpoints: true },
     );
     try {
-      await storage.migrate();
+      await storage.migrate(dataDirSecrets(dir));
       const before = statSync(path).size;
       await writeRows(storage);
       // About 800 kB of rows: every frame of the log reaches the database file within a few intervals.
@@ -74,7 +75,7 @@ describe('SQLite checkpoints', () => {
     const path = join(dir, 'agentry.db');
     const storage = await openStorage({ databaseUrl: null, databaseSchema: null, dataDir: dir });
     try {
-      await storage.migrate();
+      await storage.migrate(dataDirSecrets(dir));
       await sql`select 1`.execute(storage.db);
       await writeRows(storage);
       await new Promise((resolve) => setTimeout(resolve, 600));

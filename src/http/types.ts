@@ -17,6 +17,8 @@ declare module 'fastify' {
     anyKey?: boolean;
     /** True for the few routes that need no key (health, OpenAPI). */
     public?: boolean;
+    /** True for /healthz and /readyz: they answer at once while the server starts (503), where others wait. */
+    probe?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;

@@ -9,7 +9,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const KEY_BYTES = 32;
 const NONCE_BYTES = 12;
@@ -42,6 +42,11 @@ export interface SecretBoxOptions {
   configuredKey: Buffer | null;
   /** Where a generated key lives when none is configured. */
   keyFile: string;
+}
+
+/** The deployment's box: the key of AGENTRY_SECRET_KEY, else the one in `<data dir>/secret.key`. */
+export function deploymentSecretBox(config: { secretKey: Buffer | null; dataDir: string }): SecretBox {
+  return createSecretBox({ configuredKey: config.secretKey, keyFile: join(config.dataDir, 'secret.key') });
 }
 
 /** Loads (or, on first use, generates) the key lazily: deployments that store no secret never write a key file. */

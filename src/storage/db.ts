@@ -8,6 +8,8 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { createPrivateFile } from '../lib/private-files.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 import { type ChangeSignal, postgresChangeSignal, sqliteChangeSignal } from './change-signal.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { Database } from './schema.ts';
@@ -34,7 +36,8 @@ export interface Storage {
    * (change-signal.ts), or null while other processes' changes cannot be seen: callers must then not cache.
    */
   changeVersion(): number | null;
-  migrate(): Promise<string[]>;
+  /** Applies pending migrations; `secrets` seals what a migration moves into encrypted columns. */
+  migrate(secrets: Pick<SecretBox, 'seal'>): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -55,6 +58,24 @@ function postgresTypes(): pg.CustomTypesConfig {
 function describePostgres(url: string, schema: string | null): string {
   const parsed = new URL(url);
   return `postgres://${parsed.host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`;
+}
+
+/**
+ * After secrets were replaced in place, their old bytes are still in the database files (free space in pages, the
+ * SQLite write-ahead log, dead Postgres row versions). Rewrites what holds them: SQLite's VACUUM rebuilds the whole
+ * file and the truncating checkpoint empties the log; Postgres's VACUUM FULL rewrites the tables into new files.
+ */
+async function purgeFreeSpace(db: Kysely<Database>, dialect: Dialect, tables: string[]): Promise<void> {
+  if (dialect === 'postgres') {
+    for (const table of tables) await sql`vacuum full ${sql.table(table)}`.execute(db);
+    return;
+  }
+  await sql`vacuum`.execute(db);
+  for (let attempt = 1; ; attempt++) {
+    const result = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(db);
+    if (result.rows[0]?.busy !== 1 || attempt === MIGRATION_ATTEMPTS) return;
+    await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+  }
 }
 
 export interface StorageOptions {
@@ -103,6 +124,8 @@ export async function openStorage(
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const path = join(config.dataDir, 'agentry.db');
+    // SQLite creates its -wal and -shm files with the database file's mode: 0600 for all three.
+    createPrivateFile(path);
     const database = openSqlite({ path, ...options });
     stopCheckpointer = () => database.stopCheckpointer();
     signal = sqliteChangeSignal(() => database.dataVersion());
@@ -120,10 +143,15 @@ export async function openStorage(
     ping: async () => {
       await sql`select 1`.execute(db);
     },
-    migrate: async () => {
+    migrate: async (secrets) => {
+      const replaced = new Set<string>();
+      const provider = migrationProvider({
+        seal: (plain) => secrets.seal(plain),
+        replacedSecrets: (table) => replaced.add(table),
+      });
       // Fast path, and the one taken beside a running server: everything is applied already. Checking this with one
       // query avoids the Migrator's catalog introspection, which can race with schemas being created or dropped.
-      const known = Object.keys(await migrationProvider.getMigrations());
+      const known = Object.keys(await provider.getMigrations());
       const applied = await sql<{ name: string }>`select name from kysely_migration`
         .execute(db)
         .then((result) => new Set(result.rows.map((row) => row.name)))
@@ -132,7 +160,7 @@ export async function openStorage(
       // Name the schema: Kysely looks for its bookkeeping tables across all schemas otherwise.
       const migrator = new Migrator({
         db,
-        provider: migrationProvider,
+        provider,
         // Migrations are independent additions, numbered when planned: one numbered below a migration a database
         // already has (a feature that landed later) is still applied instead of refusing to start.
         allowUnorderedMigrations: true,
@@ -146,6 +174,7 @@ export async function openStorage(
       for (let attempt = 1; ; attempt++) {
         const { error, results } = await migrator.migrateToLatest();
         if (error === undefined) {
+          if (replaced.size > 0) await purgeFreeSpace(db, dialect, [...replaced]);
           return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
         }
         const reason = error instanceof Error ? error.message : String(error);

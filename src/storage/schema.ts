@@ -199,8 +199,10 @@ export interface WebhookEndpointsTable {
   url: string;
   /** JSON array of event type names. */
   event_types: string;
-  /** whsec_…; never logged. */
-  secret: string;
+  /** The whsec_… signing secret, encrypted (lib/secret-box.ts); never logged, returned only by create and rotate. */
+  sealed_secret: string;
+  /** What reads show of the secret: `whsec_…` and its last four characters. */
+  secret_hint: string;
   created_at: Millis;
   updated_at: Millis;
   deleted_at: Millis | null;
@@ -346,7 +348,8 @@ export interface LegacyWebhooksTable {
   /** JSON array of task.* event names. */
   events: string;
   description: string | null;
-  secret: string | null;
+  /** The X-Webhook-Secret value, encrypted (lib/secret-box.ts); never returned. */
+  sealed_secret: string | null;
   is_active: ColumnType<number, number | undefined, number>;
   created_at: Millis;
   last_triggered_at: Millis | null;

@@ -28,6 +28,7 @@ import {
 import { createSigner } from '../domain/webhooks/signing.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Resolver } from '../lib/egress.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 import type { Metrics } from '../observability/metrics-types.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
 
@@ -38,6 +39,8 @@ export interface DispatcherDeps {
   bus: Bus;
   logger: Logger;
   deliveries: Pick<DeliveryService, 'onDue'>;
+  /** Opens the endpoints' stored signing secrets. */
+  secrets: Pick<SecretBox, 'open'>;
   allowInsecureDestinations: boolean;
   retryBaseMs: number;
   retryWindowMs: number;
@@ -96,7 +99,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
   const log = deps.logger.child({ component: 'webhooks' });
   // A delivery claimed later than this after its window ended is failed without an attempt (the server was down).
   const expiryGraceMs = Math.max(1000, options.pollMs * 2);
-  const signer = createSigner();
+  const signer = createSigner(deps.secrets);
   const shutdown = new AbortController();
   const perEndpoint = new Map<string, number>();
   // Endpoints believed to have due deliveries, in the order they are served (round robin).
@@ -259,7 +262,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
     const attempt = attemptDelivery(
       {
         url: delivery.url,
-        secret: delivery.secret,
+        sealedSecret: delivery.sealedSecret,
         webhookId: delivery.webhookId,
         body: delivery.body,
         traceparent: delivery.traceparent,

@@ -14,7 +14,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import { type BuildDepsOptions, buildDeps, buildEngine, type Deps } from '../../src/deps.ts';
 import { bootstrap } from '../../src/domain/orgs/org-service.ts';
 import type { Engine } from '../../src/engine/engine.ts';
-import type { Lifecycle } from '../../src/http/routes/system.ts';
+import type { Lifecycle } from '../../src/http/lifecycle.ts';
 import type { App } from '../../src/http/types.ts';
 import type { Clock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/logger.ts';

@@ -26,7 +26,13 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env };
 }
 
-export async function startServerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+export interface LaunchedServerProcess extends Omit<ServerProcess, 'url'> {
+  /** The URL once the server logs `listening on …` (after its first-start bootstrap); rejects if it exits first. */
+  listening: Promise<string>;
+}
+
+/** Starts the server and returns at once, before it listens (for tests of what happens while it starts). */
+export function launchServerProcess(env: Record<string, string>, timeoutMs = 20_000): LaunchedServerProcess {
   const child = spawn(process.execPath, [join(ROOT, 'src/main.ts')], {
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -38,7 +44,7 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  const listening = new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), timeoutMs);
     const check = () => {
       const match = /listening on (http:\/\/[0-9.]+:\d+)/.exec(output);
@@ -54,9 +60,11 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
       reject(new Error(`server exited with ${code}:\n${output}`));
     });
   });
+  // A caller that stops the server before it listens does not wait on this.
+  listening.catch(() => undefined);
   return {
     child,
-    url,
+    listening,
     output: () => output,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
@@ -73,6 +81,11 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
         child.kill(signal);
       }),
   };
+}
+
+export async function startServerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+  const launched = launchServerProcess(env, timeoutMs);
+  return { ...launched, url: await launched.listening };
 }
 
 export function runCli(

@@ -4,11 +4,12 @@
  * complete, so a file is either wholly there or not at all. No database here: file-service.ts keeps the rows.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError, validationError } from '../../errors/app-error.ts';
+import { ensurePrivateDir, PRIVATE_FILE_MODE } from '../../lib/private-files.ts';
 
 /** An upload written to its temporary file, waiting to be committed or discarded. */
 export interface StagedUpload {
@@ -81,7 +82,8 @@ export function createFileStore(options: { dataDir: string }): FileStore {
       const key = storageKeyOf(orgId, fileId);
       const finalPath = pathOf(key);
       const directory = join(root, orgId);
-      await mkdir(directory, { recursive: true });
+      // Owner-only (lib/private-files.ts): the folders 0700, the content 0600 (a rename keeps the mode).
+      await ensurePrivateDir(directory);
       const tempPath = join(directory, `.${fileId}.${randomBytes(6).toString('hex')}.part`);
       const hash = createHash('sha256');
       let bytes = 0;
@@ -108,8 +110,9 @@ export function createFileStore(options: { dataDir: string }): FileStore {
       }
       // Opened before streaming, so the file exists when a failure removes it: a stream that opens its file
       // lazily could create it after the removal and leave it behind.
-      const handle = await open(tempPath, 'wx');
+      const handle = await open(tempPath, 'wx', PRIVATE_FILE_MODE);
       try {
+        await handle.chmod(PRIVATE_FILE_MODE);
         // flush: the data reaches the disk before the rename makes it visible.
         await pipeline(source, countAndHash, handle.createWriteStream({ flush: true }));
       } catch (error) {

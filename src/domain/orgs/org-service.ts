@@ -77,8 +77,11 @@ export function createOrgService(deps: OrgServiceDeps) {
       return Number(row.n);
     },
 
-    /** Creates an organization with its default Agent, in one transaction. */
-    async create(name: string): Promise<Org> {
+    /**
+     * Creates an organization with its default Agent, in one transaction; with `adminKey`, that admin key too (every
+     * scope), so that no reader ever sees the organization without its key.
+     */
+    async create(name: string, adminKey?: string): Promise<Org> {
       if (!ORG_NAME.test(name)) {
         throw new AppError('validation_error', 'organization names are 1-100 letters, digits, _ . or -', {
           param: 'name',
@@ -102,6 +105,8 @@ export function createOrgService(deps: OrgServiceDeps) {
             })
             .execute();
           await deps.agents.createDefault(trx, org.id);
+          if (adminKey !== undefined)
+            await insertApiKey(trx, { orgId: org.id, key: adminKey, scopes: SCOPES }, deps.clock);
           return org;
         });
       } catch (error) {
@@ -145,18 +150,18 @@ export interface BootstrapResult {
 /**
  * First start: when no organization exists, create `default`. With a bootstrap key its admin key is exactly that
  * key; otherwise a new admin key is generated and returned once for the caller to show. Later starts do nothing.
- * Two processes racing here both end with one `default` organization.
+ * Two processes racing here both end with one `default` organization; the organization and its key are committed
+ * together, so a process that finds the organization finds its key too.
  */
 export async function bootstrap(orgs: OrgService, bootstrapKey: string | null): Promise<BootstrapResult> {
   const nothing = { createdOrg: false, createdKey: null };
   if ((await orgs.count()) > 0) return nothing;
-  let org: Org;
+  const key = bootstrapKey ?? generateApiKey();
   try {
-    org = await orgs.create('default');
+    await orgs.create('default', key);
   } catch (error) {
     if (error instanceof AppError && error.code === 'validation_error') return nothing;
     throw error;
   }
-  const key = await orgs.createKey(org.id, SCOPES, bootstrapKey ?? undefined);
   return { createdOrg: true, createdKey: bootstrapKey === null ? key : null };
 }

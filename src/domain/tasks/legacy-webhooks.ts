@@ -8,6 +8,7 @@ import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { LegacyWebhookRow } from '../../storage/schema.ts';
 import { TASK_EVENT_TYPES, type TaskEventType } from './task-types.ts';
@@ -52,7 +53,7 @@ function view(row: LegacyWebhookRow): LegacyWebhook {
     url: row.url,
     events: eventsOf(row.events),
     description: row.description,
-    hasSecret: row.secret !== null,
+    hasSecret: row.sealed_secret !== null,
     isActive: row.is_active === 1,
     createdAt: iso(row.created_at),
     lastTriggeredAt: row.last_triggered_at === null ? null : iso(row.last_triggered_at),
@@ -64,8 +65,18 @@ export interface LegacyWebhookServiceDeps {
   db: Executor;
   dialect: Dialect;
   clock: Clock;
+  /** Secrets are stored sealed with it, and opened for the notifier. */
+  secrets: SecretBox;
   allowInsecureDestinations: boolean;
   resolver?: Resolver;
+}
+
+/** An active webhook to notify. */
+export interface LegacySubscriber {
+  id: string;
+  url: string;
+  /** The X-Webhook-Secret value, decrypted; throws SecretKeyError when the key is not the one it was stored with. */
+  secret(): string | null;
 }
 
 export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
@@ -102,7 +113,7 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
         const fields = {
           events: JSON.stringify([...new Set(input.events)]),
           description: input.description ?? null,
-          secret: input.secret ?? null,
+          sealed_secret: input.secret === undefined ? null : deps.secrets.seal(input.secret),
         };
         if (existing !== undefined) {
           const row = await trx
@@ -171,14 +182,20 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
     },
 
     /** Active webhooks of the organization subscribed to `type`, with their secrets (for the notifier only). */
-    async subscribers(orgId: string, type: TaskEventType): Promise<LegacyWebhookRow[]> {
+    async subscribers(orgId: string, type: TaskEventType): Promise<LegacySubscriber[]> {
       const rows = await db
         .selectFrom('legacy_webhooks')
-        .selectAll()
+        .select(['id', 'url', 'events', 'sealed_secret'])
         .where('org_id', '=', orgId)
         .where('is_active', '=', 1)
         .execute();
-      return rows.filter((row) => eventsOf(row.events).includes(type));
+      return rows
+        .filter((row) => eventsOf(row.events).includes(type))
+        .map(({ id, url, sealed_secret: sealed }) => ({
+          id,
+          url,
+          secret: () => (sealed === null ? null : deps.secrets.open(sealed)),
+        }));
     },
 
     /** Records the outcome of one attempt. */

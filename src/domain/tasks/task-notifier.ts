@@ -91,12 +91,13 @@ export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
       subscribers.map(async (hook) => {
         let ok = false;
         try {
+          const secret = hook.secret();
           const response = await postPinned(hook.url, body, {
             headers: {
               'content-type': 'application/json',
               'user-agent': 'Agentry-Webhooks/1',
               'x-webhook-event': type,
-              ...(hook.secret === null ? {} : { 'x-webhook-secret': hook.secret }),
+              ...(secret === null ? {} : { 'x-webhook-secret': secret }),
             },
             timeoutMs: deps.timeoutMs,
             allowInsecure: deps.allowInsecureDestinations,

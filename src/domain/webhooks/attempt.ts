@@ -5,7 +5,7 @@
 import { EgressError, postPinned, type Resolver } from '../../lib/egress.ts';
 import { parseRetryAfter } from '../../lib/retry.ts';
 import type { WebhookEventRow } from '../../storage/schema.ts';
-import type { Signer } from './signing.ts';
+import type { SignedHeaders, Signer } from './signing.ts';
 import type { DeliveryError } from './webhook-types.ts';
 
 /**
@@ -18,7 +18,8 @@ export function eventBody(event: Pick<WebhookEventRow, 'id' | 'type' | 'created_
 
 export interface AttemptTarget {
   url: string;
-  secret: string;
+  /** The endpoint's signing secret as stored (sealed); the signer opens it. */
+  sealedSecret: string;
   webhookId: string;
   body: string;
   traceparent?: string | null;
@@ -56,7 +57,25 @@ export interface AttemptOutcome {
 export async function attemptDelivery(target: AttemptTarget, options: AttemptOptions): Promise<AttemptOutcome> {
   const timestamp = Math.floor(options.now / 1000);
   const signStarted = performance.now();
-  const signed = options.signer.headers(target.secret, target.webhookId, timestamp, target.body);
+  let signed: SignedHeaders;
+  try {
+    signed = options.signer.headers(target.sealedSecret, target.webhookId, timestamp, target.body);
+  } catch (error) {
+    // The secret cannot be decrypted (another AGENTRY_SECRET_KEY): nothing is sent; retried until the key is right.
+    const message = error instanceof Error ? error.message : String(error);
+    return {
+      attemptedAt: options.now,
+      timestamp,
+      signingMs: performance.now() - signStarted,
+      ok: false,
+      statusCode: null,
+      error: { code: 'secret_unavailable', message: `the signing secret cannot be decrypted: ${message}` },
+      retriable: true,
+      aborted: false,
+      retryAfterMs: null,
+      durationMs: 0,
+    };
+  }
   const headers = target.traceparent == null ? signed : { ...signed, traceparent: target.traceparent };
   const signingMs = performance.now() - signStarted;
   const started = performance.now();

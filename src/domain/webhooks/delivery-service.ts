@@ -6,6 +6,7 @@
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Resolver } from '../../lib/egress.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { WebhookDeliveryRow, WebhookEventRow } from '../../storage/schema.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
@@ -27,6 +28,8 @@ export interface DeliveryServiceDeps {
   db: Executor;
   clock: Clock;
   endpoints: EndpointService;
+  /** Opens the endpoint's stored signing secret for the test attempt. */
+  secrets: Pick<SecretBox, 'open'>;
   retryWindowMs: number;
   historyRetentionMs: number;
   allowInsecureDestinations: boolean;
@@ -195,9 +198,9 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       };
       const webhookId = webhookIdFor(event.id, endpointId);
       const outcome = await attemptDelivery(
-        { url: endpoint.url, secret: endpoint.secret, webhookId, body: eventBody(event) },
+        { url: endpoint.url, sealedSecret: endpoint.sealed_secret, webhookId, body: eventBody(event) },
         {
-          signer: createSigner(),
+          signer: createSigner(deps.secrets),
           now,
           timeoutMs: DELIVERY_TIMEOUT_MS,
           allowInsecure: deps.allowInsecureDestinations,

@@ -141,7 +141,7 @@ export async function fanOut(
   });
 }
 
-/** A leased delivery with what its attempt needs: the endpoint's current URL and secret, and the body. */
+/** A leased delivery with what its attempt needs: the endpoint's current URL and (sealed) secret, and the body. */
 export interface ClaimedDelivery {
   id: string;
   orgId: string;
@@ -151,7 +151,7 @@ export interface ClaimedDelivery {
   attempts: number;
   deadlineAt: number;
   url: string;
-  secret: string;
+  sealedSecret: string;
   endpointDeleted: boolean;
   body: string;
   /** Sent as the `traceparent` header when the event belongs to a traced turn. */
@@ -239,7 +239,7 @@ export async function claimDue(deps: StoreDeps, now: number, options: ClaimOptio
         'd.attempts',
         'd.deadline_at',
         'w.url',
-        'w.secret',
+        'w.sealed_secret',
         'w.deleted_at',
         'e.id as event_id',
         'e.type',
@@ -258,7 +258,7 @@ export async function claimDue(deps: StoreDeps, now: number, options: ClaimOptio
       attempts: row.attempts,
       deadlineAt: row.deadline_at,
       url: row.url,
-      secret: row.secret,
+      sealedSecret: row.sealed_secret,
       endpointDeleted: row.deleted_at !== null,
       body: eventBody({ id: row.event_id, type: row.type, created_at: row.created_at, data: row.data }),
       traceparent: row.traceparent,

@@ -6,11 +6,12 @@
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { WebhookEndpointRow } from '../../storage/schema.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { newEndpointId } from './ids.ts';
-import { generateSecret } from './signing.ts';
+import { generateSecret, secretHint } from './signing.ts';
 import type { WebhookSubscriptions } from './subscriptions.ts';
 import { endpointFromRow, endpointWithSecret } from './views.ts';
 import {
@@ -24,6 +25,8 @@ export interface EndpointServiceDeps {
   db: Executor;
   dialect: Dialect;
   clock: Clock;
+  /** Signing secrets are stored sealed with it. */
+  secrets: Pick<SecretBox, 'seal'>;
   allowInsecureDestinations: boolean;
   resolver?: Resolver;
   /** Told after every write that can change which events the organization receives. */
@@ -62,6 +65,12 @@ export function createEndpointService(deps: EndpointServiceDeps) {
       .executeTakeFirst();
     if (row === undefined) throw notFound('webhook endpoint', id);
     return row;
+  }
+
+  /** A new signing secret: in clear for the one answer that shows it, sealed for the row. */
+  function newSecret(): { secret: string; stored: Pick<WebhookEndpointRow, 'sealed_secret' | 'secret_hint'> } {
+    const secret = generateSecret();
+    return { secret, stored: { sealed_secret: deps.secrets.seal(secret), secret_hint: secretHint(secret) } };
   }
 
   async function checkUrl(url: string): Promise<void> {
@@ -135,19 +144,20 @@ export function createEndpointService(deps: EndpointServiceDeps) {
           );
         }
         const now = deps.clock.now();
+        const { secret, stored } = newSecret();
         const row: WebhookEndpointRow = {
           id: newEndpointId(),
           org_id: orgId,
           name: input.name,
           url: input.url,
           event_types: JSON.stringify(input.event_types),
-          secret: generateSecret(),
+          ...stored,
           created_at: now,
           updated_at: now,
           deleted_at: null,
         };
         await trx.insertInto('webhook_endpoints').values(row).execute();
-        return endpointWithSecret(row);
+        return endpointWithSecret(row, secret);
       });
     },
 
@@ -199,8 +209,8 @@ export function createEndpointService(deps: EndpointServiceDeps) {
 
     /** A new secret, returned once; attempts made from now on are signed with it. */
     async rotateSecret(orgId: string, id: string): Promise<WebhookEndpointWithSecret> {
-      const now = deps.clock.now();
-      return endpointWithSecret(await updateLive(orgId, id, { secret: generateSecret(), updated_at: now }));
+      const { secret, stored } = newSecret();
+      return endpointWithSecret(await updateLive(orgId, id, { ...stored, updated_at: deps.clock.now() }), secret);
     },
   };
 }

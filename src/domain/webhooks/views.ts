@@ -3,7 +3,6 @@ import { unixSeconds } from '../../lib/clock.ts';
 import { isJsonObject } from '../../lib/guards.ts';
 import { parseJsonColumn, readJsonColumn } from '../../storage/json-column.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/schema.ts';
-import { secretHint } from './signing.ts';
 import {
   type DeliveryError,
   deliveryKindOf,
@@ -33,12 +32,13 @@ export function endpointFromRow(row: WebhookEndpointRow): WebhookEndpoint {
     event_types: parseEventTypes(row.event_types),
     created_at: unixSeconds(row.created_at),
     updated_at: unixSeconds(row.updated_at),
-    signing_secret_hint: secretHint(row.secret),
+    signing_secret_hint: row.secret_hint,
   };
 }
 
-export function endpointWithSecret(row: WebhookEndpointRow): WebhookEndpointWithSecret {
-  return { ...endpointFromRow(row), signing_secret: row.secret };
+/** The answer of create and rotate_secret: the only ones that show the secret (`secret`, in clear). */
+export function endpointWithSecret(row: WebhookEndpointRow, secret: string): WebhookEndpointWithSecret {
+  return { ...endpointFromRow(row), signing_secret: secret };
 }
 
 export function eventFromRow(row: Pick<WebhookEventRow, 'id' | 'type' | 'created_at' | 'data'>): WebhookEvent {

@@ -1,6 +1,7 @@
 /** The webhook services the HTTP layer uses, wired over one storage. */
 import type { Clock } from '../../lib/clock.ts';
 import type { Resolver } from '../../lib/egress.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { createDeliveryService, type DeliveryService } from './delivery-service.ts';
 import { createEndpointService, type EndpointService } from './endpoint-service.ts';
@@ -17,6 +18,8 @@ export interface WebhookServicesDeps {
   db: Executor;
   dialect: Dialect;
   clock: Clock;
+  /** Seals signing secrets for storage and opens them to sign. */
+  secrets: SecretBox;
   allowInsecureDestinations: boolean;
   retryWindowMs: number;
   historyRetentionMs: number;

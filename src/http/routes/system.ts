@@ -2,38 +2,42 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors/app-error.ts';
+import { type Lifecycle, startingError } from '../lifecycle.ts';
 import { renderOpenApiMarkdown } from '../openapi-markdown.ts';
 import { errorResponses } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
 const Status = Type.Object({ status: Type.String() });
 
-export interface Lifecycle {
-  /** False once shutdown has begun: readiness fails so load balancers stop sending traffic. */
-  accepting: boolean;
-}
-
 /** Liveness and readiness: the only routes a worker process serves. */
 export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
   app.route({
     method: 'GET',
     url: '/healthz',
-    config: { public: true },
-    schema: { summary: 'Liveness', tags: ['System'], response: { 200: Status } },
-    handler: async () => ({ status: 'ok' }),
+    config: { public: true, probe: true },
+    schema: {
+      summary: 'Health: the server is up and serves requests (503 while it is still starting)',
+      tags: ['System'],
+      response: { 200: Status, ...errorResponses(503) },
+    },
+    handler: async (_request, reply) => {
+      if (!lifecycle.ready) throw startingError(reply);
+      return { status: 'ok' };
+    },
   });
   if (deps.metrics.enabled) metricsRoute(app, deps);
 
   app.route({
     method: 'GET',
     url: '/readyz',
-    config: { public: true },
+    config: { public: true, probe: true },
     schema: {
-      summary: 'Readiness: the database is reachable and the server accepts work',
+      summary: 'Readiness: the server has started, the database is reachable and the server accepts work',
       tags: ['System'],
       response: { 200: Status, ...errorResponses(503) },
     },
-    handler: async (request) => {
+    handler: async (request, reply) => {
+      if (!lifecycle.ready) throw startingError(reply);
       if (!lifecycle.accepting) {
         throw new AppError('service_unavailable', 'the server is shutting down');
       }

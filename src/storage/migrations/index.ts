@@ -15,9 +15,11 @@ import { traceContext } from './0013-trace-context.ts';
 import { engineProcesses } from './0014-engine-processes.ts';
 import { changeNotifications } from './0015-change-notifications.ts';
 import { endpointChangeNotifications } from './0016-endpoint-change-notifications.ts';
+import { sealedWebhookSecrets } from './0017-sealed-webhook-secrets.ts';
+import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
-const migrations: Record<string, Migration> = {
+const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0001-initial': initial,
   '0002-engine': engine,
   '0003-spans': spans,
@@ -34,8 +36,9 @@ const migrations: Record<string, Migration> = {
   '0014-engine-processes': engineProcesses,
   '0015-change-notifications': changeNotifications,
   '0016-endpoint-change-notifications': endpointChangeNotifications,
-};
+  '0017-sealed-webhook-secrets': sealedWebhookSecrets(context),
+});
 
-export const migrationProvider: MigrationProvider = {
-  getMigrations: async () => migrations,
-};
+export function migrationProvider(context: MigrationContext): MigrationProvider {
+  return { getMigrations: async () => migrations(context) };
+}

@@ -39,7 +39,7 @@ function advice() {
     PINNED in (manifest.optionalDependencies || {})
       ? `Run \`npm install\` in ${ROOT}: it adds Node.js ${manifest.optionalDependencies[PINNED]} from the npm registry. ` +
         'Or install Node.js 24 yourself'
-      : `The npm registry has no Node.js 24 for ${process.platform}-${process.arch} to install with Agentry. Install Node.js 24`;
+      : `npm install brings no Node.js for ${process.platform}-${process.arch}. Install Node.js 24`;
   return (
     `Agentry needs Node.js ${minMajor}.${minMinor} or newer; you have ${process.versions.node}.\n` +
     `${fix}: with nvm, run \`nvm install\` in ${ROOT} (it reads .nvmrc); otherwise see https://nodejs.org/en/download\n`

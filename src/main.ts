@@ -12,7 +12,8 @@ import { systemClock } from './lib/clock.ts';
 import { createLogger } from './logger.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
-const KEY_COMMAND = 'npx agentry keys create --org default';
+/** Run from the project folder: `npx agentry` elsewhere would fetch an unrelated package from the npm registry. */
+const KEY_COMMAND = 'from the project folder, bin/agentry.js keys create --org default';
 
 export interface RunningServer {
   url: string;
@@ -31,12 +32,12 @@ function announceBootstrap(logger: Logger, result: BootstrapResult, consoleUrl: 
     // Outside the structured log, so it is never stored in log files by accident.
     const open = consoleUrl === null ? '' : `Open the web console at ${consoleUrl} and sign in with it.\n`;
     process.stdout.write(
-      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${result.createdKey}\n\n${open}More keys: ${KEY_COMMAND}\n\n`,
+      `\nCreated organization "default". Its admin API key (shown only this once):\n\n  ${result.createdKey}\n\n${open}More keys, ${KEY_COMMAND}\n\n`,
     );
   } else if (result.createdOrg) {
     announce(logger, 'created organization "default" with the admin API key given in AGENTRY_BOOTSTRAP_KEY');
   } else {
-    announce(logger, `admin API keys are shown only on the first start; to make one: ${KEY_COMMAND}`);
+    announce(logger, `admin API keys are shown only on the first start; to make one, ${KEY_COMMAND}`);
   }
 }
 

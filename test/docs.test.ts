@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -11,6 +11,19 @@ describe('documentation stays in step with the code', () => {
     expect(names.length).toBeGreaterThan(15);
     const doc = read('docs/configuration.md');
     for (const name of names) expect(doc, name).toContain(`\`${name}\``);
+  });
+
+  it('never tells to run the CLI as `npx agentry …`, which outside the project runs an unrelated npm package', () => {
+    const files = [
+      'README.md',
+      ...['docs', 'src', 'console/src'].flatMap((dir) =>
+        readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+          .filter((name) => /\.(md|ts|tsx)$/.test(name))
+          .map((name) => join(dir, name)),
+      ),
+    ];
+    expect(files).toContain(join('src', 'main.ts'));
+    expect(files.filter((file) => /npx agentry [a-z-]/.test(read(file)))).toEqual([]);
   });
 
   it('the README links every page in docs/', () => {

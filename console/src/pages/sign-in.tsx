@@ -52,7 +52,7 @@ export function SignIn() {
         <h1>Agentry console</h1>
         <p className="muted">
           Sign in with an API key of your organization. The first start of the server printed one; more with{' '}
-          <code>npx agentry keys create --org default</code>.
+          <code>bin/agentry.js keys create --org default</code> in the server's folder.
         </p>
         <Field label="API key" hint="Kept in this browser tab only, until you sign out or close it.">
           {(props) => (

@@ -69,8 +69,8 @@ export default function UsagePage() {
               : usd(organization.credit_balance_usd)}
         </p>
         <p className="muted small">
-          Set by an operator with <code>npx agentry credits set --org {organization?.name ?? 'NAME'} USD</code>. Priced
-          models debit it per call.
+          Set by an operator with <code>bin/agentry.js credits set --org {organization?.name ?? 'NAME'} USD</code>.
+          Priced models debit it per call.
         </p>
       </div>
       <h2>Cost per agent per day</h2>

@@ -1,0 +1,249 @@
+/**
+ * The CLI's commands, one entry each: the words that name it, its arguments and help, and what it does. main.ts
+ * parses the command line against this table and prints every help text from it, so a command and its help
+ * cannot part ways.
+ */
+import { createLocalBus } from '../bus/bus.ts';
+import { COMPAT_SETTINGS, loadConfig } from '../config.ts';
+import { buildDeps, type Deps } from '../deps.ts';
+import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
+import { listApiKeys, revokeApiKeys } from '../domain/orgs/api-keys.ts';
+import { systemClock } from '../lib/clock.ts';
+import { createLogger } from '../logger.ts';
+import { serve } from '../main.ts';
+import { formatTable, formatTime } from './table.ts';
+
+export type OptionName = 'org' | 'scopes' | 'compat' | 'role';
+
+/** Where a command writes: the process's streams, or a test's. */
+export interface Output {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+export interface CommandInput {
+  /** The positional arguments after the command's words, as many as `args` names. */
+  args: string[];
+  options: Partial<Record<OptionName, string>>;
+  output: Output;
+}
+
+export interface Command {
+  /** `['keys', 'create']`, or `['migrate']` for a command without a group. */
+  words: readonly string[];
+  /** Its arguments and options as the usage line shows them. */
+  synopsis: string;
+  /** One line for the command lists. */
+  summary: string;
+  /** What `<command> --help` adds below the usage line. */
+  details: string;
+  options: readonly OptionName[];
+  /** Options it cannot run without. */
+  required: readonly OptionName[];
+  /** Its positional arguments, by the names the synopsis uses; each is required. */
+  args: readonly string[];
+  run(input: CommandInput): Promise<void>;
+}
+
+/** A command line that cannot run as given: exit 2, with the message and the command's usage. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+async function withDeps<T>(output: Output, run: (deps: Deps) => Promise<T>): Promise<T> {
+  // Commands only change data, in one transaction each; workers pick changes up from the database, so the CLI
+  // never connects to Redis.
+  const deps = await buildDeps(loadConfig(), createLogger({ logLevel: 'warn' }, process.stderr), systemClock, {
+    bus: createLocalBus(),
+    detectSandbox: false,
+  });
+  output.stderr.write(`agentry: database ${deps.storage.location}\n`);
+  try {
+    return await run(deps);
+  } finally {
+    await deps.close();
+    await deps.bus.close();
+    await deps.storage.close();
+  }
+}
+
+async function orgId(deps: Deps, name: string | undefined): Promise<string> {
+  return (await deps.orgs.requireByName(name ?? '')).id;
+}
+
+const ORG = '--org <name> is the organization, as `orgs list` shows it.';
+
+export const COMMANDS: readonly Command[] = [
+  {
+    words: ['serve'],
+    synopsis: '[--role api|worker|all]',
+    summary: 'run the server (default role: all)',
+    details:
+      'Serves the API on HOST:PORT with the configuration of the environment (docs/configuration.md) until\n' +
+      'SIGTERM or SIGINT. --role api serves HTTP only, worker runs turns only (cluster mode, docs/operations.md).',
+    options: ['role'],
+    required: [],
+    args: [],
+    async run({ options }) {
+      const role = options.role;
+      if (role !== undefined && role !== 'api' && role !== 'worker' && role !== 'all') {
+        throw new UsageError('--role must be api, worker or all');
+      }
+      await serve(role === undefined ? {} : { role });
+    },
+  },
+  {
+    words: ['migrate'],
+    synopsis: '',
+    summary: 'apply database migrations',
+    details: 'Brings the configured database up to date and exits; the server does the same when it starts.',
+    options: [],
+    required: [],
+    args: [],
+    async run({ output }) {
+      await withDeps(output, async () => undefined);
+      output.stdout.write('database is up to date\n');
+    },
+  },
+  {
+    words: ['orgs', 'create'],
+    synopsis: '<name>',
+    summary: 'create an organization (with its default agent)',
+    details: 'Creates the organization <name> with its default agent, and prints its id and project id.',
+    options: [],
+    required: [],
+    args: ['<name>'],
+    async run({ args: [name = ''], output }) {
+      const org = await withDeps(output, (deps) => deps.orgs.create(name));
+      output.stdout.write(`created organization ${org.name} (id ${org.id}, project ${org.projectId})\n`);
+    },
+  },
+  {
+    words: ['orgs', 'list'],
+    synopsis: '',
+    summary: 'list organizations with their project ids',
+    details: 'One line per organization: name, numeric project id, id, credit balance, creation time.',
+    options: [],
+    required: [],
+    args: [],
+    async run({ output }) {
+      const orgs = await withDeps(output, (deps) => deps.orgs.list());
+      const rows = orgs.map((org) => [
+        org.name,
+        String(org.projectId),
+        org.id,
+        org.creditBalanceUsd === null ? 'unlimited' : `$${org.creditBalanceUsd}`,
+        formatTime(org.createdAt),
+      ]);
+      output.stdout.write(formatTable(['NAME', 'PROJECT', 'ID', 'CREDITS', 'CREATED'], rows));
+    },
+  },
+  {
+    words: ['keys', 'create'],
+    synopsis: '--org <name> [--scopes a,b] [--compat auto|strict|openai]',
+    summary: 'create an API key; prints only the key',
+    details:
+      `Creates an API key of the organization and prints only the key on standard output.\n${ORG}\n` +
+      `--scopes a,b gives it only those scopes (default: all of them):\n  ${SCOPES.join(' ')}\n` +
+      '--compat fixes how its /v1/responses requests are validated (default: AGENTRY_RESPONSES_COMPAT).',
+    options: ['org', 'scopes', 'compat'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const parsed = options.scopes === undefined ? { scopes: [...SCOPES], unknown: [] } : parseScopes(options.scopes);
+      if (parsed.unknown.length > 0) throw new UsageError(`unknown scopes: ${parsed.unknown.join(', ')}`);
+      if (parsed.scopes.length === 0) throw new UsageError('--scopes needs at least one scope');
+      const compat = COMPAT_SETTINGS.find((setting) => setting === options.compat) ?? null;
+      if (options.compat !== undefined && compat === null) {
+        throw new UsageError(`--compat must be one of ${COMPAT_SETTINGS.join(', ')}`);
+      }
+      const key = await withDeps(output, async (deps) =>
+        deps.orgs.createKey(await orgId(deps, options.org), parsed.scopes, undefined, compat),
+      );
+      output.stdout.write(`${key}\n`);
+    },
+  },
+  {
+    words: ['keys', 'list'],
+    synopsis: '--org <name>',
+    summary: "list an organization's keys: prefix, scopes, created, last used",
+    details: `One line per key: its prefix (never the key), scopes, creation, last use and status. ${ORG}`,
+    options: ['org'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const { keys, now } = await withDeps(output, async (deps) => ({
+        keys: await listApiKeys(deps.storage.db, await orgId(deps, options.org)),
+        now: deps.clock.now(),
+      }));
+      const rows = keys.map((key) => [
+        key.prefix,
+        key.scopes.join(','),
+        formatTime(key.createdAt),
+        key.lastUsedAt === null ? 'never' : formatTime(key.lastUsedAt),
+        key.revokedAt !== null ? 'revoked' : key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'active',
+      ]);
+      output.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS'], rows));
+    },
+  },
+  {
+    words: ['keys', 'revoke'],
+    synopsis: '<prefix|key>',
+    summary: 'revoke an API key by the prefix keys list shows, or the key itself',
+    details: 'Revokes the active key with that prefix (at least 8 characters; `keys list` shows 12) or that key.',
+    options: [],
+    required: [],
+    args: ['<prefix|key>'],
+    async run({ args: [target = ''], output }) {
+      if (target.length < 8) throw new UsageError('the prefix needs at least 8 characters');
+      const result = await withDeps(output, (deps) => revokeApiKeys(deps.storage.db, target, deps.clock.now()));
+      // Not usage errors: the command line was right, the database says no (exit 1).
+      if (result.ambiguous > 0)
+        throw new Error(`prefix ${target} matches ${result.ambiguous} keys; give more characters`);
+      if (result.revoked.length === 0) throw new Error(`no active key matches ${target}`);
+      output.stdout.write(`revoked ${result.revoked.join(', ')}\n`);
+    },
+  },
+  {
+    words: ['credits', 'set'],
+    synopsis: '--org <name> <usd|unlimited>',
+    summary: "set an organization's credit balance",
+    details: `Sets the balance priced model calls draw from, in USD, or "unlimited". ${ORG}`,
+    options: ['org'],
+    required: ['org'],
+    args: ['<usd|unlimited>'],
+    async run({ args: [amount = ''], options, output }) {
+      const usd = amount === 'unlimited' ? null : Number(amount);
+      if (usd !== null && (amount.trim() === '' || !Number.isFinite(usd) || usd < 0))
+        throw new UsageError('the amount must be a number >= 0 or "unlimited"');
+      await withDeps(output, async (deps) => deps.orgs.setCredits(await orgId(deps, options.org), usd));
+      output.stdout.write(`credits of ${options.org}: ${usd === null ? 'unlimited' : `$${usd}`}\n`);
+    },
+  },
+  {
+    words: ['schedules', 'list'],
+    synopsis: '--org <name>',
+    summary: "list an organization's schedules with their next runs",
+    details: `One line per schedule: id, name, cron or interval, status and its next three runs. ${ORG}`,
+    options: ['org'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const schedules = await withDeps(output, async (deps) => deps.schedules.all(await orgId(deps, options.org)));
+      const rows = schedules.map((schedule) => [
+        schedule.id,
+        schedule.name,
+        schedule.cron === null ? `every ${schedule.interval_seconds}s` : `${schedule.cron} (${schedule.timezone})`,
+        schedule.enabled ? 'enabled' : 'paused',
+        schedule.next_run_times
+          .slice(0, 3)
+          .map((at) => formatTime(at * 1000))
+          .join(', ') || '-',
+      ]);
+      output.stdout.write(formatTable(['ID', 'NAME', 'WHEN', 'STATUS', 'NEXT RUNS'], rows));
+    },
+  },
+];

@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
 import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
@@ -113,7 +114,8 @@ describe('shell examples of the README and docs', () => {
       const result = spawnSync('bash', ['-c', `${prelude}\n${script}`], {
         cwd: workDir,
         encoding: 'utf8',
-        timeout: 60_000,
+        // An example may start the CLI, which on a loaded machine takes as long as a server start.
+        timeout: START_TIMEOUT_MS,
         env: {
           PATH: process.env.PATH ?? '/usr/bin:/bin',
           HOME: process.env.HOME ?? workDir,

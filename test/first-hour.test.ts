@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
+import { waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { runCli, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const KEY = /agk_[A-Za-z0-9]{40}/;
@@ -57,18 +58,16 @@ describe('an old Node.js', () => {
         'bin/agentry.js',
         'serve',
       ],
-      { cwd: ROOT, encoding: 'utf8', timeout: 10_000 },
+      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
     );
     expect(emulated.status).toBe(1);
     expect(emulated.stderr).toMatch(message);
     const node = oldSystemNode();
     if (node !== null) {
-      const started = Date.now();
-      const real = spawnSync(node, ['bin/agentry.js', 'serve'], { cwd: ROOT, encoding: 'utf8', timeout: 10_000 });
+      const real = spawnSync(node, ['bin/agentry.js', 'serve'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
       expect(real.status).toBe(1);
       expect(real.stderr).toMatch(message);
       expect(real.stderr).not.toContain('ERR_UNKNOWN_FILE_EXTENSION');
-      expect(Date.now() - started).toBeLessThan(5000);
     }
   });
 
@@ -94,38 +93,42 @@ describe('an old Node.js', () => {
 });
 
 describe('the first admin key', () => {
-  it('is printed only once the server listens, so a taken port does not use it up', async () => {
-    const environment = testEnvironment('sqlite');
-    const { server: blocker, port } = await occupiedPort();
-    let server: ServerProcess | null = null;
-    try {
-      const failure = await startServerProcess({ ...environment.env, PORT: String(port) }, 15_000).then(
-        () => null,
-        (error: unknown) => String(error),
-      );
-      expect(failure).toMatch(/exited with 1/);
-      expect(failure).not.toMatch(KEY);
-      expect(failure).toContain('EADDRINUSE');
+  it(
+    'is printed only once the server listens, so a taken port does not use it up',
+    async () => {
+      const environment = testEnvironment('sqlite');
+      const { server: blocker, port } = await occupiedPort();
+      let server: ServerProcess | null = null;
+      try {
+        const failure = await startServerProcess({ ...environment.env, PORT: String(port) }).then(
+          () => null,
+          (error: unknown) => String(error),
+        );
+        expect(failure).toMatch(/exited with 1/);
+        expect(failure).not.toMatch(KEY);
+        expect(failure).toContain('EADDRINUSE');
 
-      server = await startServerProcess(environment.env);
-      const key = KEY.exec(server.output())?.[0];
-      expect(key, server.output()).toBeDefined();
-      expect(server.output()).toContain('npx agentry keys create --org default');
-      expect(await get(`${server.url}/v1/agents`, key ?? '')).toBe(200);
-      expect(server.output().indexOf(key ?? '')).toBeLessThan(server.output().indexOf('listening on'));
+        server = await startServerProcess(environment.env);
+        const key = KEY.exec(server.output())?.[0];
+        expect(key, server.output()).toBeDefined();
+        expect(server.output()).toContain('npx agentry keys create --org default');
+        expect(await get(`${server.url}/v1/agents`, key ?? '')).toBe(200);
+        expect(server.output().indexOf(key ?? '')).toBeLessThan(server.output().indexOf('listening on'));
 
-      expect(await server.stop()).toBe(0);
-      server = await startServerProcess(environment.env);
-      expect(server.output()).not.toMatch(KEY);
-      expect(server.output()).toContain(
-        'admin API keys are shown only on the first start; to make one: npx agentry keys create --org default',
-      );
-    } finally {
-      await server?.stop();
-      blocker.close();
-      await environment.cleanup();
-    }
-  });
+        expect(await server.stop()).toBe(0);
+        server = await startServerProcess(environment.env);
+        expect(server.output()).not.toMatch(KEY);
+        expect(server.output()).toContain(
+          'admin API keys are shown only on the first start; to make one: npx agentry keys create --org default',
+        );
+      } finally {
+        await server?.stop();
+        blocker.close();
+        await environment.cleanup();
+      }
+    },
+    startsTimeout(3),
+  );
 
   it('says the organization was created when AGENTRY_BOOTSTRAP_KEY gives the key', async () => {
     const environment = testEnvironment('sqlite');
@@ -172,7 +175,9 @@ describe('logs', () => {
       const before = server.output().split('\n').length;
       for (let i = 0; i < 3; i++) await get(`${server.url}/v1/agents?n=${i}`, key);
       await get(`${server.url}/v1/nothing`, key);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waitUntil(async () => (server.output().includes('GET /v1/nothing 404') ? true : null), {
+        what: 'the log line of the last request',
+      });
       const lines = server
         .output()
         .split('\n')
@@ -209,8 +214,13 @@ describe('logs', () => {
     );
     createLogger({ logLevel: 'info' }, terminal).info({ role: 'all' }, 'hello there');
     createLogger({ logLevel: 'info', logFormat: 'json' }, terminal).info('as json');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const output = written.join('');
+    const output = await waitUntil(
+      async () => {
+        const text = written.join('');
+        return text.includes('hello there') && text.includes('as json') ? text : null;
+      },
+      { what: 'both log lines', everyMs: 10 },
+    );
     expect(output).toMatch(/\[\d\d:\d\d:\d\d\.\d{3}\].*INFO.*hello there/);
     expect(output).not.toContain('"msg":"hello there"');
     expect(output).toContain('"msg":"as json"');
@@ -224,7 +234,9 @@ describe('logs', () => {
     });
     try {
       await get(`${server.url}/v1/agents`, key);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waitUntil(async () => (server.output().includes('GET /v1/agents 200') ? true : null), {
+        what: 'the log line of the request',
+      });
       const line = server
         .output()
         .split('\n')
@@ -250,62 +262,73 @@ describe.each(dialects())('the CLI (%s)', (dialect) => {
   });
   afterAll(() => environment.cleanup());
 
-  it('names the database it used on every command, without credentials', () => {
-    const env =
-      dialect === 'postgres'
-        ? {
-            ...environment.env,
-            DATABASE_URL: (environment.env.DATABASE_URL ?? '').replace('://postgres@', '://postgres:hunter2@'),
-          }
-        : environment.env;
-    const expected =
-      dialect === 'sqlite'
-        ? `agentry: database ${join(environment.env.AGENTRY_DATA_DIR ?? '', 'agentry.db')}\n`
-        : `agentry: database postgres://127.0.0.1:5432/test (schema ${environment.env.AGENTRY_DATABASE_SCHEMA})\n`;
-    for (const args of [
-      ['migrate'],
-      ['orgs', 'create', 'named'],
-      ['orgs', 'list'],
-      ['keys', 'list', '--org', 'named'],
-    ]) {
-      const run = runCli(args, env);
-      expect(run.status, run.stderr).toBe(0);
-      expect(run.stderr).toBe(expected);
-      expect(run.stderr).not.toContain('hunter2');
-    }
-  }, 120_000);
+  it(
+    'names the database it used on every command, without credentials',
+    () => {
+      const env =
+        dialect === 'postgres'
+          ? {
+              ...environment.env,
+              DATABASE_URL: (environment.env.DATABASE_URL ?? '').replace('://postgres@', '://postgres:hunter2@'),
+            }
+          : environment.env;
+      const expected =
+        dialect === 'sqlite'
+          ? `agentry: database ${join(environment.env.AGENTRY_DATA_DIR ?? '', 'agentry.db')}\n`
+          : `agentry: database postgres://127.0.0.1:5432/test (schema ${environment.env.AGENTRY_DATABASE_SCHEMA})\n`;
+      for (const args of [
+        ['migrate'],
+        ['orgs', 'create', 'named'],
+        ['orgs', 'list'],
+        ['keys', 'list', '--org', 'named'],
+      ]) {
+        const run = runCli(args, env);
+        expect(run.status, run.stderr).toBe(0);
+        expect(run.stderr).toBe(expected);
+        expect(run.stderr).not.toContain('hunter2');
+      }
+    },
+    startsTimeout(4),
+  );
 
-  it('lists organizations with project ids, keys with prefix, scopes and last use, and revokes by that prefix', async () => {
-    expect(runCli(['orgs', 'create', 'listed'], environment.env).status).toBe(0);
-    const orgs = runCli(['orgs', 'list'], environment.env).stdout.split('\n');
-    expect(orgs[0]).toMatch(/^NAME\s+PROJECT\s+ID\s+CREDITS\s+CREATED$/);
-    expect(orgs.find((line) => line.startsWith('listed '))).toMatch(
-      /^listed\s+\d+\s+[0-9a-f-]{36}\s+unlimited\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
-    );
-
-    const key = runCli(['keys', 'create', '--org', 'listed', '--scopes', 'tasks:read'], environment.env).stdout.trim();
-    expect(key).toMatch(KEY);
-    const server = await startServerProcess(environment.env);
-    try {
-      expect(await get(`${server.url}/v1/agents`, key)).toBe(200);
-      const listed = runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout.split('\n');
-      expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS$/);
-      const row = listed[1] ?? '';
-      const prefix = key.slice(0, 12);
-      expect(row).toMatch(
-        new RegExp(
-          `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active$`,
-        ),
+  it(
+    'lists organizations with project ids, keys with prefix, scopes and last use, and revokes by that prefix',
+    async () => {
+      expect(runCli(['orgs', 'create', 'listed'], environment.env).status).toBe(0);
+      const orgs = runCli(['orgs', 'list'], environment.env).stdout.split('\n');
+      expect(orgs[0]).toMatch(/^NAME\s+PROJECT\s+ID\s+CREDITS\s+CREATED$/);
+      expect(orgs.find((line) => line.startsWith('listed '))).toMatch(
+        /^listed\s+\d+\s+[0-9a-f-]{36}\s+unlimited\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
       );
-      expect(row).not.toContain(key);
 
-      const revoke = runCli(['keys', 'revoke', prefix], environment.env);
-      expect(revoke.status, revoke.stderr).toBe(0);
-      expect(revoke.stdout).toBe(`revoked ${prefix}\n`);
-      expect(await get(`${server.url}/v1/agents`, key)).toBe(401);
-      expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\n$/);
-    } finally {
-      await server.stop();
-    }
-  }, 120_000);
+      const key = runCli(
+        ['keys', 'create', '--org', 'listed', '--scopes', 'tasks:read'],
+        environment.env,
+      ).stdout.trim();
+      expect(key).toMatch(KEY);
+      const server = await startServerProcess(environment.env);
+      try {
+        expect(await get(`${server.url}/v1/agents`, key)).toBe(200);
+        const listed = runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout.split('\n');
+        expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS$/);
+        const row = listed[1] ?? '';
+        const prefix = key.slice(0, 12);
+        expect(row).toMatch(
+          new RegExp(
+            `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active$`,
+          ),
+        );
+        expect(row).not.toContain(key);
+
+        const revoke = runCli(['keys', 'revoke', prefix], environment.env);
+        expect(revoke.status, revoke.stderr).toBe(0);
+        expect(revoke.stdout).toBe(`revoked ${prefix}\n`);
+        expect(await get(`${server.url}/v1/agents`, key)).toBe(401);
+        expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\n$/);
+      } finally {
+        await server.stop();
+      }
+    },
+    startsTimeout(7),
+  );
 });

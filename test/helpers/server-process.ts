@@ -1,6 +1,7 @@
 /** Runs the real server or CLI as a child process, the way a user does. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { START_TIMEOUT_MS } from './deadlines.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -26,7 +27,67 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env };
 }
 
-export async function startServerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+/**
+ * Environment of the servers of the crash tests: frequent polls, and a lease of an hour. A killed process's turns are
+ * then taken over through the process registry (its row lapses AGENTRY_PROCESS_TTL_MS, 2.5 s, after the kill), and
+ * a live process never loses a lease because a busy machine delayed its renewal.
+ */
+export const CRASH_TEST_ENV = { AGENTRY_LEASE_MS: '3600000', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'warn' };
+
+/**
+ * A timeout for a test (or hook) that starts `starts` children one after another: each may use all of
+ * START_TIMEOUT_MS, plus `workMs` for the rest of the test.
+ */
+export function startsTimeout(starts: number, workMs = 60_000): number {
+  return starts * START_TIMEOUT_MS + workMs;
+}
+
+/**
+ * Resolves with the URL a child prints as `listening on <url>` (matched by `pattern`, whose first group is the URL).
+ * Rejects with everything the child printed when it exits first, or when it is still silent after
+ * START_TIMEOUT_MS (it is then killed, so a stuck child never outlives its test).
+ */
+export function listeningUrl(
+  child: ChildProcess,
+  name: string,
+  pattern: RegExp,
+  output: () => string,
+): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      finish();
+      child.kill('SIGKILL');
+      reject(
+        new Error(
+          `${name} printed no "listening on" line within ${START_TIMEOUT_MS / 1000} s; its output:\n${output()}`,
+        ),
+      );
+    }, START_TIMEOUT_MS);
+    const check = () => {
+      const url = pattern.exec(output())?.[1];
+      if (url === undefined) return;
+      finish();
+      resolve(url);
+    };
+    const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+      finish();
+      reject(new Error(`${name} exited with ${code ?? signal} before listening; its output:\n${output()}`));
+    };
+    function finish() {
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
+      child.off('exit', exited);
+    }
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    child.once('exit', exited);
+    check();
+  });
+}
+
+/** Starts `src/main.ts` with `env` and resolves once it listens (see listeningUrl for the failures). */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [join(ROOT, 'src/main.ts')], {
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -38,22 +99,7 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), timeoutMs);
-    const check = () => {
-      const match = /listening on (http:\/\/[0-9.]+:\d+)/.exec(output);
-      if (match?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on('data', check);
-    child.stderr?.on('data', check);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
-    });
-  });
+  const url = await listeningUrl(child, 'the server', /listening on (http:\/\/[0-9.]+:\d+)/, () => output);
   return {
     child,
     url,
@@ -65,7 +111,8 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
           resolve(child.exitCode);
           return;
         }
-        const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        // A graceful stop drains turns and connections; on a loaded machine that can take a while.
+        const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
         child.once('exit', (code) => {
           clearTimeout(kill);
           resolve(code);
@@ -82,7 +129,8 @@ export function runCli(
   const result = spawnSync(process.execPath, [join(ROOT, 'bin/agentry.js'), ...args], {
     env: childEnv(env),
     encoding: 'utf8',
-    timeout: 30_000,
+    // The CLI loads the same code and opens the same database as the server: as slow to start on a loaded machine.
+    timeout: START_TIMEOUT_MS,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }

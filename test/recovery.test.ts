@@ -4,7 +4,7 @@
  * every turn once.
  */
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
 import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
@@ -195,13 +195,18 @@ describe.each(dialects())('takeover after a restart, without waiting out the lea
 });
 
 describe.runIf(dialects().includes('postgres'))('two processes on one Postgres database', () => {
-  const environment = testEnvironment('postgres');
   const key = testKey();
-  const env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
+  let environment: ReturnType<typeof testEnvironment> | null = null;
+  let env: Record<string, string> = {};
+  // In a hook, not the describe's body: Vitest runs a skipped describe's body too, where there is no Postgres.
+  beforeAll(() => {
+    environment = testEnvironment('postgres');
+    env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
+  });
   const servers: ServerProcess[] = [];
   afterAll(async () => {
     await Promise.all(servers.map((server) => server.stop('SIGKILL')));
-    await environment.cleanup();
+    await environment?.cleanup();
   });
 
   it(
@@ -241,8 +246,8 @@ describe.runIf(dialects().includes('postgres'))('two processes on one Postgres d
         expect(final.response.parts[0].text).toBe(message.text);
       }
       const client2 = new pg.Client({
-        connectionString: environment.env.DATABASE_URL,
-        options: `-c search_path=${environment.env.AGENTRY_DATABASE_SCHEMA}`,
+        connectionString: env.DATABASE_URL,
+        options: `-c search_path=${env.AGENTRY_DATABASE_SCHEMA}`,
       });
       await client2.connect();
       try {

@@ -7,7 +7,10 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: two files at a time keeps the database-heavy suites from starving each other.
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous, so that a loaded machine is slow rather than failing: a test may start one server (up to
+    // START_TIMEOUT_MS, 120 s, in test/helpers/server-process.ts) and a hook two; tests that start more say so with
+    // startsTimeout(n). A test that hangs still fails, only later.
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
   },
 });

@@ -25,6 +25,7 @@ const BENCHES: readonly Bench[] = [
   { name: 'memory', byDefault: true, run: () => import('./memory.ts').then((m) => m.runMemoryBench()) },
   { name: 'stream', byDefault: true, run: () => import('./stream.ts').then((m) => m.runStreamBench()) },
   { name: 'webhooks', byDefault: true, run: () => import('./webhooks.ts').then((m) => m.runWebhooksBench()) },
+  { name: 'console', byDefault: true, run: () => import('./console.ts').then((m) => m.runConsoleBench()) },
   { name: 'turns', byDefault: false, run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
   {
     name: 'observability',

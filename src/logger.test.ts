@@ -3,6 +3,12 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { createLogger, RequestLogController } from './logger.ts';
 
+/**
+ * The threshold of the tests that use one: far above what answering /fast takes even on a busy machine, and below
+ * the time /slow takes by construction.
+ */
+const THRESHOLD_MS = 1000;
+
 /** A Fastify app with three routes, logging to memory, with the given threshold and level. */
 async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ level: number; msg: string }[]> {
   const lines: string[] = [];
@@ -18,7 +24,7 @@ async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ l
   });
   app.get('/fast', async () => ({ ok: true }));
   app.get('/slow', async () => {
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    await new Promise((resolve) => setTimeout(resolve, THRESHOLD_MS + 100));
     return { ok: true };
   });
   app.get('/bad', async (_request, reply) => reply.code(400).send({ error: 'bad' }));
@@ -43,12 +49,12 @@ describe('request log lines', () => {
   });
 
   it('leaves fast successful requests out at info with a threshold; errors and slow ones stay', async () => {
-    const lines = await requestLines(40, 'info');
+    const lines = await requestLines(THRESHOLD_MS, 'info');
     expect(lines.map((line) => line.msg.split(' ').slice(0, 3).join(' '))).toEqual(['GET /slow 200', 'GET /bad 400']);
   });
 
   it('logs the fast ones at debug when debug is on', async () => {
-    const lines = await requestLines(40, 'debug');
+    const lines = await requestLines(THRESHOLD_MS, 'debug');
     expect(lines.map((line) => [line.level, line.msg.split(' ').slice(0, 3).join(' ')])).toEqual([
       [20, 'GET /fast 200'],
       [30, 'GET /slow 200'],

@@ -367,7 +367,8 @@ describe('chat-completions client: timeouts, aborts and connections', () => {
     expect(error).toMatchObject({ code: 'model_timeout', retriable: true, message: 'stub sent nothing for 0.1 s' });
     expect(events).toEqual([]);
     expect(received).toHaveLength(2);
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Two attempts ended by the 0.1 s idle timeout, not the default 120 s one (the bound is room for a busy machine).
+    expect(performance.now() - started).toBeLessThan(30_000);
     await Promise.all(received.map((entry) => entry.closed));
   });
 
@@ -414,7 +415,8 @@ describe('chat-completions client: timeouts, aborts and connections', () => {
       error = thrown;
     }
     expect(error).toBe(reason);
-    expect(performance.now() - abortedAt).toBeLessThan(500);
+    // The stream stays open: only the abort ends it, well before the 120 s idle timeout (room for a busy machine).
+    expect(performance.now() - abortedAt).toBeLessThan(30_000);
     expect(deltas(events)).toEqual(['partial']);
     await received[0]?.closed;
   });

@@ -3,115 +3,219 @@
  * with the scripted model: sign in, create an agent after fixing a validation error, chat with streamed text seen
  * before the turn completes, answer a question, submit a client tool's output, approve and deny a tool call,
  * interrupt, reconnect after a dropped stream, read a run's trace, create a webhook endpoint and see its
- * deliveries, files and usage. Every
- * main page passes axe-core without serious or critical violations, under the strict CSP, which no page breaks.
+ * deliveries, files and usage. Every main page passes axe-core without serious or critical violations, under the
+ * strict CSP, which no page breaks.
+ *
+ * Every test stands alone: a browser context of its own, its own sign-in, and the agents and sessions it reads made
+ * through the API; script errors and CSP refusals fail the test whose page had them. Nothing here asserts speed
+ * (bench/console.ts measures how fast the sign-in page paints); waits are for conditions, with generous deadlines.
  * With AGENTRY_CONSOLE_SCREENSHOTS=<dir> it also saves a screenshot of each page (docs/console/ holds them).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIR, ensureConsoleBuilt } from '../scripts/console-build.ts';
 import { chromiumAvailable, launchChromium, paintTimings, seriousViolations } from './helpers/browser.ts';
+import { WAIT_MS } from './helpers/deadlines.ts';
+import {
+  ASK_USER_QUESTION_SERVER,
+  httpClient,
+  type Json,
+  textParts,
+  WEATHER_TOOL,
+  waitUntil,
+} from './helpers/fixtures.ts';
 import { testKey } from './helpers/harness.ts';
-import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { runCli, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 const SCREENSHOTS = process.env.AGENTRY_CONSOLE_SCREENSHOTS ?? null;
 const INITIAL_JS_BUDGET = 250 * 1024;
-const PAINT_BUDGET_MS = 1000;
-const WAIT = { timeout: 15_000 };
+/** For expect.poll, whose own deadline (1 s) a loaded machine misses. */
+const WAIT = { timeout: WAIT_MS };
+const VIEWPORT = { width: 1200, height: 760 };
 
 const available = chromiumAvailable();
 if (!available && process.env.CI === 'true') throw new Error('the console tests need /usr/bin/chromium under CI');
 if (!available)
   process.stdout.write('\n[agentry] NOTICE: console browser tests SKIPPED: /usr/bin/chromium is missing\n\n');
 
+const key = testKey();
+let receiver: Receiver;
+let browser: Browser;
+
+/** An Agentry process with its own data, and the API as a client with the admin key sees it. */
+interface ConsoleServer {
+  url: string;
+  dataDir: string;
+  api: ReturnType<typeof httpClient>;
+  process: () => ServerProcess;
+  /** Stops the process and starts it again on the same port, with the same data. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function startConsoleServer(): Promise<ConsoleServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentry-console-'));
+  const env = {
+    AGENTRY_DATA_DIR: dataDir,
+    AGENTRY_BOOTSTRAP_KEY: key,
+    AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
+    AGENTRY_WEBHOOK_RETRY_BASE_MS: '200',
+    AGENTRY_POLL_MS: '200',
+  };
+  let server: ServerProcess | null = null;
+  try {
+    server = await startServerProcess(env);
+  } finally {
+    if (server === null) rmSync(dataDir, { recursive: true, force: true });
+  }
+  let current = server;
+  return {
+    url: current.url,
+    dataDir,
+    api: httpClient(current.url, key),
+    process: () => current,
+    async restart() {
+      await current.stop();
+      current = await startServerProcess({ ...env, PORT: new URL(current.url).port });
+    },
+    async close() {
+      await current.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The server every test but one shares (that one restarts its own). */
+let shared: ConsoleServer;
+const url = (path: string) => `${shared.url}${path}`;
+
+/** Watches a page for script errors and CSP refusals: the console must run clean under its policy. */
+function watch(target: Page, problems: string[]): void {
+  target.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  target.on('console', (message) => {
+    const text = message.text();
+    if (/Content.Security.Policy|Refused to/i.test(text)) problems.push(`CSP: ${text}`);
+    else if (message.type() === 'error' && !/Failed to load resource/.test(text)) problems.push(`console: ${text}`);
+  });
+}
+
+async function snap(page: Page, name: string): Promise<void> {
+  if (SCREENSHOTS === null) return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+}
+
+async function accessible(page: Page, what: string): Promise<void> {
+  expect(await seriousViolations(page), `${what}: serious or critical accessibility violations`).toEqual([]);
+}
+
+/** Signs in through the sign-in page, as a user does; signed in once the console shows its first page. */
+async function signIn(page: Page, base: string, apiKey = key): Promise<void> {
+  await page.goto(`${base}/console/sign-in`);
+  await page.getByLabel('API key').fill(apiKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+}
+
+/** Sends a message from the playground; returns its turn once it is listed. */
+async function send(page: Page, text: string) {
+  const before = await page.locator('li.turn').count();
+  await page.getByLabel('Message', { exact: true }).fill(text);
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+  await expect.poll(() => page.locator('li.turn').count(), WAIT).toBe(before + 1);
+  return page.locator('li.turn').last();
+}
+
+async function createAgent(fields: Json, api = shared.api): Promise<string> {
+  const created = await api('POST', '/v1/agents', fields);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.agent.id;
+}
+
+async function createSession(agentId: string, api = shared.api): Promise<string> {
+  const created = await api('POST', '/v1/sessions', { agentId });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.session.id;
+}
+
+async function postMessage(sessionId: string, text: string, api = shared.api): Promise<string> {
+  const posted = await api('POST', `/v1/sessions/${sessionId}/messages`, textParts(text), {
+    'idempotency-key': randomUUID(),
+  });
+  expect(posted.status, JSON.stringify(posted.body)).toBe(202);
+  return posted.body.id;
+}
+
+async function messageIn(sessionId: string, messageId: string, statuses: string[], api = shared.api): Promise<Json> {
+  return waitUntil(
+    async () => {
+      const message = (await api('GET', `/v1/sessions/${sessionId}/messages/${messageId}`)).body?.message;
+      return statuses.includes(message?.status) ? message : null;
+    },
+    { what: `message ${messageId} to be ${statuses.join(' or ')}` },
+  );
+}
+
+/** An agent named `name` with one session and one completed turn in it. */
+async function agentWithTurn(name: string): Promise<{ agentId: string; sessionId: string }> {
+  const agentId = await createAgent({ name });
+  const sessionId = await createSession(agentId);
+  await messageIn(sessionId, await postMessage(sessionId, 'Hello there'), ['completed']);
+  return { agentId, sessionId };
+}
+
+interface ConsoleFixtures {
+  /**
+   * Opens a page in a browser context of its own (so its own session storage), light and at the screenshots' size.
+   * A script error or CSP refusal on any page of the test fails the test.
+   */
+  newPage: (options?: BrowserContextOptions) => Promise<Page>;
+  /** A page of its own, signed in with the admin key on the shared server, showing the Agents page. */
+  page: Page;
+}
+
+const test = it.extend<ConsoleFixtures>({
+  // biome-ignore lint/correctness/noEmptyPattern: Vitest reads a fixture's dependencies from this pattern.
+  newPage: async ({}, use) => {
+    const problems: string[] = [];
+    const contexts: BrowserContext[] = [];
+    await use(async (options = {}) => {
+      const context = await browser.newContext({ viewport: VIEWPORT, colorScheme: 'light', ...options });
+      contexts.push(context);
+      // Every action and navigation waits for its condition as long as the helpers' waits do.
+      context.setDefaultTimeout(WAIT_MS);
+      context.on('page', (page) => watch(page, problems));
+      return context.newPage();
+    });
+    await Promise.all(contexts.map((context) => context.close()));
+    expect(problems, 'script errors or CSP refusals').toEqual([]);
+  },
+  page: async ({ newPage }, use) => {
+    const page = await newPage();
+    await signIn(page, shared.url);
+    await use(page);
+  },
+});
+
 describe.skipIf(!available)('web console', () => {
-  const key = testKey();
-  let dataDir: string;
-  let serverEnv: Record<string, string> = {};
-  let server: ServerProcess;
-  let receiver: Receiver;
-  let browser: Browser;
-  let context: BrowserContext;
-  let page: Page;
-  const problems: string[] = [];
-  let agentId = '';
-  let sessionId = '';
-
-  const url = (path: string) => `${server.url}${path}`;
-  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(url(path), {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-
-  /** Watches a page for script errors and CSP refusals: the console must run clean under its policy. */
-  const watch = (target: Page) => {
-    target.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    target.on('console', (message) => {
-      const text = message.text();
-      if (/Content.Security.Policy|Refused to/i.test(text)) problems.push(`CSP: ${text}`);
-      else if (message.type() === 'error' && !/Failed to load resource/.test(text)) problems.push(`console: ${text}`);
-    });
-  };
-
-  const snap = async (name: string, target: Page = page) => {
-    if (SCREENSHOTS === null) return;
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    await target.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
-  };
-
-  const accessible = async (what: string, target: Page = page) => {
-    expect(await seriousViolations(target), `${what}: serious or critical accessibility violations`).toEqual([]);
-  };
-
-  const lastTurn = () => page.locator('li.turn').last();
-
-  const send = async (text: string) => {
-    const before = await page.locator('li.turn').count();
-    await page.getByLabel('Message', { exact: true }).fill(text);
-    await page.getByRole('button', { name: 'Send', exact: true }).click();
-    await expect.poll(() => page.locator('li.turn').count(), WAIT).toBe(before + 1);
-    return lastTurn();
-  };
-
   beforeAll(async () => {
     ensureConsoleBuilt();
-    receiver = await startReceiver();
-    dataDir = mkdtempSync(join(tmpdir(), 'agentry-console-'));
-    serverEnv = {
-      AGENTRY_DATA_DIR: dataDir,
-      AGENTRY_BOOTSTRAP_KEY: key,
-      AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
-      AGENTRY_WEBHOOK_RETRY_BASE_MS: '200',
-      AGENTRY_POLL_MS: '200',
-    };
-    server = await startServerProcess(serverEnv);
-    browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1200, height: 760 }, colorScheme: 'light' });
-    page = await context.newPage();
-    watch(page);
-  }, 90_000);
+    [receiver, shared, browser] = await Promise.all([startReceiver(), startConsoleServer(), launchChromium()]);
+  });
 
   afterAll(async () => {
     await browser?.close();
-    await server?.stop();
+    await shared?.close();
     await receiver?.close();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('is served at /console with a strict CSP, / redirects there, hashed assets are cached for good', async () => {
+  test('is served at /console with a strict CSP, / redirects there, hashed assets are cached for good', async () => {
     const root = await fetch(url('/'), { redirect: 'manual' });
     expect(root.status).toBe(302);
     expect(root.headers.get('location')).toBe('/console/');
@@ -139,10 +243,10 @@ describe.skipIf(!available)('web console', () => {
       (path) => !path.startsWith('/v1/') && !path.startsWith('/api/sdk/') && !path.endsWith('z'),
     );
     expect(pages).toEqual([]);
-    expect(server.output()).toContain(`web console: ${server.url}/console/`);
+    expect(shared.process().output()).toContain(`web console: ${shared.url}/console/`);
   });
 
-  it('keeps the initial JavaScript under 250 KB gzipped', () => {
+  test('keeps the initial JavaScript under 250 KB gzipped', () => {
     const index = readFileSync(join(CONSOLE_DIR, 'dist', 'index.html'), 'utf8');
     const initial = [...index.matchAll(/(?:src|href)="\/console\/(assets\/[^"]+\.js)"/g)].map(
       (match) => match[1] ?? '',
@@ -156,18 +260,18 @@ describe.skipIf(!available)('web console', () => {
     expect(gzipped).toBeLessThan(INITIAL_JS_BUDGET);
   });
 
-  it('signs in with an API key kept in session storage, and paints within the budget', async () => {
+  test('signs in with an API key kept in session storage', async ({ newPage }) => {
+    const page = await newPage();
     await page.goto(url('/console/agents'));
-    await page.getByLabel('API key').waitFor(WAIT);
+    await page.getByLabel('API key').waitFor();
     expect(page.url()).toContain('/console/sign-in');
     expect(await page.title()).toMatch(/^Sign in/);
+    // Printed, not checked: how fast a page paints is the machine's as much as the console's (bench/console.ts).
+    await expect.poll(async () => (await paintTimings(page)).fcp, WAIT).not.toBeNull();
     const { fcp, lcp } = await paintTimings(page);
     process.stdout.write(`[console] sign-in page: first contentful paint ${fcp} ms, largest ${lcp} ms\n`);
-    expect(fcp).not.toBeNull();
-    expect(fcp ?? Number.POSITIVE_INFINITY).toBeLessThan(PAINT_BUDGET_MS);
-    expect(lcp ?? fcp ?? Number.POSITIVE_INFINITY).toBeLessThan(PAINT_BUDGET_MS);
-    await accessible('sign-in');
-    await snap('sign-in');
+    await accessible(page, 'sign-in');
+    await snap(page, 'sign-in');
 
     await page.getByLabel('API key').fill('agk_wrongwrongwrongwrongwrongwrongwrongwrong');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -176,7 +280,7 @@ describe.skipIf(!available)('web console', () => {
     // Keyboard only: the field, then Enter.
     await page.getByLabel('API key').fill(key);
     await page.getByLabel('API key').press('Enter');
-    await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor(WAIT);
+    await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/console/agents');
     expect(await page.title()).toMatch(/^Agents/);
     await expect.poll(() => page.locator('.who').textContent(), WAIT).toContain('default');
@@ -186,34 +290,27 @@ describe.skipIf(!available)('web console', () => {
     expect(await page.evaluate('document.cookie')).toBe('');
     expect(await page.evaluate('localStorage.length')).toBe(0);
     expect(page.url()).not.toContain(key);
-    await accessible('agents');
-    await snap('agents');
+    await accessible(page, 'agents');
+    await snap(page, 'agents');
   });
 
-  it('hides what a read-only key cannot do', async () => {
+  test('hides what a read-only key cannot do', async ({ newPage }) => {
     const created = runCli(['keys', 'create', '--org', 'default', '--scopes', 'tasks:read'], {
-      AGENTRY_DATA_DIR: dataDir,
+      AGENTRY_DATA_DIR: shared.dataDir,
     });
-    expect(created.status).toBe(0);
-    const readOnly = created.stdout.trim();
-    const other = await browser.newContext();
-    const reader = await other.newPage();
-    watch(reader);
-    await reader.goto(url('/console/sign-in'));
-    await reader.getByLabel('API key').fill(readOnly);
-    await reader.getByRole('button', { name: 'Sign in' }).click();
-    await reader.getByRole('heading', { name: 'Agents', level: 1 }).waitFor(WAIT);
+    expect(created.status, created.stderr).toBe(0);
+    const reader = await newPage();
+    await signIn(reader, shared.url, created.stdout.trim());
     await expect.poll(() => reader.locator('.who').textContent(), WAIT).toContain('tasks:read');
     expect(await reader.getByRole('link', { name: 'New agent' }).count()).toBe(0);
     expect(await reader.getByRole('link', { name: 'Webhooks' }).count()).toBe(0);
     expect(await reader.getByRole('link', { name: 'Files' }).count()).toBe(0);
     expect(await reader.getByRole('link', { name: 'Runs' }).count()).toBeGreaterThan(0);
-    await other.close();
   });
 
-  it('creates an agent, showing the API validation error beside its field until it is fixed', async () => {
+  test('creates an agent, showing the API validation error beside its field until it is fixed', async ({ page }) => {
     await page.getByRole('link', { name: 'New agent' }).click();
-    await page.getByLabel('Name', { exact: true }).waitFor(WAIT);
+    await page.getByLabel('Name', { exact: true }).waitFor();
     expect(await page.title()).toMatch(/^New agent/);
     await page.getByLabel('Name', { exact: true }).fill('Helper');
     await page.getByLabel('Instructions').fill('Be brief.');
@@ -227,7 +324,7 @@ describe.skipIf(!available)('web console', () => {
       .fill(
         '{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}',
       );
-    await accessible('agent editor');
+    await accessible(page, 'agent editor');
     await page.getByRole('button', { name: 'Create agent' }).click();
     const maxSteps = page.getByLabel('Max steps');
     await expect.poll(() => maxSteps.getAttribute('aria-invalid'), WAIT).toBe('true');
@@ -237,31 +334,32 @@ describe.skipIf(!available)('web console', () => {
     // Focus moves to the field the API named.
     const fieldId = await maxSteps.getAttribute('id');
     await expect.poll(() => page.evaluate('document.activeElement?.id'), WAIT).toBe(fieldId);
-    await snap('agent-editor-error');
+    await snap(page, 'agent-editor-error');
     expect(new URL(page.url()).pathname).toBe('/console/agents/new');
 
     await maxSteps.fill('5');
     await page.getByRole('button', { name: 'Create agent' }).click();
-    await page.getByRole('heading', { name: 'Helper', level: 1 }).waitFor(WAIT);
-    agentId = /\/console\/agents\/([0-9a-f-]{36})$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
+    await page.getByRole('heading', { name: 'Helper', level: 1 }).waitFor();
+    const agentId = /\/console\/agents\/([0-9a-f-]{36})$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
     expect(agentId).not.toBe('');
-    const stored = await api('GET', `/v1/agents/${agentId}`);
+    const stored = await shared.api('GET', `/v1/agents/${agentId}`);
     expect(stored.body.agent).toMatchObject({ name: 'Helper', maxSteps: 5, instructions: 'Be brief.' });
     expect(stored.body.agent.mcpServers).toEqual([{ kind: 'internal', name: 'ask_user_question' }]);
     expect(stored.body.agent.clientTools[0].name).toBe('get_weather');
     await page.getByLabel('Description', { exact: true }).fill('Answers questions');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await expect.poll(() => page.locator('output.ok').textContent(), WAIT).toContain('version 2');
-    await snap('agent-editor');
+    await snap(page, 'agent-editor');
   });
 
-  it('chats: streamed text shows before the turn completes', async () => {
+  test('chats: streamed text shows before the turn completes', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Chatty' });
     await page.goto(url(`/console/agents/${agentId}/chat`));
-    await page.getByLabel('Message', { exact: true }).waitFor(WAIT);
+    await page.getByLabel('Message', { exact: true }).waitFor();
     expect(await page.title()).toMatch(/^Playground/);
-    const turn = await send('The stream has begun\nsleep 3000\nand now it ends');
-    sessionId = new URL(page.url()).searchParams.get('session') ?? '';
-    expect(sessionId).not.toBe('');
+    // The pause gives the page time to show the first delta while the turn runs, even on a loaded machine.
+    const turn = await send(page, 'The stream has begun\nsleep 6000\nand now it ends');
+    expect(new URL(page.url()).searchParams.get('session')).toMatch(/^[0-9a-f-]{36}$/);
     // The delta arrived while the message is still running: seen live, not from the final GET.
     await expect
       .poll(
@@ -276,13 +374,15 @@ describe.skipIf(!available)('web console', () => {
     expect(await turn.locator('.reply').textContent()).toBe('The stream has begun\nand now it ends');
   });
 
-  it('answers a question inline', async () => {
-    const turn = await send('ask What is your name?\n---\nNice to meet you');
+  test('answers a question inline', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Curious', mcpServers: [ASK_USER_QUESTION_SERVER] });
+    await page.goto(url(`/console/agents/${agentId}/chat`));
+    const turn = await send(page, 'ask What is your name?\n---\nNice to meet you');
     const answer = turn.getByLabel('Your answer');
-    await answer.waitFor(WAIT);
+    await answer.waitFor();
     expect(await turn.textContent()).toContain('What is your name?');
-    await accessible('playground with a question');
-    await snap('playground-question');
+    await accessible(page, 'playground with a question');
+    await snap(page, 'playground-question');
     await answer.fill('Ada');
     await turn.getByRole('button', { name: 'Answer' }).click();
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('completed');
@@ -290,58 +390,80 @@ describe.skipIf(!available)('web console', () => {
     await expect.poll(() => turn.locator('.tool-call').first().textContent(), WAIT).toContain('Ada');
   });
 
-  it('gets a client tool output from a form', async () => {
-    const turn = await send('call get_weather {"city":"Paris"}');
+  test('gets a client tool output from a form', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Forecaster', clientTools: [WEATHER_TOOL] });
+    await page.goto(url(`/console/agents/${agentId}/chat`));
+    const turn = await send(page, 'call get_weather {"city":"Paris"}');
     const output = turn.getByLabel('Output of get_weather');
-    await output.waitFor(WAIT);
+    await output.waitFor();
     expect(await turn.locator('pre').first().textContent()).toContain('"city":"Paris"');
     await output.fill('Sunny, 21 C');
     await turn.getByRole('button', { name: 'Submit output' }).click();
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('completed');
     await expect.poll(() => turn.locator('.tool-call').first().textContent(), WAIT).toContain('Sunny, 21 C');
-    await snap('playground');
+    await snap(page, 'playground');
   });
 
-  it('interrupts a running turn', async () => {
-    const turn = await send('sleep 30000');
+  test('interrupts a running turn', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Sleepy' });
+    await page.goto(url(`/console/agents/${agentId}/chat`));
+    const turn = await send(page, 'sleep 120000');
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('running');
     await page.getByRole('button', { name: 'Interrupt' }).click();
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('cancelled');
   });
 
-  it('reconciles from the message GETs after the stream drops', async () => {
-    const connection = () => page.locator('[data-connection]').getAttribute('data-connection');
-    await expect.poll(connection, WAIT).toBe('live');
-    // The tab stays cut off from the stream until the test lets it back.
-    await page.route('**/v1/sessions/*/stream', (route) => route.abort());
-    // A restart ends every open stream (same port, same data).
-    const port = new URL(server.url).port;
-    await server.stop();
-    await expect.poll(connection, WAIT).toBe('reconnecting');
-    server = await startServerProcess({ ...serverEnv, PORT: port });
-    // Sent by another client while this tab is cut off: the tab learns of it only by reconciling.
-    const accepted = await api(
-      'POST',
-      `/v1/sessions/${sessionId}/messages`,
-      { parts: [{ type: 'text', text: 'Written while you were away' }] },
-      { 'idempotency-key': 'console-away' },
-    );
-    expect(accepted.status).toBe(202);
-    const status = async () =>
-      (await api('GET', `/v1/sessions/${sessionId}/messages/${accepted.body.id}`)).body.message.status;
-    await expect.poll(status, WAIT).toBe('completed');
-    await page.unroute('**/v1/sessions/*/stream');
-    await expect.poll(connection, WAIT).toBe('live');
-    const turn = page.locator(`li.turn[data-message-id="${accepted.body.id}"]`);
-    await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('completed');
-    expect(await turn.locator('.reply').textContent()).toBe('Written while you were away');
-    expect(await page.locator('[aria-live="polite"]').first().textContent()).toContain('reconnected');
-  });
+  // On a server of its own, which it restarts.
+  test(
+    'reconciles from the message GETs after the stream drops',
+    async ({ newPage }) => {
+      const own = await startConsoleServer();
+      try {
+        const agentId = await createAgent({ name: 'Reconnecting' }, own.api);
+        const page = await newPage();
+        await signIn(page, own.url);
+        await page.goto(`${own.url}/console/agents/${agentId}/chat`);
+        const first = await send(page, 'Before the drop');
+        await expect.poll(() => first.getAttribute('data-status'), WAIT).toBe('completed');
+        const sessionId = new URL(page.url()).searchParams.get('session') ?? '';
+        const connection = () => page.locator('[data-connection]').getAttribute('data-connection');
+        await expect.poll(connection, WAIT).toBe('live');
+        // The tab stays cut off from the stream until the test lets it back.
+        await page.route('**/v1/sessions/*/stream', (route) => route.abort());
+        // A restart ends every open stream (same port, same data).
+        const restarted = own.restart();
+        await expect.poll(connection, WAIT).toBe('reconnecting');
+        await restarted;
+        // Sent by another client while this tab is cut off: the tab learns of it only by reconciling.
+        const awayId = await postMessage(sessionId, 'Written while you were away', own.api);
+        await messageIn(sessionId, awayId, ['completed'], own.api);
+        await page.unroute('**/v1/sessions/*/stream');
+        await expect.poll(connection, WAIT).toBe('live');
+        const turn = page.locator(`li.turn[data-message-id="${awayId}"]`);
+        await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('completed');
+        expect(await turn.locator('.reply').textContent()).toBe('Written while you were away');
+        expect(await page.locator('[aria-live="polite"]').first().textContent()).toContain('reconnected');
+      } finally {
+        await own.close();
+      }
+    },
+    startsTimeout(2),
+  );
 
-  it("opens a run's trace with its spans, at a URL that can be shared", async () => {
-    const questionTurn = page.locator('li.turn').nth(1);
-    await questionTurn.getByRole('link', { name: 'Trace' }).click();
-    await page.locator('[data-span-kind="tool_call"]').first().waitFor(WAIT);
+  test("opens a run's trace with its spans, at a URL that can be shared", async ({ page }) => {
+    const agentId = await createAgent({ name: 'Asker', mcpServers: [ASK_USER_QUESTION_SERVER] });
+    const sessionId = await createSession(agentId);
+    const messageId = await postMessage(sessionId, 'ask What is your name?\n---\nNice to meet you');
+    await messageIn(sessionId, messageId, ['requires_action']);
+    const answered = await shared.api('POST', `/v1/sessions/${sessionId}/messages/${messageId}/answer`, {
+      actionId: 0,
+      answer: 'Ada',
+    });
+    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+    await messageIn(sessionId, messageId, ['completed']);
+    await page.goto(url(`/console/agents/${agentId}/chat?session=${sessionId}`));
+    await page.locator(`li.turn[data-message-id="${messageId}"]`).getByRole('link', { name: 'Trace' }).click();
+    await page.locator('[data-span-kind="tool_call"]').first().waitFor();
     const path = new URL(page.url()).pathname;
     expect(path).toMatch(/^\/console\/runs\/[0-9a-f-]{36}$/);
     expect(await page.title()).toMatch(/^Run /);
@@ -351,46 +473,59 @@ describe.skipIf(!available)('web console', () => {
     expect(await tool.locator('.span-name').textContent()).toBe('ask_user_question');
     await tool.locator('summary').click();
     expect(await tool.locator('.span-body').textContent()).toContain('Ada');
-    await accessible('trace');
-    await snap('trace');
+    await accessible(page, 'trace');
+    await snap(page, 'trace');
 
     // Another tab has no key (session storage is per tab): it signs in and lands on the shared trace.
-    const shared = await context.newPage();
-    watch(shared);
-    await shared.goto(url(path));
-    await shared.getByLabel('API key').fill(key);
-    await shared.getByRole('button', { name: 'Sign in' }).click();
-    await shared.locator('[data-span-kind="tool_call"]').first().waitFor(WAIT);
-    expect(new URL(shared.url()).pathname).toBe(path);
-    expect(await shared.locator('[data-span-kind]').count()).toBe(5);
-    await shared.close();
+    const other = await page.context().newPage();
+    await other.goto(url(path));
+    await other.getByLabel('API key').fill(key);
+    await other.getByRole('button', { name: 'Sign in' }).click();
+    await other.locator('[data-span-kind="tool_call"]').first().waitFor();
+    expect(new URL(other.url()).pathname).toBe(path);
+    expect(await other.locator('[data-span-kind]').count()).toBe(5);
   });
 
-  it('lists runs with filters and cursor paging', async () => {
+  test('lists runs with filters and cursor paging', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Busy' });
+    // 49 runs through the Responses API, then a session's two: one completed, one cancelled (the newest).
+    for (let batch = 0; batch < 49; batch += 7) {
+      const answers = await Promise.all(
+        Array.from({ length: 7 }, (_, i) =>
+          shared.api('POST', '/v1/responses', { model: agentId, input: `r${batch + i}` }),
+        ),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(Array(7).fill(200));
+    }
+    const sessionId = await createSession(agentId);
+    await messageIn(sessionId, await postMessage(sessionId, 'hello'), ['completed']);
+    const sleeping = await postMessage(sessionId, 'sleep 120000');
+    await messageIn(sessionId, sleeping, ['running']);
+    expect((await shared.api('POST', `/v1/sessions/${sessionId}/interrupt`)).status).toBe(200);
+    await messageIn(sessionId, sleeping, ['cancelled']);
+
     await page.goto(url(`/console/runs?agent=${agentId}`));
-    await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor(WAIT);
-    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(5);
+    await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(50);
     await page.getByLabel('Status').selectOption('cancelled');
     await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(1);
     expect(new URL(page.url()).searchParams.get('status')).toBe('cancelled');
     await page.getByLabel('Status').selectOption('');
     await page.getByLabel('Conversation').fill(`conv_${sessionId}`);
-    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(5);
-    await accessible('runs');
-    await snap('runs');
-    for (let batch = 0; batch < 51; batch += 17) {
-      await Promise.all(
-        Array.from({ length: 17 }, (_, i) => api('POST', '/v1/responses', { model: agentId, input: `r${batch + i}` })),
-      );
-    }
-    await page.goto(url('/console/runs'));
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(2);
+    await accessible(page, 'runs');
+    await snap(page, 'runs');
+    await page.getByLabel('Conversation').fill('');
     await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(50);
     await page.getByRole('button', { name: 'Older' }).click();
-    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(6);
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(1);
     expect(new URL(page.url()).searchParams.get('cursor')).not.toBeNull();
   });
 
-  it('creates a webhook endpoint (secret shown once), sends a test, and shows deliveries', async () => {
+  test('creates a webhook endpoint (secret shown once), sends a test, and shows deliveries', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Announcer' });
+    const sessionId = await createSession(agentId);
+    const before = receiver.received.length;
     await page.goto(url('/console/webhooks'));
     await page.getByRole('button', { name: 'New endpoint' }).click();
     await page.getByLabel('Endpoint name').fill('receiver');
@@ -401,33 +536,31 @@ describe.skipIf(!available)('web console', () => {
     await page.getByLabel('Endpoint URL').fill(`${receiver.url}/hooks`);
     await page.getByRole('button', { name: 'Create endpoint' }).click();
     const secret = page.locator('[data-secret]');
-    await secret.waitFor(WAIT);
+    await secret.waitFor();
     expect(await secret.textContent()).toMatch(/^whsec_/);
-    await accessible('webhooks');
-    await snap('webhooks');
+    await accessible(page, 'webhooks');
+    await snap(page, 'webhooks');
     await page.getByRole('link', { name: 'receiver' }).first().click();
-    await page.getByRole('button', { name: 'Send test' }).waitFor(WAIT);
+    await page.getByRole('button', { name: 'Send test' }).waitFor();
     expect(await page.title()).toMatch(/^Webhook receiver/);
     await page.getByRole('button', { name: 'Send test' }).click();
     await expect.poll(() => page.getByRole('status').first().textContent(), WAIT).toContain('HTTP 200');
-    await receiver.waitFor((received) => received.length >= 1);
+    await receiver.waitFor((received) => received.length > before, 'the test delivery');
 
     // A real event: a turn that completes makes the session idle.
-    await api(
-      'POST',
-      `/v1/sessions/${sessionId}/messages`,
-      { parts: [{ type: 'text', text: 'ping' }] },
-      { 'idempotency-key': 'console-hook' },
+    await postMessage(sessionId, 'ping');
+    await receiver.waitFor(
+      (received) => received.some((request) => request.body.includes(sessionId)),
+      "the session's agent.session.idle",
     );
-    await receiver.waitFor((received) => received.some((request) => request.body.includes(sessionId)), 15_000);
     await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBeGreaterThanOrEqual(2);
     const real = page.locator('tbody tr', { hasText: 'agent.session.idle' }).first();
     await expect.poll(() => real.textContent(), WAIT).toContain('delivered');
-    const before = receiver.received.length;
+    const delivered = receiver.received.length;
     await real.getByRole('button', { name: /^Redeliver/ }).click();
-    await receiver.waitFor((received) => received.length > before);
-    await accessible('webhook endpoint');
-    await snap('webhook');
+    await receiver.waitFor((received) => received.length > delivered, 'the redelivery');
+    await accessible(page, 'webhook endpoint');
+    await snap(page, 'webhook');
 
     const hint = await page.locator('[data-secret-hint]').textContent();
     await page.getByRole('button', { name: 'Rotate secret' }).click();
@@ -438,26 +571,27 @@ describe.skipIf(!available)('web console', () => {
     await expect.poll(() => page.locator('h1').textContent(), WAIT).toBe('Webhook renamed');
   });
 
-  it('explains why an agent with sessions cannot be deleted', async () => {
+  test('explains why an agent with sessions cannot be deleted', async ({ page }) => {
+    const agentId = await createAgent({ name: 'Kept' });
+    await createSession(agentId);
     await page.goto(url(`/console/agents/${agentId}`));
     await page.getByRole('button', { name: 'Delete agent' }).click();
     await page.getByRole('button', { name: 'Confirm delete' }).click();
     const alert = page.locator('.danger-zone [role="alert"]');
     await expect.poll(() => alert.textContent(), WAIT).toContain('agent_in_use');
     expect(await alert.textContent()).toContain('Delete those sessions first');
-    expect((await api('GET', `/v1/agents/${agentId}`)).status).toBe(200);
+    expect((await shared.api('GET', `/v1/agents/${agentId}`)).status).toBe(200);
   });
 
-  it("shows on the agent's page the tools it configures that this deployment cannot run", async () => {
-    const created = await api('POST', '/v1/agents', {
+  test("shows on the agent's page the tools it configures that this deployment cannot run", async ({ page }) => {
+    const overreaching = await createAgent({
       name: 'Overreaching',
       mcpServers: [
         { kind: 'internal', name: 'coding_agent' },
         { kind: 'internal', name: 'github' },
       ],
     });
-    expect(created.status).toBe(201);
-    await page.goto(url(`/console/agents/${created.body.agent.id}`));
+    await page.goto(url(`/console/agents/${overreaching}`));
     const notes = page.locator('.note.warning');
     await expect
       .poll(() => notes.allTextContents(), WAIT)
@@ -467,12 +601,14 @@ describe.skipIf(!available)('web console', () => {
             `internal tool "${name}" is configured on the agent but this deployment cannot run it; the turn runs without it (tool_unavailable)`,
         ),
       );
-    await page.goto(url(`/console/agents/${agentId}`));
-    await page.getByRole('heading', { name: 'Helper', level: 1 }).waitFor(WAIT);
+    const clean = await createAgent({ name: 'Plain' });
+    await page.goto(url(`/console/agents/${clean}`));
+    await page.getByRole('heading', { name: 'Plain', level: 1 }).waitFor(WAIT);
     expect(await notes.count()).toBe(0);
   });
 
-  it('uploads and lists files, and shows usage and connectors', async () => {
+  test('uploads and lists files, and shows usage, connectors and sessions', async ({ page }) => {
+    const { sessionId } = await agentWithTurn('Accountant');
     await page.goto(url('/console/files'));
     await page.getByLabel('File', { exact: true }).setInputFiles({
       name: 'notes.md',
@@ -481,82 +617,73 @@ describe.skipIf(!available)('web console', () => {
     });
     await page.getByRole('button', { name: 'Upload' }).click();
     await expect.poll(() => page.locator('tbody').textContent(), WAIT).toContain('notes.md');
-    await accessible('files');
-    await snap('files');
+    await accessible(page, 'files');
+    await snap(page, 'files');
 
     await page.goto(url('/console/usage'));
-    await page.getByRole('img', { name: /Daily cost per agent/ }).waitFor(WAIT);
+    await page.getByRole('img', { name: /Daily cost per agent/ }).waitFor();
     expect(await page.locator('.big').textContent()).toBe('Unlimited');
-    expect(await page.locator('tbody').textContent()).toContain('Helper');
-    await accessible('usage');
-    await snap('usage');
+    expect(await page.locator('tbody').textContent()).toContain('Accountant');
+    await accessible(page, 'usage');
+    await snap(page, 'usage');
 
     await page.goto(url('/console/connectors'));
-    await page.getByRole('heading', { name: 'Connectors', level: 1 }).waitFor(WAIT);
-    await accessible('connectors');
+    await page.getByRole('heading', { name: 'Connectors', level: 1 }).waitFor();
+    await accessible(page, 'connectors');
 
     await page.goto(url('/console/sessions'));
-    await page.locator('tbody tr').first().waitFor(WAIT);
-    await accessible('sessions');
-    await snap('sessions');
+    await page.locator('tbody tr').first().waitFor();
+    await accessible(page, 'sessions');
+    await snap(page, 'sessions');
     await page.goto(url(`/console/sessions/${sessionId}`));
-    await page.locator('li.turn').first().waitFor(WAIT);
+    await page.locator('li.turn').first().waitFor();
     expect(await page.title()).toMatch(/^Session/);
-    await accessible('session');
+    await accessible(page, 'session');
   });
 
-  it('follows the system dark theme', async () => {
-    const dark = await browser.newContext({ viewport: { width: 1200, height: 760 }, colorScheme: 'dark' });
-    const night = await dark.newPage();
-    watch(night);
-    await night.goto(url('/console/sign-in'));
-    await night.getByLabel('API key').fill(key);
-    await night.getByRole('button', { name: 'Sign in' }).click();
-    // Signed in once the console shows its first page: navigating earlier can land back on the sign-in page.
-    await night.getByRole('heading', { name: 'Agents', level: 1 }).waitFor(WAIT);
+  test('follows the system dark theme', async ({ newPage }) => {
+    const { agentId, sessionId } = await agentWithTurn('Nocturnal');
+    const night = await newPage({ colorScheme: 'dark' });
+    await signIn(night, shared.url);
     await night.goto(url(`/console/agents/${agentId}/chat?session=${sessionId}`));
-    await night.locator('li.turn').first().waitFor(WAIT);
+    await night.locator('li.turn').first().waitFor();
     const background = await night.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     expect(background).toBe('rgb(21, 23, 28)');
-    await accessible('playground, dark', night);
-    await snap('playground-dark', night);
-    await dark.close();
+    await accessible(night, 'playground, dark');
+    await snap(night, 'playground-dark');
   });
 
-  it('approves and denies a tool call from the playground, showing its tool, server and arguments', async () => {
-    const created = await api('POST', '/v1/agents', {
+  test('approves and denies a tool call from the playground, showing its tool, server and arguments', async ({
+    page,
+  }) => {
+    const agentId = await createAgent({
       name: 'careful',
       mcpServers: [{ kind: 'internal', name: 'http_client' }],
       toolApprovals: { default: 'always_ask', overrides: {} },
     });
-    expect(created.status).toBe(201);
-    await page.goto(url(`/console/agents/${created.body.agent.id}/chat`));
-    await page.getByLabel('Message', { exact: true }).waitFor(WAIT);
+    await page.goto(url(`/console/agents/${agentId}/chat`));
+    await page.getByLabel('Message', { exact: true }).waitFor();
 
-    const denied = await send('call http_request {"method":"POST","url":"https://example.com/orders"}');
+    const denied = await send(page, 'call http_request {"method":"POST","url":"https://example.com/orders"}');
     const form = denied.locator('form.approval');
-    await form.waitFor(WAIT);
+    await form.waitFor();
     expect(await denied.getAttribute('data-status')).toBe('requires_action');
     const shown = (await form.textContent()) ?? '';
     expect(shown).toContain('http_request');
     expect(shown).toContain('agentry');
     expect(await form.locator('pre').textContent()).toBe('{"method":"POST","url":"https://example.com/orders"}');
-    await accessible('playground with a tool approval');
-    await snap('playground-approval');
+    await accessible(page, 'playground with a tool approval');
+    await snap(page, 'playground-approval');
     await form.getByLabel('Reason (optional)').fill('not from the console');
     await form.getByRole('button', { name: 'Deny' }).click();
     await expect.poll(() => denied.getAttribute('data-status'), WAIT).toBe('completed');
     expect(await denied.locator('.reply').textContent()).toContain('Reason: not from the console');
 
-    const approved = await send('call http_request {"method":"DELETE","url":"https://example.com/orders/1"}');
-    await approved.locator('form.approval').waitFor(WAIT);
+    const approved = await send(page, 'call http_request {"method":"DELETE","url":"https://example.com/orders/1"}');
+    await approved.locator('form.approval').waitFor();
     await approved.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => approved.getAttribute('data-status'), WAIT).toBe('completed');
     // It ran (once): the network policy refused the request, which is what the model read.
     expect(await approved.locator('.reply').textContent()).toContain('refused');
-  });
-
-  it('ran every page without script errors or CSP refusals', () => {
-    expect(problems).toEqual([]);
   });
 });

@@ -67,7 +67,7 @@ describe.each(dialects())('the data directory on disk (%s)', (dialect) => {
   beforeAll(async () => {
     // The children inherit it: the usual default, under which files are created 0644.
     previousUmask = process.umask(0o022);
-    server = await startServerProcess(env, 60_000);
+    server = await startServerProcess(env);
   });
   afterAll(async () => {
     await server?.stop('SIGKILL');
@@ -105,7 +105,7 @@ describe.each(dialects())('the data directory on disk (%s)', (dialect) => {
     expect(await server?.stop('SIGTERM')).toBe(0);
     loosen(dataDir);
     expect(modes(dataDir)['secret.key']).toBe('644');
-    server = await startServerProcess(env, 60_000);
+    server = await startServerProcess(env);
     expectPrivate();
     const content = await call(`/v1/files/${fileId}/content`);
     expect(content.status).toBe(200);

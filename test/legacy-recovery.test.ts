@@ -6,69 +6,73 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
-
-const FAST_RECOVERY = { AGENTRY_LEASE_MS: '1500', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'warn' };
+import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('legacy surfaces after kill -9 (%s)', (dialect) => {
   const environment = testEnvironment(dialect);
   const key = testKey();
-  const env = { ...environment.env, ...FAST_RECOVERY, AGENTRY_BOOTSTRAP_KEY: key };
+  const env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
   let server: ServerProcess | null = null;
   afterAll(async () => {
     await server?.stop('SIGKILL');
     await environment.cleanup();
   });
 
-  it('finishes a Task prompt and a tool run that were running when the process died', async () => {
-    server = await startServerProcess(env);
-    let api = httpClient(server.url, key);
-    const projectId = (await api('GET', '/v1/organization')).body?.projectId;
-    const agentId = (await api('GET', '/v1/agents')).body?.data[0].id;
-    const task = (await api('POST', '/v1/tasks', { prompt: 'sleep 2500\ntask survived' })).body;
-    const thread = (await api('POST', '/api/sdk/threads', {})).body;
-    const run = (
-      await api('POST', `/api/sdk/p/${projectId}/a/${agentId}/r`, {
-        inputs: ['sleep 2500\nrun survived'],
-        thread_id: thread?.id,
-        blocking: false,
-      })
-    ).body?.run;
-    await waitUntil(
-      async () => {
-        const current = (await api('GET', `/v1/tasks/${task?.id}`)).body;
-        const status = (await api('GET', `/api/sdk/p/${projectId}/a/${agentId}/r/${run.run_id}`)).body;
-        return current?.prompts[0].status === 'running' && status?.run.status.workflow === 'in_progress' ? true : null;
-      },
-      { timeoutMs: 10_000, what: 'both turns in flight', everyMs: 100 },
-    );
-    await server.stop('SIGKILL');
+  it(
+    'finishes a Task prompt and a tool run that were running when the process died',
+    async () => {
+      server = await startServerProcess(env);
+      let api = httpClient(server.url, key);
+      const projectId = (await api('GET', '/v1/organization')).body?.projectId;
+      const agentId = (await api('GET', '/v1/agents')).body?.data[0].id;
+      const task = (await api('POST', '/v1/tasks', { prompt: 'sleep 2500\ntask survived' })).body;
+      const thread = (await api('POST', '/api/sdk/threads', {})).body;
+      const run = (
+        await api('POST', `/api/sdk/p/${projectId}/a/${agentId}/r`, {
+          inputs: ['sleep 2500\nrun survived'],
+          thread_id: thread?.id,
+          blocking: false,
+        })
+      ).body?.run;
+      await waitUntil(
+        async () => {
+          const current = (await api('GET', `/v1/tasks/${task?.id}`)).body;
+          const status = (await api('GET', `/api/sdk/p/${projectId}/a/${agentId}/r/${run.run_id}`)).body;
+          return current?.prompts[0].status === 'running' && status?.run.status.workflow === 'in_progress'
+            ? true
+            : null;
+        },
+        { what: 'both turns in flight', everyMs: 100 },
+      );
+      await server.stop('SIGKILL');
 
-    server = await startServerProcess(env);
-    api = httpClient(server.url, key);
-    const finished = await waitUntil(
-      async () => {
-        const current = (await api('GET', `/v1/tasks/${task?.id}`)).body;
-        return current?.status === 'running' ? null : current;
-      },
-      { timeoutMs: 30_000, what: 'the task', everyMs: 200 },
-    );
-    expect(finished.status).toBe('completed');
-    const content = (await api('GET', `/v1/tasks/${task?.id}/content`)).body;
-    expect(content?.prompts[0].response).toBe('task survived');
-    // Nobody waits for the run: the server settles it and its reply reaches the thread once.
-    const messages = await waitUntil(
-      async () => {
-        const list = (await api('GET', `/api/sdk/threads/${thread?.id}/messages`)).body?.list;
-        return list?.length === 2 ? list : null;
-      },
-      { timeoutMs: 30_000, what: "the run's reply on the thread", everyMs: 200 },
-    );
-    expect(messages.map((message: { role: string; content: string }) => [message.role, message.content])).toEqual([
-      ['user', 'sleep 2500\nrun survived'],
-      ['assistant', 'run survived'],
-    ]);
-    const status = (await api('GET', `/api/sdk/p/${projectId}/a/${agentId}/r/${run.run_id}`)).body;
-    expect(status?.run.status.run).toBe('succeeded');
-  });
+      server = await startServerProcess(env);
+      api = httpClient(server.url, key);
+      const finished = await waitUntil(
+        async () => {
+          const current = (await api('GET', `/v1/tasks/${task?.id}`)).body;
+          return current?.status === 'running' ? null : current;
+        },
+        { what: 'the task', everyMs: 200 },
+      );
+      expect(finished.status).toBe('completed');
+      const content = (await api('GET', `/v1/tasks/${task?.id}/content`)).body;
+      expect(content?.prompts[0].response).toBe('task survived');
+      // Nobody waits for the run: the server settles it and its reply reaches the thread once.
+      const messages = await waitUntil(
+        async () => {
+          const list = (await api('GET', `/api/sdk/threads/${thread?.id}/messages`)).body?.list;
+          return list?.length === 2 ? list : null;
+        },
+        { what: "the run's reply on the thread", everyMs: 200 },
+      );
+      expect(messages.map((message: { role: string; content: string }) => [message.role, message.content])).toEqual([
+        ['user', 'sleep 2500\nrun survived'],
+        ['assistant', 'run survived'],
+      ]);
+      const status = (await api('GET', `/api/sdk/p/${projectId}/a/${agentId}/r/${run.run_id}`)).body;
+      expect(status?.run.status.run).toBe('succeeded');
+    },
+    startsTimeout(2),
+  );
 });

@@ -64,7 +64,7 @@ describe.each(dialects())('legacy webhooks (%s)', (dialect) => {
     expect(JSON.stringify(hook)).not.toContain('s3cret-value');
 
     const task = json(await h.request('POST', '/v1/tasks', { key: org.key, body: { prompt: 'notify me' } }));
-    await receiver.waitFor((all) => all.filter((entry) => entry.path === '/tasks').length >= 3, 20_000, 'three events');
+    await receiver.waitFor((all) => all.filter((entry) => entry.path === '/tasks').length >= 3, 'three events');
     const first = bodies('/tasks');
     expect(first.map((body) => body.event)).toEqual(['task.created', 'task.running', 'task.completed']);
     for (const body of first) {
@@ -77,7 +77,7 @@ describe.each(dialects())('legacy webhooks (%s)', (dialect) => {
     }
 
     await h.request('POST', `/v1/tasks/${task.id}/prompts`, { key: org.key, body: { prompt: 'fail again broken' } });
-    await receiver.waitFor((all) => all.filter((entry) => entry.path === '/tasks').length >= 5, 20_000, 'the cycle');
+    await receiver.waitFor((all) => all.filter((entry) => entry.path === '/tasks').length >= 5, 'the cycle');
     expect(
       bodies('/tasks')
         .map((body) => body.event)
@@ -96,7 +96,7 @@ describe.each(dialects())('legacy webhooks (%s)', (dialect) => {
     });
     const task = json(await h.request('POST', '/v1/tasks', { key: org.key, body: { prompt: 'sleep 30000\nslow' } }));
     await h.request('POST', `/v1/tasks/${task.id}/cancel`, { key: org.key });
-    await receiver.waitFor((all) => all.some((entry) => entry.path === '/canceled'), 20_000, 'task.canceled');
+    await receiver.waitFor((all) => all.some((entry) => entry.path === '/canceled'), 'task.canceled');
     // Give the notifier a few more passes: nothing else may arrive.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const received = receiver.received.filter((entry) => entry.path === '/canceled');
@@ -119,7 +119,7 @@ describe.each(dialects())('legacy webhooks (%s)', (dialect) => {
     receiver.answer = (request) => (request.path === '/failing' ? 500 : 200);
     try {
       await h.request('POST', '/v1/tasks', { key: org.key, body: { prompt: 'x' } });
-      await receiver.waitFor((all) => all.some((entry) => entry.path === '/failing'), 20_000, 'the attempt');
+      await receiver.waitFor((all) => all.some((entry) => entry.path === '/failing'), 'the attempt');
       const counted = await waitUntil(
         async () => {
           const current = json(await h.request('GET', `/v1/webhooks/${hook.id}`, { key: org.key }));

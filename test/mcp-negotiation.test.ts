@@ -10,7 +10,7 @@ import { connectMcp, isMcpError, type McpConnection, type McpError } from '../sr
 import { type McpTestServer, startLegacyMcpServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
 const fetch = createEgressFetch({ allowInsecure: true });
-const base = { fetch, requestTimeoutMs: 3000 } as const;
+const base = { fetch, requestTimeoutMs: 30_000 } as const;
 const live = new AbortController().signal;
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -136,8 +136,8 @@ describe('tool lists', () => {
     );
     const connection = kept(await connectMcp({ url: server.url, headers: {} }, base));
     expect((await connection.listTools()).tools.map((tool) => tool.name)).toEqual(['search', 'lookup']);
-    expect((await connection.callTool('lookup', { q: 'x' }, { signal: live, timeoutMs: 2000 })).text).toBe('found x');
-    expect((await connection.callTool('search', { text: 'y' }, { signal: live, timeoutMs: 2000 })).text).toBe('y');
+    expect((await connection.callTool('lookup', { q: 'x' }, { signal: live, timeoutMs: 30_000 })).text).toBe('found x');
+    expect((await connection.callTool('search', { text: 'y' }, { signal: live, timeoutMs: 30_000 })).text).toBe('y');
   });
 });
 
@@ -173,7 +173,8 @@ describe('failures', () => {
     const started_ = performance.now();
     const error = await mcpFailure(connectMcp({ url: silent.url, headers: {} }, { ...base, requestTimeoutMs: 300 }));
     expect(error.code).toBe('timeout');
-    expect(performance.now() - started_).toBeLessThan(2000);
+    // Its 0.3 s ended it, not the usual 30 s (the bound is room for a busy machine).
+    expect(performance.now() - started_).toBeLessThan(20_000);
 
     const mute = await rawServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -228,13 +229,13 @@ describe('failures', () => {
   it('rejects an unknown tool as tool_error, and any call after close as unreachable', async () => {
     const server = await started(startModernMcpServer({}));
     const connection = await connectMcp({ url: server.url, headers: {} }, base);
-    const unknown = await mcpFailure(connection.callTool('nope', {}, { signal: live, timeoutMs: 2000 }));
+    const unknown = await mcpFailure(connection.callTool('nope', {}, { signal: live, timeoutMs: 30_000 }));
     expect(unknown.code).toBe('tool_error');
     expect(unknown.message).toContain('nope');
     await connection.close();
     await connection.close();
     expect(connection.closed).toBe(true);
-    const after = await mcpFailure(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 2000 }));
+    const after = await mcpFailure(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 30_000 }));
     expect(after.code).toBe('unreachable');
   });
 
@@ -244,7 +245,7 @@ describe('failures', () => {
     const connection = kept(await connectMcp({ url: first.url, headers: {} }, base));
     await first.close();
     const restarted = await started(startLegacyMcpServer({ port }));
-    const error = await mcpFailure(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 2000 }));
+    const error = await mcpFailure(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 30_000 }));
     expect(error.code).toBe('unreachable');
     expect(connection.closed).toBe(true);
     expect(restarted.calls).toEqual([]);

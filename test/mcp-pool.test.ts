@@ -3,6 +3,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createEgressFetch } from '../src/lib/egress-fetch.ts';
 import { isMcpError } from '../src/tools/mcp/client.ts';
 import { createMcpPool, type McpPool } from '../src/tools/mcp/pool.ts';
+import { waitUntil } from './helpers/fixtures.ts';
 import { type McpTestServer, startLegacyMcpServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
 const fetch = createEgressFetch({ allowInsecure: true });
@@ -11,7 +12,7 @@ const servers: McpTestServer[] = [];
 const pools: McpPool[] = [];
 
 function pool(): McpPool {
-  const created = createMcpPool({ fetch, requestTimeoutMs: 3000 });
+  const created = createMcpPool({ fetch, requestTimeoutMs: 30_000 });
   pools.push(created);
   return created;
 }
@@ -54,7 +55,7 @@ describe('createMcpPool', () => {
     const renewed = await connections.get('srv', { url: server.url, headers: { Authorization: 'Bearer new' } });
     expect(renewed).not.toBe(old);
     await server.waitFor(() => old.closed);
-    const result = await renewed.callTool('whoami', {}, { signal: live, timeoutMs: 2000 });
+    const result = await renewed.callTool('whoami', {}, { signal: live, timeoutMs: 30_000 });
     expect(result.text).toBe('Bearer new');
   });
 
@@ -71,9 +72,11 @@ describe('createMcpPool', () => {
     expect(connection.protocol).toBe('streamable-http-2025');
     await first.close();
     const restarted = await started(startLegacyMcpServer({ port }));
-    await expect(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 2000 })).rejects.toMatchObject({
-      code: 'unreachable',
-    });
+    await expect(connection.callTool('echo', { text: 'x' }, { signal: live, timeoutMs: 30_000 })).rejects.toMatchObject(
+      {
+        code: 'unreachable',
+      },
+    );
     const fresh = await connections.get('legacy', endpoint);
     expect(fresh).not.toBe(connection);
     expect(fresh.protocol).toBe('streamable-http-2025');
@@ -81,7 +84,7 @@ describe('createMcpPool', () => {
     expect(restarted.state.methods.slice(0, 2)).toEqual(['tools/call', 'initialize']);
     expect(restarted.state.methods).not.toContain('server/discover');
     expect(changes).toBe(1);
-    expect((await fresh.callTool('echo', { text: 'back' }, { signal: live, timeoutMs: 2000 })).text).toBe('back');
+    expect((await fresh.callTool('echo', { text: 'back' }, { signal: live, timeoutMs: 30_000 })).text).toBe('back');
   });
 
   it('passes list_changed to key listeners, and stops after unsubscribing', async () => {
@@ -92,11 +95,15 @@ describe('createMcpPool', () => {
     const stop = connections.onToolsChanged('srv', () => {
       changes += 1;
     });
-    for (let attempt = 0; changes === 0 && attempt < 50; attempt++) {
-      server.removeTool('echo');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(changes).toBeGreaterThan(0);
+    // The notification stream opens asynchronously: announce until one announcement arrives.
+    await waitUntil(
+      async () => {
+        if (changes > 0) return true;
+        server.removeTool('echo');
+        return null;
+      },
+      { what: 'a list_changed notification', everyMs: 100 },
+    );
     stop();
     await new Promise((resolve) => setTimeout(resolve, 100));
     const seen = changes;

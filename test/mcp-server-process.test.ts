@@ -26,7 +26,7 @@ describe('mcp-server-main', () => {
     const endpoint = { url: server.url, headers: { Authorization: 'Bearer from-env' } };
     for (const expected of ['1', '2']) {
       // A new connection each time, as after a restart of the process that talks to the server.
-      const connection = await connectMcp(endpoint, { fetch, requestTimeoutMs: 5000 });
+      const connection = await connectMcp(endpoint, { fetch, requestTimeoutMs: 30_000 });
       expect(connection.protocol).toBe(protocol);
       expect((await connection.listTools()).tools.map((tool) => tool.name)).toEqual(['count', 'whoami']);
       const result = await connection.callTool(
@@ -34,7 +34,7 @@ describe('mcp-server-main', () => {
         { key: 'run_1' },
         {
           signal: live,
-          timeoutMs: 5000,
+          timeoutMs: 30_000,
           meta: { 'agentry/call_id': `call_${expected}` },
         },
       );
@@ -44,11 +44,11 @@ describe('mcp-server-main', () => {
     const state = await server.state();
     expect(state.counts).toEqual({ run_1: 2 });
     expect(state.calls.map((call) => call.meta['agentry/call_id'])).toEqual(['call_1', 'call_2']);
-    await expect(connectMcp({ url: server.url, headers: {} }, { fetch, requestTimeoutMs: 5000 })).rejects.toMatchObject(
-      {
-        code: 'auth_failed',
-      },
-    );
+    await expect(
+      connectMcp({ url: server.url, headers: {} }, { fetch, requestTimeoutMs: 30_000 }),
+    ).rejects.toMatchObject({
+      code: 'auth_failed',
+    });
     await server.stop();
     expect(server.child.exitCode).toBe(0);
   });

@@ -29,7 +29,7 @@ import {
   testKey,
 } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
-import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 interface OtlpSpan {
@@ -164,7 +164,7 @@ describe.each(dialects())('OpenTelemetry traces (%s)', (dialect: DialectName) =>
         const kids = all.filter((span) => span.parentSpanId === invoke.spanId);
         return kids.length >= children ? { all, invoke, kids } : null;
       },
-      { what: `the spans of run ${runId}`, timeoutMs: 15_000 },
+      { what: `the spans of run ${runId}` },
     );
   }
 
@@ -315,11 +315,7 @@ describe.each(dialects())('OpenTelemetry traces (%s)', (dialect: DialectName) =>
     expect(server?.name).toBe('POST /v1/sessions/:id/messages');
     expect(invoke.traceId).toBe(traceId);
     const [delivery] = await hooks
-      .waitFor(
-        (received) => received.some((entry) => entry.body.includes(message.id)),
-        15_000,
-        'the turn.completed webhook',
-      )
+      .waitFor((received) => received.some((entry) => entry.body.includes(message.id)), 'the turn.completed webhook')
       .then((received) => received.filter((entry) => entry.body.includes(message.id)));
     expect(delivery?.headers.traceparent).toBe(`00-${traceId}-${invoke.spanId}-01`);
   });
@@ -547,7 +543,7 @@ describe.each(dialects())('Prometheus metrics (%s)', (dialect: DialectName) => {
           const families = await scrape();
           return outcome(families, 'delivered') > outcome(before, 'delivered') ? families : null;
         },
-        { what: 'the delivery counted', timeoutMs: 20_000 },
+        { what: 'the delivery counted' },
       );
       expect(outcome(after, 'retry') - outcome(before, 'retry')).toBe(1);
       expect(sample(after, 'agentry_webhook_attempt_duration_seconds', {})).toBeGreaterThanOrEqual(2);
@@ -635,7 +631,7 @@ describe('turn log lines', () => {
           const got = await call('GET', `/v1/sessions/${session.session.id}/messages/${accepted.id}`);
           return ['completed', 'failed'].includes(got.message.status) ? got.message : null;
         },
-        { what: 'the turn to end', timeoutMs: 20_000 },
+        { what: 'the turn to end' },
       );
       const ofTurn = lines.filter((line) => line.runId === message.runId);
       expect(ofTurn.length).toBeGreaterThan(0);
@@ -659,82 +655,88 @@ describe('turn log lines', () => {
 });
 
 describe.each(dialects())('a traced turn across kill -9 (%s)', (dialect: DialectName) => {
-  it('is finished by the next process under the original request span, and counted as a takeover', async () => {
-    const otlp = await startReceiver();
-    const environment = testEnvironment(dialect);
-    const key = testKey();
-    const env = {
-      ...environment.env,
-      AGENTRY_BOOTSTRAP_KEY: key,
-      AGENTRY_LEASE_MS: '1500',
-      AGENTRY_POLL_MS: '200',
-      LOG_LEVEL: 'warn',
-      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_BSP_SCHEDULE_DELAY: '50',
-      AGENTRY_METRICS: 'true',
-    };
-    let server: ServerProcess | null = null;
-    try {
-      server = await startServerProcess(env);
-      const first = server;
-      const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-        const response = await fetch(`${(server ?? first).url}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        });
-        return { status: response.status, body: (await response.json()) as Json };
+  it(
+    'is finished by the next process under the original request span, and counted as a takeover',
+    async () => {
+      const otlp = await startReceiver();
+      const environment = testEnvironment(dialect);
+      const key = testKey();
+      const env = {
+        ...environment.env,
+        AGENTRY_BOOTSTRAP_KEY: key,
+        // A lease of an hour: the second process takes the turn over through the process registry, once, and no
+        // lease can lapse on a busy machine (a lapse would be counted as another takeover).
+        AGENTRY_LEASE_MS: '3600000',
+        AGENTRY_POLL_MS: '200',
+        LOG_LEVEL: 'warn',
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        AGENTRY_METRICS: 'true',
       };
-      const agent = await api('POST', '/v1/agents', { name: 'durable' });
-      const session = await api('POST', '/v1/sessions', { agentId: agent.body.agent.id });
-      const traceId = hex(16);
-      const callerSpan = hex(8);
-      const accepted = await api(
-        'POST',
-        `/v1/sessions/${session.body.session.id}/messages`,
-        { parts: [{ type: 'text', text: 'sleep 3000\nsurvived' }] },
-        { 'idempotency-key': hex(8), traceparent: `00-${traceId}-${callerSpan}-01` },
-      );
-      expect(accepted.status).toBe(202);
-      const messagePath = `/v1/sessions/${session.body.session.id}/messages/${accepted.body.id}`;
-      await waitUntil(async () => ((await api('GET', messagePath)).body.message.status === 'running' ? true : null), {
-        what: 'the turn running',
-      });
-      // The request span was exported before the crash; the turn's spans cannot have been.
-      const request = await waitUntil(
-        async () => spansOf(otlp).find((span) => span.traceId === traceId && span.kind === 2),
-        { what: 'the request span exported' },
-      );
-      expect(request.parentSpanId).toBe(callerSpan);
-      first.child.kill('SIGKILL');
-      await first.stop();
-      server = await startServerProcess(env);
-      const message = await waitUntil(
-        async () => {
-          const got = (await api('GET', messagePath)).body.message;
-          return got.status === 'completed' ? got : null;
-        },
-        { what: 'the turn finished by the second process', timeoutMs: 30_000 },
-      );
-      const invoke = await waitUntil(
-        async () =>
-          spansOf(otlp).find(
-            (span) => span.attrs['agentry.run.id'] === message.runId && span.name.startsWith('invoke_agent'),
-          ),
-        { what: 'the invoke_agent span', timeoutMs: 15_000 },
-      );
-      expect(invoke.traceId).toBe(traceId);
-      expect(invoke.parentSpanId).toBe(request.spanId);
-      // Started by the first process, before the second one existed: the span keeps that time.
-      expect(Number(BigInt(invoke.startTimeUnixNano) / 1_000_000n)).toBe(Date.parse(message.startedAt));
-      expect(Number(BigInt(invoke.endTimeUnixNano) / 1_000_000n)).toBe(Date.parse(message.completedAt));
-      const metrics = await fetch(`${server.url}/metrics`).then((response) => response.text());
-      expect(metrics).toMatch(/^agentry_lease_takeovers_total 1$/m);
-    } finally {
-      await server?.stop();
-      await otlp.close();
-      await environment.cleanup();
-    }
-  });
+      let server: ServerProcess | null = null;
+      try {
+        server = await startServerProcess(env);
+        const first = server;
+        const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+          const response = await fetch(`${(server ?? first).url}${path}`, {
+            method,
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+            ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          });
+          return { status: response.status, body: (await response.json()) as Json };
+        };
+        const agent = await api('POST', '/v1/agents', { name: 'durable' });
+        const session = await api('POST', '/v1/sessions', { agentId: agent.body.agent.id });
+        const traceId = hex(16);
+        const callerSpan = hex(8);
+        const accepted = await api(
+          'POST',
+          `/v1/sessions/${session.body.session.id}/messages`,
+          { parts: [{ type: 'text', text: 'sleep 3000\nsurvived' }] },
+          { 'idempotency-key': hex(8), traceparent: `00-${traceId}-${callerSpan}-01` },
+        );
+        expect(accepted.status).toBe(202);
+        const messagePath = `/v1/sessions/${session.body.session.id}/messages/${accepted.body.id}`;
+        await waitUntil(async () => ((await api('GET', messagePath)).body.message.status === 'running' ? true : null), {
+          what: 'the turn running',
+        });
+        // The request span was exported before the crash; the turn's spans cannot have been.
+        const request = await waitUntil(
+          async () => spansOf(otlp).find((span) => span.traceId === traceId && span.kind === 2),
+          { what: 'the request span exported' },
+        );
+        expect(request.parentSpanId).toBe(callerSpan);
+        first.child.kill('SIGKILL');
+        await first.stop();
+        server = await startServerProcess(env);
+        const message = await waitUntil(
+          async () => {
+            const got = (await api('GET', messagePath)).body.message;
+            return got.status === 'completed' ? got : null;
+          },
+          { what: 'the turn finished by the second process' },
+        );
+        const invoke = await waitUntil(
+          async () =>
+            spansOf(otlp).find(
+              (span) => span.attrs['agentry.run.id'] === message.runId && span.name.startsWith('invoke_agent'),
+            ),
+          { what: 'the invoke_agent span' },
+        );
+        expect(invoke.traceId).toBe(traceId);
+        expect(invoke.parentSpanId).toBe(request.spanId);
+        // Started by the first process, before the second one existed: the span keeps that time.
+        expect(Number(BigInt(invoke.startTimeUnixNano) / 1_000_000n)).toBe(Date.parse(message.startedAt));
+        expect(Number(BigInt(invoke.endTimeUnixNano) / 1_000_000n)).toBe(Date.parse(message.completedAt));
+        const metrics = await fetch(`${server.url}/metrics`).then((response) => response.text());
+        expect(metrics).toMatch(/^agentry_lease_takeovers_total 1$/m);
+      } finally {
+        await server?.stop();
+        await otlp.close();
+        await environment.cleanup();
+      }
+    },
+    startsTimeout(2),
+  );
 });

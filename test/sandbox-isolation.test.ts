@@ -12,6 +12,7 @@ import { bwrapArgs } from '../src/tools/sandbox/bwrap-args.ts';
 import { WorkspacePathError } from '../src/tools/sandbox/sandbox-errors.ts';
 import { resolveLimits } from '../src/tools/sandbox/sandbox-limits.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
+import { WAIT_MS } from './helpers/deadlines.ts';
 import {
   describeSandbox,
   detection,
@@ -192,8 +193,12 @@ describeSandbox('sandbox isolation', () => {
       timeoutMs: 20_000,
     });
     const seen = new Map<string, number>();
-    const until = Date.now() + 2000;
-    while (Date.now() < until) {
+    // Read for two seconds, and on until both sides of the swap were seen (on a busy machine the loop inside may
+    // take a while to start).
+    const enough = Date.now() + 2000;
+    const until = Date.now() + WAIT_MS;
+    const bothSeen = () => seen.has('inside') && seen.has('outside_workspace');
+    while (Date.now() < until && (Date.now() < enough || !bothSeen())) {
       const result = await runtime.readFile(workspaceA, 'race/d/secret.txt').then(
         (file) => file.content.toString(),
         (error: unknown) => (error instanceof WorkspacePathError ? error.code : String(error)),

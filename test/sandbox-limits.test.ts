@@ -4,13 +4,20 @@
  * the command's background children with it. Each is paired with the same command kept within bounds (which
  * works), and after each the host must still run the next command normally.
  */
-import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SandboxLimits } from '../src/tools/sandbox/sandbox-limits.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
-import { describeSandbox, detection, scratchDataDir, silentLogger, testProjectIds } from './helpers/sandbox.ts';
+import { WAIT_MS } from './helpers/deadlines.ts';
+import {
+  describeSandbox,
+  detection,
+  hostProcesses,
+  scratchDataDir,
+  silentLogger,
+  testProjectIds,
+} from './helpers/sandbox.ts';
 
 const data = scratchDataDir('agentry-sandbox-limits-');
 const MIB = 1024 * 1024;
@@ -29,14 +36,9 @@ async function runtimeWith(limits: Partial<SandboxLimits>): Promise<{ runtime: S
   return { runtime, workspace: await runtime.workspaceFor('org1', `agent${runtimes.length}`) };
 }
 
-/** Host processes whose command line starts with `prefix` (the host sees into every PID namespace). */
-function hostProcesses(prefix: string): string[] {
-  const result = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
-  return result.stdout.split('\n').filter((line) => line.startsWith(prefix));
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
+/** Whether `condition` holds within WAIT_MS (polled). */
+async function waitFor(condition: () => boolean): Promise<boolean> {
+  const until = Date.now() + WAIT_MS;
   while (Date.now() < until) {
     if (condition()) return true;
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -55,11 +57,10 @@ describeSandbox('sandbox limits', () => {
     data.remove();
   });
 
-  /** The host is fine: an ordinary command runs at once and normally. */
+  /** The host is fine: an ordinary command runs normally, to its end, stopped by no limit. */
   async function hostStillFine(): Promise<void> {
     const result = await normal.runtime.run({ workspace: normal.workspace, command: 'echo ok', policy: null });
-    expect(result).toMatchObject({ exitCode: 0, stdout: 'ok\n', killed: null });
-    expect(result.durationMs).toBeLessThan(5000);
+    expect(result).toMatchObject({ exitCode: 0, stdout: 'ok\n', killed: null, timedOut: false });
   }
 
   it('a fork bomb stops at the process limit, without holding back another sandbox', async () => {
@@ -104,8 +105,8 @@ describeSandbox('sandbox limits', () => {
     });
     expect(finite).toMatchObject({ exitCode: 0, stdout: 'done\n', killed: null });
     const endless = await runtime.run({ workspace, policy: null, timeoutMs: 30_000, command: 'while :; do :; done' });
+    // Stopped by the CPU limit, not the 30 s wall clock (however long a second of CPU takes on a busy machine).
     expect(endless).toMatchObject({ killed: 'cpu_time', signal: 'SIGXCPU', exitCode: 152, timedOut: false });
-    expect(endless.durationMs).toBeLessThan(15_000);
     await hostStillFine();
   });
 
@@ -118,7 +119,8 @@ describeSandbox('sandbox limits', () => {
     });
     expect(result).toMatchObject({ killed: 'timeout', timedOut: true, exitCode: null, signal: 'SIGKILL' });
     expect(result.durationMs).toBeGreaterThanOrEqual(650);
-    expect(result.durationMs).toBeLessThan(5000);
+    // Killed at its 0.7 s limit, not when `sleep 30` ended; the bound leaves room for a loaded machine.
+    expect(result.durationMs).toBeLessThan(20_000);
     await hostStillFine();
   });
 
@@ -182,11 +184,11 @@ describeSandbox('sandbox limits', () => {
       command: 'sleep 987654 & sleep 987655',
     });
     // Positive control: the host can see both sleeps while they run.
-    expect(await waitFor(() => hostProcesses('sleep 98765').length === 2, 10_000)).toBe(true);
+    expect(await waitFor(() => hostProcesses('sleep 98765').length === 2)).toBe(true);
     controller.abort();
     const result = await running;
     expect(result).toMatchObject({ killed: 'aborted', exitCode: null, timedOut: false });
-    expect(await waitFor(() => hostProcesses('sleep 98765').length === 0, 5000)).toBe(true);
+    expect(await waitFor(() => hostProcesses('sleep 98765').length === 0)).toBe(true);
     await hostStillFine();
   });
 
@@ -197,11 +199,11 @@ describeSandbox('sandbox limits', () => {
       command: 'sleep 987656 & echo left',
     });
     expect(left).toMatchObject({ exitCode: 0, stdout: 'left\n' });
-    expect(await waitFor(() => hostProcesses('sleep 987656').length === 0, 5000)).toBe(true);
+    expect(await waitFor(() => hostProcesses('sleep 987656').length === 0)).toBe(true);
 
     const { runtime, workspace } = await runtimeWith({});
     const running = runtime.run({ workspace, policy: null, command: 'sleep 987657', timeoutMs: 60_000 });
-    expect(await waitFor(() => hostProcesses('sleep 987657').length === 1, 10_000)).toBe(true);
+    expect(await waitFor(() => hostProcesses('sleep 987657').length === 1)).toBe(true);
     expect(runtime.activeRuns()).toBe(1);
     await runtime.close();
     expect((await running).killed).toBe('aborted');

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { NetworkPolicy } from '../src/domain/agents/agent-types.ts';
 import type { Resolver } from '../src/lib/egress.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
+import { waitUntil } from './helpers/fixtures.ts';
 import { startTestNetwork, type TestNetwork } from './helpers/netns.ts';
 import {
   describeSandbox,
@@ -154,10 +155,10 @@ describeNetwork('sandbox network', () => {
     onHost(
       `echo x > /dev/udp/${test.gatewayAddress}/${udp.address().port}; echo q > /dev/udp/${test.gatewayAddress}/53`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(received.tcp).toBeGreaterThan(before.tcp);
-    expect(received.udp).toBeGreaterThan(before.udp);
-    expect(received.dns).toBeGreaterThan(before.dns);
+    await waitUntil(
+      async () => (received.tcp > before.tcp && received.udp > before.udp && received.dns > before.dns ? true : null),
+      { what: 'the TCP, UDP and DNS packets sent from the host', everyMs: 20 },
+    );
 
     const counted = { ...received };
     const result = await sandbox(escapes(), null);

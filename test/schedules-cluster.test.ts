@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
-import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -48,92 +48,95 @@ describe('schedules across processes (postgres)', () => {
     await environment?.cleanup();
   });
 
-  it('fires each tick once while the ticking process is killed with kill -9', async (context) => {
-    if (unavailable !== null) context.skip(unavailable);
-    environment = testEnvironment('postgres');
-    const key = testKey();
-    const env: Record<string, string> = {
-      ...environment.env,
-      REDIS_URL,
-      AGENTRY_BOOTSTRAP_KEY: key,
-      AGENTRY_LEASE_MS: '1500',
-      AGENTRY_POLL_MS: '100',
-      LOG_LEVEL: 'warn',
-    };
-    // The first creates the schema; the others start against it.
-    servers.push(await startServerProcess(env, 30_000));
-    servers.push(...(await Promise.all([startServerProcess(env, 30_000), startServerProcess(env, 30_000)])));
-    const url = inject('postgresUrl') ?? '';
-    sql = new pg.Client({ connectionString: url });
-    await sql.connect();
-    const schema = env.AGENTRY_DATABASE_SCHEMA ?? '';
-    const api = httpClient(servers[0]?.url ?? '', key);
-    const agent = await api('POST', '/v1/agents', { name: 'ticker' });
-    expect(agent.status).toBe(201);
-    const created = await api('POST', '/v1/schedules', {
-      name: 'every second',
-      agent_id: agent.body.agent.id,
-      input: 'tick',
-      interval_seconds: 1,
-      overlap: 'queue',
-    });
-    expect(created.status).toBe(201);
-    const scheduleId: string = created.body.id;
-    const runs = async () =>
-      (
-        await sql?.query<{ scheduled_at: string; status: string; claimed_by: string | null }>(
-          `select scheduled_at, status, claimed_by from "${schema}".schedule_runs where schedule_id = $1 order by scheduled_at`,
-          [scheduleId],
-        )
-      )?.rows ?? [];
-    const pidOf = (claimedBy: string | null) => claimedBy?.split(':')[1];
+  it(
+    'fires each tick once while the ticking process is killed with kill -9',
+    async (context) => {
+      if (unavailable !== null) context.skip(unavailable);
+      environment = testEnvironment('postgres');
+      const key = testKey();
+      const env: Record<string, string> = {
+        ...environment.env,
+        REDIS_URL,
+        AGENTRY_BOOTSTRAP_KEY: key,
+        AGENTRY_LEASE_MS: '1500',
+        AGENTRY_POLL_MS: '100',
+        LOG_LEVEL: 'warn',
+      };
+      // The first creates the schema; the others start against it.
+      servers.push(await startServerProcess(env));
+      servers.push(...(await Promise.all([startServerProcess(env), startServerProcess(env)])));
+      const url = inject('postgresUrl') ?? '';
+      sql = new pg.Client({ connectionString: url });
+      await sql.connect();
+      const schema = env.AGENTRY_DATABASE_SCHEMA ?? '';
+      const api = httpClient(servers[0]?.url ?? '', key);
+      const agent = await api('POST', '/v1/agents', { name: 'ticker' });
+      expect(agent.status).toBe(201);
+      const created = await api('POST', '/v1/schedules', {
+        name: 'every second',
+        agent_id: agent.body.agent.id,
+        input: 'tick',
+        interval_seconds: 1,
+        overlap: 'queue',
+      });
+      expect(created.status).toBe(201);
+      const scheduleId: string = created.body.id;
+      const runs = async () =>
+        (
+          await sql?.query<{ scheduled_at: string; status: string; claimed_by: string | null }>(
+            `select scheduled_at, status, claimed_by from "${schema}".schedule_runs where schedule_id = $1 order by scheduled_at`,
+            [scheduleId],
+          )
+        )?.rows ?? [];
+      const pidOf = (claimedBy: string | null) => claimedBy?.split(':')[1];
 
-    const kills: string[] = [];
-    for (let round = 0; round < 2; round++) {
-      // Let a few ticks fire, then kill whichever process fired the latest just before the next tick is due.
-      const before = (await runs()).length;
-      const latest = await waitUntil(
+      const kills: string[] = [];
+      for (let round = 0; round < 2; round++) {
+        // Let a few ticks fire, then kill whichever process fired the latest just before the next tick is due.
+        const before = (await runs()).length;
+        const latest = await waitUntil(
+          async () => {
+            const rows = await runs();
+            return rows.length >= before + 3 ? rows.at(-1) : null;
+          },
+          { what: 'three more ticks' },
+        );
+        const nextTick = Number(latest?.scheduled_at) + 1000;
+        const victim = servers.find((server) => String(server.child.pid) === pidOf(latest?.claimed_by ?? null));
+        if (victim === undefined) throw new Error(`no live process fired the latest tick (${latest?.claimed_by})`);
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, nextTick - Date.now() - 5)));
+        await victim.stop('SIGKILL');
+        kills.push(String(victim.child.pid));
+        servers.splice(servers.indexOf(victim), 1);
+        servers.push(await startServerProcess(env));
+      }
+      // A few more ticks after the last restart, then pause and let every admitted run finish.
+      const count = (await runs()).length;
+      await waitUntil(async () => ((await runs()).length >= count + 3 ? true : null), {
+        what: 'ticks after the restart',
+      });
+      const paused = await httpClient(servers[0]?.url ?? '', key)('POST', `/v1/schedules/${scheduleId}`, {
+        enabled: false,
+      });
+      expect(paused.status).toBe(200);
+      const final = await waitUntil(
         async () => {
           const rows = await runs();
-          return rows.length >= before + 3 ? rows.at(-1) : null;
+          return rows.every((row) => ['completed', 'skipped'].includes(row.status)) ? rows : null;
         },
-        { what: 'three more ticks', timeoutMs: 20_000 },
+        { what: 'every run to complete', timeoutMs: 60_000, everyMs: 200 },
       );
-      const nextTick = Number(latest?.scheduled_at) + 1000;
-      const victim = servers.find((server) => String(server.child.pid) === pidOf(latest?.claimed_by ?? null));
-      if (victim === undefined) throw new Error(`no live process fired the latest tick (${latest?.claimed_by})`);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, nextTick - Date.now() - 5)));
-      await victim.stop('SIGKILL');
-      kills.push(String(victim.child.pid));
-      servers.splice(servers.indexOf(victim), 1);
-      servers.push(await startServerProcess(env, 30_000));
-    }
-    // A few more ticks after the last restart, then pause and let every admitted run finish.
-    const count = (await runs()).length;
-    await waitUntil(async () => ((await runs()).length >= count + 3 ? true : null), {
-      what: 'ticks after the restart',
-      timeoutMs: 20_000,
-    });
-    const paused = await httpClient(servers[0]?.url ?? '', key)('POST', `/v1/schedules/${scheduleId}`, {
-      enabled: false,
-    });
-    expect(paused.status).toBe(200);
-    const final = await waitUntil(
-      async () => {
-        const rows = await runs();
-        return rows.every((row) => ['completed', 'skipped'].includes(row.status)) ? rows : null;
-      },
-      { what: 'every run to complete', timeoutMs: 60_000, everyMs: 200 },
-    );
-    const ticks = final.map((row) => Number(row.scheduled_at));
-    // One run per tick: consecutive seconds from the first to the last, none twice, none missing.
-    expect(new Set(ticks).size).toBe(ticks.length);
-    for (let i = 1; i < ticks.length; i++) expect(ticks[i], `tick ${i}`).toBe(Number(ticks[i - 1]) + 1000);
-    expect(final.filter((row) => row.status === 'completed').length).toBeGreaterThan(ticks.length / 2);
-    const firedBy = new Set(final.map((row) => pidOf(row.claimed_by)));
-    for (const pid of kills) expect(firedBy.has(pid)).toBe(true);
-    process.stdout.write(
-      `[schedules] ${ticks.length} ticks fired by ${firedBy.size} processes, 2 of them killed with kill -9 as a tick fell due; every tick once\n`,
-    );
-  }, 180_000);
+      const ticks = final.map((row) => Number(row.scheduled_at));
+      // One run per tick: consecutive seconds from the first to the last, none twice, none missing.
+      expect(new Set(ticks).size).toBe(ticks.length);
+      for (let i = 1; i < ticks.length; i++) expect(ticks[i], `tick ${i}`).toBe(Number(ticks[i - 1]) + 1000);
+      expect(final.filter((row) => row.status === 'completed').length).toBeGreaterThan(ticks.length / 2);
+      const firedBy = new Set(final.map((row) => pidOf(row.claimed_by)));
+      for (const pid of kills) expect(firedBy.has(pid)).toBe(true);
+      process.stdout.write(
+        `[schedules] ${ticks.length} ticks fired by ${firedBy.size} processes, 2 of them killed with kill -9 as a tick fell due; every tick once\n`,
+      );
+    },
+    startsTimeout(4),
+  );
 });

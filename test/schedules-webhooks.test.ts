@@ -70,7 +70,7 @@ describe.each(dialects())('schedule webhooks (%s)', (dialect) => {
           const run = json(await h.request('GET', `/v1/schedules/${scheduleId}/runs/${runId}`));
           return statuses.includes(run.status) ? run : null;
         },
-        { what: `run ${runId} ${statuses.join('|')}`, timeoutMs: 20_000 },
+        { what: `run ${runId} ${statuses.join('|')}` },
       );
 
     // Completed: a tick of an interval schedule.
@@ -109,7 +109,7 @@ describe.each(dialects())('schedule webhooks (%s)', (dialect) => {
         json(await h.request('GET', `/v1/schedules/${waiting.id}/runs/${manual.id}`)).required_actions.length > 0
           ? true
           : null,
-      { what: 'a pending client call', timeoutMs: 20_000 },
+      { what: 'a pending client call' },
     );
     clock.advance(6_000);
     await scheduler.poke();
@@ -133,7 +133,6 @@ describe.each(dialects())('schedule webhooks (%s)', (dialect) => {
       () =>
         expected.every(([type, , id]) => mine().some((event) => event.type === type && event.data.id === id)) &&
         mine().some((event) => event.type === 'agent.session.action_required'),
-      20_000,
       'every schedule event',
     );
     for (const [type, scheduleId, id] of expected) {

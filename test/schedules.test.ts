@@ -65,7 +65,7 @@ describe.each(dialects())('schedules (%s)', (dialect) => {
         const run = json(await h.request('GET', `/v1/schedules/${scheduleId}/runs/${runId}`));
         return statuses.includes(run.status) ? run : null;
       },
-      { what: `schedule run ${runId} to reach ${statuses.join('|')}`, timeoutMs: 20_000 },
+      { what: `schedule run ${runId} to reach ${statuses.join('|')}` },
     );
   const update = async (id: string, body: Json) => {
     const response = await h.request('POST', `/v1/schedules/${id}`, { body });
@@ -383,7 +383,7 @@ describe.each(dialects())('schedules (%s)', (dialect) => {
         const view = json(await h.request('GET', `/v1/schedules/${schedule.id}/runs/${run.id}`));
         return view.required_actions.length > 0 ? view : null;
       },
-      { what: 'the run to wait for a client result', timeoutMs: 20_000 },
+      { what: 'the run to wait for a client result' },
     );
     expect(waiting.status).toBe('running');
     expect(waiting.required_actions[0]).toMatchObject({ type: 'function_call', name: 'get_weather' });

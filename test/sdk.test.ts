@@ -232,7 +232,7 @@ describe.each(dialects())('older API /api/sdk (%s)', (dialect) => {
           const status = json(await h.request('GET', `${runPath()}/${runId}`));
           return status.run.status.run === 'running' ? null : status;
         },
-        { what: 'the run to finish', timeoutMs: 20_000 },
+        { what: 'the run to finish' },
       );
       expect(done.run).toMatchObject({ status: { run: 'succeeded' }, results: [[{ value: { content: 'later' } }]] });
       // The status read checks the project and agent of the path.
@@ -350,7 +350,7 @@ describe.each(dialects())('older API /api/sdk (%s)', (dialect) => {
           const status = json(await h.request('GET', `${runPath()}/${later.run.run_id}`));
           return status.run.status.run === 'succeeded' ? status : null;
         },
-        { what: 'the async run', timeoutMs: 20_000 },
+        { what: 'the async run' },
       );
       const after = json(await h.request('GET', `/api/sdk/threads/${thread.id}/messages`)).list as Json[];
       expect(after.at(-1)).toMatchObject({ role: 'assistant', content: 'async reply', run_id: later.run.run_id });

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { runCli, type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { runCli, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 async function call(url: string, key: string, method = 'GET', body?: unknown) {
   const response = await fetch(url, {
@@ -39,35 +39,39 @@ describe.each(dialects())('server process (%s)', (dialect) => {
     expect(agents.body.data[0].isDefault).toBe(true);
   });
 
-  it('runs the CLI beside the running server', async () => {
-    const created = runCli(['orgs', 'create', `acme-${dialect}`], environment.env);
-    // Standard error names the database and carries nothing else.
-    expect(created.stderr).toMatch(/^agentry: database \S[^\n]*\n$/);
-    expect(created.status).toBe(0);
+  it(
+    'runs the CLI beside the running server',
+    async () => {
+      const created = runCli(['orgs', 'create', `acme-${dialect}`], environment.env);
+      // Standard error names the database and carries nothing else.
+      expect(created.stderr).toMatch(/^agentry: database \S[^\n]*\n$/);
+      expect(created.status).toBe(0);
 
-    const keyRun = runCli(['keys', 'create', '--org', `acme-${dialect}`, '--scopes', 'tasks:read'], environment.env);
-    expect(keyRun.status).toBe(0);
-    expect(keyRun.stdout).toMatch(/^agk_[A-Za-z0-9]{40}\n$/);
-    const readKey = keyRun.stdout.trim();
-    const list = await call(`${server.url}/v1/agents`, readKey);
-    expect(list.status).toBe(200);
-    expect(list.body.data.map((agent: { isDefault: boolean }) => agent.isDefault)).toEqual([true]);
-    expect((await call(`${server.url}/v1/agents`, readKey, 'POST', { name: 'x' })).status).toBe(403);
+      const keyRun = runCli(['keys', 'create', '--org', `acme-${dialect}`, '--scopes', 'tasks:read'], environment.env);
+      expect(keyRun.status).toBe(0);
+      expect(keyRun.stdout).toMatch(/^agk_[A-Za-z0-9]{40}\n$/);
+      const readKey = keyRun.stdout.trim();
+      const list = await call(`${server.url}/v1/agents`, readKey);
+      expect(list.status).toBe(200);
+      expect(list.body.data.map((agent: { isDefault: boolean }) => agent.isDefault)).toEqual([true]);
+      expect((await call(`${server.url}/v1/agents`, readKey, 'POST', { name: 'x' })).status).toBe(403);
 
-    expect(runCli(['credits', 'set', '--org', `acme-${dialect}`, '12.5'], environment.env).status).toBe(0);
-    expect(runCli(['migrate'], environment.env).status).toBe(0);
+      expect(runCli(['credits', 'set', '--org', `acme-${dialect}`, '12.5'], environment.env).status).toBe(0);
+      expect(runCli(['migrate'], environment.env).status).toBe(0);
 
-    const revoke = runCli(['keys', 'revoke', readKey.slice(0, 12)], environment.env);
-    expect(revoke.status).toBe(0);
-    expect((await call(`${server.url}/v1/agents`, readKey)).status).toBe(401);
+      const revoke = runCli(['keys', 'revoke', readKey.slice(0, 12)], environment.env);
+      expect(revoke.status).toBe(0);
+      expect((await call(`${server.url}/v1/agents`, readKey)).status).toBe(401);
 
-    const unknown = runCli(['keys', 'create', '--org', 'nobody'], environment.env);
-    expect(unknown.status).toBe(1);
-    expect(unknown.stderr).toContain('nobody');
-    expect(
-      runCli(['keys', 'create', '--org', `acme-${dialect}`, '--scopes', 'root'], environment.env).stderr,
-    ).toContain('unknown scopes');
-  }, 120_000);
+      const unknown = runCli(['keys', 'create', '--org', 'nobody'], environment.env);
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr).toContain('nobody');
+      expect(
+        runCli(['keys', 'create', '--org', `acme-${dialect}`, '--scopes', 'root'], environment.env).stderr,
+      ).toContain('unknown scopes');
+    },
+    startsTimeout(8),
+  );
 
   it('never writes a key into a log line', async () => {
     await call(`${server.url}/v1/agents`, adminKey);
@@ -124,7 +128,7 @@ describe('bootstrap key and configuration errors', () => {
   ])('refuses to start with %j, naming %s', async (env, variable) => {
     const environment = testEnvironment('sqlite');
     try {
-      await expect(startServerProcess({ ...environment.env, ...env }, 10_000)).rejects.toThrow(
+      await expect(startServerProcess({ ...environment.env, ...env })).rejects.toThrow(
         new RegExp(`exited with 1[\\s\\S]*${variable}`),
       );
     } finally {

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/storage/db.ts';
 import { SERVER_AUTOCHECKPOINT_PAGES, startCheckpointer } from '../src/storage/sqlite-checkpointer.ts';
+import { WAIT_MS } from './helpers/deadlines.ts';
 import { dataDirSecrets } from './helpers/migrations.ts';
 
 const ROWS = 400;
@@ -38,8 +39,8 @@ function walState(path: string): { log: number; checkpointed: number } {
   }
 }
 
-async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+async function until(check: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + WAIT_MS;
   while (Date.now() < deadline) {
     if (check()) return true;
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -60,7 +61,7 @@ describe('SQLite checkpoints', () => {
       const before = statSync(path).size;
       await writeRows(storage);
       // About 800 kB of rows: every frame of the log reaches the database file within a few intervals.
-      expect(await until(() => statSync(path).size >= before + ROWS * 2000, 5000)).toBe(true);
+      expect(await until(() => statSync(path).size >= before + ROWS * 2000)).toBe(true);
       const state = walState(path);
       expect(state.log).toBeGreaterThan(0);
       expect(state.checkpointed).toBe(state.log);
@@ -126,7 +127,8 @@ describe('SQLite checkpoints', () => {
     );
     const started = Date.now();
     await storage.close();
-    expect(Date.now() - started).toBeLessThan(2000);
+    // A close that waited for the thread without stopping it would never end; the bound is far above any machine's.
+    expect(Date.now() - started).toBeLessThan(30_000);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -136,7 +138,7 @@ describe('SQLite checkpoints', () => {
       busyTimeoutMs: 100,
       onError: (error) => errors.push(error),
     });
-    expect(await until(() => errors.length > 0, 5000)).toBe(true);
+    expect(await until(() => errors.length > 0)).toBe(true);
     expect(String(errors[0])).toMatch(/unable to open|no such file|cannot open/i);
     await checkpointer.stop();
   });

@@ -6,13 +6,14 @@
  */
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
 import { launchServerProcess } from './helpers/server-process.ts';
 
 /** Fresh starts per dialect; the report that found this saw it on Postgres. */
 const STARTS = { sqlite: 5, postgres: 10 } as const;
 /** Generous: the machine may be busy. */
-const STARTUP_TIMEOUT_MS = 90_000;
+const STARTUP_TIMEOUT_MS = START_TIMEOUT_MS;
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -85,10 +86,12 @@ describe.each(dialects())('a fresh server called at once (%s)', (dialect) => {
         const environment = testEnvironment(dialect);
         const key = testKey();
         const port = await freePort();
-        const server = launchServerProcess(
-          { ...environment.env, AGENTRY_BOOTSTRAP_KEY: key, PORT: String(port), LOG_LEVEL: 'warn' },
-          STARTUP_TIMEOUT_MS,
-        );
+        const server = launchServerProcess({
+          ...environment.env,
+          AGENTRY_BOOTSTRAP_KEY: key,
+          PORT: String(port),
+          LOG_LEVEL: 'warn',
+        });
         try {
           const observed = await hammer(`http://127.0.0.1:${port}`, key, Date.now() + STARTUP_TIMEOUT_MS);
           const context = `start ${start + 1}: ${JSON.stringify(observed)}\n${server.output()}`;

@@ -26,7 +26,7 @@ describe.each(dialects())('legacy tasks (%s)', (dialect) => {
         const task = await getTask(id);
         return task.status === 'running' ? null : task;
       },
-      { what: `task ${id} to finish`, timeoutMs: 20_000 },
+      { what: `task ${id} to finish` },
     );
 
   it('creates a task on the default agent, runs it, and derives its status', async () => {
@@ -127,7 +127,7 @@ describe.each(dialects())('legacy tasks (%s)', (dialect) => {
         const events = content.prompts[0].events as Json[];
         return events.some((event) => event.eventType === 'tool_use') ? events : null;
       },
-      { what: 'the tool call', timeoutMs: 20_000 },
+      { what: 'the tool call' },
     );
     expect(waiting.find((event) => event.eventType === 'tool_use')?.payload).toMatchObject({
       name: 'lookup',
@@ -145,7 +145,6 @@ describe.each(dialects())('legacy tasks (%s)', (dialect) => {
     await h.request('POST', `/v1/tasks/${task.id}/prompts`, { body: { prompt: 'queued' } });
     await waitUntil(async () => ((await getTask(task.id)).prompts[0].status === 'running' ? true : null), {
       what: 'the first prompt to start',
-      timeoutMs: 20_000,
     });
     expect((await h.request('POST', `/v1/tasks/${task.id}/cancel`)).status).toBe(200);
     const done = await settled(task.id);

@@ -236,7 +236,7 @@ describe.each(dialects())('tool approvals (%s)', (dialect) => {
         (await sessionEvents(sessionId)).find(
           (event) => event.kind === 'message.event' && event.data.sourceType === 'tool_approval',
         ),
-      { what: 'the approval event', timeoutMs: 10_000, everyMs: 25 },
+      { what: 'the approval event', everyMs: 25 },
     );
     expect((await flow.getMessage(sessionId, accepted.id)).status).toBe('running');
     const early = await answer(sessionId, accepted.id, { actionId: asked.data.actionId, answer: { approved: true } });
@@ -305,7 +305,7 @@ describe.each(dialects())('tool approvals (%s)', (dialect) => {
         const message = await flow.getMessage(sessionId, accepted.id);
         return message.status === 'completed' ? message : null;
       },
-      { what: 'the timeout to deny the call', timeoutMs: 15_000, everyMs: 100 },
+      { what: 'the timeout to deny the call', everyMs: 100 },
     );
     expect(done.response.parts[0].text).toBe(
       'count: Error: the call was not approved within 1 seconds, so it was denied and did not run.',

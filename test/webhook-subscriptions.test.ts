@@ -87,7 +87,7 @@ describe.each(dialects())('webhook events only for subscribed organizations (%s)
 
     // Both are delivered, signed with the endpoint's secret.
     const mine = () => receiver.received.filter((request) => request.path === `/subscribed/${dialect}`);
-    await receiver.waitFor(() => mine().length >= 2, 10_000, 'the two deliveries');
+    await receiver.waitFor(() => mine().length >= 2, 'the two deliveries');
     const delivered = mine().map((request) => verified(endpoint.signing_secret, request));
     expect(delivered.map((event) => event.id).sort()).toEqual(rows.map((row) => row.id).sort());
     expect(delivered.find((event) => event.type === 'agent.session.idle')?.data).toEqual({ id: first.sessionId });
@@ -124,14 +124,13 @@ describe.each(dialects())('webhook events only for subscribed organizations (%s)
     expect((await recorded(subscribed.orgId)).map((row) => row.type)).toEqual(['agent.session.created']);
   });
 
-  it('sees an endpoint created or deleted by another process within two seconds', async () => {
+  it('sees an endpoint created or deleted by another process, through its change notification', async () => {
     const org = await h.createOrg(`other-process-${dialect}`);
     const agent = await h.deps.agents.create(org.orgId, { name: 'remote' });
     const agentId = agent.body.agent.id;
     // This process caches for real (on Postgres once its listener is connected) and knows the organization has no
     // endpoint: the answer a missed notification would leave stale.
     await waitUntil(async () => (h.deps.storage.changeVersion() === null ? null : true), {
-      timeoutMs: 10_000,
       what: 'the change version to be known',
       everyMs: 20,
     });
@@ -152,9 +151,11 @@ describe.each(dialects())('webhook events only for subscribed organizations (%s)
         const rows = await recorded(org.orgId);
         return rows.some((row) => row.data.id === session.id) ? session.id : null;
       },
-      { timeoutMs: 2000, what: 'a session event recorded after the remote endpoint was created', everyMs: 10 },
+      { what: 'a session event recorded after the remote endpoint was created', everyMs: 10 },
     );
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Normally milliseconds; printed, not checked (the endpoint cache has no expiry: a missed notification would
+    // leave it stale for good, which the wait's deadline catches).
+    process.stdout.write(`[webhooks] ${dialect}: a remote endpoint seen after ${Date.now() - started} ms\n`);
     // And every state change after that: the next turn's completion, but not its unsubscribed types.
     const before = (await recorded(org.orgId)).length;
     const turn = await completedTurn(org, agentId, seen);
@@ -169,7 +170,7 @@ describe.each(dialects())('webhook events only for subscribed organizations (%s)
         await h.deps.sessions.create(org.orgId, { agentId });
         return (await recorded(org.orgId)).length === count ? true : null;
       },
-      { timeoutMs: 2000, what: 'a session recorded nothing after the remote endpoint was deleted', everyMs: 10 },
+      { what: 'a session recorded nothing after the remote endpoint was deleted', everyMs: 10 },
     );
   });
 

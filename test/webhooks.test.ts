@@ -405,7 +405,7 @@ describe.each(dialects())('webhook endpoints (%s)', (dialect) => {
       const eventsOf = (id: string) =>
         mine().filter(({ event }) => event.data.id === id || event.data.session_id === id);
       const waitForType = (type: string, id: string) =>
-        receiver.waitFor(() => eventsOf(id).some(({ event }) => event.type === type), 10_000, `${type} for ${id}`);
+        receiver.waitFor(() => eventsOf(id).some(({ event }) => event.type === type), `${type} for ${id}`);
 
       // A completed turn: created, in_progress, turn.completed, idle.
       const s1 = await newSession();

@@ -66,7 +66,6 @@ describe.each(dialects())('workflow runs (%s)', (dialect) => {
   const waitForEvents = (runId: string, types: string[]) =>
     receiver.waitFor(
       () => types.every((type) => eventsOf(runId).some((envelope) => envelope.type === type)),
-      20_000,
       `${types.join(', ')} for ${runId}`,
     );
 
@@ -164,7 +163,7 @@ describe.each(dialects())('workflow runs (%s)', (dialect) => {
         const current = json(await getRun(blocked.run_id));
         return current.status === 'completed' ? current : null;
       },
-      { what: 'the run to complete', timeoutMs: 20_000 },
+      { what: 'the run to complete' },
     );
     expect(done.output).toContain('sunny');
     const conflict = await submit([{ call_id: callId, output: 'rainy' }]);
@@ -190,7 +189,7 @@ describe.each(dialects())('workflow runs (%s)', (dialect) => {
         const current = json(await getRun(slow.run_id));
         return current.status === 'cancelled' ? current : null;
       },
-      { what: 'the run to be cancelled', timeoutMs: 20_000 },
+      { what: 'the run to be cancelled' },
     );
     expect(cancelled.completed_at).not.toBeNull();
     await waitForEvents(slow.run_id, ['workflow.run.cancelled']);

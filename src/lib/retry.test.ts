@@ -126,7 +126,8 @@ describe('withRetry', () => {
     const pending = withRetry(operation, { classify, signal: controller.signal, maxDelayMs: 60_000 });
     setTimeout(() => controller.abort(reason), 20);
     await expect(pending).rejects.toBe(reason);
-    expect(performance.now() - started).toBeLessThan(1000);
+    // Long before the 60 s Retry-After (the bound is room for a busy machine).
+    expect(performance.now() - started).toBeLessThan(30_000);
     expect(attempts).toBe(1);
   });
 });

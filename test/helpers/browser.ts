@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { START_TIMEOUT_MS } from './deadlines.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -26,7 +27,7 @@ export function chromiumAvailable(): boolean {
 
 /** Launches Chromium; Playwright gives every launch a new temporary user-data-dir. */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: START_TIMEOUT_MS });
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

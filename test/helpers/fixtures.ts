@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
+import { WAIT_MS } from './deadlines.ts';
 import { type Harness, json } from './harness.ts';
 
 export type Json = Record<string, any>;
@@ -57,7 +58,7 @@ export const WEATHER_TOOL = weatherTool();
 export interface WaitUntilOptions {
   /** What is awaited, for the timeout error. */
   what: string;
-  /** Gives up after this long; 10 s unless given. */
+  /** Gives up after this long; WAIT_MS unless given. */
   timeoutMs?: number;
   /** Pause between probes; 50 ms unless given. */
   everyMs?: number;
@@ -66,7 +67,7 @@ export interface WaitUntilOptions {
 /** Calls `probe` until it returns something other than null or undefined, and returns that. */
 export async function waitUntil<T>(
   probe: () => Promise<T | null | undefined>,
-  { what, timeoutMs = 10_000, everyMs = 50 }: WaitUntilOptions,
+  { what, timeoutMs = WAIT_MS, everyMs = 50 }: WaitUntilOptions,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -160,7 +161,7 @@ export function flows(harness: Harness | (() => Harness), { agentName = 'agent' 
     statuses: readonly string[] = TERMINAL_STATUSES,
     key?: string,
   ): Promise<Json> {
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + WAIT_MS;
     let last: Json | undefined;
     while (Date.now() < deadline) {
       last = await getMessage(sessionId, messageId, key);

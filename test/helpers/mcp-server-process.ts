@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { McpServerState } from './mcp-test-tools.ts';
+import { listeningUrl } from './server-process.ts';
 
 export interface McpServerProcess {
   child: ChildProcess;
@@ -59,30 +60,18 @@ function parseState(value: unknown): McpServerState {
 export async function startMcpServerProcess(
   args: string[],
   env: Record<string, string> = {},
-  timeoutMs = 15_000,
 ): Promise<McpServerProcess> {
   const child = spawn(process.execPath, [MAIN, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`MCP server did not start in time:\n${output}`)), timeoutMs);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`MCP server exited with ${code}:\n${output}`));
-    });
-  });
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const url = await listeningUrl(child, 'the MCP server', /listening on (http:\/\/\S+)/, () => output);
   const origin = new URL(url).origin;
   return {
     child,

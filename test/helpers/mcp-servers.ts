@@ -8,6 +8,7 @@
  * as a separate process for tests that must outlive or kill the process under test.
  */
 import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
+import { WAIT_MS } from './deadlines.ts';
 import { type Shell, type ShellRequest, serveWeb, startShell } from './mcp-http-shell.ts';
 import { startLegacyRoutes } from './mcp-legacy-server.ts';
 import {
@@ -59,7 +60,7 @@ export interface McpTestServer {
   addTool(tool: TestTool): void;
   /** Withdraws a tool and tells connected clients the list changed. */
   removeTool(name: string): void;
-  /** Resolves when `predicate(state)` holds (polled), or rejects after `timeoutMs`. */
+  /** Resolves when `predicate(state)` holds (polled), or rejects after `timeoutMs` (WAIT_MS unless given). */
   waitFor(predicate: (state: McpServerState) => boolean, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -96,7 +97,7 @@ function handleFor(
       core.tools = core.tools.filter((tool) => tool.name !== name);
       notifyChanged();
     },
-    waitFor(predicate, timeoutMs = 5000) {
+    waitFor(predicate, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;
       return new Promise((resolve, reject) => {
         const poll = () => {

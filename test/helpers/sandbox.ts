@@ -54,11 +54,17 @@ export async function errorCode(promise: Promise<unknown>): Promise<string> {
   }
 }
 
+/** Host processes whose command line starts with `prefix` (the host sees into every PID namespace). */
+export function hostProcesses(prefix: string): string[] {
+  const result = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  return result.stdout.split('\n').filter((line) => line.startsWith(prefix));
+}
+
 /** Runs a bash command on the host, outside any sandbox: the positive control of an isolation test. */
 export function onHost(command: string, env: Record<string, string> = {}): { status: number | null; stdout: string } {
   const result = spawnSync('bash', ['-c', command], {
     encoding: 'utf8',
-    timeout: 10_000,
+    timeout: 60_000,
     env: { ...process.env, ...env },
   });
   return { status: result.status, stdout: result.stdout };

@@ -1,6 +1,7 @@
 /** Runs the real server or CLI as a child process, the way a user does. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { START_TIMEOUT_MS } from './deadlines.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -26,13 +27,75 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env };
 }
 
+/**
+ * Environment of the servers of the crash tests: frequent polls, and a lease of an hour. A killed process's turns are
+ * then taken over through the process registry (its row lapses AGENTRY_PROCESS_TTL_MS, 2.5 s, after the kill), and
+ * a live process never loses a lease because a busy machine delayed its renewal.
+ */
+export const CRASH_TEST_ENV = { AGENTRY_LEASE_MS: '3600000', AGENTRY_POLL_MS: '200', LOG_LEVEL: 'warn' };
+
+/**
+ * A timeout for a test (or hook) that starts `starts` children one after another: each may use all of
+ * START_TIMEOUT_MS, plus `workMs` for the rest of the test.
+ */
+export function startsTimeout(starts: number, workMs = 60_000): number {
+  return starts * START_TIMEOUT_MS + workMs;
+}
+
+/**
+ * Resolves with the URL a child prints as `listening on <url>` (matched by `pattern`, whose first group is the URL).
+ * Rejects with everything the child printed when it exits first, or when it is still silent after
+ * START_TIMEOUT_MS (it is then killed, so a stuck child never outlives its test).
+ */
+export function listeningUrl(
+  child: ChildProcess,
+  name: string,
+  pattern: RegExp,
+  output: () => string,
+): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      finish();
+      child.kill('SIGKILL');
+      reject(
+        new Error(
+          `${name} printed no "listening on" line within ${START_TIMEOUT_MS / 1000} s; its output:\n${output()}`,
+        ),
+      );
+    }, START_TIMEOUT_MS);
+    const check = () => {
+      const url = pattern.exec(output())?.[1];
+      if (url === undefined) return;
+      finish();
+      resolve(url);
+    };
+    const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+      finish();
+      reject(new Error(`${name} exited with ${code ?? signal} before listening; its output:\n${output()}`));
+    };
+    function finish() {
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
+      child.off('exit', exited);
+    }
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    child.once('exit', exited);
+    check();
+  });
+}
+
 export interface LaunchedServerProcess extends Omit<ServerProcess, 'url'> {
   /** The URL once the server logs `listening on …` (after its first-start bootstrap); rejects if it exits first. */
   listening: Promise<string>;
 }
 
-/** Starts the server and returns at once, before it listens (for tests of what happens while it starts). */
-export function launchServerProcess(env: Record<string, string>, timeoutMs = 20_000): LaunchedServerProcess {
+/**
+ * Starts `src/main.ts` with `env` and returns at once, before it listens (for tests of what happens while it
+ * starts); `listening` settles as listeningUrl says.
+ */
+export function launchServerProcess(env: Record<string, string>): LaunchedServerProcess {
   const child = spawn(process.execPath, [join(ROOT, 'src/main.ts')], {
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -44,22 +107,7 @@ export function launchServerProcess(env: Record<string, string>, timeoutMs = 20_
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
-  const listening = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), timeoutMs);
-    const check = () => {
-      const match = /listening on (http:\/\/[0-9.]+:\d+)/.exec(output);
-      if (match?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on('data', check);
-    child.stderr?.on('data', check);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
-    });
-  });
+  const listening = listeningUrl(child, 'the server', /listening on (http:\/\/[0-9.]+:\d+)/, () => output);
   // A caller that stops the server before it listens does not wait on this.
   listening.catch(() => undefined);
   return {
@@ -73,7 +121,8 @@ export function launchServerProcess(env: Record<string, string>, timeoutMs = 20_
           resolve(child.exitCode);
           return;
         }
-        const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        // A graceful stop drains turns and connections; on a loaded machine that can take a while.
+        const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
         child.once('exit', (code) => {
           clearTimeout(kill);
           resolve(code);
@@ -83,8 +132,9 @@ export function launchServerProcess(env: Record<string, string>, timeoutMs = 20_
   };
 }
 
-export async function startServerProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
-  const launched = launchServerProcess(env, timeoutMs);
+/** Starts `src/main.ts` with `env` and resolves once it listens (see listeningUrl for the failures). */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const launched = launchServerProcess(env);
   return { ...launched, url: await launched.listening };
 }
 
@@ -95,7 +145,8 @@ export function runCli(
   const result = spawnSync(process.execPath, [join(ROOT, 'bin/agentry.js'), ...args], {
     env: childEnv(env),
     encoding: 'utf8',
-    timeout: 30_000,
+    // The CLI loads the same code and opens the same database as the server: as slow to start on a loaded machine.
+    timeout: START_TIMEOUT_MS,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }

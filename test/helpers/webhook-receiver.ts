@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { WAIT_MS } from './deadlines.ts';
 
 export interface Received {
   at: number;
@@ -16,6 +17,8 @@ export interface Received {
 export interface Answer {
   status: number;
   delayMs?: number;
+  /** Answers only once this settles: a receiver that holds the request until the test lets it go. */
+  until?: Promise<unknown>;
   headers?: Record<string, string>;
 }
 
@@ -24,8 +27,11 @@ export interface Receiver {
   received: Received[];
   /** Decides each answer; the default is 200. */
   answer: (request: Received, index: number) => Answer | number;
-  /** Resolves when `predicate` holds for the requests received so far. */
-  waitFor(predicate: (received: Received[]) => boolean, timeoutMs?: number, what?: string): Promise<Received[]>;
+  /**
+   * Resolves when `predicate` holds for the requests received so far; rejects, naming `what`, after `timeoutMs`
+   * (WAIT_MS unless given: a deadline for a condition, generous so that a loaded machine is slow, not failing).
+   */
+  waitFor(predicate: (received: Received[]) => boolean, what?: string, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
 }
 
@@ -36,7 +42,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     url: '',
     received,
     answer: () => 200,
-    waitFor(predicate, timeoutMs = 10_000, what = 'webhook requests') {
+    waitFor(predicate, what = 'webhook requests', timeoutMs = WAIT_MS) {
       return new Promise((resolve, reject) => {
         const check = () => {
           if (!predicate(received)) return;
@@ -46,7 +52,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`timed out waiting for ${what}; received ${received.length}`));
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; received ${received.length}`));
         }, timeoutMs);
         waiters.add(check);
         check();
@@ -81,7 +87,8 @@ export async function startReceiver(port = 0): Promise<Receiver> {
         response.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
         response.end('ok');
       };
-      if (answer.delayMs !== undefined) setTimeout(send, answer.delayMs).unref();
+      if (answer.until !== undefined) void answer.until.finally(send);
+      else if (answer.delayMs !== undefined) setTimeout(send, answer.delayMs).unref();
       else send();
       for (const waiter of [...waiters]) waiter();
     });

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEgressFetch } from '../src/lib/egress-fetch.ts';
+import { MAX_JSON_DEPTH } from '../src/tools/mcp/bounded-response.ts';
 import { connectMcp, isMcpError, type McpConnection } from '../src/tools/mcp/client.ts';
 import { MAX_MCP_TOOL_LIST_CHARS, MAX_MCP_TOOLS } from '../src/tools/mcp/tool-list-bounds.ts';
 import { flows } from './helpers/fixtures.ts';
@@ -84,6 +85,27 @@ describe('MCP answers are read only up to the bound', () => {
       }
     },
   );
+
+  it.each([
+    ['JSON', '0'],
+    ['an event stream', '1'],
+  ])('fails a result nested deeper than the bound, as %s, and reads one within it', async (_label, sse) => {
+    const deep = await connect({ shape: 'deep', n: 400_000, sse });
+    const shallow = await connect({ shape: 'deep', n: MAX_JSON_DEPTH - 8, sse });
+    try {
+      const error = await failure(deep.callTool('deep', {}, call));
+      expect(isMcpError(error) && error.code, String(error)).toBe('too_large');
+      expect(String(error)).toContain(`deeper than ${MAX_JSON_DEPTH} levels`);
+      const result = await shallow.callTool('shallow', {}, call);
+      expect(result.text).toBe('ok');
+      let levels = 0;
+      for (let value = (result.structuredContent as { v: unknown }).v; Array.isArray(value); value = value[0]) levels++;
+      expect(levels).toBe(MAX_JSON_DEPTH - 8);
+    } finally {
+      await deep.close();
+      await shallow.close();
+    }
+  });
 
   it('reads a result under the bound whole', async () => {
     const connection = await connect({ mb: 0 });

@@ -4,7 +4,8 @@
  * floods. Query parameters of the endpoint URL choose the flood:
  * - `tools=N` tools in `tools/list` (default 1), each with a description of `desc=N` characters, `page=N` per page;
  * - `tools/call` of any tool answers a text of `mb=N` MiB (default 1), streamed as it is written, as an event
- *   stream when `sse=1`.
+ *   stream when `sse=1`; with `shape=deep` its structured content is instead `n=N` arrays nested in each other,
+ *   with `shape=wide` one array of N numbers.
  * GET `/_state` answers `{sent}`: the bytes of tool results the server managed to write (a reader that stops
  * reading stops it too, through backpressure and the closed connection).
  */
@@ -33,6 +34,14 @@ async function flood(response, id, query) {
   const sse = query.get('sse') === '1';
   response.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
   if (sse) await write(response, 'event: message\\ndata: ');
+  const shape = query.get('shape');
+  if (shape === 'deep' || shape === 'wide') {
+    const n = Number(query.get('n') || 1000);
+    const value = shape === 'deep' ? '['.repeat(n) + ']'.repeat(n) : '[' + '0,'.repeat(n - 1) + '0]';
+    await write(response, '{"jsonrpc":"2.0","id":' + JSON.stringify(id) +
+      ',"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"v":' + value + '}}}' + (sse ? '\\n\\n' : ''));
+    return void response.end();
+  }
   await write(response, '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":{"content":[{"type":"text","text":"');
   const mb = Number(query.get('mb') || 1);
   for (let i = 0; i < mb; i++) if (!(await write(response, MIB))) return;

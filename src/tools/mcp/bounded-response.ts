@@ -7,7 +7,11 @@
  * - an event stream carries many messages over a long life, so the bound is per event; past it the stream ends,
  *   unread, with a JSON-RPC error event answering the request the POST carried (so that request fails now, not at
  *   its timeout), or, for a stream no request opened, with McpError `too_large` and `onTooLarge`;
- * - the pages of one tool listing share the bound (`listed`, reset when a listing asks for its first page).
+ * - the pages of one tool listing share the bound (`listed`, reset when a listing asks for its first page);
+ * - a message nested deeper than MAX_JSON_DEPTH arrays and objects is cut the same way: JSON that deep is no
+ *   tool result, and everything that later walks it (the SDK's schema checks, JSON.stringify) recurses, which
+ *   at millions of levels costs the event loop seconds or the stack. The depth is counted in the same pass over
+ *   the bytes that counts them (brackets outside strings), so the check costs no second read.
  */
 import { McpError, TOO_LARGE_RPC_CODE } from './errors.ts';
 
@@ -47,12 +51,25 @@ export function rpcRequestOf(method: string | undefined, body: unknown): RpcRequ
 
 const LF = 10;
 const CR = 13;
+const QUOTE = 34;
+const BACKSLASH = 92;
+const OPEN_ARRAY = 91;
+const CLOSE_ARRAY = 93;
+const OPEN_OBJECT = 123;
+const CLOSE_OBJECT = 125;
 
-function tooLarge(maxBytes: number, list: boolean): McpError {
+/** Arrays and objects one message may nest (the JSON-RPC envelope takes three of them). */
+export const MAX_JSON_DEPTH = 256;
+
+type Cut = 'bytes' | 'depth';
+
+function tooLarge(cut: Cut, maxBytes: number, list: boolean): McpError {
   const what = list ? 'tool list' : 'answer';
   return new McpError(
     'too_large',
-    `the server's ${what} is larger than ${maxBytes} bytes (AGENTRY_MCP_MAX_RESPONSE_BYTES); it was not read further`,
+    cut === 'depth'
+      ? `the server's ${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; it was not read further`
+      : `the server's ${what} is larger than ${maxBytes} bytes (AGENTRY_MCP_MAX_RESPONSE_BYTES); it was not read further`,
   );
 }
 
@@ -75,8 +92,15 @@ export function boundedResponse(
   let message = 0;
   let lineEmpty = true;
   let afterCR = false;
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let cut: Cut = 'bytes';
 
-  /** The index of the byte that passes the bound, or -1; counts the bytes and, in a stream, finds event ends. */
+  /**
+   * The index of the byte that passes a bound (`cut` says which), or -1; counts the bytes and the nesting and, in a
+   * stream, finds event ends.
+   */
   const scan = (chunk: Uint8Array): number => {
     for (let index = 0; index < chunk.length; index++) {
       const byte = chunk[index];
@@ -87,14 +111,34 @@ export function boundedResponse(
         }
         afterCR = byte === CR;
         if (byte === LF || byte === CR) {
-          // A blank line ends an event: the next one starts its own count.
-          if (lineEmpty) message = 0;
+          // A blank line ends an event: the next one starts its own count. JSON strings hold no raw line breaks,
+          // so none is open at a line's end (a field line that is not JSON cannot leave one open either).
+          if (lineEmpty) {
+            message = 0;
+            depth = 0;
+          }
           lineEmpty = true;
+          inString = false;
+          escaped = false;
         } else lineEmpty = false;
       }
       message++;
       if (list) bounds.listed.bytes++;
-      if (message > bounds.maxBytes || (list && bounds.listed.bytes > bounds.maxBytes)) return index;
+      if (message > bounds.maxBytes || (list && bounds.listed.bytes > bounds.maxBytes)) {
+        cut = 'bytes';
+        return index;
+      }
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === BACKSLASH) escaped = true;
+        else if (byte === QUOTE) inString = false;
+      } else if (byte === QUOTE) inString = true;
+      else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+        if (++depth > MAX_JSON_DEPTH) {
+          cut = 'depth';
+          return index;
+        }
+      } else if ((byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) && depth > 0) depth--;
     }
     return -1;
   };
@@ -112,12 +156,11 @@ export function boundedResponse(
         controller.close();
         return;
       }
-      const cut = scan(next.value);
-      if (cut === -1) {
+      if (scan(next.value) === -1) {
         controller.enqueue(next.value);
         return;
       }
-      const error = tooLarge(bounds.maxBytes, list);
+      const error = tooLarge(cut, bounds.maxBytes, list);
       void reader.cancel(error).catch(() => undefined);
       if (stream && request !== null && request.id !== null) {
         // End the event in progress, then answer the request with the error instead.

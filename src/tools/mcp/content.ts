@@ -5,8 +5,8 @@
  * content, its JSON is the text. Parts are read defensively: servers send shapes newer than the SDK knows.
  * It runs on the event loop on purpose: every step here is one linear pass over what the SDK already parsed;
  * nothing recurses over the result's shape except JSON.stringify of `structuredContent`, which throws a RangeError
- * (a tool error) at absurd depth instead of running long. (The SDK's own JSON.parse of each message is linear too,
- * but the transport sets no size limit on a message.)
+ * (a tool error) at absurd depth instead of running long. (The SDK's own JSON.parse of each message is linear too;
+ * the transport reads a message only up to a size and a nesting depth: bounded-response.ts.)
  */
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

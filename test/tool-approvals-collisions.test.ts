@@ -7,7 +7,7 @@
  * follow theirs. An approved call runs the tool it was made to, never one that took its name since. Once per
  * dialect; skipped outside CI when bubblewrap cannot run here (the sandbox tools are part of the check).
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer, type TestTool } from './helpers/mcp-servers.ts';
@@ -220,5 +220,43 @@ describeSandbox.each(dialects())('approval rules follow the tool, not its name (
     expect(json(listed).tools.filter((tool: Json) => tool.type === 'mcp')).toMatchObject([
       { server_label: 'agentry', require_approval: 'always' },
     ]);
+  });
+});
+
+describe.each(dialects())('the label of the built-in tools is reserved (%s)', (dialect) => {
+  let h: Harness;
+  let ops: McpTestServer;
+  beforeAll(async () => {
+    ops = await startModernMcpServer({ name: 'ops', only: ['count'] });
+    h = await createHarness(dialect, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await ops?.close();
+  });
+
+  it('no MCP server can be named "agentry", so its approval requests never pass for the built-ins', async () => {
+    const reserved = 'must not be "agentry": that name labels the built-in tools';
+    const byUrl = await h.request('POST', '/v1/agents', {
+      body: { name: 'posing', mcpServers: [{ type: 'url', name: 'Agentry', url: ops.url }] },
+    });
+    expect(byUrl.status, byUrl.text).toBe(400);
+    expect(json(byUrl).error).toMatchObject({ param: 'mcpServers[0].name', message: `mcpServers[0].name ${reserved}` });
+
+    const connector = await h.request('POST', '/v1/mcp_servers', { body: { name: ' agentry ', url: ops.url } });
+    expect(connector.status, connector.text).toBe(400);
+    expect(json(connector).error).toMatchObject({ param: 'name', message: `name ${reserved}` });
+
+    const created = await h.request('POST', '/v1/mcp_servers', { body: { name: 'ops', url: ops.url } });
+    expect(created.status, created.text).toBe(201);
+    const id = json(created).id as string;
+    const renamed = await h.request('POST', `/v1/mcp_servers/${id}`, { body: { name: 'agentry' } });
+    expect(renamed.status, renamed.text).toBe(400);
+    expect(json(renamed).error).toMatchObject({ param: 'name' });
+    const aliased = await h.request('POST', '/v1/agents', {
+      body: { name: 'posing', mcpServers: [{ kind: 'custom', serverId: id, name: 'AGENTRY' }] },
+    });
+    expect(aliased.status, aliased.text).toBe(400);
+    expect(json(aliased).error).toMatchObject({ param: 'mcpServers[0].name' });
   });
 });

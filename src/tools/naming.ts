@@ -17,6 +17,16 @@ const MAX_NAME = 64;
 /** The server label of the service's own tools. */
 export const BUILTIN_LABEL = 'agentry';
 
+/**
+ * Why `name` cannot label an MCP server, or null: the built-in tools' label is reserved, so that a server's tools
+ * (and the approval requests a person reads) never pass for the service's own.
+ */
+export function reservedServerNameProblem(name: string): string | null {
+  return name.trim().toLowerCase() === BUILTIN_LABEL
+    ? `must not be "${BUILTIN_LABEL}": that name labels the built-in tools`
+    : null;
+}
+
 /** A model-safe form of any text: other characters become `_`, at most 64 characters, never empty. */
 export function safeToolName(text: string): string {
   const cleaned = text.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, MAX_NAME);

@@ -7,6 +7,7 @@ import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
 import { publicHttpsUrlProblem } from '../../lib/url-policy.ts';
 import type { ModelRegistry } from '../../models/registry.ts';
+import { reservedServerNameProblem } from '../../tools/naming.ts';
 import type { AgentConfig, ClientTool, McpServer, Skill, ToolApprovals } from './agent-types.ts';
 import { INTERNAL_TOOLS, TOOLKIT_KINDS } from './agent-types.ts';
 import { checkToolParameters } from './tool-parameters.ts';
@@ -46,13 +47,21 @@ function boundedString(value: unknown, path: string, min: number, max: number, p
   return value;
 }
 
+/** The name an entry gives its MCP server (its label in tool names and approvals). */
+function serverName(value: unknown, path: string): string {
+  const name = boundedString(value, path, 1, 100, NON_BLANK);
+  const problem = reservedServerNameProblem(name);
+  if (problem !== null) throw validationError(path, `${path} ${problem}`);
+  return name;
+}
+
 /** Parses one mcpServers entry: exactly one variant, exactly its properties. */
 export function parseMcpServer(item: unknown, path: string, context: ValidationContext): McpServer {
   if (!isRecord(item)) throw validationError(path, `${path} must be an object`);
   if ('type' in item) {
     if (item.type !== 'url') throw validationError(`${path}.type`, `${path}.type must be "url"`);
     exactKeys(item, path, ['type', 'name', 'url'], []);
-    const name = boundedString(item.name, `${path}.name`, 1, 100, NON_BLANK);
+    const name = serverName(item.name, `${path}.name`);
     const url = boundedString(item.url, `${path}.url`, 1, 2000);
     const problem = publicHttpsUrlProblem(url, context.allowInsecureDestinations);
     if (problem !== null) throw validationError(`${path}.url`, `${path}.url ${problem}`);
@@ -74,7 +83,7 @@ export function parseMcpServer(item: unknown, path: string, context: ValidationC
       throw validationError(`${path}.serverId`, `${path}.serverId must be a UUID`);
     }
     if (item.name === undefined) return { kind, serverId: item.serverId.toLowerCase() };
-    const name = boundedString(item.name, `${path}.name`, 1, 100, NON_BLANK);
+    const name = serverName(item.name, `${path}.name`);
     return { kind, serverId: item.serverId.toLowerCase(), name };
   }
   const toolkitKind = TOOLKIT_KINDS.find((candidate) => candidate === kind);

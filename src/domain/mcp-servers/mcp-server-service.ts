@@ -13,6 +13,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { publicHttpsUrlProblem } from '../../lib/url-policy.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../../storage/errors.ts';
+import { reservedServerNameProblem } from '../../tools/naming.ts';
 import type { McpServer } from '../agents/agent-types.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { type McpServerStore, viewOf } from './mcp-server-store.ts';
@@ -57,6 +58,11 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
     }
   }
 
+  function checkName(name: string | undefined): void {
+    const problem = name === undefined ? null : reservedServerNameProblem(name);
+    if (problem !== null) throw validationError('name', `name ${problem}`);
+  }
+
   function checkUrl(url: string, param: string): void {
     const problem = publicHttpsUrlProblem(url, deps.allowInsecureDestinations);
     if (problem !== null) throw validationError(param, `${param} ${problem}`);
@@ -70,6 +76,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
 
   return {
     async create(orgId: string, input: McpServerCreateInput): Promise<McpServerView> {
+      checkName(input.name);
       checkUrl(input.url, 'url');
       const headers = input.headers ?? {};
       if ((await store.findByUrls(db, orgId, [input.url])).length > 0) {
@@ -114,6 +121,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
     /** Changes name, url or headers; a new url or new headers are discovered first (a failure changes nothing). */
     async update(orgId: string, id: string, input: McpServerUpdateInput): Promise<McpServerView> {
       const row = await mustFind(orgId, id);
+      checkName(input.name);
       if (input.url !== undefined) checkUrl(input.url, 'url');
       const url = input.url ?? row.url;
       const headers = input.headers === undefined ? undefined : (input.headers ?? {});

@@ -30,7 +30,8 @@ export const SERVER_NAMES = [
 
 /**
  * The test host's routes: `/redirect?to=<url>&status=<3xx>` redirects, `/article` is an HTML page with a title,
- * navigation, an article and links, `/big?bytes=N` is N bytes of text, `/slow?ms=N` answers after N ms, `/echo`
+ * navigation, an article and links, `/nested?depth=N` is a page of N `<div>`s nested in each other, `/big?bytes=N`
+ * is N bytes of text, `/slow?ms=N` answers after N ms, `/echo`
  * answers the request it got as JSON; anything else is one line naming the host and the TLS server name.
  */
 const SERVER_SCRIPT = `
@@ -53,6 +54,12 @@ const handler = (request, response) => {
   if (url.pathname === '/article') {
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     return response.end(ARTICLE);
+  }
+  if (url.pathname === '/nested') {
+    const depth = Number(url.searchParams.get('depth') || 0);
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    return response.end('<!doctype html><html><head><title>Nested</title></head><body>' + '<div>'.repeat(depth) +
+      'deep text' + '</div>'.repeat(depth) + '</body></html>');
   }
   if (url.pathname === '/big') {
     const bytes = Number(url.searchParams.get('bytes') || 0);

@@ -1264,7 +1264,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness */
+        /** Health: the server is up and serves requests (503 while it is still starting) */
         get: {
             parameters: {
                 query?: never;
@@ -1285,6 +1285,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1302,7 +1311,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database is reachable and the server accepts work */
+        /** Readiness: the server has started, the database is reachable and the server accepts work */
         get: {
             parameters: {
                 query?: never;
@@ -1445,7 +1454,7 @@ export interface paths {
                                 toolApprovals: {
                                     /** @enum {string} */
                                     default: "auto" | "always_ask";
-                                    /** @description Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default */
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
                                     overrides: {
                                         [key: string]: "auto" | "always_ask";
                                     };
@@ -1566,7 +1575,7 @@ export interface paths {
                         toolApprovals?: {
                             /** @enum {string} */
                             default: "auto" | "always_ask";
-                            /** @description Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default */
+                            /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
                             overrides: {
                                 [key: string]: "auto" | "always_ask";
                             };
@@ -1660,7 +1669,7 @@ export interface paths {
                                 toolApprovals: {
                                     /** @enum {string} */
                                     default: "auto" | "always_ask";
-                                    /** @description Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default */
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
                                     overrides: {
                                         [key: string]: "auto" | "always_ask";
                                     };
@@ -1850,7 +1859,7 @@ export interface paths {
                                 toolApprovals: {
                                     /** @enum {string} */
                                     default: "auto" | "always_ask";
-                                    /** @description Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default */
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
                                     overrides: {
                                         [key: string]: "auto" | "always_ask";
                                     };
@@ -2078,7 +2087,7 @@ export interface paths {
                         toolApprovals?: {
                             /** @enum {string} */
                             default: "auto" | "always_ask";
-                            /** @description Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default */
+                            /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
                             overrides: {
                                 [key: string]: "auto" | "always_ask";
                             };
@@ -2172,7 +2181,7 @@ export interface paths {
                                 toolApprovals: {
                                     /** @enum {string} */
                                     default: "auto" | "always_ask";
-                                    /** @description Per tool: keys are an exposed tool name (e.g. sandbox_run) or <server name>__* for every tool of a server; the exact name wins over the wildcard, the wildcard over default */
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
                                     overrides: {
                                         [key: string]: "auto" | "always_ask";
                                     };

@@ -20,13 +20,29 @@ import { channelOf, createRedisBus, deploymentChannelPrefix } from '../src/bus/r
 import type { DeltaEvent } from '../src/domain/session-events.ts';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
+import { startMcpServerProcess } from './helpers/mcp-server-process.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import {
+  agentWithSlowTools,
+  expectEachSlowCallOnce,
+  expectTurnsCompleted,
+  type SlowTurn,
+  slowCallsScript,
+  startSlowTurn,
+  waitForSlowCalls,
+} from './helpers/slow-calls.ts';
 
 const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // Default poll and process-registry settings: takeover after a crash must be quick without tuning. A lease of an
 // hour: a dead worker's turns can then be taken over only through the process registry (its row lapses after
 // AGENTRY_PROCESS_TTL_MS, 2.5 s), never by waiting out a lease, however slow the machine.
-const CLUSTER_ENV = { REDIS_URL, LOG_LEVEL: 'info', AGENTRY_LEASE_MS: '3600000' };
+// Loopback destinations allowed: the agents of the rolling restart test call an MCP server process on this host.
+const CLUSTER_ENV = {
+  REDIS_URL,
+  LOG_LEVEL: 'info',
+  AGENTRY_LEASE_MS: '3600000',
+  AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
+};
 
 let unavailable: string | null = 'not checked yet';
 
@@ -309,6 +325,7 @@ describe('Redis bus', () => {
 describe('cluster: an API process and two workers on one Postgres and one Redis', () => {
   const key = testKey();
   let environment: ReturnType<typeof testEnvironment> | null = null;
+  let env: Record<string, string> = {};
   let apiProcess: ServerProcess | null = null;
   let workers: ServerProcess[] = [];
   let sql: pg.Client | null = null;
@@ -320,7 +337,7 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
   beforeAll(async () => {
     if (unavailable !== null) return;
     environment = testEnvironment('postgres');
-    const env = { ...environment.env, ...CLUSTER_ENV, AGENTRY_BOOTSTRAP_KEY: key };
+    env = { ...environment.env, ...CLUSTER_ENV, AGENTRY_BOOTSTRAP_KEY: key };
     // The first process migrates the fresh schema and creates the org; the workers then start side by side.
     apiProcess = await startServerProcess({ ...env, AGENTRY_ROLE: 'api' });
     workers = await Promise.all([
@@ -629,6 +646,67 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     process.stdout.write(
       `[cluster] (d) killed a worker holding ${orphaned.length}/${sessions.length} sessions; taken over after ${Math.min(...takeover)}-${Math.max(...takeover)} ms; all ${accepted.length} messages done ${allDone} ms after the kill\n`,
     );
+  });
+
+  it('(e) a rolling restart of every worker under load runs each tool call exactly once', async () => {
+    const counter = await startMcpServerProcess(['--kind', 'modern', '--name', 'counter']);
+    try {
+      const slowAgent = await agentWithSlowTools(api, counter);
+      const calls = 8;
+      const turns: SlowTurn[] = [];
+      // Two workers to replace (the one killed by (d) is gone).
+      workers = workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null);
+      while (workers.length < 2) workers.push(await startServerProcess({ ...env, AGENTRY_ROLE: 'worker' }));
+      const originals = [...workers];
+      for (let round = 0; round < originals.length; round++) {
+        // A new worker first, as in a rolling restart; then SIGTERM one of the workers it replaces. The new ones
+        // poll only every 10 minutes: once the last original worker stops, only the wake-up that comes with the
+        // hand-over can make them take its sessions over within the test.
+        workers = [...workers, await startServerProcess({ ...env, AGENTRY_ROLE: 'worker', AGENTRY_POLL_MS: '600000' })];
+        // New turns for the workers of now, each of 8 calls of 1-2 s: longer than the 8 s of the default grace
+        // period a stopping worker gives its turns, so the one stopped is in the middle of its turns' tool calls.
+        const batch = await Promise.all(
+          Array.from({ length: 6 }, (_, n) => {
+            const text = `round ${round} turn ${n}`;
+            return startSlowTurn(api, slowAgent, slowCallsScript(calls, text, round + n), text);
+          }),
+        );
+        turns.push(...batch);
+        await waitForSlowCalls(counter, batch);
+        const held = await owners(turns.map((turn) => turn.sessionId));
+        const heldBy = (worker: ServerProcess) =>
+          [...held.values()].filter((owner) => ownerPid(owner) === String(worker.child.pid)).length;
+        // Of the workers not replaced yet, the busiest.
+        const old = originals.filter((worker) => workers.includes(worker)).sort((x, y) => heldBy(y) - heldBy(x))[0];
+        if (old === undefined) throw new Error('a worker to replace expected');
+        workers = workers.filter((worker) => worker !== old);
+        const oldPid = String(old.child.pid);
+        const handed = turns.filter((turn) => ownerPid(held.get(turn.sessionId) ?? '') === oldPid);
+        const signalledAt = Date.now();
+        expect(await old.stop('SIGTERM')).toBe(0);
+        const exitedAt = Date.now();
+        // Its sessions went to the workers left (with a lease of an hour, waiting it out would time out).
+        const live = pids();
+        const takenAt = await waitUntil(
+          async () => {
+            const now = await owners(handed.map((turn) => turn.sessionId));
+            for (const turn of handed) {
+              if (live.has(ownerPid(now.get(turn.sessionId) ?? ''))) continue;
+              if (!TERMINAL_STATUSES.includes((await message(turn.sessionId, turn.messageId)).status)) return null;
+            }
+            return Date.now();
+          },
+          { what: 'the sessions of the stopped worker to be taken over', everyMs: 25 },
+        );
+        process.stdout.write(
+          `[cluster] (e) worker ${oldPid} held ${handed.length} sessions; drained in ${exitedAt - signalledAt} ms; all taken over ${takenAt - signalledAt} ms after SIGTERM\n`,
+        );
+      }
+      await expectTurnsCompleted(api, turns);
+      expectEachSlowCallOnce(await counter.state(), turns, turns.length * calls, 'cluster (e)');
+    } finally {
+      await counter.stop();
+    }
   });
 });
 

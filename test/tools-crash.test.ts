@@ -2,16 +2,31 @@
  * Crash safety of MCP calls with real processes: Agentry is killed with SIGKILL while a call runs on an MCP server
  * that lives on in its own process. After the restart, the call that had finished (its output stored) is not run
  * again, the call in flight is run once more, and the turn completes. The server counts every execution.
+ * Stopped with SIGTERM instead, Agentry drains: its turns pause at their next step boundary and are handed over,
+ * starting no new tool call; a call running at SIGTERM finishes and its stored result is used; a model call in
+ * flight finishes and its step is stored. Restarted again and again under load, every tool call runs exactly once.
+ * (test/cluster.test.ts replaces the workers of a cluster the same way.)
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
 import { type McpServerProcess, startMcpServerProcess } from './helpers/mcp-server-process.ts';
 import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
+import {
+  agentWithSlowTools,
+  expectEachSlowCallOnce,
+  expectTurnsCompleted,
+  type SlowTurn,
+  slowCallsScript,
+  slowRunsPerCall,
+  startSlowTurn,
+  waitForSlowCalls,
+} from './helpers/slow-calls.ts';
 
-describe.each(dialects())('MCP calls across kill -9 (%s)', (dialect) => {
+describe.each(dialects())('MCP calls across kill -9 and graceful restarts (%s)', (dialect) => {
   const environment = testEnvironment(dialect);
   const key = testKey();
+  // The default grace period (10 s, 8 s of it for turns): longer than any one call, shorter than a whole turn.
   const env = {
     ...environment.env,
     ...CRASH_TEST_ENV,
@@ -20,11 +35,24 @@ describe.each(dialects())('MCP calls across kill -9 (%s)', (dialect) => {
   };
   let server: ServerProcess | null = null;
   let mcp: McpServerProcess | null = null;
+  const counters: McpServerProcess[] = [];
   afterAll(async () => {
     await server?.stop('SIGKILL');
-    await mcp?.stop();
+    await Promise.all([mcp, ...counters].map((child) => child?.stop()));
     await environment.cleanup();
   });
+
+  /**
+   * A new Agentry process (after a graceful stop of the one before) and an MCP server process of its own (the
+   * kill -9 of the first test left a cancelled call in the other's records), with an agent using its tools.
+   */
+  async function freshStart(): Promise<{ counter: McpServerProcess; agentId: string; server: ServerProcess }> {
+    const counter = await startMcpServerProcess(['--kind', 'modern', '--name', 'counter']);
+    counters.push(counter);
+    await server?.stop();
+    server = await startServerProcess(env);
+    return { counter, agentId: await agentWithSlowTools(httpClient(server.url, key), counter), server };
+  }
 
   it(
     'never re-runs a finished call and re-runs the call in flight once',
@@ -80,5 +108,86 @@ describe.each(dialects())('MCP calls across kill -9 (%s)', (dialect) => {
       expect(slow).toMatchObject({ status: 'completed', attributes: { attempts: 2 } });
     },
     startsTimeout(3),
+  );
+
+  it(
+    'lets the call in flight finish and keeps its result, and starts no new call while it drains',
+    async () => {
+      const { counter, agentId, server: started } = await freshStart();
+      server = started;
+      let api = httpClient(server.url, key);
+      // One turn is between steps at SIGTERM: its model call is in flight (it answers within the grace period
+      // unless the machine is very slow, when it is aborted and made again), its tool call not started yet ...
+      const between = await startSlowTurn(
+        api,
+        agentId,
+        'sleep 6000\ncall slow {"ms":500,"steps":1}\n---\nbetween done',
+        'between done',
+      );
+      // ... the other has a tool call running.
+      const calling = await startSlowTurn(
+        api,
+        agentId,
+        'call slow {"ms":3000,"steps":3}\n---\ncalling done',
+        'calling done',
+      );
+      await waitForSlowCalls(counter, [calling]);
+      const before = await counter.state();
+      expect(slowRunsPerCall(before, [between.runId]).size, 'the model call is still in flight at SIGTERM').toBe(0);
+
+      const signalledAt = Date.now();
+      expect(await server.stop('SIGTERM')).toBe(0);
+      const exitedAt = Date.now();
+      const drained = await counter.state();
+      // The draining process started no call: not the one of the step its model call returned while it drained.
+      const startedWhileDraining = drained.calls.filter(
+        (call) => call.at >= signalledAt && call.at <= exitedAt && call.tool === 'slow',
+      );
+      expect(startedWhileDraining).toEqual([]);
+
+      server = await startServerProcess(env);
+      api = httpClient(server.url, key);
+      await expectTurnsCompleted(api, [between, calling]);
+      const state = await counter.state();
+      expectEachSlowCallOnce(state, [between, calling], 2, `drain ${dialect}`);
+      // The call that ran through the SIGTERM finished there; its result was stored and used, not run again.
+      const trace = (await api('GET', `/v1/runs/${calling.runId}/trace?limit=50`)).body?.data ?? [];
+      const slow = trace.find((span: Record<string, any>) => span.kind === 'tool_call' && span.name === 'slow');
+      expect(slow).toMatchObject({ status: 'completed', attributes: { attempts: 1 } });
+      // The call of the turn handed over between steps ran on the new process.
+      const handedOver = state.calls.filter((call) => call.meta['agentry/run_id'] === between.runId);
+      expect(handedOver.map((call) => call.at >= exitedAt)).toEqual([true]);
+    },
+    startsTimeout(2),
+  );
+
+  it(
+    'runs every tool call exactly once across repeated restarts under load',
+    async () => {
+      const { counter, agentId, server: started } = await freshStart();
+      server = started;
+      let api = httpClient(server.url, key);
+      // Turns of 8 calls of 1-2 s: longer than the 8 s a stopping server gives them, so each stop comes in the
+      // middle of tool calls.
+      const calls = 8;
+      const turns: SlowTurn[] = [];
+      for (let round = 0; round < 3; round++) {
+        // New turns for the process about to stop, beside those it took over from the one before.
+        const batch = await Promise.all(
+          [0, 1, 2].map((n) => {
+            const text = `round ${round} turn ${n} done`;
+            return startSlowTurn(api, agentId, slowCallsScript(calls, text, round + n), text);
+          }),
+        );
+        turns.push(...batch);
+        await waitForSlowCalls(counter, batch);
+        expect(await server.stop('SIGTERM')).toBe(0);
+        server = await startServerProcess(env);
+        api = httpClient(server.url, key);
+      }
+      await expectTurnsCompleted(api, turns);
+      expectEachSlowCallOnce(await counter.state(), turns, turns.length * calls, `restarts ${dialect}`);
+    },
+    startsTimeout(4, 120_000),
   );
 });

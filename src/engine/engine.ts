@@ -36,7 +36,11 @@ export interface EngineOptions {
 export interface Engine {
   /** Registers the process, then starts claiming work; resolves once registered. */
   start(): Promise<void>;
-  /** Stops claiming; lets turns in flight finish within `graceMs`, then hands their sessions over. */
+  /**
+   * Drains: stops claiming; each turn pauses at its next step boundary (no new model or tool call starts) and its
+   * session is handed over; tool calls and a model call in flight get up to `graceMs`, and what they return is
+   * stored first. Only what still runs after `graceMs` is aborted (and run again by the next worker).
+   */
   stop(graceMs: number): Promise<void>;
   /** Sessions being worked on right now. */
   active(): number;
@@ -44,11 +48,13 @@ export interface Engine {
   poke(): void;
 }
 
-export type EngineDeps = Omit<TurnDeps, 'owner'>;
+export type EngineDeps = Omit<TurnDeps, 'owner' | 'draining'>;
 
 export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  const turnDeps: TurnDeps = { ...deps, owner };
+  /** Fires when the engine starts draining: turns stop at their next step boundary (turn.ts). */
+  const drain = new AbortController();
+  const turnDeps: TurnDeps = { ...deps, owner, draining: drain.signal };
   const registry = createProcessRegistry({
     db: deps.db,
     clock: deps.clock,
@@ -62,6 +68,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const unsubscribe: (() => void)[] = [];
   let stopping = false;
   let pumping = false;
+  /** The claim loop running now (stop waits for it, so no session is claimed after the engine stopped). */
+  let pumpRun: Promise<void> = Promise.resolve();
   /** Sessions named by wake-ups, claimed one by one before any scan. */
   const wanted = new Set<string>();
   /** Whether a scan for any claimable session was asked for since the last one started. */
@@ -76,6 +84,15 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   async function nextRunnable(sessionId: string): Promise<MessageRow | undefined> {
     const row = await firstOpenMessage(deps.db, sessionId);
     return row === undefined || row.status === 'requires_action' ? undefined : row;
+  }
+
+  /**
+   * Gives a session this process stops working on to the others at once: the lease is cleared with the work still
+   * pending, and a wake-up tells the other processes (this one no longer listens, so it never takes it back).
+   */
+  async function handOverNow(lease: Lease): Promise<void> {
+    await handOver(turnDeps, lease);
+    deps.bus.publish('wake', { sessionId: lease.sessionId });
   }
 
   async function work(lease: Lease, controller: AbortController): Promise<void> {
@@ -108,7 +125,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           if (entry !== undefined) entry.controller = controller;
         }
         if (stopping) {
-          await handOver(turnDeps, lease);
+          // Between turns, or a turn that paused at a step boundary because the engine drains.
+          await handOverNow(lease);
           return;
         }
         const next = await nextRunnable(lease.sessionId);
@@ -121,7 +139,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       }
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;
-        if (reason instanceof TurnAbort && reason.reason === 'shutdown') await handOver(turnDeps, lease);
+        if (reason instanceof TurnAbort && reason.reason === 'shutdown') await handOverNow(lease);
       }
     } catch (error) {
       if (!(error instanceof LeaseLostError))
@@ -135,11 +153,16 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
    * Looks for work: first the sessions named by wake-ups (one claim each, no scan), then, when asked for (a poll,
    * start-up, a freed slot), any claimable session until none is left or the concurrency limit is reached.
    */
-  async function pump(sessionId?: string): Promise<void> {
+  function pump(sessionId?: string): Promise<void> {
     if (sessionId === undefined) scanWanted = true;
     else wanted.add(sessionId);
-    if (pumping) return;
+    if (pumping) return pumpRun;
     pumping = true;
+    pumpRun = claimLoop();
+    return pumpRun;
+  }
+
+  async function claimLoop(): Promise<void> {
     let scanning = false;
     try {
       while (!stopping && running.size < options.concurrency) {
@@ -196,7 +219,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
         void pump();
         if (sweeping) return;
         sweeping = true;
-        denyExpiredApprovals(deps)
+        denyExpiredApprovals(turnDeps)
           .catch((error: unknown) => deps.logger.warn({ err: error }, 'denying expired tool approvals failed'))
           .finally(() => {
             sweeping = false;
@@ -208,11 +231,14 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
     },
     async stop(graceMs) {
       stopping = true;
+      drain.abort();
+      const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
       await starting.catch(() => undefined);
       if (poll !== null) clearInterval(poll);
       for (const off of unsubscribe.splice(0)) off();
+      // A claim already under way when the stop came is waited for: its session is then handed over like the others.
+      await pumpRun;
       const all = () => Promise.all([...running.values()].map((entry) => entry.done));
-      const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
       if ((await Promise.race([all().then(() => 'done' as const), timer])) === 'timeout') {
         for (const entry of running.values()) entry.controller.abort(new TurnAbort('shutdown'));
         await all();

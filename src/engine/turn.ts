@@ -87,6 +87,11 @@ export interface TurnDeps extends LeaseDeps {
   runExporter?: RunExporter | undefined;
   /** Which webhook events the turn's state changes record (the organization's subscribed types). */
   subscriptions: WebhookSubscriptions;
+  /**
+   * Fires when the engine drains (shutdown): the turn pauses at its next step boundary, starting no further model
+   * or tool call, and returns with everything it has done stored, for the engine to hand the session over.
+   */
+  draining: AbortSignal;
 }
 
 /**
@@ -530,6 +535,8 @@ async function runServerCall(
   signal: AbortSignal,
   trace: RunTrace,
 ) {
+  // A draining worker starts no call: it stays pending (no attempt counted) for the worker the session goes to.
+  if (deps.draining.aborted) return;
   const started = await fenced(deps, lease, deps.clock.now(), async (trx) => {
     const now = deps.clock.now();
     const span = await startToolSpan(trx, { messageId: call.messageId, callId: call.callId, now });
@@ -824,6 +831,8 @@ async function runTurnSteps(
     }
     for (;;) {
       if (signal.aborted) throw signal.reason;
+      // A step boundary: everything so far is stored, so a draining worker stops here and the next one continues.
+      if (deps.draining.aborted) return;
       const items = await context.load(deps.db, message.seq);
       const pending = pendingCalls(ownItems(items, messageId));
       // Calls of an earlier Response approved by this one's input (mcp_approval_response) run in this turn.

@@ -255,6 +255,8 @@ describe('Redis bus', () => {
     const { bus: behindProxy, lines } = await bus(prefix, `redis://127.0.0.1:${proxy.port}`);
     const { bus: direct } = await bus(prefix);
     const seen: string[] = [];
+    const delivering: boolean[] = [];
+    behindProxy.watch((state) => delivering.push(state));
     behindProxy.subscribe('wake', ({ sessionId }) => seen.push(sessionId));
     await subscribers(channelOf(prefix, 'wake'), 1);
     direct.publish('wake', { sessionId: 'before' });
@@ -264,6 +266,7 @@ describe('Redis bus', () => {
 
     await proxy.down();
     await pause(300);
+    expect(delivering).toEqual([false]);
     const local: string[] = [];
     behindProxy.subscribe('interrupt', ({ sessionId }) => local.push(sessionId));
     expect(() => behindProxy.publish('interrupt', { sessionId: 'during' })).not.toThrow();
@@ -272,6 +275,11 @@ describe('Redis bus', () => {
 
     await proxy.up();
     const outageOver = Date.now();
+    // Told once the subscription is confirmed again: a message published then arrives.
+    await waitUntil(async () => (delivering.length === 2 ? true : null), { what: 'delivery to be confirmed again' });
+    expect(delivering).toEqual([false, true]);
+    direct.publish('wake', { sessionId: 'confirmed' });
+    await waitUntil(async () => (seen.includes('confirmed') ? true : null), { what: 'delivery once confirmed' });
     let n = 0;
     await waitUntil(
       async () => {

@@ -17,7 +17,7 @@ import { createMcpServerService, type McpServerService } from './domain/mcp-serv
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService, projectIdOf } from './domain/orgs/org-service.ts';
-import { eventsAfter, lastEventSeq, type SessionEvent } from './domain/outbox.ts';
+import { eventsAfter, eventsFrom, lastEventSeq, newestSeqs, type SessionEvent } from './domain/outbox.ts';
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import { configuredProviders, listModels, type ModelList } from './domain/responses/models.ts';
@@ -196,7 +196,17 @@ export async function buildDeps(
     logger.info(`metrics: GET /metrics${config.metrics.token === null ? '' : ' (bearer token required)'}`);
   }
   metrics.watchDatabase(db);
-  const live = createStreamHub(bus);
+  const live = createStreamHub(bus, {
+    store: {
+      after: (sessionId, afterSeq, limit) => eventsFrom(db, sessionId, afterSeq, limit),
+      newest: (sessionIds) => newestSeqs(db, sessionIds),
+    },
+    logger,
+    // Open streams check the database for events that did not arrive live as often as workers poll it for work:
+    // in cluster mode always (a publication can be lost elsewhere), with the in-process bus never (it loses none).
+    catchUpMs: config.pollMs,
+    checkAlways: config.redisUrl !== null,
+  });
   const idempotency = createIdempotency({ db, clock, ttlMs: config.idempotencyTtlMs });
   const webhooks = createWebhookServices({
     db,

@@ -12,16 +12,19 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
+import OpenAI from 'openai';
+import type { FunctionTool, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../src/bus/bus.ts';
 import { channelOf, createRedisBus, deploymentChannelPrefix } from '../src/bus/redis-bus.ts';
 import type { DeltaEvent } from '../src/domain/session-events.ts';
-import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
+import { WAIT_MS } from './helpers/deadlines.ts';
+import { httpClient, TERMINAL_STATUSES, textParts, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
 import { startMcpServerProcess } from './helpers/mcp-server-process.ts';
-import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 import {
   agentWithSlowTools,
   expectEachSlowCallOnce,
@@ -135,6 +138,46 @@ async function tcpProxy(target: URL, delayMs = 0) {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Opens a session stream and reads its frames as they come: `{id, data}` per frame (comments left out) until
+ * `controller` aborts it.
+ */
+async function sessionStream(baseUrl: string, key: string, sessionId: string) {
+  const controller = new AbortController();
+  const response = await fetch(`${baseUrl}/v1/sessions/${sessionId}/stream`, {
+    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+    signal: controller.signal,
+  });
+  expect(response.status).toBe(200);
+  const frames: { id: string; data: Record<string, any> }[] = [];
+  const reading = (async () => {
+    const reader = response.body?.getReader();
+    if (reader === undefined) return;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        let end = buffer.indexOf('\n\n');
+        while (end >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block.split('\n').find((line) => line.startsWith('data: '));
+          if (data !== undefined) {
+            frames.push({ id: /^id: (.*)$/m.exec(block)?.[1] ?? '', data: JSON.parse(data.slice(6)) });
+          }
+          end = buffer.indexOf('\n\n');
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return { controller, frames, reading };
+}
 
 describe('Redis bus', () => {
   beforeEach(requireServices);
@@ -271,6 +314,8 @@ describe('Redis bus', () => {
     const { bus: behindProxy, lines } = await bus(prefix, `redis://127.0.0.1:${proxy.port}`);
     const { bus: direct } = await bus(prefix);
     const seen: string[] = [];
+    const delivering: boolean[] = [];
+    behindProxy.watch((state) => delivering.push(state));
     behindProxy.subscribe('wake', ({ sessionId }) => seen.push(sessionId));
     await subscribers(channelOf(prefix, 'wake'), 1);
     direct.publish('wake', { sessionId: 'before' });
@@ -280,6 +325,7 @@ describe('Redis bus', () => {
 
     await proxy.down();
     await pause(300);
+    expect(delivering).toEqual([false]);
     const local: string[] = [];
     behindProxy.subscribe('interrupt', ({ sessionId }) => local.push(sessionId));
     expect(() => behindProxy.publish('interrupt', { sessionId: 'during' })).not.toThrow();
@@ -288,6 +334,11 @@ describe('Redis bus', () => {
 
     await proxy.up();
     const outageOver = Date.now();
+    // Told once the subscription is confirmed again: a message published then arrives.
+    await waitUntil(async () => (delivering.length === 2 ? true : null), { what: 'delivery to be confirmed again' });
+    expect(delivering).toEqual([false, true]);
+    direct.publish('wake', { sessionId: 'confirmed' });
+    await waitUntil(async () => (seen.includes('confirmed') ? true : null), { what: 'delivery once confirmed' });
     let n = 0;
     await waitUntil(
       async () => {
@@ -496,37 +547,8 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     await subscriber.subscribe(liveChannel);
 
     // The session stream of the API process: the turn runs on a worker, the frames come through Redis.
-    const controller = new AbortController();
-    const stream = await fetch(`${apiProcess.url}/v1/sessions/${sessionId}/stream`, {
-      headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
-      signal: controller.signal,
-    });
-    expect(stream.status).toBe(200);
-    const frames: Record<string, unknown>[] = [];
-    const reading = (async () => {
-      const reader = stream.body?.getReader();
-      if (reader === undefined) return;
-      const decoder = new TextDecoder();
-      let buffer = '';
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) return;
-          buffer += decoder.decode(value, { stream: true });
-          let end = buffer.indexOf('\n\n');
-          while (end >= 0) {
-            const frame = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            for (const line of frame.split('\n')) {
-              if (line.startsWith('data: ')) frames.push(JSON.parse(line.slice(6)) as Record<string, unknown>);
-            }
-            end = buffer.indexOf('\n\n');
-          }
-        }
-      } catch {
-        // aborted
-      }
-    })();
+    const sse = await sessionStream(apiProcess.url, key, sessionId);
+    const frames = sse.frames;
     await pause(200);
 
     const reply = 'Live from a worker process, streamed in several deltas through Redis to the API.';
@@ -540,22 +562,26 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     expect(deltas.length).toBeGreaterThan(1);
     const streamed = await waitUntil(
       async () => {
-        const found = frames.filter((frame) => frame.kind === 'message.delta' && frame.message_id === messageId);
-        const completed = frames.some((frame) => frame.kind === 'message.completed' && frame.message_id === messageId);
+        const found = frames.filter(
+          (frame) => frame.data.kind === 'message.delta' && frame.data.message_id === messageId,
+        );
+        const completed = frames.some(
+          (frame) => frame.data.kind === 'message.completed' && frame.data.message_id === messageId,
+        );
         return completed && found.length > 0 ? found : null;
       },
       { what: 'message.delta frames on the API process stream' },
     );
     const text = streamed.map((frame) => {
-      const data = frame.data as { text?: unknown };
+      const data = frame.data.data as { text?: unknown };
       return typeof data.text === 'string' ? data.text : '';
     });
     expect(text.join('')).toBe(reply);
     process.stdout.write(
       `[cluster] (b) ${deltas.length} deltas on Redis, ${streamed.length} delta frames on the API stream; turn done in ${Date.now() - started} ms\n`,
     );
-    controller.abort();
-    await reading;
+    sse.controller.abort();
+    await sse.reading;
     subscriber.disconnect();
   });
 
@@ -706,6 +732,255 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
       expectEachSlowCallOnce(await counter.state(), turns, turns.length * calls, 'cluster (e)');
     } finally {
       await counter.stop();
+    }
+  });
+});
+
+describe('cluster: open streams across a Redis outage', () => {
+  const key = testKey();
+  let environment: ReturnType<typeof testEnvironment> | null = null;
+  /** Each process reaches Redis through its own proxy: cutting both is an outage of the whole deployment. */
+  let proxies: Awaited<ReturnType<typeof tcpProxy>>[] = [];
+  let processes: ServerProcess[] = [];
+  const redisDown = async () => {
+    await Promise.all(proxies.map((proxy) => proxy.down()));
+  };
+  const redisUp = async () => {
+    await Promise.all(proxies.map((proxy) => proxy.up()));
+  };
+  let sql: pg.Client | null = null;
+  beforeEach(requireServices);
+
+  beforeAll(async () => {
+    if (unavailable !== null) return;
+    environment = testEnvironment('postgres');
+    proxies = [await tcpProxy(new URL(REDIS_URL)), await tcpProxy(new URL(REDIS_URL))];
+    const env = { ...environment.env, ...CLUSTER_ENV, AGENTRY_POLL_MS: '200', AGENTRY_BOOTSTRAP_KEY: key };
+    const redis = (proxy: { port: number } | undefined) => `redis://127.0.0.1:${proxy?.port}`;
+    const api = await startServerProcess({ ...env, REDIS_URL: redis(proxies[0]), AGENTRY_ROLE: 'api' });
+    processes = [api, await startServerProcess({ ...env, REDIS_URL: redis(proxies[1]), AGENTRY_ROLE: 'worker' })];
+    sql = new pg.Client({
+      connectionString: environment.env.DATABASE_URL,
+      options: `-c search_path=${environment.env.AGENTRY_DATABASE_SCHEMA}`,
+    });
+    await sql.connect();
+  }, startsTimeout(2));
+
+  afterAll(async () => {
+    await sql?.end();
+    await Promise.all(processes.map((server) => server.stop('SIGKILL')));
+    await Promise.all(proxies.map((proxy) => proxy.close()));
+    await environment?.cleanup();
+  });
+
+  it('a session stream and a Responses stream left open get every event once, in order, without reconnecting', async () => {
+    const [apiProcess, worker] = processes;
+    if (apiProcess === undefined || worker === undefined || sql === null) {
+      throw new Error('processes not started');
+    }
+    const api = httpClient(apiProcess.url, key);
+    const agent = await api<{ agent: { id: string } }>('POST', '/v1/agents', { name: 'outage' });
+    expect(agent.status).toBe(201);
+    const agentId = agent.body.agent.id;
+    const session = await api<{ session: { id: string } }>('POST', '/v1/sessions', { agentId });
+    const sessionId = session.body.session.id;
+    const post = async (text: string) => {
+      const response = await api<{ id: string }>('POST', `/v1/sessions/${sessionId}/messages`, textParts(text), {
+        'Idempotency-Key': randomUUID(),
+      });
+      expect(response.status).toBe(202);
+      return response.body.id;
+    };
+    const stream = await sessionStream(apiProcess.url, key, sessionId);
+    const completedIn = (messageId: string) =>
+      stream.frames.filter((frame) => frame.data.kind === 'message.completed' && frame.data.message_id === messageId);
+    const streamed = (messageIds: string[], what: string) =>
+      waitUntil(async () => (messageIds.every((id) => completedIn(id).length > 0) ? true : null), { what });
+
+    const before = await post('reply before the outage');
+    await streamed([before], 'the turn before the outage on the stream');
+
+    // Responses streams whose turns run on the worker while Redis is away: a text answer, and a step that says
+    // something and calls a client tool.
+    const client = new OpenAI({ apiKey: key, baseURL: `${apiProcess.url}/v1`, maxRetries: 0 });
+    const openResponse = async (input: string, tools: FunctionTool[] = []) => {
+      const events: ResponseStreamEvent[] = [];
+      const raw = await client.responses.create({ model: agentId, input, tools, stream: true });
+      const done = (async () => {
+        for await (const event of raw) events.push(event);
+      })();
+      done.catch(() => undefined); // awaited below; a failure before that must not go unhandled
+      await waitUntil(async () => (events.some((event) => event.type === 'response.in_progress') ? true : null), {
+        what: 'a Responses stream to start',
+      });
+      return { events, done };
+    };
+    const answer = 'Answered on a worker while Redis was away, streamed to a client that never reconnected.';
+    const plain = await openResponse(`sleep 2000\n${answer}`);
+    const lookup: FunctionTool = { type: 'function', name: 'lookup', parameters: { type: 'object' }, strict: false };
+    const withCall = await openResponse('sleep 2000\nLet me look that up.\ncall lookup {"q":"redis"}', [lookup]);
+
+    await redisDown();
+    const downAt = Date.now();
+    const during: string[] = [];
+    for (let n = 0; n < 4; n++) during.push(await post(`sleep 100\nreply ${n} during the outage`));
+    // The worker finds them by polling Postgres; the streams catch up from Postgres while Redis is still down.
+    await streamed(during, 'the turns run during the outage on the session stream');
+    await Promise.all([plain.done, withCall.done]);
+    const caughtUpAfter = Date.now() - downAt;
+    expect(Date.now() - downAt).toBeLessThan(20_000); // still down: not waiting for Redis
+    await pause(20_000 - (Date.now() - downAt));
+    await redisUp();
+    const upAt = Date.now();
+    // Text deltas are live only: once every process has reconnected and resubscribed, a turn's deltas come
+    // through Redis again (turns posted before that may still be caught up from Postgres).
+    const reply = 'Streamed live again after the outage, in several deltas through Redis.';
+    const deltasOf = (messageId: string) =>
+      stream.frames
+        .filter((frame) => frame.data.kind === 'message.delta' && frame.data.message_id === messageId)
+        .map((frame) => frame.data.data.text)
+        .join('');
+    const after: string[] = [];
+    await waitUntil(
+      async () => {
+        const messageId = await post(reply);
+        after.push(messageId);
+        await streamed([messageId], 'a turn after the outage on the session stream');
+        return deltasOf(messageId) === reply ? true : null;
+      },
+      { what: 'text deltas through Redis after the outage' },
+    );
+    const liveAgain = Date.now() - upAt;
+    await pause(500); // room for a duplicate to show
+    stream.controller.abort();
+    await stream.reading;
+
+    // Every persisted event once, in order, with no gap: exactly what Postgres holds for the session.
+    const persisted = stream.frames.filter((frame) => !frame.id.includes('.'));
+    const { rows } = await sql.query<{ seq: number; kind: string }>(
+      'select seq, kind from session_events where session_id = $1 order by seq',
+      [sessionId],
+    );
+    expect(persisted.map((frame) => [Number(frame.id), frame.data.seq, frame.data.kind])).toEqual(
+      rows.map((row) => [row.seq, row.seq, row.kind]),
+    );
+    expect(rows.map((row) => row.seq)).toEqual(rows.map((_, index) => index + 1));
+    for (const id of [before, ...during, ...after]) expect(completedIn(id)).toHaveLength(1);
+    expect(during.map((id) => completedIn(id)[0]?.data.data.response.parts[0].text)).toEqual(
+      during.map((_, n) => `reply ${n} during the outage`),
+    );
+
+    // The Responses streams: numbered without a gap, each output item once, whole, in the Response's order, and
+    // one final event.
+    for (const { events } of [plain, withCall]) {
+      expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+      const last = events.at(-1);
+      if (last?.type !== 'response.completed') throw new Error(`a Responses stream ended with ${last?.type}`);
+      expect(events.filter((event) => event.type === 'response.completed')).toHaveLength(1);
+      const added = events.flatMap((event) => (event.type === 'response.output_item.added' ? [event.item.id] : []));
+      expect(added).toEqual(last.response.output.map((item) => item.id));
+      for (const item of last.response.output) {
+        if (item.type !== 'message') continue;
+        const deltas = events.flatMap((event) =>
+          event.type === 'response.output_text.delta' && event.item_id === item.id ? [event.delta] : [],
+        );
+        expect(deltas.join('')).toBe(
+          item.content.map((part) => (part.type === 'output_text' ? part.text : '')).join(''),
+        );
+      }
+    }
+    const plainLast = plain.events.at(-1);
+    expect(plainLast?.type === 'response.completed' ? plainLast.response.output_text : null).toBe(answer);
+    const callLast = withCall.events.at(-1);
+    expect(callLast?.type === 'response.completed' ? callLast.response.output.map((item) => item.type) : []).toEqual([
+      'message',
+      'function_call',
+    ]);
+
+    // Nobody died: both processes still serve.
+    for (const server of processes) expect(server.child.exitCode).toBeNull();
+    expect((await fetch(`${worker.url}/healthz`)).status).toBe(200);
+    process.stdout.write(
+      `[cluster] redis outage: streams caught up ${caughtUpAfter} ms into it; deltas live again ${liveAgain} ms after it (${after.length} turn(s))\n`,
+    );
+  });
+
+  it('answers Responses requested during an outage, when nothing listened before, without waiting for Redis', async () => {
+    const [apiProcess] = processes;
+    if (apiProcess === undefined || environment === null) throw new Error('processes not started');
+    const api = httpClient(apiProcess.url, key);
+    const agent = await api<{ agent: { id: string } }>('POST', '/v1/agents', { name: 'outage-late' });
+    const database = new URL(environment.env.DATABASE_URL ?? '').pathname.slice(1);
+    const live = channelOf(
+      deploymentChannelPrefix('agentry:', database, environment.env.AGENTRY_DATABASE_SCHEMA ?? ''),
+      'live',
+    );
+    // No stream is open: the API process holds no subscription to live events, and cannot make one while Redis
+    // is away.
+    const raw = new Redis(REDIS_URL);
+    try {
+      await waitUntil(async () => (Number((await raw.pubsub('NUMSUB', live))[1]) === 0 ? true : null), {
+        what: 'the API process to hold no live subscription',
+      });
+    } finally {
+      raw.disconnect();
+    }
+    await redisDown();
+    try {
+      const client = new OpenAI({ apiKey: key, baseURL: `${apiProcess.url}/v1`, maxRetries: 0, timeout: WAIT_MS });
+      const model = agent.body.agent.id;
+      const events: ResponseStreamEvent[] = [];
+      const [answered] = await Promise.all([
+        client.responses.create({ model, input: 'sleep 100\nAnswered while Redis was away.' }),
+        (async () => {
+          const stream = await client.responses.create({
+            model,
+            input: 'Streamed while Redis was away.',
+            stream: true,
+          });
+          for await (const event of stream) events.push(event);
+        })(),
+      ]);
+      expect(answered.output_text).toBe('Answered while Redis was away.');
+      const last = events.at(-1);
+      expect(last?.type === 'response.completed' ? last.response.output_text : null).toBe(
+        'Streamed while Redis was away.',
+      );
+    } finally {
+      await redisUp();
+    }
+  });
+
+  it('a stream gets the events of a worker that alone lost Redis, from the database, while its own bus delivers', async () => {
+    const [apiProcess, workerProxy] = [processes[0], proxies[1]];
+    if (apiProcess === undefined || workerProxy === undefined) throw new Error('processes not started');
+    const api = httpClient(apiProcess.url, key);
+    const agent = await api<{ agent: { id: string } }>('POST', '/v1/agents', { name: 'partition' });
+    const session = await api<{ session: { id: string } }>('POST', '/v1/sessions', { agentId: agent.body.agent.id });
+    const sessionId = session.body.session.id;
+    const stream = await sessionStream(apiProcess.url, key, sessionId);
+    // Only the worker's link to Redis is cut: the API process is still subscribed, its bus sees nothing wrong,
+    // and nothing the worker publishes arrives.
+    await workerProxy.down();
+    try {
+      const texts = ['first while the worker is cut off', 'second while the worker is cut off'];
+      for (const text of texts) {
+        const posted = await api<{ id: string }>('POST', `/v1/sessions/${sessionId}/messages`, textParts(text), {
+          'Idempotency-Key': randomUUID(),
+        });
+        expect(posted.status).toBe(202);
+      }
+      const completed = () => stream.frames.filter((frame) => frame.data.kind === 'message.completed');
+      await waitUntil(async () => (completed().length === texts.length ? true : null), {
+        what: "the cut-off worker's turns on the stream",
+      });
+      expect(completed().map((frame) => frame.data.data.response.parts[0].text)).toEqual(texts);
+      const ids = stream.frames.filter((frame) => !frame.id.includes('.')).map((frame) => Number(frame.id));
+      expect(ids).toEqual(ids.map((_, index) => index + 1));
+    } finally {
+      stream.controller.abort();
+      await stream.reading;
+      await workerProxy.up();
     }
   });
 });

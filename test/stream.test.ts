@@ -4,6 +4,7 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterCommit, lastEventSeq, writeEvents } from '../src/domain/outbox.ts';
 import { WAIT_MS } from './helpers/deadlines.ts';
 import { waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
@@ -138,6 +139,38 @@ describe.each(dialects())('session stream (%s)', (dialect) => {
     expect(
       frames.filter((f) => f.event.kind === 'message.completed').map((f) => f.event.data.response.parts[0].text),
     ).toEqual(['first', 'second']);
+  });
+
+  it('reads persisted events that never arrived live from the database, in order, before a newer one', async () => {
+    const sessionId = await newSession();
+    const { promise: started, resolve: connected } = Promise.withResolvers<void>();
+    const reading = readFrames(await open(sessionId), (frames, comments) => {
+      if (comments.includes('connected')) connected();
+      return frames.length >= 3;
+    });
+    await started;
+    const db = h.deps.storage.db;
+    const { org_id: orgId } = await db
+      .selectFrom('sessions')
+      .select('org_id')
+      .where('id', '=', sessionId)
+      .executeTakeFirstOrThrow();
+    const base = await lastEventSeq(db, sessionId);
+    const write = () =>
+      db
+        .transaction()
+        .execute((trx) =>
+          writeEvents(trx, { orgId, sessionId, now: Date.now() }, [
+            { kind: 'session.status', data: { status: 'idle', previous: 'idle' } },
+          ]),
+        );
+    // Committed but never published, as when their publisher lost Redis or died right after the commit.
+    await write();
+    await write();
+    afterCommit(h.deps.bus, sessionId, await write(), false);
+    const { frames } = await reading;
+    expect(frames.map((frame) => frame.id)).toEqual([base + 1, base + 2, base + 3].map(String));
+    expect(frames.map((frame) => frame.event.seq)).toEqual([base + 1, base + 2, base + 3]);
   });
 
   it('rejects a malformed Last-Event-ID, a foreign session and a missing key', async () => {

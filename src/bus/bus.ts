@@ -32,6 +32,12 @@ export interface Bus {
    * Redis confirmed the subscription; at once in-process, or when nothing here subscribes to it).
    */
   subscribed(topic: Topic): Promise<void>;
+  /**
+   * Calls `listener(false)` when messages published by other processes stop reaching this one (in cluster mode, the
+   * Redis subscription connection was lost), and `listener(true)` once every subscription is confirmed again. The
+   * in-process bus cannot lose a message and never calls it. Returns the function that stops the calls.
+   */
+  watch(listener: (delivering: boolean) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -47,6 +53,7 @@ export function createLocalBus(): Bus {
       return () => emitter.off(topic, handler);
     },
     subscribed: async () => undefined,
+    watch: () => () => undefined,
     async close() {
       emitter.removeAllListeners();
     },

@@ -15,6 +15,8 @@
  *   one poll interval), a worker's heartbeat reads `cancel_requested` from the database (a missed interrupt
  *   costs at most a third of AGENTRY_LEASE_MS), and every persisted event can be replayed from the database by
  *   the session stream (only transient text deltas are missed).
+ * - Watchers learn when the subscriber connection is lost and when, reconnected, its subscriptions are confirmed
+ *   again, so that open streams read what they missed from the database instead of skipping it.
  * - Connection errors are logged, never thrown: the process keeps serving on the polling fallback.
  */
 import { randomBytes } from 'node:crypto';
@@ -175,6 +177,43 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
     }
   }
 
+  // Delivery from other processes stops with the subscriber connection, and resumes once Redis has confirmed the
+  // subscriptions again: ioredis resubscribes before it emits 'ready' (the event is emitted on the next tick), so
+  // a SUBSCRIBE of our own sent then is answered after its. `losses` tells a confirmation from before a later loss.
+  const watchers = new Set<(delivering: boolean) => void>();
+  let delivering = true;
+  let losses = 0;
+  const tell = (state: boolean) => {
+    if (delivering === state) return;
+    delivering = state;
+    for (const watcher of [...watchers]) {
+      try {
+        watcher(state);
+      } catch (error) {
+        log.error({ err: error }, 'bus watcher failed');
+      }
+    }
+  };
+  subscriber.on('close', () => {
+    if (closed) return;
+    losses += 1;
+    tell(false);
+  });
+  subscriber.on('ready', () => {
+    if (closed || delivering) return;
+    const loss = losses;
+    const channels = [...handlers.keys()].map((topic) => channelOf(prefix, topic));
+    const resubscribed = channels.length === 0 ? Promise.resolve() : subscriber.subscribe(...channels);
+    resubscribed.then(
+      () => {
+        if (!closed && loss === losses) tell(true);
+      },
+      (error: unknown) => {
+        if (!closed) log.warn({ err: error }, 'redis resubscribe failed');
+      },
+    );
+  });
+
   subscriber.on('message', (channel: string, raw: string) => {
     const topic = topicOf.get(channel);
     if (topic === undefined) return;
@@ -252,10 +291,16 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
 
     subscribed: (topic) => confirmed.get(topic) ?? Promise.resolve(),
 
+    watch(listener) {
+      watchers.add(listener);
+      return () => watchers.delete(listener);
+    },
+
     async close() {
       if (closed) return;
       closed = true;
       handlers.clear();
+      watchers.clear();
       await Promise.all([shut(publisher), shut(subscriber)]);
     },
   };

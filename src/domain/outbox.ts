@@ -151,6 +151,16 @@ async function writeWebhookEvents(
   );
 }
 
+const eventRows = (db: Executor, sessionId: string, afterSeq: number, order: 'asc' | 'desc', limit: number) =>
+  db
+    .selectFrom('session_events')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq', order)
+    .limit(limit)
+    .execute();
+
 /** Session events persisted after `afterSeq`, oldest first: at most `limit`, the most recent ones when more exist. */
 export async function eventsAfter(
   db: Executor,
@@ -158,20 +168,35 @@ export async function eventsAfter(
   afterSeq: number,
   limit: number,
 ): Promise<{ events: SessionEvent[]; truncated: boolean }> {
-  const rows = await db
-    .selectFrom('session_events')
-    .selectAll()
-    .where('session_id', '=', sessionId)
-    .where('seq', '>', afterSeq)
-    .orderBy('seq', 'desc')
-    .limit(limit + 1)
-    .execute();
+  const rows = await eventRows(db, sessionId, afterSeq, 'desc', limit + 1);
   const truncated = rows.length > limit;
   const kept = rows.slice(0, limit).reverse();
   return {
     truncated,
     events: kept.map(sessionEventFromRow),
   };
+}
+
+/** Session events persisted after `afterSeq`, oldest first: the first `limit` of them (a stream catching up). */
+export async function eventsFrom(
+  db: Executor,
+  sessionId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<SessionEvent[]> {
+  return (await eventRows(db, sessionId, afterSeq, 'asc', limit)).map(sessionEventFromRow);
+}
+
+/** The newest event seq of each of these sessions that has events. */
+export async function newestSeqs(db: Executor, sessionIds: readonly string[]): Promise<Map<string, number>> {
+  if (sessionIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('session_events')
+    .select((eb) => ['session_id', eb.fn.max<number>('seq').as('seq')])
+    .where('session_id', 'in', sessionIds)
+    .groupBy('session_id')
+    .execute();
+  return new Map(rows.map((row) => [row.session_id, Number(row.seq)]));
 }
 
 /**

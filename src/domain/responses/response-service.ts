@@ -18,7 +18,7 @@ import { decide, findApproval } from '../approvals/approvals.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
-import { afterCommit } from '../outbox.ts';
+import { afterCommit, lastEventSeq } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
 import { recordOutputs } from '../turns/client-outputs.ts';
@@ -32,7 +32,7 @@ import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import { AGENTS_LISTED, type AgentRef, quoted, type ResponseRequest } from './response-request.ts';
-import { bufferLive, isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
+import { isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
 
@@ -67,6 +67,8 @@ export interface CreatedResponse {
   replayed: boolean;
   /** Publishes the accepted turn's events and wakes the engine; call it once listening for the turn. */
   release(): void;
+  /** The seq of the first session event the accept wrote; null for a replay. */
+  firstSeq: number | null;
 }
 
 const WAITING: readonly string[] = RESPONSE_END_STATUSES;
@@ -422,6 +424,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         release: () => {
           afterCommit(deps.bus, message.session_id, events, true);
         },
+        firstSeq: result.replayed || events.length === 0 ? null : Math.min(...events.map((event) => event.seq)),
       };
     },
 
@@ -442,27 +445,37 @@ export function createResponseService(deps: ResponseServiceDeps) {
     ): Promise<StartedResponse> {
       const newSessionId = newId();
       const listenTo = await service.sessionFor(orgId, request, newSessionId);
-      let subscription = bufferLive(deps.live, listenTo);
+      // Following the session before the turn exists: every event of it reaches the feed, live or read back from
+      // the database (when Redis lost it, or published it before this process's subscription took effect).
+      let feed = deps.live.follow(listenTo);
       let created: CreatedResponse;
       try {
-        // Listening before the turn exists: no event of it can be published before this process hears it.
-        await deps.live.ready();
         created = await service.create(orgId, request, idempotencyKey, newSessionId);
       } catch (error) {
-        subscription.close();
+        feed.close();
         throw error;
       }
       if (created.message.session_id !== listenTo) {
         // An idempotent replay of a request that created its conversation earlier: listen there instead.
-        subscription.close();
-        subscription = bufferLive(deps.live, created.message.session_id);
+        feed.close();
+        feed = deps.live.follow(created.message.session_id);
+      }
+      // Listening since before this accept: the feed starts right before the turn's first event. A replay starts
+      // from now; what its turn did before is read back from the database when it ends.
+      const firstSeq = created.message.session_id === listenTo ? created.firstSeq : null;
+      let afterSeq: number;
+      try {
+        afterSeq = firstSeq !== null ? firstSeq - 1 : await lastEventSeq(db, created.message.session_id);
+      } catch (error) {
+        feed.close();
+        throw error;
       }
       const events = responseEvents({
         db,
-        subscription,
+        feed,
+        afterSeq,
         message: created.message,
-        // Listening since before this accept, so every event of the turn arrives live.
-        listenedSinceAccept: !created.replayed && created.message.session_id === listenTo,
+        listenedSinceAccept: firstSeq !== null,
         vendorEvents: options.vendorEvents,
         release: created.release,
       });

@@ -5,12 +5,17 @@
  * (`response.completed` or `response.failed`) carries the full Response read back from the database, so it always
  * equals what `GET /v1/responses/{id}` returns. The streaming route frames these events as Server-Sent Events; the
  * non-streaming route drains them and answers the last one's Response.
+ *
+ * The session's events come through a feed that never skips a persisted one (live-hub.ts). When live events were
+ * missed (a Redis outage), the text deltas of the steps in between are lost too: the stream then ignores deltas
+ * until a persisted event arrives live again, and takes each step's text from the database when the step's
+ * persisted events arrive, so every output item is still sent once, whole, in order.
  */
-import type { StreamHub } from '../../bus/live-hub.ts';
+import type { SessionFeed } from '../../bus/live-hub.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { LiveSessionEvent, MessageEventData } from '../session-events.ts';
-import { loadCallOutput, loadItem } from '../turns/items.ts';
+import { type Item, loadCallOutput, loadItem, loadMessageItems } from '../turns/items.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';
 import { type OpenAIItem, SERVER_LABEL, toOpenAIItems } from './openai-items.ts';
@@ -22,34 +27,14 @@ export interface ResponseStreamEvent {
   [field: string]: unknown;
 }
 
-/** Live events of one session, buffered from the moment of subscription until a listener attaches. */
-export interface LiveSubscription {
-  attach(listener: (event: LiveSessionEvent) => void): void;
-  close(): void;
-}
-
-export function bufferLive(live: StreamHub, sessionId: string): LiveSubscription {
-  const queue: LiveSessionEvent[] = [];
-  let target: ((event: LiveSessionEvent) => void) | null = null;
-  const off = live.subscribe(sessionId, (event) => {
-    if (target === null) queue.push(event);
-    else target(event);
-  });
-  return {
-    attach(listener) {
-      target = listener;
-      for (const event of queue.splice(0)) listener(event);
-    },
-    close: off,
-  };
-}
-
 export interface ResponseEventsOptions {
   db: Executor;
-  /** Subscribed before the turn was accepted, so no event of it is missed. */
-  subscription: LiveSubscription;
+  /** The session's feed, opened before the turn was accepted, so no event of it is missed. */
+  feed: SessionFeed;
+  /** The feed starts after this persisted event (the last one before the turn's first). */
+  afterSeq: number;
   message: MessageRow;
-  /** The subscription was made before the turn was accepted: no event of it can have been missed. */
+  /** The feed was opened before the turn was accepted: no event of it can have been missed. */
   listenedSinceAccept: boolean;
   vendorEvents: boolean;
   /** Publishes the accepted turn and wakes the engine (called once the events are listened to). */
@@ -218,22 +203,31 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     send('response.output_item.done', { output_index: call.index, item });
   };
 
-  /** Items a turn already produced before this stream listened (a replay, or a very fast turn). */
+  const textDelta = (delta: string) => {
+    if (text === null) return;
+    text.text += delta;
+    send('response.output_text.delta', {
+      item_id: text.id,
+      output_index: text.index,
+      content_index: 0,
+      delta,
+      logprobs: [],
+    });
+  };
+  const wholeText = (id: string, body: string) => {
+    closeText();
+    openText(id);
+    if (body !== '') textDelta(body);
+    closeText();
+  };
+  const sent = (id: string) => outputs.some((item) => item.id === id);
+
+  /** Items the turn produced that this stream has not sent (a replay, a very fast turn, missed live events). */
   const replay = (items: OpenAIItem[]) => {
-    for (const item of items.slice(outputs.length)) {
+    for (const item of items) {
+      if (sent(item.id)) continue;
       if (item.type === 'message' && item.role === 'assistant') {
-        openText(item.id);
-        const body = item.content.map((part) => part.text).join('');
-        if (text !== null) text.text = body;
-        if (body !== '')
-          send('response.output_text.delta', {
-            item_id: item.id,
-            output_index: outputs.length - 1,
-            content_index: 0,
-            delta: body,
-            logprobs: [],
-          });
-        closeText();
+        wholeText(item.id, item.content.map((part) => part.text).join(''));
       } else if (item.type === 'function_call') {
         functionCall(item.id, item.call_id, item.name, item.arguments);
       } else if (item.type === 'mcp_list_tools') {
@@ -248,38 +242,64 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     }
   };
 
+  /** Live events were missed: text deltas are ignored until a persisted event arrives live again. */
+  let missed = false;
+  /** The newest step a handled event named. */
+  let lastStep = 0;
+  /**
+   * After missed live events, the assistant text of the steps up to `step` as stored: the text item that was
+   * streaming gets the rest of its text as one delta, and the ones whose deltas were all lost are sent whole.
+   */
+  const catchUpText = (items: Item[], step: number) => {
+    for (const item of items) {
+      if (item.content.type !== 'assistant_message' || item.messageId !== message.id || item.step > step) continue;
+      const stored = item.content.text;
+      if (text?.id === item.id) {
+        if (stored.startsWith(text.text) && stored.length > text.text.length) textDelta(stored.slice(text.text.length));
+        closeText();
+      } else if (!sent(item.id)) {
+        wholeText(item.id, stored);
+      }
+    }
+  };
+
   const finish = async () => {
     if (ended) return;
-    closeText();
     const row = (await loadMessage(db, message.id)) ?? message;
     const items = await loadResponseItems(db, row);
+    if (missed) catchUpText(items, Number.POSITIVE_INFINITY);
+    closeText();
     replay(outputItems(items, message.id));
     const response: ResponseObject = projectResponse(row, items);
     ended = true;
     send(response.status === 'completed' ? 'response.completed' : 'response.failed', { response });
   };
 
-  const handle = async (event: LiveSessionEvent) => {
+  const handle = async (event: LiveSessionEvent, stored: boolean) => {
     if (ended || event.message_id !== message.id) return;
     if (event.kind === 'message.delta') {
+      if (missed) return;
       const { itemId, text: delta } = event.data;
       if (text?.id !== itemId) {
         closeText();
         openText(itemId);
       }
-      if (text !== null) text.text += delta;
-      send('response.output_text.delta', {
-        item_id: itemId,
-        output_index: outputs.length - 1,
-        content_index: 0,
-        delta,
-        logprobs: [],
-      });
-    } else if (event.kind === 'message.event') {
-      await handleMessageEvent(event.data);
-    } else if (event.kind === 'message.status' && TERMINAL.has(event.data.status)) {
-      await finish();
+      textDelta(delta);
+      return;
     }
+    const step = event.kind === 'message.event' && 'step' in event.data ? event.data.step : lastStep;
+    lastStep = Math.max(lastStep, step);
+    if (event.kind === 'message.status' && TERMINAL.has(event.data.status)) {
+      await finish();
+      return;
+    }
+    if (missed && 'seq' in event) {
+      // A step's text is stored with its persisted events: take what the lost deltas carried from there.
+      catchUpText(await loadMessageItems(db, message.id), step);
+      // Published after live delivery came back: the next step's deltas arrive whole.
+      if (!stored) missed = false;
+    }
+    if (event.kind === 'message.event') await handleMessageEvent(event.data);
   };
   const handleMessageEvent = async (data: MessageEventData) => {
     switch (data.type) {
@@ -367,11 +387,17 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     if (over) return;
     over = true;
     ended = true;
-    options.subscription.close();
+    options.feed.close();
     wake?.();
   };
   const start = () => {
-    options.subscription.attach((event) => enqueue(() => handle(event)));
+    options.feed.start(options.afterSeq, {
+      event: (event, stored) => enqueue(() => handle(event, stored)),
+      missed: () =>
+        enqueue(async () => {
+          missed = true;
+        }),
+    });
     options.release();
     const snapshot = projectResponse(message, [], { status: 'in_progress', output: [] });
     send('response.created', { response: snapshot });

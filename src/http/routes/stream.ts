@@ -2,7 +2,8 @@
  * GET /v1/sessions/{id}/stream: live session events as Server-Sent Events. Frame ids are scoped to the session
  * channel: a persisted event's id is its sequence number; a text delta's id is `<last seq>.<n>`. A client that
  * reconnects with Last-Event-ID gets the persisted events it missed (the most recent REPLAY_LIMIT), then live
- * ones; deltas are live only (the completed event carries the whole text).
+ * ones; deltas are live only (the completed event carries the whole text). A stream left open never skips a
+ * persisted event: the hub's feed reads any it did not receive live from the database, in order (live-hub.ts).
  */
 import { Type } from 'typebox';
 import type { StreamHub } from '../../bus/live-hub.ts';
@@ -15,9 +16,6 @@ import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 export const REPLAY_LIMIT = 1000;
-/** Unsent bytes allowed per connection before a slow client is disconnected. */
-/** Live events held while the replay is read from the database. */
-const MAX_PENDING_EVENTS = 10_000;
 
 const StreamHeaders = Type.Object({
   'last-event-id': Type.Optional(
@@ -59,8 +57,6 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
 
       let lastSeq = 0;
       let deltas = 0;
-      let replaying = true;
-      const pending: LiveSessionEvent[] = [];
       const cleanups: (() => void)[] = [];
       deps.metrics.sseStreams(1, 'sessions');
       const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
@@ -82,12 +78,10 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
         writer.send(id, { id, created_at: unixSeconds(deps.clock.now()), ...event });
       };
 
+      // Opened before the replay is read: what is published meanwhile is held, and delivered after it.
+      const feed = hub.follow(sessionId);
       cleanups.push(
-        hub.subscribe(sessionId, (event) => {
-          if (!replaying) deliver(event);
-          else if (pending.length < MAX_PENDING_EVENTS) pending.push(event);
-          else writer.end();
-        }),
+        () => feed.close(),
         hub.track(() => writer.end()),
       );
       const beat = setInterval(() => writer.comment('heartbeat'), deps.config.sseHeartbeatMs);
@@ -105,8 +99,7 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
             writer.comment(`replay truncated to the last ${REPLAY_LIMIT} events; reconcile with GET messages`);
           for (const event of replay.events) deliver({ ...event });
         }
-        replaying = false;
-        for (const event of pending.splice(0)) deliver(event);
+        feed.start(lastSeq, { event: deliver });
       } catch (error) {
         request.log.error({ err: error }, 'session stream failed');
         writer.end();

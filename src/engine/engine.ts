@@ -17,7 +17,9 @@ import {
   releaseIfIdle,
 } from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
+import { isStorageFull } from '../storage/errors.ts';
 import type { MessageRow } from '../storage/schema.ts';
+import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
@@ -44,7 +46,10 @@ export interface Engine {
   poke(): void;
 }
 
-export type EngineDeps = Omit<TurnDeps, 'owner'>;
+export type EngineDeps = Omit<TurnDeps, 'owner'> & {
+  /** Whether writes work: while the disk is full nothing is claimed, and turns in flight wait for space. */
+  space: WriteState;
+};
 
 export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -91,7 +96,9 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           })
           .catch((error: unknown) => {
             if (error instanceof LeaseLostError) controller.abort(new TurnAbort('lease_lost'));
-            else deps.logger.warn({ err: error, sessionId: lease.sessionId }, 'lease heartbeat failed');
+            else if (!isStorageFull(error)) {
+              deps.logger.warn({ err: error, sessionId: lease.sessionId }, 'lease heartbeat failed');
+            }
           });
       },
       Math.max(50, Math.floor(deps.leaseMs / 3)),
@@ -111,12 +118,20 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           await handOver(turnDeps, lease);
           return;
         }
-        const next = await nextRunnable(lease.sessionId);
-        if (next === undefined) {
-          if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
+        try {
+          const next = await nextRunnable(lease.sessionId);
+          if (next === undefined) {
+            if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
+            continue;
+          }
+          await runTurn(turnDeps, lease, next, controller.signal, context);
+        } catch (error) {
+          // The disk is full: nothing is wrong with the turn. The worker keeps the session and goes on from its last
+          // persisted step once writes work again (a lease that lapsed meanwhile and was taken stops it then).
+          if (!deps.space.observe(error)) throw error;
+          await deps.space.whenWritable(controller.signal);
           continue;
         }
-        await runTurn(turnDeps, lease, next, controller.signal, context);
         if (lease.released === true) return;
       }
       if (controller.signal.aborted) {
@@ -124,7 +139,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
         if (reason instanceof TurnAbort && reason.reason === 'shutdown') await handOver(turnDeps, lease);
       }
     } catch (error) {
-      if (!(error instanceof LeaseLostError))
+      if (!(error instanceof LeaseLostError) && !isStorageFull(error))
         deps.logger.error({ err: error, sessionId: lease.sessionId }, 'session worker failed');
     } finally {
       clearInterval(beat);
@@ -138,7 +153,9 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   async function pump(sessionId?: string): Promise<void> {
     if (sessionId === undefined) scanWanted = true;
     else wanted.add(sessionId);
-    if (pumping) return;
+    // Claims are writes: none while the disk is full, nor before this process is in the registry. The poll
+    // comes back.
+    if (pumping || !deps.space.writable || !registry.registered) return;
     pumping = true;
     let scanning = false;
     try {
@@ -168,7 +185,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       }
       saturated = running.size >= options.concurrency;
     } catch (error) {
-      deps.logger.error({ err: error }, 'claiming work failed');
+      if (!isStorageFull(error)) deps.logger.error({ err: error }, 'claiming work failed');
     } finally {
       pumping = false;
     }
@@ -194,7 +211,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       let sweeping = false;
       poll = setInterval(() => {
         void pump();
-        if (sweeping) return;
+        if (sweeping || !deps.space.writable) return;
         sweeping = true;
         denyExpiredApprovals(deps)
           .catch((error: unknown) => deps.logger.warn({ err: error }, 'denying expired tool approvals failed'))

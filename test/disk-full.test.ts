@@ -184,7 +184,7 @@ describe.runIf(dialects().includes('postgres'))('a Postgres database whose disk 
   });
 });
 
-/** Fills the file system of `directory` with a file there, to the last byte. */
+/** Writes a file at `path` until its file system has no byte left. */
 function fillUp(path: string): void {
   const fd = openSync(path, 'w');
   try {
@@ -216,18 +216,22 @@ function logLines(server: ServerProcess): LogLine[] {
 }
 
 describe.runIf(process.getuid?.() === 0)('a server whose disk fills up (SQLite on a 20 MB tmpfs)', () => {
-  const mount = mkdtempSync(join(tmpdir(), 'agentry-full-'));
-  const fillPath = join(mount, 'fill');
   const key = testKey();
-  const env = { AGENTRY_DATA_DIR: join(mount, 'data'), AGENTRY_BOOTSTRAP_KEY: key, ...PROBE_ENV };
   const servers: ServerProcess[] = [];
+  let mount = '';
+  let fillPath = '';
+  let env: Record<string, string> = {};
 
   beforeAll(() => {
+    mount = mkdtempSync(join(tmpdir(), 'agentry-full-'));
+    fillPath = join(mount, 'fill');
+    env = { AGENTRY_DATA_DIR: join(mount, 'data'), AGENTRY_BOOTSTRAP_KEY: key, ...PROBE_ENV };
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=20m,mode=0711', 'tmpfs', mount]);
-    mkdirSync(env.AGENTRY_DATA_DIR);
+    mkdirSync(join(mount, 'data'));
   });
   afterAll(async () => {
     for (const server of servers) await server.stop('SIGKILL');
+    if (mount === '') return;
     execFileSync('umount', [mount]);
     rmSync(mount, { recursive: true, force: true });
   });

@@ -39,6 +39,7 @@ import { taskRoutes } from './http/routes/tasks.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { workflowRunRoutes } from './http/routes/workflow-runs.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
+import { registerStorageGate } from './http/storage-gate.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
 import { RequestLogController } from './logger.ts';
@@ -181,6 +182,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   });
   registerObservabilityHooks(app, deps.tracing, deps.metrics);
   app.addHook('onRequest', createAuthHook({ auth: deps.auth, clock: deps.clock }));
+  registerStorageGate(app, deps.storage.space);
 
   if (options.role === 'worker') {
     probeRoutes(app, deps, lifecycle);

@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseSecretKey } from './lib/secret-box.ts';
 import { SERVER_AUTOCHECKPOINT_PAGES } from './storage/sqlite-checkpointer.ts';
+import { DEFAULT_STORAGE_PROBE_MS } from './storage/storage-space.ts';
 import { DEFAULT_UID_BASE, MAX_SANDBOX_UID } from './tools/sandbox/sandbox-identity.ts';
 import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './tools/sandbox/sandbox-limits.ts';
 import { DEFAULT_WORKSPACE_QUOTA_BYTES, MIB } from './tools/sandbox/workspace-quota.ts';
@@ -45,6 +46,8 @@ export interface Config {
   requestLogMinMs: number;
   /** SQLite: the server connection's `wal_autocheckpoint` in pages while the checkpoint thread runs. */
   sqliteWalPages: number;
+  /** How often a process that ran out of disk space probes whether writes work again (storage/storage-space.ts). */
+  storageProbeMs: number;
   bootstrapKey: string | null;
   defaultModel: string;
   providers: Record<string, ProviderConfig>;
@@ -587,6 +590,7 @@ export function loadConfig(env: Env = process.env): Config {
     logFormat: oneOf(env, 'AGENTRY_LOG_FORMAT', ['auto', 'pretty', 'json'] as const, 'auto'),
     requestLogMinMs: int(env, 'AGENTRY_REQUEST_LOG_MIN_MS', 0, 0, 3600_000),
     sqliteWalPages: int(env, 'AGENTRY_SQLITE_WAL_PAGES', SERVER_AUTOCHECKPOINT_PAGES, 100, 1_000_000),
+    storageProbeMs: int(env, 'AGENTRY_STORAGE_PROBE_MS', DEFAULT_STORAGE_PROBE_MS, 100, 600_000),
     bootstrapKey,
     defaultModel,
     providers: providers(env),

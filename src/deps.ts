@@ -170,6 +170,8 @@ export async function buildDeps(
     backgroundCheckpoints: options.backgroundCheckpoints ?? false,
     autocheckpointPages: config.sqliteWalPages,
     onCheckpointerError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint thread stopped'),
+    storageProbeMs: config.storageProbeMs,
+    logger,
   });
   const secrets = deploymentSecretBox(config);
   let bus: Bus;
@@ -451,6 +453,7 @@ export function buildEngine(deps: Deps): Engine {
     {
       db: deps.storage.workerDb,
       dialect: deps.storage.dialect,
+      space: deps.storage.space,
       leaseMs: deps.config.leaseMs,
       clock: deps.clock,
       bus: deps.bus,
@@ -487,6 +490,7 @@ export function buildScheduler(deps: Deps): Scheduler {
   return createScheduler(deps.scheduleRunner, deps.logger, {
     pollMs: deps.config.pollMs,
     misfireGraceMs: deps.config.scheduleMisfireGraceMs,
+    space: deps.storage.space,
   });
 }
 
@@ -510,6 +514,7 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
       retryWindowMs: config.webhookRetryWindowMs,
       historyRetentionMs: config.webhookHistoryRetentionMs,
       metrics: deps.metrics,
+      space: deps.storage.space,
     },
     {
       concurrency: config.webhookConcurrency,
@@ -535,5 +540,6 @@ export function buildTaskNotifier(deps: Deps): TaskNotifier {
     allowInsecureDestinations: deps.config.allowInsecureDestinations,
     pollMs: Math.min(deps.config.pollMs, WEBHOOK_POLL_MS),
     timeoutMs: DELIVERY_TIMEOUT_MS,
+    space: deps.storage.space,
   });
 }

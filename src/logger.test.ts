@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { createLogger, RequestLogController } from './logger.ts';
+import { runInTurn } from './observability/trace-context.ts';
 
 /**
  * The threshold of the tests that use one: far above what answering /fast takes even on a busy machine, and below
@@ -59,6 +60,29 @@ describe('request log lines', () => {
       [20, 'GET /fast 200'],
       [30, 'GET /slow 200'],
       [30, 'GET /bad 400'],
+    ]);
+  });
+});
+
+describe('lines written inside a turn', () => {
+  it("carry the turn's runId and traceId, and only their own fields besides", () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const logger = createLogger({ logLevel: 'info', logFormat: 'json' }, sink);
+    runInTurn({ runId: 'run_1', traceId: 'trace_1' }, () => {
+      logger.warn({ sessionId: 's1', err: new Error('first') }, 'first');
+      logger.info('second');
+    });
+    logger.info('outside');
+    expect(lines.map((line) => [line.msg, line.runId, line.sessionId, line.err === undefined])).toEqual([
+      ['first', 'run_1', 's1', false],
+      ['second', 'run_1', undefined, true],
+      ['outside', undefined, undefined, true],
     ]);
   });
 });

@@ -10,6 +10,7 @@ import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import { CONSOLE_PATH } from './http/routes/console.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger } from './logger.ts';
+import { isStorageFull } from './storage/errors.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
 /** Run from the project folder: `npx agentry` elsewhere would fetch an unrelated package from the npm registry. */
@@ -50,6 +51,9 @@ function logProviders(logger: Logger, deps: Deps): void {
 
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
   const deps = await buildDeps(config, logger, systemClock, { backgroundCheckpoints: true });
+  // A start on a full disk starts read-only (reads served, writes refused, /readyz 503) instead of failing; the
+  // probe ends it once there is space (storage/storage-space.ts logs both).
+  await deps.storage.space.check();
   logProviders(logger, deps);
   if (config.allowInsecureDestinations) {
     logger.warn(
@@ -100,7 +104,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   announce(logger, `listening on ${url}`);
   if (consoleUrl !== null) announce(logger, `web console: ${consoleUrl}`);
   const sweep = setInterval(() => {
-    deps.idempotency.sweep().catch((error: unknown) => logger.warn({ err: error }, 'idempotency sweep failed'));
+    if (!deps.storage.space.writable) return;
+    deps.idempotency.sweep().catch((error: unknown) => {
+      if (!isStorageFull(error)) logger.warn({ err: error }, 'idempotency sweep failed');
+    });
   }, IDEMPOTENCY_SWEEP_MS);
   sweep.unref();
 

@@ -17,7 +17,9 @@ import {
   releaseIfIdle,
 } from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
+import { isStorageFull } from '../storage/errors.ts';
 import type { MessageRow } from '../storage/schema.ts';
+import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
@@ -48,7 +50,10 @@ export interface Engine {
   poke(): void;
 }
 
-export type EngineDeps = Omit<TurnDeps, 'owner' | 'draining'>;
+export type EngineDeps = Omit<TurnDeps, 'owner' | 'draining'> & {
+  /** Whether writes work: while the disk is full nothing is claimed, and turns in flight wait for space. */
+  space: WriteState;
+};
 
 export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -108,7 +113,9 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           })
           .catch((error: unknown) => {
             if (error instanceof LeaseLostError) controller.abort(new TurnAbort('lease_lost'));
-            else deps.logger.warn({ err: error, sessionId: lease.sessionId }, 'lease heartbeat failed');
+            else if (!isStorageFull(error)) {
+              deps.logger.warn({ err: error, sessionId: lease.sessionId }, 'lease heartbeat failed');
+            }
           });
       },
       Math.max(50, Math.floor(deps.leaseMs / 3)),
@@ -129,12 +136,20 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           await handOverNow(lease);
           return;
         }
-        const next = await nextRunnable(lease.sessionId);
-        if (next === undefined) {
-          if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
+        try {
+          const next = await nextRunnable(lease.sessionId);
+          if (next === undefined) {
+            if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
+            continue;
+          }
+          await runTurn(turnDeps, lease, next, controller.signal, context);
+        } catch (error) {
+          // The disk is full: nothing is wrong with the turn. The worker keeps the session and goes on from its last
+          // persisted step once writes work again (a lease that lapsed meanwhile and was taken stops it then).
+          if (!deps.space.observe(error)) throw error;
+          await deps.space.whenWritable(controller.signal);
           continue;
         }
-        await runTurn(turnDeps, lease, next, controller.signal, context);
         if (lease.released === true) return;
       }
       if (controller.signal.aborted) {
@@ -142,7 +157,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
         if (reason instanceof TurnAbort && reason.reason === 'shutdown') await handOverNow(lease);
       }
     } catch (error) {
-      if (!(error instanceof LeaseLostError))
+      if (!(error instanceof LeaseLostError) && !isStorageFull(error))
         deps.logger.error({ err: error, sessionId: lease.sessionId }, 'session worker failed');
     } finally {
       clearInterval(beat);
@@ -157,6 +172,9 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
     if (sessionId === undefined) scanWanted = true;
     else wanted.add(sessionId);
     if (pumping) return pumpRun;
+    // Claims are writes: none while the disk is full, nor before this process is in the registry. The poll
+    // comes back.
+    if (!deps.space.writable || !registry.registered) return Promise.resolve();
     pumping = true;
     pumpRun = claimLoop();
     return pumpRun;
@@ -191,7 +209,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       }
       saturated = running.size >= options.concurrency;
     } catch (error) {
-      deps.logger.error({ err: error }, 'claiming work failed');
+      if (!isStorageFull(error)) deps.logger.error({ err: error }, 'claiming work failed');
     } finally {
       pumping = false;
     }
@@ -217,7 +235,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       let sweeping = false;
       poll = setInterval(() => {
         void pump();
-        if (sweeping) return;
+        if (sweeping || !deps.space.writable) return;
         sweeping = true;
         denyExpiredApprovals(turnDeps)
           .catch((error: unknown) => deps.logger.warn({ err: error }, 'denying expired tool approvals failed'))

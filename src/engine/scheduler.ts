@@ -6,11 +6,15 @@
  */
 import type { Logger } from 'pino';
 import type { ScheduleRunner } from '../domain/schedules/schedule-runner.ts';
+import { isStorageFull } from '../storage/errors.ts';
+import type { WriteState } from '../storage/storage-space.ts';
 
 export interface SchedulerOptions {
   pollMs: number;
   /** A tick later than this was missed (no worker ran); the schedule's catch_up policy decides. */
   misfireGraceMs: number;
+  /** Whether writes work: while the disk is full the poll skips its passes (a tick fired later follows catch_up). */
+  space: WriteState;
 }
 
 export interface Scheduler {
@@ -36,7 +40,9 @@ export function createScheduler(runner: ScheduleRunner, logger: Logger, options:
       try {
         await runner.dispatch(scheduleId);
       } catch (error) {
-        log.error({ err: error, scheduleId }, 'starting a schedule run failed; it is retried at the next poll');
+        if (!isStorageFull(error)) {
+          log.error({ err: error, scheduleId }, 'starting a schedule run failed; it is retried at the next poll');
+        }
       }
     }
     await runner.enforceTimeouts();
@@ -54,7 +60,7 @@ export function createScheduler(runner: ScheduleRunner, logger: Logger, options:
           await pass();
         } while (again && !stopping);
       } catch (error) {
-        log.error({ err: error }, 'schedule pass failed');
+        if (!isStorageFull(error)) log.error({ err: error }, 'schedule pass failed');
       }
     })().finally(() => {
       current = null;
@@ -65,7 +71,8 @@ export function createScheduler(runner: ScheduleRunner, logger: Logger, options:
   function schedule(): void {
     if (stopping) return;
     timer = setTimeout(() => {
-      void poke().finally(schedule);
+      if (options.space.writable) void poke().finally(schedule);
+      else schedule();
     }, options.pollMs);
     timer.unref();
   }

@@ -62,6 +62,7 @@ import {
   toolSpanId,
 } from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
+import { isStorageFull } from '../storage/errors.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
@@ -905,6 +906,8 @@ async function runTurnSteps(
       deps.metrics.modelCall({ model: inFlight.model, outcome }, deps.clock.now() - inFlight.startedAt, none);
     }
     if (error instanceof LeaseLostError || reason === 'lease_lost' || reason === 'shutdown') return;
+    // The disk is full: the turn is not at fault and must not end failed. The engine waits for space and resumes it.
+    if (isStorageFull(error)) throw error;
     // A turn that ends before its first step was written still records that it started, in its last write.
     let startFirst: StartWrite | null = null;
     if (starter !== null) {

@@ -152,10 +152,17 @@ export const errorCatalog = {
     description:
       'An unexpected server error; the body never carries internal details. The request id identifies it in the logs.',
   },
+  insufficient_storage: {
+    status: 507,
+    type: 'server_error',
+    description:
+      "The server's disk (or its database's) is full: nothing was written. Reads are still served; writes are refused until space is freed, and `Retry-After` says when to try again (docs/operations.md, When the disk is full).",
+  },
   service_unavailable: {
     status: 503,
     type: 'server_error',
-    description: 'The server is starting, shutting down or cannot reach its database.',
+    description:
+      'The server is starting, shutting down or cannot reach its database; from GET /readyz also: it is read-only because the disk is full.',
   },
 } as const satisfies Record<string, { status: number; type: string; description: string }>;
 

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/app-error.ts';
 import { type ErrorCode, errorCatalog } from '../errors/catalog.ts';
+import { isStorageFull } from '../storage/errors.ts';
 import { describeValidationError } from './validation.ts';
 
 export interface ErrorBody {
@@ -15,6 +16,10 @@ export interface ErrorBody {
 export function errorBody(code: ErrorCode, message: string, param: string | null = null): ErrorBody {
   return { error: { code, message, type: errorCatalog[code].type, param } };
 }
+
+/** What a client is told when a write fails, or is refused, because the disk is full. */
+export const STORAGE_FULL_MESSAGE =
+  "The server's storage is full: nothing was written. Reads still work; retry writes after Retry-After";
 
 /** The older API under this prefix answers errors in its own form (docs/legacy.md). */
 export const OLDER_API_PREFIX = '/api/sdk';
@@ -87,8 +92,15 @@ function fromFastify(error: FastifyError): { code: ErrorCode; message: string; p
 export function handleError(error: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
   // No route matched: whatever went wrong with the body, the answer is that the route does not exist.
   if (request.is404) return handleNotFound(request, reply);
+  if (isStorageFull(error)) {
+    request.log.debug({ err: error }, 'write failed for lack of space');
+    return send(reply, 'insufficient_storage', STORAGE_FULL_MESSAGE);
+  }
   if (error instanceof AppError) {
-    if (errorCatalog[error.code].status >= 500) request.log.error({ err: error }, 'request failed');
+    // A probe's 503 is the state it reports, not a failure; a lack of space is logged once per episode
+    // (storage/storage-space.ts), not per refused request.
+    const quiet = request.routeOptions.config?.probe === true || error.code === 'insufficient_storage';
+    if (errorCatalog[error.code].status >= 500 && !quiet) request.log.error({ err: error }, 'request failed');
     return send(reply, error.code, error.message, error.param);
   }
   const fastifyError = error as FastifyError;

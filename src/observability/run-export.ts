@@ -13,6 +13,7 @@ import { SPAN_BLOCK } from '../domain/runs/spans.ts';
 import { TERMINAL_STATUSES } from '../domain/turns/message-types.ts';
 import { claimRunExport } from '../domain/turns/turn-store.ts';
 import type { Executor } from '../storage/db.ts';
+import { isStorageFull } from '../storage/errors.ts';
 import type { RunRow, SpanRow } from '../storage/schema.ts';
 import { chatSpanId, type RunTrace, runTrace, toolSpanId } from './trace-context.ts';
 import type { SpanSpec, Tracing } from './tracing.ts';
@@ -241,7 +242,8 @@ export function createRunExporter(deps: RunExporterDeps): RunExporter {
         if (rows.length === BATCH) again = true;
       } while (again);
     } catch (error) {
-      deps.logger.warn({ err: error }, 'exporting ended runs as traces failed');
+      // A full disk (claiming a run is a write) is logged once per episode by storage/storage-space.ts.
+      if (!isStorageFull(error)) deps.logger.warn({ err: error }, 'exporting ended runs as traces failed');
     } finally {
       sweeping = false;
     }
@@ -252,7 +254,7 @@ export function createRunExporter(deps: RunExporterDeps): RunExporter {
       try {
         await exportRun(runId);
       } catch (error) {
-        deps.logger.warn({ err: error, runId }, 'exporting the run as a trace failed');
+        if (!isStorageFull(error)) deps.logger.warn({ err: error, runId }, 'exporting the run as a trace failed');
       }
     },
     poke: () => void sweep(),

@@ -105,7 +105,11 @@ export function runInTurn<T>(fields: { runId: string; traceId: string }, work: (
   return turnLog.run(fields, work);
 }
 
-/** Fields every log line written inside a turn carries; empty elsewhere. */
+/**
+ * Fields every log line written inside a turn carries; empty elsewhere. A fresh object each time: pino merges each
+ * line's own fields into what the mixin returns, which would otherwise carry them into the turn's later lines.
+ */
 export function turnLogFields(): { runId?: string; traceId?: string } {
-  return turnLog.getStore() ?? {};
+  const fields = turnLog.getStore();
+  return fields === undefined ? {} : { ...fields };
 }

@@ -4,9 +4,10 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { type DatabaseConnection, Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { createPrivateFile } from '../lib/private-files.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
@@ -14,6 +15,7 @@ import { type ChangeSignal, postgresChangeSignal, sqliteChangeSignal } from './c
 import { migrationProvider } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-adapter.ts';
+import { createStorageSpace, reportFailures, type StorageSpace } from './storage-space.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -30,6 +32,8 @@ export interface Storage {
   dialect: Dialect;
   /** A human-readable description of where the data lives (no credentials). */
   location: string;
+  /** Whether writes work, or fail for lack of space (storage-space.ts); every failed statement is reported to it. */
+  space: StorageSpace;
   ping(): Promise<void>;
   /**
    * A number that moves whenever an API key, agent or webhook endpoint may have changed, in this process or another one
@@ -84,6 +88,20 @@ export interface StorageOptions {
   /** SQLite with the thread: the connection's `wal_autocheckpoint` in pages (AGENTRY_SQLITE_WAL_PAGES). */
   autocheckpointPages?: number;
   onCheckpointerError?: (error: unknown) => void;
+  /** How often a process that ran out of space probes for it (AGENTRY_STORAGE_PROBE_MS). */
+  storageProbeMs?: number;
+  /** Where the start and end of a lack of space are logged. */
+  logger?: Logger;
+}
+
+/** The probe of storage-space.ts: one row rewritten, a real write on either dialect. */
+async function writeProbe(db: Kysely<Database>): Promise<void> {
+  const now = Date.now();
+  await db
+    .insertInto('storage_probe')
+    .values({ id: 'probe', probed_at: now })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ probed_at: now }))
+    .execute();
 }
 
 export async function openStorage(
@@ -96,6 +114,10 @@ export async function openStorage(
   let location: string;
   let signal: ChangeSignal;
   let stopCheckpointer = async (): Promise<void> => undefined;
+  // Created once `db` exists; the connections report to it from their first statement on.
+  let space: StorageSpace | null = null;
+  const onCreateConnection = async (connection: DatabaseConnection) =>
+    reportFailures(connection, (error) => space?.observe(error));
   if (config.databaseUrl !== null) {
     const schema = config.databaseSchema;
     if (schema !== null) {
@@ -116,9 +138,10 @@ export async function openStorage(
         ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
       });
     signal = postgresChangeSignal({ connectionString: config.databaseUrl, schema: schema ?? 'public' });
-    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool() }), plugins: [signal.plugin] });
+    const postgres = () => new PostgresDialect({ pool: pool(), onCreateConnection });
+    db = new Kysely<Database>({ dialect: postgres(), plugins: [signal.plugin] });
     // Connections are opened on first use: a process that runs no turns (role api) never opens this pool's.
-    workerDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool() }), plugins: [signal.plugin] });
+    workerDb = new Kysely<Database>({ dialect: postgres(), plugins: [signal.plugin] });
     dialect = 'postgres';
     location = describePostgres(config.databaseUrl, schema);
   } else {
@@ -129,16 +152,28 @@ export async function openStorage(
     const database = openSqlite({ path, ...options });
     stopCheckpointer = () => database.stopCheckpointer();
     signal = sqliteChangeSignal(() => database.dataVersion());
-    db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }), plugins: [signal.plugin] });
+    db = new Kysely<Database>({
+      dialect: new NodeSqliteDialect({ database, onCreateConnection }),
+      plugins: [signal.plugin],
+    });
     workerDb = db;
     dialect = 'sqlite';
     location = path;
   }
+  const opened = db;
+  space = createStorageSpace({
+    directory: config.dataDir,
+    location,
+    probeWrite: () => writeProbe(opened),
+    ...(options.storageProbeMs === undefined ? {} : { probeMs: options.storageProbeMs }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
   return {
     db,
     workerDb,
     dialect,
     location,
+    space,
     changeVersion: () => signal.version(),
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -186,6 +221,7 @@ export async function openStorage(
       }
     },
     close: async () => {
+      space.close();
       await signal.close();
       await stopCheckpointer();
       if (workerDb !== db) await workerDb.destroy();

@@ -3,6 +3,7 @@
  * writers store (copied from them, including shapes older versions wrote) while rejecting wrong ones.
  */
 import { describe, expect, it } from 'vitest';
+import { thrownBy } from '../../test/helpers/thrown.ts';
 import { isStoredAgentConfig, type StoredAgentConfig } from '../domain/agents/agent-types.ts';
 import { isMessageOptions, type MessageOptions } from '../domain/turns/accept.ts';
 import { type ItemContent, isItemContent } from '../domain/turns/items.ts';
@@ -11,15 +12,6 @@ import { JsonColumnError, parseJsonColumn } from './json-column.ts';
 
 /** What a guard sees: the value after a trip through the column. */
 const stored = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
-
-function thrownBy(read: () => unknown): unknown {
-  try {
-    read();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the read to throw');
-}
 
 describe('parseJsonColumn', () => {
   it('returns a value that passes the guard', () => {

@@ -403,6 +403,12 @@ export interface EngineProcessesTable {
   expires_at: Millis;
 }
 
+/** The row rewritten to test whether writes work again after the disk was full (storage/storage-space.ts). */
+export interface StorageProbeTable {
+  id: string;
+  probed_at: Millis;
+}
+
 export interface SchedulesTable {
   id: string;
   org_id: string;
@@ -476,6 +482,7 @@ export interface Database {
   tool_approvals: ToolApprovalsTable;
   schedules: SchedulesTable;
   schedule_runs: ScheduleRunsTable;
+  storage_probe: StorageProbeTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;

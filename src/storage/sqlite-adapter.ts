@@ -76,6 +76,8 @@ export interface OpenedSqlite extends SqliteDatabase {
   dataVersion(): number;
   /** Stops the checkpoint thread, if any (before `close`). */
   stopCheckpointer(): Promise<void>;
+  /** Whether a transaction is open on the connection (SQLite ends one by itself after some errors). */
+  inTransaction(): boolean;
 }
 
 export function openSqlite(options: SqliteOptions): OpenedSqlite {
@@ -103,6 +105,7 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
   return {
     dataVersion: () => Number(dataVersion.get()?.data_version ?? 0),
     stopCheckpointer: () => checkpointer?.stop() ?? Promise.resolve(),
+    inTransaction: () => database.isTransaction,
     close: () => {
       cache.clear();
       database.close();
@@ -128,8 +131,14 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
  * load; this driver hands the connection to the next waiter in FIFO order instead.
  */
 class FifoSqliteDriver extends SqliteDriver {
+  readonly #database: OpenedSqlite;
   readonly #waiters: (() => void)[] = [];
   #held = false;
+
+  constructor(config: NodeSqliteDialectConfig) {
+    super(config);
+    this.#database = config.database;
+  }
 
   override async acquireConnection(): Promise<DatabaseConnection> {
     if (this.#held) await new Promise<void>((resolve) => this.#waiters.push(resolve));
@@ -142,6 +151,15 @@ class FifoSqliteDriver extends SqliteDriver {
     if (next === undefined) this.#held = false;
     else next();
   }
+
+  /**
+   * SQLite rolls a transaction back by itself after some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, some
+   * SQLITE_BUSY): a ROLLBACK then fails with "cannot rollback - no transaction is active", and Kysely would throw
+   * that instead of the error that ended the transaction. Nothing to roll back is not an error.
+   */
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.#database.inTransaction()) await super.rollbackTransaction(connection);
+  }
 }
 
 class FifoSqliteAdapter extends SqliteAdapter {
@@ -151,10 +169,14 @@ class FifoSqliteAdapter extends SqliteAdapter {
   }
 }
 
-export class NodeSqliteDialect extends SqliteDialect {
-  readonly #config: SqliteDialectConfig;
+export interface NodeSqliteDialectConfig extends SqliteDialectConfig {
+  database: OpenedSqlite;
+}
 
-  constructor(config: SqliteDialectConfig) {
+export class NodeSqliteDialect extends SqliteDialect {
+  readonly #config: NodeSqliteDialectConfig;
+
+  constructor(config: NodeSqliteDialectConfig) {
     super(config);
     this.#config = config;
   }

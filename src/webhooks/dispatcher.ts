@@ -31,6 +31,8 @@ import type { Resolver } from '../lib/egress.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { Metrics } from '../observability/metrics-types.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
+import { isStorageFull } from '../storage/errors.ts';
+import type { WriteState } from '../storage/storage-space.ts';
 
 export interface DispatcherDeps {
   db: Executor;
@@ -47,6 +49,8 @@ export interface DispatcherDeps {
   historyRetentionMs: number;
   resolver?: Resolver;
   metrics?: Metrics;
+  /** Whether writes work: while the disk is full nothing is fanned out or claimed (the poll comes back). */
+  space: WriteState;
 }
 
 export interface DispatcherOptions {
@@ -122,7 +126,13 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
   let flushRun: Promise<void> | null = null;
   let wake: { at: number; timer: NodeJS.Timeout } | null = null;
 
+  /** Logs a failed pass, unless the disk is full: that is logged once per episode (storage-space.ts). */
+  function failed(error: unknown, fields: Record<string, unknown>, message: string): void {
+    if (!isStorageFull(error)) log.error({ err: error, ...fields }, message);
+  }
+
   function fan(): void {
+    if (!deps.space.writable) return;
     if (fanRun !== null) {
       fanAgain = true;
       return;
@@ -142,7 +152,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
           }
         } while (fanAgain && !stopping);
       } catch (error) {
-        log.error({ err: error }, 'webhook fan-out failed');
+        failed(error, {}, 'webhook fan-out failed');
       }
     })().finally(() => {
       fanRun = null;
@@ -175,7 +185,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
           pump();
         } while (discoverAgain && !stopping);
       } catch (error) {
-        log.error({ err: error }, 'looking for due webhook deliveries failed');
+        failed(error, {}, 'looking for due webhook deliveries failed');
       }
     })().finally(() => {
       discoverRun = null;
@@ -216,7 +226,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
   }
 
   function pump(): void {
-    if (stopping) return;
+    if (stopping || !deps.space.writable) return;
     if (pumpRun !== null) {
       pumpAgain = true;
       return;
@@ -240,7 +250,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
           }
         } while (pumpAgain && !stopping);
       } catch (error) {
-        log.error({ err: error }, 'claiming webhook deliveries failed');
+        failed(error, {}, 'claiming webhook deliveries failed');
       }
     })().finally(() => {
       pumpRun = null;
@@ -317,7 +327,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
           if (batch.some((result) => result.kind === 'released')) discover();
         } catch (error) {
           // The leases lapse and the deliveries are tried again: at-least-once, never lost.
-          log.error({ err: error, results: batch.length }, 'recording webhook attempts failed');
+          failed(error, { results: batch.length }, 'recording webhook attempts failed');
         }
       }
     })().finally(() => {
@@ -341,9 +351,10 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
   }
 
   function sweep(): void {
-    sweepHistory(store, deps.clock.now(), deps.historyRetentionMs).catch((error: unknown) =>
-      log.warn({ err: error }, 'webhook history sweep failed'),
-    );
+    if (!deps.space.writable) return;
+    sweepHistory(store, deps.clock.now(), deps.historyRetentionMs).catch((error: unknown) => {
+      if (!isStorageFull(error)) log.warn({ err: error }, 'webhook history sweep failed');
+    });
   }
 
   return {

@@ -7,6 +7,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import type { StreamHub } from '../../src/bus/live-hub.ts';
@@ -97,7 +98,7 @@ export function testEnvironment(dialect: DialectName): { env: Record<string, str
 export async function createHarness(
   dialect: DialectName,
   env: Record<string, string> = {},
-  options: BuildDepsOptions & { clock?: Clock } = {},
+  options: BuildDepsOptions & { clock?: Clock; logger?: Logger } = {},
 ): Promise<Harness> {
   const environment = testEnvironment(dialect);
   // A restart over the same data keeps the key it was bootstrapped with.
@@ -109,7 +110,7 @@ export async function createHarness(
     ...environment.env,
     ...env,
   });
-  const deps = await buildDeps(config, createLogger(config), options.clock, options);
+  const deps = await buildDeps(config, options.logger ?? createLogger(config), options.clock, options);
   await bootstrap(deps.orgs, config.bootstrapKey);
   const { app, hub, lifecycle } = await buildApp(deps);
   const engine = buildEngine(deps);

@@ -12,7 +12,9 @@ import { iso } from '../../lib/clock.ts';
 import { postPinned, type Resolver } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
+import { isStorageFull } from '../../storage/errors.ts';
 import type { TaskRow } from '../../storage/schema.ts';
+import type { WriteState } from '../../storage/storage-space.ts';
 import { messageStatusOf } from '../turns/message-types.ts';
 import type { WorkflowService } from '../workflows/workflow-service.ts';
 import type { LegacyWebhookService } from './legacy-webhooks.ts';
@@ -29,6 +31,8 @@ export interface TaskNotifierDeps {
   resolver?: Resolver;
   pollMs: number;
   timeoutMs: number;
+  /** Whether writes work: while the disk is full the poll skips its passes. */
+  space: WriteState;
 }
 
 export interface TaskNotifier {
@@ -145,7 +149,11 @@ export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
   const loop = async () => {
     timer = null;
     if (stopped) return;
-    running = tick().catch((error: unknown) => deps.logger.error({ err: error }, 'task notifier pass failed'));
+    if (deps.space.writable) {
+      running = tick().catch((error: unknown) => {
+        if (!isStorageFull(error)) deps.logger.error({ err: error }, 'task notifier pass failed');
+      });
+    }
     await running;
     running = null;
     if (!stopped) timer = setTimeout(loop, deps.pollMs);

@@ -47,6 +47,12 @@ export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
         request.log.warn({ err: error }, 'readiness check failed');
         throw new AppError('service_unavailable', 'the database is unreachable', { cause: error });
       }
+      const { space } = deps.storage;
+      if (!space.writable) {
+        // Logged once per episode by storage-space.ts, not once per probe.
+        reply.header('retry-after', String(space.retryAfterS));
+        throw new AppError('service_unavailable', 'the server is read-only: writes fail for lack of space');
+      }
       return { status: 'ready' };
     },
   });

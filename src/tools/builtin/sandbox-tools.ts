@@ -7,6 +7,7 @@
  * of turn, shutdown); its wall time is the sandbox's own limit, not the generic tool timeout.
  */
 import { Type } from 'typebox';
+import { isStorageFull } from '../../storage/errors.ts';
 import { egressEnabled } from '../network/network-policy.ts';
 import { SandboxError, WorkspacePathError } from '../sandbox/sandbox-errors.ts';
 import { runTimeout } from '../sandbox/sandbox-limits.ts';
@@ -25,12 +26,20 @@ const LIST_DEPTH = 3;
 const RELATIVE_PATH =
   'Path relative to the workspace root, e.g. "src/main.py" (no leading "/", no ".." segments); the workspace is /workspace inside sandbox_run';
 
-/** A refused path (outside the workspace, not found, a directory...) is the model's to correct. */
+const DISK_FULL_WRITE =
+  "the server's disk is full: the file could not be written (it may be left empty or incomplete); try again later";
+const DISK_FULL_RUN = "the server's disk is full: the command could not be started; try again later";
+
+/**
+ * A refused path (outside the workspace, not found, a directory...) is the model's to correct; a full disk is the
+ * server's condition, said plainly rather than as a bare ENOSPC.
+ */
 async function inWorkspace(run: () => Promise<ToolOutput>): Promise<ToolOutput> {
   try {
     return await run();
   } catch (error) {
     if (error instanceof WorkspacePathError) return toolError(error.message);
+    if (isStorageFull(error)) return toolError(DISK_FULL_WRITE);
     throw error;
   }
 }
@@ -72,6 +81,7 @@ function sandboxTools(runtime: SandboxRuntime): ResolvedTool[] {
         if (error instanceof SandboxError) {
           throw new Error(error.hint === null ? error.message : `${error.message} (${error.hint})`, { cause: error });
         }
+        if (isStorageFull(error)) throw new Error(DISK_FULL_RUN, { cause: error });
         throw error;
       }
       // Stopped by the turn (interrupt, shutdown) or the call's timeout: the engine says which.

@@ -16,6 +16,7 @@ import { engineProcesses } from './0014-engine-processes.ts';
 import { changeNotifications } from './0015-change-notifications.ts';
 import { endpointChangeNotifications } from './0016-endpoint-change-notifications.ts';
 import { sealedWebhookSecrets } from './0017-sealed-webhook-secrets.ts';
+import { messageWarnings } from './0018-message-warnings.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -37,6 +38,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0015-change-notifications': changeNotifications,
   '0016-endpoint-change-notifications': endpointChangeNotifications,
   '0017-sealed-webhook-secrets': sealedWebhookSecrets(context),
+  '0018-message-warnings': messageWarnings,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

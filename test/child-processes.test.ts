@@ -89,7 +89,9 @@ describe('processes started by a test file', () => {
         }).catch(() => undefined);
         expect(expectedGone.filter(alive), output).toEqual([]);
       } finally {
-        for (const pid of pids) {
+        // Should it still run (a failure above), the fixture run goes too, with its workers.
+        const groups = run.exitCode === null && run.signalCode === null ? [-(run.pid ?? 0)] : [];
+        for (const pid of [...groups, ...pids]) {
           try {
             process.kill(pid, 'SIGKILL');
           } catch {

@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    // Kills what a test file's helpers started once the file ends (test/helpers/children.ts).
+    setupFiles: ['test/helpers/children-setup.ts'],
     pool: 'forks',
     // Two cores: two files at a time keeps the database-heavy suites from starving each other.
     maxWorkers: 2,

@@ -53,7 +53,6 @@ import { createMcpProvider } from './tools/mcp/provider.ts';
 import { createToolListCache } from './tools/mcp/tool-cache.ts';
 import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
-import { detectBubblewrap } from './tools/sandbox/bubblewrap-detect.ts';
 import { describeIdentity } from './tools/sandbox/sandbox-identity.ts';
 import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
@@ -254,14 +253,10 @@ export async function buildDeps(
     resolver: options.agentNetwork?.resolver,
     allowInsecureDestinations: config.allowInsecureDestinations,
     egressPorts: config.sandbox.egressPorts ?? undefined,
-    detection:
-      options.detectSandbox === false
-        ? { available: false, reason: 'sandbox detection is off in this process', hint: 'run the server' }
-        : await detectBubblewrap({
-            bwrapPath: config.sandbox.bwrapPath,
-            user: config.sandbox.user,
-            uidBase: config.sandbox.uidBase,
-          }),
+    // The runtime detects bubblewrap itself, with its trial run in the runs' folder of this process.
+    ...(options.detectSandbox === false
+      ? { detection: { available: false, reason: 'sandbox detection is off in this process', hint: 'run the server' } }
+      : { bwrapPath: config.sandbox.bwrapPath, user: config.sandbox.user, uidBase: config.sandbox.uidBase }),
   });
   if (options.detectSandbox !== false) logSandbox(logger, sandbox);
   // Untrusted input (web pages, search answers, skill front matter) is parsed in worker threads with limits.

@@ -60,7 +60,7 @@ describe.each(dialects())('agent warnings (%s)', (dialect) => {
     });
     expect(created.status, created.text).toBe(201);
     const { agent, warnings } = json(created);
-    const { accepted } = await flow.turn(agent.id, 'hello');
+    const { accepted, message } = await flow.turn(agent.id, 'hello');
     const expected = [
       {
         code: 'tool_unavailable',
@@ -79,6 +79,9 @@ describe.each(dialects())('agent warnings (%s)', (dialect) => {
     ];
     expect(accepted.warnings).toEqual(expect.arrayContaining(expected));
     expect(accepted.warnings).toHaveLength(expected.length);
+    // The message keeps the warnings of its acceptance, and its run carries them too.
+    expect(message.warnings).toEqual(accepted.warnings);
+    expect(json(await h.request('GET', `/v1/runs/${message.runId}`)).warnings).toEqual(accepted.warnings);
     expect(warnings).toEqual([
       { code: 'model_not_configured', message: expect.stringContaining('OPENAI_API_KEY is not set') },
       ...accepted.warnings,

@@ -4,7 +4,7 @@
  * keys, the model providers in the startup log, the CLI naming its database and listing organizations and keys,
  * and the logs (one line per request; JSON when piped, human-readable on a terminal).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
+import { spawnChild } from './helpers/children.ts';
 import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
 import { waitUntil } from './helpers/fixtures.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
@@ -125,7 +126,7 @@ describe('an old Node.js', () => {
     'runs the server under the pinned Node.js and passes signals on to it',
     async () => {
       const environment = testEnvironment('sqlite');
-      const child = spawn(process.execPath, [...AS_NODE_20, 'bin/agentry.js', 'serve'], {
+      const child = spawnChild(process.execPath, [...AS_NODE_20, 'bin/agentry.js', 'serve'], {
         cwd: ROOT,
         env: { ...process.env, ...environment.env, PORT: '0', LOG_LEVEL: 'info' },
       });

@@ -26,6 +26,7 @@ const RUN_KEYS = [
   'usage',
   'cost_usd',
   'error',
+  'warnings',
   'created_at',
   'started_at',
   'completed_at',
@@ -108,6 +109,7 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
         output_preview: 'hello priced world',
         error: null,
       });
+      expect(run.warnings).toEqual([]);
       expect(run.usage.input_tokens).toBeGreaterThan(0);
       expect(run.usage.output_tokens).toBeGreaterThan(0);
       expect(run.usage).toEqual({

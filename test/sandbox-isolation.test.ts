@@ -12,6 +12,7 @@ import { bwrapArgs } from '../src/tools/sandbox/bwrap-args.ts';
 import { WorkspacePathError } from '../src/tools/sandbox/sandbox-errors.ts';
 import { resolveLimits } from '../src/tools/sandbox/sandbox-limits.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
+import { spawnChild } from './helpers/children.ts';
 import { WAIT_MS } from './helpers/deadlines.ts';
 import {
   describeSandbox,
@@ -51,7 +52,7 @@ describeSandbox('sandbox isolation', () => {
     workspaceB = await runtime.workspaceFor('org1', 'agentB');
     writeFileSync(join(data.path, 'agentry.db'), 'database-contents');
     // A host process whose environment holds the secret, as the server's own processes would.
-    hostProcess = spawn('sleep', ['60'], { env: { AGENTRY_TEST_SANDBOX_SECRET: SECRET }, stdio: 'ignore' });
+    hostProcess = spawnChild('sleep', ['60'], { env: { AGENTRY_TEST_SANDBOX_SECRET: SECRET }, stdio: 'ignore' });
   });
   afterAll(async () => {
     hostProcess.kill('SIGKILL');

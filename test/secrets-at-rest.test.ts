@@ -7,16 +7,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import { Migrator } from 'kysely/migration';
-import pg from 'pg';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../src/domain/auth/scopes.ts';
 import { attemptDelivery } from '../src/domain/webhooks/attempt.ts';
 import { createSigner } from '../src/domain/webhooks/signing.ts';
 import { sha256Hex } from '../src/lib/hash.ts';
 import { createSecretBox } from '../src/lib/secret-box.ts';
-import { NodeSqliteDialect, openSqlite } from '../src/storage/sqlite-adapter.ts';
 import {
   createHarness,
   type DialectName,
@@ -26,38 +23,10 @@ import {
   testEnvironment,
   testKey,
 } from './helpers/harness.ts';
-import { allMigrations } from './helpers/migrations.ts';
+import { olderDatabase } from './helpers/migrations.ts';
 import { type Received, type Receiver, startReceiver, verified } from './helpers/webhook-receiver.ts';
 
 const whsec = () => `whsec_${randomBytes(32).toString('base64')}`;
-
-/** A database as the version before sealed secrets left it: every migration before 0017 applied. */
-async function olderVersionDatabase(env: Record<string, string>): Promise<Kysely<unknown>> {
-  const dataDir = env.AGENTRY_DATA_DIR ?? '';
-  const url = env.DATABASE_URL;
-  const schema = env.AGENTRY_DATABASE_SCHEMA;
-  let db: Kysely<unknown>;
-  if (url === undefined || schema === undefined) {
-    db = new Kysely({
-      dialect: new NodeSqliteDialect({ database: openSqlite({ path: join(dataDir, 'agentry.db') }) }),
-    });
-  } else {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(`create schema "${schema}"`);
-    await client.end();
-    const pool = new pg.Pool({ connectionString: url, options: `-c search_path="${schema}"` });
-    db = new Kysely({ dialect: new PostgresDialect({ pool }) });
-  }
-  const before = Object.fromEntries(Object.entries(await allMigrations(dataDir)).filter(([name]) => name < '0017'));
-  const migrated = await new Migrator({
-    db,
-    provider: { getMigrations: async () => before },
-    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
-  }).migrateToLatest();
-  expect(migrated.error).toBeUndefined();
-  return db;
-}
 
 /** Every byte of the tables as stored on disk (Postgres: read by the server itself, after a checkpoint). */
 async function rawStorage(h: Harness, env: Record<string, string>): Promise<string> {
@@ -95,7 +64,8 @@ describe.each(dialects())('secrets at rest (%s)', (dialect: DialectName) => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    const old = await olderVersionDatabase(environment.env);
+    // A database as the version before sealed secrets left it: every migration before 0017 applied.
+    const old = await olderDatabase(environment.env, '0017');
     const now = Date.now();
     await sql`insert into orgs (id, name, project_id, credit_balance_micros, created_at)
       values ('o1', 'default', 1, null, ${now})`.execute(old);

@@ -131,6 +131,15 @@ describe.each(dialects())('tool approvals across restarts (%s)', (dialect) => {
       const finished = await waitFor(api, sessionId, third, TERMINAL_STATUSES as string[]);
       expect(finished.status).toBe('completed');
       expect(finished.response.parts[0].text).toBe('third done');
+      // Given up, and the message says which call.
+      expect(finished.warnings).toEqual([
+        {
+          code: 'tool_call_abandoned',
+          message: expect.stringContaining('after its approval'),
+          callId: expect.stringMatching(/^call_/),
+          tool: 'slow',
+        },
+      ]);
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect((await mcp.state()).calls.filter((call) => call.tool === 'slow')).toHaveLength(1);
       const trace = (await api('GET', `/v1/runs/${finished.runId}/trace?limit=50`)).body?.data ?? [];

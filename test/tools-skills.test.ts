@@ -5,13 +5,14 @@
  * files copied into the workspace under `skills/` (never a symlink, never `.git`), and a missing skill as a
  * warning, never a failed turn. Once per dialect.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnChild } from './helpers/children.ts';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 
@@ -101,7 +102,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
   daemonPort = await freePort();
-  daemon = spawn(
+  daemon = spawnChild(
     'git',
     [
       'daemon',

@@ -9,8 +9,11 @@ import { buildDeps, type Deps } from '../deps.ts';
 import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
 import { listApiKeys, revokeApiKeys } from '../domain/orgs/api-keys.ts';
 import { systemClock } from '../lib/clock.ts';
+import { prepareDataDir } from '../lib/private-files.ts';
+import { deploymentSecretBox } from '../lib/secret-box.ts';
 import { createLogger } from '../logger.ts';
 import { serve } from '../main.ts';
+import { openStorage } from '../storage/db.ts';
 import { formatTable, formatTime } from './table.ts';
 
 export type OptionName = 'org' | 'scopes' | 'compat' | 'role';
@@ -70,6 +73,23 @@ async function withDeps<T>(output: Output, run: (deps: Deps) => Promise<T>): Pro
   }
 }
 
+/**
+ * Applies the pending migrations and returns their names, in order. Only the database is opened: none of the
+ * services a server builds, which would migrate it on the way without saying what they applied.
+ */
+async function migrateDatabase(output: Output): Promise<string[]> {
+  const config = loadConfig();
+  const unfixed = prepareDataDir(config.dataDir);
+  for (const problem of unfixed) output.stderr.write(`agentry: the data directory is not private: ${problem}\n`);
+  const storage = await openStorage(config);
+  output.stderr.write(`agentry: database ${storage.location}\n`);
+  try {
+    return await storage.migrate(deploymentSecretBox(config));
+  } finally {
+    await storage.close();
+  }
+}
+
 async function orgId(deps: Deps, name: string | undefined): Promise<string> {
   return (await deps.orgs.requireByName(name ?? '')).id;
 }
@@ -99,13 +119,20 @@ export const COMMANDS: readonly Command[] = [
     words: ['migrate'],
     synopsis: '',
     summary: 'apply database migrations',
-    details: 'Brings the configured database up to date and exits; the server does the same when it starts.',
+    details:
+      'Brings the configured database up to date and exits, printing each migration it applies (none when the\n' +
+      'database is up to date already); the server does the same when it starts.',
     options: [],
     required: [],
     args: [],
     async run({ output }) {
-      await withDeps(output, async () => undefined);
-      output.stdout.write('database is up to date\n');
+      const applied = await migrateDatabase(output);
+      for (const name of applied) output.stdout.write(`applied migration ${name}\n`);
+      output.stdout.write(
+        applied.length === 0
+          ? 'database is up to date: no migration to apply\n'
+          : `database is up to date: ${applied.length} migration${applied.length === 1 ? '' : 's'} applied\n`,
+      );
     },
   },
   {

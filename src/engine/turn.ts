@@ -34,12 +34,14 @@ import {
   type MessageError,
   OPEN_STATUSES,
   RUNNABLE_STATUSES,
+  TOOL_CALL_ABANDONED,
   type Warning,
 } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/turns/transitions.ts';
 import {
   addStepUsage,
+  addWarning,
   agentAtStart,
   agentForTurn,
   loadMessage,
@@ -571,17 +573,24 @@ async function runServerCall(
   });
   publish(deps, lease.sessionId, started.events);
   let result: { output: string; isError: boolean };
+  // A call given up because restarts interrupted it: the model gets an error output, the message a warning.
+  let abandoned: Warning | null = null;
   if (!started.fresh) {
     result = {
       output:
         'Error: the service restarted while this approved call was running; it was not run again, since an approval allows one execution (it may or may not have taken effect)',
       isError: true,
     };
+    abandoned = abandonedCall(
+      call,
+      'a restart of the service interrupted it after its approval, which allows one execution',
+    );
   } else if (started.attempt > MAX_CALL_ATTEMPTS) {
     result = {
       output: 'Error: the call was interrupted twice by a restart of the service and was not run again',
       isError: true,
     };
+    abandoned = abandonedCall(call, `restarts of the service interrupted it ${MAX_CALL_ATTEMPTS} times`);
   } else {
     const startedAt = performance.now();
     const traceparent = outgoingTraceparent(
@@ -618,8 +627,15 @@ async function runServerCall(
     );
   }
   const { output, isError } = result;
+  if (abandoned !== null) {
+    deps.logger.warn(
+      { messageId: message.id, callId: call.callId, tool: call.name, attempts: started.attempt },
+      `gave up the tool call ${call.callId} (${call.name}): ${abandoned.message}`,
+    );
+  }
   await change(deps, lease, message.id, ['running'], async (trx, current, now) => {
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
+    if (abandoned !== null) await addWarning(trx, current, abandoned, now);
     await appendItems(trx, target, [
       {
         messageId: call.messageId,
@@ -630,7 +646,19 @@ async function runServerCall(
     ]);
     const status = isError ? 'failed' : 'completed';
     await endToolSpan(trx, { messageId: call.messageId, callId: call.callId, status, output, now });
+    const warning: SessionEventInput[] =
+      abandoned === null
+        ? []
+        : [
+            {
+              kind: 'message.event',
+              messageId: current.id,
+              runId: current.run_id,
+              data: { type: 'warning', sourceType: 'tool_server', ...abandoned },
+            },
+          ];
     return writeEvents(trx, target, [
+      ...warning,
       {
         kind: 'message.event',
         messageId: current.id,
@@ -639,6 +667,16 @@ async function runServerCall(
       },
     ]);
   });
+}
+
+/** The warning of a call given up: which call, and why it was not run (again). */
+function abandonedCall(call: ServerCall, why: string): Warning {
+  return {
+    code: TOOL_CALL_ABANDONED,
+    message: `the call ${call.callId} of ${call.name} was not run again: ${why}; it may or may not have taken effect`,
+    callId: call.callId,
+    tool: call.name,
+  };
 }
 
 /** Runs the server calls of a step concurrently; each output is stored as soon as it is known. */

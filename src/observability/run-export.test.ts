@@ -26,6 +26,7 @@ const run: RunRow = {
   started_at: 1_010,
   completed_at: 1_900,
   exported_at: null,
+  warnings: null,
 };
 
 const span = (fields: Partial<SpanRow>): SpanRow => ({

@@ -108,6 +108,8 @@ export interface MessagesTable {
   deleted_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** W3C traceparent of the submitting request (or of its HTTP server span when tracing is on), or null. */
   traceparent: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON Warning[] (message-types.ts): what the acceptance noted and what the turn gave up; null when none. */
+  warnings: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RunsTable {
@@ -131,6 +133,8 @@ export interface RunsTable {
   completed_at: Millis | null;
   /** When the ended run was exported as OpenTelemetry spans (null: not yet, or tracing is off). */
   exported_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The warnings of its message (messages.warnings), kept with the run. */
+  warnings: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SpansTable {

@@ -9,10 +9,11 @@
  * GET `/_state` answers `{sent}`: the bytes of tool results the server managed to write (a reader that stops
  * reading stops it too, through backpressure and the closed connection).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnChild } from './children.ts';
 
 const SERVER_SCRIPT = `
 import http from 'node:http';
@@ -94,7 +95,7 @@ export async function startFloodServer(): Promise<FloodServer> {
   const directory = mkdtempSync(join(tmpdir(), 'agentry-flood-'));
   const script = join(directory, 'flood.mjs');
   writeFileSync(script, SERVER_SCRIPT);
-  const child: ChildProcess = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child: ChildProcess = spawnChild(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the flood server did not start')), 15_000);
     child.stdout?.on('data', (chunk: Buffer) => {

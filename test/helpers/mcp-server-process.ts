@@ -2,8 +2,9 @@
  * Starts `mcp-server-main.ts` as a child process (see there for the flags) and reads what it observed over HTTP,
  * so a test can kill the process under test (Agentry) while the MCP server and its counters live on.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { spawnChild } from './children.ts';
 import type { McpServerState } from './mcp-test-tools.ts';
 import { listeningUrl } from './server-process.ts';
 
@@ -61,7 +62,7 @@ export async function startMcpServerProcess(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<McpServerProcess> {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawnChild(process.execPath, [MAIN, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,7 +1,11 @@
 /** Migrations for tests that build a database as an older version left it (run part of them, then the server). */
-import type { Migration } from 'kysely/migration';
+import { join } from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import { type Migration, Migrator } from 'kysely/migration';
+import pg from 'pg';
 import { deploymentSecretBox, type SecretBox } from '../../src/lib/secret-box.ts';
 import { migrationProvider } from '../../src/storage/migrations/index.ts';
+import { NodeSqliteDialect, openSqlite } from '../../src/storage/sqlite-adapter.ts';
 
 /** The secret box of a server on this data directory without AGENTRY_SECRET_KEY. */
 export const dataDirSecrets = (dataDir: string): SecretBox => deploymentSecretBox({ secretKey: null, dataDir });
@@ -10,4 +14,38 @@ export const dataDirSecrets = (dataDir: string): SecretBox => deploymentSecretBo
 export function allMigrations(dataDir: string): Promise<Record<string, Migration>> {
   const secrets = dataDirSecrets(dataDir);
   return migrationProvider({ seal: (plain) => secrets.seal(plain), replacedSecrets: () => undefined }).getMigrations();
+}
+
+/**
+ * The database of a test environment (harness.ts `testEnvironment`) as an older version left it: the migrations
+ * named below `before` applied, none after. The caller closes the handle (`destroy()`).
+ */
+export async function olderDatabase(env: Record<string, string>, before: string): Promise<Kysely<unknown>> {
+  const dataDir = env.AGENTRY_DATA_DIR ?? '';
+  const url = env.DATABASE_URL;
+  const schema = env.AGENTRY_DATABASE_SCHEMA;
+  let db: Kysely<unknown>;
+  if (url === undefined || schema === undefined) {
+    db = new Kysely({
+      dialect: new NodeSqliteDialect({ database: openSqlite({ path: join(dataDir, 'agentry.db') }) }),
+    });
+  } else {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`create schema "${schema}"`);
+    await client.end();
+    const pool = new pg.Pool({ connectionString: url, options: `-c search_path="${schema}"` });
+    db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  }
+  const older = Object.fromEntries(Object.entries(await allMigrations(dataDir)).filter(([name]) => name < before));
+  const migrated = await new Migrator({
+    db,
+    provider: { getMigrations: async () => older },
+    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
+  }).migrateToLatest();
+  if (migrated.error !== undefined) {
+    await db.destroy();
+    throw new Error(`the older migrations failed: ${String(migrated.error)}`, { cause: migrated.error });
+  }
+  return db;
 }

@@ -5,10 +5,11 @@
  * not collide), and a small HTTP/HTTPS server runs inside it on ports 80, 443 and 8080 (its routes: SERVER_SCRIPT).
  * Needs root and `ip`; `start` returns why not otherwise. `stop` removes everything (deleting the namespace removes the veth pair).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnChild } from './children.ts';
 
 export interface TestNetwork {
   /** The test host's address inside the namespace. */
@@ -171,7 +172,7 @@ export async function startTestNetwork(): Promise<TestNetwork | string> {
   }
   const script = join(directory, 'server.mjs');
   writeFileSync(script, SERVER_SCRIPT);
-  const child = spawn(
+  const child = spawnChild(
     'ip',
     ['netns', 'exec', namespace, process.execPath, script, join(directory, 'key.pem'), join(directory, 'cert.pem')],
     { stdio: ['ignore', 'pipe', 'inherit'] },

@@ -1,6 +1,7 @@
 /** Runs the real server or CLI as a child process, the way a user does. */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { spawnChild } from './children.ts';
 import { START_TIMEOUT_MS } from './deadlines.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -96,7 +97,7 @@ export interface LaunchedServerProcess extends Omit<ServerProcess, 'url'> {
  * starts); `listening` settles as listeningUrl says.
  */
 export function launchServerProcess(env: Record<string, string>): LaunchedServerProcess {
-  const child = spawn(process.execPath, [join(ROOT, 'src/main.ts')], {
+  const child = spawnChild(process.execPath, [join(ROOT, 'src/main.ts')], {
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

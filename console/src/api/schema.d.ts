@@ -5732,6 +5732,15 @@ export interface paths {
                                     output_tokens: number;
                                     total_tokens: number;
                                 };
+                                /** @description Its message's warnings: what the acceptance noted (tool_unavailable, …) and the tool calls its turn gave up (tool_call_abandoned) */
+                                warnings: {
+                                    /** @description The tool call the warning is about */
+                                    call_id?: string;
+                                    code: string;
+                                    message: string;
+                                    /** @description That call's tool */
+                                    tool?: string;
+                                }[];
                             }[];
                             has_more: boolean;
                             /** @description Pass as cursor for the next page */
@@ -5863,6 +5872,15 @@ export interface paths {
                                 output_tokens: number;
                                 total_tokens: number;
                             };
+                            /** @description Its message's warnings: what the acceptance noted (tool_unavailable, …) and the tool calls its turn gave up (tool_call_abandoned) */
+                            warnings: {
+                                /** @description The tool call the warning is about */
+                                call_id?: string;
+                                code: string;
+                                message: string;
+                                /** @description That call's tool */
+                                tool?: string;
+                            }[];
                         };
                     };
                 };
@@ -7672,6 +7690,15 @@ export interface paths {
                                     outputTokens: number;
                                     totalTokens: number;
                                 };
+                                /** @description Non-fatal notes: what the acceptance noted (a configured tool this deployment cannot run: tool_unavailable, …), then the tool calls the turn gave up without failing (tool_call_abandoned: restarts of the service interrupted the call twice) */
+                                warnings: {
+                                    /** @description The tool call the warning is about */
+                                    callId?: string;
+                                    code: string;
+                                    message: string;
+                                    /** @description That call's tool, as the agent called it */
+                                    tool?: string;
+                                }[];
                             }[];
                             limit: number;
                             offset: number;
@@ -7833,10 +7860,14 @@ export interface paths {
                                 outputTokens: number;
                                 totalTokens: number;
                             };
-                            /** @description Non-fatal notes about this acceptance, e.g. a configured tool this deployment cannot run */
+                            /** @description Non-fatal notes: what the acceptance noted (a configured tool this deployment cannot run: tool_unavailable, …), then the tool calls the turn gave up without failing (tool_call_abandoned: restarts of the service interrupted the call twice) */
                             warnings: {
+                                /** @description The tool call the warning is about */
+                                callId?: string;
                                 code: string;
                                 message: string;
+                                /** @description That call's tool, as the agent called it */
+                                tool?: string;
                             }[];
                         };
                     };
@@ -8023,6 +8054,15 @@ export interface paths {
                                     outputTokens: number;
                                     totalTokens: number;
                                 };
+                                /** @description Non-fatal notes: what the acceptance noted (a configured tool this deployment cannot run: tool_unavailable, …), then the tool calls the turn gave up without failing (tool_call_abandoned: restarts of the service interrupted the call twice) */
+                                warnings: {
+                                    /** @description The tool call the warning is about */
+                                    callId?: string;
+                                    code: string;
+                                    message: string;
+                                    /** @description That call's tool, as the agent called it */
+                                    tool?: string;
+                                }[];
                             };
                         };
                     };

@@ -40,9 +40,18 @@ export interface Run {
   usage: RunUsage;
   cost_usd: number;
   error: MessageError | null;
+  /** Its message's warnings, in this resource's snake_case. */
+  warnings: RunWarning[];
   created_at: number;
   started_at: number | null;
   completed_at: number | null;
+}
+
+export interface RunWarning {
+  code: string;
+  message: string;
+  call_id?: string;
+  tool?: string;
 }
 
 export interface Span {

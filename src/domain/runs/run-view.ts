@@ -4,12 +4,13 @@ import { isJsonObject } from '../../lib/guards.ts';
 import { readJsonColumn } from '../../storage/json-column.ts';
 import type { RunRow, SpanRow } from '../../storage/schema.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
-import { type MessageError, messageStatusOf } from '../turns/message-types.ts';
+import { type MessageError, messageStatusOf, warningsOf } from '../turns/message-types.ts';
 import {
   isSpanKind,
   isSpanStatus,
   type Run,
   type RunUsage,
+  type RunWarning,
   responseIdOf,
   runSourceOf,
   type Span,
@@ -33,6 +34,12 @@ function errorOf(text: string | null): MessageError | null {
   return { code: typeof code === 'string' ? code : 'error', message: typeof message === 'string' ? message : '' };
 }
 
+function runWarningsOf(text: string | null): RunWarning[] {
+  return warningsOf(text, 'runs.warnings').map(({ callId, ...warning }) =>
+    callId === undefined ? warning : { ...warning, call_id: callId },
+  );
+}
+
 export function runFromRow(row: RunRow): Run {
   return {
     id: row.id,
@@ -51,6 +58,7 @@ export function runFromRow(row: RunRow): Run {
     usage: usageOf(row),
     cost_usd: usd(row.cost_micros),
     error: errorOf(row.error),
+    warnings: runWarningsOf(row.warnings),
     created_at: unixSeconds(row.created_at),
     started_at: seconds(row.started_at),
     completed_at: seconds(row.completed_at),

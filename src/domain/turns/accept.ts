@@ -26,7 +26,7 @@ import { preview } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
 import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from './items.ts';
-import type { Warning } from './message-types.ts';
+import { storedWarnings, type Warning } from './message-types.ts';
 
 /** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
 export interface MessageOptions {
@@ -234,6 +234,7 @@ export async function acceptMessage(
   }
   const agent = await agentOf(trx, agentId);
   await requireCredits(trx, orgId, agent.model);
+  const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
   const last = created ? undefined : await lastMessageSeq.first(trx, { sessionId });
   const row: MessageRow = {
     id: newId(),
@@ -261,6 +262,7 @@ export async function acceptMessage(
     deleted_at: null,
     // The submitting request's trace context: the turn's spans join that trace whenever and wherever it runs.
     traceparent: currentTraceparent(),
+    warnings: storedWarnings(warnings),
   };
   await insertMessage.run(trx, [row]);
   await insertRun.run(trx, [
@@ -283,6 +285,7 @@ export async function acceptMessage(
       created_at: now,
       started_at: null,
       completed_at: null,
+      warnings: row.warnings,
     },
   ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
@@ -302,6 +305,5 @@ export async function acceptMessage(
   const events = await writeEvents(trx, target, [
     { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
   ]);
-  const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
   return { row, events, warnings };
 }

@@ -128,7 +128,7 @@ export function createMessageService(deps: MessageServiceDeps) {
             deps.toolWarnings,
           );
           events = accepted.events;
-          const body: AcceptedMessage = { ...messageFromRow(accepted.row, []), warnings: accepted.warnings };
+          const body: AcceptedMessage = messageFromRow(accepted.row, []);
           return { status: 202, body };
         },
       );

@@ -1,4 +1,5 @@
-import { isArrayOf, isJsonObject } from '../../lib/guards.ts';
+import { isAbsentOr, isArrayOf, isJsonObject, isString } from '../../lib/guards.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 
 export const MESSAGE_STATUSES = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -69,14 +70,46 @@ export interface Message {
   requiredActions: RequiredAction[];
   usage: { inputTokens: number; outputTokens: number; totalTokens: number };
   runId: string;
+  /** What its acceptance noted and what its turn gave up without failing (in that order). */
+  warnings: Warning[];
   createdAt: string;
   startedAt: string | null;
   completedAt: string | null;
 }
 
+/**
+ * A non-fatal note on a message: at acceptance, what the agent configures that this deployment cannot run
+ * (`tool_unavailable`, …); during the turn, a tool call it gave up (`tool_call_abandoned`, naming the call).
+ */
 export interface Warning {
   code: string;
   message: string;
+  /** The tool call the warning is about, when it is about one. */
+  callId?: string;
+  /** That call's tool, as the agent called it. */
+  tool?: string;
 }
 
-export type AcceptedMessage = Message & { warnings: Warning[] };
+/** A tool call the turn did not run (again) because restarts of the service interrupted it. */
+export const TOOL_CALL_ABANDONED = 'tool_call_abandoned';
+
+const isWarning = (value: unknown): value is Warning =>
+  isJsonObject(value) &&
+  isString(value.code) &&
+  isString(value.message) &&
+  isAbsentOr(value.callId, isString) &&
+  isAbsentOr(value.tool, isString);
+
+const isWarnings = (value: unknown): value is Warning[] => isArrayOf(value, isWarning);
+
+/** The stored warnings of a message or run (`messages.warnings`, `runs.warnings`; null: none). */
+export function warningsOf(text: string | null, column: 'messages.warnings' | 'runs.warnings'): Warning[] {
+  return text === null ? [] : parseJsonColumn(text, isWarnings, column);
+}
+
+/** Warnings as their column stores them. */
+export const storedWarnings = (warnings: readonly Warning[]): string | null =>
+  warnings.length === 0 ? null : JSON.stringify(warnings);
+
+/** A message as its submission answers it: its warnings are those of this acceptance. */
+export type AcceptedMessage = Message;

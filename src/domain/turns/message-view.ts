@@ -4,7 +4,14 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow, type PendingCall, pendingCalls } from './items.ts';
-import { isMessageError, isTextParts, type Message, messageStatusOf, type RequiredAction } from './message-types.ts';
+import {
+  isMessageError,
+  isTextParts,
+  type Message,
+  messageStatusOf,
+  type RequiredAction,
+  warningsOf,
+} from './message-types.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   const actions: RequiredAction[] = [];
@@ -65,6 +72,7 @@ export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Mess
       totalTokens: row.input_tokens + row.output_tokens,
     },
     runId: row.run_id,
+    warnings: warningsOf(row.warnings, 'messages.warnings'),
     createdAt: iso(row.created_at),
     startedAt: row.started_at === null ? null : iso(row.started_at),
     completedAt: row.completed_at === null ? null : iso(row.completed_at),

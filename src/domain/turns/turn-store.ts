@@ -9,7 +9,7 @@ import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { agentFromRow, findAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentConfig } from '../agents/agent-types.ts';
-import { TERMINAL_STATUSES } from './message-types.ts';
+import { storedWarnings, TERMINAL_STATUSES, type Warning, warningsOf } from './message-types.ts';
 
 const messageById = prepare((db, p: { id: string }) => db.selectFrom('messages').selectAll().where('id', '=', p.id));
 
@@ -115,6 +115,21 @@ export async function addStepUsage(
 ): Promise<void> {
   await messageUsage.run(trx, { id: message.id, ...usage, now });
   await runUsage.run(trx, { id: message.run_id, ...usage });
+}
+
+/**
+ * Adds a warning to the message and its run (the message row as read in this transaction, under the lease: the
+ * calls of a step end one fenced transaction at a time, so none overwrites another's warning).
+ */
+export async function addWarning(
+  trx: Executor,
+  message: Pick<MessageRow, 'id' | 'run_id' | 'warnings'>,
+  warning: Warning,
+  now: number,
+): Promise<void> {
+  const warnings = storedWarnings([...warningsOf(message.warnings, 'messages.warnings'), warning]);
+  await trx.updateTable('messages').set({ warnings, updated_at: now }).where('id', '=', message.id).execute();
+  await trx.updateTable('runs').set({ warnings }).where('id', '=', message.run_id).execute();
 }
 
 /** Marks an ended run exported (once, across processes); the run, or undefined when it was taken or is not ended. */

@@ -61,6 +61,18 @@ const messageFields = {
   }),
   usage: Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer(), totalTokens: Type.Integer() }),
   runId: Uuid,
+  warnings: Type.Array(
+    Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      callId: Type.Optional(Type.String({ description: 'The tool call the warning is about' })),
+      tool: Type.Optional(Type.String({ description: "That call's tool, as the agent called it" })),
+    }),
+    {
+      description:
+        'Non-fatal notes: what the acceptance noted (a configured tool this deployment cannot run: tool_unavailable, …), then the tool calls the turn gave up without failing (tool_call_abandoned: restarts of the service interrupted the call twice)',
+    },
+  ),
   createdAt: Type.String({ format: 'date-time' }),
   startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   completedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
@@ -68,12 +80,8 @@ const messageFields = {
 
 export const Message = Type.Object(messageFields);
 export const MessageEnvelope = Type.Object({ message: Message });
-export const AcceptedMessage = Type.Object({
-  ...messageFields,
-  warnings: Type.Array(Type.Object({ code: Type.String(), message: Type.String() }), {
-    description: 'Non-fatal notes about this acceptance, e.g. a configured tool this deployment cannot run',
-  }),
-});
+/** The submission's answer: the Message, whose warnings are then those of this acceptance. */
+export const AcceptedMessage = Message;
 export const MessageList = Type.Object({
   data: Type.Array(Message),
   total: Type.Integer(),

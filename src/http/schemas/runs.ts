@@ -42,6 +42,18 @@ export const Run = Type.Object(
     usage: Usage,
     cost_usd: CostUsd,
     error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+    warnings: Type.Array(
+      Type.Object({
+        code: Type.String(),
+        message: Type.String(),
+        call_id: Type.Optional(Type.String({ description: 'The tool call the warning is about' })),
+        tool: Type.Optional(Type.String({ description: "That call's tool" })),
+      }),
+      {
+        description:
+          "Its message's warnings: what the acceptance noted (tool_unavailable, …) and the tool calls its turn gave up (tool_call_abandoned)",
+      },
+    ),
     created_at: UnixSeconds,
     started_at: NullableSeconds,
     completed_at: NullableSeconds,

@@ -17,6 +17,7 @@ import { changeNotifications } from './0015-change-notifications.ts';
 import { endpointChangeNotifications } from './0016-endpoint-change-notifications.ts';
 import { sealedWebhookSecrets } from './0017-sealed-webhook-secrets.ts';
 import { storageProbe } from './0018-storage-probe.ts';
+import { messageWarnings } from './0019-message-warnings.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -39,6 +40,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0016-endpoint-change-notifications': endpointChangeNotifications,
   '0017-sealed-webhook-secrets': sealedWebhookSecrets(context),
   '0018-storage-probe': storageProbe,
+  '0019-message-warnings': messageWarnings,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

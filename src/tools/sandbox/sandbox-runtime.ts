@@ -15,6 +15,7 @@ import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
 import type { Resolver } from '../../lib/egress.ts';
 import { DEFAULT_EGRESS_PORTS } from '../network/egress-proxy.ts';
 import { type BubblewrapDetection, detectBubblewrap } from './bubblewrap-detect.ts';
+import { createRunFolders } from './run-folders.ts';
 import { runInSandbox, type SandboxRunResult } from './run-sandbox.ts';
 import { SandboxError } from './sandbox-errors.ts';
 import { organizationUser, trialUser } from './sandbox-identity.ts';
@@ -81,7 +82,10 @@ export interface SandboxRuntimeOptions {
   bwrapPath?: string | null | undefined;
   user?: WorkspaceOwner | null | undefined;
   uidBase?: number | undefined;
-  /** Where per-run directories (proxy socket, synthetic /etc files) go; default the OS temp directory. */
+  /**
+   * Where per-run directories (proxy socket, synthetic /etc files) go, kept by the caller; default a folder of this
+   * process's own in the OS temp directory, removed on close, and by the next start after a kill (run-folders.ts).
+   */
   tempDir?: string | undefined;
 }
 
@@ -124,7 +128,7 @@ export interface SandboxRuntime {
   ): Promise<{ path: string; entries: WorkspaceEntry[]; truncated: boolean }>;
   /** Runs in flight. */
   activeRuns(): number;
-  /** Kills every run in flight and waits for them to end (server shutdown). */
+  /** Kills every run in flight, waits for them to end, and removes the runs' folder (server shutdown). */
   close(): Promise<void>;
 }
 
@@ -161,14 +165,24 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
   const quota = createWorkspaceQuota(options.quotaBytes ?? DEFAULT_WORKSPACE_QUOTA_BYTES, threads, bounds);
   const { logger } = options;
   const workspacesRoot = join(resolve(options.dataDir), 'workspaces');
-  let detection =
-    options.detection ??
-    (await detectBubblewrap({
-      bwrapPath: options.bwrapPath,
-      user: options.user,
-      uidBase: options.uidBase,
-      tempDir: options.tempDir,
-    }));
+  // A folder of this process's own for the runs (and the startup trial), unless the caller chose where they go or
+  // nothing can run here at all.
+  let folders =
+    options.tempDir === undefined && options.detection?.available !== false ? await createRunFolders({ logger }) : null;
+  const tempDir = options.tempDir ?? folders?.path;
+  let detection: BubblewrapDetection;
+  try {
+    detection =
+      options.detection ??
+      (await detectBubblewrap({ bwrapPath: options.bwrapPath, user: options.user, uidBase: options.uidBase, tempDir }));
+  } catch (error) {
+    await folders?.close();
+    throw error;
+  }
+  if (!detection.available && folders !== null) {
+    await folders.close();
+    folders = null;
+  }
   const identity = detection.available ? detection.identity : ({ kind: 'server' } as const);
   const probe = trialUser(identity);
   if (detection.available && probe !== null) {
@@ -247,7 +261,7 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
             allowedPorts: options.egressPorts ?? DEFAULT_EGRESS_PORTS,
             logger,
           },
-          tempDir: options.tempDir,
+          tempDir,
         });
       } finally {
         watch.stop();
@@ -350,6 +364,7 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
       for (const run of runs) run.controller.abort(new Error('the sandbox runtime is closing'));
       await Promise.allSettled(runs.map((run) => run.done));
       await threads.close();
+      await folders?.close();
     },
   };
 }

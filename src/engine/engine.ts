@@ -17,10 +17,16 @@ import {
   releaseIfIdle,
 } from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
+import { abortableSleep, backoffDelay } from '../lib/retry.ts';
+import { isDatabaseUnavailable } from '../storage/errors.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
+
+/** Backoff of a session worker while the database cannot be reached: its first ceiling, and the largest. */
+const UNREACHABLE_RETRY_MS = 250;
+const UNREACHABLE_RETRY_MAX_MS = 5000;
 
 export interface EngineOptions {
   concurrency: number;
@@ -80,6 +86,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
 
   async function work(lease: Lease, controller: AbortController): Promise<void> {
     const context = contexts.forSession(lease.sessionId);
+    /** Attempts in a row that found the database unreachable. */
+    let unreachable = 0;
     const beat = setInterval(
       () => {
         heartbeat(turnDeps, lease, deps.clock.now())
@@ -111,13 +119,30 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           await handOver(turnDeps, lease);
           return;
         }
-        const next = await nextRunnable(lease.sessionId);
-        if (next === undefined) {
-          if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
-          continue;
+        try {
+          const next = await nextRunnable(lease.sessionId);
+          if (next === undefined) {
+            if (await releaseIfIdle(turnDeps, lease, deps.clock.now())) return;
+            continue;
+          }
+          await runTurn(turnDeps, lease, next, controller.signal, context);
+          if (lease.released === true) return;
+          unreachable = 0;
+        } catch (error) {
+          if (!isDatabaseUnavailable(error)) throw error;
+          // Keep the session (the heartbeat renews the lease once the database answers) and go on from its last
+          // persisted step then. Giving it up would need the database too, and until its lease lapsed no process,
+          // this one included, could claim it.
+          unreachable += 1;
+          if (unreachable === 1) {
+            deps.logger.warn(
+              { err: error, sessionId: lease.sessionId },
+              'the database cannot be reached; the session waits for it and continues from its last persisted step',
+            );
+          }
+          const delayMs = backoffDelay(unreachable, UNREACHABLE_RETRY_MS, UNREACHABLE_RETRY_MAX_MS, Math.random);
+          await abortableSleep(delayMs, controller.signal).catch(() => undefined);
         }
-        await runTurn(turnDeps, lease, next, controller.signal, context);
-        if (lease.released === true) return;
       }
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;

@@ -62,6 +62,7 @@ import {
   toolSpanId,
 } from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
+import { isDatabaseUnavailable } from '../storage/errors.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
@@ -896,6 +897,9 @@ async function runTurnSteps(
       deps.metrics.modelCall({ model: inFlight.model, outcome }, deps.clock.now() - inFlight.startedAt, none);
     }
     if (error instanceof LeaseLostError || reason === 'lease_lost' || reason === 'shutdown') return;
+    // The database could not be reached: nothing is wrong with the turn. The engine tries it again, from its last
+    // persisted step, once the database answers (failing it here could succeed on a new connection, and lose it).
+    if (reason === null && !(error instanceof ModelError) && isDatabaseUnavailable(error)) throw error;
     // A turn that ends before its first step was written still records that it started, in its last write.
     let startFirst: StartWrite | null = null;
     if (starter !== null) {

@@ -348,6 +348,18 @@ describe('Postgres connections come and go: API and worker processes stay and te
     expect(new Set(ticks).size).toBe(ticks.length);
     expect(runsAfter.filter((run) => run.status === 'failed')).toEqual([]);
     await served(api(), key, 'POST', `/v1/schedules/${schedule.id}`, { enabled: false });
+    // What an operator reads meanwhile: each kind of failure once, then at most every 10 s; not a line per poll.
+    const outageLines = processes().map(
+      (server) =>
+        server
+          .output()
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as Json)
+          .filter((line) => line.level >= 40 && line.time >= outageStarted && line.time <= outageStarted + outageMs)
+          .length,
+    );
+    for (const count of outageLines) expect(count).toBeLessThan(100);
     expectAlive(processes());
     const counts = Object.fromEntries(
       (['blackhole', 'reset', 'refuse'] as const).map((mode) => [
@@ -356,7 +368,7 @@ describe('Postgres connections come and go: API and worker processes stay and te
       ]),
     );
     process.stdout.write(
-      `[postgres-outage] (b) ${Math.round(outageMs / 1000)} s outage: 0 exits; 503 answers in ms ${JSON.stringify(counts)}; ${accepted.length + after.length} turns completed once; ${ticks.length} schedule ticks, none twice\n`,
+      `[postgres-outage] (b) ${Math.round(outageMs / 1000)} s outage: 0 exits; warnings and errors logged (API, worker) ${outageLines.join(', ')}; 503 answers in ms ${JSON.stringify(counts)}; ${accepted.length + after.length} turns completed once; ${ticks.length} schedule ticks, none twice\n`,
     );
   });
 

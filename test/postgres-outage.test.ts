@@ -5,17 +5,18 @@
  * connections refused. Through all of it no process exits, API requests that need the database get 503 with
  * Retry-After within AGENTRY_DATABASE_TIMEOUT_MS-derived bounds (never a hang, never 500), /readyz says so, and once
  * the database is back every accepted turn completes exactly once, schedule ticks keep firing once each and
- * webhooks are delivered. A process started while Postgres refuses connections waits for it, then serves.
+ * webhooks are delivered. A process started while Postgres refuses connections waits for it, then serves. Redis goes
+ * through a proxy too: an outage of it leaves every process up and ready, and turns run on the database poll.
  *
  * Needs Postgres and Redis (127.0.0.1:6379, or AGENTRY_TEST_REDIS_URL); skipped with a notice without them.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { type FaultMode, type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
 import { type Json, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
+import { REDIS_URL, redisReachable } from './helpers/redis.ts';
 import {
   CRASH_TEST_ENV,
   launchServerProcess,
@@ -24,7 +25,6 @@ import {
 } from './helpers/server-process.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
-const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The servers' database bound: a request needing the database waits for a connection and for one statement. */
 const DATABASE_TIMEOUT_MS = 2000;
 /**
@@ -36,19 +36,6 @@ const RESET_MS = 5000;
 const REFUSE_MS = 5000;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function redisReachable(): Promise<boolean> {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
 
 let unavailable: string | null = 'not checked yet';
 beforeAll(async () => {
@@ -257,9 +244,13 @@ describe('Postgres connections come and go: API and worker processes stay and te
     let terminated = 0;
     while (Date.now() - started < 5000) {
       expectAlive(processes());
+      // Only the backends of the proxy's connections: other tests share this Postgres.
+      const ends = proxy.upstreamEnds();
       const { rows } = await sql.query<{ n: number }>(
-        'select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where client_port = any($1) and pid <> pg_backend_pid()',
-        [proxy.upstreamPorts()],
+        `select count(pg_terminate_backend(a.pid))::int as n from pg_stat_activity a
+           join unnest($1::text[], $2::int[]) as proxied(address, port)
+             on host(a.client_addr) = proxied.address and a.client_port = proxied.port`,
+        [ends.map((end) => end.address), ends.map((end) => end.port)],
       );
       terminated += rows[0]?.n ?? 0;
       await pause(100);

@@ -16,8 +16,8 @@ export interface FaultProxy {
   port: number;
   mode(): FaultMode;
   set(mode: FaultMode): Promise<void>;
-  /** Local ports of the proxy's connections to the service: Postgres's `client_port` of the proxied backends. */
-  upstreamPorts(): number[];
+  /** Local ends of the proxy's connections to the service: `client_addr` and `client_port` of proxied backends. */
+  upstreamEnds(): { address: string; port: number }[];
   close(): Promise<void>;
 }
 
@@ -122,8 +122,12 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       if (mode === 'refuse' && before !== 'refuse') await stopListening();
       if (mode !== 'refuse' && before === 'refuse') await listen(port);
     },
-    upstreamPorts: () =>
-      [...pairs].flatMap((pair) => (pair.upstream?.localPort === undefined ? [] : [pair.upstream.localPort])),
+    upstreamEnds: () =>
+      [...pairs].flatMap(({ upstream }) =>
+        upstream?.localAddress === undefined || upstream.localPort === undefined
+          ? []
+          : [{ address: upstream.localAddress, port: upstream.localPort }],
+      ),
     async close() {
       for (const pair of [...pairs]) kill(pair);
       if (current !== 'refuse') await stopListening();

@@ -448,4 +448,29 @@ describe('Postgres connections come and go: API and worker processes stay and te
     await expectCompletedOnce([...before, ...during]);
     expectAlive(processes());
   });
+
+  it('(e) after a claim fails on the way back, hands over a lease it took without knowing and runs its turn', async () => {
+    if (proxy === null || sql === null) throw new Error('not started');
+    // What a claim leaves when its COMMIT reached Postgres and the answer did not: the worker's own live lease on a
+    // session it does not run, which no process may claim until the lease lapses (an hour here).
+    const sessionId = (await served(api(), key, 'POST', '/v1/sessions', { agentId })).session.id;
+    const { rows } = await sql.query<{ id: string }>("select id from engine_processes where role = 'worker'");
+    expect(rows).toHaveLength(1);
+    await sql.query(
+      'update sessions set lease_owner = $1, lease_expires_at = $2, lease_token = lease_token + 1 where id = $3',
+      [rows[0]?.id, Date.now() + 3600_000, sessionId],
+    );
+    const message = await served(api(), key, 'POST', `/v1/sessions/${sessionId}/messages`, {
+      parts: [{ type: 'text', text: 'orphaned' }],
+    });
+    await pause(1000);
+    const waiting = await served(api(), key, 'GET', `/v1/sessions/${sessionId}/messages/${message.id}`);
+    expect(waiting.message.status).toBe('queued');
+    // A moment of resets: the worker's polls fail, and it cannot know whether a claim went through.
+    await proxy.set('reset');
+    await pause(1000);
+    await proxy.set('pass');
+    await expectCompletedOnce([{ sessionId, messageId: message.id, reply: 'orphaned' }]);
+    expectAlive(processes());
+  });
 });

@@ -14,6 +14,7 @@ import {
   heartbeat,
   type Lease,
   LeaseLostError,
+  leasesHeldBy,
   releaseIfIdle,
 } from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
@@ -78,6 +79,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const wokenWhileRunning = new Set<string>();
   let poll: NodeJS.Timeout | null = null;
   let starting: Promise<void> = Promise.resolve();
+  /** A claim failed on the way back from the database: it may have taken a lease that no worker here runs. */
+  let claimUncertain = false;
 
   async function nextRunnable(sessionId: string): Promise<MessageRow | undefined> {
     const row = await firstOpenMessage(deps.db, sessionId);
@@ -175,6 +178,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           scanWanted = false;
           scanning = true;
         }
+        if (claimUncertain) await handOverUnknownLeases();
         const lease = await claimSession(turnDeps, deps.clock.now(), preferred);
         if (lease === null) {
           if (preferred === undefined) scanning = false;
@@ -193,10 +197,22 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       }
       saturated = running.size >= options.concurrency;
     } catch (error) {
+      if (isDatabaseUnavailable(error)) claimUncertain = true;
       deps.logger.error({ err: error }, 'claiming work failed');
     } finally {
       pumping = false;
     }
+  }
+
+  /**
+   * Hands over the sessions this process holds a lease on but does not run (see claimUncertain): without this, they
+   * would wait for their lease to lapse, since no process may claim a live process's lease.
+   */
+  async function handOverUnknownLeases(): Promise<void> {
+    for (const lease of await leasesHeldBy(deps.db, owner)) {
+      if (!running.has(lease.sessionId)) await handOver(turnDeps, lease);
+    }
+    claimUncertain = false;
   }
 
   return {

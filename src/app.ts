@@ -174,7 +174,10 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     }
     // The probes say "starting" themselves; everything else waits for the server to be ready.
     if (!lifecycle.ready && request.routeOptions.config.probe !== true) {
-      if (!(await lifecycle.waitUntilReady(startupWaitMs))) throw startingError(reply);
+      // Waiting for an unreachable database may take any time: no use holding the request for it.
+      if (lifecycle.waitingFor !== null || !(await lifecycle.waitUntilReady(startupWaitMs))) {
+        throw startingError(reply, lifecycle);
+      }
     }
   });
   app.addHook('preClose', async () => {

@@ -36,6 +36,11 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | null;
   databaseSchema: string | null;
+  /**
+   * Postgres: the longest a query waits for a pooled connection, and the longest one statement may take (client
+   * and server side), so that an unreachable database is an error within this bound, never a hang.
+   */
+  databaseTimeoutMs: number;
   redisUrl: string | null;
   /** Start of every Redis channel name; the database and schema names follow it. */
   redisPrefix: string;
@@ -584,6 +589,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: resolve(str(env, 'AGENTRY_DATA_DIR', './data')),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema,
+    databaseTimeoutMs: int(env, 'AGENTRY_DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: redisPrefix(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),

@@ -5,6 +5,7 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
+import { createLateBus } from './bus/late-bus.ts';
 import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
 import { createRedisBus, deploymentChannelPrefix } from './bus/redis-bus.ts';
 import type { Config } from './config.ts';
@@ -114,6 +115,12 @@ export interface Deps {
   };
   /** A session as the webhook follow-up route shows it. */
   followUpSession(orgId: string, sessionId: string): Promise<FollowUpSession>;
+  /**
+   * Applies pending migrations and connects the cluster bus: the first work that needs the database. buildDeps does
+   * it, unless asked to leave it to its caller (`deferDatabase`: main.ts, which listens first and then tries this
+   * until the database answers). Does nothing once it has succeeded.
+   */
+  connect(): Promise<void>;
   /** Closes what the services hold open besides storage and the bus (MCP connections, CPU workers). */
   close(): Promise<void>;
 }
@@ -137,6 +144,8 @@ export interface BuildDepsOptions {
   detectSandbox?: boolean;
   /** SQLite: WAL checkpoints on a thread of their own (the server process). */
   backgroundCheckpoints?: boolean;
+  /** true: touch no database yet; the caller runs `deps.connect()` (retrying while the database is unreachable). */
+  deferDatabase?: boolean;
 }
 
 /**
@@ -171,18 +180,28 @@ export async function buildDeps(
     onCheckpointerError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint thread stopped'),
     storageProbeMs: config.storageProbeMs,
     logger,
+    onConnectionError: (error) =>
+      logger.warn({ err: error }, 'a database connection was lost; a new one is opened when needed'),
   });
   const secrets = deploymentSecretBox(config);
-  let bus: Bus;
-  try {
+  // Cluster mode: the Redis bus is named after the database, so it is bound once the database answers.
+  const late = options.bus === undefined && config.redisUrl !== null ? createLateBus() : null;
+  const bus = options.bus ?? late ?? createLocalBus();
+  let connected = false;
+  const connect = async () => {
+    if (connected) return;
     const applied = await storage.migrate(secrets);
     if (applied.length > 0) logger.info({ migrations: applied }, `database migrated (${applied.join(', ')})`);
-    bus =
-      options.bus ??
-      (config.redisUrl === null ? createLocalBus() : await redisBus(config, config.redisUrl, storage, logger));
-  } catch (error) {
-    await storage.close();
-    throw error;
+    if (late !== null && config.redisUrl !== null) late.bind(await redisBus(config, config.redisUrl, storage, logger));
+    connected = true;
+  };
+  if (options.deferDatabase !== true) {
+    try {
+      await connect();
+    } catch (error) {
+      await storage.close();
+      throw error;
+    }
   }
   const db = storage.db;
   // The OpenTelemetry SDK and prom-client are loaded only when configured: off, they cost nothing, not even startup.
@@ -393,6 +412,7 @@ export async function buildDeps(
     }),
     schedules,
     scheduleRunner,
+    connect,
     close: async () => {
       await tracing?.shutdown().catch(() => undefined);
       await sandbox.close();

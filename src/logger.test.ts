@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLogger, RequestLogController } from './logger.ts';
 import { runInTurn } from './observability/trace-context.ts';
 
@@ -84,5 +84,45 @@ describe('lines written inside a turn', () => {
       ['second', 'run_1', undefined, true],
       ['outside', undefined, undefined, true],
     ]);
+  });
+});
+
+describe('log lines while the database is unreachable', () => {
+  it('logs each kind of failure once, then at most every 10 s with a count; other lines all pass', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const lines: Record<string, unknown>[] = [];
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(
+            ...String(chunk)
+              .split('\n')
+              .filter(Boolean)
+              .map((line) => JSON.parse(line)),
+          );
+          done();
+        },
+      });
+      const logger = createLogger({ logLevel: 'info', logFormat: 'json' }, sink);
+      // What pg says when Postgres refuses connections, and when a statement gets no answer.
+      const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      const unanswered = new Error('Query read timeout');
+      for (let n = 0; n < 50; n++) {
+        logger.error({ err: refused }, 'claiming work failed');
+        logger.child({ component: 'webhooks' }).error({ err: unanswered }, 'webhook fan-out failed');
+        logger.error({ err: new Error('a bug') }, 'claiming work failed');
+      }
+      vi.setSystemTime(Date.now() + 10_001);
+      logger.error({ err: refused }, 'claiming work failed');
+      const view = lines.map((line) => [line.msg, (line.err as { message: string }).message, line.suppressed]);
+      expect(view).toEqual([
+        ['claiming work failed', refused.message, undefined],
+        ['webhook fan-out failed', 'Query read timeout', undefined],
+        ...Array.from({ length: 50 }, () => ['claiming work failed', 'a bug', undefined]),
+        ['claiming work failed', refused.message, 49],
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,12 +1,14 @@
 /**
  * The process logger: JSON lines (for log collectors) unless it writes to a terminal, where people read it, in
  * pino-pretty's human form. AGENTRY_LOG_FORMAT overrides the choice. Requests are logged once, when answered.
+ * While the database is unreachable, each failure that names it is logged once, then at most every 10 s.
  */
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import PinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
 import { turnLogFields } from './observability/trace-context.ts';
+import { isDatabaseUnavailable } from './storage/errors.ts';
 
 /** Header and field paths that may carry secrets; pino replaces their values before a line is written. */
 export const REDACTED_PATHS = [
@@ -63,6 +65,42 @@ function batchedStdout(): { write(line: string): void } {
   return stdoutBatch;
 }
 
+/** How often one kind of failure caused by an unreachable database is logged (the lines between are counted). */
+const OUTAGE_LOG_INTERVAL_MS = 10_000;
+/** Kinds of failure remembered at most (messages are fixed strings; this only bounds a surprise). */
+const OUTAGE_LOG_KINDS = 1000;
+
+/**
+ * Every poll of every background loop (claims, webhooks, schedules, heartbeats) and every request fails while the
+ * database is unreachable: the first failure of each kind (its message) is logged with its error, the same kind
+ * again at most every OUTAGE_LOG_INTERVAL_MS with `suppressed`, the number of lines left out since. Other lines pass.
+ */
+function outageThrottle(): (this: Logger, args: Parameters<pino.LogFn>, method: pino.LogFn) => void {
+  const last = new Map<string, { at: number; suppressed: number }>();
+  return function logMethod(args, method) {
+    const [fields, message] = args;
+    if (
+      typeof fields !== 'object' ||
+      fields === null ||
+      typeof message !== 'string' ||
+      !isDatabaseUnavailable(Reflect.get(fields, 'err'))
+    ) {
+      method.apply(this, args);
+      return;
+    }
+    const now = Date.now();
+    const seen = last.get(message);
+    if (seen !== undefined && now - seen.at < OUTAGE_LOG_INTERVAL_MS) {
+      seen.suppressed += 1;
+      return;
+    }
+    if (last.size >= OUTAGE_LOG_KINDS) last.clear();
+    last.set(message, { at: now, suppressed: 0 });
+    if (seen === undefined || seen.suppressed === 0) method.apply(this, args);
+    else method.call(this, { ...fields, suppressed: seen.suppressed }, message);
+  };
+}
+
 export function createLogger(
   config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>,
   destination: NodeJS.WritableStream = process.stdout,
@@ -72,6 +110,7 @@ export function createLogger(
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     // Lines written while a turn runs carry its runId and traceId.
     mixin: turnLogFields,
+    hooks: { logMethod: outageThrottle() },
   };
   const format = config.logFormat ?? 'auto';
   const terminal = isTerminal(destination);

@@ -7,10 +7,11 @@ import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
+import type { Lifecycle } from './http/lifecycle.ts';
 import { CONSOLE_PATH } from './http/routes/console.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger } from './logger.ts';
-import { isStorageFull } from './storage/errors.ts';
+import { isDatabaseUnavailable, isStorageFull } from './storage/errors.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
 /** Run from the project folder: `npx agentry` elsewhere would fetch an unrelated package from the npm registry. */
@@ -50,10 +51,8 @@ function logProviders(logger: Logger, deps: Deps): void {
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
-  const deps = await buildDeps(config, logger, systemClock, { backgroundCheckpoints: true });
-  // A start on a full disk starts read-only (reads served, writes refused, /readyz 503) instead of failing; the
-  // probe ends it once there is space (storage/storage-space.ts logs both).
-  await deps.storage.space.check();
+  // Nothing here needs the database yet: a process started while it is down listens, says "starting", and waits.
+  const deps = await buildDeps(config, logger, systemClock, { backgroundCheckpoints: true, deferDatabase: true });
   logProviders(logger, deps);
   if (config.allowInsecureDestinations) {
     logger.warn(
@@ -82,24 +81,33 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     },
     `starting with role ${config.role}`,
   );
-  await engine?.start();
-  dispatcher?.start();
-  taskNotifier?.start();
-  scheduler?.start();
-  // Starting: until the bootstrap below is done, the probes answer 503 and other requests wait for it.
+  // Starting: until the database is migrated and the bootstrap below is done, the probes answer 503 and other
+  // requests wait for it (or, while the database cannot be reached, get 503 at once).
   const { app, lifecycle } = await buildApp(deps, { role: config.role, starting: true });
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const database = databaseWait(logger, lifecycle, url);
+  await database.until('migrating the database', () => deps.connect());
+  // A start on a full disk starts read-only (reads served, writes refused, /readyz 503) instead of failing; the
+  // probe ends it once there is space (storage/storage-space.ts logs both).
+  await deps.storage.space.check();
   logger.info(
     { storage: deps.storage.dialect, location: deps.storage.location, role: config.role },
     `storage ready: ${deps.storage.dialect} at ${deps.storage.location}`,
   );
+  await database.until('registering the engine', async () => engine?.start());
+  dispatcher?.start();
+  taskNotifier?.start();
+  scheduler?.start();
   // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
   // A worker serves only the probes; the console lives on processes that serve the API.
   const consoleUrl = config.role === 'worker' ? null : `${url}${CONSOLE_PATH}/`;
-  announceBootstrap(logger, await bootstrap(deps.orgs, config.bootstrapKey), consoleUrl);
+  const bootstrapped = await database.until('creating the first organization', () =>
+    bootstrap(deps.orgs, config.bootstrapKey),
+  );
+  announceBootstrap(logger, bootstrapped, consoleUrl);
   lifecycle.markReady();
   announce(logger, `listening on ${url}`);
   if (consoleUrl !== null) announce(logger, `web console: ${consoleUrl}`);
@@ -132,6 +140,42 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     return stopping;
   };
   return { url, stop };
+}
+
+/** The first wait for an unreachable database is this long; each next one twice as long, up to the maximum. */
+const DATABASE_WAIT_MS = 500;
+const DATABASE_WAIT_MAX_MS = 10_000;
+
+/**
+ * Startup steps that need the database, each tried until the database answers: a process started while Postgres
+ * is down (or restarting) waits for it instead of exiting, logging every failed attempt with its reason, and
+ * answers 503 "starting, waiting for the database" meanwhile. Any other error ends the start as before.
+ */
+function databaseWait(logger: Logger, lifecycle: Lifecycle, url: string) {
+  return {
+    async until<T>(step: string, run: () => Promise<T>): Promise<T> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await run();
+          if (lifecycle.waitingFor !== null) {
+            lifecycle.waitingFor = null;
+            logger.info(`the database answers; ${step} went on`);
+          }
+          return result;
+        } catch (error) {
+          if (!isDatabaseUnavailable(error)) throw error;
+          const delayMs = Math.min(DATABASE_WAIT_MAX_MS, DATABASE_WAIT_MS * 2 ** (attempt - 1));
+          const reason = error instanceof Error ? error.message : String(error);
+          logger.warn(
+            { err: error, attempt, retryInMs: delayMs, url },
+            `starting: cannot reach the database while ${step} (${reason}); trying again in ${delayMs} ms`,
+          );
+          lifecycle.waitingFor = 'the database';
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+        }
+      }
+    },
+  };
 }
 
 function exitWith(error: unknown, logger: Logger | null): never {

@@ -7,27 +7,12 @@
  *
  * Needs Postgres and Redis; skipped with a notice when either is unreachable, except under CI=true.
  */
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';
+import { REDIS_URL, redisReachable } from './helpers/redis.ts';
 import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
-
-const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-async function redisReachable(): Promise<boolean> {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
 
 describe('schedules across processes (postgres)', () => {
   let unavailable: string | null = null;

@@ -14,15 +14,21 @@ import {
   heartbeat,
   type Lease,
   LeaseLostError,
+  leasesHeldBy,
   releaseIfIdle,
 } from '../domain/turns/leases.ts';
 import { firstOpenMessage } from '../domain/turns/open-messages.ts';
-import { isStorageFull } from '../storage/errors.ts';
+import { abortableSleep, backoffDelay } from '../lib/retry.ts';
+import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry } from './process-registry.ts';
 import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
+
+/** Backoff of a session worker while the database cannot be reached: its first ceiling, and the largest. */
+const UNREACHABLE_RETRY_MS = 250;
+const UNREACHABLE_RETRY_MAX_MS = 5000;
 
 export interface EngineOptions {
   concurrency: number;
@@ -85,6 +91,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const wokenWhileRunning = new Set<string>();
   let poll: NodeJS.Timeout | null = null;
   let starting: Promise<void> = Promise.resolve();
+  /** A claim failed on the way back from the database: it may have taken a lease that no worker here runs. */
+  let claimUncertain = false;
 
   async function nextRunnable(sessionId: string): Promise<MessageRow | undefined> {
     const row = await firstOpenMessage(deps.db, sessionId);
@@ -102,6 +110,8 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
 
   async function work(lease: Lease, controller: AbortController): Promise<void> {
     const context = contexts.forSession(lease.sessionId);
+    /** Attempts in a row that found the database unreachable. */
+    let unreachable = 0;
     const beat = setInterval(
       () => {
         heartbeat(turnDeps, lease, deps.clock.now())
@@ -143,14 +153,29 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
             continue;
           }
           await runTurn(turnDeps, lease, next, controller.signal, context);
+          if (lease.released === true) return;
+          unreachable = 0;
         } catch (error) {
           // The disk is full: nothing is wrong with the turn. The worker keeps the session and goes on from its last
           // persisted step once writes work again (a lease that lapsed meanwhile and was taken stops it then).
-          if (!deps.space.observe(error)) throw error;
-          await deps.space.whenWritable(controller.signal);
-          continue;
+          if (deps.space.observe(error)) {
+            await deps.space.whenWritable(controller.signal);
+            continue;
+          }
+          if (!isDatabaseUnavailable(error)) throw error;
+          // Keep the session (the heartbeat renews the lease once the database answers) and go on from its last
+          // persisted step then. Giving it up would need the database too, and until its lease lapsed no process,
+          // this one included, could claim it.
+          unreachable += 1;
+          if (unreachable === 1) {
+            deps.logger.warn(
+              { err: error, sessionId: lease.sessionId },
+              'the database cannot be reached; the session waits for it and continues from its last persisted step',
+            );
+          }
+          const delayMs = backoffDelay(unreachable, UNREACHABLE_RETRY_MS, UNREACHABLE_RETRY_MAX_MS, Math.random);
+          await abortableSleep(delayMs, controller.signal).catch(() => undefined);
         }
-        if (lease.released === true) return;
       }
       if (controller.signal.aborted) {
         const reason: unknown = controller.signal.reason;
@@ -191,6 +216,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
           scanWanted = false;
           scanning = true;
         }
+        if (claimUncertain) await handOverUnknownLeases();
         const lease = await claimSession(turnDeps, deps.clock.now(), preferred);
         if (lease === null) {
           if (preferred === undefined) scanning = false;
@@ -209,10 +235,22 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
       }
       saturated = running.size >= options.concurrency;
     } catch (error) {
+      if (isDatabaseUnavailable(error)) claimUncertain = true;
       if (!isStorageFull(error)) deps.logger.error({ err: error }, 'claiming work failed');
     } finally {
       pumping = false;
     }
+  }
+
+  /**
+   * Hands over the sessions this process holds a lease on but does not run (see claimUncertain): without this, they
+   * would wait for their lease to lapse, since no process may claim a live process's lease.
+   */
+  async function handOverUnknownLeases(): Promise<void> {
+    for (const lease of await leasesHeldBy(deps.db, owner)) {
+      if (!running.has(lease.sessionId)) await handOver(turnDeps, lease);
+    }
+    claimUncertain = false;
   }
 
   return {

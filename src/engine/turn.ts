@@ -64,7 +64,7 @@ import {
   toolSpanId,
 } from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
-import { isStorageFull } from '../storage/errors.ts';
+import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
@@ -946,6 +946,9 @@ async function runTurnSteps(
     if (error instanceof LeaseLostError || reason === 'lease_lost' || reason === 'shutdown') return;
     // The disk is full: the turn is not at fault and must not end failed. The engine waits for space and resumes it.
     if (isStorageFull(error)) throw error;
+    // The database could not be reached: nothing is wrong with the turn. The engine tries it again, from its last
+    // persisted step, once the database answers (failing it here could succeed on a new connection, and lose it).
+    if (reason === null && !(error instanceof ModelError) && isDatabaseUnavailable(error)) throw error;
     // A turn that ends before its first step was written still records that it started, in its last write.
     let startFirst: StartWrite | null = null;
     if (starter !== null) {

@@ -1,12 +1,13 @@
 /**
  * The one place errors become HTTP responses. Every body has the shape
- * {"error":{"code","message","type","param"}}; status and type come from the catalog. Unexpected errors are
- * logged with their stack and answered with a generic 500 that names only the request id.
+ * {"error":{"code","message","type","param"}}; status and type come from the catalog. A database that cannot be
+ * reached is 503 with Retry-After (the request may succeed in a moment). Unexpected errors are logged with their
+ * stack and answered with a generic 500 that names only the request id.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/app-error.ts';
 import { type ErrorCode, errorCatalog } from '../errors/catalog.ts';
-import { isStorageFull } from '../storage/errors.ts';
+import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import { describeValidationError } from './validation.ts';
 
 export interface ErrorBody {
@@ -52,6 +53,15 @@ function send(reply: FastifyReply, code: ErrorCode, message: string, param: stri
         ? { error: { type: olderErrorType(code, message, param), message, code, param } }
         : errorBody(code, message, param),
     );
+}
+
+/** Seconds a client is asked to wait (Retry-After) before trying again while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_S = 2;
+
+/** The 503 of a database that cannot be reached, with its Retry-After header set on `reply`. */
+export function databaseUnavailable(reply: FastifyReply, cause: unknown): AppError {
+  reply.header('retry-after', String(DATABASE_RETRY_AFTER_S));
+  return new AppError('service_unavailable', 'the database cannot be reached right now; try again shortly', { cause });
 }
 
 /** Fastify's own 4xx conditions, which it raises before a handler runs. */
@@ -116,6 +126,11 @@ export function handleError(error: FastifyError | AppError | Error, request: Fas
   }
   const known = fromFastify(fastifyError);
   if (known !== null) return send(reply, known.code, known.message, known.param);
+  if (isDatabaseUnavailable(error)) {
+    const unavailable = databaseUnavailable(reply, error);
+    request.log.warn({ err: error }, 'request failed: the database cannot be reached');
+    return send(reply, unavailable.code, unavailable.message);
+  }
   request.log.error({ err: error }, 'unhandled error');
   return send(reply, 'internal_error', `Internal server error (request ${request.id})`);
 }

@@ -2,7 +2,8 @@
  * Where the server is in its life: starting (the port is open, but the first-start bootstrap has not finished, so
  * an API key given to it may not exist yet), ready, or shutting down. main.ts listens before it bootstraps, so that
  * a start that fails to listen never uses up the one showing of the first admin key; this gate makes the requests
- * that arrive in between wait instead of meeting a database without its organization.
+ * that arrive in between wait instead of meeting a database without its organization. A start that finds the
+ * database unreachable keeps listening and tries again (main.ts); meanwhile requests are answered 503 at once.
  */
 import type { FastifyReply } from 'fastify';
 import { AppError } from '../errors/app-error.ts';
@@ -12,6 +13,8 @@ export interface Lifecycle {
   accepting: boolean;
   /** True once the server can serve every request it accepts (migrations, bootstrap organization and key, engine). */
   readonly ready: boolean;
+  /** While starting: what the start is waiting for that may take long (`the database`), else null. */
+  waitingFor: string | null;
   markReady(): void;
   /** Resolves true once ready, or false when `timeoutMs` passes first. */
   waitUntilReady(timeoutMs: number): Promise<boolean>;
@@ -24,6 +27,7 @@ export function createLifecycle(options: { ready: boolean }): Lifecycle {
   if (ready) resolveReady();
   return {
     accepting: true,
+    waitingFor: null,
     get ready() {
       return ready;
     },
@@ -50,7 +54,8 @@ export function createLifecycle(options: { ready: boolean }): Lifecycle {
 export const STARTING_RETRY_AFTER_S = 1;
 
 /** The 503 of a server still starting, with its Retry-After header set on `reply`. */
-export function startingError(reply: FastifyReply): AppError {
+export function startingError(reply: FastifyReply, lifecycle: Pick<Lifecycle, 'waitingFor'>): AppError {
   reply.header('retry-after', String(STARTING_RETRY_AFTER_S));
-  return new AppError('service_unavailable', 'the server is starting; try again in a moment');
+  const waiting = lifecycle.waitingFor === null ? '' : `, waiting for ${lifecycle.waitingFor}`;
+  return new AppError('service_unavailable', `the server is starting${waiting}; try again in a moment`);
 }

@@ -101,7 +101,8 @@ export function sqliteChangeSignal(dataVersion: () => number): ChangeSignal {
 }
 
 export interface PostgresSignalOptions {
-  connectionString: string;
+  /** The listening connection's settings (a connect timeout: a connection attempt that hangs is retried too). */
+  connection: pg.ClientConfig;
   /** The schema this deployment writes to (`public` without AGENTRY_DATABASE_SCHEMA). */
   schema: string;
   onError?: (error: unknown) => void;
@@ -117,7 +118,7 @@ export function postgresChangeSignal(options: PostgresSignalOptions): ChangeSign
 
   function connect(): void {
     if (closed || client !== null) return;
-    const next = new pg.Client({ connectionString: options.connectionString });
+    const next = new pg.Client(options.connection);
     client = next;
     const lost = (error?: unknown) => {
       if (client !== next) return;

@@ -64,6 +64,32 @@ function describePostgres(url: string, schema: string | null): string {
   return `postgres://${parsed.host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`;
 }
 
+/** The default of AGENTRY_DATABASE_TIMEOUT_MS. */
+export const DATABASE_TIMEOUT_MS = 5000;
+
+/**
+ * The settings of every Postgres connection of this process. Connecting is bounded by `timeoutMs`; with `bounded`,
+ * so is every statement, on both sides: the server cancels a statement past it (statement_timeout) and the client
+ * stops waiting for an answer that does not come (query_timeout, for a database that cannot be reached at all).
+ * An unreachable database is then an error within the bound, never a request or a turn that hangs.
+ */
+function postgresConnection(
+  url: string,
+  schema: string | null,
+  timeoutMs: number,
+  bounded: boolean,
+): pg.ClientConfig & pg.PoolConfig {
+  return {
+    connectionString: url,
+    // Names the process's connections in pg_stat_activity, unless the URL names them already.
+    fallback_application_name: 'agentry',
+    connectionTimeoutMillis: timeoutMs,
+    keepAlive: true,
+    ...(bounded ? { query_timeout: timeoutMs, statement_timeout: timeoutMs } : {}),
+    ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
+  };
+}
+
 /**
  * After secrets were replaced in place, their old bytes are still in the database files (free space in pages, the
  * SQLite write-ahead log, dead Postgres row versions). Rewrites what holds them: SQLite's VACUUM rebuilds the whole
@@ -82,6 +108,53 @@ async function purgeFreeSpace(db: Kysely<Database>, dialect: Dialect, tables: st
   }
 }
 
+/** Applies pending migrations to `db` (see Storage.migrate). */
+async function migrateTo(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  schema: string | null,
+  secrets: Pick<SecretBox, 'seal'>,
+): Promise<string[]> {
+  const replaced = new Set<string>();
+  const provider = migrationProvider({
+    seal: (plain) => secrets.seal(plain),
+    replacedSecrets: (table) => replaced.add(table),
+  });
+  // Fast path, and the one taken beside a running server: everything is applied already. Checking this with one
+  // query avoids the Migrator's catalog introspection, which can race with schemas being created or dropped.
+  const known = Object.keys(await provider.getMigrations());
+  const applied = await sql<{ name: string }>`select name from kysely_migration`
+    .execute(db)
+    .then((result) => new Set(result.rows.map((row) => row.name)))
+    .catch(() => null);
+  if (applied !== null && known.every((name) => applied.has(name))) return [];
+  // Name the schema: Kysely looks for its bookkeeping tables across all schemas otherwise.
+  const migrator = new Migrator({
+    db,
+    provider,
+    // Migrations are independent additions, numbered when planned: one numbered below a migration a database
+    // already has (a feature that landed later) is still applied instead of refusing to start.
+    allowUnorderedMigrations: true,
+    ...(dialect === 'postgres' && schema !== null ? { migrationTableSchema: schema } : {}),
+  });
+  // The Migrator's Postgres catalog introspection reads every schema of the database, and fails when another
+  // schema is dropped while it reads (other deployments or test runs sharing the database). Migrations run in
+  // a transaction under Kysely's lock, so trying again is safe.
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (error === undefined) {
+      if (replaced.size > 0) await purgeFreeSpace(db, dialect, [...replaced]);
+      return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+    }
+    const reason = error instanceof Error ? error.message : String(error);
+    if (attempt < MIGRATION_ATTEMPTS && /does not exist/.test(reason)) {
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      continue;
+    }
+    throw new Error(`database migration failed: ${reason}`, { cause: error });
+  }
+}
+
 export interface StorageOptions {
   /** SQLite: checkpoint the write-ahead log on a thread of its own (the server; see sqlite-checkpointer.ts). */
   backgroundCheckpoints?: boolean;
@@ -92,6 +165,8 @@ export interface StorageOptions {
   storageProbeMs?: number;
   /** Where the start and end of a lack of space are logged. */
   logger?: Logger;
+  /** Postgres: a pooled or listening connection broke while idle (it is replaced when next needed). */
+  onConnectionError?: (error: unknown) => void;
 }
 
 /** The probe of storage-space.ts: one row rewritten, a real write on either dialect. */
@@ -105,7 +180,7 @@ async function writeProbe(db: Kysely<Database>): Promise<void> {
 }
 
 export async function openStorage(
-  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'>,
+  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'> & Partial<Pick<Config, 'databaseTimeoutMs'>>,
   options: StorageOptions = {},
 ): Promise<Storage> {
   let db: Kysely<Database>;
@@ -118,32 +193,48 @@ export async function openStorage(
   let space: StorageSpace | null = null;
   const onCreateConnection = async (connection: DatabaseConnection) =>
     reportFailures(connection, (error) => space?.observe(error));
+  /** Postgres: opens the handle migrations run on (see below); SQLite migrates on `db`. */
+  let migrationDb: (() => Kysely<Database>) | null = null;
   if (config.databaseUrl !== null) {
+    // Nothing here connects: connections are opened on first use, so a process can start while Postgres is down
+    // (main.ts waits for it) and one that runs no turns (role api) never opens the worker pool's.
+    const url = config.databaseUrl;
     const schema = config.databaseSchema;
-    if (schema !== null) {
-      // Create the schema before the pool pins search_path to it.
-      const client = new pg.Client({ connectionString: config.databaseUrl });
-      await client.connect();
-      try {
-        await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-      } finally {
-        await client.end();
-      }
-    }
-    const pool = () =>
-      new pg.Pool({
-        connectionString: config.databaseUrl ?? undefined,
-        max: 10,
-        types: postgresTypes(),
-        ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
+    const timeoutMs = config.databaseTimeoutMs ?? DATABASE_TIMEOUT_MS;
+    const connectionLost = (error: unknown) => options.onConnectionError?.(error);
+    const pool = (settings: pg.PoolConfig) => {
+      const created = new pg.Pool({ ...settings, types: postgresTypes() });
+      // A pooled connection that breaks while idle is dropped from the pool and reported here; unheard, the
+      // error would end the process.
+      created.on('error', connectionLost);
+      // One that breaks while checked out fails its query with the error; the event itself needs a listener too.
+      created.on('connect', (client) => client.on('error', () => undefined));
+      return created;
+    };
+    const bounded = postgresConnection(url, schema, timeoutMs, true);
+    signal = postgresChangeSignal({
+      connection: postgresConnection(url, null, timeoutMs, false),
+      schema: schema ?? 'public',
+      onError: connectionLost,
+    });
+    db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: pool({ ...bounded, max: 10 }), onCreateConnection }),
+      plugins: [signal.plugin],
+    });
+    workerDb = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: pool({ ...bounded, max: 10 }), onCreateConnection }),
+      plugins: [signal.plugin],
+    });
+    // Migrations may rightly take longer than the statement bound (waiting for another process's migration lock,
+    // rewriting a table): they run on connections without it.
+    const unbounded = postgresConnection(url, schema, timeoutMs, false);
+    migrationDb = () =>
+      new Kysely<Database>({
+        dialect: new PostgresDialect({ pool: pool({ ...unbounded, max: 2 }), onCreateConnection }),
+        plugins: [signal.plugin],
       });
-    signal = postgresChangeSignal({ connectionString: config.databaseUrl, schema: schema ?? 'public' });
-    const postgres = () => new PostgresDialect({ pool: pool(), onCreateConnection });
-    db = new Kysely<Database>({ dialect: postgres(), plugins: [signal.plugin] });
-    // Connections are opened on first use: a process that runs no turns (role api) never opens this pool's.
-    workerDb = new Kysely<Database>({ dialect: postgres(), plugins: [signal.plugin] });
     dialect = 'postgres';
-    location = describePostgres(config.databaseUrl, schema);
+    location = describePostgres(url, schema);
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     const path = join(config.dataDir, 'agentry.db');
@@ -179,45 +270,15 @@ export async function openStorage(
       await sql`select 1`.execute(db);
     },
     migrate: async (secrets) => {
-      const replaced = new Set<string>();
-      const provider = migrationProvider({
-        seal: (plain) => secrets.seal(plain),
-        replacedSecrets: (table) => replaced.add(table),
-      });
-      // Fast path, and the one taken beside a running server: everything is applied already. Checking this with one
-      // query avoids the Migrator's catalog introspection, which can race with schemas being created or dropped.
-      const known = Object.keys(await provider.getMigrations());
-      const applied = await sql<{ name: string }>`select name from kysely_migration`
-        .execute(db)
-        .then((result) => new Set(result.rows.map((row) => row.name)))
-        .catch(() => null);
-      if (applied !== null && known.every((name) => applied.has(name))) return [];
-      // Name the schema: Kysely looks for its bookkeeping tables across all schemas otherwise.
-      const migrator = new Migrator({
-        db,
-        provider,
-        // Migrations are independent additions, numbered when planned: one numbered below a migration a database
-        // already has (a feature that landed later) is still applied instead of refusing to start.
-        allowUnorderedMigrations: true,
-        ...(dialect === 'postgres' && config.databaseSchema !== null
-          ? { migrationTableSchema: config.databaseSchema }
-          : {}),
-      });
-      // The Migrator's Postgres catalog introspection reads every schema of the database, and fails when another
-      // schema is dropped while it reads (other deployments or test runs sharing the database). Migrations run in
-      // a transaction under Kysely's lock, so trying again is safe.
-      for (let attempt = 1; ; attempt++) {
-        const { error, results } = await migrator.migrateToLatest();
-        if (error === undefined) {
-          if (replaced.size > 0) await purgeFreeSpace(db, dialect, [...replaced]);
-          return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+      const target = migrationDb?.() ?? db;
+      try {
+        // Created here rather than at open: it is the first statement, and a process may start while Postgres is down.
+        if (dialect === 'postgres' && config.databaseSchema !== null) {
+          await sql`create schema if not exists ${sql.id(config.databaseSchema)}`.execute(target);
         }
-        const reason = error instanceof Error ? error.message : String(error);
-        if (attempt < MIGRATION_ATTEMPTS && /does not exist/.test(reason)) {
-          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-          continue;
-        }
-        throw new Error(`database migration failed: ${reason}`, { cause: error });
+        return await migrateTo(target, dialect, config.databaseSchema, secrets);
+      } finally {
+        if (target !== db) await target.destroy();
       }
     },
     close: async () => {

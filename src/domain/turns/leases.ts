@@ -165,6 +165,19 @@ export async function releaseWhenIdle(trx: Executor, lease: Lease): Promise<bool
   return true;
 }
 
+/**
+ * The leases `owner` holds. A claim whose COMMIT reached the database but whose answer was lost (the connection
+ * broke) leaves a lease its worker does not know of; the engine finds those here and hands them over.
+ */
+export async function leasesHeldBy(db: Executor, owner: string): Promise<Lease[]> {
+  const rows = await db
+    .selectFrom('sessions')
+    .select(['id', 'org_id', 'lease_token'])
+    .where('lease_owner', '=', owner)
+    .execute();
+  return rows.map((row) => ({ sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner }));
+}
+
 /** Lets another worker take the session at once (shutdown), keeping its work pending. */
 export async function handOver(deps: LeaseDeps, lease: Lease): Promise<void> {
   await deps.db

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors/app-error.ts';
+import { databaseUnavailable } from '../error-handler.ts';
 import { type Lifecycle, startingError } from '../lifecycle.ts';
 import { renderOpenApiMarkdown } from '../openapi-markdown.ts';
 import { errorResponses } from '../schemas/common.ts';
@@ -21,7 +22,7 @@ export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
       response: { 200: Status, ...errorResponses(503) },
     },
     handler: async (_request, reply) => {
-      if (!lifecycle.ready) throw startingError(reply);
+      if (!lifecycle.ready) throw startingError(reply, lifecycle);
       return { status: 'ok' };
     },
   });
@@ -37,7 +38,7 @@ export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
       response: { 200: Status, ...errorResponses(503) },
     },
     handler: async (request, reply) => {
-      if (!lifecycle.ready) throw startingError(reply);
+      if (!lifecycle.ready) throw startingError(reply, lifecycle);
       if (!lifecycle.accepting) {
         throw new AppError('service_unavailable', 'the server is shutting down');
       }
@@ -45,7 +46,7 @@ export function probeRoutes(app: App, deps: Deps, lifecycle: Lifecycle): void {
         await deps.storage.ping();
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed');
-        throw new AppError('service_unavailable', 'the database is unreachable', { cause: error });
+        throw databaseUnavailable(reply, error);
       }
       const { space } = deps.storage;
       if (!space.writable) {

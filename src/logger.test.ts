@@ -64,6 +64,35 @@ describe('request log lines', () => {
   });
 });
 
+describe('the request of a request line', () => {
+  it('is its method, URL, host and peer, never its headers (so no key is ever written)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const app = Fastify({
+      loggerInstance: createLogger({ logLevel: 'debug', logFormat: 'json' }, sink),
+      logController: new RequestLogController(0),
+    });
+    app.get('/agents', async () => ({ ok: true }));
+    const key = 'agk_secretsecretsecretsecretsecretsecret01';
+    await app.inject({
+      method: 'GET',
+      url: '/agents?n=1',
+      headers: { authorization: `Bearer ${key}`, 'x-api-key': key, host: 'agentry.test' },
+    });
+    await app.close();
+    const requestLines = lines.map((line) => JSON.parse(line)).filter((entry) => entry.req !== undefined);
+    // The arrival (debug) and the answer (info); injected requests have no remote port.
+    const expected = { method: 'GET', url: '/agents?n=1', host: 'agentry.test', remoteAddress: '127.0.0.1' };
+    expect(requestLines.map((entry) => entry.req)).toEqual([expected, expected]);
+    expect(lines.join('\n')).not.toContain(key);
+  });
+});
+
 describe('lines written inside a turn', () => {
   it("carry the turn's runId and traceId, and only their own fields besides", () => {
     const lines: Record<string, unknown>[] = [];

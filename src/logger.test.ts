@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
@@ -91,6 +92,32 @@ describe('the request of a request line', () => {
     expect(requestLines.map((entry) => entry.req)).toEqual([expected, expected]);
     expect(lines.join('\n')).not.toContain(key);
   });
+});
+
+describe('lines held for standard output', () => {
+  // A child process logs 2,000 lines in one turn of its event loop (so they are still held), then ends as named.
+  const endings = {
+    'an uncaught exception': "throw new Error('boom');",
+    'an unhandled rejection': "Promise.reject(new Error('boom'));",
+    'process.exit (a fatal startup error, the end of a SIGTERM shutdown)': 'process.exit(1);',
+    'SIGTERM handled by exiting':
+      "process.once('SIGTERM', () => process.exit(0)); process.kill(process.pid, 'SIGTERM'); setTimeout(() => {}, 5000);",
+  };
+  for (const [ending, code] of Object.entries(endings)) {
+    it(`are all written when the process ends by ${ending}`, () => {
+      const script = [
+        `import { createLogger } from ${JSON.stringify(new URL('./logger.ts', import.meta.url).pathname)};`,
+        "const logger = createLogger({ logLevel: 'info', logFormat: 'json' });",
+        "for (let i = 0; i < 2000; i++) logger.info({ i }, 'line');",
+        "logger.fatal('last');",
+        code,
+      ].join('\n');
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+      const lines = child.stdout.split('\n').filter(Boolean);
+      expect(lines).toHaveLength(2001);
+      expect(JSON.parse(lines.at(-1) ?? '{}').msg).toBe('last');
+    });
+  }
 });
 
 describe('lines written inside a turn', () => {

@@ -77,10 +77,13 @@ async function load(
   return { reqPerSec: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
-/** The settings Agentry is measured at: its defaults first, then each tuned setting beside them. */
+/**
+ * The settings Agentry is measured at: its defaults first (the figure with the goal), then each tuned setting
+ * beside them, named in the result and in a note under the table.
+ */
 const SETTINGS = [
-  { label: 'default', suffix: '', logLevel: 'default' },
-  { label: 'LOG_LEVEL=warn', suffix: '.log_warn', logLevel: 'warn' },
+  { label: 'default', suffix: '', logLevel: 'default', tuned: false },
+  { label: 'LOG_LEVEL=warn', suffix: '.log_warn', logLevel: 'warn', tuned: true },
 ] as const;
 
 async function benchVariant(baseline: ServerProcess, mode: Exclude<Mode, 'cluster'>): Promise<BenchResult[]> {
@@ -92,6 +95,7 @@ async function benchVariant(baseline: ServerProcess, mode: Exclude<Mode, 'cluste
     const sides: Array<{
       label: string;
       suffix: string;
+      tuned: boolean;
       run: (s: number) => Promise<Measured>;
       path: string;
       apiKey: string;
@@ -109,6 +113,7 @@ async function benchVariant(baseline: ServerProcess, mode: Exclude<Mode, 'cluste
       sides.push({
         label: setting.label,
         suffix: setting.suffix,
+        tuned: setting.tuned,
         path,
         apiKey: agentry.apiKey,
         run: (s) => load(`${server.name} (${setting.label})`, server.output, url, headers(agentry.apiKey), s),
@@ -149,10 +154,9 @@ async function benchVariant(baseline: ServerProcess, mode: Exclude<Mode, 'cluste
       const name = `http.get_agent.${mode}${side.suffix}`;
       const ratios = done.map((round) => at(round, i + 1).reqPerSec / at(round, 0).reqPerSec);
       const figure = (index: number, key: keyof Measured) => median(done.map((round) => at(round, index)[key]));
-      const note =
-        side.suffix === ''
-          ? {}
-          : { note: `Agentry at ${side.label} (a tuned setting; the default logs every request at info)` };
+      const note = side.tuned
+        ? { note: `Agentry at ${side.label} (a tuned setting; the default logs every request at info)` }
+        : {};
       results.push(
         {
           name,
@@ -160,7 +164,7 @@ async function benchVariant(baseline: ServerProcess, mode: Exclude<Mode, 'cluste
           unit: 'req/s',
           baseline: figure(0, 'reqPerSec'),
           ratio: median(ratios),
-          ...(side.suffix === '' ? { goal: GOALS[mode] } : {}),
+          ...(side.tuned ? {} : { goal: GOALS[mode] }),
           rounds: ratios,
           ...note,
         },

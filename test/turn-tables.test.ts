@@ -89,9 +89,9 @@ describe('the turn tables have one writer', () => {
       "db.deleteFrom('items as i').where('i.id', '=', id)",
       "const insertRun = prepareInsert('runs');",
       "const update = prepareUpdate('sessions');",
-      'await sql`update sessions set work_pending = 1 where id = ${id}`.execute(db);',
-      "await sql.raw('INSERT INTO \"messages\" (id) VALUES (1)').execute(db);",
-      'await sql`delete from items where session_id = ${id}`.execute(db);',
+      'await sql`update sessions set work_pending = 1 where id = $\u007Bid}`.execute(db);',
+      'await sql.raw(\'INSERT INTO "messages" (id) VALUES (1)\').execute(db);',
+      'await sql`delete from items where session_id = $\u007Bid}`.execute(db);',
     ];
     for (const form of forms) expect(tableWrites('probe.ts', form), form).toHaveLength(1);
     const harmless = [
@@ -100,7 +100,7 @@ describe('the turn tables have one writer', () => {
       "db.insertInto('schedule_runs').values(row)",
       '// UPDATE sessions SET lease_expires_at = ... (a comment)',
       '/* insert into messages */',
-      "sql`select * from runs where id = ${id}`",
+      'sql`select * from runs where id = $\u007Bid}`',
     ];
     for (const text of harmless) expect(tableWrites('probe.ts', text), text).toEqual([]);
   });

@@ -81,6 +81,7 @@ export async function findMessage(
   return row;
 }
 
+/** Kept here for the engine's import (the text now lives beside the items it reads). */
 export { turnText } from './items.ts';
 
 export function createMessageService(deps: MessageServiceDeps) {

@@ -24,7 +24,8 @@ import type { MessageRow } from '../storage/schema.ts';
 import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry } from './process-registry.ts';
-import { runTurn, TurnAbort, type TurnDeps } from './turn.ts';
+import { runTurn } from './turn.ts';
+import { TurnAbort, type TurnDeps } from './turn-context.ts';
 
 /** Backoff of a session worker while the database cannot be reached: its first ceiling, and the largest. */
 const UNREACHABLE_RETRY_MS = 250;

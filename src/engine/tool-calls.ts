@@ -5,13 +5,14 @@
  * one never twice; a call given up gets an error output and a `tool_call_abandoned` warning.
  */
 import { markStarted } from '../domain/approvals/approvals.ts';
-import { writeEvents } from '../domain/outbox.ts';
+import { type SessionEvent, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
 import { appendItems, type CallServer, type Item, type PendingCall, pendingCalls } from '../domain/turns/items.ts';
 import { fenced } from '../domain/turns/leases.ts';
 import { TOOL_CALL_ABANDONED, type Warning } from '../domain/turns/message-types.ts';
 import { addWarning } from '../domain/turns/turn-store.ts';
 import { outgoingTraceparent, toolSpanId } from '../observability/trace-context.ts';
+import type { MessageRow } from '../storage/schema.ts';
 import type { ToolOutput } from '../tools/types.ts';
 import { approvedCallStartEvent, toolProgressEvent, toolResultEvent, toolWarningEvent } from './step-events.ts';
 import { executeServerCall } from './tools.ts';
@@ -81,6 +82,7 @@ async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
   // A draining worker starts no call: it stays pending (no attempt counted) for the worker the session goes to.
   if (turn.deps.draining.aborted) return;
   const started = await startCall(turn, call);
+  publish(turn, started.events);
   let result: ToolOutput;
   // A call given up because restarts interrupted it: the model gets an error output, the message a warning.
   let abandoned: Warning | null = null;
@@ -101,7 +103,12 @@ async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
     };
     abandoned = abandonedCall(call, `restarts of the service interrupted it ${MAX_CALL_ATTEMPTS} times`);
   } else {
+    const startedAt = performance.now();
     result = await executeCall(turn, call);
+    turn.deps.metrics.toolCall(
+      { tool: call.name, kind: turn.tools.kindOf(call.name), outcome: result.isError ? 'failed' : 'completed' },
+      performance.now() - startedAt,
+    );
   }
   if (abandoned !== null) {
     turn.deps.logger.warn(
@@ -114,11 +121,11 @@ async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
 
 /**
  * Counts the call's attempt on its span (and marks an approved call started) in one fenced write. `fresh` is false
- * for an approved call that was started before: it is not run again.
+ * for an approved call that was started before: it is not run again. The events are published once committed.
  */
-async function startCall(turn: Turn, call: ServerCall): Promise<{ attempt: number; fresh: boolean }> {
+function startCall(turn: Turn, call: ServerCall): Promise<{ attempt: number; fresh: boolean; events: SessionEvent[] }> {
   const { deps, message } = turn;
-  const started = await fenced(deps, turn.lease, deps.clock.now(), async (trx) => {
+  return fenced(deps, turn.lease, deps.clock.now(), async (trx) => {
     const now = deps.clock.now();
     const span = await startToolSpan(trx, { messageId: call.messageId, callId: call.callId, now });
     if (call.approvalId === undefined) return { ...span, events: [], fresh: true };
@@ -131,8 +138,6 @@ async function startCall(turn: Turn, call: ServerCall): Promise<{ attempt: numbe
         ]);
     return { ...span, events, fresh };
   });
-  publish(turn, started.events);
-  return started;
 }
 
 /** The warning of a call given up: which call, and why it was not run (again). */
@@ -145,16 +150,15 @@ function abandonedCall(call: ServerCall, why: string): Warning {
   };
 }
 
-/** Runs the call with the turn's signal and the call timeout, its progress going to live listeners; counts it. */
-async function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
+/** Runs the call with the turn's signal and the call timeout, its progress going to live listeners. */
+function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
   const { deps, message } = turn;
-  const startedAt = performance.now();
   const traceparent = outgoingTraceparent(
     turn.trace,
     toolSpanId(message.run_id, call.callId),
     deps.runExporter !== undefined,
   );
-  const result = await executeServerCall(
+  return executeServerCall(
     turn.tools,
     call,
     {
@@ -179,17 +183,17 @@ async function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
     },
     { turnSignal: turn.signal, timeoutMs: deps.toolTimeoutMs, now: deps.clock.now() },
   );
-  deps.metrics.toolCall(
-    { tool: call.name, kind: turn.tools.kindOf(call.name), outcome: result.isError ? 'failed' : 'completed' },
-    performance.now() - startedAt,
-  );
-  return result;
 }
 
 /** Stores a call's output (and the warning of a call given up) and ends its span, before the next model call. */
-async function storeResult(turn: Turn, call: ServerCall, result: ToolOutput, abandoned: Warning | null): Promise<void> {
+function storeResult(
+  turn: Turn,
+  call: ServerCall,
+  result: ToolOutput,
+  abandoned: Warning | null,
+): Promise<MessageRow | null> {
   const { output, isError } = result;
-  await change(turn, ['running'], async (trx, current, now) => {
+  return change(turn, ['running'], async (trx, current, now) => {
     const target = { orgId: current.org_id, sessionId: current.session_id, now };
     if (abandoned !== null) await addWarning(trx, current, abandoned, now);
     await appendItems(trx, target, [

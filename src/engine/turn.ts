@@ -160,10 +160,15 @@ async function runSteps(turn: Turn): Promise<void> {
       continue;
     }
     if (requiredActionsOf(pending).length > 0) {
-      if (!(await ensureStarted(turn)) || !(await waitForActions(turn))) return;
+      if (!(await ensureStarted(turn))) return;
+      const after = await requireActions(turn);
+      if (after === null || after.status !== 'running') return;
       continue;
     }
-    if (!turn.fresh && !(await reloadMessage(turn))) return;
+    if (!turn.fresh) {
+      turn.message = (await loadMessage(deps.db, messageId)) ?? turn.message;
+      if (turn.message.status !== (turn.starter === null ? 'running' : 'queued')) return;
+    }
     turn.fresh = false;
     const trace = beginModelCall(turn, items);
     const output = await callModel(turn, trace, turn.log.contextOf(items));
@@ -184,23 +189,16 @@ async function runSteps(turn: Turn): Promise<void> {
 
 /**
  * Moves the turn to `requires_action` for its client calls, questions and approvals. Read again under the lease's
- * write: an approval decided while this step's other calls ran is not waited for. False when the turn stops here.
+ * write: an approval decided while this step's other calls ran is not waited for.
  */
-async function waitForActions(turn: Turn): Promise<boolean> {
+function requireActions(turn: Turn): Promise<MessageRow | null> {
   const messageId = turn.initial.id;
-  const after = await change(turn, ['running'], async (trx, current, now) => {
+  return change(turn, ['running'], async (trx, current, now) => {
     const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
     return waiting.length === 0
       ? []
       : requireAction({ trx, message: current, now, subscriptions: turn.deps.subscriptions }, waiting);
   });
-  return after !== null && after.status === 'running';
-}
-
-/** Reads the message again before a model call; false when it is no longer this turn's to run. */
-async function reloadMessage(turn: Turn): Promise<boolean> {
-  turn.message = (await loadMessage(turn.deps.db, turn.initial.id)) ?? turn.message;
-  return turn.message.status === (turn.starter === null ? 'running' : 'queued');
 }
 
 /** The model call about to start, kept as in flight until its step is stored. */

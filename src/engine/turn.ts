@@ -124,12 +124,7 @@ async function configFor(db: Executor, message: MessageRow): Promise<Pick<Turn, 
     agent: {
       ...agent,
       ...(options.model === undefined ? {} : { model: options.model }),
-      instructions:
-        options.instructions === undefined || options.instructions === ''
-          ? agent.instructions
-          : agent.instructions === ''
-            ? options.instructions
-            : `${agent.instructions}\n\n${options.instructions}`,
+      instructions: withOwnInstructions(agent.instructions, options.instructions),
       clientTools: [
         ...agent.clientTools.filter((tool) => !names.has(tool.name)),
         ...extra.map((tool) => ({ type: 'function' as const, ...tool })),
@@ -137,6 +132,12 @@ async function configFor(db: Executor, message: MessageRow): Promise<Pick<Turn, 
     },
     settings: options.settings,
   };
+}
+
+/** The agent's instructions followed by the message's own, each alone when the other is empty. */
+function withOwnInstructions(agentInstructions: string, own: string | undefined): string {
+  if (own === undefined || own === '') return agentInstructions;
+  return agentInstructions === '' ? own : `${agentInstructions}\n\n${own}`;
 }
 
 /**

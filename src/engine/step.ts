@@ -31,7 +31,7 @@ import type { TurnTools } from '../tools/registry.ts';
 import { type StepTrace, writeStep } from './spans.ts';
 import { stepItemEvents, textDeltaEvent } from './step-events.ts';
 import { instructionsWithTools, toolSpecs } from './tools.ts';
-import { change, type Turn } from './turn-context.ts';
+import { change, type Turn, turnChange } from './turn-context.ts';
 import type { StartWrite } from './turn-start.ts';
 
 export interface StepOutput {
@@ -236,8 +236,7 @@ export function persistStep(
     const events = await writeEvents(trx, target, stepItemEvents(current, created));
     if (output.calls.length === 0) {
       const all = [...ownItems(items, current.id), ...created];
-      const ending = { trx, message: current, now, subscriptions: turn.deps.subscriptions };
-      events.push(...(await completeTurn(ending, turnText(all))));
+      events.push(...(await completeTurn(turnChange(turn, trx, current, now), turnText(all))));
     }
     return started === null ? events : [...started.events, ...events];
   });

@@ -12,6 +12,7 @@ import type { ContextCache } from '../domain/turns/context-cache.ts';
 import type { AttachedFile } from '../domain/turns/items.ts';
 import { fenced, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { RUNNABLE_STATUSES } from '../domain/turns/message-types.ts';
+import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
 import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -43,6 +44,8 @@ export interface TurnDeps extends LeaseDeps {
   runExporter?: RunExporter | undefined;
   /** Which webhook events the turn's state changes record (the organization's subscribed types). */
   subscriptions: WebhookSubscriptions;
+  /** What the features add to the turn's state changes (registered in src/deps.ts). */
+  turnHooks: TurnHooks;
   /**
    * Fires when the engine drains (shutdown): the turn pauses at its next step boundary, starting no further model
    * or tool call, and returns with everything it has done stored, for the engine to hand the session over.
@@ -142,6 +145,11 @@ export async function change(
   if (result === null) return null;
   publish(turn, result.events);
   return result.message;
+}
+
+/** A state change of the turn for domain/turns/transitions.ts: in `trx`, from `message` as read there, at `now`. */
+export function turnChange(turn: TurnContext, trx: Executor, message: MessageRow, now: number): TurnChange {
+  return { trx, message, now, subscriptions: turn.deps.subscriptions, hooks: turn.deps.turnHooks };
 }
 
 /** Publishes the events of a committed write to the session's live listeners. */

@@ -17,7 +17,7 @@ import type { Executor } from '../storage/db.ts';
 import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { writeUnfinishedStep } from './spans.ts';
-import { abortReason, change, TurnAbort, type TurnContext } from './turn-context.ts';
+import { abortReason, change, TurnAbort, type TurnContext, turnChange } from './turn-context.ts';
 import type { StartWrite } from './turn-start.ts';
 
 function errorOf(error: unknown): MessageError {
@@ -82,10 +82,7 @@ async function cancel(turn: TurnContext, start: StartWrite | null): Promise<void
   await change(turn, OPEN_STATUSES, async (trx, found, now) => {
     const { events, current } = await withStart(trx, start, found);
     await writeUnfinishedStep(trx, current, turn.inFlight, { status: 'cancelled' }, now);
-    const ended = await cancelTurn(
-      { trx, message: current, now, subscriptions: turn.deps.subscriptions },
-      await partialText(trx, turn),
-    );
+    const ended = await cancelTurn(turnChange(turn, trx, current, now), await partialText(trx, turn));
     return [...events, ...ended];
   });
 }
@@ -94,11 +91,7 @@ async function fail(turn: TurnContext, start: StartWrite | null, error: MessageE
   await change(turn, ['queued', 'running'], async (trx, found, now) => {
     const { events, current } = await withStart(trx, start, found);
     await writeUnfinishedStep(trx, current, turn.inFlight, { status: 'failed', error }, now);
-    const ended = await failTurn(
-      { trx, message: current, now, subscriptions: turn.deps.subscriptions },
-      error,
-      await partialText(trx, turn),
-    );
+    const ended = await failTurn(turnChange(turn, trx, current, now), error, await partialText(trx, turn));
     return [...events, ...ended];
   });
 }

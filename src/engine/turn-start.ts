@@ -9,7 +9,7 @@ import { startTurn } from '../domain/turns/transitions.ts';
 import { loadMessage, markWorkspaceProvisioned } from '../domain/turns/turn-store.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
-import { change, type TurnContext } from './turn-context.ts';
+import { change, type TurnContext, turnChange } from './turn-context.ts';
 
 /** Writes a turn's start inside another transaction of the same turn; returns the start's events and the message after it. */
 export type StartWrite = (
@@ -39,7 +39,7 @@ export function lazyStart(turn: TurnContext, options: { version: number; provisi
   const at = deps.clock.now();
   const write: StartWrite = async (trx, current) => {
     if (options.provision) await markWorkspaceProvisioned(trx, current.agent_id, at);
-    return startTurn({ trx, message: current, now: at, subscriptions: deps.subscriptions }, options.version);
+    return startTurn(turnChange(turn, trx, current, at), options.version);
   };
   let written: Promise<MessageRow | null> | null = null;
   const writeAlone = () => {

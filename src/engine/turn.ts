@@ -22,7 +22,7 @@ import type { MessageRow } from '../storage/schema.ts';
 import { modelInputOf, type StepTrace } from './spans.ts';
 import { callModel, persistStep } from './step.ts';
 import { reportToolFailures, runServerCalls, serverCallsToRun } from './tool-calls.ts';
-import { change, openTurn, type Turn, TurnAbort, type TurnContext, type TurnDeps } from './turn-context.ts';
+import { change, openTurn, type Turn, TurnAbort, type TurnContext, type TurnDeps, turnChange } from './turn-context.ts';
 import { endTurn } from './turn-ending.ts';
 import { ensureStarted, lazyStart, takeStart } from './turn-start.ts';
 
@@ -196,9 +196,7 @@ function requireActions(turn: Turn): Promise<MessageRow | null> {
   const messageId = turn.initial.id;
   return change(turn, ['running'], async (trx, current, now) => {
     const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
-    return waiting.length === 0
-      ? []
-      : requireAction({ trx, message: current, now, subscriptions: turn.deps.subscriptions }, waiting);
+    return waiting.length === 0 ? [] : requireAction(turnChange(turn, trx, current, now), waiting);
   });
 }
 
@@ -220,7 +218,7 @@ async function failMaxSteps(turn: Turn): Promise<void> {
   const text = turnText(await turn.log.load(deps.db, turn.message.seq).then((all) => ownItems(all, turn.initial.id)));
   await change(turn, ['running'], (trx, current, now) =>
     failTurn(
-      { trx, message: current, now, subscriptions: deps.subscriptions },
+      turnChange(turn, trx, current, now),
       {
         code: 'max_steps_exceeded',
         message: `the agent still called tools after its last step (maxSteps ${agent.maxSteps})`,

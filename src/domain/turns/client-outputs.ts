@@ -10,6 +10,7 @@ import type { SessionEvent } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { appendItems, type CallKind, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
+import type { MessageStatus } from './message-types.ts';
 import { requiredActionsOf } from './message-view.ts';
 import { completeTurn, resumeTurn } from './transitions.ts';
 
@@ -152,7 +153,7 @@ export async function recordOutputs(
   return { items, events, resumed, unblocked };
 }
 
-const waitingMessages = prepare((db, p: { sessionId: string; status: string }) =>
+const waitingMessages = prepare((db, p: { sessionId: string; status: MessageStatus }) =>
   db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
 );
 

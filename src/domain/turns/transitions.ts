@@ -31,7 +31,7 @@ const sessionStatus = prepare((db, p: { id: string }) =>
 );
 const updateSession = prepareUpdate('sessions');
 /** A session's status as this transaction set it (a turn's start and end can share one transaction). */
-const writtenStatuses = transactionMemo<{ status: string }>();
+const writtenStatuses = transactionMemo<{ status: SessionStatus }>();
 const updateMessage = prepareUpdate('messages');
 const updateRun = prepareUpdate('runs');
 
@@ -47,8 +47,7 @@ async function sessionStatusEvents(
   if (session === undefined || session.status === status) return;
   await updateSession.run(trx, message.session_id, { status, updated_at: now });
   writtenStatuses.set(trx, message.session_id, { status });
-  // The column holds only SESSION_STATUSES (every write of it is typed).
-  events.push({ kind: 'session.status', data: { status, previous: session.status as SessionStatus } });
+  events.push({ kind: 'session.status', data: { status, previous: session.status } });
   if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
   if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id: message.session_id } });
   if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });
@@ -74,10 +73,9 @@ async function setStatus(
 /** Tool-run turns are Workflow Runs (docs/legacy.md): they add workflow.run.* events whose data.id is the run id. */
 function workflowWebhooks(
   message: MessageRow,
-  type: Extract<WebhookEventInput['type'], `workflow.run.${string}`>,
-  data: Record<string, unknown> = {},
+  event: Extract<WebhookEventInput, { type: `workflow.run.${string}` }>,
 ): WebhookEventInput[] {
-  return message.source === 'sdk' ? [{ type, data: { id: message.run_id, ...data } }] : [];
+  return message.source === 'sdk' ? [event] : [];
 }
 
 async function emit(
@@ -121,7 +119,10 @@ export async function startTurn(
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
-  const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
+  const webhooks: WebhookEventInput[] = workflowWebhooks(message, {
+    type: 'workflow.run.in_progress',
+    data: { id: message.run_id },
+  });
   await sessionStatusEvents(change, 'running', events, webhooks);
   return {
     events: await emit(change, events, webhooks),
@@ -141,7 +142,10 @@ export async function resumeTurn(change: Change): Promise<SessionEvent[]> {
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
-  const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
+  const webhooks: WebhookEventInput[] = workflowWebhooks(message, {
+    type: 'workflow.run.in_progress',
+    data: { id: message.run_id },
+  });
   await sessionStatusEvents(change, 'running', events, webhooks);
   return emit(change, events, webhooks);
 }
@@ -185,8 +189,12 @@ export async function requireAction(change: Change, actions: RequiredAction[]): 
     });
     if (first.type === 'function_call') {
       webhooks.push(
-        ...workflowWebhooks(message, 'workflow.run.action_required', {
-          required_action: { type: 'function_call', call_id: first.callId, name: first.name },
+        ...workflowWebhooks(message, {
+          type: 'workflow.run.action_required',
+          data: {
+            id: message.run_id,
+            required_action: { type: 'function_call', call_id: first.callId, name: first.name },
+          },
         }),
       );
     }
@@ -229,7 +237,7 @@ export async function completeTurn(change: Change, responseText: string): Promis
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.completed', data: { id: message.id, session_id: message.session_id } },
-    ...workflowWebhooks(message, 'workflow.run.completed'),
+    ...workflowWebhooks(message, { type: 'workflow.run.completed', data: { id: message.run_id } }),
   ];
   await sessionStatusEvents(change, 'idle', events, webhooks);
   await settleRunOfTurn(change.trx, change.subscriptions, message, 'completed', now);
@@ -257,7 +265,7 @@ export async function failTurn(
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.failed', data: { id: message.id, session_id: message.session_id, error } },
-    ...workflowWebhooks(message, 'workflow.run.failed', { error }),
+    ...workflowWebhooks(message, { type: 'workflow.run.failed', data: { id: message.run_id, error } }),
   ];
   await sessionStatusEvents(change, 'failed', events, webhooks);
   await settleRunOfTurn(change.trx, change.subscriptions, message, 'failed', now);
@@ -282,7 +290,7 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.cancelled', data: { id: message.id, session_id: message.session_id } },
-    ...workflowWebhooks(message, 'workflow.run.cancelled'),
+    ...workflowWebhooks(message, { type: 'workflow.run.cancelled', data: { id: message.run_id } }),
   ];
   await sessionStatusEvents(change, 'idle', events, webhooks);
   await settleRunOfTurn(change.trx, change.subscriptions, message, 'cancelled', now);

@@ -11119,10 +11119,8 @@ export interface components {
             item_id: string;
             output_index: number;
             part: {
-                annotations: [
-                ];
-                logprobs: [
-                ];
+                annotations: unknown[];
+                logprobs: unknown[];
                 text: string;
                 /** @enum {string} */
                 type: "output_text";
@@ -11135,10 +11133,8 @@ export interface components {
             item_id: string;
             output_index: number;
             part: {
-                annotations: [
-                ];
-                logprobs: [
-                ];
+                annotations: unknown[];
+                logprobs: unknown[];
                 text: string;
                 /** @enum {string} */
                 type: "output_text";
@@ -11150,8 +11146,7 @@ export interface components {
             content_index: number;
             delta: string;
             item_id: string;
-            logprobs: [
-            ];
+            logprobs: unknown[];
             output_index: number;
             sequence_number: number;
             /** @enum {string} */
@@ -11159,8 +11154,7 @@ export interface components {
         } | {
             content_index: number;
             item_id: string;
-            logprobs: [
-            ];
+            logprobs: unknown[];
             output_index: number;
             sequence_number: number;
             text: string;

@@ -44,11 +44,15 @@ const ResponseSnapshot = Type.Unsafe<ResponseObject>({
   },
 });
 
+/** Always empty: annotations and logprobs are not produced. (Not `Empty`: its `items: []` is not valid
+ * JSON Schema 2020-12, the dialect of OpenAPI 3.1.) */
+const Empty = Type.Unsafe<[]>({ type: 'array', maxItems: 0 });
+
 const OutputText = Type.Object({
   type: Type.Literal('output_text'),
   text: Type.String(),
-  annotations: Type.Tuple([]),
-  logprobs: Type.Tuple([]),
+  annotations: Empty,
+  logprobs: Empty,
 });
 
 const event = <K extends string, P extends TProperties>(type: K, properties: P) =>
@@ -79,8 +83,8 @@ export const ResponseStreamEventSchema = Type.Union(
     event('response.output_item.done', { output_index: Type.Integer({ minimum: 0 }), item: OutputItem }),
     event('response.content_part.added', { ...ofPart, part: OutputText }),
     event('response.content_part.done', { ...ofPart, part: OutputText }),
-    event('response.output_text.delta', { ...ofPart, delta: Type.String(), logprobs: Type.Tuple([]) }),
-    event('response.output_text.done', { ...ofPart, text: Type.String(), logprobs: Type.Tuple([]) }),
+    event('response.output_text.delta', { ...ofPart, delta: Type.String(), logprobs: Empty }),
+    event('response.output_text.done', { ...ofPart, text: Type.String(), logprobs: Empty }),
     event('response.function_call_arguments.delta', { ...ofItem, delta: Type.String() }),
     event('response.function_call_arguments.done', { ...ofItem, name: Type.String(), arguments: Type.String() }),
     event('response.mcp_list_tools.in_progress', ofItem),

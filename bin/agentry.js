@@ -11,6 +11,8 @@ if (await runUnderSupportedNode()) {
   // keyed by each file's content; NODE_COMPILE_CACHE names another directory, NODE_DISABLE_COMPILE_CACHE=1 turns it
   // off (docs/performance.md).
   const { enableCompileCache } = await import('node:module');
-  enableCompileCache();
+  const { directory } = enableCompileCache();
+  // Worker threads (and child processes) start with this process's environment: they use the same cache.
+  if (directory !== undefined) process.env.NODE_COMPILE_CACHE = directory;
   await import('../src/cli/main.ts');
 }

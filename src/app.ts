@@ -18,6 +18,7 @@ import { markOptionalBodies } from './http/openapi-document.ts';
 import { declareCommonErrors } from './http/route-errors.ts';
 import { probeRoutes } from './http/routes/system.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
+import { EVENT_SCHEMAS } from './http/schemas/events.ts';
 import { registerStorageGate } from './http/storage-gate.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
@@ -93,6 +94,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   app.setNotFoundHandler(handleNotFound);
   app.decorateRequest('principal', null);
   app.addSchema(ErrorResponse);
+  for (const schema of EVENT_SCHEMAS) app.addSchema(schema);
 
   app.addHook('onRoute', (route) => {
     // The console's static pages are not part of the API: no OpenAPI entry, no API invariants.

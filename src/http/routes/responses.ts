@@ -2,18 +2,17 @@
  * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
  * and the stream's vendor events depend on the client (client-mode.ts).
  */
-import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
-import { isFinalEvent, type ResponseStreamEvent } from '../../domain/responses/response-stream.ts';
+import { isFinalEvent } from '../../domain/responses/response-stream.ts';
 import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
+import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Responses'];
@@ -127,49 +126,21 @@ export function responseRoutes(app: App, deps: Deps): void {
       });
       if (started.replayed) reply.header('idempotent-replayed', 'true');
       if (!parsed.stream) return deps.responses.finish(started, deps.config.responsesSyncTimeoutMs);
-      reply.hijack();
-      await streamEvents(reply.raw, request.id, started.events);
+      // Each event named by its type and numbered from 0, then `data: [DONE]`. A closed connection (or a
+      // shutdown) ends the iteration, which unsubscribes; the turn goes on.
+      let sequence = 0;
+      await streamSse(reply, deps, { surface: 'responses', heartbeat: 'ping' }, (stream) =>
+        stream.pipe(started.events, (event) => {
+          const { type, ...fields } = event;
+          stream.send({ event: type, data: { type, sequence_number: sequence++, ...fields } });
+          if (!isFinalEvent(event)) return true;
+          stream.data('[DONE]');
+          return false;
+        }),
+      );
       return reply;
     },
   });
-
-  /** Frames a Response's events as Server-Sent Events through the bounded writer, ending with `data: [DONE]`. */
-  async function streamEvents(
-    raw: ServerResponse,
-    requestId: string,
-    events: AsyncIterable<ResponseStreamEvent>,
-  ): Promise<void> {
-    openSse(raw, requestId);
-    const iterator = events[Symbol.asyncIterator]();
-    deps.metrics.sseStreams(1, 'responses');
-    // A closed connection (or a shutdown) ends the iteration, which unsubscribes; the turn goes on.
-    const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
-      deps.metrics.sseStreams(-1, 'responses');
-      void iterator.return?.(undefined);
-    });
-    const untrack = deps.live.track(() => writer.end());
-    const heartbeat = setInterval(() => writer.comment('ping'), deps.config.sseHeartbeatMs);
-    let sequence = 0;
-    try {
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done === true || writer.closed) break;
-        const { type, ...fields } = next.value;
-        writer.named(type, { type, sequence_number: sequence++, ...fields });
-        if (isFinalEvent(next.value)) {
-          writer.data('[DONE]');
-          break;
-        }
-      }
-    } catch (error) {
-      deps.logger.error({ err: error, requestId }, 'response stream failed');
-      raw.destroy();
-    } finally {
-      clearInterval(heartbeat);
-      untrack();
-      writer.end();
-    }
-  }
 
   app.route({
     method: 'GET',

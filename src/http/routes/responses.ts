@@ -10,34 +10,14 @@ import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
+import { responsesValidatorCompiler, validateResponseBody } from '../responses-body.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
+import { ResponseCreateBody } from '../schemas/responses.ts';
 import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Responses'];
-
-/** Documentation of the body; the rules (strict and compatibility mode) are checked by parseResponseRequest. */
-const ResponseCreateBody = Type.Object(
-  {
-    model: Type.String({
-      description:
-        'The id of one of your agents (GET /v1/models or GET /v1/agents lists them); in OpenAI compatibility mode also an agent name, when exactly one of your agents has it. Anything else is a 400 naming model',
-    }),
-    input: Type.Unsafe<unknown>({
-      description:
-        'A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required)',
-    }),
-    stream: Type.Optional(Type.Boolean()),
-    conversation: Type.Optional(Type.Unsafe<unknown>({ description: 'conv_… id, or {id: "conv_…"}' })),
-    store: Type.Optional(Type.Literal(true, { description: 'Responses are always stored' })),
-    background: Type.Optional(Type.Literal(false, { description: 'Background mode is not offered' })),
-  },
-  {
-    additionalProperties: true,
-    description: 'Strict mode rejects other fields; see docs/responses.md for compatibility mode',
-  },
-);
 
 const ResponseObject = Type.Object(
   {
@@ -115,11 +95,14 @@ export function responseRoutes(app: App, deps: Deps): void {
         ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504),
       },
     },
+    // The body's schema depends on the request's mode: validateResponseBody picks it in the handler.
+    validatorCompiler: responsesValidatorCompiler,
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,
     handler: async (request, reply) => {
       const mode = compatModeOf(request, deps.config.responsesCompat);
       reply.header('agentry-compat', mode);
+      validateResponseBody(request.body, mode);
       const parsed = parseResponseRequest(request.body, mode === 'openai');
       const started = await deps.responses.start(orgOf(request), parsed, request.headers['idempotency-key'], {
         vendorEvents: parsed.stream && vendorEventsWanted(request, deps.config.responsesStreamEvents),

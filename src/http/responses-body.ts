@@ -41,7 +41,13 @@ export const responseBodySchemas: Record<CompatMode, unknown> = {
   openai: requestPartSchema(ResponseCreateCompat, 'body'),
 };
 const compile = (schema: unknown) => compiler({ schema, httpPart: 'body', method: 'POST', url: '/v1/responses' });
-const validators = { strict: compile(responseBodySchemas.strict), openai: compile(responseBodySchemas.openai) };
+type Validator = ReturnType<typeof compile>;
+/** Compiled on first use, so a server starts without paying for them. */
+const compiled: Partial<Record<CompatMode, Validator>> = {};
+const validator = (mode: CompatMode): Validator => {
+  compiled[mode] ??= compile(responseBodySchemas[mode]);
+  return compiled[mode];
+};
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -65,7 +71,7 @@ function modelProblem(model: unknown, mode: CompatMode): string {
 
 /** Throws a 400 naming the first field of `body` that the mode's schema refuses. */
 export function validateResponseBody(body: unknown, mode: CompatMode): void {
-  const validate = validators[mode];
+  const validate = validator(mode);
   if (validate(body) !== false) return;
   const [error] = validate.errors ?? [];
   if (error === undefined) throw validationError('body', 'body is invalid');
@@ -95,5 +101,5 @@ function acceptedInCompatMode(body: unknown, pointer: string, param: string): bo
   if (pointer === '' && !param.includes('.') && !param.includes('[')) {
     return Object.hasOwn(ResponseCreateCompat.properties, param);
   }
-  return validators.openai(body) !== false;
+  return validator('openai')(body) !== false;
 }

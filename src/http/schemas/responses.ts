@@ -7,6 +7,7 @@
  * in domain/responses/response-request.ts.
  */
 import { Type } from 'typebox';
+import { MAX_REASON_CHARS } from '../../domain/approvals/approvals.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const CONVERSATION_ID = `^conv_${UUID.slice(1)}`;
@@ -48,7 +49,9 @@ const DETAIL = { type: ['string', 'null'], enum: ['auto', 'low', 'high', 'origin
 const FILE_ID = { type: 'string', format: 'uuid', description: 'A file id (POST /v1/files)' };
 
 function contentParts(compat: boolean): Schema {
-  const inputText = object({ type: { const: 'input_text' }, text: text() }, ['type', 'text'], false);
+  // Compatibility mode takes the annotations and logprobs clients echo from listed items.
+  const echoedText = compat ? { annotations: {}, logprobs: {} } : {};
+  const inputText = object({ type: { const: 'input_text' }, text: text(), ...echoedText }, ['type', 'text'], false);
   const outputText = object(
     { type: { const: 'output_text' }, text: text(), annotations: {}, logprobs: {} },
     ['type', 'text'],
@@ -160,7 +163,7 @@ function inputItems(compat: boolean): Schema {
       type: { const: 'mcp_approval_response' },
       approval_request_id: text(512),
       approve: { type: 'boolean' },
-      reason: nullable('string'),
+      reason: nullable('string', { maxLength: MAX_REASON_CHARS }),
     },
     ['type', 'approval_request_id', 'approve'],
     true,

@@ -204,7 +204,10 @@ const conversation = raw({
 
 const strictFields = (compat: boolean) => ({
   model: compat
-    ? Type.String({ description: 'The id or the name of one of your agents (GET /v1/models or GET /v1/agents)' })
+    ? Type.String({
+        description:
+          'The id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); a name must be of exactly one agent',
+      })
     : Type.String({ format: 'uuid', description: 'The id of one of your agents (GET /v1/models or GET /v1/agents)' }),
   input: input(compat),
   stream: Type.Optional(compat ? nullable('boolean') : Type.Boolean()),

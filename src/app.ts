@@ -39,6 +39,7 @@ import { taskRoutes } from './http/routes/tasks.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { workflowRunRoutes } from './http/routes/workflow-runs.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
+import { EVENT_SCHEMAS } from './http/schemas/events.ts';
 import { registerStorageGate } from './http/storage-gate.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
@@ -114,6 +115,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   app.setNotFoundHandler(handleNotFound);
   app.decorateRequest('principal', null);
   app.addSchema(ErrorResponse);
+  for (const schema of EVENT_SCHEMAS) app.addSchema(schema);
 
   app.addHook('onRoute', (route) => {
     // The console's static pages are not part of the API: no OpenAPI entry, no API invariants.

@@ -51,10 +51,13 @@ let stdoutBatch: { write(line: string): void } | null = null;
 /**
  * Standard output for JSON lines, written once per turn of the event loop instead of once per line: under load
  * (a request line each) that saves a system call per request. What is held is written when the process exits,
- * so only a kill -9 can lose lines, those of the last few microseconds.
+ * so only a kill -9 can lose lines, those of the last few microseconds. The writes are synchronous (pino's
+ * destination on descriptor 1 in sync mode, which waits out a full pipe): process.stdout may queue a write to a
+ * pipe in memory, and a process that exits then loses it.
  */
 function batchedStdout(): { write(line: string): void } {
   if (stdoutBatch !== null) return stdoutBatch;
+  const stdout = pino.destination({ dest: 1, sync: true });
   let held: string[] = [];
   let bytes = 0;
   let scheduled = false;
@@ -64,7 +67,7 @@ function batchedStdout(): { write(line: string): void } {
     const text = held.length === 1 ? (held[0] as string) : held.join('');
     held = [];
     bytes = 0;
-    process.stdout.write(text);
+    stdout.write(text);
   };
   process.on('exit', flush);
   stdoutBatch = {

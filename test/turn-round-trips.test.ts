@@ -61,8 +61,12 @@ it('runs a one-step turn in two transactions, the session released in the second
   const transactions = statements.filter((text) => text.startsWith('begin'));
   expect(transactions, statements.join('\n')).toHaveLength(2);
   // The turn's own statements (the client's polling reads aside): accept, claim, context, step, release.
+  // The engine's idle sweeps (a poll's scan for work, expired approvals) may land in between too.
   const turn = statements.filter(
-    (text) => !text.startsWith('select * from "messages" where "id" = ? and "session_id"'),
+    (text) =>
+      !text.startsWith('select * from "messages" where "id" = ? and "session_id"') &&
+      !text.startsWith('select "id" from "sessions" where "work_pending" = ? and') &&
+      !text.startsWith('select "id", "org_id", "session_id", "message_id" from "tool_approvals" where "status" = ?'),
   );
   // 42 with BEGIN and COMMIT: the accept's 17 (idempotency key, session, message, run, item, event), the claim and
   // the turn's reads (4), the step's 21. More means a statement crept back onto the hot path.
@@ -132,7 +136,7 @@ describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () 
     await pgh?.close();
   });
 
-  it('runs a one-step turn in two transactions and at most 43 round trips', async () => {
+  it('runs a one-step turn in two transactions and at most 39 round trips', async () => {
     const agentId = await pgFlow.createAgent({});
     const sessionId = await pgFlow.createSession(agentId);
     const first = await pgFlow.submit(sessionId, 'hello');
@@ -151,8 +155,10 @@ describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () 
       turn.filter((text) => text === 'begin'),
       turn.join('\n'),
     ).toHaveLength(2);
-    // 43 with BEGIN and COMMIT, each a round trip: the accept's 17, the claim and the turn's reads, the step's.
+    // 39 with BEGIN and COMMIT, each a round trip: the accept's 17, the claim and the turn's reads, the step's
+    // (a message and its run changed together, and a session's status read with its change, are one statement:
+    // transitions.ts updateMessageAndRun and moveSessionStatus, turn-store.ts addStepUsage).
     process.stdout.write(`[round trips] one-step turn on Postgres: ${turn.length} statements\n`);
-    expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(43);
+    expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(39);
   });
 });

@@ -28,7 +28,7 @@ const updateSession = prepareUpdate('sessions');
  * Postgres: the session's status and hidden flag as they were, and its status set unless it already was `status`,
  * in one statement (the update a data-modifying CTE, which does not change what `old` reads).
  */
-const moveSessionStatus = prepare((db, p: { id: string; status: string; now: number }) =>
+const moveSessionStatus = prepare((db, p: { id: string; status: SessionStatus; now: number }) =>
   db
     .with('old', (qb) => qb.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', p.id))
     .with('moved', (qb) =>

@@ -2,9 +2,13 @@
  * The long-poll `GET /v1/sessions/{id}/messages/{messageId}?wait=` over real HTTP, once per dialect: it answers
  * as soon as the message settles (terminal or requires_action), reading the message only before waiting and
  * once after the event that settled it, or when the wait ends with the message as it is; bad values are a 400
- * naming `wait`; another organization's message is a 404. Cluster mode is covered in cluster.test.ts.
+ * naming `wait`; another organization's message is a 404. Without live events (a bus outage) it re-reads every
+ * `recheckMs` where one is set (cluster mode). Cluster mode over HTTP is covered in cluster.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StreamHub } from '../src/bus/live-hub.ts';
+import type { Message } from '../src/domain/turns/message-types.ts';
+import { waitForMessage } from '../src/domain/turns/message-wait.ts';
 import { ASK_USER_QUESTION_SERVER, flows, httpClient, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 
@@ -105,5 +109,45 @@ describe.each(dialects())('message long-poll (%s)', (dialect) => {
     expect(response.status).toBe(404);
     expect(performance.now() - started).toBeLessThan(2000);
     await h.request('POST', `/v1/sessions/${sessionId}/interrupt`);
+  });
+});
+
+describe('message long-poll without live events (a bus outage in cluster mode)', () => {
+  /** A hub whose bus delivers nothing: subscriptions never fire. */
+  const silentHub = (): StreamHub => ({
+    subscribe: () => () => undefined,
+    follow: () => ({ start: () => undefined, close: () => undefined }),
+    size: () => 0,
+    track: () => () => undefined,
+    close: () => undefined,
+  });
+
+  it('re-reads every recheckMs, so a settled message is answered within about that', async () => {
+    let reads = 0;
+    const settledAt = performance.now() + 300;
+    const read = async () => {
+      reads += 1;
+      return { status: performance.now() >= settledAt ? 'completed' : 'running' } as Message;
+    };
+    const started = performance.now();
+    const message = await waitForMessage({ hub: silentHub(), read, recheckMs: 100 }, 's', 'm', 20_000);
+    expect(message.status).toBe('completed');
+    expect(performance.now() - started).toBeLessThan(3000);
+    // One read before waiting and one per recheck: a few, not one per millisecond.
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(reads).toBeLessThan(30);
+  });
+
+  it('without rechecks (the in-process bus loses nothing) waits for an event or the end of the wait', async () => {
+    let reads = 0;
+    const read = async () => {
+      reads += 1;
+      return { status: 'running' } as Message;
+    };
+    const started = performance.now();
+    const message = await waitForMessage({ hub: silentHub(), read, recheckMs: null }, 's', 'm', 400);
+    expect(message.status).toBe('running');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+    expect(reads).toBe(2);
   });
 });

@@ -64,21 +64,26 @@ export async function waitForMessage(
   });
   deps.signal?.addEventListener('abort', nudge);
   try {
+    /** The wait is over: the read after it is the last. */
+    let over = false;
     for (;;) {
       signalled = false;
       const message = await deps.read();
-      const left = deadline - performance.now();
-      if (isSettled(message) || left <= 0 || aborted()) return message;
+      if (isSettled(message) || over || aborted()) return message;
       if (signalled) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, deps.recheckMs === null ? left : Math.min(left, deps.recheckMs));
+      const left = deadline - performance.now();
+      if (left <= 0) return message;
+      const pause = deps.recheckMs === null ? left : Math.min(left, deps.recheckMs);
+      const timedOut = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(true), pause);
         wake = () => {
           clearTimeout(timer);
-          resolve();
+          resolve(false);
         };
       });
       wake = null;
       if (aborted()) return message;
+      over = timedOut && pause >= left;
     }
   } finally {
     deps.signal?.removeEventListener('abort', nudge);

@@ -6,14 +6,13 @@
  * as `node .mastra/output/index.mjs`. The folder is kept: the next run reuses the install and, when the project
  * has not changed, the build.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { type ServerProcess, startServer, stopProcess } from './children.ts';
+import { freePort, peerEnv, readMarker, runCommand } from './peers.ts';
 import type { Defer } from './support.ts';
 
 /** The versions measured against; BENCH_MASTRA_VERSION and BENCH_MASTRA_CORE_VERSION override them. */
@@ -22,7 +21,6 @@ const VERSIONS = {
   core: process.env.BENCH_MASTRA_CORE_VERSION || '1.71.0',
   zod: '4.6.7',
 };
-const INSTALL_TIMEOUT_MS = 10 * 60_000;
 const START_TIMEOUT_MS = 60_000;
 /** The agent's id in Mastra's routes: POST /api/agents/{id}/generate. */
 export const MASTRA_AGENT = 'bench';
@@ -67,48 +65,14 @@ export function mastraVersions(): string {
   return `mastra ${VERSIONS.cli}, @mastra/core ${VERSIONS.core}`;
 }
 
-/** This process's Node.js first on PATH, so npm, npx and what they spawn run on it too. */
+/** The environment of Mastra's commands and server. */
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
-    // The CLI reports usage to a remote service by default; this machine may not reach it.
-    MASTRA_TELEMETRY_DISABLED: '1',
-    ...extra,
-  };
+  // The CLI reports usage to a remote service by default; this machine may not reach it.
+  return peerEnv({ MASTRA_TELEMETRY_DISABLED: '1', ...extra });
 }
 
-/** Runs `command args` in `cwd` and fails with the tail of its output unless it exits 0. */
-function run(command: string, args: readonly string[], cwd: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const collect = (chunk: Buffer): void => {
-      output = (output + chunk.toString('utf8')).slice(-8192);
-    };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
-    const timer = setTimeout(() => child.kill('SIGKILL'), INSTALL_TIMEOUT_MS);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(new Error(`${command} ${args.join(' ')}: ${error.message}`));
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve();
-      else
-        reject(new Error(`${command} ${args.join(' ')} in ${cwd} failed (code ${code}, signal ${signal}):\n${output}`));
-    });
-  });
-}
-
-async function readMarker(path: string): Promise<string | null> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return null;
-  }
-}
+const run = (command: string, args: readonly string[], cwd: string): Promise<void> =>
+  runCommand(command, args, cwd, childEnv());
 
 /**
  * The built project's folder: BENCH_MASTRA_DIR, or `agentry-bench-mastra/<versions>` under the OS temp dir.
@@ -145,16 +109,6 @@ export async function prepareMastra(): Promise<string> {
     log(`reusing the install and build in ${dir}`);
   }
   return dir;
-}
-
-/** A port nobody listens on right now (Mastra takes its port from PORT and would print 0 for an ephemeral one). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
 }
 
 /**

@@ -22,6 +22,11 @@ const BENCHES: readonly Bench[] = [
   { name: 'http', byDefault: true, run: () => import('./http.ts').then((m) => m.runHttpBench()) },
   { name: 'turns-http', byDefault: true, run: () => import('./turns-http.ts').then((m) => m.runTurnsHttpBench()) },
   { name: 'peer-mastra', byDefault: true, run: () => import('./peer-mastra.ts').then((m) => m.runPeerMastraBench()) },
+  {
+    name: 'peer-langgraph',
+    byDefault: true,
+    run: () => import('./peer-langgraph.ts').then((m) => m.runPeerLangGraphBench()),
+  },
   { name: 'memory', byDefault: true, run: () => import('./memory.ts').then((m) => m.runMemoryBench()) },
   { name: 'stream', byDefault: true, run: () => import('./stream.ts').then((m) => m.runStreamBench()) },
   { name: 'webhooks', byDefault: true, run: () => import('./webhooks.ts').then((m) => m.runWebhooksBench()) },

@@ -229,10 +229,12 @@ interface Child {
 async function startAgentry(apiKey: string, workDir: string, defer: Defer): Promise<Child> {
   const reportPath = join(workDir, 'agentry-memory.json');
   // Streams are per process; the database makes no difference to holding them, so SQLite only.
+  // At the default log level, as users run it; the log goes to a file (see children.ts).
   const env = serverEnv({
     dataDir: join(workDir, 'agentry-data'),
     apiKey,
     redis: false,
+    logLevel: 'default',
     extra: { BENCH_MEMORY_REPORT: reportPath },
   });
   const server = await startServer({
@@ -241,6 +243,7 @@ async function startAgentry(apiKey: string, workDir: string, defer: Defer): Prom
     cwd: REPO_ROOT,
     env,
     timeoutMs: START_TIMEOUT_MS,
+    logFile: join(workDir, 'agentry.log'),
   });
   defer(() => stopProcess(server.child));
   return { server, reportPath };

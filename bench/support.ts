@@ -26,6 +26,8 @@ export interface BenchResult {
    * in paired rounds; the reported ratio or value is their median.
    */
   rounds?: readonly number[];
+  /** Said under the table: what the figure is not (a peer that could not run, a tuned setting). */
+  note?: string;
 }
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
@@ -269,7 +271,8 @@ export function formatResults(results: readonly BenchResult[]): string {
       .map((cell, i) => (numeric.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  const notes = results.filter((r) => r.note !== undefined).map((r) => `${r.name}: ${r.note}`);
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), ...notes].join('\n');
 }
 
 /** For `node bench/<name>.ts`: runs one bench and prints the machine and its results table. */

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
@@ -62,6 +63,61 @@ describe('request log lines', () => {
       [30, 'GET /bad 400'],
     ]);
   });
+});
+
+describe('the request of a request line', () => {
+  it('is its method, URL, host and peer, never its headers (so no key is ever written)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const app = Fastify({
+      loggerInstance: createLogger({ logLevel: 'debug', logFormat: 'json' }, sink),
+      logController: new RequestLogController(0),
+    });
+    app.get('/agents', async () => ({ ok: true }));
+    const key = 'agk_secretsecretsecretsecretsecretsecret01';
+    await app.inject({
+      method: 'GET',
+      url: '/agents?n=1',
+      headers: { authorization: `Bearer ${key}`, 'x-api-key': key, host: 'agentry.test' },
+    });
+    await app.close();
+    const requestLines = lines.map((line) => JSON.parse(line)).filter((entry) => entry.req !== undefined);
+    // The arrival (debug) and the answer (info); injected requests have no remote port.
+    const expected = { method: 'GET', url: '/agents?n=1', host: 'agentry.test', remoteAddress: '127.0.0.1' };
+    expect(requestLines.map((entry) => entry.req)).toEqual([expected, expected]);
+    expect(lines.join('\n')).not.toContain(key);
+  });
+});
+
+describe('lines held for standard output', () => {
+  // A child process logs 2,000 lines in one turn of its event loop (so they are still held), then ends as named.
+  const endings = {
+    'an uncaught exception': "throw new Error('boom');",
+    'an unhandled rejection': "Promise.reject(new Error('boom'));",
+    'process.exit (a fatal startup error, the end of a SIGTERM shutdown)': 'process.exit(1);',
+    'SIGTERM handled by exiting':
+      "process.once('SIGTERM', () => process.exit(0)); process.kill(process.pid, 'SIGTERM'); setTimeout(() => {}, 5000);",
+  };
+  for (const [ending, code] of Object.entries(endings)) {
+    it(`are all written when the process ends by ${ending}`, () => {
+      const script = [
+        `import { createLogger } from ${JSON.stringify(new URL('./logger.ts', import.meta.url).pathname)};`,
+        "const logger = createLogger({ logLevel: 'info', logFormat: 'json' });",
+        "for (let i = 0; i < 2000; i++) logger.info({ i }, 'line');",
+        "logger.fatal('last');",
+        code,
+      ].join('\n');
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+      const lines = child.stdout.split('\n').filter(Boolean);
+      expect(lines).toHaveLength(2001);
+      expect(JSON.parse(lines.at(-1) ?? '{}').msg).toBe('last');
+    });
+  }
 });
 
 describe('lines written inside a turn', () => {

@@ -7,7 +7,7 @@ import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import PinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
-import { turnLogFields } from './observability/trace-context.ts';
+import { turnLogFields } from './lib/trace-context.ts';
 import { isDatabaseUnavailable } from './storage/errors.ts';
 
 /** Header and field paths that may carry secrets; pino replaces their values before a line is written. */

@@ -50,11 +50,6 @@ import {
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { storableText } from '../lib/storable-text.ts';
-import { costMicros } from '../models/pricing.ts';
-import type { ModelRegistry } from '../models/registry.ts';
-import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
-import type { Metrics, TurnOutcome } from '../observability/metrics-types.ts';
-import type { RunExporter } from '../observability/run-export.ts';
 import {
   chatSpanId,
   outgoingTraceparent,
@@ -62,7 +57,12 @@ import {
   runInTurn,
   runTrace,
   toolSpanId,
-} from '../observability/trace-context.ts';
+} from '../lib/trace-context.ts';
+import { costMicros } from '../models/pricing.ts';
+import type { ModelRegistry } from '../models/registry.ts';
+import { ModelError, type ModelSettings, type ToolCall, type Usage } from '../models/types.ts';
+import type { Metrics, TurnOutcome } from '../observability/metrics-types.ts';
+import type { RunExporter } from '../observability/run-export.ts';
 import type { Executor } from '../storage/db.ts';
 import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';

@@ -1,5 +1,6 @@
 /** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
 import { notFound } from '../../errors/app-error.ts';
+import { SESSION_STATUSES, type SessionStatus } from '../../events/session-values.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -9,8 +10,7 @@ import { writeEvents } from '../outbox.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { markCreated } from './new-sessions.ts';
 
-export const SESSION_STATUSES = ['idle', 'running', 'requires_action', 'failed'] as const;
-export type SessionStatus = (typeof SESSION_STATUSES)[number];
+export { SESSION_STATUSES, type SessionStatus };
 
 export interface Session {
   id: string;

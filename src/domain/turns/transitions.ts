@@ -4,7 +4,7 @@
  * session events and webhooks.
  */
 
-import { formatTraceparent, runTrace } from '../../observability/trace-context.ts';
+import { formatTraceparent, runTrace } from '../../lib/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareUpdate } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';

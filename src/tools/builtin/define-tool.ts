@@ -5,8 +5,8 @@
  */
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import type { McpServer } from '../../domain/agents/agent-types.ts';
 import { builtinOrigin } from '../registry.ts';
+import type { McpServer } from '../tool-config.ts';
 import type { ResolvedTool, ToolCallContext, ToolOutput } from '../types.ts';
 
 export interface BuiltinToolSpec<S extends TSchema> {

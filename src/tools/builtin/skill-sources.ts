@@ -15,10 +15,11 @@ import { randomBytes } from 'node:crypto';
 import { access, constants, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { NetworkPolicy, Skill } from '../../domain/agents/agent-types.ts';
 import type { Resolver } from '../../lib/egress.ts';
-import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
+import { CpuJobError } from '../../workers/cpu-pool.ts';
 import { policyAllows } from '../network/network-policy.ts';
+import type { NetworkPolicy, Skill } from '../tool-config.ts';
+import type { CpuWork } from './cpu-work.ts';
 import { cloneRepository } from './skill-clone.ts';
 
 export interface SkillSourceOptions {

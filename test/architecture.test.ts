@@ -216,15 +216,35 @@ function areaCycles(edges: readonly Edge[]): string[] {
     }
   };
   for (const area of [...next.keys()].sort()) if (!index.has(area)) connect(area);
-  return components.map((component) => {
+  // Each component is reported as the shortest cycle through each of its areas, with one import per step.
+  const cycles = new Map<string, string[]>();
+  for (const component of components) {
     const inside = new Set(component);
-    const steps = [...example.values()]
-      .filter((edge) => inside.has(areaOf(edge.from)) && inside.has(areaOf(edge.to)))
-      .map(
-        (edge) =>
-          `src/${edge.from}:${edge.line} imports '${edge.specifier}' (${areaOf(edge.from)} -> ${areaOf(edge.to)})`,
-      );
-    return `import cycle between ${component.join(', ')}: ${steps.join('; ')}`;
+    for (const start of component) {
+      const previous = new Map<string, string>();
+      const queue = [start];
+      for (let at = 0; at < queue.length && !previous.has(start); at++) {
+        const area = queue[at] ?? '';
+        for (const to of [...(next.get(area) ?? [])].sort()) {
+          if (!inside.has(to) || previous.has(to)) continue;
+          previous.set(to, area);
+          queue.push(to);
+        }
+      }
+      const path = [start];
+      for (let area = previous.get(start); area !== undefined && area !== start; area = previous.get(area))
+        path.unshift(area);
+      const first = path.indexOf([...path].sort()[0] ?? start);
+      const cycle = [...path.slice(first), ...path.slice(0, first)];
+      cycles.set(cycle.join(' '), cycle);
+    }
+  }
+  return [...cycles.values()].map((cycle) => {
+    const steps = cycle.map((from, at) => {
+      const edge = example.get(`${from} ${cycle[(at + 1) % cycle.length]}`);
+      return edge === undefined ? '' : `src/${edge.from}:${edge.line} imports '${edge.specifier}'`;
+    });
+    return `import cycle ${[...cycle, cycle[0]].join(' -> ')}: ${steps.join('; ')}`;
   });
 }
 

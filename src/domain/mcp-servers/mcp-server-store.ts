@@ -12,8 +12,6 @@ import type { McpServerRow } from '../../storage/schema.ts';
 import { type Connector, TOOLS_TRUNCATED } from '../../tools/mcp/connectors.ts';
 import type { Discovery, ListedMcpTool, McpServerView } from './mcp-server-types.ts';
 
-export { type Connector, TOOLS_TRUNCATED };
-
 function parseTools(text: string | null): ListedMcpTool[] {
   if (text === null) return [];
   const parsed = readJsonColumn(text, 'mcp_servers.tools');

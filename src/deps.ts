@@ -26,16 +26,18 @@ import { createResponseService, type ResponseService } from './domain/responses/
 import { createRunService, type RunService } from './domain/runs/run-service.ts';
 import { createScheduleRunner, type ScheduleRunner } from './domain/schedules/schedule-runner.ts';
 import { createScheduleService, type ScheduleService } from './domain/schedules/schedule-service.ts';
+import { scheduleTurnHook } from './domain/schedules/schedule-store.ts';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.ts';
 import { createLegacyWebhookService, type LegacyWebhookService } from './domain/tasks/legacy-webhooks.ts';
 import { createTaskNotifier, type TaskNotifier } from './domain/tasks/task-notifier.ts';
 import { createTaskService, type TaskService } from './domain/tasks/task-service.ts';
 import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
 import { createMessageService, type MessageService } from './domain/turns/message-service.ts';
+import type { TurnHooks } from './domain/turns/turn-hooks.ts';
 import { type FollowUpSession, followUpSession } from './domain/webhooks/followup.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
 import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
-import { createWorkflowService, type WorkflowService } from './domain/workflows/workflow-service.ts';
+import { createWorkflowService, type WorkflowService, workflowTurnHook } from './domain/workflows/workflow-service.ts';
 import { createEngine, type Engine } from './engine/engine.ts';
 import { createScheduler, type Scheduler } from './engine/scheduler.ts';
 import { type Clock, systemClock } from './lib/clock.ts';
@@ -74,6 +76,8 @@ export interface Deps {
   /** Live session events of this process, per session. */
   live: StreamHub;
   messages: MessageService;
+  /** What the features built on turns add to their state changes, in the change's transaction. */
+  turnHooks: TurnHooks;
   responses: ResponseService;
   conversations: ConversationService;
   webhooks: WebhookServices;
@@ -240,6 +244,8 @@ export async function buildDeps(
   });
   // Every writer of webhook events asks it which of them the organization's endpoints receive.
   const { subscriptions } = webhooks;
+  // Features built on turns: schedule runs settle with their turns, tool-run turns report workflow.run.* webhooks.
+  const turnHooks: TurnHooks = [scheduleTurnHook, workflowTurnHook];
   const sessions = createSessionService({ db, clock, subscriptions });
   const mcpStore = createMcpServerStore(secrets);
   // Organization connectors are user-chosen destinations: the egress guard applies. Toolkit endpoints are the
@@ -306,7 +312,15 @@ export async function buildDeps(
     changeVersion: storage.changeVersion,
     toolWarnings: tools.warnings,
   });
-  const messages = createMessageService({ db, clock, bus, idempotency, toolWarnings: tools.warnings, subscriptions });
+  const messages = createMessageService({
+    db,
+    clock,
+    bus,
+    idempotency,
+    toolWarnings: tools.warnings,
+    subscriptions,
+    turnHooks,
+  });
   const scheduleRunner = createScheduleRunner({
     db,
     dialect: storage.dialect,
@@ -357,6 +371,7 @@ export async function buildDeps(
     bus,
     live,
     messages,
+    turnHooks,
     responses: createResponseService({
       db,
       clock,
@@ -369,8 +384,9 @@ export async function buildDeps(
       images,
       messages,
       subscriptions,
+      turnHooks,
     }),
-    conversations: createConversationService({ db, clock, bus, agents, sessions, messages, subscriptions }),
+    conversations: createConversationService({ db, clock, bus, agents, sessions, messages, subscriptions, turnHooks }),
     webhooks,
     secrets,
     mcpServers,
@@ -480,6 +496,7 @@ export function buildEngine(deps: Deps): Engine {
       files: createFileReader({ db: deps.storage.db, dataDir: deps.config.dataDir }),
       metrics: deps.metrics,
       subscriptions: deps.webhooks.subscriptions,
+      turnHooks: deps.turnHooks,
       runExporter:
         deps.tracing === null
           ? undefined

@@ -9,10 +9,15 @@ import { afterCommit } from '../domain/outbox.ts';
 import type { TurnDeps } from './turn.ts';
 
 export async function denyExpiredApprovals(deps: Omit<TurnDeps, 'owner'>): Promise<void> {
-  const result = await expireApprovals(deps.db, deps.subscriptions, deps.clock.now(), async (trx, message) => {
-    if (message.agent_version === null) return undefined;
-    return (await findAgentVersion(trx, message.agent_id, message.agent_version))?.toolApprovals.timeoutSeconds;
-  });
+  const result = await expireApprovals(
+    deps.db,
+    { subscriptions: deps.subscriptions, hooks: deps.turnHooks },
+    deps.clock.now(),
+    async (trx, message) => {
+      if (message.agent_version === null) return undefined;
+      return (await findAgentVersion(trx, message.agent_id, message.agent_version))?.toolApprovals.timeoutSeconds;
+    },
+  );
   const woken = new Set(result.wake);
   for (const { sessionId, events } of result.events) afterCommit(deps.bus, sessionId, events, woken.delete(sessionId));
   for (const sessionId of woken) afterCommit(deps.bus, sessionId, [], true);

@@ -39,6 +39,7 @@ import {
 } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { cancelTurn, completeTurn, failTurn, requireAction, startTurn } from '../domain/turns/transitions.ts';
+import type { TurnHooks } from '../domain/turns/turn-hooks.ts';
 import {
   addStepUsage,
   addWarning,
@@ -90,6 +91,8 @@ export interface TurnDeps extends LeaseDeps {
   runExporter?: RunExporter | undefined;
   /** Which webhook events the turn's state changes record (the organization's subscribed types). */
   subscriptions: WebhookSubscriptions;
+  /** What the features add to the turn's state changes (registered in src/deps.ts). */
+  turnHooks: TurnHooks;
   /**
    * Fires when the engine drains (shutdown): the turn pauses at its next step boundary, starting no further model
    * or tool call, and returns with everything it has done stored, for the engine to hand the session over.
@@ -463,7 +466,10 @@ async function persistStep(
       if (output.calls.length === 0) {
         const all = [...ownItems(items, current.id), ...created];
         events.push(
-          ...(await completeTurn({ trx, message: current, now, subscriptions: deps.subscriptions }, turnText(all))),
+          ...(await completeTurn(
+            { trx, message: current, now, subscriptions: deps.subscriptions, hooks: deps.turnHooks },
+            turnText(all),
+          )),
         );
       }
       return [...startEvents, ...events];
@@ -796,7 +802,10 @@ function lazyStart(
   const at = deps.clock.now();
   const write: StartWrite = async (trx, current) => {
     if (options.provision) await markWorkspaceProvisioned(trx, current.agent_id, at);
-    return startTurn({ trx, message: current, now: at, subscriptions: deps.subscriptions }, options.version);
+    return startTurn(
+      { trx, message: current, now: at, subscriptions: deps.subscriptions, hooks: deps.turnHooks },
+      options.version,
+    );
   };
   let written: Promise<MessageRow | null> | null = null;
   const writeAlone = () => {
@@ -894,7 +903,10 @@ async function runTurnSteps(
           const waiting = requiredActionsOf(pendingCalls(await loadMessageItems(trx, messageId)));
           return waiting.length === 0
             ? []
-            : requireAction({ trx, message: current, now, subscriptions: deps.subscriptions }, waiting);
+            : requireAction(
+                { trx, message: current, now, subscriptions: deps.subscriptions, hooks: deps.turnHooks },
+                waiting,
+              );
         });
         if (after === null || after.status !== 'running') return;
         continue;
@@ -925,7 +937,7 @@ async function runTurnSteps(
         const text = turnText(await context.load(deps.db, message.seq).then((all) => ownItems(all, messageId)));
         await change(deps, lease, messageId, ['running'], (trx, current, now) =>
           failTurn(
-            { trx, message: current, now, subscriptions: deps.subscriptions },
+            { trx, message: current, now, subscriptions: deps.subscriptions, hooks: deps.turnHooks },
             {
               code: 'max_steps_exceeded',
               message: `the agent still called tools after its last step (maxSteps ${config.maxSteps})`,
@@ -970,7 +982,7 @@ async function runTurnSteps(
         const { events, current } = await withStart(trx, found);
         await writeUnfinishedStep(trx, current, inFlight, { status: 'cancelled' }, now);
         const ended = await cancelTurn(
-          { trx, message: current, now, subscriptions: deps.subscriptions },
+          { trx, message: current, now, subscriptions: deps.subscriptions, hooks: deps.turnHooks },
           await partial(trx),
         );
         return [...events, ...ended];
@@ -982,7 +994,7 @@ async function runTurnSteps(
       const { events, current } = await withStart(trx, found);
       await writeUnfinishedStep(trx, current, inFlight, { status: 'failed', error: errorOf(error) }, now);
       const ended = await failTurn(
-        { trx, message: current, now, subscriptions: deps.subscriptions },
+        { trx, message: current, now, subscriptions: deps.subscriptions, hooks: deps.turnHooks },
         errorOf(error),
         await partial(trx),
       );

@@ -14,8 +14,9 @@ import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import { appendItems, type Item, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
+import { lockSession } from '../turns/session-rows.ts';
 import { resumeTurn } from '../turns/transitions.ts';
-import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
+import type { TurnListeners } from '../turns/turn-hooks.ts';
 
 export const newApprovalId = (): string => `mcpr_${newId().replaceAll('-', '')}`;
 
@@ -256,7 +257,7 @@ export function approvalCall(items: Item[], actionId: number): PendingCall | und
  */
 export async function expireApprovals(
   db: Executor,
-  subscriptions: WebhookSubscriptions,
+  listeners: TurnListeners,
   now: number,
   timeoutOf: (trx: Executor, message: MessageRow) => Promise<number | undefined>,
 ): Promise<{ events: { sessionId: string; events: SessionEvent[] }[]; wake: string[] }> {
@@ -265,12 +266,7 @@ export async function expireApprovals(
   const wake: string[] = [];
   for (const row of due) {
     const result = await db.transaction().execute(async (trx) => {
-      const locked = await trx
-        .updateTable('sessions')
-        .set({ updated_at: now })
-        .where('id', '=', row.session_id)
-        .executeTakeFirst();
-      if (locked.numUpdatedRows === 0n) return null;
+      if (!(await lockSession(trx, { sessionId: row.session_id, now }))) return null;
       const current = await trx
         .selectFrom('tool_approvals')
         .select('status')
@@ -305,7 +301,7 @@ export async function expireApprovals(
       if (message.status === 'running') return { events, resumed: false };
       const after = await loadMessageItems(trx, message.id);
       if (requiredActionsOf(pendingCalls(after)).length > 0) return { events, resumed: false };
-      events.push(...(await resumeTurn({ trx, message, now, subscriptions })));
+      events.push(...(await resumeTurn({ trx, message, now, ...listeners })));
       return { events, resumed: true };
     });
     if (result === null) continue;

@@ -13,7 +13,7 @@ import type { SessionEvent } from '../outbox.ts';
 import { type HistoryItem, historyItems } from '../turns/accept.ts';
 import { pendingClientCalls, recordOutputs } from '../turns/client-outputs.ts';
 import { appendItems, type Item, type NewItem, UNATTACHED, unattachedStep } from '../turns/items.ts';
-import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
+import type { TurnListeners } from '../turns/turn-hooks.ts';
 
 export type ConversationItemInput =
   | { kind: 'output'; callId: string; output: string }
@@ -149,7 +149,7 @@ export function parseConversationItems(value: unknown, compat: boolean, max: num
  */
 export async function storeConversationItems(
   trx: Executor,
-  subscriptions: WebhookSubscriptions,
+  listeners: TurnListeners,
   target: { orgId: string; sessionId: string; now: number },
   parsed: (ConversationItemInput | null)[],
 ): Promise<{ items: Item[]; events: SessionEvent[]; resumed: boolean }> {
@@ -163,7 +163,7 @@ export async function storeConversationItems(
   let recorded: Awaited<ReturnType<typeof recordOutputs>> = { items: [], events: [], resumed: false, unblocked: [] };
   if (known.length > 0) {
     try {
-      recorded = await recordOutputs(trx, subscriptions, target, known, 'persist', ['client', 'question']);
+      recorded = await recordOutputs(trx, listeners, target, known, 'persist', ['client', 'question']);
     } catch (error) {
       // recordOutputs names positions among the outputs it was given: map them back to positions in `items`.
       if (error instanceof AppError && error.param !== null) {

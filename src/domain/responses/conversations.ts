@@ -14,7 +14,9 @@ import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
 import { loadLogItems } from '../turns/items.ts';
-import { lockSession, type MessageService } from '../turns/message-service.ts';
+import { lockOwnSession, type MessageService } from '../turns/message-service.ts';
+import { setSessionMetadata } from '../turns/session-rows.ts';
+import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemInput, parseConversationItems, storeConversationItems } from './conversation-items.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
@@ -60,6 +62,8 @@ export interface ConversationServiceDeps {
   sessions: SessionService;
   messages: Pick<MessageService, 'recordClientOutputs' | 'deleteSession'>;
   subscriptions: WebhookSubscriptions;
+  /** What the features add to the state changes of turns (src/deps.ts). */
+  turnHooks: TurnHooks;
 }
 
 export interface ConversationDeleted {
@@ -110,6 +114,7 @@ function forItemsRoute(error: unknown, sessionId: string): unknown {
 
 export function createConversationService(deps: ConversationServiceDeps) {
   const { db, clock } = deps;
+  const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
 
   async function findSession(orgId: string, sessionId: string, executor: Executor = db) {
     const row = await executor
@@ -139,8 +144,8 @@ export function createConversationService(deps: ConversationServiceDeps) {
   async function store(orgId: string, sessionId: string, parsed: (ConversationItemInput | null)[]) {
     const result = await db.transaction().execute(async (trx) => {
       const now = clock.now();
-      await lockSession(trx, orgId, sessionId, now);
-      return storeConversationItems(trx, deps.subscriptions, { orgId, sessionId, now }, parsed);
+      await lockOwnSession(trx, orgId, sessionId, now);
+      return storeConversationItems(trx, listeners, { orgId, sessionId, now }, parsed);
     });
     afterCommit(deps.bus, sessionId, result.events, result.resumed);
     return toOpenAIItems(result.items);
@@ -163,12 +168,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
           trx,
         );
         if (parsed.length > 0) {
-          await storeConversationItems(
-            trx,
-            deps.subscriptions,
-            { orgId, sessionId: created.id, now: clock.now() },
-            parsed,
-          );
+          await storeConversationItems(trx, listeners, { orgId, sessionId: created.id, now: clock.now() }, parsed);
         }
         return findSession(orgId, created.id, trx);
       });
@@ -182,15 +182,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
     /** Replaces the Conversation's metadata. */
     async update(orgId: string, sessionId: string, metadata: Record<string, string>): Promise<Conversation> {
       await findSession(orgId, sessionId);
-      await db
-        .updateTable('sessions')
-        .set({
-          metadata: Object.keys(metadata).length === 0 ? null : JSON.stringify(metadata),
-          updated_at: clock.now(),
-        })
-        .where('id', '=', sessionId)
-        .where('org_id', '=', orgId)
-        .execute();
+      await setSessionMetadata(db, { orgId, sessionId, now: clock.now() }, metadata);
       return view(await findSession(orgId, sessionId));
     },
 

@@ -21,13 +21,11 @@ import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, lastEventSeq } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
-import { recordOutputs } from '../turns/client-outputs.ts';
+import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
 import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { turnText } from '../turns/message-service.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
-import { requiredActionsOf } from '../turns/message-view.ts';
-import { completeTurn } from '../turns/transitions.ts';
+import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
@@ -50,6 +48,8 @@ export interface ResponseServiceDeps {
   images: ImageImporter;
   messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse'>;
   subscriptions: WebhookSubscriptions;
+  /** What the features add to the state changes of turns (src/deps.ts). */
+  turnHooks: TurnHooks;
 }
 
 /** How long POST /v1/responses/{id}/cancel waits for a running turn to stop before answering. */
@@ -88,6 +88,7 @@ const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
 
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
+  const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
 
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
     const row = await liveMessage.first(executor, { orgId, id: messageId });
@@ -236,7 +237,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
 
     const events: SessionEvent[] = [];
     if (outputs.length > 0) {
-      const recorded = await recordOutputs(trx, deps.subscriptions, target, outputs, 'persist', ['client', 'question']);
+      const recorded = await recordOutputs(trx, listeners, target, outputs, 'persist', ['client', 'question']);
       events.push(...recorded.events);
     }
     // Every call the conversation waits for must be answered before the agent can go on.
@@ -354,16 +355,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
       events.push(...result.events);
       decided.add(call.callId);
     }
-    for (const messageId of new Set(decisions.map((decision) => decision.call.item.messageId))) {
-      const message = await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
-      if (message === undefined || message.status !== 'requires_action') continue;
-      const items = await loadMessageItems(trx, messageId);
-      const waiting = pendingCalls(items).filter((call) => !decided.has(call.callId));
-      if (requiredActionsOf(waiting).length > 0) continue;
-      events.push(
-        ...(await completeTurn({ trx, message, now: target.now, subscriptions: deps.subscriptions }, turnText(items))),
-      );
-    }
+    const messageIds = new Set(decisions.map((decision) => decision.call.item.messageId));
+    events.push(...(await completeAnsweredTurns(trx, listeners, target.now, messageIds, decided)));
     return events;
   }
 

@@ -10,6 +10,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import { type WebhookEventType, writeEvents } from '../outbox.ts';
 import type { MessageError } from '../turns/message-types.ts';
+import type { TurnHook } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import {
   ACTIVE_RUN_STATUSES,
@@ -312,3 +313,19 @@ export async function scheduleOfTurn(
     .executeTakeFirst();
   return run === undefined ? null : { schedule_id: run.schedule_id, schedule_run_id: run.id };
 }
+
+/**
+ * What scheduled turns add to their state changes (registered in src/deps.ts): the run of a turn that ends is
+ * settled with it, and its `agent.session.action_required` names the schedule (spec 6: scheduled executions use
+ * the same notification).
+ */
+export const scheduleTurnHook: TurnHook = {
+  async changed(change, transition) {
+    const { status } = transition;
+    if (status === 'completed' || status === 'failed' || status === 'cancelled') {
+      await settleRunOfTurn(change.trx, change.subscriptions, change.message, status, change.now);
+    }
+    return [];
+  },
+  actionRequired: (change) => scheduleOfTurn(change.trx, change.message),
+};

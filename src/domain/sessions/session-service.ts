@@ -4,9 +4,10 @@ import { SESSION_STATUSES, type SessionStatus } from '../../events/session-value
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
-import { prepare, prepareInsert } from '../../storage/prepared.ts';
+import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { writeEvents } from '../outbox.ts';
+import { createSession } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { markCreated } from './new-sessions.ts';
 
@@ -40,7 +41,6 @@ function statusOf(value: string): SessionStatus {
 const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
   db.selectFrom('agents').select('id').where('org_id', '=', p.orgId).where('id', '=', p.id),
 );
-const insertSession = prepareInsert('sessions');
 
 export function sessionFromRow(
   row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'>,
@@ -111,7 +111,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             ? null
             : JSON.stringify(input.metadata),
       };
-      await insertSession.run(db, [row]);
+      await createSession(db, row);
       markCreated(db, row.id);
       await writeEvents(db, { orgId, sessionId: row.id, now }, [], {
         subscriptions: deps.subscriptions,

@@ -18,6 +18,7 @@ import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { isTerminal, messageStatusOf } from '../turns/message-types.ts';
+import { createSession } from '../turns/session-rows.ts';
 import { storedError, taskEvents } from './task-events.ts';
 import {
   isPromptFinished,
@@ -254,19 +255,16 @@ export function createTaskService(deps: TaskServiceDeps) {
             agentId = fallback.id;
           }
           workspaceId = newId();
-          await trx
-            .insertInto('sessions')
-            .values({
-              id: workspaceId,
-              org_id: orgId,
-              agent_id: agentId,
-              title: titleOf(input.prompt),
-              status: 'idle',
-              created_at: now,
-              updated_at: now,
-              hidden: 1,
-            })
-            .execute();
+          await createSession(trx, {
+            id: workspaceId,
+            org_id: orgId,
+            agent_id: agentId,
+            title: titleOf(input.prompt),
+            status: 'idle',
+            created_at: now,
+            updated_at: now,
+            hidden: 1,
+          });
         }
         const attachments: Attachment[] = [];
         for (const [index, file] of (input.files ?? []).entries()) {

@@ -27,6 +27,7 @@ import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
 import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from './items.ts';
 import { storedWarnings, type Warning } from './message-types.ts';
+import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
 /** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
 export interface MessageOptions {
@@ -185,14 +186,6 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
   return out;
 }
 
-const markWorkPending = prepare((db, p: { sessionId: string; orgId: string; now: number }) =>
-  db
-    .updateTable('sessions')
-    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: p.now }))
-    .where('id', '=', p.sessionId)
-    .where('org_id', '=', p.orgId)
-    .returning(['agent_id']),
-);
 const lastMessageSeq = prepare((db, p: { sessionId: string }) =>
   db
     .selectFrom('messages')
@@ -211,7 +204,7 @@ export async function acceptMessage(
 ): Promise<Accepted> {
   const { orgId, sessionId, now } = target;
   // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
-  const session = await markWorkPending.first(trx, { sessionId, orgId, now });
+  const session = await markWorkPending(trx, { sessionId, orgId, now });
   if (session === undefined) throw notFound('session', sessionId);
   let agentId = session.agent_id;
   if (agentId === null) {
@@ -222,7 +215,7 @@ export async function acceptMessage(
       );
     }
     agentId = input.bindAgent;
-    await trx.updateTable('sessions').set({ agent_id: agentId }).where('id', '=', sessionId).execute();
+    await bindSessionAgent(trx, sessionId, agentId);
   }
   // A session created in this transaction has nothing yet: no waiting call, no message, no unattached item.
   const created = createdInTransaction(trx, sessionId);

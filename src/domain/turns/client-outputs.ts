@@ -8,10 +8,19 @@ import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
-import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
-import { appendItems, type CallKind, type Item, itemFromRow, loadMessageItems, pendingCalls } from './items.ts';
+import {
+  appendItems,
+  type CallKind,
+  type Item,
+  itemFromRow,
+  loadMessageItems,
+  pendingCalls,
+  turnText,
+} from './items.ts';
 import { requiredActionsOf } from './message-view.ts';
+import { markWorkPending } from './session-rows.ts';
 import { completeTurn, resumeTurn } from './transitions.ts';
+import type { TurnListeners } from './turn-hooks.ts';
 
 export type ClientOutputMode = 'continue' | 'persist';
 
@@ -46,7 +55,7 @@ function textOf(items: Item[]): string {
  */
 export async function recordOutputs(
   trx: Executor,
-  subscriptions: WebhookSubscriptions,
+  listeners: TurnListeners,
   target: { orgId: string; sessionId: string; now: number },
   outputs: ClientOutput[],
   mode: ClientOutputMode,
@@ -135,21 +144,41 @@ export async function recordOutputs(
     const messageItems = await loadMessageItems(trx, messageId);
     if (requiredActionsOf(pendingCalls(messageItems)).length > 0) continue;
     unblocked.push(messageId);
-    const change = { trx, message, now, subscriptions };
+    const change = { trx, message, now, ...listeners };
     if (mode === 'continue') {
       events.push(...(await resumeTurn(change)));
     } else {
       events.push(...(await completeTurn(change, textOf(messageItems))));
       // Turns queued behind the one that just ended can run now.
-      await trx
-        .updateTable('sessions')
-        .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
-        .where('id', '=', sessionId)
-        .execute();
+      await markWorkPending(trx, { sessionId });
     }
     resumed = true;
   }
   return { items, events, resumed, unblocked };
+}
+
+/**
+ * Ends the waiting turns among `messageIds` that wait for nothing but the calls in `answered` (decided by this
+ * request, their outputs left to the turn that continues them), completed with the text they produced: on the
+ * Responses surface the new Response continues such a turn, as after persisted client outputs.
+ */
+export async function completeAnsweredTurns(
+  trx: Executor,
+  listeners: TurnListeners,
+  now: number,
+  messageIds: Iterable<string>,
+  answered: ReadonlySet<string>,
+): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for (const messageId of messageIds) {
+    const message = await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
+    if (message === undefined || message.status !== 'requires_action') continue;
+    const items = await loadMessageItems(trx, messageId);
+    const waiting = pendingCalls(items).filter((call) => !answered.has(call.callId));
+    if (requiredActionsOf(waiting).length > 0) continue;
+    events.push(...(await completeTurn({ trx, message, now, ...listeners }, turnText(items))));
+  }
+  return events;
 }
 
 const waitingMessages = prepare((db, p: { sessionId: string; status: string }) =>

@@ -363,6 +363,15 @@ export interface PendingCall {
   approval?: { id: string; state: 'pending' | 'approved'; expiresAt: number | null };
 }
 
+/** Text the assistant produced in a turn so far (not replayed history, whose steps are negative). */
+export function turnText(items: Item[]): string {
+  return items
+    .filter((item) => item.step >= 0)
+    .map((item) => (item.content.type === 'assistant_message' ? item.content.text : ''))
+    .filter((text) => text !== '')
+    .join('\n');
+}
+
 /**
  * The items of the message `messageId` in a turn's context (context-cache.ts, loadContextItems): the log is in
  * message order and that message is the context's last, so they are its tail. Found from the end, so a turn's

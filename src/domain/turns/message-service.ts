@@ -18,11 +18,13 @@ import { endToolSpan } from '../runs/spans.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
-import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
+import { appendItems, loadMessageItems, pendingCalls, turnText } from './items.ts';
 import type { AcceptedMessage, Message } from './message-types.ts';
 import { isTerminal, OPEN_STATUSES } from './message-types.ts';
 import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
+import { deleteSessionRow, lockSession, markWorkPending } from './session-rows.ts';
 import { cancelTurn, resumeTurn } from './transitions.ts';
+import type { TurnHooks, TurnListeners } from './turn-hooks.ts';
 
 export interface MessageServiceDeps {
   db: Executor;
@@ -31,6 +33,8 @@ export interface MessageServiceDeps {
   idempotency: Idempotency;
   toolWarnings: ToolWarnings;
   subscriptions: WebhookSubscriptions;
+  /** What the features add to the state changes of turns (src/deps.ts). */
+  turnHooks: TurnHooks;
 }
 
 export interface SubmitInput {
@@ -43,15 +47,9 @@ export interface SubmitInput {
 
 export type { ClientOutputMode } from './client-outputs.ts';
 
-/** Locks the session row for this transaction (Postgres) and proves it belongs to the org. */
-export async function lockSession(trx: Executor, orgId: string, sessionId: string, now: number) {
-  const result = await trx
-    .updateTable('sessions')
-    .set({ updated_at: now })
-    .where('id', '=', sessionId)
-    .where('org_id', '=', orgId)
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw notFound('session', sessionId);
+/** Locks the session row for this transaction (session-rows.ts `lockSession`); a 404 unless the org's session. */
+export async function lockOwnSession(trx: Executor, orgId: string, sessionId: string, now: number): Promise<void> {
+  if (!(await lockSession(trx, { sessionId, now, orgId }))) throw notFound('session', sessionId);
 }
 
 const messageOfSession = prepare((db, p: { orgId: string; sessionId: string; messageId: string }) =>
@@ -83,17 +81,12 @@ export async function findMessage(
   return row;
 }
 
-/** Text the assistant produced in a turn so far (not replayed history, whose steps are negative). */
-export function turnText(items: Item[]): string {
-  return items
-    .filter((item) => item.step >= 0)
-    .map((item) => (item.content.type === 'assistant_message' ? item.content.text : ''))
-    .filter((text) => text !== '')
-    .join('\n');
-}
+/** Kept here for the engine's import (the text now lives beside the items it reads). */
+export { turnText } from './items.ts';
 
 export function createMessageService(deps: MessageServiceDeps) {
   const { db, clock, bus } = deps;
+  const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
 
   function publish(sessionId: string, events: SessionEvent[], wake: boolean): void {
     afterCommit(bus, sessionId, events, wake);
@@ -173,7 +166,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       let events: SessionEvent[] = [];
       const status = await db.transaction().execute(async (trx) => {
         const now = clock.now();
-        await lockSession(trx, orgId, sessionId, now);
+        await lockOwnSession(trx, orgId, sessionId, now);
         const message = await findMessage(trx, orgId, sessionId, messageId);
         const items = await loadMessageItems(trx, messageId);
         const approval = items.find(
@@ -199,7 +192,7 @@ export function createMessageService(deps: MessageServiceDeps) {
           if (message.status === 'running') return 'accepted' as const;
           const after = await loadMessageItems(trx, messageId);
           if (requiredActionsOf(pendingCalls(after)).length > 0) return 'accepted' as const;
-          events.push(...(await resumeTurn({ trx, message, now, subscriptions: deps.subscriptions })));
+          events.push(...(await resumeTurn({ trx, message, now, ...listeners })));
           return 'resuming' as const;
         }
         const call = items.find(
@@ -247,7 +240,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         ]);
         const stillWaiting = requiredActionsOf(pending.filter((p) => p.callId !== call.callId));
         if (stillWaiting.length > 0) return 'accepted' as const;
-        events.push(...(await resumeTurn({ trx, message, now, subscriptions: deps.subscriptions })));
+        events.push(...(await resumeTurn({ trx, message, now, ...listeners })));
         return 'resuming' as const;
       });
       publish(sessionId, events, status === 'resuming');
@@ -261,9 +254,9 @@ export function createMessageService(deps: MessageServiceDeps) {
     async recordClientOutputs(orgId: string, sessionId: string, outputs: ClientOutput[], mode: ClientOutputMode) {
       const result = await db.transaction().execute(async (trx) => {
         const now = clock.now();
-        await lockSession(trx, orgId, sessionId, now);
+        await lockOwnSession(trx, orgId, sessionId, now);
         // Questions surface as function calls on the OpenAI surfaces, so they can be answered the same way.
-        return recordOutputs(trx, deps.subscriptions, { orgId, sessionId, now }, outputs, mode, ['client', 'question']);
+        return recordOutputs(trx, listeners, { orgId, sessionId, now }, outputs, mode, ['client', 'question']);
       });
       publish(sessionId, result.events, result.resumed);
       return result.items;
@@ -274,7 +267,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       let events: SessionEvent[] = [];
       const status = await db.transaction().execute(async (trx) => {
         const now = clock.now();
-        await lockSession(trx, orgId, sessionId, now);
+        await lockOwnSession(trx, orgId, sessionId, now);
         const active = await trx
           .selectFrom('messages')
           .selectAll()
@@ -289,15 +282,11 @@ export function createMessageService(deps: MessageServiceDeps) {
           return 'interrupting' as const;
         }
         events = await cancelTurn(
-          { trx, message: active, now, subscriptions: deps.subscriptions },
+          { trx, message: active, now, ...listeners },
           turnText(await loadMessageItems(trx, active.id)) || null,
         );
         // Turns queued behind the cancelled one can run now.
-        await trx
-          .updateTable('sessions')
-          .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
-          .where('id', '=', sessionId)
-          .execute();
+        await markWorkPending(trx, { sessionId });
         return 'interrupting' as const;
       });
       publish(sessionId, events, true);
@@ -323,7 +312,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (found === undefined) throw notFound('response', `resp_${messageId}`);
         sessionId = found.session_id;
         const now = clock.now();
-        await lockSession(trx, orgId, sessionId, now);
+        await lockOwnSession(trx, orgId, sessionId, now);
         const message = await trx
           .selectFrom('messages')
           .selectAll()
@@ -335,14 +324,10 @@ export function createMessageService(deps: MessageServiceDeps) {
           return 'cancelling';
         }
         events = await cancelTurn(
-          { trx, message, now, subscriptions: deps.subscriptions },
+          { trx, message, now, ...listeners },
           turnText(await loadMessageItems(trx, messageId)) || null,
         );
-        await trx
-          .updateTable('sessions')
-          .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
-          .where('id', '=', sessionId)
-          .execute();
+        await markWorkPending(trx, { sessionId });
         return 'cancelled';
       });
       publish(sessionId, events, status === 'cancelled');
@@ -371,7 +356,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     async deleteSession(orgId: string, sessionId: string): Promise<void> {
       await db.transaction().execute(async (trx) => {
         const now = clock.now();
-        await lockSession(trx, orgId, sessionId, now);
+        await lockOwnSession(trx, orgId, sessionId, now);
         const open = await trx
           .selectFrom('messages')
           .selectAll()
@@ -379,8 +364,8 @@ export function createMessageService(deps: MessageServiceDeps) {
           .where('status', 'in', OPEN_STATUSES)
           .orderBy('seq')
           .execute();
-        for (const message of open) await cancelTurn({ trx, message, now, subscriptions: deps.subscriptions }, null);
-        await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
+        for (const message of open) await cancelTurn({ trx, message, now, ...listeners }, null);
+        await deleteSessionRow(trx, orgId, sessionId);
       });
       bus.publish('interrupt', { sessionId });
     },

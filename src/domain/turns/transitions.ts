@@ -1,57 +1,57 @@
 /**
  * Every change of a turn's state, written with its events in the caller's transaction. The API (cancel of a
  * waiting turn, answers) and the engine (start, steps, ends) share these, so a state never changes without its
- * session events and webhooks.
+ * session events and webhooks. The features built on turns add theirs through the change's hooks (turn-hooks.ts).
  */
 
 import { formatTraceparent, runTrace } from '../../lib/trace-context.ts';
-import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareUpdate } from '../../storage/prepared.ts';
 import type { MessageRow, RunRow } from '../../storage/schema.ts';
 import { transactionMemo } from '../../storage/transaction-memo.ts';
 import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { closeOpenSpans } from '../runs/spans.ts';
-import { scheduleOfTurn, settleRunOfTurn } from '../schedules/schedule-store.ts';
 import type { SessionStatus } from '../sessions/session-service.ts';
-import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
+import { markWorkPending } from './session-rows.ts';
+import type { TurnChange as Change, TurnTransition } from './turn-hooks.ts';
 
-interface Change {
-  trx: Executor;
-  message: MessageRow;
-  now: number;
-  /** Decides which of the change's webhook events are recorded (the organization's subscribed types). */
-  subscriptions: WebhookSubscriptions;
-}
+export type { TurnChange } from './turn-hooks.ts';
 
 const sessionStatus = prepare((db, p: { id: string }) =>
-  db.selectFrom('sessions').select('status').where('id', '=', p.id),
+  db.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', p.id),
 );
 const updateSession = prepareUpdate('sessions');
 /** A session's status as this transaction set it (a turn's start and end can share one transaction). */
-const writtenStatuses = transactionMemo<{ status: string }>();
+const writtenStatuses = transactionMemo<{ status: string; hidden: number }>();
 const updateMessage = prepareUpdate('messages');
 const updateRun = prepareUpdate('runs');
 
+/**
+ * Moves the session to `status`, with its event and webhook. Returns whether the session is hidden (the
+ * workspace of legacy Tasks and tool runs, which the Sessions API does not show).
+ */
 async function sessionStatusEvents(
   change: Change,
   status: SessionStatus,
   events: SessionEventInput[],
   webhooks: WebhookEventInput[],
-): Promise<void> {
+): Promise<boolean> {
   const { trx, message, now } = change;
   const session =
     writtenStatuses.get(trx, message.session_id) ?? (await sessionStatus.first(trx, { id: message.session_id }));
-  if (session === undefined || session.status === status) return;
+  if (session === undefined) return false;
+  const hidden = session.hidden === 1;
+  if (session.status === status) return hidden;
   await updateSession.run(trx, message.session_id, { status, updated_at: now });
-  writtenStatuses.set(trx, message.session_id, { status });
+  writtenStatuses.set(trx, message.session_id, { status, hidden: session.hidden });
   // The column holds only SESSION_STATUSES (every write of it is typed).
   events.push({ kind: 'session.status', data: { status, previous: session.status as SessionStatus } });
   if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
   if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id: message.session_id } });
   if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });
+  return hidden;
 }
 
 /** Moves the message and its run together; `run` carries the run's own extra columns for the same update. */
@@ -71,23 +71,21 @@ async function setStatus(
   });
 }
 
-/** Tool-run turns are Workflow Runs (docs/legacy.md): they add workflow.run.* events whose data.id is the run id. */
-function workflowWebhooks(
-  message: MessageRow,
-  type: Extract<WebhookEventInput['type'], `workflow.run.${string}`>,
-  data: Record<string, unknown> = {},
-): WebhookEventInput[] {
-  return message.source === 'sdk' ? [{ type, data: { id: message.run_id, ...data } }] : [];
+/** Runs the hooks of the change (what they write joins its transaction); their webhooks join the change's. */
+async function runHooks(change: Change, transition: TurnTransition, webhooks: WebhookEventInput[]): Promise<void> {
+  for (const hook of change.hooks) {
+    if (hook.changed !== undefined) webhooks.push(...(await hook.changed(change, transition)));
+  }
 }
 
 async function emit(
   change: Change,
   events: SessionEventInput[],
   webhooks: WebhookEventInput[],
+  hidden: boolean,
 ): Promise<SessionEvent[]> {
-  // Legacy Tasks and tool runs execute in hidden sessions that the Sessions API does not show: they report through
-  // task.* and workflow.run.* notifications instead of agent.session.* ones.
-  const hidden = HIDDEN_SESSION_SOURCES.has(change.message.source);
+  // Hidden sessions (legacy Tasks, tool runs) are not the Sessions API's: they report through the notifications of
+  // their features (task.*, workflow.run.*) instead of agent.session.* ones.
   // Deliveries of a turn with trace context (a traced submission) name its invoke_agent span.
   const traced =
     change.message.traceparent === null ? null : runTrace(change.message.run_id, change.message.traceparent);
@@ -107,9 +105,6 @@ async function emit(
   );
 }
 
-/** Sources whose turns run in hidden sessions (domain/tasks, domain/workflows). */
-const HIDDEN_SESSION_SOURCES: ReadonlySet<string> = new Set(['tasks', 'sdk']);
-
 /** Starts a queued turn; its events, and the message as this change left it. */
 export async function startTurn(
   change: Change,
@@ -121,10 +116,11 @@ export async function startTurn(
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
-  const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
-  await sessionStatusEvents(change, 'running', events, webhooks);
+  const webhooks: WebhookEventInput[] = [];
+  const hidden = await sessionStatusEvents(change, 'running', events, webhooks);
+  await runHooks(change, { status: 'running', resumed: false }, webhooks);
   return {
-    events: await emit(change, events, webhooks),
+    events: await emit(change, events, webhooks, hidden),
     message: { ...message, ...fields, status: 'running', updated_at: now },
   };
 }
@@ -133,17 +129,14 @@ export async function startTurn(
 export async function resumeTurn(change: Change): Promise<SessionEvent[]> {
   const { message } = change;
   await setStatus(change, 'running');
-  await change.trx
-    .updateTable('sessions')
-    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
-    .where('id', '=', message.session_id)
-    .execute();
+  await markWorkPending(change.trx, { sessionId: message.session_id });
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
-  const webhooks: WebhookEventInput[] = workflowWebhooks(message, 'workflow.run.in_progress');
-  await sessionStatusEvents(change, 'running', events, webhooks);
-  return emit(change, events, webhooks);
+  const webhooks: WebhookEventInput[] = [];
+  const hidden = await sessionStatusEvents(change, 'running', events, webhooks);
+  await runHooks(change, { status: 'running', resumed: true }, webhooks);
+  return emit(change, events, webhooks, hidden);
 }
 
 export async function requireAction(change: Change, actions: RequiredAction[]): Promise<SessionEvent[]> {
@@ -158,9 +151,14 @@ export async function requireAction(change: Change, actions: RequiredAction[]): 
     },
   ];
   const webhooks: WebhookEventInput[] = [];
-  await sessionStatusEvents(change, 'requires_action', events, webhooks);
+  const hidden = await sessionStatusEvents(change, 'requires_action', events, webhooks);
   const first = actions[0];
   if (first !== undefined) {
+    // A feature may name what it started the turn for (a scheduled turn: its schedule, spec 6).
+    let added: Record<string, unknown> = {};
+    for (const hook of change.hooks) {
+      if (hook.actionRequired !== undefined) added = { ...added, ...(await hook.actionRequired(change)) };
+    }
     webhooks.push({
       type: 'agent.session.action_required',
       data: {
@@ -179,19 +177,12 @@ export async function requireAction(change: Change, actions: RequiredAction[]): 
                 }
               : { type: 'ask_user_question', action_id: first.actionId },
         required_actions_count: actions.length,
-        // A scheduled turn's notification names its schedule (spec 6: scheduled executions use the same one).
-        ...(await scheduleOfTurn(change.trx, message)),
+        ...added,
       },
     });
-    if (first.type === 'function_call') {
-      webhooks.push(
-        ...workflowWebhooks(message, 'workflow.run.action_required', {
-          required_action: { type: 'function_call', call_id: first.callId, name: first.name },
-        }),
-      );
-    }
   }
-  return emit(change, events, webhooks);
+  await runHooks(change, { status: 'requires_action', actions }, webhooks);
+  return emit(change, events, webhooks, hidden);
 }
 
 /** Closes tool calls left open by a turn that ends, so the log stays a valid model context. */
@@ -229,11 +220,10 @@ export async function completeTurn(change: Change, responseText: string): Promis
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.completed', data: { id: message.id, session_id: message.session_id } },
-    ...workflowWebhooks(message, 'workflow.run.completed'),
   ];
-  await sessionStatusEvents(change, 'idle', events, webhooks);
-  await settleRunOfTurn(change.trx, change.subscriptions, message, 'completed', now);
-  return emit(change, events, webhooks);
+  const hidden = await sessionStatusEvents(change, 'idle', events, webhooks);
+  await runHooks(change, { status: 'completed' }, webhooks);
+  return emit(change, events, webhooks, hidden);
 }
 
 export async function failTurn(
@@ -257,11 +247,10 @@ export async function failTurn(
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.failed', data: { id: message.id, session_id: message.session_id, error } },
-    ...workflowWebhooks(message, 'workflow.run.failed', { error }),
   ];
-  await sessionStatusEvents(change, 'failed', events, webhooks);
-  await settleRunOfTurn(change.trx, change.subscriptions, message, 'failed', now);
-  return emit(change, events, webhooks);
+  const hidden = await sessionStatusEvents(change, 'failed', events, webhooks);
+  await runHooks(change, { status: 'failed', error }, webhooks);
+  return emit(change, events, webhooks, hidden);
 }
 
 export async function cancelTurn(change: Change, partialText: string | null): Promise<SessionEvent[]> {
@@ -282,9 +271,8 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
   ];
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.cancelled', data: { id: message.id, session_id: message.session_id } },
-    ...workflowWebhooks(message, 'workflow.run.cancelled'),
   ];
-  await sessionStatusEvents(change, 'idle', events, webhooks);
-  await settleRunOfTurn(change.trx, change.subscriptions, message, 'cancelled', now);
-  return emit(change, events, webhooks);
+  const hidden = await sessionStatusEvents(change, 'idle', events, webhooks);
+  await runHooks(change, { status: 'cancelled' }, webhooks);
+  return emit(change, events, webhooks, hidden);
 }

@@ -3,8 +3,8 @@
  * docs/legacy.md). Each call is one turn of a hidden Session of the agent, accepted with source `sdk` and the
  * selected agent version pinned; a thread's messages are its history, its input is appended to the thread at
  * once and the reply when the run ends (`settle`, idempotent: the blocking caller, a status read or the notifier
- * may each get there first). workflow.run.* webhooks come from the turn's own transitions. This module is the one
- * writer of `workflow_runs`.
+ * may each get there first). workflow.run.* webhooks come from the turn's own transitions, through
+ * `workflowTurnHook`. This module is the one writer of `workflow_runs`.
  */
 import type { Bus } from '../../bus/bus.ts';
 import type { StreamHub } from '../../bus/live-hub.ts';
@@ -16,7 +16,7 @@ import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, WorkflowRunRow } from '../../storage/schema.ts';
 import { findAgentVersion } from '../agents/agent-repo.ts';
 import type { Agent } from '../agents/agent-types.ts';
-import { afterCommit, type SessionEvent, writeEvents } from '../outbox.ts';
+import { afterCommit, type SessionEvent, type WebhookEventInput, writeEvents } from '../outbox.ts';
 import { storedError } from '../tasks/task-events.ts';
 import type { ThreadService } from '../threads/thread-service.ts';
 import { acceptMessage, type HistoryItem, type ToolWarnings } from '../turns/accept.ts';
@@ -24,6 +24,8 @@ import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { isTerminal, type MessageStatus, messageStatusOf, TERMINAL_STATUSES } from '../turns/message-types.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
+import { createSession } from '../turns/session-rows.ts';
+import type { TurnHook } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 
 export const WORKFLOW_RUN_STATUSES = [
@@ -35,6 +37,37 @@ export const WORKFLOW_RUN_STATUSES = [
   'cancelled',
 ] as const;
 export type WorkflowRunStatus = (typeof WORKFLOW_RUN_STATUSES)[number];
+
+/**
+ * Tool-run turns (source `sdk`) are Workflow Runs: each change of their state adds a workflow.run.* webhook whose
+ * data.id is the run id (registered in src/deps.ts).
+ */
+export const workflowTurnHook: TurnHook = {
+  changed({ message }, transition): WebhookEventInput[] {
+    if (message.source !== 'sdk') return [];
+    const id = message.run_id;
+    switch (transition.status) {
+      case 'running':
+        return [{ type: 'workflow.run.in_progress', data: { id } }];
+      case 'requires_action': {
+        const first = transition.actions[0];
+        if (first?.type !== 'function_call') return [];
+        return [
+          {
+            type: 'workflow.run.action_required',
+            data: { id, required_action: { type: 'function_call', call_id: first.callId, name: first.name } },
+          },
+        ];
+      }
+      case 'completed':
+        return [{ type: 'workflow.run.completed', data: { id } }];
+      case 'failed':
+        return [{ type: 'workflow.run.failed', data: { id, error: transition.error } }];
+      case 'cancelled':
+        return [{ type: 'workflow.run.cancelled', data: { id } }];
+    }
+  },
+};
 
 export function workflowStatusOf(status: MessageStatus): WorkflowRunStatus {
   if (status === 'queued') return 'preparing';
@@ -314,19 +347,16 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
           attachments.push(attachment);
         }
         sessionId = presetSessionId ?? newId();
-        await trx
-          .insertInto('sessions')
-          .values({
-            id: sessionId,
-            org_id: orgId,
-            agent_id: agent.id,
-            title: null,
-            status: 'idle',
-            created_at: now,
-            updated_at: now,
-            hidden: 1,
-          })
-          .execute();
+        await createSession(trx, {
+          id: sessionId,
+          org_id: orgId,
+          agent_id: agent.id,
+          title: null,
+          status: 'idle',
+          created_at: now,
+          updated_at: now,
+          hidden: 1,
+        });
         const accepted = await acceptMessage(
           trx,
           { orgId, sessionId, now },

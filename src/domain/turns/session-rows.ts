@@ -1,0 +1,93 @@
+/**
+ * The writes of the `sessions` row that are not a turn's state change (those are in transitions.ts, the lease
+ * columns in leases.ts): creating it, locking it, marking its work pending, its Conversation metadata. Every
+ * feature that makes or changes a session calls these; none writes the table itself.
+ */
+import type { Insertable } from 'kysely';
+import type { Executor } from '../../storage/db.ts';
+import { prepare, prepareInsert } from '../../storage/prepared.ts';
+import type { SessionsTable } from '../../storage/schema.ts';
+
+const insertSession = prepareInsert('sessions');
+
+/** Inserts a new session row (idle, no work pending); the caller writes its creation events. */
+export async function createSession(db: Executor, row: Insertable<SessionsTable>): Promise<void> {
+  await insertSession.run(db, [row]);
+}
+
+const touchSession = prepare((db, p: { sessionId: string; now: number }) =>
+  db.updateTable('sessions').set({ updated_at: p.now }).where('id', '=', p.sessionId),
+);
+const touchSessionOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: number }) =>
+  db.updateTable('sessions').set({ updated_at: p.now }).where('id', '=', p.sessionId).where('org_id', '=', p.orgId),
+);
+
+/**
+ * Locks the session row for this transaction (an update: a row lock on Postgres, SQLite serializes writers), so
+ * the writes of the API and the engine's fenced writes to the session are ordered. With `orgId`, only a session of
+ * that organization. False when there is no such session.
+ */
+export async function lockSession(
+  trx: Executor,
+  target: { sessionId: string; now: number; orgId?: string },
+): Promise<boolean> {
+  const { sessionId, now, orgId } = target;
+  const changed =
+    orgId === undefined
+      ? await touchSession.run(trx, { sessionId, now })
+      : await touchSessionOfOrg.run(trx, { sessionId, orgId, now });
+  return changed > 0n;
+}
+
+const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: number }) =>
+  db
+    .updateTable('sessions')
+    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: p.now }))
+    .where('id', '=', p.sessionId)
+    .where('org_id', '=', p.orgId)
+    .returning(['agent_id']),
+);
+const pending = prepare((db, p: { sessionId: string }) =>
+  db
+    .updateTable('sessions')
+    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
+    .where('id', '=', p.sessionId)
+    .returning(['agent_id']),
+);
+
+/**
+ * Marks the session's work pending, so a worker claims it (after commit, a wake-up), and bumps `work_version`, so
+ * a worker releasing the session at this moment sees the new work. The update locks the row: submit calls it
+ * first, with `orgId` and `now` (the session must be the organization's; its `updated_at` moves). Returns the
+ * session's agent, undefined when there is no such session.
+ */
+export async function markWorkPending(
+  trx: Executor,
+  target: { sessionId: string } | { sessionId: string; orgId: string; now: number },
+): Promise<{ agent_id: string | null } | undefined> {
+  return 'orgId' in target ? pendingOfOrg.first(trx, target) : pending.first(trx, { sessionId: target.sessionId });
+}
+
+/** Fixes the agent of a Conversation created without one (its first Response's). */
+export async function bindSessionAgent(trx: Executor, sessionId: string, agentId: string): Promise<void> {
+  await trx.updateTable('sessions').set({ agent_id: agentId }).where('id', '=', sessionId).execute();
+}
+
+/** Replaces a Conversation's metadata (`{}` is stored as null). */
+export async function setSessionMetadata(
+  db: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  metadata: Record<string, string>,
+): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({ metadata: Object.keys(metadata).length === 0 ? null : JSON.stringify(metadata), updated_at: target.now })
+    .where('id', '=', target.sessionId)
+    .where('org_id', '=', target.orgId)
+    .execute();
+}
+
+/** Deletes the session row; what references it goes with it (the caller cancels its open turns first). */
+export async function deleteSessionRow(trx: Executor, orgId: string, sessionId: string): Promise<void> {
+  await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
+}

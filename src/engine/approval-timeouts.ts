@@ -6,7 +6,7 @@
 import { findAgentVersion } from '../domain/agents/agent-repo.ts';
 import { expireApprovals } from '../domain/approvals/approvals.ts';
 import { afterCommit } from '../domain/outbox.ts';
-import type { TurnDeps } from './turn.ts';
+import type { TurnDeps } from './turn-context.ts';
 
 export async function denyExpiredApprovals(deps: Omit<TurnDeps, 'owner'>): Promise<void> {
   const result = await expireApprovals(

@@ -25,69 +25,86 @@ export interface Scheduler {
   poke(): Promise<void>;
 }
 
+/** The ticker's state: the pass in flight, and whether another was asked for meanwhile. */
+interface Ticker {
+  readonly runner: ScheduleRunner;
+  readonly log: Logger;
+  readonly options: SchedulerOptions;
+  timer: NodeJS.Timeout | null;
+  stopping: boolean;
+  current: Promise<void> | null;
+  again: boolean;
+}
+
 export function createScheduler(runner: ScheduleRunner, logger: Logger, options: SchedulerOptions): Scheduler {
-  const log = logger.child({ component: 'scheduler' });
-  let timer: NodeJS.Timeout | null = null;
-  let stopping = false;
-  let current: Promise<void> | null = null;
-  let again = false;
-
-  async function pass(): Promise<void> {
-    const fired = await runner.fireDue(options.misfireGraceMs);
-    const waiting = new Set([...fired, ...(await runner.waiting())]);
-    for (const scheduleId of waiting) {
-      if (stopping) return;
-      try {
-        await runner.dispatch(scheduleId);
-      } catch (error) {
-        if (!isStorageFull(error)) {
-          log.error({ err: error, scheduleId }, 'starting a schedule run failed; it is retried at the next poll');
-        }
-      }
-    }
-    await runner.enforceTimeouts();
-  }
-
-  function poke(): Promise<void> {
-    if (current !== null) {
-      again = true;
-      return current;
-    }
-    current = (async () => {
-      try {
-        do {
-          again = false;
-          await pass();
-        } while (again && !stopping);
-      } catch (error) {
-        if (!isStorageFull(error)) log.error({ err: error }, 'schedule pass failed');
-      }
-    })().finally(() => {
-      current = null;
-    });
-    return current;
-  }
-
-  function schedule(): void {
-    if (stopping) return;
-    timer = setTimeout(() => {
-      if (options.space.writable) void poke().finally(schedule);
-      else schedule();
-    }, options.pollMs);
-    timer.unref();
-  }
-
+  const ticker: Ticker = {
+    runner,
+    log: logger.child({ component: 'scheduler' }),
+    options,
+    timer: null,
+    stopping: false,
+    current: null,
+    again: false,
+  };
   return {
     start() {
-      stopping = false;
-      void poke();
-      schedule();
+      ticker.stopping = false;
+      void poke(ticker);
+      schedule(ticker);
     },
     async stop() {
-      stopping = true;
-      if (timer !== null) clearTimeout(timer);
-      await current;
+      ticker.stopping = true;
+      if (ticker.timer !== null) clearTimeout(ticker.timer);
+      await ticker.current;
     },
-    poke,
+    poke: () => poke(ticker),
   };
+}
+
+/** One pass: fires the due ticks, starts the runs that may start, and enforces the runs' deadlines. */
+async function pass(ticker: Ticker): Promise<void> {
+  const { runner, options, log } = ticker;
+  const fired = await runner.fireDue(options.misfireGraceMs);
+  const waiting = new Set([...fired, ...(await runner.waiting())]);
+  for (const scheduleId of waiting) {
+    if (ticker.stopping) return;
+    try {
+      await runner.dispatch(scheduleId);
+    } catch (error) {
+      if (!isStorageFull(error)) {
+        log.error({ err: error, scheduleId }, 'starting a schedule run failed; it is retried at the next poll');
+      }
+    }
+  }
+  await runner.enforceTimeouts();
+}
+
+function poke(ticker: Ticker): Promise<void> {
+  if (ticker.current !== null) {
+    ticker.again = true;
+    return ticker.current;
+  }
+  const current = (async () => {
+    try {
+      do {
+        ticker.again = false;
+        await pass(ticker);
+      } while (ticker.again && !ticker.stopping);
+    } catch (error) {
+      if (!isStorageFull(error)) ticker.log.error({ err: error }, 'schedule pass failed');
+    }
+  })().finally(() => {
+    ticker.current = null;
+  });
+  ticker.current = current;
+  return current;
+}
+
+function schedule(ticker: Ticker): void {
+  if (ticker.stopping) return;
+  ticker.timer = setTimeout(() => {
+    if (ticker.options.space.writable) void poke(ticker).finally(() => schedule(ticker));
+    else schedule(ticker);
+  }, ticker.options.pollMs);
+  ticker.timer.unref();
 }

@@ -74,16 +74,16 @@ export function toolOfCall(tools: TurnTools, call: { name: string; server?: Call
 
 /**
  * Runs one server call. `turnSignal` aborting (interrupt, shutdown) rejects with its reason; everything else
- * resolves with an output, errors included. `timeoutMs` applies unless the tool sets its own.
+ * resolves with an output, errors included. `timeoutMs` applies unless the tool sets its own; its deadline counts
+ * from `now`.
  */
 export async function executeServerCall(
   tools: TurnTools,
   call: { name: string; arguments: string; server?: CallServer | undefined },
   context: Omit<ToolCallContext, 'signal' | 'deadline'>,
-  turnSignal: AbortSignal,
-  timeoutMs: number,
-  now: number,
+  limits: { turnSignal: AbortSignal; timeoutMs: number; now: number },
 ): Promise<ToolOutput> {
+  const { turnSignal, timeoutMs, now } = limits;
   const tool = toolOfCall(tools, call);
   if (tool?.execute === undefined) {
     const which = call.server === undefined ? '' : ` (${call.server.tool} of ${call.server.label})`;

@@ -50,8 +50,8 @@ describe('parseJsonColumn', () => {
 });
 
 describe('isItemContent', () => {
-  // One of each variant as its writer stores it (engine/turn.ts, turns/accept.ts, approvals/approvals.ts,
-  // turns/client-outputs.ts, turns/message-service.ts).
+  // One of each variant as its writer stores it (engine/step.ts, engine/tool-calls.ts, turns/accept.ts,
+  // approvals/approvals.ts, turns/client-outputs.ts, turns/message-service.ts).
   const variants: Record<string, ItemContent> = {
     user: { type: 'user_message', text: 'What is the weather in Paris?' },
     userWithFiles: {

@@ -1,0 +1,243 @@
+/**
+ * One model step of a turn: the model call (its text deltas go to live listeners only), then the step persisted in
+ * one fenced transaction before anything acts on it: the items it produced (tool listings, assistant text, tool
+ * calls, each classified and, when the policy says so, waiting for approval), its spans, usage and cost (debited
+ * from credits), the events announcing it, and, for a step without tool calls, the turn's completion.
+ */
+import { insertApprovals, type NewApproval, newApprovalId } from '../domain/approvals/approvals.ts';
+import { debitCredits } from '../domain/billing/credits.ts';
+import { writeEvents } from '../domain/outbox.ts';
+import {
+  type AttachedFile,
+  appendItems,
+  assistantItemId,
+  type CallServer,
+  type ContextBuilder,
+  callItemId,
+  type Item,
+  type NewItem,
+  ownItems,
+} from '../domain/turns/items.ts';
+import { turnText } from '../domain/turns/message-service.ts';
+import { completeTurn } from '../domain/turns/transitions.ts';
+import { addStepUsage } from '../domain/turns/turn-store.ts';
+import { storableText } from '../lib/storable-text.ts';
+import { chatSpanId, outgoingTraceparent } from '../lib/trace-context.ts';
+import { costMicros } from '../models/pricing.ts';
+import type { ToolCall, Usage } from '../models/types.ts';
+import type { MessageRow } from '../storage/schema.ts';
+import { needsApproval } from '../tools/approval-policy.ts';
+import type { TurnTools } from '../tools/registry.ts';
+import { type StepTrace, writeStep } from './spans.ts';
+import { stepItemEvents, textDeltaEvent } from './step-events.ts';
+import { instructionsWithTools, toolSpecs } from './tools.ts';
+import { change, type Turn, turnChange } from './turn-context.ts';
+import type { StartWrite } from './turn-start.ts';
+
+export interface StepOutput {
+  text: string;
+  calls: ToolCall[];
+  usage: Usage;
+}
+
+/** A step's tool call as stored: classified by the turn's tools, with the server that runs it. */
+type ClassifiedCall = ToolCall & { kind: ReturnType<TurnTools['kindOf']>; server: CallServer | undefined };
+
+/** Loads the files attached to user input in the context (missing ones are left out). */
+async function attachedFiles(turn: Turn, fileIds: string[]): Promise<Map<string, AttachedFile>> {
+  const files = new Map<string, AttachedFile>();
+  const reader = turn.deps.files;
+  if (reader === undefined) return files;
+  for (const fileId of fileIds) {
+    const file = await reader.read(turn.message.org_id, fileId);
+    if (file !== null) files.set(fileId, file);
+  }
+  return files;
+}
+
+/** Calls the model for the step `trace` describes, streaming its text to live listeners, and counts the call. */
+export async function callModel(turn: Turn, trace: StepTrace, context: ContextBuilder): Promise<StepOutput> {
+  const { deps, agent, tools, message } = turn;
+  const { step } = trace;
+  const adapter = deps.models.adapter(agent.model);
+  const traceparent = outgoingTraceparent(turn.trace, chatSpanId(message.run_id, step), deps.runExporter !== undefined);
+  let text = '';
+  const calls: ToolCall[] = [];
+  let usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  const files = await attachedFiles(turn, context.attachmentIds());
+  for await (const event of adapter.stream({
+    model: agent.model,
+    instructions: instructionsWithTools(agent.instructions, tools),
+    context: context.build(files),
+    tools: toolSpecs(tools),
+    ...(turn.settings === undefined ? {} : { settings: turn.settings }),
+    signal: turn.signal,
+    ...(traceparent === null ? {} : { headers: { traceparent } }),
+  })) {
+    if (event.type === 'text-delta') {
+      // Repaired for storage once whole (below): a surrogate pair split across deltas is not broken.
+      text += event.text;
+      deps.bus.publish('live', { sessionId: message.session_id, event: textDeltaEvent(message, step, event.text) });
+    } else if (event.type === 'tool-call') {
+      calls.push({ ...event.call, name: storableText(event.call.name), arguments: storableText(event.call.arguments) });
+    } else {
+      usage = event.usage;
+    }
+  }
+  deps.metrics.modelCall({ model: agent.model, outcome: 'completed' }, deps.clock.now() - trace.startedAt, {
+    ...usage,
+    costMicros: costMicros(agent.model, usage),
+  });
+  return { text: storableText(text), calls, usage };
+}
+
+/** Where a call of this turn runs, as its log item records it (server calls only). */
+function callServer(tools: TurnTools, name: string): CallServer | undefined {
+  const tool = tools.get(name);
+  if (tool === undefined || tool.kind !== 'server') return undefined;
+  return { id: tool.origin.serverId, label: tool.origin.serverLabel, tool: tool.origin.tool };
+}
+
+/**
+ * `tool_list` items for the servers whose tools this step offers and the conversation has not seen yet (or has
+ * seen with other tools): the Responses `mcp_list_tools` items.
+ */
+function listingItems(tools: TurnTools, items: Item[], messageId: string, step: number): NewItem[] {
+  if (tools.listings.length === 0) return [];
+  const seen = new Map<string, string>();
+  for (const item of items) {
+    if (item.content.type === 'tool_list') {
+      const key = item.content.server.id ?? item.content.server.label;
+      seen.set(key, item.content.tools.map((tool) => tool.name).join('\n'));
+    }
+  }
+  const out: NewItem[] = [];
+  for (const listing of tools.listings) {
+    const names = listing.tools.map((tool) => tool.origin.tool).join('\n');
+    if (seen.get(listing.serverId ?? listing.serverLabel) === names) continue;
+    out.push({
+      messageId,
+      step,
+      content: {
+        type: 'tool_list',
+        server: { id: listing.serverId, label: listing.serverLabel },
+        tools: listing.tools.map((tool) => ({
+          name: tool.origin.tool,
+          description: tool.description === '' ? null : tool.description,
+          inputSchema: tool.parameters,
+        })),
+      },
+    });
+  }
+  return out;
+}
+
+/** What a step stores besides its spans and usage: its items, and the approvals its calls wait for. */
+interface StepRecords {
+  calls: ClassifiedCall[];
+  items: NewItem[];
+  approvals: Omit<NewApproval, 'orgId' | 'sessionId'>[];
+}
+
+/**
+ * The items of a step (tool listings, its text, one call item per tool call with its `actionId`) and the approvals
+ * its server calls wait for. Decided now, once: a call item records whether it waits for approval, whatever the
+ * policy becomes later.
+ */
+function stepRecords(turn: Turn, step: number, output: StepOutput, items: Item[]): StepRecords {
+  const { agent, tools } = turn;
+  const messageId = turn.message.id;
+  let actionId = ownItems(items, messageId).filter((item) => item.content.type === 'function_call').length;
+  const calls = output.calls.map((call) => ({
+    ...call,
+    kind: tools.kindOf(call.name),
+    server: callServer(tools, call.name),
+  }));
+  const records: StepRecords = { calls, items: listingItems(tools, items, messageId, step), approvals: [] };
+  if (output.text !== '')
+    records.items.push({
+      id: assistantItemId(messageId, step),
+      messageId,
+      step,
+      content: { type: 'assistant_message', text: output.text },
+    });
+  const timeoutSeconds = agent.toolApprovals.timeoutSeconds;
+  const expiresAt = timeoutSeconds === undefined ? null : turn.deps.clock.now() + timeoutSeconds * 1000;
+  const builtins = new Set(tools.tools.flatMap((tool) => (tool.builtinEntry === undefined ? [] : [tool.origin.tool])));
+  for (const call of calls) {
+    const approval =
+      call.kind === 'server' && needsApproval(agent.toolApprovals, tools.get(call.name), call.arguments, builtins)
+        ? { id: newApprovalId(), expiresAt }
+        : undefined;
+    if (approval !== undefined) records.approvals.push(approvalOf(call, { messageId, actionId, ...approval }));
+    records.items.push({
+      id: callItemId(messageId, actionId),
+      messageId,
+      step,
+      callId: call.callId,
+      content: {
+        type: 'function_call',
+        name: call.name,
+        arguments: call.arguments,
+        kind: call.kind,
+        actionId,
+        ...(call.server === undefined ? {} : { server: call.server }),
+        ...(approval === undefined ? {} : { approval }),
+      },
+    });
+    actionId += 1;
+  }
+  return records;
+}
+
+function approvalOf(
+  call: ClassifiedCall,
+  at: { id: string; messageId: string; actionId: number; expiresAt: number | null },
+): Omit<NewApproval, 'orgId' | 'sessionId'> {
+  return {
+    id: at.id,
+    messageId: at.messageId,
+    callId: call.callId,
+    actionId: at.actionId,
+    tool: call.name,
+    serverLabel: call.server?.label ?? 'agentry',
+    serverTool: call.server?.tool ?? call.name,
+    arguments: call.arguments,
+    expiresAt: at.expiresAt,
+  };
+}
+
+/**
+ * Persists one model step in one transaction: its items, approvals, spans, usage and cost (debited from credits),
+ * and its events; a step without tool calls also completes the turn. `start` writes the turn's start first (the
+ * first step of a quick turn: one transaction instead of two). Returns the message after it (null: not written).
+ */
+export function persistStep(
+  turn: Turn,
+  step: { trace: StepTrace; output: StepOutput; items: Item[] },
+  start: StartWrite | null,
+): Promise<MessageRow | null> {
+  const { trace, output, items } = step;
+  const cost = costMicros(turn.agent.model, output.usage);
+  const records = stepRecords(turn, trace.step, output, items);
+  return change(turn, start === null ? ['running'] : ['queued', 'running'], async (trx, found, now) => {
+    const started = start !== null && found.status === 'queued' ? await start(trx, found) : null;
+    const current = started?.message ?? found;
+    const target = { orgId: current.org_id, sessionId: current.session_id, now };
+    const created = await appendItems(trx, target, records.items);
+    await insertApprovals(
+      trx,
+      records.approvals.map((approval) => ({ ...approval, orgId: current.org_id, sessionId: current.session_id })),
+      now,
+    );
+    await writeStep(trx, current, trace, { ...output, calls: records.calls, costMicros: cost }, now);
+    await addStepUsage(trx, current, { ...output.usage, costMicros: cost }, now);
+    await debitCredits(trx, current.org_id, cost);
+    const events = await writeEvents(trx, target, stepItemEvents(current, created));
+    if (output.calls.length === 0) {
+      const all = [...ownItems(items, current.id), ...created];
+      events.push(...(await completeTurn(turnChange(turn, trx, current, now), turnText(all))));
+    }
+    return started === null ? events : [...started.events, ...events];
+  });
+}

@@ -1,0 +1,229 @@
+/**
+ * The server calls of a turn: which pending calls run now, and each call run and stored on its own. Before running,
+ * a call's attempt is counted in the same fenced write that stamps its span's start (and, for an approved call,
+ * marks its approval started), so a call found started after a crash is run again at most once, and an approved
+ * one never twice; a call given up gets an error output and a `tool_call_abandoned` warning.
+ */
+import { markStarted } from '../domain/approvals/approvals.ts';
+import { type SessionEvent, writeEvents } from '../domain/outbox.ts';
+import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
+import { appendItems, type CallServer, type Item, type PendingCall, pendingCalls } from '../domain/turns/items.ts';
+import { fenced } from '../domain/turns/leases.ts';
+import { TOOL_CALL_ABANDONED, type Warning } from '../domain/turns/message-types.ts';
+import { addWarning } from '../domain/turns/turn-store.ts';
+import { outgoingTraceparent, toolSpanId } from '../lib/trace-context.ts';
+import type { MessageRow } from '../storage/schema.ts';
+import type { ToolOutput } from '../tools/types.ts';
+import { approvedCallStartEvent, toolProgressEvent, toolResultEvent, toolWarningEvent } from './step-events.ts';
+import { executeServerCall } from './tools.ts';
+import { change, publish, type Turn, type TurnContext } from './turn-context.ts';
+
+/**
+ * A started tool call whose process died is run again once; after a second interruption it is given up, so a
+ * call that crashes the process cannot crash it forever.
+ */
+const MAX_CALL_ATTEMPTS = 2;
+
+export interface ServerCall {
+  callId: string;
+  name: string;
+  arguments: string;
+  step: number;
+  /** The message whose step made the call (an earlier one for a call approved on the Responses surface). */
+  messageId: string;
+  itemId: string;
+  server: CallServer | undefined;
+  /** Set for a call that was approved: it runs at most once, whatever happens to the process. */
+  approvalId: string | undefined;
+}
+
+function serverCallOf(call: PendingCall): ServerCall {
+  const content = call.item.content;
+  return {
+    callId: call.callId,
+    name: call.name,
+    arguments: call.arguments,
+    step: call.item.step,
+    messageId: call.item.messageId,
+    itemId: call.item.id,
+    server: content.type === 'function_call' ? content.server : undefined,
+    approvalId: call.approval?.id,
+  };
+}
+
+/** Server calls that can run now: those needing no approval, and approved ones. */
+function runnable(call: PendingCall): boolean {
+  return call.kind === 'server' && call.approval?.state !== 'pending';
+}
+
+/**
+ * The server calls to run now: this message's runnable ones, after the calls of an earlier Response that this one's
+ * input approved (`mcp_approval_response`), which run in this turn.
+ */
+export function serverCallsToRun(turn: TurnContext, items: Item[], pending: PendingCall[]): PendingCall[] {
+  const messageId = turn.initial.id;
+  const approvedEarlier = turn.log.hasApprovalDecisions()
+    ? pendingCalls(items).filter(
+        (call) => call.item.messageId !== messageId && call.kind === 'server' && call.approval?.state === 'approved',
+      )
+    : [];
+  return [...approvedEarlier, ...pending.filter(runnable)];
+}
+
+/** Runs the server calls of a step concurrently; each output is stored as soon as it is known. */
+export async function runServerCalls(turn: Turn, calls: PendingCall[]): Promise<void> {
+  const results = await Promise.allSettled(calls.map((call) => runServerCall(turn, serverCallOf(call))));
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}
+
+/** Runs one server call (or gives it up, after too many interruptions) and stores its output. */
+async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
+  // A draining worker starts no call: it stays pending (no attempt counted) for the worker the session goes to.
+  if (turn.deps.draining.aborted) return;
+  const started = await startCall(turn, call);
+  publish(turn, started.events);
+  let result: ToolOutput;
+  // A call given up because restarts interrupted it: the model gets an error output, the message a warning.
+  let abandoned: Warning | null = null;
+  if (!started.fresh) {
+    result = {
+      output:
+        'Error: the service restarted while this approved call was running; it was not run again, since an approval allows one execution (it may or may not have taken effect)',
+      isError: true,
+    };
+    abandoned = abandonedCall(
+      call,
+      'a restart of the service interrupted it after its approval, which allows one execution',
+    );
+  } else if (started.attempt > MAX_CALL_ATTEMPTS) {
+    result = {
+      output: 'Error: the call was interrupted twice by a restart of the service and was not run again',
+      isError: true,
+    };
+    abandoned = abandonedCall(call, `restarts of the service interrupted it ${MAX_CALL_ATTEMPTS} times`);
+  } else {
+    const startedAt = performance.now();
+    result = await executeCall(turn, call);
+    turn.deps.metrics.toolCall(
+      { tool: call.name, kind: turn.tools.kindOf(call.name), outcome: result.isError ? 'failed' : 'completed' },
+      performance.now() - startedAt,
+    );
+  }
+  if (abandoned !== null) {
+    turn.deps.logger.warn(
+      { messageId: turn.message.id, callId: call.callId, tool: call.name, attempts: started.attempt },
+      `gave up the tool call ${call.callId} (${call.name}): ${abandoned.message}`,
+    );
+  }
+  await storeResult(turn, call, result, abandoned);
+}
+
+/**
+ * Counts the call's attempt on its span (and marks an approved call started) in one fenced write. `fresh` is false
+ * for an approved call that was started before: it is not run again. The events are published once committed.
+ */
+function startCall(turn: Turn, call: ServerCall): Promise<{ attempt: number; fresh: boolean; events: SessionEvent[] }> {
+  const { deps, message } = turn;
+  return fenced(deps, turn.lease, deps.clock.now(), async (trx) => {
+    const now = deps.clock.now();
+    const span = await startToolSpan(trx, { messageId: call.messageId, callId: call.callId, now });
+    if (call.approvalId === undefined) return { ...span, events: [], fresh: true };
+    // An approved call runs at most once: a restart after it was marked started does not run it again.
+    const fresh = await markStarted(trx, call.approvalId, now);
+    const events = !fresh
+      ? []
+      : await writeEvents(trx, { orgId: message.org_id, sessionId: message.session_id, now }, [
+          approvedCallStartEvent(message, call, call.approvalId),
+        ]);
+    return { ...span, events, fresh };
+  });
+}
+
+/** The warning of a call given up: which call, and why it was not run (again). */
+function abandonedCall(call: ServerCall, why: string): Warning {
+  return {
+    code: TOOL_CALL_ABANDONED,
+    message: `the call ${call.callId} of ${call.name} was not run again: ${why}; it may or may not have taken effect`,
+    callId: call.callId,
+    tool: call.name,
+  };
+}
+
+/** Runs the call with the turn's signal and the call timeout, its progress going to live listeners. */
+function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
+  const { deps, message } = turn;
+  const traceparent = outgoingTraceparent(
+    turn.trace,
+    toolSpanId(message.run_id, call.callId),
+    deps.runExporter !== undefined,
+  );
+  return executeServerCall(
+    turn.tools,
+    call,
+    {
+      orgId: message.org_id,
+      agentId: message.agent_id,
+      sessionId: message.session_id,
+      messageId: message.id,
+      runId: message.run_id,
+      callId: call.callId,
+      egress: { policy: turn.agent.networkPolicy, allowInsecureDestinations: deps.allowInsecureDestinations },
+      progress: (update) =>
+        deps.bus.publish('live', {
+          sessionId: message.session_id,
+          event: toolProgressEvent(message, call, update),
+        }),
+      meta: {
+        'agentry/call_id': call.callId,
+        'agentry/run_id': message.run_id,
+        // The MCP specification's key for W3C trace context in `_meta`.
+        ...(traceparent === null ? {} : { traceparent }),
+      },
+    },
+    { turnSignal: turn.signal, timeoutMs: deps.toolTimeoutMs, now: deps.clock.now() },
+  );
+}
+
+/** Stores a call's output (and the warning of a call given up) and ends its span, before the next model call. */
+function storeResult(
+  turn: Turn,
+  call: ServerCall,
+  result: ToolOutput,
+  abandoned: Warning | null,
+): Promise<MessageRow | null> {
+  const { output, isError } = result;
+  return change(turn, ['running'], async (trx, current, now) => {
+    const target = { orgId: current.org_id, sessionId: current.session_id, now };
+    if (abandoned !== null) await addWarning(trx, current, abandoned, now);
+    await appendItems(trx, target, [
+      {
+        messageId: call.messageId,
+        step: call.step,
+        callId: call.callId,
+        content: { type: 'function_call_output', name: call.name, output, isError, source: 'server' },
+      },
+    ]);
+    const status = isError ? 'failed' : 'completed';
+    await endToolSpan(trx, { messageId: call.messageId, callId: call.callId, status, output, now });
+    const resultEvent = toolResultEvent(current, call, isError);
+    return writeEvents(
+      trx,
+      target,
+      abandoned === null ? [resultEvent] : [toolWarningEvent(current, abandoned), resultEvent],
+    );
+  });
+}
+
+/** Tool sources that could not be loaded for this turn: told to live listeners and the session's event log. */
+export async function reportToolFailures(turn: Turn, failures: Warning[]): Promise<void> {
+  if (failures.length === 0) return;
+  turn.deps.logger.warn({ messageId: turn.message.id, failures }, 'tool sources unavailable for this turn');
+  await change(turn, ['running'], (trx, current, now) =>
+    writeEvents(
+      trx,
+      { orgId: current.org_id, sessionId: current.session_id, now },
+      failures.map((failure) => toolWarningEvent(current, failure)),
+    ),
+  );
+}

@@ -4,7 +4,6 @@
  * a server call's start, result and warnings, and the live-only text deltas and progress reports. Builders only
  * shape values; the steps decide when to write or publish them.
  */
-
 import { assistantItemId, type CallServer, type Item, type ItemContent } from '../domain/turns/items.ts';
 import type { Warning } from '../domain/turns/message-types.ts';
 import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEventInput } from '../events/session-events.ts';

@@ -5,4 +5,36 @@
 // one).
 import { runUnderSupportedNode } from './node-check.js';
 
-if (await runUnderSupportedNode()) await import('../src/cli/main.ts');
+if (await runUnderSupportedNode()) {
+  // Node.js keeps what it made of each module (the code, and the TypeScript with its types stripped) in its compile
+  // cache, so the next start reads it instead of doing it again: most of a start's time otherwise. The cache is
+  // keyed by each file's content and holds code this process will run, so it lives in a folder only this user can
+  // write (Node.js's default, the shared temp directory, would let another local user plant code there).
+  // NODE_COMPILE_CACHE names another directory, NODE_DISABLE_COMPILE_CACHE=1 turns it off (docs/performance.md).
+  const { enableCompileCache } = await import('node:module');
+  const directory = process.env.NODE_COMPILE_CACHE || (await privateCacheDirectory());
+  if (directory !== undefined) {
+    const enabled = enableCompileCache(directory).directory;
+    // Worker threads (and child processes) start with this process's environment: they use the same cache.
+    if (enabled !== undefined) process.env.NODE_COMPILE_CACHE = enabled;
+  }
+  await import('../src/cli/main.ts');
+}
+
+/** `$XDG_CACHE_HOME/agentry/compile-cache` (or `~/.cache/…`), made 0700; undefined when it is not this user's alone. */
+async function privateCacheDirectory() {
+  const { mkdirSync, statSync } = await import('node:fs');
+  const { homedir } = await import('node:os');
+  const { join } = await import('node:path');
+  try {
+    const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+    const directory = join(base, 'agentry', 'compile-cache');
+    mkdirSync(directory, { recursive: true, mode: 0o700 });
+    const stat = statSync(directory);
+    const uid = process.getuid?.();
+    if ((uid !== undefined && stat.uid !== uid) || (stat.mode & 0o022) !== 0) return undefined;
+    return directory;
+  } catch {
+    return undefined;
+  }
+}

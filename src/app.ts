@@ -17,29 +17,9 @@ import { createLifecycle, type Lifecycle, startingError } from './http/lifecycle
 import { registerObservabilityHooks } from './http/observability-hooks.ts';
 import { markOptionalBodies } from './http/openapi-document.ts';
 import { declareCommonErrors } from './http/route-errors.ts';
-import { agentRoutes } from './http/routes/agents.ts';
-import { consoleRoutes } from './http/routes/console.ts';
-import { conversationRoutes } from './http/routes/conversations.ts';
-import { fileRoutes } from './http/routes/files.ts';
-import { legacyWebhookRoutes } from './http/routes/legacy-webhooks.ts';
-import { mcpServerRoutes } from './http/routes/mcp-servers.ts';
-import { messageRoutes } from './http/routes/messages.ts';
-import { modelRoutes } from './http/routes/models.ts';
-import { organizationRoutes } from './http/routes/organization.ts';
-import { reportRoutes } from './http/routes/reports.ts';
-import { responseRoutes } from './http/routes/responses.ts';
-import { runRoutes } from './http/routes/runs.ts';
-import { scheduleRoutes } from './http/routes/schedules.ts';
-import { sdkRoutes } from './http/routes/sdk.ts';
-import { sdkFileRoutes } from './http/routes/sdk-files.ts';
-import { sessionFollowUpRoutes } from './http/routes/session-followup.ts';
-import { sessionRoutes } from './http/routes/sessions.ts';
-import { streamRoutes } from './http/routes/stream.ts';
-import { probeRoutes, systemRoutes } from './http/routes/system.ts';
-import { taskRoutes } from './http/routes/tasks.ts';
-import { webhookRoutes } from './http/routes/webhooks.ts';
-import { workflowRunRoutes } from './http/routes/workflow-runs.ts';
+import { probeRoutes } from './http/routes/system.ts';
 import { ErrorResponse } from './http/schemas/common.ts';
+import { EVENT_SCHEMAS } from './http/schemas/events.ts';
 import { registerStorageGate } from './http/storage-gate.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
@@ -114,6 +94,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
   app.setNotFoundHandler(handleNotFound);
   app.decorateRequest('principal', null);
   app.addSchema(ErrorResponse);
+  for (const schema of EVENT_SCHEMAS) app.addSchema(schema);
 
   app.addHook('onRoute', (route) => {
     // The console's static pages are not part of the API: no OpenAPI entry, no API invariants.
@@ -193,31 +174,12 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     // A worker serves no streams; the hub subscribes to live events only while someone listens.
     return { app, lifecycle, routes, hub: deps.live };
   }
-  systemRoutes(app, deps, lifecycle);
-  agentRoutes(app, deps);
-  sessionRoutes(app, deps);
-  messageRoutes(app, deps);
-  responseRoutes(app, deps);
-  runRoutes(app, deps);
-  fileRoutes(app, deps);
-  conversationRoutes(app, deps);
-  modelRoutes(app, deps);
-  webhookRoutes(app, deps);
-  mcpServerRoutes(app, deps);
-  reportRoutes(app, deps);
-  scheduleRoutes(app, deps);
-  sessionFollowUpRoutes(app, deps);
-  organizationRoutes(app, deps);
-  taskRoutes(app, deps);
-  legacyWebhookRoutes(app, deps);
-  sdkRoutes(app, deps);
-  sdkFileRoutes(app, deps);
-  workflowRunRoutes(app, deps);
-  consoleRoutes(app);
+  // Loaded here, not at the top: a worker never needs the API's routes (see http/api-routes.ts).
+  const { registerApiRoutes } = await import('./http/api-routes.ts');
   const hub = deps.live;
   // Open streams never finish on their own; end them when the server closes.
   app.addHook('preClose', async () => hub.close());
-  streamRoutes(app, deps, hub);
+  registerApiRoutes(app, deps, lifecycle, hub);
 
   await app.ready();
   return { app, lifecycle, routes, hub };

@@ -7,7 +7,6 @@ import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
 import { createLateBus } from './bus/late-bus.ts';
 import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
-import { createRedisBus, deploymentChannelPrefix } from './bus/redis-bus.ts';
 import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
@@ -473,6 +472,8 @@ async function redisBus(config: Config, url: string, storage: Storage, logger: L
     select current_database() as database, current_schema() as schema`.execute(storage.db);
   const identity = rows[0];
   if (identity === undefined) throw new StartupError('could not read the database identity for REDIS channel names');
+  // ioredis loads only in a process that uses Redis.
+  const { createRedisBus, deploymentChannelPrefix } = await import('./bus/redis-bus.ts');
   return createRedisBus(url, logger, {
     channelPrefix: deploymentChannelPrefix(config.redisPrefix, identity.database, identity.schema ?? 'public'),
   });

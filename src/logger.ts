@@ -3,9 +3,10 @@
  * pino-pretty's human form. AGENTRY_LOG_FORMAT overrides the choice. Requests are logged once, when answered.
  * While the database is unreachable, each failure that names it is logged once, then at most every 10 s.
  */
+
+import { createRequire } from 'node:module';
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
-import PinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
 import { turnLogFields } from './lib/trace-context.ts';
 import { isDatabaseUnavailable } from './storage/errors.ts';
@@ -117,6 +118,8 @@ export function createLogger(
   if (format === 'json' || (format === 'auto' && !terminal)) {
     return pino(options, destination === process.stdout ? batchedStdout() : destination);
   }
+  // Loaded only here: a process that logs JSON (the default when not on a terminal) never needs it.
+  const PinoPretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   const pretty = PinoPretty({
     // Standard output by its descriptor, written synchronously, so nothing is lost when the process exits.
     destination: destination === process.stdout ? 1 : destination,

@@ -8,7 +8,6 @@ import { type Config, ConfigError, loadConfig } from './config.ts';
 import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import type { Lifecycle } from './http/lifecycle.ts';
-import { CONSOLE_PATH } from './http/routes/console.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger } from './logger.ts';
 import { isDatabaseUnavailable, isStorageFull } from './storage/errors.ts';
@@ -103,7 +102,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   scheduler?.start();
   // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
   // A worker serves only the probes; the console lives on processes that serve the API.
-  const consoleUrl = config.role === 'worker' ? null : `${url}${CONSOLE_PATH}/`;
+  const consoleUrl =
+    config.role === 'worker' ? null : `${url}${(await import('./http/routes/console.ts')).CONSOLE_PATH}/`;
   const bootstrapped = await database.until('creating the first organization', () =>
     bootstrap(deps.orgs, config.bootstrapKey),
   );
@@ -198,13 +198,13 @@ export async function serve(overrides: Partial<Config> = {}): Promise<void> {
     exitWith(error, null);
   }
   const logger = createLogger(config);
-  let server: RunningServer;
-  try {
-    server = await startServer(config, logger);
-  } catch (error) {
-    exitWith(error, logger);
-  }
-  const shutdown = (signal: string) => {
+  let server: RunningServer | null = null;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (server === null) {
+      // Still starting: the signal ends the process as it would with no handler (this one was installed `once`).
+      process.kill(process.pid, signal);
+      return;
+    }
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => {
       logger.error('shutdown grace period elapsed; exiting');
@@ -219,8 +219,15 @@ export async function serve(overrides: Partial<Config> = {}): Promise<void> {
       (error: unknown) => exitWith(error, logger),
     );
   };
+  // Installed before the server starts: a signal sent as soon as it says "listening on" must find them, and the
+  // process may be paused between that line and the end of startServer on a busy machine.
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+  try {
+    server = await startServer(config, logger);
+  } catch (error) {
+    exitWith(error, logger);
+  }
 }
 
 if (import.meta.main) await serve();

@@ -19,9 +19,10 @@ const SRC = resolve(import.meta.dirname, '..', 'src');
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['lib'],
-  ['errors', 'events'],
+  ['errors'],
   ['config'],
   ['storage', 'workers'],
+  ['events'],
   ['logger', 'models', 'bus'],
   ['tools'],
   ['domain'],
@@ -67,7 +68,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
     'turn-hooks.ts',
     'turn-store.ts',
   ],
-  webhooks: ['subscriptions.ts'],
+  webhooks: ['subscriptions.ts', 'webhook-events.ts'],
   workflows: ['workflow-service.ts'],
 };
 

@@ -3,17 +3,7 @@
  * parses the command line against this table and prints every help text from it, so a command and its help
  * cannot part ways.
  */
-import { createLocalBus } from '../bus/bus.ts';
-import { COMPAT_SETTINGS, loadConfig } from '../config.ts';
-import { buildDeps, type Deps } from '../deps.ts';
 import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
-import { listApiKeys, revokeApiKeys } from '../domain/orgs/api-keys.ts';
-import { systemClock } from '../lib/clock.ts';
-import { prepareDataDir } from '../lib/private-files.ts';
-import { deploymentSecretBox } from '../lib/secret-box.ts';
-import { createLogger } from '../logger.ts';
-import { serve } from '../main.ts';
-import { openStorage } from '../storage/db.ts';
 import { formatTable, formatTime } from './table.ts';
 
 export type OptionName = 'org' | 'scopes' | 'compat' | 'role';
@@ -56,43 +46,11 @@ export class UsageError extends Error {
   }
 }
 
-async function withDeps<T>(output: Output, run: (deps: Deps) => Promise<T>): Promise<T> {
-  // Commands only change data, in one transaction each; workers pick changes up from the database, so the CLI
-  // never connects to Redis.
-  const deps = await buildDeps(loadConfig(), createLogger({ logLevel: 'warn' }, process.stderr), systemClock, {
-    bus: createLocalBus(),
-    detectSandbox: false,
-  });
-  output.stderr.write(`agentry: database ${deps.storage.location}\n`);
-  try {
-    return await run(deps);
-  } finally {
-    await deps.close();
-    await deps.bus.close();
-    await deps.storage.close();
-  }
-}
-
 /**
- * Applies the pending migrations and returns their names, in order. Only the database is opened: none of the
- * services a server builds, which would migrate it on the way without saying what they applied.
+ * The database side of the commands (and everything it imports), loaded when a command runs: the table and the
+ * help texts need none of it.
  */
-async function migrateDatabase(output: Output): Promise<string[]> {
-  const config = loadConfig();
-  const unfixed = prepareDataDir(config.dataDir);
-  for (const problem of unfixed) output.stderr.write(`agentry: the data directory is not private: ${problem}\n`);
-  const storage = await openStorage(config);
-  output.stderr.write(`agentry: database ${storage.location}\n`);
-  try {
-    return await storage.migrate(deploymentSecretBox(config));
-  } finally {
-    await storage.close();
-  }
-}
-
-async function orgId(deps: Deps, name: string | undefined): Promise<string> {
-  return (await deps.orgs.requireByName(name ?? '')).id;
-}
+const database = () => import('./database.ts');
 
 const ORG = '--org <name> is the organization, as `orgs list` shows it.';
 
@@ -112,6 +70,7 @@ export const COMMANDS: readonly Command[] = [
       if (role !== undefined && role !== 'api' && role !== 'worker' && role !== 'all') {
         throw new UsageError('--role must be api, worker or all');
       }
+      const { serve } = await import('../main.ts');
       await serve(role === undefined ? {} : { role });
     },
   },
@@ -126,6 +85,7 @@ export const COMMANDS: readonly Command[] = [
     required: [],
     args: [],
     async run({ output }) {
+      const { migrateDatabase } = await database();
       const applied = await migrateDatabase(output);
       for (const name of applied) output.stdout.write(`applied migration ${name}\n`);
       output.stdout.write(
@@ -144,6 +104,7 @@ export const COMMANDS: readonly Command[] = [
     required: [],
     args: ['<name>'],
     async run({ args: [name = ''], output }) {
+      const { withDeps } = await database();
       const org = await withDeps(output, (deps) => deps.orgs.create(name));
       output.stdout.write(`created organization ${org.name} (id ${org.id}, project ${org.projectId})\n`);
     },
@@ -157,6 +118,7 @@ export const COMMANDS: readonly Command[] = [
     required: [],
     args: [],
     async run({ output }) {
+      const { withDeps } = await database();
       const orgs = await withDeps(output, (deps) => deps.orgs.list());
       const rows = orgs.map((org) => [
         org.name,
@@ -183,10 +145,12 @@ export const COMMANDS: readonly Command[] = [
       const parsed = options.scopes === undefined ? { scopes: [...SCOPES], unknown: [] } : parseScopes(options.scopes);
       if (parsed.unknown.length > 0) throw new UsageError(`unknown scopes: ${parsed.unknown.join(', ')}`);
       if (parsed.scopes.length === 0) throw new UsageError('--scopes needs at least one scope');
+      const { COMPAT_SETTINGS } = await import('../config.ts');
       const compat = COMPAT_SETTINGS.find((setting) => setting === options.compat) ?? null;
       if (options.compat !== undefined && compat === null) {
         throw new UsageError(`--compat must be one of ${COMPAT_SETTINGS.join(', ')}`);
       }
+      const { withDeps, orgId } = await database();
       const key = await withDeps(output, async (deps) =>
         deps.orgs.createKey(await orgId(deps, options.org), parsed.scopes, undefined, compat),
       );
@@ -202,6 +166,7 @@ export const COMMANDS: readonly Command[] = [
     required: ['org'],
     args: [],
     async run({ options, output }) {
+      const { withDeps, orgId, listApiKeys } = await database();
       const { keys, now } = await withDeps(output, async (deps) => ({
         keys: await listApiKeys(deps.storage.db, await orgId(deps, options.org)),
         now: deps.clock.now(),
@@ -226,6 +191,7 @@ export const COMMANDS: readonly Command[] = [
     args: ['<prefix|key>'],
     async run({ args: [target = ''], output }) {
       if (target.length < 8) throw new UsageError('the prefix needs at least 8 characters');
+      const { withDeps, revokeApiKeys } = await database();
       const result = await withDeps(output, (deps) => revokeApiKeys(deps.storage.db, target, deps.clock.now()));
       // Not usage errors: the command line was right, the database says no (exit 1).
       if (result.ambiguous > 0)
@@ -246,6 +212,7 @@ export const COMMANDS: readonly Command[] = [
       const usd = amount === 'unlimited' ? null : Number(amount);
       if (usd !== null && (amount.trim() === '' || !Number.isFinite(usd) || usd < 0))
         throw new UsageError('the amount must be a number >= 0 or "unlimited"');
+      const { withDeps, orgId } = await database();
       await withDeps(output, async (deps) => deps.orgs.setCredits(await orgId(deps, options.org), usd));
       output.stdout.write(`credits of ${options.org}: ${usd === null ? 'unlimited' : `$${usd}`}\n`);
     },
@@ -259,6 +226,7 @@ export const COMMANDS: readonly Command[] = [
     required: ['org'],
     args: [],
     async run({ options, output }) {
+      const { withDeps, orgId } = await database();
       const schedules = await withDeps(output, async (deps) => deps.schedules.all(await orgId(deps, options.org)));
       const rows = schedules.map((schedule) => [
         schedule.id,

@@ -18,6 +18,7 @@ import type { SessionEventRow } from '../storage/schema.ts';
 import { transactionMemo } from '../storage/transaction-memo.ts';
 import { createdInTransaction } from './sessions/new-sessions.ts';
 import type { WebhookSubscriptions } from './webhooks/subscriptions.ts';
+import type { WebhookEventInput } from './webhooks/webhook-events.ts';
 
 export {
   SESSION_EVENT_KINDS,
@@ -25,6 +26,12 @@ export {
   type SessionEventInput,
   type SessionEventKind,
 } from '../events/session-events.ts';
+export {
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEventData,
+  type WebhookEventInput,
+  type WebhookEventType,
+} from './webhooks/webhook-events.ts';
 
 const lastSeq = prepare((db, p: { sessionId: string }) =>
   db
@@ -32,37 +39,6 @@ const lastSeq = prepare((db, p: { sessionId: string }) =>
     .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
     .where('session_id', '=', p.sessionId),
 );
-
-export const WEBHOOK_EVENT_TYPES = [
-  'agent.session.created',
-  'agent.session.in_progress',
-  'agent.session.action_required',
-  'agent.session.idle',
-  'agent.session.failed',
-  'agent.session.turn.completed',
-  'agent.session.turn.failed',
-  'agent.session.turn.cancelled',
-  'workflow.run.created',
-  'workflow.run.in_progress',
-  'workflow.run.action_required',
-  'workflow.run.completed',
-  'workflow.run.failed',
-  'workflow.run.cancelled',
-  'schedule.run.created',
-  'schedule.run.running',
-  'schedule.run.completed',
-  'schedule.run.failed',
-  'schedule.run.cancelled',
-  'schedule.run.skipped',
-] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
-
-export interface WebhookEventInput {
-  type: WebhookEventType;
-  data: Record<string, unknown>;
-  /** Trace context its deliveries carry (`traceparent` header). */
-  traceparent?: string | null;
-}
 
 /** The webhook events of a state change, and what decides which of them are recorded. */
 export interface WebhookBatch {

@@ -1,13 +1,9 @@
 /**
- * The values a session event carries (a session's status, the kind of a tool call, what a turn waits for, its
- * error and its warnings), kept below the modules that write them (domain/turns, domain/sessions), the tool layer
- * that reports warnings, and the bus that carries the events (see src/ARCHITECTURE.md). Their guards and the
- * columns they are stored in stay with their writers.
+ * The values a session event carries (the kind of a tool call, what a turn waits for, its error and its
+ * warnings), kept below the modules that write them (domain/turns), the tool layer that reports warnings, and the
+ * bus that carries the events (see src/ARCHITECTURE.md). Their guards and the columns they are stored in stay with
+ * their writers; the statuses are column values (storage/column-values.ts).
  */
-
-/** A session's status, as the Sessions API shows it. */
-export const SESSION_STATUSES = ['idle', 'running', 'requires_action', 'failed'] as const;
-export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 /** Who answers a tool call: the service (server), the API caller (client), or a person (question). */
 export const CALL_KINDS = ['server', 'client', 'question'] as const;

@@ -8,7 +8,7 @@
  * and UTF-8 cannot encode the second), and integers stay within JavaScript's safe range (larger ones would be
  * silently rounded, then overflow a bigint column).
  */
-import { Ajv, type ErrorObject, type Options } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
@@ -48,8 +48,15 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const coercingAjv = createAjv({ coerceTypes: 'array' });
   return ({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
-    const check = ajv.compile(schema as object);
+    // Compiled on the route's first request, not when the server starts: compiling every schema of the API took
+    // most of the time before a server was ready, and a process serves few of its routes soon after it starts.
+    let compiled: ValidateFunction | null = null;
+    const compile = (): ValidateFunction => {
+      compiled ??= ajv.compile(schema as object);
+      return compiled;
+    };
     const validate: PartValidator = (data) => {
+      const check = compile();
       // Fastify hands a missing body over as null (a body of JSON null is no better).
       if (httpPart === 'body' && (data === undefined || data === null)) {
         // No body (or an empty one) is an empty object: accepted where every field is optional, and otherwise

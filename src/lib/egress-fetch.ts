@@ -20,7 +20,7 @@
  * rejects with the signal's reason, as `fetch` does.
  */
 import { isIP, Socket } from 'node:net';
-import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import type { Agent } from 'undici';
 import type { HostAddresses } from './address-class.ts';
 import { classifyNetworkError, EgressError, errorCode, type Resolver, resolveDestination } from './egress.ts';
 import { destinationUrlProblem } from './url-policy.ts';
@@ -84,13 +84,18 @@ async function normalizedRequest(url: string, input: string | URL | Request, ini
   };
 }
 
-/**
- * Builds a guarded fetch with its own connection pool. Every connection it opens goes through the egress guard;
- * see the file header for what is refused, pinned and returned.
- */
-export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
+type Undici = typeof import('undici');
+
+/** The connection pool of one guarded fetch, with undici's fetch to use it. */
+interface Pool {
+  agent: Agent;
+  fetch: Undici['fetch'];
+}
+
+/** The pool's agent: every connection it opens goes through the egress guard. */
+function createAgent(undici: Undici, options: EgressFetchOptions): Agent {
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const connect = buildConnector({
+  const connect = undici.buildConnector({
     timeout: connectTimeoutMs,
     ...(options.ca === undefined ? {} : { ca: options.ca }),
   });
@@ -101,7 +106,7 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
     resolver: options.resolver,
     hostAddresses: options.hostAddresses,
   };
-  const agent = new Agent({
+  return new undici.Agent({
     headersTimeout: 0,
     bodyTimeout: 0,
     connect: (target, callback) => {
@@ -142,6 +147,19 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
       );
     },
   });
+}
+
+/**
+ * Builds a guarded fetch with its own connection pool. Every connection it opens goes through the egress guard;
+ * see the file header for what is refused, pinned and returned. undici and the pool are made by the first request:
+ * a process (or a CLI command) that sends none never loads undici.
+ */
+export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
+  let pool: Promise<Pool> | null = null;
+  const open = (): Promise<Pool> => {
+    pool ??= import('undici').then((undici) => ({ agent: createAgent(undici, options), fetch: undici.fetch }));
+    return pool;
+  };
 
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = urlOf(input);
@@ -154,8 +172,9 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
     }
     const request = await normalizedRequest(url, input, init);
     const { signal } = request;
+    const { agent, fetch } = await open();
     try {
-      const response = await undiciFetch(url, {
+      const response = await fetch(url, {
         method: request.method,
         headers: request.headers,
         body: request.body,
@@ -184,5 +203,5 @@ export function createEgressFetch(options: EgressFetchOptions): EgressFetch {
       throw classifyNetworkError(error instanceof TypeError ? error.cause : error);
     }
   };
-  return Object.assign(guarded, { close: () => agent.close() });
+  return Object.assign(guarded, { close: async () => (pool === null ? undefined : (await pool).agent.close()) });
 }

@@ -6,13 +6,26 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config.ts';
-import { createAnthropicAdapter, createOpenAIAdapter } from './ai-sdk.ts';
-import { createOpenAICompatibleAdapter, providerConnections } from './chat-completions.ts';
 import type { ModelAdapterOptions } from './retrying-stream.ts';
 import { createScriptedModel } from './scripted.ts';
 import { type ModelAdapter, ModelError } from './types.ts';
 
 const SCRIPTED_MODELS = ['scripted', 'scripted/priced'] as const;
+
+/**
+ * An adapter made by its first call. The HTTP adapters load their libraries (the AI SDK and its providers for
+ * OpenAI and Anthropic, undici for the chat-completions providers) when a turn first calls such a model, not when a
+ * process (or a CLI command) that may never call one starts.
+ */
+function madeOnFirstCall(make: () => Promise<ModelAdapter>): ModelAdapter {
+  let adapter: Promise<ModelAdapter> | null = null;
+  return {
+    async *stream(request) {
+      adapter ??= make();
+      yield* (await adapter).stream(request);
+    },
+  };
+}
 
 /** A provider as the startup log describes it. */
 export interface ProviderStatus {
@@ -70,16 +83,27 @@ export function createModelRegistry(config: ModelRegistryConfig, options: ModelA
     const slash = modelId.indexOf('/');
     const provider = modelId.slice(0, slash);
     const model = modelId.slice(slash + 1);
-    if (provider === 'openai') return createOpenAIAdapter(model, config.openaiApiKey, options);
-    if (provider === 'anthropic') return createAnthropicAdapter(model, config.anthropicApiKey, options);
+    if (provider === 'openai') {
+      return madeOnFirstCall(async () =>
+        (await import('./ai-sdk.ts')).createOpenAIAdapter(model, config.openaiApiKey, options),
+      );
+    }
+    if (provider === 'anthropic') {
+      return madeOnFirstCall(async () =>
+        (await import('./ai-sdk.ts')).createAnthropicAdapter(model, config.anthropicApiKey, options),
+      );
+    }
     const compatible = Object.hasOwn(config.providers, provider) ? config.providers[provider] : undefined;
     if (compatible === undefined) throw new ModelError('model_not_configured', `model "${modelId}" is not configured`);
-    let pool = connections.get(provider);
-    if (pool === undefined) {
-      pool = providerConnections();
-      connections.set(provider, pool);
-    }
-    return createOpenAICompatibleAdapter(provider, model, compatible, pool, options);
+    return madeOnFirstCall(async () => {
+      const { createOpenAICompatibleAdapter, providerConnections } = await import('./chat-completions.ts');
+      let pool = connections.get(provider);
+      if (pool === undefined) {
+        pool = providerConnections();
+        connections.set(provider, pool);
+      }
+      return createOpenAICompatibleAdapter(provider, model, compatible, pool, options);
+    });
   };
 
   const keyVariables = [

@@ -12,6 +12,7 @@
  *   connection receives once the writing transaction commits. While that connection is down the version is null
  *   and caches must read through; it moves again when the connection is back.
  */
+import { createRequire } from 'node:module';
 import {
   AliasNode,
   type KyselyPlugin,
@@ -22,7 +23,7 @@ import {
   TableNode,
   type UnknownRow,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 
 /** The tables whose writes move the version; the Postgres triggers of migrations 0015 and 0016 cover the same ones. */
 export const SIGNALLED_TABLES: ReadonlySet<string> = new Set(['api_keys', 'agents', 'webhook_endpoints']);
@@ -118,7 +119,9 @@ export function postgresChangeSignal(options: PostgresSignalOptions): ChangeSign
 
   function connect(): void {
     if (closed || client !== null) return;
-    const next = new pg.Client(options.connection);
+    // The driver is loaded here, not at the top: a SQLite process never needs it.
+    const driver = createRequire(import.meta.url)('pg') as typeof pg;
+    const next = new driver.Client(options.connection);
     client = next;
     const lost = (error?: unknown) => {
       if (client !== next) return;

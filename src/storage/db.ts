@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DatabaseConnection, Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { createPrivateFile } from '../lib/private-files.ts';
@@ -49,12 +49,12 @@ const INT8_OID = 20;
 const MIGRATION_ATTEMPTS = 5;
 const NUMERIC_OID = 1700;
 
-function postgresTypes(): pg.CustomTypesConfig {
+function postgresTypes(types: typeof pg.types): pg.CustomTypesConfig {
   // Epoch-millisecond timestamps and micro-dollar balances fit in a double exactly; return numbers, not strings.
   return {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
       if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
-      return format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid, 'text');
+      return format === 'binary' ? types.getTypeParser(oid, 'binary') : types.getTypeParser(oid, 'text');
     }) as pg.CustomTypesConfig['getTypeParser'],
   };
 }
@@ -202,8 +202,10 @@ export async function openStorage(
     const schema = config.databaseSchema;
     const timeoutMs = config.databaseTimeoutMs ?? DATABASE_TIMEOUT_MS;
     const connectionLost = (error: unknown) => options.onConnectionError?.(error);
+    // The Postgres driver loads only for a Postgres database.
+    const { default: driver } = await import('pg');
     const pool = (settings: pg.PoolConfig) => {
-      const created = new pg.Pool({ ...settings, types: postgresTypes() });
+      const created = new driver.Pool({ ...settings, types: postgresTypes(driver.types) });
       // A pooled connection that breaks while idle is dropped from the pool and reported here; unheard, the
       // error would end the process.
       created.on('error', connectionLost);

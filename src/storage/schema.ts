@@ -3,6 +3,21 @@
  * milliseconds for times, integer 0/1 for flags and JSON as text, so every query is identical on both.
  */
 import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type {
+  CatchUpPolicy,
+  DeliveryKind,
+  DeliveryStatus,
+  MessageStatus,
+  OverlapPolicy,
+  RunSource,
+  RunTrigger,
+  ScheduleRunStatus,
+  SessionStatus,
+  SpanKind,
+  SpanStatus,
+  TaskNotifiedState,
+  ThreadRole,
+} from './column-values.ts';
 
 type Millis = number;
 
@@ -64,7 +79,7 @@ export interface SessionsTable {
   /** Null for a Conversation created without an agent, until its first Response fixes one. */
   agent_id: string | null;
   title: string | null;
-  status: string;
+  status: SessionStatus;
   created_at: Millis;
   updated_at: Millis;
   work_pending: ColumnType<number, number | undefined, number>;
@@ -83,7 +98,7 @@ export interface MessagesTable {
   org_id: string;
   session_id: string;
   seq: number;
-  status: string;
+  status: MessageStatus;
   /** JSON: the submitted parts. */
   parts: string;
   response_text: string | null;
@@ -97,7 +112,7 @@ export interface MessagesTable {
   agent_id: string;
   agent_version: number | null;
   run_id: string;
-  source: string;
+  source: RunSource;
   created_at: Millis;
   started_at: Millis | null;
   completed_at: Millis | null;
@@ -118,8 +133,8 @@ export interface RunsTable {
   agent_id: string;
   session_id: string;
   message_id: string;
-  source: string;
-  status: string;
+  source: RunSource;
+  status: MessageStatus;
   model: string;
   agent_version: number | null;
   input_preview: string;
@@ -142,11 +157,9 @@ export interface SpansTable {
   org_id: string;
   run_id: string;
   parent_id: string | null;
-  /** agent_step | model_call | tool_call */
-  kind: string;
+  kind: SpanKind;
   name: string;
-  /** running | completed | failed | cancelled */
-  status: string;
+  status: SpanStatus;
   /** Pre-order position within the run: a parent always precedes its children. */
   seq: number;
   started_at: Millis;
@@ -218,12 +231,10 @@ export interface WebhookDeliveriesTable {
   endpoint_id: string;
   event_id: string;
   webhook_id: string;
-  /** automatic | manual | test */
-  kind: string;
+  kind: DeliveryKind;
   /** '' for the automatic or test delivery; the Idempotency-Key of a manual one. */
   replay_key: string;
-  /** pending | delivered | failed | skipped */
-  status: string;
+  status: DeliveryStatus;
   attempts: ColumnType<number, number | undefined, number>;
   status_code: number | null;
   /** JSON {code, message}. */
@@ -332,8 +343,8 @@ export interface TasksTable {
   created_at: Millis;
   updated_at: Millis;
   deleted_at: Millis | null;
-  /** The last task.* webhook state sent: created | running | completed | failed | canceled. */
-  notified_state: string;
+  /** The last task.* webhook state sent. */
+  notified_state: TaskNotifiedState;
   notify_pending: ColumnType<number, number | undefined, number>;
 }
 
@@ -372,8 +383,7 @@ export interface ThreadMessagesTable {
   org_id: string;
   thread_id: string;
   seq: number;
-  /** user | assistant */
-  role: string;
+  role: ThreadRole;
   content: string;
   metadata: string | null;
   file_ids: string | null;
@@ -423,9 +433,9 @@ export interface SchedulesTable {
   interval_seconds: number | null;
   timezone: string;
   session_id: string | null;
-  overlap: string;
+  overlap: OverlapPolicy;
   timeout_seconds: number | null;
-  catch_up: string;
+  catch_up: CatchUpPolicy;
   enabled: number;
   next_run_at: Millis | null;
   anchor_at: Millis;
@@ -438,8 +448,8 @@ export interface ScheduleRunsTable {
   id: string;
   org_id: string;
   schedule_id: string;
-  trigger: string;
-  status: string;
+  trigger: RunTrigger;
+  status: ScheduleRunStatus;
   scheduled_at: Millis | null;
   session_id: string | null;
   message_id: string | null;

@@ -11067,6 +11067,811 @@ export interface components {
                 type: string;
             };
         };
+        /** @description One event of a streamed Response (POST /v1/responses with stream: true), sent as `event: <type>` and `data: <this JSON>`; the stream ends with `data: [DONE]`. response.agentry_tool_call.* are left out when the client asks for standard events only */
+        ResponseStreamEvent: {
+            /** @description The Response as GET /v1/responses/{id} returns it (in progress: without output yet) */
+            response: {
+                id: string;
+                /** @enum {string} */
+                object: "response";
+                output: unknown[];
+                status: string;
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.created";
+        } | {
+            /** @description The Response as GET /v1/responses/{id} returns it (in progress: without output yet) */
+            response: {
+                id: string;
+                /** @enum {string} */
+                object: "response";
+                output: unknown[];
+                status: string;
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.in_progress";
+        } | {
+            /** @description An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request) */
+            item: {
+                id: string;
+                /** @enum {string} */
+                type: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_request" | "mcp_approval_response" | "mcp_list_tools";
+            };
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.output_item.added";
+        } | {
+            /** @description An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request) */
+            item: {
+                id: string;
+                /** @enum {string} */
+                type: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_request" | "mcp_approval_response" | "mcp_list_tools";
+            };
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.output_item.done";
+        } | {
+            content_index: number;
+            item_id: string;
+            output_index: number;
+            part: {
+                annotations: unknown[];
+                logprobs: unknown[];
+                text: string;
+                /** @enum {string} */
+                type: "output_text";
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.content_part.added";
+        } | {
+            content_index: number;
+            item_id: string;
+            output_index: number;
+            part: {
+                annotations: unknown[];
+                logprobs: unknown[];
+                text: string;
+                /** @enum {string} */
+                type: "output_text";
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.content_part.done";
+        } | {
+            content_index: number;
+            delta: string;
+            item_id: string;
+            logprobs: unknown[];
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.output_text.delta";
+        } | {
+            content_index: number;
+            item_id: string;
+            logprobs: unknown[];
+            output_index: number;
+            sequence_number: number;
+            text: string;
+            /** @enum {string} */
+            type: "response.output_text.done";
+        } | {
+            delta: string;
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.function_call_arguments.delta";
+        } | {
+            arguments: string;
+            item_id: string;
+            name: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.function_call_arguments.done";
+        } | {
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_list_tools.in_progress";
+        } | {
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_list_tools.completed";
+        } | {
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_call.in_progress";
+        } | {
+            delta: string;
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_call_arguments.delta";
+        } | {
+            arguments: string;
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_call_arguments.done";
+        } | {
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_call.completed";
+        } | {
+            item_id: string;
+            output_index: number;
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.mcp_call.failed";
+        } | {
+            /** @description call_id, name and what the event reports */
+            data: {
+                [key: string]: unknown;
+            };
+            response_id: string;
+            run_id: string;
+            sequence_number: number;
+            source_type: "tool_server" | "tool_client" | "tool_ask_user_question" | "tool_approval";
+            /** @description The turn step of the call; null in a replay */
+            step: number | null;
+            /** @enum {string} */
+            type: "response.agentry_tool_call.started";
+        } | {
+            /** @description call_id, name and what the event reports */
+            data: {
+                [key: string]: unknown;
+            };
+            response_id: string;
+            run_id: string;
+            sequence_number: number;
+            source_type: "tool_server" | "tool_client" | "tool_ask_user_question" | "tool_approval";
+            /** @description The turn step of the call; null in a replay */
+            step: number | null;
+            /** @enum {string} */
+            type: "response.agentry_tool_call.progress";
+        } | {
+            /** @description call_id, name and what the event reports */
+            data: {
+                [key: string]: unknown;
+            };
+            response_id: string;
+            run_id: string;
+            sequence_number: number;
+            source_type: "tool_server" | "tool_client" | "tool_ask_user_question" | "tool_approval";
+            /** @description The turn step of the call; null in a replay */
+            step: number | null;
+            /** @enum {string} */
+            type: "response.agentry_tool_call.action_required";
+        } | {
+            /** @description call_id, name and what the event reports */
+            data: {
+                [key: string]: unknown;
+            };
+            response_id: string;
+            run_id: string;
+            sequence_number: number;
+            source_type: "tool_server" | "tool_client" | "tool_ask_user_question" | "tool_approval";
+            /** @description The turn step of the call; null in a replay */
+            step: number | null;
+            /** @enum {string} */
+            type: "response.agentry_tool_call.failed";
+        } | {
+            /** @description The Response as GET /v1/responses/{id} returns it (in progress: without output yet) */
+            response: {
+                id: string;
+                /** @enum {string} */
+                object: "response";
+                output: unknown[];
+                status: string;
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.completed";
+        } | {
+            /** @description The Response as GET /v1/responses/{id} returns it (in progress: without output yet) */
+            response: {
+                id: string;
+                /** @enum {string} */
+                object: "response";
+                output: unknown[];
+                status: string;
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.failed";
+        };
+        /** @description One event of a session stream (GET /v1/sessions/{id}/stream), one per data line: `kind` says what happened and types `data`; a message.event is typed further by data.type */
+        SessionEvent: {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                /** @enum {string} */
+                previous: "idle" | "running" | "requires_action" | "failed";
+                /** @enum {string} */
+                status: "idle" | "running" | "requires_action" | "failed";
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "session.status";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                /** @enum {string} */
+                status: "queued";
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.created";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                status: "running" | "completed" | "failed" | "cancelled";
+            } | {
+                requiredActions: ({
+                    actionId: number;
+                    options: unknown[] | null;
+                    question: string;
+                    /** @enum {string} */
+                    type: "ask_user_question";
+                } | {
+                    arguments: string;
+                    callId: string;
+                    name: string;
+                    /** @enum {string} */
+                    type: "function_call";
+                } | {
+                    actionId: number;
+                    approvalId: string;
+                    arguments: string;
+                    callId: string;
+                    expiresAt: string | null;
+                    server: string;
+                    serverTool: string;
+                    tool: string;
+                    /** @enum {string} */
+                    type: "tool_approval";
+                })[];
+                /** @enum {string} */
+                status: "requires_action";
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.status";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                itemId: string;
+                step: number;
+                text: string;
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.delta";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                itemId: string;
+                serverId: string | null;
+                serverLabel: string;
+                /** @enum {string} */
+                sourceType: "tool_server";
+                step: number;
+                tools: string[];
+                /** @enum {string} */
+                type: "tool_list";
+            } | {
+                actionId?: number;
+                approvalId?: string;
+                arguments: string;
+                callId: string | null;
+                itemId: string;
+                /** @enum {string} */
+                kind: "server" | "client" | "question";
+                name: string;
+                serverId?: string | null;
+                serverLabel?: string;
+                /** @enum {string} */
+                sourceType: "tool_server" | "tool_client" | "tool_question" | "tool_ask_user_question" | "tool_approval";
+                step: number;
+                tool?: string;
+                /** @enum {string} */
+                type: "tool_call";
+            } | {
+                actionId: number;
+                arguments: string;
+                callId: string | null;
+                itemId: string;
+                name: string;
+                /** @enum {string} */
+                sourceType: "tool_ask_user_question";
+                step: number;
+                /** @enum {string} */
+                type: "question";
+            } | {
+                actionId: number;
+                approvalId: string;
+                arguments: string;
+                callId: string | null;
+                expiresAt: number | null;
+                itemId: string;
+                /** @enum {string} */
+                kind: "server" | "client" | "question";
+                name: string;
+                server: string;
+                serverId: string | null;
+                serverTool: string;
+                /** @enum {string} */
+                sourceType: "tool_approval";
+                step: number;
+                tool: string;
+                /** @enum {string} */
+                type: "tool_approval";
+            } | {
+                actionId: number;
+                approvalId: string;
+                approved: boolean;
+                callId: string;
+                decidedBy: string;
+                reason: string | null;
+                /** @enum {string} */
+                sourceType: "tool_approval";
+                type: "approved" | "denied";
+            } | {
+                actionId: number;
+                /** @enum {string} */
+                sourceType: "tool_ask_user_question";
+                /** @enum {string} */
+                type: "answered";
+            } | {
+                callId: string;
+                isError: boolean;
+                name: string;
+                /** @enum {string} */
+                sourceType: "tool_server";
+                /** @enum {string} */
+                type: "tool_result";
+            } | {
+                callId: string;
+                message?: string;
+                name: string;
+                progress?: number;
+                /** @enum {string} */
+                sourceType: "tool_server";
+                step: number;
+                total?: number;
+                /** @enum {string} */
+                type: "tool_progress";
+            } | {
+                callId?: string;
+                code: string;
+                message: string;
+                /** @enum {string} */
+                sourceType: "tool_server";
+                tool?: string;
+                /** @enum {string} */
+                type: "warning";
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.event";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                response: {
+                    parts: {
+                        text: string;
+                        /** @enum {string} */
+                        type: "text";
+                    }[];
+                };
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.completed";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                error: {
+                    code: string;
+                    message: string;
+                } | null;
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.failed";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                error: {
+                    code: string;
+                    message: string;
+                } | null;
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.cancelled";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        };
+        /** @description The body of a webhook delivery (and an item of GET /v1/webhook_endpoints/{id}/events): an event envelope whose data is typed by its type */
+        WebhookEvent: {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.created";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.in_progress";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                required_action: {
+                    call_id: string;
+                    name: string;
+                    /** @enum {string} */
+                    type: "function_call";
+                } | {
+                    action_id: number;
+                    call_id: string;
+                    server: string;
+                    tool: string;
+                    /** @enum {string} */
+                    type: "tool_approval";
+                } | {
+                    action_id: number;
+                    /** @enum {string} */
+                    type: "ask_user_question";
+                };
+                required_actions_count: number;
+                schedule_id?: string;
+                schedule_run_id?: string;
+                turn_id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.action_required";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.idle";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.failed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                session_id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.turn.completed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                error: {
+                    code: string;
+                    message: string;
+                };
+                id: string;
+                session_id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.turn.failed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                session_id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "agent.session.turn.cancelled";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "workflow.run.created";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "workflow.run.in_progress";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                required_action: {
+                    call_id: string;
+                    name: string;
+                    /** @enum {string} */
+                    type: "function_call";
+                };
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "workflow.run.action_required";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "workflow.run.completed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                error: {
+                    code: string;
+                    message: string;
+                };
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "workflow.run.failed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "workflow.run.cancelled";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                schedule_id: string;
+                session_id?: string;
+                status: "preparing" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+                trigger: "scheduled" | "manual";
+                turn_id?: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "schedule.run.created";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                schedule_id: string;
+                session_id?: string;
+                status: "preparing" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+                trigger: "scheduled" | "manual";
+                turn_id?: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "schedule.run.running";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                schedule_id: string;
+                session_id?: string;
+                status: "preparing" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+                trigger: "scheduled" | "manual";
+                turn_id?: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "schedule.run.completed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                schedule_id: string;
+                session_id?: string;
+                status: "preparing" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+                trigger: "scheduled" | "manual";
+                turn_id?: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "schedule.run.failed";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                schedule_id: string;
+                session_id?: string;
+                status: "preparing" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+                trigger: "scheduled" | "manual";
+                turn_id?: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "schedule.run.cancelled";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                schedule_id: string;
+                session_id?: string;
+                status: "preparing" | "running" | "completed" | "failed" | "cancelled" | "skipped";
+                trigger: "scheduled" | "manual";
+                turn_id?: string;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "schedule.run.skipped";
+        };
     };
     responses: never;
     parameters: never;

@@ -4,14 +4,40 @@
  * (Last-Event-ID) and tells the caller, so the caller can reconcile from the Message GETs: deltas are live only.
  */
 import { readKey } from '../auth/key-store.ts';
+import type { components } from './schema';
 
-export interface SessionEvent {
-  id: string;
-  kind: string;
-  seq: number | null;
-  message_id: string | null;
-  run_id: string | null;
-  data: Record<string, unknown>;
+/** One event of the stream, typed by the server's `SessionEvent` schema: `kind` types `data`. */
+export type SessionEvent = components['schemas']['SessionEvent'];
+
+const KINDS = [
+  'session.status',
+  'message.created',
+  'message.status',
+  'message.delta',
+  'message.event',
+  'message.completed',
+  'message.failed',
+  'message.cancelled',
+] as const satisfies readonly SessionEvent['kind'][];
+// Every kind of the schema is listed: a kind the server adds fails the console's typecheck until it is.
+const everyKind: Exclude<SessionEvent['kind'], (typeof KINDS)[number]> extends never ? true : never = true;
+void everyKind;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Whether a frame has the envelope of a session event: a known kind, an object of data and its ids. Its data is the
+ * server's, which writes it from the same schema the type is generated from.
+ */
+function isSessionEvent(value: unknown): value is SessionEvent {
+  return (
+    isRecord(value) &&
+    KINDS.some((kind) => kind === value.kind) &&
+    isRecord(value.data) &&
+    typeof value.id === 'string' &&
+    typeof value.session_id === 'string'
+  );
 }
 
 export interface StreamHandlers {
@@ -22,21 +48,10 @@ export interface StreamHandlers {
   onDrop(retryMs: number): void;
 }
 
-function parseEvent(id: string, data: string): SessionEvent | null {
+function parseEvent(data: string): SessionEvent | null {
   try {
     const value: unknown = JSON.parse(data);
-    if (typeof value !== 'object' || value === null) return null;
-    const record = value as Record<string, unknown>;
-    const text = (name: string) => (typeof record[name] === 'string' ? (record[name] as string) : null);
-    const payload = record.data;
-    return {
-      id,
-      kind: text('kind') ?? 'unknown',
-      seq: typeof record.seq === 'number' ? record.seq : null,
-      message_id: text('message_id'),
-      run_id: text('run_id'),
-      data: typeof payload === 'object' && payload !== null ? (payload as Record<string, unknown>) : {},
-    };
+    return isSessionEvent(value) ? value : null;
   } catch {
     return null;
   }
@@ -85,7 +100,7 @@ export async function followSession(sessionId: string, handlers: StreamHandlers,
         const { value, done } = await reader.read();
         if (done) break;
         buffer = takeFrames(buffer + value, (id, data) => {
-          const event = parseEvent(id, data);
+          const event = parseEvent(data);
           // Deltas (ids like 7.1) are not resumable points; persisted events are.
           if (id !== '' && !id.includes('.')) lastId = id;
           if (event !== null) handlers.onEvent(event);

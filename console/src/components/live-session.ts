@@ -34,52 +34,57 @@ export interface LiveSession {
 }
 
 const EMPTY: LiveMessage = { text: '', step: null, calls: [], tools: [], warnings: [] };
-const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
 function apply(current: LiveMessage, event: SessionEvent): LiveMessage {
-  const data = event.data;
   if (event.kind === 'message.delta') {
-    const step = typeof data.step === 'number' ? data.step : null;
-    const gap = current.text !== '' && step !== null && current.step !== null && step !== current.step ? '\n\n' : '';
-    return { ...current, text: current.text + gap + (str(data.text) ?? ''), step };
+    const { step, text } = event.data;
+    const gap = current.text !== '' && current.step !== null && step !== current.step ? '\n\n' : '';
+    return { ...current, text: current.text + gap + text, step };
   }
   if (event.kind !== 'message.event') return current;
-  const type = str(data.type);
-  const callId = str(data.callId);
-  if ((type === 'tool_call' || type === 'question' || type === 'tool_approval') && callId !== null) {
-    if (current.calls.some((call) => call.callId === callId)) return current;
-    const call: LiveCall = {
-      callId,
-      name: str(data.name) ?? (type === 'question' ? 'ask_user_question' : 'tool'),
-      arguments: str(data.arguments),
-      kind: type === 'question' ? 'question' : (str(data.kind) ?? 'server'),
-      done: false,
-      isError: false,
-      progress: null,
-    };
-    return { ...current, calls: [...current.calls, call] };
+  const data = event.data;
+  switch (data.type) {
+    case 'tool_call':
+    case 'question':
+    case 'tool_approval': {
+      const callId = data.callId;
+      if (callId === null || current.calls.some((call) => call.callId === callId)) return current;
+      const call: LiveCall = {
+        callId,
+        name: data.name,
+        arguments: data.arguments,
+        kind: data.type === 'question' ? 'question' : data.kind,
+        done: false,
+        isError: false,
+        progress: null,
+      };
+      return { ...current, calls: [...current.calls, call] };
+    }
+    case 'tool_result':
+      return {
+        ...current,
+        calls: current.calls.map((call) =>
+          call.callId === data.callId ? { ...call, done: true, isError: data.isError } : call,
+        ),
+      };
+    case 'tool_progress': {
+      const count =
+        data.progress === undefined ? null : `${data.progress}${data.total === undefined ? '' : `/${data.total}`}`;
+      const progress = [count, data.message ?? null].filter((part) => part !== null).join(' ');
+      return {
+        ...current,
+        calls: current.calls.map((call) =>
+          call.callId === data.callId ? { ...call, progress: progress || call.progress } : call,
+        ),
+      };
+    }
+    case 'tool_list':
+      return { ...current, tools: [...current.tools, { server: data.serverLabel, tools: data.tools }] };
+    case 'warning':
+      return { ...current, warnings: [...current.warnings, data.message] };
+    default:
+      return current;
   }
-  if ((type === 'tool_result' || type === 'tool_progress') && callId !== null) {
-    const calls = current.calls.map((call) => {
-      if (call.callId !== callId) return call;
-      if (type === 'tool_result') return { ...call, done: true, isError: data.isError === true };
-      const message = str(data.message);
-      const progress =
-        typeof data.progress === 'number'
-          ? `${data.progress}${typeof data.total === 'number' ? `/${data.total}` : ''}`
-          : null;
-      return { ...call, progress: [progress, message].filter((part) => part !== null).join(' ') || call.progress };
-    });
-    return { ...current, calls };
-  }
-  if (type === 'tool_list') {
-    const tools = Array.isArray(data.tools)
-      ? data.tools.filter((tool): tool is string => typeof tool === 'string')
-      : [];
-    return { ...current, tools: [...current.tools, { server: str(data.serverLabel) ?? 'server', tools }] };
-  }
-  if (type === 'warning') return { ...current, warnings: [...current.warnings, str(data.message) ?? 'warning'] };
-  return current;
 }
 
 /** Follows the session while mounted; `null` follows nothing. */
@@ -116,13 +121,13 @@ export function useLiveSession(sessionId: string | null): LiveSession {
         onDrop: () => setState((previous) => ({ ...previous, connection: 'reconnecting' })),
         onEvent: (event) => {
           const messageId = event.message_id;
-          if (messageId !== null && (event.kind === 'message.delta' || event.kind === 'message.event')) {
+          if (messageId !== undefined && (event.kind === 'message.delta' || event.kind === 'message.event')) {
             setState((previous) => ({
               ...previous,
               messages: { ...previous.messages, [messageId]: apply(previous.messages[messageId] ?? EMPTY, event) },
             }));
           }
-          if (event.kind !== 'message.delta') reconcile(event.run_id);
+          if (event.kind !== 'message.delta') reconcile(event.run_id ?? null);
         },
       },
       controller.signal,

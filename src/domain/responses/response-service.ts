@@ -24,7 +24,7 @@ import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
 import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
+import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
@@ -71,9 +71,9 @@ export interface CreatedResponse {
   firstSeq: number | null;
 }
 
-const WAITING: readonly string[] = RESPONSE_END_STATUSES;
+const WAITING: readonly MessageStatus[] = RESPONSE_END_STATUSES;
 
-const waitingMessages = prepare((db, p: { sessionId: string; status: string }) =>
+const waitingMessages = prepare((db, p: { sessionId: string; status: MessageStatus }) =>
   db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
 );
 

@@ -19,13 +19,10 @@ import { type Item, loadCallOutput, loadItem, loadMessageItems } from '../turns/
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';
 import { type OpenAIItem, SERVER_LABEL, toOpenAIItems } from './openai-items.ts';
+import type { ResponseStreamEvent, VendorEventSource } from './response-events.ts';
 import { loadResponseItems, outputItems, projectResponse, type ResponseObject } from './response-view.ts';
 
-/** One Responses stream event: its `type` and fields, without the `sequence_number` the framing adds. */
-export interface ResponseStreamEvent {
-  type: string;
-  [field: string]: unknown;
-}
+export type { ResponseStreamEvent } from './response-events.ts';
 
 export interface ResponseEventsOptions {
   db: Executor;
@@ -45,7 +42,9 @@ type Json = Record<string, unknown>;
 const TERMINAL: ReadonlySet<string> = new Set(RESPONSE_END_STATUSES);
 
 /** True for the last event of a Response's stream. */
-export const isFinalEvent = (event: ResponseStreamEvent): event is ResponseStreamEvent & { response: ResponseObject } =>
+export const isFinalEvent = (
+  event: ResponseStreamEvent,
+): event is Extract<ResponseStreamEvent, { type: 'response.completed' | 'response.failed' }> =>
   event.type === 'response.completed' || event.type === 'response.failed';
 
 /**
@@ -59,18 +58,19 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
   let wake: (() => void) | null = null;
   let ended = false;
   let failure = null as { error: unknown } | null;
-  const send = (type: string, payload: Json) => {
-    ready.push({ type, ...payload });
+  const send = (event: ResponseStreamEvent) => {
+    ready.push(event);
     wake?.();
   };
   const vendor = (
     type: 'started' | 'progress' | 'action_required' | 'failed',
-    step: unknown,
-    sourceType: string,
+    step: number | null,
+    sourceType: VendorEventSource,
     data: Json,
   ) => {
     if (!options.vendorEvents) return;
-    send(`response.agentry_tool_call.${type}`, {
+    send({
+      type: `response.agentry_tool_call.${type}`,
       response_id: `resp_${message.id}`,
       run_id: message.run_id,
       step,
@@ -89,7 +89,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
       label: string;
       name: string;
       arguments: string;
-      step: unknown;
+      step: number | null;
       approvalId: string | null;
     }
   >();
@@ -98,8 +98,9 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     text = { id, index: outputs.length, text: '' };
     const item: OpenAIItem = { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] };
     outputs.push(item);
-    send('response.output_item.added', { output_index: text.index, item });
-    send('response.content_part.added', {
+    send({ type: 'response.output_item.added', output_index: text.index, item });
+    send({
+      type: 'response.content_part.added',
       item_id: id,
       output_index: text.index,
       content_index: 0,
@@ -110,44 +111,46 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     if (text === null) return;
     const { id, index } = text;
     const part = { type: 'output_text' as const, text: text.text, annotations: [] as [], logprobs: [] as [] };
-    send('response.output_text.done', {
+    send({
+      type: 'response.output_text.done',
       item_id: id,
       output_index: index,
       content_index: 0,
       text: text.text,
       logprobs: [],
     });
-    send('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part });
+    send({ type: 'response.content_part.done', item_id: id, output_index: index, content_index: 0, part });
     const item: OpenAIItem = { id, type: 'message', role: 'assistant', status: 'completed', content: [part] };
     outputs[index] = item;
-    send('response.output_item.done', { output_index: index, item });
+    send({ type: 'response.output_item.done', output_index: index, item });
     text = null;
   };
   const functionCall = (id: string, callId: string, name: string, args: string) => {
     const index = outputs.length;
     const item: OpenAIItem = { id, type: 'function_call', call_id: callId, name, arguments: args, status: 'completed' };
     outputs.push(item);
-    send('response.output_item.added', {
+    send({
+      type: 'response.output_item.added',
       output_index: index,
       item: { ...item, arguments: '', status: 'in_progress' },
     });
-    send('response.function_call_arguments.delta', { item_id: id, output_index: index, delta: args });
-    send('response.function_call_arguments.done', { item_id: id, output_index: index, name, arguments: args });
-    send('response.output_item.done', { output_index: index, item });
+    send({ type: 'response.function_call_arguments.delta', item_id: id, output_index: index, delta: args });
+    send({ type: 'response.function_call_arguments.done', item_id: id, output_index: index, name, arguments: args });
+    send({ type: 'response.output_item.done', output_index: index, item });
   };
   const listTools = (item: Extract<OpenAIItem, { type: 'mcp_list_tools' }>) => {
     const index = outputs.length;
     outputs.push(item);
-    send('response.output_item.added', { output_index: index, item: { ...item, tools: [] } });
-    send('response.mcp_list_tools.in_progress', { output_index: index, item_id: item.id });
-    send('response.mcp_list_tools.completed', { output_index: index, item_id: item.id });
-    send('response.output_item.done', { output_index: index, item });
+    send({ type: 'response.output_item.added', output_index: index, item: { ...item, tools: [] } });
+    send({ type: 'response.mcp_list_tools.in_progress', output_index: index, item_id: item.id });
+    send({ type: 'response.mcp_list_tools.completed', output_index: index, item_id: item.id });
+    send({ type: 'response.output_item.done', output_index: index, item });
   };
   const approvalRequest = (item: Extract<OpenAIItem, { type: 'mcp_approval_request' }>) => {
     const index = outputs.length;
     outputs.push(item);
-    send('response.output_item.added', { output_index: index, item });
-    send('response.output_item.done', { output_index: index, item });
+    send({ type: 'response.output_item.added', output_index: index, item });
+    send({ type: 'response.output_item.done', output_index: index, item });
   };
   const startServerCall = (
     id: string,
@@ -155,7 +158,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     label: string,
     name: string,
     args: string,
-    step: unknown,
+    step: number | null,
     approvalId: string | null = null,
   ) => {
     const index = outputs.length;
@@ -172,10 +175,10 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     };
     outputs.push(item);
     servers.set(callId, { id, index, label, name, arguments: args, step, approvalId });
-    send('response.output_item.added', { output_index: index, item });
-    send('response.mcp_call.in_progress', { output_index: index, item_id: id });
-    send('response.mcp_call_arguments.delta', { output_index: index, item_id: id, delta: args });
-    send('response.mcp_call_arguments.done', { output_index: index, item_id: id, arguments: args });
+    send({ type: 'response.output_item.added', output_index: index, item });
+    send({ type: 'response.mcp_call.in_progress', output_index: index, item_id: id });
+    send({ type: 'response.mcp_call_arguments.delta', output_index: index, item_id: id, delta: args });
+    send({ type: 'response.mcp_call_arguments.done', output_index: index, item_id: id, arguments: args });
     vendor('started', step, 'tool_server', { call_id: callId, server_label: label, name, arguments: args });
   };
   const finishServerCall = (callId: string, output: string | null, isError: boolean) => {
@@ -194,19 +197,21 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
       approval_request_id: call.approvalId,
     };
     outputs[call.index] = item;
-    send(isError ? 'response.mcp_call.failed' : 'response.mcp_call.completed', {
+    send({
+      type: isError ? 'response.mcp_call.failed' : 'response.mcp_call.completed',
       output_index: call.index,
       item_id: call.id,
     });
     if (isError) vendor('failed', call.step, 'tool_server', { call_id: callId, name: call.name, error: output });
     else vendor('progress', call.step, 'tool_server', { call_id: callId, name: call.name, status: 'completed' });
-    send('response.output_item.done', { output_index: call.index, item });
+    send({ type: 'response.output_item.done', output_index: call.index, item });
   };
 
   const textDelta = (delta: string) => {
     if (text === null) return;
     text.text += delta;
-    send('response.output_text.delta', {
+    send({
+      type: 'response.output_text.delta',
       item_id: text.id,
       output_index: text.index,
       content_index: 0,
@@ -272,7 +277,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     replay(outputItems(items, message.id));
     const response: ResponseObject = projectResponse(row, items);
     ended = true;
-    send(response.status === 'completed' ? 'response.completed' : 'response.failed', { response });
+    send({ type: response.status === 'completed' ? 'response.completed' : 'response.failed', response });
   };
 
   const handle = async (event: LiveSessionEvent, stored: boolean) => {
@@ -400,8 +405,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     });
     options.release();
     const snapshot = projectResponse(message, [], { status: 'in_progress', output: [] });
-    send('response.created', { response: snapshot });
-    send('response.in_progress', { response: snapshot });
+    send({ type: 'response.created', response: snapshot });
+    send({ type: 'response.in_progress', response: snapshot });
     // A replayed request, or a turn that ended before this listened, is finished from the database.
     if (options.listenedSinceAccept) return;
     enqueue(async () => {

@@ -1,21 +1,16 @@
 /** The Run and Span resources (DESIGN 5): snake_case, times in Unix seconds. */
+
+import {
+  RUN_SOURCES,
+  type RunSource,
+  SPAN_KINDS,
+  SPAN_STATUSES,
+  type SpanKind,
+  type SpanStatus,
+} from '../../storage/column-values.ts';
 import type { MessageError, MessageStatus } from '../turns/message-types.ts';
 
-/** Surfaces that start runs. */
-export const RUN_SOURCES = ['responses', 'sessions', 'tasks', 'sdk', 'console', 'schedule'] as const;
-export type RunSource = (typeof RUN_SOURCES)[number];
-
-/** Stored sources are always one of RUN_SOURCES; anything else reads as the default surface. */
-export const runSourceOf = (value: string): RunSource => RUN_SOURCES.find((source) => source === value) ?? 'sessions';
-
-export const SPAN_KINDS = ['agent_step', 'model_call', 'tool_call'] as const;
-export type SpanKind = (typeof SPAN_KINDS)[number];
-
-export const SPAN_STATUSES = ['running', 'completed', 'failed', 'cancelled'] as const;
-export type SpanStatus = (typeof SPAN_STATUSES)[number];
-
-export const isSpanKind = (value: string): value is SpanKind => SPAN_KINDS.some((kind) => kind === value);
-export const isSpanStatus = (value: string): value is SpanStatus => SPAN_STATUSES.some((status) => status === value);
+export { RUN_SOURCES, type RunSource, SPAN_KINDS, SPAN_STATUSES, type SpanKind, type SpanStatus };
 
 export interface RunUsage {
   input_tokens: number;

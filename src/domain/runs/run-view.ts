@@ -4,17 +4,8 @@ import { isJsonObject } from '../../lib/guards.ts';
 import { readJsonColumn } from '../../storage/json-column.ts';
 import type { RunRow, SpanRow } from '../../storage/schema.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
-import { type MessageError, messageStatusOf, warningsOf } from '../turns/message-types.ts';
-import {
-  isSpanKind,
-  isSpanStatus,
-  type Run,
-  type RunUsage,
-  type RunWarning,
-  responseIdOf,
-  runSourceOf,
-  type Span,
-} from './run-types.ts';
+import { type MessageError, warningsOf } from '../turns/message-types.ts';
+import { type Run, type RunUsage, type RunWarning, responseIdOf, type Span } from './run-types.ts';
 
 const usageOf = (row: { input_tokens: number; output_tokens: number }): RunUsage => ({
   input_tokens: row.input_tokens,
@@ -49,8 +40,8 @@ export function runFromRow(row: RunRow): Run {
     conversation_id: conversationIdOf(row.session_id),
     message_id: row.message_id,
     response_id: responseIdOf(row.message_id),
-    source: runSourceOf(row.source),
-    status: messageStatusOf(row.status),
+    source: row.source,
+    status: row.status,
     model: row.model,
     agent_version: row.agent_version,
     input_preview: row.input_preview,
@@ -75,9 +66,9 @@ export function spanFromRow(row: SpanRow): Span {
     id: row.id,
     run_id: row.run_id,
     parent_id: row.parent_id,
-    kind: isSpanKind(row.kind) ? row.kind : 'agent_step',
+    kind: row.kind,
     name: row.name,
-    status: isSpanStatus(row.status) ? row.status : 'failed',
+    status: row.status,
     started_at: unixSeconds(row.started_at),
     ended_at: seconds(row.ended_at),
     duration_ms: row.ended_at === null ? null : Math.max(0, row.ended_at - row.started_at),

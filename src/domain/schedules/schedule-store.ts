@@ -25,7 +25,7 @@ import { dueTicks } from './timing.ts';
 /** Most ticks one claim fires for a schedule (the newest of those due; older ones count as missed). */
 const MAX_TICKS_PER_CLAIM = 10;
 
-const runEvent: Record<ScheduleRunStatus, WebhookEventType> = {
+const runEvent: Record<ScheduleRunStatus, Extract<WebhookEventType, `schedule.run.${string}`>> = {
   preparing: 'schedule.run.created',
   running: 'schedule.run.running',
   completed: 'schedule.run.completed',

@@ -1,16 +1,28 @@
 /** The Schedule and Schedule Run resources (docs/schedules.md): snake_case, times in Unix seconds. */
 import { unixSeconds } from '../../lib/clock.ts';
+import {
+  CATCH_UP_POLICIES,
+  type CatchUpPolicy,
+  OVERLAP_POLICIES,
+  type OverlapPolicy,
+  RUN_TRIGGERS,
+  type RunTrigger,
+  SCHEDULE_RUN_STATUSES,
+  type ScheduleRunStatus,
+} from '../../storage/column-values.ts';
 import type { ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import { nextTicks, type Timing } from './timing.ts';
 
-export const OVERLAP_POLICIES = ['skip', 'queue'] as const;
-export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
-export const CATCH_UP_POLICIES = ['skip', 'run_once'] as const;
-export type CatchUpPolicy = (typeof CATCH_UP_POLICIES)[number];
-export const RUN_TRIGGERS = ['scheduled', 'manual'] as const;
-export type RunTrigger = (typeof RUN_TRIGGERS)[number];
-export const SCHEDULE_RUN_STATUSES = ['preparing', 'running', 'completed', 'failed', 'cancelled', 'skipped'] as const;
-export type ScheduleRunStatus = (typeof SCHEDULE_RUN_STATUSES)[number];
+export {
+  CATCH_UP_POLICIES,
+  type CatchUpPolicy,
+  OVERLAP_POLICIES,
+  type OverlapPolicy,
+  RUN_TRIGGERS,
+  type RunTrigger,
+  SCHEDULE_RUN_STATUSES,
+  type ScheduleRunStatus,
+};
 /** A run holds its schedule's slot while in one of these (overlap applies to them). */
 export const ACTIVE_RUN_STATUSES: readonly ScheduleRunStatus[] = ['preparing', 'running'];
 
@@ -71,9 +83,6 @@ export interface ScheduleRun {
   completed_at: number | null;
 }
 
-const oneOf = <T extends string>(values: readonly T[], value: string, fallback: T): T =>
-  values.find((candidate) => candidate === value) ?? fallback;
-
 export const timingOf = (row: ScheduleRow): Timing => ({
   cron: row.cron,
   intervalSeconds: row.interval_seconds === null ? null : Number(row.interval_seconds),
@@ -94,9 +103,9 @@ export function scheduleFromRow(row: ScheduleRow): Schedule {
     interval_seconds: row.interval_seconds === null ? null : Number(row.interval_seconds),
     timezone: row.timezone,
     session_id: row.session_id,
-    overlap: oneOf(OVERLAP_POLICIES, row.overlap, 'skip'),
+    overlap: row.overlap,
     timeout_seconds: row.timeout_seconds === null ? null : Number(row.timeout_seconds),
-    catch_up: oneOf(CATCH_UP_POLICIES, row.catch_up, 'skip'),
+    catch_up: row.catch_up,
     enabled: row.enabled === 1,
     next_run_at: next === null ? null : unixSeconds(next),
     next_run_times: upcoming.map(unixSeconds),
@@ -127,8 +136,8 @@ export function scheduleRunFromRow(row: ScheduleRunRow, actions: ScheduleRunActi
     id: row.id,
     object: 'schedule.run',
     schedule_id: row.schedule_id,
-    trigger: oneOf(RUN_TRIGGERS, row.trigger, 'scheduled'),
-    status: oneOf(SCHEDULE_RUN_STATUSES, row.status, 'failed'),
+    trigger: row.trigger,
+    status: row.status,
     scheduled_at: seconds(row.scheduled_at),
     session_id: row.session_id,
     conversation_id: row.session_id === null ? null : `conv_${row.session_id}`,

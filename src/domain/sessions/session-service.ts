@@ -1,8 +1,8 @@
 /** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
 import { notFound } from '../../errors/app-error.ts';
-import { SESSION_STATUSES, type SessionStatus } from '../../events/session-values.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import { SESSION_STATUSES, type SessionStatus } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
@@ -34,10 +34,6 @@ export interface SessionPage {
 
 export const conversationIdOf = (sessionId: string): string => `conv_${sessionId}`;
 
-function statusOf(value: string): SessionStatus {
-  return SESSION_STATUSES.find((status) => status === value) ?? 'failed';
-}
-
 const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
   db.selectFrom('agents').select('id').where('org_id', '=', p.orgId).where('id', '=', p.id),
 );
@@ -50,7 +46,7 @@ export function sessionFromRow(
     object: 'session',
     agentId: row.agent_id,
     title: row.title,
-    status: statusOf(row.status),
+    status: row.status,
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -103,7 +99,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         org_id: orgId,
         agent_id: agentId,
         title: input.title ?? null,
-        status: 'idle',
+        status: 'idle' as const,
         created_at: now,
         updated_at: now,
         metadata:

@@ -8,7 +8,7 @@ import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow } from '../turns/items.ts';
-import { isTerminal, messageStatusOf } from '../turns/message-types.ts';
+import { isTerminal } from '../turns/message-types.ts';
 import { promptStatusOf, type TaskStreamEvent } from './task-types.ts';
 
 type PromptRow = Pick<
@@ -85,7 +85,7 @@ export async function taskEvents(db: Executor, prompts: readonly PromptRow[]): P
         });
       }
     }
-    const status = messageStatusOf(prompt.status);
+    const status = prompt.status;
     if (isTerminal(status)) {
       push(prompt.id, prompt.completed_at ?? prompt.created_at, 'result', {
         status: promptStatusOf(status),

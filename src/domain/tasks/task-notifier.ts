@@ -11,11 +11,11 @@ import type { Clock } from '../../lib/clock.ts';
 import { iso } from '../../lib/clock.ts';
 import { postPinned, type Resolver } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
+import type { TaskNotifiedState } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isStorageFull } from '../../storage/errors.ts';
 import type { TaskRow } from '../../storage/schema.ts';
 import type { WriteState } from '../../storage/storage-space.ts';
-import { messageStatusOf } from '../turns/message-types.ts';
 import type { WorkflowService } from '../workflows/workflow-service.ts';
 import type { LegacyWebhookService } from './legacy-webhooks.ts';
 import { promptStatusOf, type TaskEventType, taskStatusOf } from './task-types.ts';
@@ -46,10 +46,10 @@ const BATCH = 100;
 
 /** The events that take a Task from what was last sent to where it is now, and whether it has settled. */
 export function transitions(
-  sent: string,
+  sent: TaskNotifiedState,
   status: ReturnType<typeof taskStatusOf>,
   latestStarted: boolean,
-): { events: TaskEventType[]; state: string; settled: boolean } {
+): { events: TaskEventType[]; state: TaskNotifiedState; settled: boolean } {
   const events: TaskEventType[] = [];
   let state = sent;
   if (state === 'none') {
@@ -128,7 +128,7 @@ export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
         .where('tp.task_id', '=', task.id)
         .orderBy('tp.seq')
         .execute();
-      const statuses = prompts.map((prompt) => promptStatusOf(messageStatusOf(prompt.status)));
+      const statuses = prompts.map((prompt) => promptStatusOf(prompt.status));
       const latest = prompts.at(-1);
       const next = transitions(task.notified_state, taskStatusOf(statuses), latest?.started_at != null);
       if (next.events.length === 0) continue;

@@ -17,7 +17,7 @@ import { afterCommit } from '../outbox.ts';
 import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { isTerminal, messageStatusOf } from '../turns/message-types.ts';
+import { isTerminal } from '../turns/message-types.ts';
 import { createSession } from '../turns/session-rows.ts';
 import { storedError, taskEvents } from './task-events.ts';
 import {
@@ -64,7 +64,7 @@ function titleOf(prompt: string): string {
 }
 
 function taskView(task: TaskRow, prompts: PromptMessage[]): Task {
-  const statuses = prompts.map((prompt) => promptStatusOf(messageStatusOf(prompt.status)));
+  const statuses = prompts.map((prompt) => promptStatusOf(prompt.status));
   const status = taskStatusOf(statuses);
   const last = prompts.at(-1);
   return {

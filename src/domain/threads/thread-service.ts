@@ -6,11 +6,11 @@
 import { notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, unixSeconds } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import type { ThreadRole } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { ThreadMessageRow, ThreadRow } from '../../storage/schema.ts';
 
-export const THREAD_ROLES = ['user', 'assistant'] as const;
-export type ThreadRole = (typeof THREAD_ROLES)[number];
+export { THREAD_ROLES, type ThreadRole } from '../../storage/column-values.ts';
 
 /** Spec section 8. */
 export const MAX_METADATA_PAIRS = 16;
@@ -107,7 +107,7 @@ export function threadFromRow(row: ThreadRow): Thread {
 }
 
 export function threadMessageFromRow(row: ThreadMessageRow): ThreadMessage {
-  const role: ThreadRole = row.role === 'assistant' ? 'assistant' : 'user';
+  const role: ThreadRole = row.role;
   return {
     id: row.id,
     object: 'thread.message',

@@ -17,6 +17,7 @@ import {
   pendingCalls,
   turnText,
 } from './items.ts';
+import type { MessageStatus } from './message-types.ts';
 import { requiredActionsOf } from './message-view.ts';
 import { markWorkPending } from './session-rows.ts';
 import { completeTurn, resumeTurn } from './transitions.ts';
@@ -181,7 +182,7 @@ export async function completeAnsweredTurns(
   return events;
 }
 
-const waitingMessages = prepare((db, p: { sessionId: string; status: string }) =>
+const waitingMessages = prepare((db, p: { sessionId: string; status: MessageStatus }) =>
   db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
 );
 

@@ -1,11 +1,10 @@
 import type { MessageError, RequiredAction, Warning } from '../../events/session-values.ts';
 import { isAbsentOr, isArrayOf, isJsonObject, isString } from '../../lib/guards.ts';
+import { MESSAGE_STATUSES, type MessageStatus } from '../../storage/column-values.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 
 export type { MessageError, RequiredAction, Warning };
-
-export const MESSAGE_STATUSES = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled'] as const;
-export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+export { MESSAGE_STATUSES, type MessageStatus };
 
 export const TERMINAL_STATUSES: readonly MessageStatus[] = ['completed', 'failed', 'cancelled'];
 /** A message not yet terminal: the session's open turn or one queued behind it. */
@@ -17,10 +16,6 @@ export const RESPONSE_END_STATUSES: readonly MessageStatus[] = [...TERMINAL_STAT
 
 export function isTerminal(status: string): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
-
-export function messageStatusOf(value: string): MessageStatus {
-  return MESSAGE_STATUSES.find((status) => status === value) ?? 'failed';
 }
 
 export function isMessageError(value: unknown): value is MessageError {

@@ -4,14 +4,7 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow, type PendingCall, pendingCalls } from './items.ts';
-import {
-  isMessageError,
-  isTextParts,
-  type Message,
-  messageStatusOf,
-  type RequiredAction,
-  warningsOf,
-} from './message-types.ts';
+import { isMessageError, isTextParts, type Message, type RequiredAction, warningsOf } from './message-types.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   const actions: RequiredAction[] = [];
@@ -58,7 +51,7 @@ export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Mess
     id: row.id,
     object: 'message',
     sessionId: row.session_id,
-    status: messageStatusOf(row.status),
+    status: row.status,
     parts: [{ type: 'text', text: parts.map((part) => part.text).join('\n') }],
     response:
       row.status === 'completed' || row.response_text !== null

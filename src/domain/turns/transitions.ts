@@ -15,7 +15,7 @@ import type { SessionStatus } from '../sessions/session-service.ts';
 import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
 import { markWorkPending } from './session-rows.ts';
-import type { TurnChange as Change, TurnTransition } from './turn-hooks.ts';
+import type { ActionRequiredFields, TurnChange as Change, TurnTransition } from './turn-hooks.ts';
 
 export type { TurnChange } from './turn-hooks.ts';
 
@@ -24,7 +24,7 @@ const sessionStatus = prepare((db, p: { id: string }) =>
 );
 const updateSession = prepareUpdate('sessions');
 /** A session's status as this transaction set it (a turn's start and end can share one transaction). */
-const writtenStatuses = transactionMemo<{ status: string; hidden: number }>();
+const writtenStatuses = transactionMemo<{ status: SessionStatus; hidden: number }>();
 const updateMessage = prepareUpdate('messages');
 const updateRun = prepareUpdate('runs');
 
@@ -46,8 +46,7 @@ async function sessionStatusEvents(
   if (session.status === status) return hidden;
   await updateSession.run(trx, message.session_id, { status, updated_at: now });
   writtenStatuses.set(trx, message.session_id, { status, hidden: session.hidden });
-  // The column holds only SESSION_STATUSES (every write of it is typed).
-  events.push({ kind: 'session.status', data: { status, previous: session.status as SessionStatus } });
+  events.push({ kind: 'session.status', data: { status, previous: session.status } });
   if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
   if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id: message.session_id } });
   if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });
@@ -155,7 +154,7 @@ export async function requireAction(change: Change, actions: RequiredAction[]): 
   const first = actions[0];
   if (first !== undefined) {
     // A feature may name what it started the turn for (a scheduled turn: its schedule, spec 6).
-    let added: Record<string, unknown> = {};
+    let added: ActionRequiredFields = {};
     for (const hook of change.hooks) {
       if (hook.actionRequired !== undefined) added = { ...added, ...(await hook.actionRequired(change)) };
     }

@@ -5,7 +5,7 @@
  */
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import type { WebhookEventInput } from '../outbox.ts';
+import type { WebhookEventData, WebhookEventInput } from '../outbox.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import type { MessageError, RequiredAction } from './message-types.ts';
 
@@ -43,7 +43,13 @@ export interface TurnHook {
     transition: TurnTransition,
   ): readonly WebhookEventInput[] | Promise<readonly WebhookEventInput[]>;
   /** Fields the feature adds to the data of the turn's `agent.session.action_required` webhook. */
-  actionRequired?(change: TurnChange): Promise<Record<string, unknown> | null>;
+  actionRequired?(change: TurnChange): Promise<ActionRequiredFields | null>;
 }
+
+/** The fields of an `agent.session.action_required` webhook's data that features add (a schedule's ids). */
+export type ActionRequiredFields = Omit<
+  WebhookEventData<'agent.session.action_required'>,
+  'id' | 'turn_id' | 'required_action' | 'required_actions_count'
+>;
 
 export type TurnHooks = readonly TurnHook[];

@@ -16,6 +16,7 @@ import type { EndpointService } from './endpoint-service.ts';
 import { newAttemptId, newDeliveryId, newEventId } from './ids.ts';
 import { createSigner, webhookIdFor } from './signing.ts';
 import { deliveryFromRow, eventFromRow, parseEventTypes } from './views.ts';
+import type { WebhookEventData } from './webhook-events.ts';
 import {
   DELIVERY_TIMEOUT_MS,
   type WebhookDelivery,
@@ -38,19 +39,40 @@ export interface DeliveryServiceDeps {
 
 const TEST_ID = 'test_resource';
 
+const testTurn = { id: TEST_ID, session_id: TEST_ID };
+const testError = { code: 'test_error', message: 'A test event' };
+const testCall = { type: 'function_call', call_id: TEST_ID, name: TEST_ID } as const;
+const testRun = (status: WebhookEventData<'schedule.run.created'>['status']) =>
+  ({ id: TEST_ID, schedule_id: TEST_ID, trigger: 'manual', status }) as const;
+
 /** The data of a test event: shaped like the real event of that type, with test_resource ids. */
-function testData(type: WebhookEventType): Record<string, unknown> {
-  if (type.startsWith('agent.session.turn.')) return { id: TEST_ID, session_id: TEST_ID };
-  if (type === 'agent.session.action_required') {
-    return {
-      id: TEST_ID,
-      turn_id: TEST_ID,
-      required_action: { type: 'function_call', call_id: TEST_ID, name: TEST_ID },
-      required_actions_count: 1,
-    };
-  }
-  return { id: TEST_ID };
-}
+const TEST_DATA: { [K in WebhookEventType]: WebhookEventData<K> } = {
+  'agent.session.created': { id: TEST_ID },
+  'agent.session.in_progress': { id: TEST_ID },
+  'agent.session.action_required': {
+    id: TEST_ID,
+    turn_id: TEST_ID,
+    required_action: testCall,
+    required_actions_count: 1,
+  },
+  'agent.session.idle': { id: TEST_ID },
+  'agent.session.failed': { id: TEST_ID },
+  'agent.session.turn.completed': testTurn,
+  'agent.session.turn.failed': { ...testTurn, error: testError },
+  'agent.session.turn.cancelled': testTurn,
+  'workflow.run.created': { id: TEST_ID },
+  'workflow.run.in_progress': { id: TEST_ID },
+  'workflow.run.action_required': { id: TEST_ID, required_action: testCall },
+  'workflow.run.completed': { id: TEST_ID },
+  'workflow.run.failed': { id: TEST_ID, error: testError },
+  'workflow.run.cancelled': { id: TEST_ID },
+  'schedule.run.created': testRun('preparing'),
+  'schedule.run.running': { ...testRun('running'), session_id: TEST_ID, turn_id: TEST_ID },
+  'schedule.run.completed': { ...testRun('completed'), session_id: TEST_ID, turn_id: TEST_ID },
+  'schedule.run.failed': { ...testRun('failed'), session_id: TEST_ID, turn_id: TEST_ID },
+  'schedule.run.cancelled': { ...testRun('cancelled'), session_id: TEST_ID, turn_id: TEST_ID },
+  'schedule.run.skipped': testRun('skipped'),
+};
 
 /** Told that an endpoint has a delivery due now (a redelivery), so an in-process dispatcher need not wait to poll. */
 export type DueListener = (endpointId: string) => void;
@@ -190,7 +212,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         id: newEventId(),
         org_id: orgId,
         type: eventType,
-        data: JSON.stringify(testData(eventType)),
+        data: JSON.stringify(TEST_DATA[eventType]),
         created_at: now,
         // Already dispatched: a test goes to this endpoint only.
         dispatched_at: now,

@@ -15,6 +15,7 @@ import { newAttemptId, newDeliveryId } from './ids.ts';
 import { nextAttemptAt } from './schedule.ts';
 import { webhookIdFor } from './signing.ts';
 import { parseEventTypes } from './views.ts';
+import type { DeliveryKind } from './webhook-types.ts';
 
 /** A delivery row about to be attempted for the first time, inside its retry window. */
 export function pendingDelivery(fields: {
@@ -22,7 +23,7 @@ export function pendingDelivery(fields: {
   endpointId: string;
   eventId: string;
   webhookId: string;
-  kind: 'automatic' | 'manual' | 'test';
+  kind: DeliveryKind;
   replayKey: string;
   now: number;
   windowMs: number;
@@ -35,7 +36,7 @@ export function pendingDelivery(fields: {
     webhook_id: fields.webhookId,
     kind: fields.kind,
     replay_key: fields.replayKey,
-    status: 'pending',
+    status: 'pending' as const,
     attempts: 0,
     status_code: null,
     error: null,

@@ -5,8 +5,6 @@ import { parseJsonColumn, readJsonColumn } from '../../storage/json-column.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/schema.ts';
 import {
   type DeliveryError,
-  deliveryKindOf,
-  deliveryStatusOf,
   isWebhookEventType,
   type WebhookDelivery,
   type WebhookEndpoint,
@@ -62,14 +60,14 @@ function errorOf(text: string | null): DeliveryError | null {
 const seconds = (millis: number | null): number | null => (millis === null ? null : unixSeconds(millis));
 
 export function deliveryFromRow(row: WebhookDeliveryRow): WebhookDelivery {
-  const status = deliveryStatusOf(row.status);
+  const status = row.status;
   return {
     object: 'webhook_delivery',
     id: row.id,
     webhook_endpoint_id: row.endpoint_id,
     event_id: row.event_id,
     webhook_id: row.webhook_id,
-    kind: deliveryKindOf(row.kind),
+    kind: row.kind,
     replay_key: row.replay_key === '' ? null : row.replay_key,
     status,
     attempts: row.attempts,

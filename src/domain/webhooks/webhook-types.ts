@@ -1,5 +1,6 @@
 /** Closed sets, limits and API shapes of webhook endpoints, events and deliveries (docs/webhooks.md). */
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../outbox.ts';
+import type { DeliveryKind, DeliveryStatus } from '../../storage/column-values.ts';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './webhook-events.ts';
 
 export { WEBHOOK_EVENT_TYPES, type WebhookEventType };
 
@@ -31,19 +32,12 @@ export function isWebhookEventType(value: string): value is WebhookEventType {
   return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
 }
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'skipped'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
-
-export function deliveryStatusOf(value: string): DeliveryStatus {
-  return DELIVERY_STATUSES.find((status) => status === value) ?? 'failed';
-}
-
-export const DELIVERY_KINDS = ['automatic', 'manual', 'test'] as const;
-export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
-
-export function deliveryKindOf(value: string): DeliveryKind {
-  return DELIVERY_KINDS.find((kind) => kind === value) ?? 'automatic';
-}
+export {
+  DELIVERY_KINDS,
+  DELIVERY_STATUSES,
+  type DeliveryKind,
+  type DeliveryStatus,
+} from '../../storage/column-values.ts';
 
 /** Spec section 8: at most 20 endpoints per organization. */
 export const MAX_ENDPOINTS_PER_ORG = 20;

@@ -22,7 +22,7 @@ import type { ThreadService } from '../threads/thread-service.ts';
 import { acceptMessage, type HistoryItem, type ToolWarnings } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { isTerminal, type MessageStatus, messageStatusOf, TERMINAL_STATUSES } from '../turns/message-types.ts';
+import { isTerminal, type MessageStatus, TERMINAL_STATUSES } from '../turns/message-types.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
 import { createSession } from '../turns/session-rows.ts';
 import type { TurnHook } from '../turns/turn-hooks.ts';
@@ -216,7 +216,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
 
   async function view(run: WorkflowRunRow, message: MessageRow): Promise<WorkflowRun> {
     const [withActions] = await messagesWithActions(db, [message]);
-    const status = workflowStatusOf(messageStatusOf(message.status));
+    const status = workflowStatusOf(message.status);
     return {
       id: run.id,
       object: 'workflow_agent.run',

@@ -1,8 +1,9 @@
 /**
  * The web console: the single-page app built into console/dist, served at /console with no key (the page asks for
  * one and keeps it in the tab's session storage). Every page of the app is the same index.html, so deep links work;
- * hashed assets are cached for a year. The files are read once at startup and kept in memory with a gzip copy:
- * the whole build is a few hundred kilobytes, and requests never touch the file system, so no path from a URL can
+ * hashed assets are cached for a year. The files are read once at startup and kept in memory, each with a gzip copy
+ * made when it is first asked for (compressing the whole build would delay startup by a tenth of a second): the
+ * whole build is a few hundred kilobytes, and requests never touch the file system, so no path from a URL can
  * reach a file outside the build. Not part of the API: the routes are hidden from the OpenAPI document.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -55,14 +56,23 @@ const TYPES: Record<string, string> = {
 interface StaticFile {
   type: string;
   body: Buffer;
-  gzip: Buffer | null;
+  /** The gzip copy (made on the first call), or null for a file not worth compressing. */
+  gzip(): Buffer | null;
 }
 
 function load(path: string, type: string): StaticFile {
   const body = readFileSync(path);
   // Images are compressed already; text shrinks by two thirds or more.
-  const gzip = type.startsWith('image/png') || body.length < 1024 ? null : gzipSync(body, { level: 9 });
-  return { type, body, gzip };
+  if (type.startsWith('image/png') || body.length < 1024) return { type, body, gzip: () => null };
+  let gzip: Buffer | null = null;
+  return {
+    type,
+    body,
+    gzip: () => {
+      gzip ??= gzipSync(body, { level: 9 });
+      return gzip;
+    },
+  };
 }
 
 /** Files of the build: index.html, and every file under assets/ by name (hashed names, so cacheable forever). */
@@ -95,9 +105,8 @@ function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile, ca
   reply.headers(SECURITY_HEADERS).header('cache-control', cacheControl).header('vary', 'accept-encoding');
   reply.type(file.type);
   const accepts = request.headers['accept-encoding'];
-  if (file.gzip !== null && typeof accepts === 'string' && /\bgzip\b/.test(accepts)) {
-    return reply.header('content-encoding', 'gzip').send(file.gzip);
-  }
+  const gzip = typeof accepts === 'string' && /\bgzip\b/.test(accepts) ? file.gzip() : null;
+  if (gzip !== null) return reply.header('content-encoding', 'gzip').send(gzip);
   return reply.send(file.body);
 }
 

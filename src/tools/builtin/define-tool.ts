@@ -3,8 +3,9 @@
  * is offered and the check its arguments pass before `run` sees them, typed. Arguments that do not match are a
  * tool error the model can read and correct ("path: must be string"), never an exception of ours.
  */
+import { createRequire } from 'node:module';
 import type { Static, TSchema } from 'typebox';
-import { Value } from 'typebox/value';
+import type { Value as ValueModule } from 'typebox/value';
 import { builtinOrigin } from '../registry.ts';
 import type { McpServer } from '../tool-config.ts';
 import type { ResolvedTool, ToolCallContext, ToolOutput } from '../types.ts';
@@ -22,6 +23,16 @@ export interface BuiltinToolSpec<S extends TSchema> {
   run(args: Static<S>, context: ToolCallContext): Promise<ToolOutput>;
 }
 
+/**
+ * TypeBox's value checker, loaded by the first check of a tool's arguments: it is as large as the rest of TypeBox,
+ * and a process that serves no turn (or a CLI command) never needs it. Loaded synchronously, as `changes` is.
+ */
+let valueModule: typeof ValueModule | null = null;
+function value(): typeof ValueModule {
+  valueModule ??= (createRequire(import.meta.url)('typebox/value') as { Value: typeof ValueModule }).Value;
+  return valueModule;
+}
+
 /** `/headers/x` → `headers.x`, the way the model wrote the argument. */
 function argumentName(pointer: string): string {
   return pointer
@@ -33,7 +44,7 @@ function argumentName(pointer: string): string {
 
 /** The first useful complaint about `args` that do not match `schema`. */
 export function argumentProblem(schema: TSchema, args: unknown): string {
-  const errors = Value.Errors(schema, args);
+  const errors = value().Errors(schema, args);
   // `additionalProperties: false` reports twice; the "schema is false" form says less.
   const error = errors.find((candidate) => candidate.keyword !== 'boolean') ?? errors[0];
   if (error === undefined) return 'the arguments do not match the tool schema';
@@ -66,10 +77,10 @@ export function builtinTool<S extends TSchema>(spec: BuiltinToolSpec<S>): Resolv
       ? {}
       : {
           // Arguments that do not match are refused before running: nothing can change.
-          changes: (args: unknown) => Value.Check(spec.parameters, args) && (spec.changes?.(args) ?? true),
+          changes: (args: unknown) => value().Check(spec.parameters, args) && (spec.changes?.(args) ?? true),
         }),
     async execute(args, context) {
-      if (!Value.Check(spec.parameters, args)) {
+      if (!value().Check(spec.parameters, args)) {
         return { output: `Error: invalid arguments: ${argumentProblem(spec.parameters, args)}`, isError: true };
       }
       return spec.run(args, context);

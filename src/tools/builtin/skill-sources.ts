@@ -13,8 +13,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { access, constants, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join, resolve, sep } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import type { Resolver } from '../../lib/egress.ts';
 import { CpuJobError } from '../../workers/cpu-pool.ts';
 import { policyAllows } from '../network/network-policy.ts';
@@ -71,6 +71,14 @@ async function isFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => null))?.isFile() ?? false;
 }
 
+/** `yaml`, loaded by the first parse: only the CPU pool's workers parse skills (cpu-jobs.ts). */
+let yaml: typeof import('yaml') | null = null;
+function parseYaml(text: string): unknown {
+  yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  // Warnings (an unknown tag…) would be printed to standard error for every turn.
+  return yaml.parse(text, { logLevel: 'error' });
+}
+
 const collapse = (text: unknown, max: number): string =>
   typeof text === 'string' ? text.replace(/\s+/g, ' ').trim().slice(0, max) : '';
 
@@ -85,8 +93,7 @@ export function parseSkillInfo(markdown: string, fallbackName: string): SkillInf
   let fields: unknown = null;
   if (match?.[1] !== undefined) {
     try {
-      // Warnings (an unknown tag…) would be printed to standard error for every turn.
-      fields = parseYaml(match[1], { logLevel: 'error' });
+      fields = parseYaml(match[1]);
     } catch {
       fields = null;
     }

@@ -30,13 +30,12 @@
  * the last listener. Header values (e.g. Authorization) are secrets: they are sent, never logged, and never
  * appear in error messages.
  */
-import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import { EgressError } from '../../lib/egress.ts';
 import { untilAborted } from '../../lib/retry.ts';
 import { boundedResponse, type ReadBounds, rpcRequestOf } from './bounded-response.ts';
-import { Connection, type ConnectionParts, type Observed } from './connection.ts';
-import { classifyMcpFailure, McpError } from './errors.ts';
+import type { ConnectionParts, Observed } from './connection.ts';
+import { McpError } from './errors.ts';
 
 export { isMcpError, MCP_ERROR_CODES, McpError, type McpErrorCode } from './errors.ts';
 
@@ -187,12 +186,24 @@ function endpointFetch(
 
 class StepMismatch extends Error {}
 
+/**
+ * The MCP SDK, and the modules built on it (the connection, the reading of its errors), loaded by the first
+ * connection: a process whose agents use no MCP server never loads them.
+ */
+const sdk = () => import('@modelcontextprotocol/client');
+const failures = () => import('./failures.ts');
+const connectionModule = () => import('./connection.ts');
+
 async function openStep(step: Step, endpoint: McpEndpoint, options: McpConnectOptions): Promise<ConnectionParts> {
   const observed: Observed = {};
   const url = new URL(endpoint.url);
   const hooks: ConnectionParts['hooks'] = { toolsChanged: () => undefined, tooLarge: () => undefined };
   const bounds = { maxBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, listed: { bytes: 0 } };
   const transportFetch = endpointFetch(options.fetch, endpoint.headers, observed, bounds, hooks);
+  const [{ Client, SSEClientTransport, StreamableHTTPClientTransport }, { classifyMcpFailure }] = await Promise.all([
+    sdk(),
+    failures(),
+  ]);
   const client = new Client(options.clientInfo ?? { name: 'agentry', version: '1.0.0' }, {
     versionNegotiation: { mode: step === 'negotiate' ? 'auto' : 'legacy' },
   });
@@ -245,6 +256,7 @@ export async function connectMcp(endpoint: McpEndpoint, options: McpConnectOptio
     try {
       const parts = await openStep(step, endpoint, options);
       options.logger?.debug({ url: where, protocol: parts.protocol }, 'mcp: connected');
+      const { Connection } = await connectionModule();
       return new Connection(parts, { ...options, where });
     } catch (error) {
       if (!(error instanceof StepMismatch)) throw error;

@@ -17,7 +17,8 @@ import type {
   McpToolList,
 } from './client.ts';
 import { isRecord, resultText } from './content.ts';
-import { classifyMcpFailure, McpError } from './errors.ts';
+import { McpError } from './errors.ts';
+import { classifyMcpFailure } from './failures.ts';
 import { boundToolList } from './tool-list-bounds.ts';
 
 /** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */

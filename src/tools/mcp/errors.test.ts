@@ -1,7 +1,8 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { EgressError } from '../../lib/egress.ts';
-import { classifyMcpFailure, McpError } from './errors.ts';
+import { McpError } from './errors.ts';
+import { classifyMcpFailure } from './failures.ts';
 
 const http = (status: number) => new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `HTTP ${status}`, { status });
 

@@ -1,0 +1,206 @@
+/**
+ * Session events as JSON Schemas: the `SessionEvent` component of the OpenAPI document (one data line of
+ * GET /v1/sessions/{id}/stream), which the console's types are generated from and a test validates streamed events
+ * against. The TypeScript union in session-events.ts stays what producers write; the checks at the end of this file
+ * fail the typecheck when the two drift apart (every event the server can write must fit the schema, and the data of
+ * a `message.event` is the same type on both sides).
+ */
+import { type Static, type TProperties, Type } from 'typebox';
+import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEvent } from '../events/session-events.ts';
+import { SESSION_STATUSES } from '../storage/column-values.ts';
+
+const literals = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const SessionStatus = literals(SESSION_STATUSES);
+const CallKind = literals(['server', 'client', 'question'] as const);
+const SourceType = literals([
+  'tool_server',
+  'tool_client',
+  'tool_question',
+  'tool_ask_user_question',
+  'tool_approval',
+] as const);
+const MessageError = Type.Object({ code: Type.String(), message: Type.String() });
+
+const RequiredAction = Type.Union([
+  Type.Object({
+    type: Type.Literal('ask_user_question'),
+    actionId: Type.Integer(),
+    question: Type.String(),
+    options: Nullable(Type.Array(Type.Unknown())),
+  }),
+  Type.Object({
+    type: Type.Literal('function_call'),
+    callId: Type.String(),
+    name: Type.String(),
+    arguments: Type.String(),
+  }),
+  Type.Object({
+    type: Type.Literal('tool_approval'),
+    actionId: Type.Integer(),
+    callId: Type.String(),
+    tool: Type.String(),
+    server: Type.String(),
+    serverTool: Type.String(),
+    arguments: Type.String(),
+    approvalId: Type.String(),
+    expiresAt: Nullable(Type.String()),
+  }),
+]);
+
+const call = {
+  callId: Nullable(Type.String()),
+  itemId: Type.String(),
+  step: Type.Integer(),
+  name: Type.String(),
+  arguments: Type.String(),
+};
+
+export const MessageEventDataSchema = Type.Union([
+  Type.Object({
+    type: Type.Literal('tool_list'),
+    sourceType: Type.Literal('tool_server'),
+    itemId: Type.String(),
+    step: Type.Integer(),
+    serverId: Nullable(Type.String()),
+    serverLabel: Type.String(),
+    tools: Type.Array(Type.String()),
+  }),
+  Type.Object({
+    type: Type.Literal('tool_call'),
+    sourceType: SourceType,
+    kind: CallKind,
+    actionId: Type.Optional(Type.Integer()),
+    ...call,
+    approvalId: Type.Optional(Type.String()),
+    serverId: Type.Optional(Nullable(Type.String())),
+    serverLabel: Type.Optional(Type.String()),
+    tool: Type.Optional(Type.String()),
+  }),
+  Type.Object({
+    type: Type.Literal('question'),
+    sourceType: Type.Literal('tool_ask_user_question'),
+    actionId: Type.Integer(),
+    ...call,
+  }),
+  Type.Object({
+    type: Type.Literal('tool_approval'),
+    sourceType: Type.Literal('tool_approval'),
+    kind: CallKind,
+    actionId: Type.Integer(),
+    ...call,
+    tool: Type.String(),
+    server: Type.String(),
+    serverId: Nullable(Type.String()),
+    serverTool: Type.String(),
+    approvalId: Type.String(),
+    expiresAt: Nullable(Type.Integer()),
+  }),
+  Type.Object({
+    type: Type.Union([Type.Literal('approved'), Type.Literal('denied')]),
+    sourceType: Type.Literal('tool_approval'),
+    actionId: Type.Integer(),
+    callId: Type.String(),
+    approvalId: Type.String(),
+    approved: Type.Boolean(),
+    reason: Nullable(Type.String()),
+    decidedBy: Type.String(),
+  }),
+  Type.Object({
+    type: Type.Literal('answered'),
+    sourceType: Type.Literal('tool_ask_user_question'),
+    actionId: Type.Integer(),
+  }),
+  Type.Object({
+    type: Type.Literal('tool_result'),
+    sourceType: Type.Literal('tool_server'),
+    callId: Type.String(),
+    name: Type.String(),
+    isError: Type.Boolean(),
+  }),
+  Type.Object({
+    type: Type.Literal('tool_progress'),
+    sourceType: Type.Literal('tool_server'),
+    callId: Type.String(),
+    name: Type.String(),
+    step: Type.Integer(),
+    progress: Type.Optional(Type.Number()),
+    total: Type.Optional(Type.Number()),
+    message: Type.Optional(Type.String()),
+  }),
+  Type.Object({
+    type: Type.Literal('warning'),
+    sourceType: Type.Literal('tool_server'),
+    code: Type.String(),
+    message: Type.String(),
+    callId: Type.Optional(Type.String()),
+    tool: Type.Optional(Type.String()),
+  }),
+]);
+
+/** The frame of every event: persisted ones carry `seq` (their frame id); live ones (deltas, progress) do not. */
+const envelope = {
+  id: Type.String({ description: 'The event id; for a live event, its frame id (`<last seq>.<n>`)' }),
+  session_id: Type.String(),
+  seq: Type.Optional(Type.Integer({ minimum: 1, description: 'Position in the session channel (persisted events)' })),
+  message_id: Type.Optional(Type.String()),
+  run_id: Type.Optional(Type.String()),
+  created_at: Type.Integer({ description: 'Unix seconds' }),
+};
+
+const kind = <K extends string, D extends TProperties>(name: K, data: ReturnType<typeof Type.Object<D>>) =>
+  Type.Object({ ...envelope, kind: Type.Literal(name), data });
+
+export const SessionEventSchema = Type.Union(
+  [
+    kind('session.status', Type.Object({ status: SessionStatus, previous: SessionStatus })),
+    kind('message.created', Type.Object({ status: Type.Literal('queued') })),
+    Type.Object({
+      ...envelope,
+      kind: Type.Literal('message.status'),
+      data: Type.Union([
+        Type.Object({
+          status: Type.Union([
+            Type.Literal('running'),
+            Type.Literal('completed'),
+            Type.Literal('failed'),
+            Type.Literal('cancelled'),
+          ]),
+        }),
+        Type.Object({ status: Type.Literal('requires_action'), requiredActions: Type.Array(RequiredAction) }),
+      ]),
+    }),
+    kind('message.delta', Type.Object({ text: Type.String(), step: Type.Integer(), itemId: Type.String() })),
+    Type.Object({ ...envelope, kind: Type.Literal('message.event'), data: MessageEventDataSchema }),
+    kind(
+      'message.completed',
+      Type.Object({
+        response: Type.Object({ parts: Type.Array(Type.Object({ type: Type.Literal('text'), text: Type.String() })) }),
+      }),
+    ),
+    kind('message.failed', Type.Object({ error: Nullable(MessageError) })),
+    kind('message.cancelled', Type.Object({ error: Nullable(MessageError) })),
+  ],
+  {
+    $id: 'SessionEvent',
+    description:
+      'One event of a session stream (GET /v1/sessions/{id}/stream), one per data line: `kind` says what happened and types `data`; a message.event is typed further by data.type',
+  },
+);
+
+/** A session event as the stream sends it. */
+export type SessionStreamEvent = Static<typeof SessionEventSchema>;
+
+// Drift checks, evaluated by the typecheck: each side must fit the other.
+type Fits<A, B> = [A] extends [B] ? true : false;
+type Check<T extends true> = T;
+/** A live event as the stream frames it: with its frame id and the time it was sent. */
+type LiveFrame = (DeltaEvent | ProgressEvent) & { id: string; created_at: number };
+export type SessionEventSchemaChecks = [
+  Check<Fits<SessionEvent, SessionStreamEvent>>,
+  Check<Fits<LiveFrame, SessionStreamEvent>>,
+  Check<Fits<MessageEventData, Static<typeof MessageEventDataSchema>>>,
+  Check<Fits<Static<typeof MessageEventDataSchema>, MessageEventData>>,
+];

@@ -1,0 +1,56 @@
+/**
+ * Every route of the API, the console and the event streams: what app.ts registers for the `all` and `api` roles.
+ * app.ts imports this module only for those roles, so a `worker` process, which serves the probes alone, never
+ * loads the route modules, their schemas or what they import (test/startup-imports.test.ts).
+ */
+import type { StreamHub } from '../bus/live-hub.ts';
+import type { Deps } from '../deps.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { agentRoutes } from './routes/agents.ts';
+import { consoleRoutes } from './routes/console.ts';
+import { conversationRoutes } from './routes/conversations.ts';
+import { fileRoutes } from './routes/files.ts';
+import { legacyWebhookRoutes } from './routes/legacy-webhooks.ts';
+import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { messageRoutes } from './routes/messages.ts';
+import { modelRoutes } from './routes/models.ts';
+import { organizationRoutes } from './routes/organization.ts';
+import { reportRoutes } from './routes/reports.ts';
+import { responseRoutes } from './routes/responses.ts';
+import { runRoutes } from './routes/runs.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
+import { sdkRoutes } from './routes/sdk.ts';
+import { sdkFileRoutes } from './routes/sdk-files.ts';
+import { sessionFollowUpRoutes } from './routes/session-followup.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { streamRoutes } from './routes/stream.ts';
+import { systemRoutes } from './routes/system.ts';
+import { taskRoutes } from './routes/tasks.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
+import { workflowRunRoutes } from './routes/workflow-runs.ts';
+import type { App } from './types.ts';
+
+export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hub: StreamHub): void {
+  systemRoutes(app, deps, lifecycle);
+  agentRoutes(app, deps);
+  sessionRoutes(app, deps);
+  messageRoutes(app, deps);
+  responseRoutes(app, deps);
+  runRoutes(app, deps);
+  fileRoutes(app, deps);
+  conversationRoutes(app, deps);
+  modelRoutes(app, deps);
+  webhookRoutes(app, deps);
+  mcpServerRoutes(app, deps);
+  reportRoutes(app, deps);
+  scheduleRoutes(app, deps);
+  sessionFollowUpRoutes(app, deps);
+  organizationRoutes(app, deps);
+  taskRoutes(app, deps);
+  legacyWebhookRoutes(app, deps);
+  sdkRoutes(app, deps);
+  sdkFileRoutes(app, deps);
+  workflowRunRoutes(app, deps);
+  consoleRoutes(app);
+  streamRoutes(app, deps, hub);
+}

@@ -1,0 +1,20 @@
+/**
+ * Loaded with `node --import` into a child (test/startup-imports.test.ts): records the URL of every module the
+ * process resolves and, when its main thread exits, writes them one per line to the file RECORD_MODULES_TO names.
+ */
+import { writeFileSync } from 'node:fs';
+import { registerHooks } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
+
+const target = process.env.RECORD_MODULES_TO;
+if (target !== undefined && isMainThread) {
+  const resolved = new Set<string>();
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      const result = nextResolve(specifier, context);
+      resolved.add(result.url);
+      return result;
+    },
+  });
+  process.on('exit', () => writeFileSync(target, [...resolved].join('\n')));
+}

@@ -107,9 +107,11 @@ describe('the OpenAPI document matches the server', () => {
   });
 
   it('describes model as an agent id or name, which is what the server accepts', async () => {
-    const body = operation('post', '/v1/responses').requestBody.content['application/json'].schema;
-    expect(body.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
-    expect(body.properties.model.format).toBeUndefined();
+    // One body per mode: strict mode's, then OpenAI compatibility mode's.
+    const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
+    expect(compat.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
+    expect(compat.properties.model.format).toBeUndefined();
+    expect(strict.properties.model).toMatchObject({ type: 'string', format: 'uuid' });
     const name = 'documented by name';
     const agentId = await flow.createAgent({ name });
     const openai = { 'agentry-compat': 'openai' };
@@ -128,10 +130,13 @@ describe('the OpenAPI document matches the server', () => {
   });
 
   it('gives store and background the only values the server accepts', async () => {
-    const body = operation('post', '/v1/responses').requestBody.content['application/json'].schema;
+    const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
     // @fastify/swagger writes a const as a one-value enum.
-    expect(body.properties.store).toMatchObject({ type: 'boolean', enum: [true] });
-    expect(body.properties.background).toMatchObject({ type: 'boolean', enum: [false] });
+    expect(strict.properties.store).toMatchObject({ type: 'boolean', enum: [true] });
+    expect(strict.properties.background).toMatchObject({ type: 'boolean', enum: [false] });
+    // Compatibility mode also takes null, as OpenAI clients send it.
+    expect(compat.properties.store).toMatchObject({ enum: [true, null] });
+    expect(compat.properties.background).toMatchObject({ enum: [false, null] });
     const agentId = await flow.createAgent();
     for (const extra of [{ store: false }, { background: true }]) {
       const response = await h.request('POST', '/v1/responses', { body: { model: agentId, input: 'hi', ...extra } });

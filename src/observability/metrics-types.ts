@@ -6,6 +6,9 @@ import type { Executor } from '../storage/db.ts';
 
 export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
 
+/** The streaming routes, as the `surface` label of the open-stream gauge names them. */
+export type SseSurface = 'sessions' | 'responses' | 'tasks' | 'tool_runs';
+
 export interface Metrics {
   readonly enabled: boolean;
   turnStarted(labels: { agent: string; source: string }, queueWaitMs: number): void;
@@ -17,7 +20,7 @@ export interface Metrics {
   ): void;
   toolCall(labels: { tool: string; kind: string; outcome: 'completed' | 'failed' }, durationMs: number): void;
   /** A stream opened (+1) or closed (-1). */
-  sseStreams(delta: 1 | -1, surface: 'sessions' | 'responses'): void;
+  sseStreams(delta: 1 | -1, surface: SseSurface): void;
   webhookAttempt(durationMs: number): void;
   /** Deliveries settled: delivered, failed (given up or expired), retry (scheduled again). */
   webhookOutcomes(counts: { delivered: number; failed: number; retry: number }): void;

@@ -4905,7 +4905,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            /** @description Strict mode rejects other fields; see docs/responses.md for compatibility mode */
+            /** @description Strict mode or OpenAI compatibility mode, by the Agentry-Compat header, the API key and the deployment (docs/responses.md) */
             requestBody: {
                 content: {
                     "application/json": {
@@ -4916,9 +4916,12 @@ export interface paths {
                         background?: false;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
-                        /** @description A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required) */
+                        /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required) */
                         input: unknown;
-                        /** @description The id of one of your agents (GET /v1/models or GET /v1/agents lists them); in OpenAI compatibility mode also an agent name, when exactly one of your agents has it. Anything else is a 400 naming model */
+                        /**
+                         * Format: uuid
+                         * @description The id of one of your agents (GET /v1/models or GET /v1/agents)
+                         */
                         model: string;
                         /**
                          * @description Responses are always stored
@@ -4926,9 +4929,63 @@ export interface paths {
                          */
                         store?: true;
                         stream?: boolean;
+                    } | ({
+                        /**
+                         * @description Background mode is not offered
+                         * @enum {unknown}
+                         */
+                        background?: false | null;
+                        /** @description Accepted and ignored */
+                        context_management?: unknown;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        frequency_penalty?: number | null;
+                        /** @description Accepted and ignored */
+                        include?: unknown;
+                        /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items) */
+                        input: unknown;
+                        instructions?: string | null;
+                        max_output_tokens?: number | null;
+                        max_tool_calls?: number | null;
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description The id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); a name must be of exactly one agent */
+                        model: string;
+                        parallel_tool_calls?: unknown;
+                        presence_penalty?: number | null;
+                        previous_response_id?: string | null;
+                        /** @description Accepted and ignored */
+                        prompt?: unknown;
+                        prompt_cache_key?: string | null;
+                        /** @description Accepted and ignored */
+                        prompt_cache_retention?: unknown;
+                        /** @description Echoed back */
+                        reasoning?: unknown;
+                        safety_identifier?: string | null;
+                        /** @description Accepted and ignored */
+                        service_tier?: unknown;
+                        /**
+                         * @description Responses are always stored
+                         * @enum {unknown}
+                         */
+                        store?: true | null;
+                        stream?: boolean | null;
+                        /** @description Accepted and ignored */
+                        stream_options?: unknown;
+                        temperature?: number | null;
+                        /** @description Accepted and ignored */
+                        text?: unknown;
+                        tool_choice?: unknown;
+                        tools?: unknown[] | null;
+                        top_logprobs?: number | null;
+                        top_p?: number | null;
+                        /** @description Accepted and ignored */
+                        truncation?: unknown;
+                        user?: string | null;
                     } & {
                         [key: string]: unknown;
-                    };
+                    });
                 };
             };
             responses: {

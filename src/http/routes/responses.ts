@@ -2,43 +2,22 @@
  * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
  * and the stream's vendor events depend on the client (client-mode.ts).
  */
-import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
-import { isFinalEvent, type ResponseStreamEvent } from '../../domain/responses/response-stream.ts';
+import { isFinalEvent } from '../../domain/responses/response-stream.ts';
 import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
+import { responsesValidatorCompiler, validateResponseBody } from '../responses-body.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
+import { ResponseCreateBody } from '../schemas/responses.ts';
+import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Responses'];
-
-/** Documentation of the body; the rules (strict and compatibility mode) are checked by parseResponseRequest. */
-const ResponseCreateBody = Type.Object(
-  {
-    model: Type.String({
-      description:
-        'The id of one of your agents (GET /v1/models or GET /v1/agents lists them); in OpenAI compatibility mode also an agent name, when exactly one of your agents has it. Anything else is a 400 naming model',
-    }),
-    input: Type.Unsafe<unknown>({
-      description:
-        'A string (1-100000 chars); or 1-32 user messages {type?: "message", role: "user", content: string | [input_text | input_file | input_image]}; or 1-64 {type: "function_call_output", call_id, output} items (then conversation is required)',
-    }),
-    stream: Type.Optional(Type.Boolean()),
-    conversation: Type.Optional(Type.Unsafe<unknown>({ description: 'conv_… id, or {id: "conv_…"}' })),
-    store: Type.Optional(Type.Literal(true, { description: 'Responses are always stored' })),
-    background: Type.Optional(Type.Literal(false, { description: 'Background mode is not offered' })),
-  },
-  {
-    additionalProperties: true,
-    description: 'Strict mode rejects other fields; see docs/responses.md for compatibility mode',
-  },
-);
 
 const ResponseObject = Type.Object(
   {
@@ -116,60 +95,35 @@ export function responseRoutes(app: App, deps: Deps): void {
         ...errorResponses(400, 401, 402, 403, 404, 409, 413, 504),
       },
     },
+    // The body's schema depends on the request's mode: validateResponseBody picks it in the handler.
+    validatorCompiler: responsesValidatorCompiler,
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,
     handler: async (request, reply) => {
       const mode = compatModeOf(request, deps.config.responsesCompat);
       reply.header('agentry-compat', mode);
+      validateResponseBody(request.body, mode);
       const parsed = parseResponseRequest(request.body, mode === 'openai');
       const started = await deps.responses.start(orgOf(request), parsed, request.headers['idempotency-key'], {
         vendorEvents: parsed.stream && vendorEventsWanted(request, deps.config.responsesStreamEvents),
       });
       if (started.replayed) reply.header('idempotent-replayed', 'true');
       if (!parsed.stream) return deps.responses.finish(started, deps.config.responsesSyncTimeoutMs);
-      reply.hijack();
-      await streamEvents(reply.raw, request.id, started.events);
+      // Each event named by its type and numbered from 0, then `data: [DONE]`. A closed connection (or a
+      // shutdown) ends the iteration, which unsubscribes; the turn goes on.
+      let sequence = 0;
+      await streamSse(reply, deps, { surface: 'responses', heartbeat: 'ping' }, (stream) =>
+        stream.pipe(started.events, (event) => {
+          const { type, ...fields } = event;
+          stream.send({ event: type, data: { type, sequence_number: sequence++, ...fields } });
+          if (!isFinalEvent(event)) return true;
+          stream.data('[DONE]');
+          return false;
+        }),
+      );
       return reply;
     },
   });
-
-  /** Frames a Response's events as Server-Sent Events through the bounded writer, ending with `data: [DONE]`. */
-  async function streamEvents(
-    raw: ServerResponse,
-    requestId: string,
-    events: AsyncIterable<ResponseStreamEvent>,
-  ): Promise<void> {
-    openSse(raw, requestId);
-    const iterator = events[Symbol.asyncIterator]();
-    deps.metrics.sseStreams(1, 'responses');
-    // A closed connection (or a shutdown) ends the iteration, which unsubscribes; the turn goes on.
-    const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
-      deps.metrics.sseStreams(-1, 'responses');
-      void iterator.return?.(undefined);
-    });
-    const untrack = deps.live.track(() => writer.end());
-    const heartbeat = setInterval(() => writer.comment('ping'), deps.config.sseHeartbeatMs);
-    let sequence = 0;
-    try {
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done === true || writer.closed) break;
-        const { type, ...fields } = next.value;
-        writer.named(type, { type, sequence_number: sequence++, ...fields });
-        if (isFinalEvent(next.value)) {
-          writer.data('[DONE]');
-          break;
-        }
-      }
-    } catch (error) {
-      deps.logger.error({ err: error, requestId }, 'response stream failed');
-      raw.destroy();
-    } finally {
-      clearInterval(heartbeat);
-      untrack();
-      writer.end();
-    }
-  }
 
   app.route({
     method: 'GET',

@@ -25,7 +25,7 @@ import {
   ToolRunParams,
   ToolRunStatusParams,
 } from '../schemas/sdk.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
+import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Older API'];
@@ -157,23 +157,13 @@ export function sdkRoutes(app: App, deps: Deps): void {
         );
         // Admission errors (404, 400) are answered before the stream starts.
         const first = await events.next();
-        reply.hijack();
-        openSse(reply.raw, request.id);
-        // Bounded like every stream: a client that stops reading is disconnected, not buffered for.
-        const writer = createSseWriter(reply.raw, MAX_BUFFERED_BYTES, () => abort.abort());
-        const stopTracking = deps.live.track(() => writer.end());
-        try {
-          if (first.done !== true) writer.data(JSON.stringify(first.value));
-          for await (const event of events) {
-            if (!writer.data(JSON.stringify(event))) break;
-          }
-          writer.data('[DONE]');
-        } catch (error) {
-          request.log.error({ err: error }, 'tool run stream failed');
-        } finally {
-          stopTracking();
-          writer.end();
-        }
+        // `data:` lines of JSON and then `data: [DONE]`, with no heartbeat (none on this wire).
+        await streamSse(reply, deps, { surface: 'tool_runs', heartbeat: null }, async (stream) => {
+          stream.signal.addEventListener('abort', () => abort.abort(), { once: true });
+          if (first.done !== true) stream.data(JSON.stringify(first.value));
+          await stream.pipe(events, (event) => stream.data(JSON.stringify(event)));
+          stream.data('[DONE]');
+        });
         return reply;
       }
       const started = await workflows.start(orgId, projectId, agentId, body);

@@ -12,18 +12,13 @@ import type { LiveSessionEvent } from '../../events/session-events.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
+import { lastEventIdHeader, resumeAfter, streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 export const REPLAY_LIMIT = 1000;
 
 const StreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(
-    Type.String({
-      pattern: '^\\d{1,9}(\\.\\d{1,15})?$',
-      description: 'Resume after this frame id (persisted events still retained are replayed)',
-    }),
-  ),
+  'last-event-id': lastEventIdHeader('Resume after this frame id (persisted events still retained are replayed)'),
 });
 
 export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
@@ -48,62 +43,45 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
     handler: async (request, reply) => {
       const sessionId = request.params.id.toLowerCase();
       await deps.sessions.get(orgOf(request), sessionId);
-      const header = request.headers['last-event-id'];
-      const resumeAfter = header === undefined ? null : Number(header.split('.')[0]);
-
-      reply.hijack();
-      const raw = reply.raw;
-      openSse(raw, request.id);
-
-      let lastSeq = 0;
-      let deltas = 0;
-      const cleanups: (() => void)[] = [];
-      deps.metrics.sseStreams(1, 'sessions');
-      const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => {
-        deps.metrics.sseStreams(-1, 'sessions');
-        for (const cleanup of cleanups.splice(0)) cleanup();
+      const resumeFrom = resumeAfter(request.headers['last-event-id']);
+      await streamSse(reply, deps, { surface: 'sessions', heartbeat: 'heartbeat' }, async (stream) => {
+        let lastSeq = 0;
+        let deltas = 0;
+        const deliver = (event: LiveSessionEvent) => {
+          if ('seq' in event) {
+            const seq = event.seq;
+            if (seq <= lastSeq) return;
+            lastSeq = seq;
+            deltas = 0;
+            stream.send({ id: String(seq), data: event });
+            return;
+          }
+          deltas += 1;
+          const id = `${lastSeq}.${deltas}`;
+          stream.send({ id, data: { id, created_at: unixSeconds(deps.clock.now()), ...event } });
+        };
+        // Opened before the replay is read: what is published meanwhile is held, and delivered after it.
+        const feed = hub.follow(sessionId);
+        try {
+          if (resumeFrom === null) {
+            lastSeq = await deps.sessionEvents.lastSeq(sessionId);
+            stream.comment('connected');
+          } else {
+            const replay = await deps.sessionEvents.after(sessionId, resumeFrom, REPLAY_LIMIT);
+            stream.comment('connected');
+            lastSeq = resumeFrom;
+            if (replay.truncated)
+              stream.comment(`replay truncated to the last ${REPLAY_LIMIT} events; reconcile with GET messages`);
+            for (const event of replay.events) deliver({ ...event });
+          }
+          // Pushed events: the stream lasts until the client leaves, falls behind or the server stops.
+          feed.start(lastSeq, { event: deliver });
+          await stream.ended;
+        } finally {
+          feed.close();
+        }
       });
-
-      const deliver = (event: LiveSessionEvent) => {
-        if ('seq' in event) {
-          const seq = event.seq;
-          if (seq <= lastSeq) return;
-          lastSeq = seq;
-          deltas = 0;
-          writer.send(String(seq), event);
-          return;
-        }
-        deltas += 1;
-        const id = `${lastSeq}.${deltas}`;
-        writer.send(id, { id, created_at: unixSeconds(deps.clock.now()), ...event });
-      };
-
-      // Opened before the replay is read: what is published meanwhile is held, and delivered after it.
-      const feed = hub.follow(sessionId);
-      cleanups.push(
-        () => feed.close(),
-        hub.track(() => writer.end()),
-      );
-      const beat = setInterval(() => writer.comment('heartbeat'), deps.config.sseHeartbeatMs);
-      cleanups.push(() => clearInterval(beat));
-
-      try {
-        if (resumeAfter === null) {
-          lastSeq = await deps.sessionEvents.lastSeq(sessionId);
-          writer.comment('connected');
-        } else {
-          const replay = await deps.sessionEvents.after(sessionId, resumeAfter, REPLAY_LIMIT);
-          writer.comment('connected');
-          lastSeq = resumeAfter;
-          if (replay.truncated)
-            writer.comment(`replay truncated to the last ${REPLAY_LIMIT} events; reconcile with GET messages`);
-          for (const event of replay.events) deliver({ ...event });
-        }
-        feed.start(lastSeq, { event: deliver });
-      } catch (error) {
-        request.log.error({ err: error }, 'session stream failed');
-        writer.end();
-      }
+      return reply;
     },
   });
 }

@@ -17,7 +17,7 @@ import {
   TaskPromptAccepted,
   TaskPromptBody,
 } from '../schemas/tasks.ts';
-import { createSseWriter, MAX_BUFFERED_BYTES, openSse } from '../sse.ts';
+import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Tasks'];
@@ -156,27 +156,15 @@ export function taskRoutes(app: App, deps: Deps): void {
     handler: async (request, reply) => {
       const orgId = orgOf(request);
       await deps.tasks.exists(orgId, request.params.id);
-      reply.hijack();
-      const raw = reply.raw;
-      openSse(raw, request.id);
-      const abort = new AbortController();
-      // Bounded like the session stream: a client that stops reading is disconnected, not buffered for.
-      const writer = createSseWriter(raw, MAX_BUFFERED_BYTES, () => abort.abort());
-      const stopTracking = deps.live.track(() => abort.abort());
-      const beat = setInterval(() => writer.comment('heartbeat'), deps.config.sseHeartbeatMs);
-      try {
-        writer.comment('connected');
-        for await (const item of deps.tasks.follow(orgId, request.params.id, abort.signal)) {
-          if (item.type === 'event') writer.send(String(item.event.seq), item.event);
-          else writer.named('done', item.data);
-        }
-      } catch (error) {
-        request.log.error({ err: error }, 'task stream failed');
-      } finally {
-        clearInterval(beat);
-        stopTracking();
-        writer.end();
-      }
+      await streamSse(reply, deps, { surface: 'tasks', heartbeat: 'heartbeat' }, async (stream) => {
+        stream.comment('connected');
+        await stream.pipe(deps.tasks.follow(orgId, request.params.id, stream.signal), (item) =>
+          item.type === 'event'
+            ? stream.send({ id: String(item.event.seq), data: item.event })
+            : stream.send({ event: 'done', data: item.data }),
+        );
+      });
+      return reply;
     },
   });
 }

@@ -1,0 +1,339 @@
+/**
+ * The body of POST /v1/responses, declared once for both modes: what validates a request and what the OpenAPI
+ * document shows are these schemas (responses-body.ts picks one by the request's mode). Strict mode is spec 4.1
+ * exactly; OpenAI compatibility mode adds what OpenAI clients send and tolerates fields OpenAI adds over time. An
+ * `input` item or content part is told apart by its `type` (if/then chains, so a failure names the field inside the
+ * item, not "matches no branch"). The rules no schema says (counts by item kind, fields that need each other) are
+ * in domain/responses/response-request.ts.
+ */
+import { Type } from 'typebox';
+import { MAX_REASON_CHARS } from '../../domain/approvals/approvals.ts';
+
+const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const CONVERSATION_ID = `^conv_${UUID.slice(1)}`;
+const RESPONSE_ID = `^resp_${UUID.slice(1)}`;
+const MAX_TEXT = 100_000;
+
+type Schema = Record<string, unknown>;
+
+/** A raw JSON Schema (if/then chains, type arrays), typed as what it accepts. */
+const raw = <T = unknown>(schema: Schema) => Type.Unsafe<T>(schema);
+const nullable = (type: string, schema: Schema = {}) => raw({ type: [type, 'null'], ...schema });
+const text = (max = MAX_TEXT, description?: string) =>
+  Type.String({ minLength: 1, maxLength: max, ...(description === undefined ? {} : { description }) });
+const typed = (type: string) => ({ type: 'object', required: ['type'], properties: { type: { const: type } } });
+
+/** `if type is <first> then <schema> else …`, ending with `otherwise`. */
+function byType(cases: [string | string[], Schema][], otherwise: Schema): Schema {
+  return cases.reduceRight<Schema>(
+    (rest, [type, then]) => ({
+      if: Array.isArray(type)
+        ? { type: 'object', required: ['type'], properties: { type: { enum: type } } }
+        : typed(type),
+      then,
+      else: rest,
+    }),
+    otherwise,
+  );
+}
+
+const object = (properties: Schema, required: string[], additionalProperties: boolean, description?: string) => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties,
+  ...(description === undefined ? {} : { description }),
+});
+
+const DETAIL = { type: ['string', 'null'], enum: ['auto', 'low', 'high', 'original', null] };
+const FILE_ID = { type: 'string', format: 'uuid', description: 'A file id (POST /v1/files)' };
+
+function contentParts(compat: boolean): Schema {
+  // Compatibility mode takes the annotations and logprobs clients echo from listed items.
+  const echoedText = compat ? { annotations: {}, logprobs: {} } : {};
+  const inputText = object({ type: { const: 'input_text' }, text: text(), ...echoedText }, ['type', 'text'], false);
+  const outputText = object(
+    { type: { const: 'output_text' }, text: text(), annotations: {}, logprobs: {} },
+    ['type', 'text'],
+    false,
+  );
+  const file = object({ type: { const: 'input_file' }, file_id: FILE_ID }, ['type', 'file_id'], false);
+  const image = object(
+    { type: { const: 'input_image' }, file_id: FILE_ID, detail: DETAIL },
+    ['type', 'file_id'],
+    false,
+  );
+  const imageUrl = object(
+    {
+      type: { const: 'input_image' },
+      image_url: {
+        type: 'string',
+        minLength: 1,
+        description: 'A data: URL (base64) or an https URL of a PNG, JPEG, GIF or WebP image',
+      },
+      detail: DETAIL,
+      file_id: {},
+    },
+    ['type', 'image_url'],
+    false,
+  );
+  const hasUrl = { type: 'object', required: ['type', 'image_url'], properties: { type: { const: 'input_image' } } };
+  const part = byType(
+    compat
+      ? [
+          ['input_text', inputText],
+          ['output_text', outputText],
+          ['input_file', file],
+        ]
+      : [
+          ['input_text', inputText],
+          ['input_file', file],
+        ],
+    {
+      // An image by URL (compatibility mode; in strict mode its image_url is refused), else by file id.
+      if: hasUrl,
+      // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+      then: compat ? imageUrl : { properties: { image_url: false } },
+      else: {
+        if: typed('input_image'),
+        // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+        then: compat ? { if: { required: ['file_id'] }, then: image, else: imageUrl } : image,
+        else: {
+          type: 'object',
+          required: ['type'],
+          properties: { type: { enum: ['input_text', 'input_file', 'input_image'] } },
+        },
+      },
+    },
+  );
+  return {
+    if: { type: 'string' },
+    // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+    then: { minLength: 1, maxLength: MAX_TEXT },
+    else: { type: 'array', minItems: 1, maxItems: 32, items: part },
+    description: `A string (1-${MAX_TEXT} characters) or 1-32 content parts`,
+  };
+}
+
+/** An item with an unknown type is refused naming its type; one without a type is a message. */
+const otherType = (types: string[], message: Schema): Schema => ({
+  if: { type: 'object', required: ['type'] },
+  // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+  then: { properties: { type: { enum: types } } },
+  else: message,
+});
+
+function inputItems(compat: boolean): Schema {
+  const roles = compat ? ['user', 'assistant', 'system', 'developer'] : ['user'];
+  const echoed = compat ? { id: { type: 'string' }, status: {}, phase: {} } : {};
+  const message = object(
+    { type: { const: 'message' }, role: { enum: roles }, content: contentParts(compat), ...echoed },
+    ['role', 'content'],
+    false,
+  );
+  const output = object(
+    {
+      type: { const: 'function_call_output' },
+      call_id: text(512),
+      output: compat
+        ? { type: ['string', 'array'], maxLength: 1_000_000, description: 'A string, or text parts (flattened)' }
+        : { type: 'string', maxLength: 1_000_000 },
+      ...(compat ? { id: { type: 'string' }, status: {} } : {}),
+    },
+    ['type', 'call_id', 'output'],
+    false,
+  );
+  const strictTypes = ['message', 'function_call_output'];
+  if (!compat) {
+    return byType(
+      [
+        ['function_call_output', output],
+        ['message', message],
+      ],
+      otherType(strictTypes, message),
+    );
+  }
+  const functionCall = object(
+    { type: { const: 'function_call' }, call_id: text(512), name: text(256), arguments: {} },
+    ['type', 'call_id', 'name'],
+    true,
+  );
+  const approval = object(
+    {
+      type: { const: 'mcp_approval_response' },
+      approval_request_id: text(512),
+      approve: { type: 'boolean' },
+      reason: nullable('string', { maxLength: MAX_REASON_CHARS }),
+    },
+    ['type', 'approval_request_id', 'approve'],
+    true,
+  );
+  const replayed = ['mcp_call', 'mcp_list_tools', 'mcp_approval_request', 'reasoning', 'item_reference'];
+  return byType(
+    [
+      ['function_call_output', output],
+      ['function_call', functionCall],
+      ['mcp_approval_response', approval],
+      // Items the service produced itself carry nothing the turn needs: accepted and skipped.
+      [replayed, { type: 'object' }],
+      ['message', message],
+    ],
+    otherType([...strictTypes, 'function_call', 'mcp_approval_response', ...replayed], message),
+  );
+}
+
+function input(compat: boolean) {
+  return raw({
+    if: { type: 'string' },
+    // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+    then: { minLength: 1, maxLength: MAX_TEXT },
+    else: { type: 'array', minItems: 1, maxItems: compat ? 1000 : 64, items: inputItems(compat) },
+    description: compat
+      ? `A string (1-${MAX_TEXT} characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items)`
+      : `A string (1-${MAX_TEXT} characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required)`,
+  });
+}
+
+const conversation = raw({
+  if: { type: 'object' },
+  // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+  then: object({ id: { type: 'string', pattern: CONVERSATION_ID } }, ['id'], false),
+  else: { type: ['string', 'null'], pattern: CONVERSATION_ID },
+  description: 'conv_… id, or {id: "conv_…"}',
+});
+
+const strictFields = (compat: boolean) => ({
+  model: compat
+    ? Type.String({
+        description:
+          'The id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); a name must be of exactly one agent',
+      })
+    : Type.String({ format: 'uuid', description: 'The id of one of your agents (GET /v1/models or GET /v1/agents)' }),
+  input: input(compat),
+  stream: Type.Optional(compat ? nullable('boolean') : Type.Boolean()),
+  conversation: Type.Optional(conversation),
+  store: Type.Optional(
+    compat
+      ? raw({ enum: [true, null], description: 'Responses are always stored' })
+      : Type.Literal(true, { description: 'Responses are always stored' }),
+  ),
+  background: Type.Optional(
+    compat
+      ? raw({ enum: [false, null], description: 'Background mode is not offered' })
+      : Type.Literal(false, { description: 'Background mode is not offered' }),
+  ),
+});
+
+const number = (min: number, max: number) => Type.Optional(nullable('number', { minimum: min, maximum: max }));
+const shortText = (max = 512) => Type.Optional(nullable('string', { maxLength: max }));
+
+const functionTool = object(
+  {
+    type: { const: 'function' },
+    name: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' },
+    description: {},
+    parameters: {},
+    strict: {},
+  },
+  ['type', 'name'],
+  true,
+);
+const mcpTool = object(
+  {
+    type: { const: 'mcp' },
+    server_label: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  ['type', 'server_label'],
+  true,
+  "A server of the agent (accepted and ignored: the agent's servers run under its own policy)",
+);
+
+/** Strict mode: spec 4.1's body and nothing else. */
+export const ResponseCreateStrict = Type.Object(strictFields(false), {
+  additionalProperties: false,
+  title: 'Strict mode',
+  description: 'The spec body (Agentry-Compat: strict, the default for clients other than the OpenAI SDKs)',
+});
+
+/** OpenAI compatibility mode: what OpenAI clients send; fields not declared here are accepted and ignored. */
+export const ResponseCreateCompat = Type.Object(
+  {
+    ...strictFields(true),
+    instructions: shortText(Number.MAX_SAFE_INTEGER),
+    previous_response_id: Type.Optional(nullable('string', { pattern: RESPONSE_ID })),
+    tools: Type.Optional(
+      raw({
+        type: ['array', 'null'],
+        maxItems: 128,
+        items: byType(
+          [
+            ['function', functionTool],
+            ['mcp', mcpTool],
+          ],
+          { type: 'object', required: ['type'], properties: { type: { enum: ['function', 'mcp'] } } },
+        ),
+      }),
+    ),
+    tool_choice: Type.Optional(
+      raw({
+        if: { type: 'object' },
+        // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+        then: object({ type: { const: 'function' }, name: { type: 'string' } }, ['name'], true),
+        else: { enum: ['auto', 'none', 'required', null] },
+      }),
+    ),
+    temperature: number(0, 2),
+    top_p: number(0, 1),
+    max_output_tokens: number(1, 1_000_000),
+    max_tool_calls: number(0, 1_000_000),
+    top_logprobs: number(0, 20),
+    presence_penalty: number(-2, 2),
+    frequency_penalty: number(-2, 2),
+    metadata: Type.Optional(
+      raw({
+        type: ['object', 'null'],
+        maxProperties: 16,
+        propertyNames: { maxLength: 64 },
+        additionalProperties: { type: 'string', maxLength: 512 },
+      }),
+    ),
+    safety_identifier: shortText(),
+    user: shortText(),
+    prompt_cache_key: shortText(),
+    reasoning: Type.Optional(
+      raw({
+        if: { type: 'object' },
+        // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+        then: {
+          properties: {
+            effort: { type: ['string', 'null'], maxLength: 32 },
+            summary: { type: ['string', 'null'], maxLength: 32 },
+          },
+        },
+        description: 'Echoed back',
+      }),
+    ),
+    parallel_tool_calls: Type.Optional(Type.Unknown()),
+    include: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    truncation: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    text: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    service_tier: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    stream_options: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    context_management: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    prompt: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    prompt_cache_retention: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+  },
+  {
+    additionalProperties: true,
+    title: 'OpenAI compatibility mode',
+    description:
+      'What OpenAI clients send (Agentry-Compat: openai, the default for the OpenAI SDKs); other fields are accepted and ignored',
+  },
+);
+
+/** The body as the route declares it: one of the two, by the request's mode (see docs/responses.md). */
+export const ResponseCreateBody = Type.Unsafe<unknown>({
+  anyOf: [ResponseCreateStrict, ResponseCreateCompat],
+  description:
+    'Strict mode or OpenAI compatibility mode, by the Agentry-Compat header, the API key and the deployment (docs/responses.md)',
+});

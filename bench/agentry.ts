@@ -42,6 +42,8 @@ export interface Agentry {
   apiKey: string;
   processes: ServerProcess[];
   dataDir: string;
+  /** Cluster mode: starts one more `--role worker` process (added to `processes`; stopped with the rest). */
+  addWorker(): Promise<ServerProcess>;
 }
 
 const START_TIMEOUT_MS = 60_000;
@@ -78,14 +80,21 @@ export async function startAgentry(options: StartAgentryOptions, defer: Defer): 
   };
   if (options.mode !== 'cluster') {
     const server = await start(`agentry-${options.mode}`, []);
-    return { url: server.url, apiKey, processes: [server], dataDir };
+    const addWorker = () => Promise.reject(new Error('workers are added only in cluster mode'));
+    return { url: server.url, apiKey, processes: [server], dataDir, addWorker };
   }
   // The API process first: it migrates the fresh schema, which the workers would otherwise race for.
   const api = await start('agentry-api', ['--role', 'api']);
   const processes = [api];
-  for (let i = 1; i <= (options.workers ?? 2); i++)
-    processes.push(await start(`agentry-worker-${i}`, ['--role', 'worker']));
-  return { url: api.url, apiKey, processes, dataDir };
+  let started = 0;
+  const addWorker = async () => {
+    started += 1;
+    const worker = await start(`agentry-worker-${started}`, ['--role', 'worker']);
+    processes.push(worker);
+    return worker;
+  };
+  for (let i = 1; i <= (options.workers ?? 2); i++) await addWorker();
+  return { url: api.url, apiKey, processes, dataDir, addWorker };
 }
 
 /** `value.a.b…`, or undefined where the path does not exist; for reading JSON without casts. */
@@ -189,10 +198,18 @@ export interface PlayedTurn {
 }
 
 /**
- * One turn as a client plays it: POST the message with an Idempotency-Key, then GET it every `pollMs` (0: again
- * as soon as the previous GET answered) until it is terminal. Fails unless it completed.
+ * One turn as a client plays it: POST the message with an Idempotency-Key, then wait for it to be terminal: with
+ * `waitSeconds` > 0 by long-polling `GET …/messages/{id}?wait=<waitSeconds>` (asked again only if a wait ends
+ * first), otherwise by GETting it every `pollMs` (0: again as soon as the previous GET answered). Fails unless it
+ * completed.
  */
-export async function playTurn(client: Client, sessionId: string, key: string, pollMs: number): Promise<PlayedTurn> {
+export async function playTurn(
+  client: Client,
+  sessionId: string,
+  key: string,
+  pollMs: number,
+  waitSeconds = 0,
+): Promise<PlayedTurn> {
   const path = `/v1/sessions/${sessionId}/messages`;
   const started = performance.now();
   const accepted = await client.expect(
@@ -204,10 +221,11 @@ export async function playTurn(client: Client, sessionId: string, key: string, p
   );
   const acceptMs = performance.now() - started;
   const messagePath = `${path}/${stringAt(accepted, 'id')}`;
+  const getPath = waitSeconds > 0 ? `${messagePath}?wait=${waitSeconds}` : messagePath;
   const deadline = performance.now() + TURN_TIMEOUT_MS;
   for (let gets = 1; ; gets++) {
-    if (pollMs > 0) await sleep(pollMs);
-    const status = field(await client.expect(200, 'GET', messagePath), 'message', 'status');
+    if (pollMs > 0 && waitSeconds <= 0) await sleep(pollMs);
+    const status = field(await client.expect(200, 'GET', getPath), 'message', 'status');
     if (typeof status === 'string' && TERMINAL.has(status)) {
       if (status !== 'completed') throw new Error(`message ${messagePath} ended ${status}`);
       return { acceptMs, gets };

@@ -585,6 +585,37 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     subscriber.disconnect();
   });
 
+  it('(b2) a long-poll on the API process answers when the turn on a worker settles, woken through Redis', async () => {
+    // The API re-reads a waiting message every AGENTRY_POLL_MS (1 s) besides: an answer well within that of the
+    // turn's end came from the live event.
+    const lags: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const sessionId = await newSession();
+      const messageId = await post(sessionId, `sleep 1100\nwoken ${round}`);
+      const response = await api<{ message: MessageView & { completedAt: string } }>(
+        'GET',
+        `/v1/sessions/${sessionId}/messages/${messageId}?wait=20`,
+      );
+      const answered = Date.now();
+      expect(response.status).toBe(200);
+      expect(response.body.message.status).toBe('completed');
+      expect(response.body.message.response?.parts[0]?.text).toBe(`woken ${round}`);
+      lags.push(answered - Date.parse(response.body.message.completedAt));
+    }
+    const sorted = [...lags].sort((a, b) => a - b);
+    process.stdout.write(`[cluster] (b2) long-poll answers after the turn's end: ${lags.join(', ')} ms\n`);
+    expect(sorted[1]).toBeLessThan(500);
+    // Still running when the wait ends: the message as it is.
+    const sessionId = await newSession();
+    const messageId = await post(sessionId, 'sleep 5000\nlate');
+    const early = await api<{ message: MessageView }>(
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${messageId}?wait=0.3`,
+    );
+    expect(['queued', 'running']).toContain(early.body.message.status);
+    expect((await api('POST', `/v1/sessions/${sessionId}/interrupt`)).status).toBe(200);
+  });
+
   it('(c) an interrupt posted to the API process cancels the turn running on a worker promptly', async () => {
     const latencies: number[] = [];
     for (let round = 0; round < 3; round++) {

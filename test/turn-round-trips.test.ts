@@ -2,12 +2,14 @@
  * The round trips of a turn on SQLite, counted at the driver: a one-step turn is two transactions (accept; then
  * start + step + completion + release) and at most 42 statements, and a turn whose model is slow is still seen
  * `running` in storage soon after it starts. Counted by wrapping node:sqlite's statement methods in this test's
- * process only.
+ * process only. On Postgres every statement is a round trip (node-postgres sends one and waits for its answer):
+ * the same turn is counted by wrapping pg's `Client.prototype.query`.
  */
 import { StatementSync } from 'node:sqlite';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flows, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, type Harness } from './helpers/harness.ts';
+import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 
 const executed: string[] = [];
 let counting = false;
@@ -61,8 +63,12 @@ it('runs a one-step turn in two transactions, the session released in the second
   const transactions = statements.filter((text) => text.startsWith('begin'));
   expect(transactions, statements.join('\n')).toHaveLength(2);
   // The turn's own statements (the client's polling reads aside): accept, claim, context, step, release.
+  // The engine's idle sweeps (a poll's scan for work, expired approvals) may land in between too.
   const turn = statements.filter(
-    (text) => !text.startsWith('select * from "messages" where "id" = ? and "session_id"'),
+    (text) =>
+      !text.startsWith('select * from "messages" where "id" = ? and "session_id"') &&
+      !text.startsWith('select "id" from "sessions" where "work_pending" = ? and') &&
+      !text.startsWith('select "id", "org_id", "session_id", "message_id" from "tool_approvals" where "status" = ?'),
   );
   // 42 with BEGIN and COMMIT: the accept's 17 (idempotency key, session, message, run, item, event), the claim and
   // the turn's reads (4), the step's 21. More means a statement crept back onto the hot path.
@@ -97,4 +103,64 @@ it('records the start of a turn that fails at its first model call, in the same 
     .filter((event) => event.kind === 'message.status' && event.message_id === accepted.id)
     .map((event) => (event.data as { status: string }).status);
   expect(statuses).toEqual(['running', 'failed']);
+});
+
+/** Statements sent by node-postgres while `pgCounting`, lower-cased. */
+const sent: string[] = [];
+let pgCounting = false;
+const query = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
+Object.defineProperty(pg.Client.prototype, 'query', {
+  configurable: true,
+  writable: true,
+  value(this: pg.Client, ...args: unknown[]) {
+    const [first] = args;
+    const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
+    if (pgCounting && typeof text === 'string') sent.push(text.trim().toLowerCase());
+    return query.apply(this, args);
+  },
+});
+
+/** What other work of the process sends meanwhile: the client's reads, its key lookup, the engine's idle sweeps. */
+const NOT_THE_TURN = [
+  'select * from "messages" where "id" = $1 and "session_id" = $2 and "org_id" = $3',
+  'select "id", "org_id", "scopes", "expires_at", "revoked_at", "compat" from "api_keys"',
+  'select "id" from "sessions" where "work_pending" = $1 and',
+  'select "id", "org_id", "session_id", "message_id" from "tool_approvals" where "status" = $1',
+];
+
+describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () => {
+  let pgh: Harness;
+  const pgFlow = flows(() => pgh);
+  beforeAll(async () => {
+    pgh = await createHarness('postgres');
+  });
+  afterAll(async () => {
+    await pgh?.close();
+  });
+
+  it('runs a one-step turn in two transactions and at most 39 round trips', async () => {
+    const agentId = await pgFlow.createAgent({});
+    const sessionId = await pgFlow.createSession(agentId);
+    const first = await pgFlow.submit(sessionId, 'hello');
+    await pgFlow.waitForMessage(sessionId, first.id);
+    sent.length = 0;
+    pgCounting = true;
+    try {
+      const message = await pgFlow.submit(sessionId, 'hello again');
+      await pgFlow.waitForMessage(sessionId, message.id);
+      await waitUntil(async () => (pgh.engine.active() === 0 ? true : null), { what: 'the worker to let go' });
+    } finally {
+      pgCounting = false;
+    }
+    const turn = sent.filter((text) => !NOT_THE_TURN.some((other) => text.startsWith(other)));
+    expect(
+      turn.filter((text) => text === 'begin'),
+      turn.join('\n'),
+    ).toHaveLength(2);
+    // 39 with BEGIN and COMMIT, each a round trip: the accept's 17, the claim and the turn's reads, the step's
+    // (a message and its run changed together, and a session's status read with its change, are one statement:
+    // transitions.ts updateMessageAndRun and moveSessionStatus, turn-store.ts addStepUsage).
+    process.stdout.write(`[round trips] one-step turn on Postgres: ${turn.length} statements\n`);
+    expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(39);
+  });
 });

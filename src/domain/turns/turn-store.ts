@@ -3,6 +3,7 @@
  * loading the message, the agent version a turn runs with, and a step's usage counters. The engine reaches the
  * database only through this folder, so every write to messages, runs, items and session status is made here.
  */
+import { PostgresAdapter } from 'kysely';
 import { deepFreeze } from '../../lib/freeze.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
@@ -100,19 +101,51 @@ const runUsage = prepare((db, p: StepUsage & { id: string }) =>
     .where('id', '=', p.id),
 );
 
+/** Both on Postgres: the message's update a data-modifying CTE of the run's, one round trip. */
+const stepUsage = prepare((db, p: StepUsage & { messageId: string; runId: string; now: number }) =>
+  db
+    .with('message', (qb) =>
+      qb
+        .updateTable('messages')
+        .set((eb) => ({
+          step_count: eb('step_count', '+', 1),
+          input_tokens: eb('input_tokens', '+', p.inputTokens),
+          output_tokens: eb('output_tokens', '+', p.outputTokens),
+          cost_micros: eb('cost_micros', '+', p.costMicros),
+          updated_at: p.now,
+        }))
+        .where('id', '=', p.messageId)
+        .returning('id'),
+    )
+    .updateTable('runs')
+    .set((eb) => ({
+      input_tokens: eb('input_tokens', '+', p.inputTokens),
+      output_tokens: eb('output_tokens', '+', p.outputTokens),
+      cost_micros: eb('cost_micros', '+', p.costMicros),
+    }))
+    .where('id', '=', p.runId),
+);
+
 export interface StepUsage {
   inputTokens: number;
   outputTokens: number;
   costMicros: number;
 }
 
-/** Adds one step's tokens and cost to its message (which also counts the step) and to its run. */
+/**
+ * Adds one step's tokens and cost to its message (which also counts the step) and to its run: in one statement on
+ * Postgres, two on SQLite (where a statement costs no round trip).
+ */
 export async function addStepUsage(
   trx: Executor,
   message: Pick<MessageRow, 'id' | 'run_id'>,
   usage: StepUsage,
   now: number,
 ): Promise<void> {
+  if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+    await stepUsage.run(trx, { messageId: message.id, runId: message.run_id, ...usage, now });
+    return;
+  }
   await messageUsage.run(trx, { id: message.id, ...usage, now });
   await runUsage.run(trx, { id: message.run_id, ...usage });
 }

@@ -1,4 +1,5 @@
 import type { Deps } from '../../deps.ts';
+import { waitForMessage } from '../../domain/turns/message-wait.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
 import {
@@ -8,6 +9,7 @@ import {
   InterruptResult,
   MessageCreateBody,
   MessageEnvelope,
+  MessageGetQuery,
   MessageList,
   MessageListQuery,
   RequiredIdempotencyHeaders,
@@ -69,18 +71,42 @@ export function messageRoutes(app: App, deps: Deps): void {
     config: { scopes: ['tasks:read'] },
     schema: {
       summary: 'Get a message',
-      description: 'The authoritative state of a message: status, response or error, and unresolved actions.',
+      description:
+        'The authoritative state of a message: status, response or error, and unresolved actions. With `wait` (seconds), answers as soon as the message is terminal or requires action, or when the wait ends (see docs/sessions.md "Waiting for a message").',
       tags,
       params: SessionMessageParams,
+      querystring: MessageGetQuery,
       response: { 200: MessageEnvelope, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => ({
-      message: await deps.messages.get(
-        orgOf(request),
-        request.params.id.toLowerCase(),
-        request.params.messageId.toLowerCase(),
-      ),
-    }),
+    handler: async (request, reply) => {
+      const orgId = orgOf(request);
+      const sessionId = request.params.id.toLowerCase();
+      const messageId = request.params.messageId.toLowerCase();
+      const read = () => deps.messages.get(orgId, sessionId, messageId);
+      const waitMs = (request.query.wait ?? 0) * 1000;
+      if (waitMs === 0) return { message: await read() };
+      // The response closes before it is sent only when the client went away: stop waiting then.
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      reply.raw.once('close', onClose);
+      try {
+        const message = await waitForMessage(
+          {
+            hub: deps.live,
+            read,
+            // A publication can be lost only between processes (cluster mode); there, re-read as streams check.
+            recheckMs: deps.config.redisUrl === null ? null : deps.config.pollMs,
+            signal: gone.signal,
+          },
+          sessionId,
+          messageId,
+          waitMs,
+        );
+        return { message };
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    },
   });
 
   app.route({

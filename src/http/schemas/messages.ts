@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
+import { MAX_WAIT_SECONDS } from '../../domain/turns/message-wait.ts';
 import { OffsetPagination, StringEnum, Uuid } from './common.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
@@ -90,6 +91,19 @@ export const MessageList = Type.Object({
 });
 export const MessageListQuery = Type.Object(OffsetPagination, { additionalProperties: false });
 export const SessionMessageParams = Type.Object({ id: Uuid, messageId: Uuid });
+export const MessageGetQuery = Type.Object(
+  {
+    wait: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: MAX_WAIT_SECONDS,
+        default: 0,
+        description: `Long-poll (an extension): wait up to this many seconds (0-${MAX_WAIT_SECONDS}, fractions allowed) for the message to be terminal or require action, then answer as without it. 0 answers at once.`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const AnswerBody = Type.Object(
   {

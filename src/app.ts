@@ -14,6 +14,7 @@ import { handleClientError } from './http/client-errors.ts';
 import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
 import { createJsonBodyParser } from './http/json-body.ts';
 import { createLifecycle, type Lifecycle, startingError } from './http/lifecycle.ts';
+import { registerObservabilityHooks } from './http/observability-hooks.ts';
 import { markOptionalBodies } from './http/openapi-document.ts';
 import { declareCommonErrors } from './http/route-errors.ts';
 import { probeRoutes } from './http/routes/system.ts';
@@ -23,7 +24,6 @@ import { registerStorageGate } from './http/storage-gate.ts';
 import type { App } from './http/types.ts';
 import { createValidatorCompiler, type RequestPart, requestPartSchema } from './http/validation.ts';
 import { RequestLogController } from './logger.ts';
-import { registerObservabilityHooks } from './observability/http-hooks.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /**

@@ -4,12 +4,16 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import {
+  DEFAULT_STORAGE_PROBE_MS,
+  DEFAULT_UID_BASE,
+  DEFAULT_WORKSPACE_QUOTA_BYTES,
+  MAX_SANDBOX_UID,
+  MIB,
+  SERVER_AUTOCHECKPOINT_PAGES,
+} from './config/defaults.ts';
+import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './config/sandbox-limits.ts';
 import { parseSecretKey } from './lib/secret-box.ts';
-import { SERVER_AUTOCHECKPOINT_PAGES } from './storage/sqlite-checkpointer.ts';
-import { DEFAULT_STORAGE_PROBE_MS } from './storage/storage-space.ts';
-import { DEFAULT_UID_BASE, MAX_SANDBOX_UID } from './tools/sandbox/sandbox-identity.ts';
-import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './tools/sandbox/sandbox-limits.ts';
-import { DEFAULT_WORKSPACE_QUOTA_BYTES, MIB } from './tools/sandbox/workspace-quota.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
 

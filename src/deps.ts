@@ -48,6 +48,7 @@ import { type Metrics, noopMetrics } from './observability/metrics-types.ts';
 import type { Tracing } from './observability/tracing.ts';
 import { openStorage, type Storage } from './storage/db.ts';
 import { type AgentNetworkOptions, createBuiltinProviders } from './tools/builtin/builtin-providers.ts';
+import { createCpuWork } from './tools/builtin/cpu-work.ts';
 import { createClientToolProvider } from './tools/client-tools.ts';
 import { createDiscover } from './tools/mcp/discovery.ts';
 import { createMcpPool, type McpPool } from './tools/mcp/pool.ts';
@@ -58,7 +59,6 @@ import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
 import { describeIdentity } from './tools/sandbox/sandbox-identity.ts';
 import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
-import { createCpuWork } from './workers/cpu-pool.ts';
 
 export interface Deps {
   config: Config;

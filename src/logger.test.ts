@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
+import { runInTurn } from './lib/trace-context.ts';
 import { createLogger, RequestLogController } from './logger.ts';
-import { runInTurn } from './observability/trace-context.ts';
 
 /**
  * The threshold of the tests that use one: far above what answering /fast takes even on a busy machine, and below

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.ts';
-import { turnLogFields } from './observability/trace-context.ts';
+import { turnLogFields } from './lib/trace-context.ts';
 import { isDatabaseUnavailable } from './storage/errors.ts';
 
 /**

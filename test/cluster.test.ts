@@ -19,7 +19,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../src/bus/bus.ts';
 import { channelOf, createRedisBus, deploymentChannelPrefix } from '../src/bus/redis-bus.ts';
-import type { DeltaEvent } from '../src/domain/session-events.ts';
+import type { DeltaEvent } from '../src/events/session-events.ts';
 import { WAIT_MS } from './helpers/deadlines.ts';
 import { httpClient, TERMINAL_STATUSES, textParts, waitUntil } from './helpers/fixtures.ts';
 import { testEnvironment, testKey } from './helpers/harness.ts';

@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { SandboxLimits } from '../src/tools/sandbox/sandbox-limits.ts';
+import type { SandboxLimits } from '../src/config/sandbox-limits.ts';
 import { createSandboxRuntime, type SandboxRuntime } from '../src/tools/sandbox/sandbox-runtime.ts';
 import { WAIT_MS } from './helpers/deadlines.ts';
 import {

@@ -4,7 +4,7 @@
  * emitter; in cluster mode a Redis implementation of the same interface carries it between processes.
  */
 import { EventEmitter } from 'node:events';
-import type { LiveSessionEvent } from '../domain/session-events.ts';
+import type { LiveSessionEvent } from '../events/session-events.ts';
 
 export interface LiveEvent {
   sessionId: string;

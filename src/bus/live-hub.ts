@@ -13,7 +13,7 @@
  * the commit and the publish). The in-process bus loses nothing: there feeds read only to fill a full queue.
  */
 import type { Logger } from 'pino';
-import type { LiveSessionEvent, SessionEvent } from '../domain/session-events.ts';
+import type { LiveSessionEvent, SessionEvent } from '../events/session-events.ts';
 import type { Bus, LiveEvent } from './bus.ts';
 
 export type LiveListener = (event: LiveSessionEvent) => void;

@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { hasEventShape } from '../domain/session-events.ts';
+import { hasEventShape } from '../events/session-events.ts';
 import type { Bus, BusMessages, Topic } from './bus.ts';
 
 export const DEFAULT_CHANNEL_PREFIX = 'agentry:';

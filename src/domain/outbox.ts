@@ -7,6 +7,7 @@
  */
 
 import type { Bus } from '../bus/bus.ts';
+import { hasEventShape, type SessionEvent, type SessionEventInput } from '../events/session-events.ts';
 import { unixSeconds } from '../lib/clock.ts';
 import { isJsonObject } from '../lib/guards.ts';
 import { newId } from '../lib/ids.ts';
@@ -15,7 +16,6 @@ import { parseJsonColumn } from '../storage/json-column.ts';
 import { prepare, prepareInsert } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { transactionMemo } from '../storage/transaction-memo.ts';
-import { hasEventShape, type SessionEvent, type SessionEventInput } from './session-events.ts';
 import { createdInTransaction } from './sessions/new-sessions.ts';
 import type { WebhookSubscriptions } from './webhooks/subscriptions.ts';
 import type { WebhookEventInput } from './webhooks/webhook-events.ts';
@@ -25,7 +25,7 @@ export {
   type SessionEvent,
   type SessionEventInput,
   type SessionEventKind,
-} from './session-events.ts';
+} from '../events/session-events.ts';
 export {
   WEBHOOK_EVENT_TYPES,
   type WebhookEventData,

@@ -6,8 +6,8 @@
  * a `message.event` is the same type on both sides).
  */
 import { type Static, type TProperties, Type } from 'typebox';
+import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEvent } from '../events/session-events.ts';
 import { SESSION_STATUSES } from '../storage/column-values.ts';
-import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEvent } from './session-events.ts';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 

@@ -1,12 +1,12 @@
 /**
- * The session events a turn's steps write, one small builder per kind (src/domain/session-events.ts types them):
+ * The session events a turn's steps write, one small builder per kind (src/events/session-events.ts types them):
  * what a stored step item announces (a server's tool listing, a tool call, a question, a call waiting for approval),
  * a server call's start, result and warnings, and the live-only text deltas and progress reports. Builders only
  * shape values; the steps decide when to write or publish them.
  */
-import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEventInput } from '../domain/session-events.ts';
 import { assistantItemId, type CallServer, type Item, type ItemContent } from '../domain/turns/items.ts';
 import type { Warning } from '../domain/turns/message-types.ts';
+import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEventInput } from '../events/session-events.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import type { ToolProgress } from '../tools/types.ts';
 

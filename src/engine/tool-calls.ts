@@ -11,7 +11,7 @@ import { appendItems, type CallServer, type Item, type PendingCall, pendingCalls
 import { fenced } from '../domain/turns/leases.ts';
 import { TOOL_CALL_ABANDONED, type Warning } from '../domain/turns/message-types.ts';
 import { addWarning } from '../domain/turns/turn-store.ts';
-import { outgoingTraceparent, toolSpanId } from '../observability/trace-context.ts';
+import { outgoingTraceparent, toolSpanId } from '../lib/trace-context.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import type { ToolOutput } from '../tools/types.ts';
 import { approvedCallStartEvent, toolProgressEvent, toolResultEvent, toolWarningEvent } from './step-events.ts';

@@ -16,11 +16,11 @@ import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
 import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { RunTrace } from '../lib/trace-context.ts';
 import type { ModelRegistry } from '../models/registry.ts';
 import type { ModelSettings } from '../models/types.ts';
 import type { Metrics } from '../observability/metrics-types.ts';
 import type { RunExporter } from '../observability/run-export.ts';
-import type { RunTrace } from '../observability/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import type { ToolRegistry, TurnTools } from '../tools/registry.ts';
@@ -85,7 +85,7 @@ export interface TurnContext {
   readonly lease: Lease;
   /** Fires on interrupt, shutdown (after the drain's grace) or a lost lease, with a TurnAbort. */
   readonly signal: AbortSignal;
-  /** The run's trace ids, the same on any worker (observability/trace-context.ts). */
+  /** The run's trace ids, the same on any worker (lib/trace-context.ts). */
   readonly trace: RunTrace;
   /** The session's log, kept between turns (domain/turns/context-cache.ts). */
   readonly log: ContextCache;

@@ -5,8 +5,8 @@
  * tool's output plays the next section. See docs/models.md for the user-facing reference.
  */
 import { randomBytes } from 'node:crypto';
+import { ASK_USER_QUESTION } from '../events/session-values.ts';
 import { abortableSleep } from '../lib/retry.ts';
-import { ASK_USER_QUESTION } from '../tools/question.ts';
 import {
   type ContextMessage,
   type ModelAdapter,

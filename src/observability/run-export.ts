@@ -12,10 +12,10 @@ import type { Logger } from 'pino';
 import { SPAN_BLOCK } from '../domain/runs/spans.ts';
 import { TERMINAL_STATUSES } from '../domain/turns/message-types.ts';
 import { claimRunExport } from '../domain/turns/turn-store.ts';
+import { chatSpanId, type RunTrace, runTrace, toolSpanId } from '../lib/trace-context.ts';
 import type { Executor } from '../storage/db.ts';
 import { isStorageFull } from '../storage/errors.ts';
 import type { RunRow, SpanRow } from '../storage/schema.ts';
-import { chatSpanId, type RunTrace, runTrace, toolSpanId } from './trace-context.ts';
 import type { SpanSpec, Tracing } from './tracing.ts';
 
 /** Runs that ended longer ago than this are left alone (tracing was off, or the backlog is stale). */

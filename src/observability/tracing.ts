@@ -1,10 +1,10 @@
 /**
  * OpenTelemetry traces over OTLP/HTTP through the official JS SDK, built only when an OTLP endpoint is configured
  * (config.tracing; docs/observability.md). Two sources of spans:
- * - HTTP server spans, one per API request (hooks in http-tracing.ts);
+ * - HTTP server spans, one per API request (hooks in http/observability-hooks.ts);
  * - each ended run, exported from its stored trace (domain/runs/spans.ts: the engine's own record of steps,
  *   model calls and tool calls) as GenAI spans: `invoke_agent` for the turn, `chat` per model call,
- *   `execute_tool` per tool call. Their ids are derived from the run (trace-context.ts), so the `traceparent`
+ *   `execute_tool` per tool call. Their ids are derived from the run (lib/trace-context.ts), so the `traceparent`
  *   sent with a model call, an MCP call or a webhook names the span exported for it.
  *
  * No global tracer provider or context manager is registered: the provider belongs to this server's
@@ -37,8 +37,8 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config.ts';
+import type { TraceParent } from '../lib/trace-context.ts';
 import { createRunExporter, type RunExporter, type RunExporterDeps } from './run-export.ts';
-import type { TraceParent } from './trace-context.ts';
 
 /** Lets the caller choose the ids of the next span (derived run ids); random otherwise. */
 class ChosenIds implements IdGenerator {

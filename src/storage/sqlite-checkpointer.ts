@@ -13,17 +13,13 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { SERVER_AUTOCHECKPOINT_PAGES } from '../config/defaults.ts';
 import { isJsonObject } from '../lib/guards.ts';
 
 /** How often the worker checkpoints. */
 export const CHECKPOINT_INTERVAL_MS = 250;
-/**
- * The server connection's default `wal_autocheckpoint` while the thread runs (pages of the log, about 10 MB;
- * SQLite's default is 1,000); AGENTRY_SQLITE_WAL_PAGES sets it. A larger log copies each often-written page once
- * per checkpoint instead of several times: measured under steady turns, 1,000 pages cost about a tenth of the
- * throughput, while 10,000 pages let the log reach 40 MB and the server's resident memory grow by as much.
- */
-export const SERVER_AUTOCHECKPOINT_PAGES = 2500;
+/** The server connection's default `wal_autocheckpoint` while the thread runs (see config/defaults.ts). */
+export { SERVER_AUTOCHECKPOINT_PAGES };
 
 export interface Checkpointer {
   stop(): Promise<void>;

@@ -11,10 +11,10 @@ import { AsyncResource } from 'node:async_hooks';
 import { statfs } from 'node:fs/promises';
 import type { DatabaseConnection } from 'kysely';
 import type { Logger } from 'pino';
+import { DEFAULT_STORAGE_PROBE_MS } from '../config/defaults.ts';
 import { storageFullError } from './errors.ts';
 
-/** How often a read-only process probes for space by default (AGENTRY_STORAGE_PROBE_MS). */
-export const DEFAULT_STORAGE_PROBE_MS = 5000;
+export { DEFAULT_STORAGE_PROBE_MS };
 /**
  * Free space the data directory's file system needs before the process leaves read-only. A margin, so that a few
  * freed kilobytes that the next writes use up at once do not make it flip between read-only and writable.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ToolApprovals } from '../domain/agents/agent-types.ts';
 import { approvalModeOf, needsApproval, serverModeOf } from './approval-policy.ts';
 import { exposeNames } from './naming.ts';
+import type { ToolApprovals } from './tool-config.ts';
 import type { ResolvedTool } from './types.ts';
 
 const tool = (fields: Partial<ResolvedTool>): ResolvedTool => ({

@@ -4,8 +4,8 @@
  * policy never changes a call already made. Client tools and questions are answered by people already and never
  * ask; a call that cannot change anything (a read-only built-in, an `http_request` GET) never asks either.
  */
-import type { ApprovalMode, ToolApprovals } from '../domain/agents/agent-types.ts';
 import { BUILTIN_LABEL, qualifiedToolName, safeToolName } from './naming.ts';
+import type { ApprovalMode, ToolApprovals } from './tool-config.ts';
 import type { ResolvedTool } from './types.ts';
 
 function parsed(text: string): { ok: true; value: unknown } | { ok: false } {

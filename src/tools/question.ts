@@ -3,10 +3,11 @@
  * the turn suspends durably, holding no worker, until the answer route resumes it. It has no `execute`: the
  * engine turns its calls into required actions.
  */
+import { ASK_USER_QUESTION } from '../events/session-values.ts';
 import { builtinOrigin } from './registry.ts';
 import type { ResolvedTool, ToolProvider } from './types.ts';
 
-export const ASK_USER_QUESTION = 'ask_user_question';
+export { ASK_USER_QUESTION };
 
 /** The tool as the model sees it; the Responses surface lists it among a response's function tools. */
 export const QUESTION_TOOL: ResolvedTool = {

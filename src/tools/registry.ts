@@ -6,9 +6,9 @@
  * A source that fails to load at turn time (a remote server that is down) is left out of that turn and reported,
  * never fatal to the turn.
  */
-import type { AgentConfig, McpServer } from '../domain/agents/agent-types.ts';
-import type { Warning } from '../domain/turns/message-types.ts';
+import type { Warning } from '../events/session-values.ts';
 import { BUILTIN_LABEL, exposeNames } from './naming.ts';
+import type { AgentToolConfig, McpServer } from './tool-config.ts';
 import type { ResolvedTool, ToolKind, ToolOrigin, ToolProvider, ToolScope, ToolSource } from './types.ts';
 
 function describeEntry(entry: McpServer): string {
@@ -32,13 +32,13 @@ export interface TurnTools {
 }
 
 export interface ToolRegistry {
-  sources(agent: AgentConfig, scope: ToolScope): Promise<ToolSource[]>;
-  warnings(agent: AgentConfig, scope: ToolScope): Promise<Warning[]>;
-  resolve(agent: AgentConfig, scope: ToolScope, signal: AbortSignal): Promise<TurnTools>;
+  sources(agent: AgentToolConfig, scope: ToolScope): Promise<ToolSource[]>;
+  warnings(agent: AgentToolConfig, scope: ToolScope): Promise<Warning[]>;
+  resolve(agent: AgentToolConfig, scope: ToolScope, signal: AbortSignal): Promise<TurnTools>;
 }
 
 export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegistry {
-  async function sources(agent: AgentConfig, scope: ToolScope): Promise<ToolSource[]> {
+  async function sources(agent: AgentToolConfig, scope: ToolScope): Promise<ToolSource[]> {
     const claimed = new Map<ToolProvider, McpServer[]>(providers.map((provider) => [provider, []]));
     const unclaimed: ToolSource[] = [];
     for (const entry of agent.mcpServers) {

@@ -4,9 +4,9 @@
  * message ("configured, but this deployment cannot run it") and the tools a turn offers the model. The engine
  * knows only these types: it never imports a provider.
  */
-import type { AgentConfig, McpServer, NetworkPolicy } from '../domain/agents/agent-types.ts';
-import type { Warning } from '../domain/turns/message-types.ts';
+import type { Warning } from '../events/session-values.ts';
 import type { Executor } from '../storage/db.ts';
+import type { AgentToolConfig, McpServer, NetworkPolicy } from './tool-config.ts';
 
 /** Who answers a call: the service (server), the API caller (client), or a person (question). */
 export type ToolKind = 'client' | 'question' | 'server';
@@ -125,5 +125,5 @@ export interface ToolProvider {
    * The sources of this provider for the agent, given the entries it claimed. Cheap: it may read the database but
    * never calls out; loading (listing tools of a remote server) happens in `load`.
    */
-  sources(agent: AgentConfig, claimed: McpServer[], scope: ToolScope): Promise<ToolSource[]>;
+  sources(agent: AgentToolConfig, claimed: McpServer[], scope: ToolScope): Promise<ToolSource[]>;
 }

@@ -9,12 +9,12 @@
  *
  * Workers start on demand, say "ready" when loaded (a job's time counts from then), and are unref'd while idle, so
  * a process that never needs one (the CLI) starts none and an idle pool keeps no process alive. Jobs are a table
- * of functions in the worker module (serve-jobs.ts); `run` is typed from that table.
+ * of functions in the worker module (serve-jobs.ts); `run` is typed from that table. The pool knows no jobs of its
+ * own: the server's are the built-in tools' (tools/builtin/cpu-work.ts).
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CpuPoolConfig } from '../config.ts';
-import type { CpuJobs } from './cpu-worker.ts';
 import type { JobReply, JobRequest, JobTable } from './serve-jobs.ts';
 
 export const CPU_JOB_FAILURES = ['timeout', 'memory', 'too_deep', 'busy', 'closed', 'crashed', 'failed'] as const;
@@ -242,9 +242,3 @@ export function createCpuPool<J extends JobTable>(
     },
   };
 }
-
-/** The server's pool: the jobs of `cpu-worker.ts`. */
-export type CpuWork = CpuPool<CpuJobs>;
-
-export const createCpuWork = (limits: CpuPoolConfig, logger?: Pick<Logger, 'warn'>): CpuWork =>
-  createCpuPool<CpuJobs>(new URL('./cpu-worker.ts', import.meta.url), limits, logger);

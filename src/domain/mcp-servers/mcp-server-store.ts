@@ -9,6 +9,7 @@ import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Executor } from '../../storage/db.ts';
 import { readJsonColumn } from '../../storage/json-column.ts';
 import type { McpServerRow } from '../../storage/schema.ts';
+import { type Connector, TOOLS_TRUNCATED } from '../../tools/mcp/connectors.ts';
 import type { Discovery, ListedMcpTool, McpServerView } from './mcp-server-types.ts';
 
 function parseTools(text: string | null): ListedMcpTool[] {
@@ -44,29 +45,10 @@ function parseError(text: string | null): { code: string; message: string } | nu
   return typeof code === 'string' && typeof message === 'string' ? { code, message } : null;
 }
 
-/** The code of the `last_error` a listing leaves when it kept only part of the server's tools. */
-export const TOOLS_TRUNCATED = 'tools_truncated';
-
 /** `last_error` after a successful listing: the note on tools left out, if any. */
 function listingNote(discovery: Discovery): string | null {
   const note = discovery.note ?? null;
   return note === null ? null : JSON.stringify({ code: TOOLS_TRUNCATED, message: `the server ${note}` });
-}
-
-/** A connector as the tool layer uses it: with its tools parsed. */
-export interface Connector {
-  id: string;
-  orgId: string;
-  name: string;
-  url: string;
-  sealedHeaders: string | null;
-  protocol: string | null;
-  tools: ListedMcpTool[] | null;
-  toolsFetchedAt: number | null;
-  toolsTtlMs: number | null;
-  /** What its last listing left out (`TOOLS_TRUNCATED`), or null. */
-  toolsNote: string | null;
-  updatedAt: number;
 }
 
 export function connectorFromRow(row: McpServerRow): Connector {
@@ -111,6 +93,16 @@ export function createMcpServerStore(secrets: SecretBox) {
   const sealHeaders = (headers: Record<string, string>): string | null =>
     Object.keys(headers).length === 0 ? null : secrets.seal(JSON.stringify(headers));
 
+  async function findMany(db: Executor, orgId: string, ids: string[]): Promise<McpServerRow[]> {
+    if (ids.length === 0) return [];
+    return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('id', 'in', ids).execute();
+  }
+
+  async function findByUrls(db: Executor, orgId: string, urls: string[]): Promise<McpServerRow[]> {
+    if (urls.length === 0) return [];
+    return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('url', 'in', urls).execute();
+  }
+
   return {
     /** The headers of a connector in clear, for a connection. */
     openHeaders(sealed: string | null): Record<string, string> {
@@ -132,14 +124,17 @@ export function createMcpServerStore(secrets: SecretBox) {
         .executeTakeFirst();
     },
 
-    async findMany(db: Executor, orgId: string, ids: string[]): Promise<McpServerRow[]> {
-      if (ids.length === 0) return [];
-      return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('id', 'in', ids).execute();
+    findMany,
+    findByUrls,
+
+    /** The connectors with these ids, as the tool layer reads them (tools/mcp/connectors.ts). */
+    async connectors(db: Executor, orgId: string, ids: string[]): Promise<Connector[]> {
+      return (await findMany(db, orgId, ids)).map(connectorFromRow);
     },
 
-    async findByUrls(db: Executor, orgId: string, urls: string[]): Promise<McpServerRow[]> {
-      if (urls.length === 0) return [];
-      return db.selectFrom('mcp_servers').selectAll().where('org_id', '=', orgId).where('url', 'in', urls).execute();
+    /** The connectors at these URLs, as the tool layer reads them. */
+    async connectorsAt(db: Executor, orgId: string, urls: string[]): Promise<Connector[]> {
+      return (await findByUrls(db, orgId, urls)).map(connectorFromRow);
     },
 
     /**

@@ -12,9 +12,9 @@
  * persisted events arrive, so every output item is still sent once, whole, in order.
  */
 import type { SessionFeed } from '../../bus/live-hub.ts';
+import type { LiveSessionEvent, MessageEventData } from '../../events/session-events.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import type { LiveSessionEvent, MessageEventData } from '../session-events.ts';
 import { type Item, loadCallOutput, loadItem, loadMessageItems } from '../turns/items.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';

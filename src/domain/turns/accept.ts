@@ -14,8 +14,8 @@ import {
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
+import { currentTraceparent } from '../../lib/trace-context.ts';
 import { isModelSettings, isToolSpec, type ModelSettings, type ToolSpec } from '../../models/types.ts';
-import { currentTraceparent } from '../../observability/trace-context.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';

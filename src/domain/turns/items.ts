@@ -2,6 +2,7 @@
  * The conversation log of a session: user inputs, assistant steps, tool calls and tool outputs, in order.
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
+import { CALL_KINDS, type CallKind } from '../../events/session-values.ts';
 import {
   isAbsentOr,
   isArrayOf,
@@ -43,9 +44,7 @@ const itemsAfter = prepare((db, p: { sessionId: string; afterSeq: number }) =>
     .orderBy('items.seq'),
 );
 
-/** Who answers a tool call: the service (server), the API caller (client), or a person (question). */
-export const CALL_KINDS = ['server', 'client', 'question'] as const;
-export type CallKind = (typeof CALL_KINDS)[number];
+export { CALL_KINDS, type CallKind };
 
 /** A file attached to user input (Responses `input_image` / `input_file`), resolved when the context is built. */
 export interface Attachment {

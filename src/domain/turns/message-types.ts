@@ -1,7 +1,9 @@
+import type { MessageError, RequiredAction, Warning } from '../../events/session-values.ts';
 import { isAbsentOr, isArrayOf, isJsonObject, isString } from '../../lib/guards.ts';
 import { MESSAGE_STATUSES, type MessageStatus } from '../../storage/column-values.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 
+export type { MessageError, RequiredAction, Warning };
 export { MESSAGE_STATUSES, type MessageStatus };
 
 export const TERMINAL_STATUSES: readonly MessageStatus[] = ['completed', 'failed', 'cancelled'];
@@ -14,30 +16,6 @@ export const RESPONSE_END_STATUSES: readonly MessageStatus[] = [...TERMINAL_STAT
 
 export function isTerminal(status: string): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
-
-export type RequiredAction =
-  | { type: 'ask_user_question'; actionId: number; question: string; options: unknown[] | null }
-  | { type: 'function_call'; callId: string; name: string; arguments: string }
-  | {
-      type: 'tool_approval';
-      actionId: number;
-      callId: string;
-      /** The exposed tool name (as the model called it). */
-      tool: string;
-      /** The server's label (`agentry` for built-in tools) and the tool's own name there. */
-      server: string;
-      serverTool: string;
-      /** The arguments exactly as they will run once approved (a JSON text). */
-      arguments: string;
-      approvalId: string;
-      /** When the call is denied unless decided before (ISO 8601), or null when it waits indefinitely. */
-      expiresAt: string | null;
-    };
-
-export interface MessageError {
-  code: string;
-  message: string;
 }
 
 export function isMessageError(value: unknown): value is MessageError {
@@ -71,19 +49,6 @@ export interface Message {
   createdAt: string;
   startedAt: string | null;
   completedAt: string | null;
-}
-
-/**
- * A non-fatal note on a message: at acceptance, what the agent configures that this deployment cannot run
- * (`tool_unavailable`, …); during the turn, a tool call it gave up (`tool_call_abandoned`, naming the call).
- */
-export interface Warning {
-  code: string;
-  message: string;
-  /** The tool call the warning is about, when it is about one. */
-  callId?: string;
-  /** That call's tool, as the agent called it. */
-  tool?: string;
 }
 
 /** A tool call the turn did not run (again) because restarts of the service interrupted it. */

@@ -10,7 +10,7 @@
  * streams check the database after a bus outage; the in-process bus loses nothing, so there it does not.
  */
 import type { StreamHub } from '../../bus/live-hub.ts';
-import type { LiveSessionEvent } from '../session-events.ts';
+import type { LiveSessionEvent } from '../../events/session-events.ts';
 import type { Message } from './message-types.ts';
 import { RESPONSE_END_STATUSES } from './message-types.ts';
 

@@ -5,7 +5,7 @@
  */
 
 import { type Kysely, PostgresAdapter } from 'kysely';
-import { formatTraceparent, runTrace } from '../../observability/trace-context.ts';
+import { formatTraceparent, runTrace } from '../../lib/trace-context.ts';
 import { type Prepared, prepare, prepareUpdate } from '../../storage/prepared.ts';
 import type { Database, MessageRow, RunRow } from '../../storage/schema.ts';
 import { transactionMemo } from '../../storage/transaction-memo.ts';

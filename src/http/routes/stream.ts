@@ -8,7 +8,7 @@
 import { Type } from 'typebox';
 import type { StreamHub } from '../../bus/live-hub.ts';
 import type { Deps } from '../../deps.ts';
-import type { LiveSessionEvent } from '../../domain/session-events.ts';
+import type { LiveSessionEvent } from '../../events/session-events.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';

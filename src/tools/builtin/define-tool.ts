@@ -6,8 +6,8 @@
 import { createRequire } from 'node:module';
 import type { Static, TSchema } from 'typebox';
 import type { Value as ValueModule } from 'typebox/value';
-import type { McpServer } from '../../domain/agents/agent-types.ts';
 import { builtinOrigin } from '../registry.ts';
+import type { McpServer } from '../tool-config.ts';
 import type { ResolvedTool, ToolCallContext, ToolOutput } from '../types.ts';
 
 export interface BuiltinToolSpec<S extends TSchema> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 import { destinationRefusal } from './policy-fetch.ts';
 
 const policy: NetworkPolicy = {

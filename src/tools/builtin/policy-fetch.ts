@@ -12,9 +12,9 @@
  * Bounds: the request body, the response bytes kept (the rest is not read, and the result says so), and one
  * timeout over every hop including the bodies.
  */
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
 import type { EgressFetch } from '../../lib/egress-fetch.ts';
 import { egressEnabled, policyAllows } from '../network/network-policy.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 
 export interface PolicyFetchLimits {
   /** One timeout over the whole exchange, redirects and bodies included. */

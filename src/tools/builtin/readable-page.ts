@@ -8,7 +8,7 @@
  * script ever runs, nothing is fetched). `turndown` (MIT, maintained) turns the extracted HTML into Markdown, which
  * keeps headings, lists, emphasis and inline links that plain text would lose. Pages where Readability finds no
  * article (a search form, an index) fall back to the whole body with scripts, styles and navigation chrome removed.
- * Runs only in the CPU pool's workers (src/workers/cpu-worker.ts), never on the event loop: Readability's cost grows
+ * Runs only in the CPU pool's workers (cpu-jobs.ts), never on the event loop: Readability's cost grows
  * roughly with the cube of the nesting depth (2,000 nested `<div>`s: minutes), and Turndown recurses per level.
  */
 import { Readability } from '@mozilla/readability';

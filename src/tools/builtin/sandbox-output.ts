@@ -4,8 +4,8 @@
  * were cut or are binary. Plain text rather than JSON: it is what a person at a terminal would read, and a model
  * reads it the same way.
  */
+import type { SandboxLimits } from '../../config/sandbox-limits.ts';
 import type { SandboxRunResult, WorkspaceDisk } from '../sandbox/run-sandbox.ts';
-import type { SandboxLimits } from '../sandbox/sandbox-limits.ts';
 import type { WorkspaceEntry, WorkspaceFile } from '../sandbox/workspace-files.ts';
 
 function seconds(ms: number): string {

@@ -7,10 +7,10 @@
  * of turn, shutdown); its wall time is the sandbox's own limit, not the generic tool timeout.
  */
 import { Type } from 'typebox';
+import { runTimeout } from '../../config/sandbox-limits.ts';
 import { isStorageFull } from '../../storage/errors.ts';
 import { egressEnabled } from '../network/network-policy.ts';
 import { SandboxError, WorkspacePathError } from '../sandbox/sandbox-errors.ts';
-import { runTimeout } from '../sandbox/sandbox-limits.ts';
 import type { SandboxRuntime } from '../sandbox/sandbox-runtime.ts';
 import type { ResolvedTool, ToolCallContext, ToolOutput, ToolProvider, ToolSource } from '../types.ts';
 import { builtinTool, internalEntry, toolError } from './define-tool.ts';

@@ -7,7 +7,8 @@
  */
 import type { WebSearchConfig } from '../../config.ts';
 import type { EgressFetch } from '../../lib/egress-fetch.ts';
-import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
+import { CpuJobError } from '../../workers/cpu-pool.ts';
+import type { CpuWork } from './cpu-work.ts';
 import { readBounded } from './policy-fetch.ts';
 
 export interface SearchResult {

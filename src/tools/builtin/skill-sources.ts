@@ -15,10 +15,11 @@ import { randomBytes } from 'node:crypto';
 import { access, constants, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve, sep } from 'node:path';
-import type { NetworkPolicy, Skill } from '../../domain/agents/agent-types.ts';
 import type { Resolver } from '../../lib/egress.ts';
-import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
+import { CpuJobError } from '../../workers/cpu-pool.ts';
 import { policyAllows } from '../network/network-policy.ts';
+import type { NetworkPolicy, Skill } from '../tool-config.ts';
+import type { CpuWork } from './cpu-work.ts';
 import { cloneRepository } from './skill-clone.ts';
 
 export interface SkillSourceOptions {
@@ -70,7 +71,7 @@ async function isFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => null))?.isFile() ?? false;
 }
 
-/** `yaml`, loaded by the first parse: only the CPU pool's workers parse skills (src/workers/cpu-worker.ts). */
+/** `yaml`, loaded by the first parse: only the CPU pool's workers parse skills (cpu-jobs.ts). */
 let yaml: typeof import('yaml') | null = null;
 function parseYaml(text: string): unknown {
   yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml');

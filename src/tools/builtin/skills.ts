@@ -8,9 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Skill } from '../../domain/agents/agent-types.ts';
 import { WorkspacePathError } from '../sandbox/sandbox-errors.ts';
 import type { SandboxRuntime } from '../sandbox/sandbox-runtime.ts';
+import type { Skill } from '../tool-config.ts';
 import type { ToolProvider, ToolSource } from '../types.ts';
 import { internalEntry } from './define-tool.ts';
 import { type SkillSources, skillLabel, workspaceSkillPath } from './skill-sources.ts';

@@ -8,9 +8,10 @@
  * egress at all.
  */
 import { Type } from 'typebox';
-import { CpuJobError, type CpuWork } from '../../workers/cpu-pool.ts';
+import { CpuJobError } from '../../workers/cpu-pool.ts';
 import { egressEnabled } from '../network/network-policy.ts';
 import type { ResolvedTool, ToolOutput, ToolProvider, ToolSource } from '../types.ts';
+import type { CpuWork } from './cpu-work.ts';
 import { builtinTool, internalEntry, toolError } from './define-tool.ts';
 import { egressOffWarning, isBinaryBody, type NetworkToolDeps, networkOutcome } from './http-client.ts';
 import type { PolicyResponse } from './policy-fetch.ts';

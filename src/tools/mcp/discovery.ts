@@ -3,9 +3,9 @@
  * need before they write anything. The connection is opened for this purpose and closed after; the protocol that
  * worked is returned so later connections start with it.
  */
-import type { Discover } from '../../domain/mcp-servers/mcp-server-types.ts';
-import { DiscoveryError } from '../../domain/mcp-servers/mcp-server-types.ts';
 import { connectMcp, isMcpProtocol, type McpConnection, McpError } from './client.ts';
+import type { Discover } from './discovery-types.ts';
+import { DiscoveryError } from './discovery-types.ts';
 
 export interface DiscoveryOptions {
   fetch: typeof fetch;

@@ -11,18 +11,13 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ToolkitEndpoint } from '../../config.ts';
-import type { McpServer } from '../../domain/agents/agent-types.ts';
-import {
-  type Connector,
-  connectorFromRow,
-  type McpServerStore,
-  TOOLS_TRUNCATED,
-} from '../../domain/mcp-servers/mcp-server-store.ts';
-import type { Discovery, ListedMcpTool } from '../../domain/mcp-servers/mcp-server-types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
+import type { McpServer } from '../tool-config.ts';
 import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
 import { isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
+import { type Connector, type ConnectorStore, TOOLS_TRUNCATED } from './connectors.ts';
+import type { Discovery, ListedMcpTool } from './discovery-types.ts';
 import type { McpPool } from './pool.ts';
 import type { ToolListCache } from './tool-cache.ts';
 import { boundToolList } from './tool-list-bounds.ts';
@@ -31,7 +26,7 @@ export interface McpProviderDeps {
   db: Executor;
   clock: Clock;
   logger: Logger;
-  store: McpServerStore;
+  store: ConnectorStore;
   cache: ToolListCache;
   /** Connections to organization connectors (through the egress guard). */
   connectorPool: McpPool;
@@ -200,10 +195,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       const ids = claimed.flatMap((entry) => (!('type' in entry) && entry.kind === 'custom' ? [entry.serverId] : []));
       const urls = claimed.flatMap((entry) => ('type' in entry ? [entry.url] : []));
       const byId = new Map(
-        (await store.findMany(scope.db, scope.orgId, ids)).map((row) => [row.id, connectorFromRow(row)]),
+        (await store.connectors(scope.db, scope.orgId, ids)).map((connector) => [connector.id, connector]),
       );
       const byUrl = new Map(
-        (await store.findByUrls(scope.db, scope.orgId, urls)).map((row) => [row.url, connectorFromRow(row)]),
+        (await store.connectorsAt(scope.db, scope.orgId, urls)).map((connector) => [connector.url, connector]),
       );
       const configured = Object.keys(deps.toolkits);
       return claimed.flatMap((entry): ToolSource | ToolSource[] => {

@@ -7,8 +7,8 @@
  * known (the calls themselves will then report the server's state), and only fails the source when there is none.
  */
 import type { Logger } from 'pino';
-import type { Discovery, ListedMcpTool } from '../../domain/mcp-servers/mcp-server-types.ts';
 import type { Clock } from '../../lib/clock.ts';
+import type { Discovery, ListedMcpTool } from './discovery-types.ts';
 
 /** What is known about one server's list before asking the cache: the stored copy, for connectors. */
 export interface StoredList {

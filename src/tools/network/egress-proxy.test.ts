@@ -5,8 +5,8 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
 import type { Resolver } from '../../lib/egress.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 import { type EgressProxy, parseAuthority, startEgressProxy } from './egress-proxy.ts';
 
 const logger = pino({ level: 'silent' });

@@ -11,8 +11,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 import { normalizeHost, policyAllows } from './network-policy.ts';
 
 export const DEFAULT_EGRESS_PORTS: readonly number[] = [80, 443];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 import { egressEnabled, normalizeHost, PACKAGE_MANAGER_DOMAINS, policyAllows } from './network-policy.ts';
 
 const policy = (overrides: Partial<NetworkPolicy>): NetworkPolicy => ({

@@ -6,7 +6,7 @@
  */
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 
 /**
  * Hosts that `domain_allowlist: "package_managers_only"` allows: the registries and mirrors that package managers

@@ -7,7 +7,7 @@
  * script that receives every value as an argument, so nothing the model writes is ever spliced into shell code.
  */
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import type { SandboxLimits } from './sandbox-limits.ts';
+import type { SandboxLimits } from '../../config/sandbox-limits.ts';
 import { SANDBOX_WORKSPACE } from './workspace-paths.ts';
 
 /** The uid/gid commands see inside the sandbox (mapped to the host's sandbox user by the user namespace). */

@@ -11,15 +11,15 @@ import { chmod, type FileHandle, lstat, mkdtemp, open, rm, writeFile } from 'nod
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
+import { resolveLimits, runTimeout, type SandboxLimits } from '../../config/sandbox-limits.ts';
 import type { Resolver } from '../../lib/egress.ts';
 import { type EgressProxy, startEgressProxy } from '../network/egress-proxy.ts';
 import { egressEnabled } from '../network/network-policy.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 import type { SandboxHost } from './bubblewrap-detect.ts';
 import { bwrapArgs, syntheticEtcFiles } from './bwrap-args.ts';
 import { OutputCapture } from './output-capture.ts';
 import { SandboxError } from './sandbox-errors.ts';
-import { resolveLimits, runTimeout, type SandboxLimits } from './sandbox-limits.ts';
 import { seccompProgram } from './seccomp-filter.ts';
 import type { WorkspaceOwner } from './workspace-paths.ts';
 

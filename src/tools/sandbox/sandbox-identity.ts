@@ -8,6 +8,7 @@
  * server that is not root cannot switch users: every sandbox runs as the server's own user, and what keeps
  * organizations apart is the sandbox itself (mount namespaces) and closed directories (docs/sandbox.md).
  */
+import { DEFAULT_UID_BASE, MAX_SANDBOX_UID } from '../../config/defaults.ts';
 import type { WorkspaceOwner } from './workspace-paths.ts';
 
 export type SandboxIdentity =
@@ -18,10 +19,7 @@ export type SandboxIdentity =
   /** Root: uid = gid = base + project id, one per organization. */
   | { kind: 'per_org'; base: number };
 
-/** Above the ranges of regular users (1000-60000), systemd (to 65535) and container maps (to 1879048191). */
-export const DEFAULT_UID_BASE = 2_000_000_000;
-/** The highest identity given out: uids from 2^31 on break programs that keep them in a signed int. */
-export const MAX_SANDBOX_UID = 2_147_483_646;
+export { DEFAULT_UID_BASE, MAX_SANDBOX_UID };
 
 /**
  * The identity sandboxes get on this server, or why none can be had. `user` is AGENTRY_SANDBOX_UID/GID.

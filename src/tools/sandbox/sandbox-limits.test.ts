@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_SANDBOX_LIMITS, resolveLimits, runTimeout } from '../../config/sandbox-limits.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { OutputCapture } from './output-capture.ts';
-import { DEFAULT_SANDBOX_LIMITS, resolveLimits, runTimeout } from './sandbox-limits.ts';
 
 describe('sandbox limits', () => {
   it('start from the defaults and take overrides', () => {

@@ -11,15 +11,15 @@
 import { stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { Logger } from 'pino';
-import type { NetworkPolicy } from '../../domain/agents/agent-types.ts';
+import { resolveLimits, type SandboxLimits } from '../../config/sandbox-limits.ts';
 import type { Resolver } from '../../lib/egress.ts';
 import { DEFAULT_EGRESS_PORTS } from '../network/egress-proxy.ts';
+import type { NetworkPolicy } from '../tool-config.ts';
 import { type BubblewrapDetection, detectBubblewrap } from './bubblewrap-detect.ts';
 import { createRunFolders } from './run-folders.ts';
 import { runInSandbox, type SandboxRunResult } from './run-sandbox.ts';
 import { SandboxError } from './sandbox-errors.ts';
 import { organizationUser, trialUser } from './sandbox-identity.ts';
-import { resolveLimits, type SandboxLimits } from './sandbox-limits.ts';
 import {
   DEFAULT_LIST_ENTRIES,
   DEFAULT_READ_BYTES,

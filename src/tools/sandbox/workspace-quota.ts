@@ -13,11 +13,12 @@
  * entries or levels than its bounds) counts as over its quota: whatever cannot be measured counts against it.
  */
 import { statfs } from 'node:fs/promises';
+import { DEFAULT_WORKSPACE_QUOTA_BYTES, MIB } from '../../config/defaults.ts';
 import type { UsageThread, UsageThreads, WalkBounds, WorkspaceUsage } from './workspace-usage.ts';
 import { DEFAULT_WALK_BOUNDS } from './workspace-usage.ts';
 
-export const MIB = 1024 * 1024;
-export const DEFAULT_WORKSPACE_QUOTA_BYTES = 2048 * MIB;
+export { DEFAULT_WORKSPACE_QUOTA_BYTES, MIB };
+
 /** How often the watcher looks at the filesystem's free space while a command runs. */
 const POLL_MS = 50;
 /** A measurement at least this often, whatever the filesystem says (other workspaces may free space meanwhile). */

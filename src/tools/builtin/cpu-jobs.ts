@@ -1,12 +1,12 @@
 /**
- * The worker module of the server's CPU pool (cpu-pool.ts, `createCpuWork`): the jobs that parse or convert
+ * The worker module of the server's CPU pool (cpu-work.ts, `createCpuWork`): the jobs that parse or convert
  * untrusted input of unbounded shape, where the cost can grow faster than the input (Readability is roughly cubic
  * in nesting depth; YAML's duplicate-key check is quadratic) or the recursion can overflow the stack.
  */
-import { readablePage } from '../tools/builtin/readable-page.ts';
-import { searchResultsOf } from '../tools/builtin/search-providers.ts';
-import { parseSkillInfo } from '../tools/builtin/skill-sources.ts';
-import { serveCpuJobs } from './serve-jobs.ts';
+import { serveCpuJobs } from '../../workers/serve-jobs.ts';
+import { readablePage } from './readable-page.ts';
+import { searchResultsOf } from './search-providers.ts';
+import { parseSkillInfo } from './skill-sources.ts';
 
 const CPU_JOBS = {
   /** A fetched web page as title, Markdown and links (`web_browse`). */

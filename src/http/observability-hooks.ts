@@ -6,10 +6,10 @@
  */
 import type { Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { FastifyRequest } from 'fastify';
-import type { App } from '../http/types.ts';
-import type { Metrics } from './metrics-types.ts';
-import { formatTraceparent, parseTraceparent, runWithTraceparent } from './trace-context.ts';
-import type { Tracing } from './tracing.ts';
+import { formatTraceparent, parseTraceparent, runWithTraceparent } from '../lib/trace-context.ts';
+import type { Metrics } from '../observability/metrics-types.ts';
+import type { Tracing } from '../observability/tracing.ts';
+import type { App } from './types.ts';
 
 /** The route pattern (`/v1/sessions/:sessionId`), never the raw URL: bounded label values and span names. */
 // The API's enum values, written out: this module loads with every server, the OpenTelemetry packages only when

@@ -4,9 +4,8 @@
  * the webhook dispatcher). `kind` says what happened; `data` is typed by it, and a `message.event`'s by its `type`.
  * Persisted events carry `seq` (their position in the channel); text deltas are live only and carry none.
  */
-import type { SessionStatus } from './sessions/session-service.ts';
-import type { CallKind } from './turns/items.ts';
-import type { MessageError, RequiredAction, Warning } from './turns/message-types.ts';
+import type { SessionStatus } from '../storage/column-values.ts';
+import type { CallKind, MessageError, RequiredAction, Warning } from './session-values.ts';
 
 /** Who acted, as the stream names it: a tool kind (`tool_server`, `tool_client`, …) or the approval flow. */
 export type SourceType = `tool_${CallKind}` | 'tool_ask_user_question' | 'tool_approval';

@@ -8009,13 +8009,16 @@ export interface paths {
         };
         /**
          * Get a message
-         * @description The authoritative state of a message: status, response or error, and unresolved actions.
+         * @description The authoritative state of a message: status, response or error, and unresolved actions. With `wait` (seconds), answers as soon as the message is terminal or requires action, or when the wait ends (see docs/sessions.md "Waiting for a message").
          *
          *     Required scope: tasks:read.
          */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Long-poll (an extension): wait up to this many seconds (0-60, fractions allowed) for the message to be terminal or require action, then answer as without it. 0 answers at once. */
+                    wait?: number;
+                };
                 header?: never;
                 path: {
                     /** @description A UUID */

@@ -15,16 +15,15 @@
  * LangGraph out; when it cannot be installed or started, the bench says why (on standard error and in a result's
  * note) and reports Agentry alone instead of failing.
  */
-import { join } from 'node:path';
-import { type Answer, Client, createAgent, field, startAgentry } from './agentry.ts';
-import { type ServerProcess, startServer, stopProcess } from './children.ts';
+import { type Answer, Client, createAgent, field } from './agentry.ts';
+import type { ServerProcess } from './children.ts';
 import { LANGGRAPH_ASSISTANT, langgraphVersions, prepareLangGraph, startLangGraph } from './langgraph.ts';
 import { alternatingRounds, type LoopStats, p50, perSecond, timedLoops } from './load.ts';
+import { startStubAndAgentry } from './peers.ts';
 import {
   type BenchResult,
   type Defer,
   median,
-  REPO_ROOT,
   runStandalone,
   scaled,
   scaledInt,
@@ -86,19 +85,7 @@ export async function runPeerLangGraphBench(): Promise<BenchResult[]> {
   const seconds = scaled('BENCH_LANGGRAPH_ROUND_S', 3);
   const warmup = scaled('BENCH_LANGGRAPH_WARMUP_S', 2);
   return withCleanup(async (defer) => {
-    const stub = await startServer({
-      name: 'stub model',
-      args: [join(REPO_ROOT, 'bench/stub-model.ts')],
-      cwd: REPO_ROOT,
-      env: process.env,
-      timeoutMs: 20_000,
-    });
-    defer(() => stopProcess(stub.child));
-    const providers = JSON.stringify({ stub: { baseURL: `${stub.url}/v1`, apiKey: 'stub' } });
-    const agentry = await startAgentry(
-      { bench: 'peer-langgraph', mode: 'sqlite', env: { AGENTRY_PROVIDERS: providers } },
-      defer,
-    );
+    const { stub, agentry } = await startStubAndAgentry('peer-langgraph', defer);
     const peer =
       process.env.BENCH_LANGGRAPH === '0'
         ? { reason: 'left out (BENCH_LANGGRAPH=0)' }

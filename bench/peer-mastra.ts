@@ -11,20 +11,11 @@
  * BENCH_MASTRA=0 leaves Mastra out (the stub comparison still runs).
  */
 import { join } from 'node:path';
-import { type Answer, Client, createAgent, field, startAgentry } from './agentry.ts';
-import { startServer, stopProcess } from './children.ts';
+import { type Answer, Client, createAgent, field } from './agentry.ts';
 import { alternatingRounds, type LoopStats, p50, perSecond, timedLoops } from './load.ts';
 import { MASTRA_AGENT, mastraVersions, prepareMastra, startMastra } from './mastra.ts';
-import {
-  type BenchResult,
-  median,
-  REPO_ROOT,
-  runStandalone,
-  scaled,
-  scaledInt,
-  tempDir,
-  withCleanup,
-} from './support.ts';
+import { startStubAndAgentry } from './peers.ts';
+import { type BenchResult, median, runStandalone, scaled, scaledInt, tempDir, withCleanup } from './support.ts';
 
 export type { BenchResult } from './support.ts';
 
@@ -66,19 +57,7 @@ export async function runPeerMastraBench(): Promise<BenchResult[]> {
   return withCleanup(async (defer) => {
     // Installing and building first, so none of it runs while anything is measured.
     const mastraDir = withMastra ? await prepareMastra() : null;
-    const stub = await startServer({
-      name: 'stub model',
-      args: [join(REPO_ROOT, 'bench/stub-model.ts')],
-      cwd: REPO_ROOT,
-      env: process.env,
-      timeoutMs: 20_000,
-    });
-    defer(() => stopProcess(stub.child));
-    const providers = JSON.stringify({ stub: { baseURL: `${stub.url}/v1`, apiKey: 'stub' } });
-    const agentry = await startAgentry(
-      { bench: 'peer-mastra', mode: 'sqlite', env: { AGENTRY_PROVIDERS: providers } },
-      defer,
-    );
+    const { stub, agentry } = await startStubAndAgentry('peer-mastra', defer);
     const logs = await tempDir('peer-mastra', defer);
     const mastra =
       mastraDir === null ? null : await startMastra(mastraDir, `${stub.url}/v1`, join(logs, 'mastra.log'), defer);

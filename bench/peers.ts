@@ -6,7 +6,10 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { delimiter, dirname } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
+import { type Agentry, startAgentry } from './agentry.ts';
+import { type ServerProcess, startServer, stopProcess } from './children.ts';
+import { type Defer, REPO_ROOT } from './support.ts';
 
 const COMMAND_TIMEOUT_MS = 10 * 60_000;
 
@@ -61,4 +64,22 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (typeof address !== 'object' || address === null) throw new Error('no port');
   return address.port;
+}
+
+/** The zero-latency stub model, and Agentry (SQLite) with the stub as its provider: both sides of a peer bench. */
+export async function startStubAndAgentry(
+  bench: string,
+  defer: Defer,
+): Promise<{ stub: ServerProcess; agentry: Agentry }> {
+  const stub = await startServer({
+    name: 'stub model',
+    args: [join(REPO_ROOT, 'bench/stub-model.ts')],
+    cwd: REPO_ROOT,
+    env: process.env,
+    timeoutMs: 20_000,
+  });
+  defer(() => stopProcess(stub.child));
+  const providers = JSON.stringify({ stub: { baseURL: `${stub.url}/v1`, apiKey: 'stub' } });
+  const agentry = await startAgentry({ bench, mode: 'sqlite', env: { AGENTRY_PROVIDERS: providers } }, defer);
+  return { stub, agentry };
 }

@@ -1,15 +1,6 @@
 /** The Schedule and Schedule Run resources (docs/schedules.md): snake_case, times in Unix seconds. */
 import { unixSeconds } from '../../lib/clock.ts';
-import {
-  CATCH_UP_POLICIES,
-  type CatchUpPolicy,
-  OVERLAP_POLICIES,
-  type OverlapPolicy,
-  RUN_TRIGGERS,
-  type RunTrigger,
-  SCHEDULE_RUN_STATUSES,
-  type ScheduleRunStatus,
-} from '../../storage/column-values.ts';
+import type { CatchUpPolicy, OverlapPolicy, RunTrigger, ScheduleRunStatus } from '../../storage/column-values.ts';
 import type { ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import { nextTicks, type Timing } from './timing.ts';
 
@@ -22,7 +13,7 @@ export {
   type RunTrigger,
   SCHEDULE_RUN_STATUSES,
   type ScheduleRunStatus,
-};
+} from '../../storage/column-values.ts';
 /** A run holds its schedule's slot while in one of these (overlap applies to them). */
 export const ACTIVE_RUN_STATUSES: readonly ScheduleRunStatus[] = ['preparing', 'running'];
 

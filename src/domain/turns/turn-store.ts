@@ -3,11 +3,11 @@
  * loading the message, the agent version a turn runs with, and a step's usage counters. The engine reaches the
  * database only through this folder, so every write to messages, runs, items and session status is made here.
  */
-import { PostgresAdapter } from 'kysely';
+import { type ExpressionBuilder, PostgresAdapter } from 'kysely';
 import { deepFreeze } from '../../lib/freeze.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
-import type { MessageRow, RunRow } from '../../storage/schema.ts';
+import type { Database, MessageRow, RunRow } from '../../storage/schema.ts';
 import { agentFromRow, findAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentConfig } from '../agents/agent-types.ts';
 import { storedWarnings, TERMINAL_STATUSES, type Warning, warningsOf } from './message-types.ts';
@@ -77,52 +77,38 @@ export async function markWorkspaceProvisioned(trx: Executor, agentId: string, n
     .execute();
 }
 
+/** What a step adds to its message: one more step, its tokens and cost. */
+const messageUsageFields = (p: StepUsage & { now: number }) => (eb: ExpressionBuilder<Database, 'messages'>) => ({
+  step_count: eb('step_count', '+', 1),
+  input_tokens: eb('input_tokens', '+', p.inputTokens),
+  output_tokens: eb('output_tokens', '+', p.outputTokens),
+  cost_micros: eb('cost_micros', '+', p.costMicros),
+  updated_at: p.now,
+});
+
+/** What a step adds to its run: its tokens and cost. */
+const runUsageFields = (p: StepUsage) => (eb: ExpressionBuilder<Database, 'runs'>) => ({
+  input_tokens: eb('input_tokens', '+', p.inputTokens),
+  output_tokens: eb('output_tokens', '+', p.outputTokens),
+  cost_micros: eb('cost_micros', '+', p.costMicros),
+});
+
 const messageUsage = prepare((db, p: StepUsage & { id: string; now: number }) =>
-  db
-    .updateTable('messages')
-    .set((eb) => ({
-      step_count: eb('step_count', '+', 1),
-      input_tokens: eb('input_tokens', '+', p.inputTokens),
-      output_tokens: eb('output_tokens', '+', p.outputTokens),
-      cost_micros: eb('cost_micros', '+', p.costMicros),
-      updated_at: p.now,
-    }))
-    .where('id', '=', p.id),
+  db.updateTable('messages').set(messageUsageFields(p)).where('id', '=', p.id),
 );
 
 const runUsage = prepare((db, p: StepUsage & { id: string }) =>
-  db
-    .updateTable('runs')
-    .set((eb) => ({
-      input_tokens: eb('input_tokens', '+', p.inputTokens),
-      output_tokens: eb('output_tokens', '+', p.outputTokens),
-      cost_micros: eb('cost_micros', '+', p.costMicros),
-    }))
-    .where('id', '=', p.id),
+  db.updateTable('runs').set(runUsageFields(p)).where('id', '=', p.id),
 );
 
 /** Both on Postgres: the message's update a data-modifying CTE of the run's, one round trip. */
 const stepUsage = prepare((db, p: StepUsage & { messageId: string; runId: string; now: number }) =>
   db
     .with('message', (qb) =>
-      qb
-        .updateTable('messages')
-        .set((eb) => ({
-          step_count: eb('step_count', '+', 1),
-          input_tokens: eb('input_tokens', '+', p.inputTokens),
-          output_tokens: eb('output_tokens', '+', p.outputTokens),
-          cost_micros: eb('cost_micros', '+', p.costMicros),
-          updated_at: p.now,
-        }))
-        .where('id', '=', p.messageId)
-        .returning('id'),
+      qb.updateTable('messages').set(messageUsageFields(p)).where('id', '=', p.messageId).returning('id'),
     )
     .updateTable('runs')
-    .set((eb) => ({
-      input_tokens: eb('input_tokens', '+', p.inputTokens),
-      output_tokens: eb('output_tokens', '+', p.outputTokens),
-      cost_micros: eb('cost_micros', '+', p.costMicros),
-    }))
+    .set(runUsageFields(p))
     .where('id', '=', p.runId),
 );
 

@@ -74,6 +74,14 @@ export function isModelSettings(value: unknown): value is ModelSettings {
   );
 }
 
+/**
+ * The shape the final reply must take (Responses `text.format`, Chat Completions `response_format`). `json_schema`
+ * carries the schema the reply must match; `json_object` asks only for a JSON object. Absent means free text.
+ */
+export type ResponseFormat =
+  | { type: 'json_schema'; name: string; description?: string; schema: Record<string, unknown>; strict: boolean }
+  | { type: 'json_object' };
+
 export interface ModelRequest {
   /** Full model id, `provider/model` or `scripted`. */
   model: string;
@@ -81,6 +89,8 @@ export interface ModelRequest {
   context: ContextMessage[];
   tools: ToolSpec[];
   settings?: ModelSettings;
+  /** Structured output the model must produce; absent for free text. */
+  responseFormat?: ResponseFormat;
   signal: AbortSignal;
   /** Extra HTTP headers of the provider request (W3C `traceparent`). */
   headers?: Record<string, string>;

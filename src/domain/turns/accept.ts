@@ -186,11 +186,25 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
   return out;
 }
 
-const lastMessageSeq = prepare((db, p: { sessionId: string }) =>
-  db
-    .selectFrom('messages')
-    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-    .where('session_id', '=', p.sessionId),
+/**
+ * The session's last message seq and one of its messages waiting for input, if any: one statement, each part a
+ * sub-select on its own index (the max of `seq` read at the end of the session's index, not over its history).
+ */
+const sessionMessages = prepare((db, p: { sessionId: string }) =>
+  db.selectNoFrom((eb) => [
+    eb
+      .selectFrom('messages')
+      .select((inner) => inner.fn.max<number | null>('seq').as('seq'))
+      .where('session_id', '=', p.sessionId)
+      .as('seq'),
+    eb
+      .selectFrom('messages')
+      .select('id')
+      .where('session_id', '=', p.sessionId)
+      .where('status', '=', 'requires_action')
+      .limit(1)
+      .as('waiting'),
+  ]),
 );
 const insertMessage = prepareInsert('messages');
 const insertRun = prepareInsert('runs');
@@ -219,7 +233,9 @@ export async function acceptMessage(
   }
   // A session created in this transaction has nothing yet: no waiting call, no message, no unattached item.
   const created = createdInTransaction(trx, sessionId);
-  if (!created && (await pendingClientCalls(trx, sessionId)).length > 0) {
+  const last = created ? undefined : await sessionMessages.first(trx, { sessionId });
+  // Only a message waiting for input can wait for a client call's output.
+  if (last?.waiting != null && (await pendingClientCalls(trx, sessionId)).length > 0) {
     throw new AppError(
       'client_tool_output_required',
       'a client tool call of this session is waiting for its output; submit it before sending new input',
@@ -228,7 +244,6 @@ export async function acceptMessage(
   const agent = await agentOf(trx, agentId);
   await requireCredits(trx, orgId, agent.model);
   const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
-  const last = created ? undefined : await lastMessageSeq.first(trx, { sessionId });
   const row: MessageRow = {
     id: newId(),
     org_id: orgId,

@@ -25,7 +25,7 @@ import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
-import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from './items.ts';
+import { type Attachment, adoptUnattachedItems, appendItems, type NewItem, UNATTACHED } from './items.ts';
 import { storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
@@ -187,8 +187,9 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
 }
 
 /**
- * The session's last message seq and one of its messages waiting for input, if any: one statement, each part a
- * sub-select on its own index (the max of `seq` read at the end of the session's index, not over its history).
+ * The session's last message seq, one of its messages waiting for input and one of its unattached items, if any:
+ * one statement, each part a sub-select on an index (the max of `seq` read at the end of the session's index,
+ * not over its history).
  */
 const sessionMessages = prepare((db, p: { sessionId: string }) =>
   db.selectNoFrom((eb) => [
@@ -204,6 +205,13 @@ const sessionMessages = prepare((db, p: { sessionId: string }) =>
       .where('status', '=', 'requires_action')
       .limit(1)
       .as('waiting'),
+    eb
+      .selectFrom('items')
+      .select('id')
+      .where('session_id', '=', p.sessionId)
+      .where('message_id', '=', UNATTACHED)
+      .limit(1)
+      .as('unattached'),
   ]),
 );
 const insertMessage = prepareInsert('messages');
@@ -297,7 +305,7 @@ export async function acceptMessage(
     },
   ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
-  if (!created) await adoptUnattachedItems(trx, sessionId, row.id);
+  if (last?.unattached != null) await adoptUnattachedItems(trx, sessionId, row.id);
   const items = historyItems(row.id, input.history ?? []);
   if (input.text !== null) {
     items.push({

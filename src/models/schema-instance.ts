@@ -61,11 +61,14 @@ function typeOf(schema: Schema): string {
   return 'null';
 }
 
+/** 0 when the bounds allow it, else the bound nearest to it. */
 function numberOf(schema: Schema, integer: boolean): number {
   const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = schema;
   const step = integer ? 1 : 0.5;
-  if (typeof minimum === 'number') return integer ? Math.ceil(minimum) : minimum;
-  if (typeof exclusiveMinimum === 'number') return integer ? Math.floor(exclusiveMinimum) + 1 : exclusiveMinimum + step;
+  if (typeof minimum === 'number' && minimum > 0) return integer ? Math.ceil(minimum) : minimum;
+  if (typeof exclusiveMinimum === 'number' && exclusiveMinimum >= 0) {
+    return integer ? Math.floor(exclusiveMinimum) + 1 : exclusiveMinimum + step;
+  }
   if (typeof maximum === 'number' && maximum < 0) return integer ? Math.floor(maximum) : maximum;
   if (typeof exclusiveMaximum === 'number' && exclusiveMaximum <= 0) {
     return integer ? Math.ceil(exclusiveMaximum) - 1 : exclusiveMaximum - step;

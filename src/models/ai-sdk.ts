@@ -166,7 +166,10 @@ export function createOpenAIAdapter(
       label: 'openai',
       resolveModel: () => {
         if (apiKey === null) return notConfigured('openai', 'OPENAI_API_KEY');
-        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL }).responses(model);
+        const fetch = options.fetch;
+        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL, ...(fetch === undefined ? {} : { fetch }) }).responses(
+          model,
+        );
       },
       // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step. A JSON schema is
       // strict only when the request says so (the SDK's default is strict).
@@ -191,7 +194,12 @@ export function createAnthropicAdapter(
       label: 'anthropic',
       resolveModel: () => {
         if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
-        return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
+        const fetch = options.fetch;
+        return createAnthropic({
+          apiKey,
+          baseURL: ANTHROPIC_BASE_URL,
+          ...(fetch === undefined ? {} : { fetch }),
+        }).messages(model);
       },
     },
     options,

@@ -2,10 +2,13 @@
  * JSON Schemas a client sends for structured output (Responses `text.format`, an agent's `outputFormat`): checked
  * for size and depth, compiled once by Ajv (JSON Schema 2020-12, no remote references) and kept in a bounded cache
  * keyed by the schema's hash, so a schema used by every request of a client is compiled once per process and a
- * flood of distinct schemas cannot grow memory without bound.
+ * flood of distinct schemas cannot grow memory without bound. A `pattern` that may backtrack catastrophically (a
+ * quantified group holding a quantifier, as `(a+)+`) is refused when the schema compiles: checking a reply runs
+ * on the event loop, and one such pattern could stop it for every tenant.
  */
 import { createHash } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import safeRegex from 'safe-regex2';
 
 /** Characters of a schema's JSON text at most. */
 export const MAX_SCHEMA_CHARS = 100_000;
@@ -21,9 +24,26 @@ export class OutputSchemaError extends Error {
   }
 }
 
+/** Ajv's RegExp engine for `pattern` and `patternProperties`: the built-in one, for patterns that are safe. */
+function safeRegExp(pattern: string, flags: string): RegExp {
+  if (!safeRegex(pattern)) {
+    throw new OutputSchemaError(
+      `has the pattern ${JSON.stringify(pattern.slice(0, 100))}, which may take exponential time to match (a repeated group that repeats inside); write it without nested repetition`,
+    );
+  }
+  return new RegExp(pattern, flags);
+}
+safeRegExp.code = 'new RegExp';
+
 // `addUsedSchema: false`: a schema's `$id` is not registered, so two clients' schemas with the same `$id` do not
 // collide and nothing outlives the cache entry. No `loadSchema`: a reference Ajv cannot resolve locally fails.
-const ajv = new Ajv2020({ strict: false, allErrors: false, addUsedSchema: false, validateFormats: false });
+const ajv = new Ajv2020({
+  strict: false,
+  allErrors: false,
+  addUsedSchema: false,
+  validateFormats: false,
+  code: { regExp: safeRegExp },
+});
 const cache = new Map<string, { schema: Record<string, unknown>; validate: ValidateFunction }>();
 
 function depthOf(value: unknown, limit: number): number {
@@ -64,6 +84,7 @@ export function compileOutputSchema(schema: Record<string, unknown>): ValidateFu
   try {
     validate = ajv.compile(compiled);
   } catch (error) {
+    if (error instanceof OutputSchemaError) throw error;
     throw new OutputSchemaError(`is not a valid JSON Schema: ${error instanceof Error ? error.message : 'unknown'}`);
   }
   cache.set(key, { schema: compiled, validate });

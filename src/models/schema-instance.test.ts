@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { outputViolation } from '../lib/output-schema.ts';
+import { compileOutputSchema, OutputSchemaError, outputViolation } from '../lib/output-schema.ts';
 import { schemaInstance } from './schema-instance.ts';
 
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -61,6 +61,20 @@ describe('schemaInstance', () => {
   it('stops at self references', () => {
     const tree = { $ref: '#/$defs/node', $defs: { node: object({ child: { $ref: '#/$defs/node' } }) } };
     expect(JSON.stringify(schemaInstance(tree))).toContain('"child":null');
+  });
+});
+
+describe('compileOutputSchema', () => {
+  it('refuses a pattern that may backtrack catastrophically, and takes a plain one', () => {
+    const schema = (pattern: string) => object({ s: { type: 'string', pattern } });
+    expect(() => compileOutputSchema(schema('^(a+)+$'))).toThrow(
+      'has the pattern "^(a+)+$", which may take exponential time to match',
+    );
+    expect(() => compileOutputSchema(object({}, { patternProperties: { '(x*)*': {} } }))).toThrow(OutputSchemaError);
+    expect(outputViolation('{"s":"ab-12"}', schema('^[a-z]+-[0-9]{2}$'))).toBeNull();
+    expect(outputViolation('{"s":"ab"}', schema('^[a-z]+-[0-9]{2}$'))).toBe(
+      'the reply at /s must match pattern "^[a-z]+-[0-9]{2}$"',
+    );
   });
 });
 

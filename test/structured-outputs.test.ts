@@ -237,6 +237,28 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
       expect(json(stored).error.code).toBe('invalid_output');
     });
 
+    it('ends a stream with response.failed carrying invalid_output', async () => {
+      stub.responders.push(textReply(['{"name":', '"Ann"}']));
+      const stream = await client.responses.create({
+        model: stubAgentId,
+        input: 'Who?',
+        stream: true,
+        text: { format: { type: 'json_schema', name: 'person', schema: PERSON_SCHEMA, strict: true } },
+      });
+      const events: ResponseStreamEvent[] = [];
+      for await (const event of stream) events.push(event);
+      const last = events.at(-1);
+      expect(last?.type).toBe('response.failed');
+      expect(last && 'response' in last ? last.response : null).toMatchObject({
+        status: 'failed',
+        error: {
+          code: 'invalid_output',
+          message: "the reply must have required property 'age' (output format person)",
+        },
+        text: { format: { type: 'json_schema', name: 'person', schema: PERSON_SCHEMA, strict: true } },
+      });
+    });
+
     it('completes when the provider reply matches, and sends json_object as such', async () => {
       stub.responders.push(textReply(['{"name":"Ann",', '"age":30}']), textReply(['[1]']));
       const ok = await h.request('POST', '/v1/responses', {

@@ -2,7 +2,9 @@
  * The built-in `scripted` model (DESIGN section 9): deterministic, free, for demos and tests. The newest user
  * message is a script; its sections (separated by lines that are exactly `---`) are played one per model step,
  * the step number being the count of assistant entries after that user message, so a turn resumed by a client
- * tool's output plays the next section. See docs/models.md for the user-facing reference.
+ * tool's output plays the next section. A request for structured output is answered with the smallest valid
+ * instance of its schema unless the script has directives (structuredPlan). See docs/models.md for the
+ * user-facing reference.
  */
 import { randomBytes } from 'node:crypto';
 import { ASK_USER_QUESTION } from '../events/session-values.ts';

@@ -140,6 +140,12 @@ export const errorCatalog = {
     description:
       'POST /v1/webhook_endpoints/{id}/test got no HTTP answer from the receiver (DNS, connection, TLS or 10 s timeout); the message says which. The attempt is recorded in the event history.',
   },
+  invalid_output: {
+    status: 502,
+    type: 'server_error',
+    description:
+      "The model's final reply did not have the structure the turn asked for (Responses `text.format`, a message's or agent's `outputFormat`): not JSON, or not matching the schema; the message names the first violation. It ends a turn `failed` (its Response `failed` with this error code), keeping the text; an API that answers with a turn's outcome answers with it.",
+  },
   mcp_server_unreachable: {
     status: 502,
     type: 'server_error',

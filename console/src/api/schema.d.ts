@@ -1441,6 +1441,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -1562,6 +1573,16 @@ export interface paths {
                             /** @enum {string} */
                             domain_allowlist: "none" | "package_managers_only" | "all_domains";
                         };
+                        outputFormat?: {
+                            description?: string;
+                            name?: string;
+                            /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                            schema?: Record<string, unknown>;
+                            /** @description Default false */
+                            strict?: boolean | null;
+                            /** @enum {string} */
+                            type: "text" | "json_object" | "json_schema";
+                        } | null;
                         skills?: {
                             /** @description relative folder of the skill inside the repo */
                             path: string;
@@ -1656,6 +1677,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -1846,6 +1878,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -2074,6 +2117,16 @@ export interface paths {
                             /** @enum {string} */
                             domain_allowlist: "none" | "package_managers_only" | "all_domains";
                         } | null;
+                        outputFormat?: {
+                            description?: string;
+                            name?: string;
+                            /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                            schema?: Record<string, unknown>;
+                            /** @description Default false */
+                            strict?: boolean | null;
+                            /** @enum {string} */
+                            type: "text" | "json_object" | "json_schema";
+                        } | null;
                         skills?: {
                             /** @description relative folder of the skill inside the repo */
                             path: string;
@@ -2168,6 +2221,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -4974,8 +5038,21 @@ export interface paths {
                         /** @description Accepted and ignored */
                         stream_options?: unknown;
                         temperature?: number | null;
-                        /** @description Accepted and ignored */
-                        text?: unknown;
+                        /** @description format is used; verbosity and other fields are accepted and ignored */
+                        text?: {
+                            format?: ({
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } | null;
                         tool_choice?: unknown;
                         tools?: unknown[] | null;
                         top_logprobs?: number | null;
@@ -5007,6 +5084,21 @@ export interface paths {
                             output_text: string;
                             status: string;
                             temperature: number;
+                            /** @description The output format the turn ran with; {"type":"text"} for free text */
+                            text: {
+                                format: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
                                 [key: string]: unknown;
@@ -5141,6 +5233,21 @@ export interface paths {
                             output_text: string;
                             status: string;
                             temperature: number;
+                            /** @description The output format the turn ran with; {"type":"text"} for free text */
+                            text: {
+                                format: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
                                 [key: string]: unknown;
@@ -5321,6 +5428,21 @@ export interface paths {
                             output_text: string;
                             status: string;
                             temperature: number;
+                            /** @description The output format the turn ran with; {"type":"text"} for free text */
+                            text: {
+                                format: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
                                 [key: string]: unknown;
@@ -7824,6 +7946,17 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: the structure of the reply; the final reply is checked against it (a mismatch fails the message with invalid_output). Absent: the agent's outputFormat; {"type":"text"}: free text */
+                        outputFormat?: {
+                            description?: string;
+                            name?: string;
+                            /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                            schema?: Record<string, unknown>;
+                            /** @description Default false */
+                            strict?: boolean | null;
+                            /** @enum {string} */
+                            type: "text" | "json_object" | "json_schema";
+                        };
                         /** @description Joined with newlines into one prompt */
                         parts: {
                             text: string;

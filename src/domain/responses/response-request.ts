@@ -8,7 +8,8 @@
  */
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
-import type { ModelSettings, ToolSpec } from '../../models/types.ts';
+import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
+import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
@@ -49,6 +50,8 @@ export interface ResponseRequest {
   instructions: string | null;
   tools: ToolSpec[];
   settings: ModelSettings;
+  /** `text.format` (compatibility mode): null asks for free text; absent leaves the agent's output format. */
+  responseFormat?: ResponseFormat | null;
   metadata: Record<string, string>;
   /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
@@ -258,6 +261,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
+  const format = isRecord(body.text) ? body.text.format : undefined;
   const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]
     .filter((part) => part !== '')
     .join('\n\n');
@@ -271,6 +275,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     instructions: joined === '' ? null : joined,
     tools: tools(body.tools),
     settings,
+    ...(format === undefined || format === null ? {} : { responseFormat: parseResponseFormat(format, 'text.format') }),
     metadata: metadataOf(body.metadata),
     echo: {
       toolChoice: choice.echo,

@@ -294,6 +294,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
           ...(request.instructions === null ? {} : { instructions: request.instructions }),
           ...(request.tools.length === 0 ? {} : { tools: request.tools }),
           ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
+          ...(request.responseFormat === undefined ? {} : { responseFormat: request.responseFormat }),
           echo: { metadata: request.metadata, ...request.echo, tools: responseTools(agent, request.tools) },
         },
         bindAgent: agent.id,

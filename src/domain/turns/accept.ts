@@ -15,7 +15,14 @@ import {
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
-import { isModelSettings, isToolSpec, type ModelSettings, type ToolSpec } from '../../models/types.ts';
+import {
+  isModelSettings,
+  isToolSpec,
+  type ModelSettings,
+  type ResponseFormat,
+  type ToolSpec,
+} from '../../models/types.ts';
+import type { RunSource } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -39,6 +46,14 @@ export interface MessageOptions {
   echo?: ResponseEcho;
   /** A model in place of the agent's for this turn (the older API's per-action config). */
   model?: string;
+  /** The shape the turn's final reply must take (Chat Completions `response_format`). */
+  responseFormat?: ResponseFormat;
+}
+
+function isResponseFormat(value: unknown): value is ResponseFormat {
+  if (!isJsonObject(value)) return false;
+  if (value.type === 'json_object') return true;
+  return value.type === 'json_schema' && isString(value.name) && isJsonObject(value.schema);
 }
 
 /** Request settings a Response object repeats (absent fields of older rows take their defaults). */
@@ -94,13 +109,14 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
     isAbsentOr(value.tools, (tools) => isArrayOf(tools, isToolSpec)) &&
     isAbsentOr(value.settings, isModelSettings) &&
     isAbsentOr(value.echo, isResponseEcho) &&
-    isAbsentOr(value.model, isString)
+    isAbsentOr(value.model, isString) &&
+    isAbsentOr(value.responseFormat, isResponseFormat)
   );
 }
 
 /** Conversation history a client replays (OpenAI compatibility), stored before the new input. */
 export type HistoryItem =
-  | { type: 'user_message'; text: string }
+  | { type: 'user_message'; text: string; attachments?: Attachment[] }
   | { type: 'assistant_message'; text: string }
   | { type: 'function_call'; callId: string; name: string; arguments: string }
   | { type: 'function_call_output'; callId: string; output: string };
@@ -111,7 +127,7 @@ export interface AcceptInput {
   /** The new user input; null for a turn that continues from tool outputs alone. */
   text: string | null;
   attachments?: Attachment[];
-  source: 'sessions' | 'responses' | 'tasks' | 'sdk' | 'schedule';
+  source: Exclude<RunSource, 'console'>;
   options?: MessageOptions | null;
   /** Runs this version of the agent instead of the one current when the turn starts (the older API's version). */
   agentVersion?: number;
@@ -150,7 +166,15 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
   for (const item of history) {
     if (item.type === 'user_message') {
       open = false;
-      out.push({ messageId, step: 0, content: { type: 'user_message', text: item.text } });
+      const { text, attachments } = item;
+      out.push({
+        messageId,
+        step: 0,
+        content:
+          attachments === undefined || attachments.length === 0
+            ? { type: 'user_message', text }
+            : { type: 'user_message', text, attachments },
+      });
     } else if (item.type === 'function_call_output') {
       open = false;
       out.push({

@@ -397,6 +397,7 @@ export async function buildDeps(
       checkAttachment,
       images,
       toolWarnings: tools.warnings,
+      messages,
       subscriptions,
       turnHooks,
     }),

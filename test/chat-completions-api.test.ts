@@ -18,14 +18,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { flows } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
+import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
+/** A real 1x1 PNG, as a data: URL. */
+const PNG_URL =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 const WEATHER_SCRIPT = 'call get_weather {"city":"Paris"}\n---\nIt is sunny in Paris';
 const weatherFunction = {
   name: 'get_weather',
   description: 'Current weather for a city',
   parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
+    type: 'object' as const,
+    properties: { city: { type: 'string' as const } },
     required: ['city'],
     additionalProperties: false,
   },
@@ -38,14 +42,20 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
   let client: OpenAI;
   let agentId: string;
 
+  let mcp: McpTestServer;
+
   beforeAll(async () => {
-    h = await createHarness(dialect);
+    mcp = await startModernMcpServer({ name: 'ops' });
+    h = await createHarness(dialect, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' });
     base = await h.listen();
     client = new OpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
     agentId = await flow.createAgent({});
     setTracingDisabled(true);
   });
-  afterAll(() => h.close());
+  afterAll(async () => {
+    await h.close();
+    await mcp.close();
+  });
 
   /** The Runs of the organization with source chat_completions, newest first. */
   async function chatRuns(): Promise<Record<string, any>[]> {
@@ -140,6 +150,56 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       });
       expect(completion.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'recovered' } });
       expect(completion.choices[0]?.message.tool_calls).toBeUndefined();
+    });
+
+    it('takes images by data: URL in earlier and newest user messages, and names a refused one', async () => {
+      const before = json(await h.request('GET', '/v1/files')).data.length;
+      const image = { type: 'image_url' as const, image_url: { url: PNG_URL, detail: 'low' as const } };
+      const completion = await client.chat.completions.create({
+        model: 'chat-agent',
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'first look' }, image] },
+          { role: 'assistant', content: 'seen' },
+          { role: 'user', content: [image, { type: 'text', text: 'describe' }] },
+        ],
+      });
+      expect(completion.choices[0]?.message.content).toBe('describe');
+      const files = json(await h.request('GET', '/v1/files')).data;
+      expect(files.length).toBe(before + 2);
+      expect(files[0]).toMatchObject({ purpose: 'vision', filename: 'image.png' });
+      const refused = await h.request('POST', '/v1/chat/completions', {
+        body: {
+          model: agentId,
+          messages: [
+            { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:text/plain;base64,aGk=' } }] },
+          ],
+        },
+      });
+      expect(refused.status).toBe(400);
+      expect(json(refused).error).toMatchObject({ param: 'messages[0].content[0].image_url.url' });
+    });
+
+    it('runs the MCP tools of the agent inside the turn, and cancels a turn that waits for an approval', async () => {
+      await flow.createAgent({
+        name: 'chat-ops',
+        mcpServers: [{ type: 'url', name: 'ops', url: mcp.url }],
+        toolApprovals: { default: 'auto', overrides: { count: 'always_ask' } },
+      });
+      const ran = await client.chat.completions.create({
+        model: 'chat-ops',
+        messages: [{ role: 'user', content: 'call echo {"text":"ping from chat"}' }],
+      });
+      // The scripted model's next step replies with the tool's output.
+      expect(ran.choices[0]?.finish_reason).toBe('stop');
+      expect(ran.choices[0]?.message.content).toMatch(/echo: ping from chat$/);
+      const error = await client.chat.completions
+        .create({ model: 'chat-ops', messages: [{ role: 'user', content: 'call count {"key":"chat"}\n---\ndone' }] })
+        .catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+      expect(String((error as Error).message)).toMatch(/needs an approval/);
+      expect(mcp.counts.chat ?? 0).toBe(0);
+      expect((await chatRuns())[0]).toMatchObject({ status: 'cancelled' });
     });
 
     it('streams chunks with include_usage, ending with the usage chunk', async () => {

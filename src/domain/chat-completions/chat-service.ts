@@ -23,11 +23,13 @@ import { markCreated } from '../sessions/new-sessions.ts';
 import { acceptMessage, type HistoryItem, type MessageOptions, type ToolWarnings } from '../turns/accept.ts';
 import { completeHandedBackTurn } from '../turns/client-outputs.ts';
 import type { Attachment } from '../turns/items.ts';
+import type { MessageService } from '../turns/message-service.ts';
 import { createSession } from '../turns/session-rows.ts';
 import type { TurnHooks } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import type { ChatEntry, ChatRequest } from './chat-request.ts';
 import {
+  approvalWaitedFor,
   type ChatChunk,
   type ChatCompletion,
   type ChatStreamError,
@@ -47,6 +49,7 @@ export interface ChatCompletionServiceDeps {
   /** Stores images given by URL as files of the org. */
   images: ImageImporter;
   toolWarnings: ToolWarnings;
+  messages: Pick<MessageService, 'cancelMessage'>;
   subscriptions: WebhookSubscriptions;
   turnHooks: TurnHooks;
 }
@@ -160,6 +163,11 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
 
   /** A turn that stopped for the client's tool calls ends here: their outputs come with the next call. */
   async function handBack(message: MessageRow, response: ResponseObject): Promise<void> {
+    // An approval nobody can give here: the turn is cancelled rather than left waiting in a session nobody sees.
+    if (approvalWaitedFor(response) !== undefined) {
+      await deps.messages.cancelMessage(message.org_id, message.id);
+      return;
+    }
     if (!response.output.some((item) => item.type === 'function_call')) return;
     const events: SessionEvent[] = await db
       .transaction()

@@ -90,15 +90,25 @@ function usageOf(response: ResponseObject): ChatUsage {
   };
 }
 
-/** Why a turn that did not complete gave no completion, with the run to look at. */
-function failureMessage(response: ResponseObject, runId: string): string {
+/** A call of the agent that waits for a person's approval, which a chat completion cannot give. */
+export const approvalWaitedFor = (response: ResponseObject) =>
+  response.output.find((item) => item.type === 'mcp_approval_request');
+
+/** Why a turn gave no completion (with the run to look at), or null when it gave one. */
+function failureOf(response: ResponseObject, runId: string): string | null {
+  const approval = approvalWaitedFor(response);
+  if (approval !== undefined) {
+    return `the agent's call of ${approval.name} (${approval.server_label}) needs an approval, which chat completions cannot give, so the turn was cancelled; use /v1/responses or the Sessions API for this agent (GET /v1/runs/${runId} shows the turn)`;
+  }
+  if (response.status === 'completed') return null;
   const reason = response.error?.message ?? `the turn ended ${response.status}`;
   return `the agent's turn failed: ${reason} (GET /v1/runs/${runId} shows it)`;
 }
 
 /** The final Response of a completion's turn as a `chat.completion`; a failed or cancelled turn is a 502. */
 export function completionOf(response: ResponseObject, header: CompletionHeader, runId: string): ChatCompletion {
-  if (response.status !== 'completed') throw new AppError('turn_failed', failureMessage(response, runId));
+  const failure = failureOf(response, runId);
+  if (failure !== null) throw new AppError('turn_failed', failure);
   const calls = functionCalls(response.output).map(
     (call): ChatToolCall => ({
       id: call.call_id,
@@ -155,8 +165,8 @@ export function completionChunks(
   const some = (...values: ChatChunk[]): Out => ({ values, last: false });
   const last = async (response: ResponseObject): Promise<Out> => {
     await options.afterFinal(response);
-    if (response.status !== 'completed') {
-      const message = failureMessage(response, options.runId);
+    const message = failureOf(response, options.runId);
+    if (message !== null) {
       const error: ChatStreamError = { error: { message, type: 'server_error', code: 'turn_failed', param: null } };
       return { values: [error], last: true };
     }

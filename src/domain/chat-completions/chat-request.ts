@@ -38,6 +38,8 @@ export interface ChatRequest {
   settings: ModelSettings;
   responseFormat: ResponseFormat | null;
   metadata: Record<string, string>;
+  /** `safety_identifier`, or the older `user`: who the end user is, recorded with the turn. */
+  endUser: string | null;
 }
 
 /** Fields with no effect Agentry can give: each accepted only at its "off" value. */
@@ -273,5 +275,6 @@ export function parseChatRequest(body: unknown): ChatRequest {
     settings: settingsOf(body, tools),
     responseFormat: responseFormatOf(body.response_format),
     metadata: metadataOf(body.metadata),
+    endUser: stringOr(body.safety_identifier, stringOr(body.user, null)),
   };
 }

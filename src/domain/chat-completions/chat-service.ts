@@ -95,6 +95,7 @@ function optionsOf(request: ChatRequest): MessageOptions {
       temperature: request.settings.temperature ?? null,
       topP: request.settings.topP ?? null,
       parallelToolCalls: true,
+      safetyIdentifier: request.endUser,
     },
   };
 }

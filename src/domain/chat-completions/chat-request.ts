@@ -36,7 +36,8 @@ export interface ChatRequest {
   entries: ChatEntry[];
   tools: ToolSpec[];
   settings: ModelSettings;
-  responseFormat: ResponseFormat | null;
+  /** Absent: the agent's output format; null: free text (`type: "text"`). */
+  responseFormat: ResponseFormat | null | undefined;
   metadata: Record<string, string>;
   /** `safety_identifier`, or the older `user`: who the end user is, recorded with the turn. */
   endUser: string | null;
@@ -215,8 +216,9 @@ function toolsOf(value: unknown): ToolSpec[] {
   });
 }
 
-function responseFormatOf(value: unknown): ResponseFormat | null {
-  if (!isRecord(value)) return null;
+function responseFormatOf(value: unknown): ResponseFormat | null | undefined {
+  if (!isRecord(value)) return undefined;
+  if (value.type === 'text') return null;
   if (value.type === 'json_object') return { type: 'json_object' };
   if (value.type !== 'json_schema' || !isRecord(value.json_schema)) return null;
   const spec = value.json_schema;

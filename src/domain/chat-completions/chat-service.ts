@@ -88,7 +88,7 @@ function optionsOf(request: ChatRequest): MessageOptions {
     ...(request.instructions === null ? {} : { instructions: request.instructions }),
     ...(request.tools.length === 0 ? {} : { tools: request.tools }),
     ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
-    ...(request.responseFormat === null ? {} : { responseFormat: request.responseFormat }),
+    ...(request.responseFormat === undefined ? {} : { responseFormat: request.responseFormat }),
     echo: {
       metadata: request.metadata,
       toolChoice: request.settings.toolChoice ?? 'auto',

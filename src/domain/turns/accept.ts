@@ -17,6 +17,7 @@ import { newId } from '../../lib/ids.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
 import {
   isModelSettings,
+  isResponseFormat,
   isToolSpec,
   type ModelSettings,
   type ResponseFormat,
@@ -36,24 +37,21 @@ import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from
 import { storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
-/** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
+/** Per-message additions (mostly from the Responses surface's compatibility mode), for this turn only. */
 export interface MessageOptions {
   instructions?: string;
   /** Function tools of this response; they behave as client tools. */
   tools?: ToolSpec[];
   settings?: ModelSettings;
+  /**
+   * The structure every model call of the turn is asked for and the final reply is checked against; null asks for
+   * free text even when the agent has an output format. Absent at submit: the agent's output format, fixed here.
+   */
+  responseFormat?: ResponseFormat | null;
   /** What the Responses surface echoes back in the Response object. */
   echo?: ResponseEcho;
   /** A model in place of the agent's for this turn (the older API's per-action config). */
   model?: string;
-  /** The shape the turn's final reply must take (Chat Completions `response_format`). */
-  responseFormat?: ResponseFormat;
-}
-
-function isResponseFormat(value: unknown): value is ResponseFormat {
-  if (!isJsonObject(value)) return false;
-  if (value.type === 'json_object') return true;
-  return value.type === 'json_schema' && isString(value.name) && isJsonObject(value.schema);
 }
 
 /** Request settings a Response object repeats (absent fields of older rows take their defaults). */
@@ -108,9 +106,9 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
     isAbsentOr(value.instructions, isString) &&
     isAbsentOr(value.tools, (tools) => isArrayOf(tools, isToolSpec)) &&
     isAbsentOr(value.settings, isModelSettings) &&
+    isAbsentOr(value.responseFormat, (format) => format === null || isResponseFormat(format)) &&
     isAbsentOr(value.echo, isResponseEcho) &&
-    isAbsentOr(value.model, isString) &&
-    isAbsentOr(value.responseFormat, isResponseFormat)
+    isAbsentOr(value.model, isString)
   );
 }
 

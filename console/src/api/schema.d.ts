@@ -4894,7 +4894,7 @@ export interface paths {
         };
         /**
          * List models
-         * @description The organization's agents (their ids are the `model` of /v1/responses and /v1/chat/completions), then the model providers this deployment has configured for agents (`scripted`, `openai/*`, `anthropic/*`, AGENTRY_PROVIDERS entries).
+         * @description The organization's agents (their ids are the `model` of /v1/responses), then the model providers this deployment has configured for agents (`scripted`, `openai/*`, `anthropic/*`, AGENTRY_PROVIDERS entries).
          *
          *     Required scope: tasks:read.
          */
@@ -4919,7 +4919,7 @@ export interface paths {
                                 created: number;
                                 /** @description An agent id, or provider/* for a configured model provider */
                                 id: string;
-                                /** @description agent: usable as model on /v1/responses and /v1/chat/completions; provider: usable in an agent model setting */
+                                /** @description agent: usable as model on /v1/responses; provider: usable in an agent model setting */
                                 kind: "agent" | "provider";
                                 name: string;
                                 /** @enum {string} */

@@ -1,7 +1,4 @@
-/**
- * GET /v1/models: the agents a key can name as `model` on /v1/responses and /v1/chat/completions, and the configured
- * providers.
- */
+/** GET /v1/models: the agents a key can name as `model` on /v1/responses, and the configured providers. */
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { orgOf } from '../auth.ts';
@@ -15,8 +12,7 @@ const Model = Type.Object(
     created: Type.Integer({ description: 'Unix seconds' }),
     owned_by: Type.String({ description: "The organization's name for agents; the provider for providers" }),
     kind: Type.Union([Type.Literal('agent'), Type.Literal('provider')], {
-      description:
-        'agent: usable as model on /v1/responses and /v1/chat/completions; provider: usable in an agent model setting',
+      description: 'agent: usable as model on /v1/responses; provider: usable in an agent model setting',
     }),
     name: Type.String(),
   },
@@ -36,7 +32,7 @@ export function modelRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'List models',
       description:
-        "The organization's agents (their ids are the `model` of /v1/responses and /v1/chat/completions), then the model providers this deployment has configured for agents (`scripted`, `openai/*`, `anthropic/*`, AGENTRY_PROVIDERS entries).",
+        "The organization's agents (their ids are the `model` of /v1/responses), then the model providers this deployment has configured for agents (`scripted`, `openai/*`, `anthropic/*`, AGENTRY_PROVIDERS entries).",
       tags: ['Responses'],
       response: { 200: ModelList, ...errorResponses(401, 403) },
     },

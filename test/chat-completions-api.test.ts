@@ -6,6 +6,7 @@
  * model, once per dialect.
  */
 
+import { randomUUID } from 'node:crypto';
 import { createOpenAI } from '@ai-sdk/openai';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
@@ -308,6 +309,10 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       const { param, message } = (error as InstanceType<typeof OpenAI.BadRequestError>).error as Record<string, any>;
       expect(param).toBe('model');
       expect(message).toMatch(/GET \/v1\/models/);
+      const byId = await post({ model: randomUUID(), messages: [{ role: 'user', content: 'hi' }] });
+      expect(byId.status).toBe(400);
+      expect(json(byId).error).toMatchObject({ code: 'validation_error', param: 'model' });
+      expect(json(byId).error.message).toMatch(/GET \/v1\/models/);
     });
 
     it('refuses what it cannot honour by name, and a tool message that answers no call', async () => {

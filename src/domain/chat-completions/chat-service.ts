@@ -7,6 +7,7 @@
  */
 import type { Bus } from '../../bus/bus.ts';
 import type { StreamHub } from '../../bus/live-hub.ts';
+import { AppError, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
@@ -16,7 +17,7 @@ import type { AgentService } from '../agents/agent-service.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import { afterCommit, type SessionEvent } from '../outbox.ts';
-import { resolveAgentId } from '../responses/agent-ref.ts';
+import { AGENTS_LISTED, resolveAgentId } from '../responses/agent-ref.ts';
 import { finalResponse, type ResponseStreamEvent, responseEvents } from '../responses/response-stream.ts';
 import type { ResponseObject } from '../responses/response-view.ts';
 import { markCreated } from '../sessions/new-sessions.ts';
@@ -124,10 +125,24 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
     return out;
   }
 
+  /** The agent `model` names; an id of no agent is a 400 on `model` as well, as an unknown name is. */
+  async function agentOfModel(trx: Executor, orgId: string, request: ChatRequest): Promise<Agent> {
+    const id = await resolveAgentId(deps.agents, trx, orgId, request.agent);
+    try {
+      return await deps.agents.get(orgId, id, trx);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
+      throw validationError(
+        'model',
+        `model must be the id or the name of one of your agents (${AGENTS_LISTED}); no agent has the id ${id}`,
+      );
+    }
+  }
+
   async function accept(orgId: string, request: ChatRequest, sessionId: string, attached: Attached[]) {
     return db.transaction().execute(async (trx) => {
       const now = clock.now();
-      const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
+      const agent = await agentOfModel(trx, orgId, request);
       for (const { attachment, param } of attached.flat()) {
         attachment.kind = await deps.checkAttachment(trx, orgId, attachment, param);
       }

@@ -132,7 +132,13 @@ export const errorCatalog = {
     status: 504,
     type: 'server_error',
     description:
-      'A synchronous Response took longer than AGENTRY_RESPONSES_SYNC_TIMEOUT_MS; the turn goes on and stays retrievable with GET /v1/responses/{id}.',
+      'A synchronous Response or chat completion took longer than AGENTRY_RESPONSES_SYNC_TIMEOUT_MS; the turn goes on and stays retrievable with GET /v1/responses/{id} (a chat completion: its Run, GET /v1/runs/{id}).',
+  },
+  turn_failed: {
+    status: 502,
+    type: 'server_error',
+    description:
+      "POST /v1/chat/completions: the agent's turn failed or was cancelled (its model or a tool ended it) before it produced a reply; the message gives the turn's error and the Run to look at (GET /v1/runs/{id}). Streamed, it arrives as an error frame.",
   },
   webhook_test_failed: {
     status: 502,

@@ -12,6 +12,7 @@ import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types
 import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
+import { type AgentRef, agentRefOf } from './agent-ref.ts';
 import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
 
 /** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */
@@ -35,9 +36,6 @@ export type InputItem =
   /** A decision on a tool call that waits for approval (compatibility mode). */
   | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string };
 
-/** The agent `model` names: its id, or (compatibility mode) its name, resolved in the organization later. */
-export type AgentRef = { id: string } | { name: string };
-
 export interface ResponseRequest {
   agent: AgentRef;
   /** Session id (from `conv_<uuid>`), or null. */
@@ -57,11 +55,7 @@ export interface ResponseRequest {
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
 }
 
-/** Where a user finds what `model` may be. */
-export const AGENTS_LISTED = 'GET /v1/models or GET /v1/agents lists them';
-
-/** `value` quoted for a message, cut short when long. */
-export const quoted = (value: string) => JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
+export { AGENTS_LISTED, type AgentRef, quoted } from './agent-ref.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -218,7 +212,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
   const model = stringOr(body.model, '');
   // `model` is an agent id; in compatibility mode also an agent's name (what OpenAI clients are used to sending).
-  const agent: AgentRef = isUuid(model) ? { id: model.toLowerCase() } : { name: model };
+  const agent = agentRefOf(model);
   const given = isRecord(body.conversation) ? body.conversation.id : body.conversation;
   const param = isRecord(body.conversation) ? 'conversation.id' : 'conversation';
   const conversation = given === undefined || given === null ? null : conversationIdToSession(given, param);

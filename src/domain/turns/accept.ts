@@ -23,6 +23,7 @@ import {
   type ResponseFormat,
   type ToolSpec,
 } from '../../models/types.ts';
+import type { RunSource } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -113,7 +114,7 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
 
 /** Conversation history a client replays (OpenAI compatibility), stored before the new input. */
 export type HistoryItem =
-  | { type: 'user_message'; text: string }
+  | { type: 'user_message'; text: string; attachments?: Attachment[] }
   | { type: 'assistant_message'; text: string }
   | { type: 'function_call'; callId: string; name: string; arguments: string }
   | { type: 'function_call_output'; callId: string; output: string };
@@ -124,7 +125,7 @@ export interface AcceptInput {
   /** The new user input; null for a turn that continues from tool outputs alone. */
   text: string | null;
   attachments?: Attachment[];
-  source: 'sessions' | 'responses' | 'tasks' | 'sdk' | 'schedule';
+  source: Exclude<RunSource, 'console'>;
   options?: MessageOptions | null;
   /** Runs this version of the agent instead of the one current when the turn starts (the older API's version). */
   agentVersion?: number;
@@ -163,7 +164,15 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
   for (const item of history) {
     if (item.type === 'user_message') {
       open = false;
-      out.push({ messageId, step: 0, content: { type: 'user_message', text: item.text } });
+      const { text, attachments } = item;
+      out.push({
+        messageId,
+        step: 0,
+        content:
+          attachments === undefined || attachments.length === 0
+            ? { type: 'user_message', text }
+            : { type: 'user_message', text, attachments },
+      });
     } else if (item.type === 'function_call_output') {
       open = false;
       out.push({

@@ -257,10 +257,22 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       const Weather = z.object({ city: z.string(), sunny: z.boolean() });
       const completion = await client.chat.completions.parse({
         model: 'chat-agent',
-        messages: [{ role: 'user', content: '{"city":"Paris","sunny":true}' }],
+        // A script with a directive plays as written (without one, the scripted model answers the smallest valid
+        // instance of the schema).
+        messages: [{ role: 'user', content: 'sleep 0\n{"city":"Paris","sunny":true}' }],
         response_format: zodResponseFormat(Weather, 'weather'),
       });
       expect(completion.choices[0]?.message.parsed).toEqual({ city: 'Paris', sunny: true });
+    });
+
+    it('refuses a reply that does not match response_format, naming the violation', async () => {
+      const Weather = z.object({ city: z.string(), sunny: z.boolean() });
+      const call = client.chat.completions.create({
+        model: 'chat-agent',
+        messages: [{ role: 'user', content: 'sleep 0\n{"city":"Paris"}' }],
+        response_format: zodResponseFormat(Weather, 'weather'),
+      });
+      await expect(call).rejects.toMatchObject({ status: 502, message: expect.stringMatching(/sunny/) });
     });
 
     it('streams a failed turn as an error the client throws', async () => {

@@ -1,5 +1,5 @@
 /**
- * Migration 0020 rebuilds SQLite's text-keyed tables written on every turn (session events, spans, idempotency
+ * Migration 0021 rebuilds SQLite's text-keyed tables written on every turn (session events, spans, idempotency
  * keys) WITHOUT ROWID: the rows an older version stored are all there, each table keeps its unique constraints and
  * indexes, and its rows live in the tree of its key (no separate index of the key). On Postgres it changes nothing.
  */
@@ -9,7 +9,7 @@ import { type Executor, openStorage } from '../src/storage/db.ts';
 import { dialects, testEnvironment } from './helpers/harness.ts';
 import { dataDirSecrets, olderDatabase } from './helpers/migrations.ts';
 
-const MIGRATION = '0020-without-rowid';
+const MIGRATION = '0021-without-rowid';
 const BIG = 'x'.repeat(9000);
 
 /** A row or two in each rebuilt table (and what they reference), as an older version stored them. */
@@ -34,7 +34,7 @@ async function count(db: Executor, query: string): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-describe.each(dialects())('migration 0020 (%s)', (dialect) => {
+describe.each(dialects())('migration 0021 (%s)', (dialect) => {
   it('keeps every row, key and index of the rebuilt tables', async () => {
     const environment = testEnvironment(dialect);
     try {

@@ -119,8 +119,10 @@ describe('cluster: takeover after kill -9 of a worker under load', () => {
       await new Promise((resolve) => setTimeout(resolve, LOAD_BEFORE_KILL_MS));
       const victim = workers[1];
       if (victim === undefined) throw new Error('two workers expected');
-      await victim.stop('SIGKILL');
+      // The signal is sent at once; the clock starts there, not when the exit is seen.
+      const stopped = victim.stop('SIGKILL');
       killedAt = Date.now();
+      await stopped;
       // Every loop has exactly one turn in flight at the kill; each ends (or the loops' failure surfaces).
       const all = Promise.all(loops);
       const deadline = killedAt + 90_000;

@@ -11,6 +11,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
@@ -20,7 +21,7 @@ import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, lastEventSeq } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
-import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
+import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
 import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
@@ -29,8 +30,9 @@ import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
+import type { ResponseStreamWireEvent } from './response-events.ts';
 import { AGENTS_LISTED, type AgentRef, quoted, type ResponseRequest } from './response-request.ts';
-import { isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
+import { isFinalEvent, responseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
 
@@ -46,7 +48,7 @@ export interface ResponseServiceDeps {
   checkAttachment(trx: Executor, orgId: string, attachment: Attachment, param: string): Promise<'image' | 'file'>;
   /** Stores images given by URL as files of the org (compatibility mode). */
   images: ImageImporter;
-  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse'>;
+  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse' | 'deleteSession'>;
   subscriptions: WebhookSubscriptions;
   /** What the features add to the state changes of turns (src/deps.ts). */
   turnHooks: TurnHooks;
@@ -59,7 +61,7 @@ export interface StartedResponse {
   message: MessageRow;
   replayed: boolean;
   /** From `response.created` to the final event; see response-stream.ts. */
-  events: AsyncIterable<ResponseStreamEvent>;
+  events: AsyncIterable<ResponseStreamWireEvent>;
 }
 
 export interface CreatedResponse {
@@ -86,13 +88,30 @@ const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
     .where('deleted_at', 'is', null),
 );
 
+/** Whether the message is a Response created with `store: false` (never retrievable). */
+function unstored(row: MessageRow): boolean {
+  if (row.options === null) return false;
+  return parseJsonColumn(row.options, isMessageOptions, 'messages.options').echo?.store === false;
+}
+
+/** The seq of the session event right before the first one of the message, from where its events are replayed. */
+async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
+  const first = await db
+    .selectFrom('session_events')
+    .select((eb) => eb.fn.min<number | null>('seq').as('seq'))
+    .where('session_id', '=', message.session_id)
+    .where('message_id', '=', message.id)
+    .executeTakeFirst();
+  return first?.seq === null || first?.seq === undefined ? lastEventSeq(db, message.session_id) : Number(first.seq) - 1;
+}
+
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
   const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
 
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
     const row = await liveMessage.first(executor, { orgId, id: messageId });
-    if (row === undefined) throw notFound('response', `resp_${messageId}`);
+    if (row === undefined || unstored(row)) throw notFound('response', `resp_${messageId}`);
     return row;
   }
 
@@ -504,6 +523,61 @@ export function createResponseService(deps: ResponseServiceDeps) {
         clearTimeout(timer);
         await iterator.return?.(undefined);
       }
+    },
+
+    /**
+     * The events of a Response created through POST /v1/responses, numbered as its own stream numbered them,
+     * after `startingAfter` (GET /v1/responses/{id}?stream=true): what is stored, then live until the final event.
+     */
+    async retrieve(
+      orgId: string,
+      messageId: string,
+      options: { vendorEvents: boolean; startingAfter: number | null },
+    ): Promise<AsyncIterable<ResponseStreamWireEvent>> {
+      const message = await findMessage(db, orgId, messageId);
+      if (message.source !== 'responses') throw notFound('response', `resp_${messageId}`);
+      const feed = deps.live.follow(message.session_id);
+      try {
+        // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
+        const steps = (await findMessage(db, orgId, messageId)).step_count;
+        return responseEvents({
+          db,
+          feed,
+          afterSeq: await seqBefore(db, message),
+          message,
+          listenedSinceAccept: true,
+          vendorEvents: options.vendorEvents,
+          release: () => undefined,
+          retrieval: { liveFromStep: steps + 2 },
+          startingAfter: options.startingAfter,
+        });
+      } catch (error) {
+        feed.close();
+        throw error;
+      }
+    },
+
+    /**
+     * Accepts a background Response's turn and answers its Response at once (`queued`): nobody listens, the turn
+     * runs durably and GET /v1/responses/{id} follows it.
+     */
+    async startInBackground(
+      orgId: string,
+      request: ResponseRequest,
+      idempotencyKey: string | undefined,
+    ): Promise<{ response: ResponseObject; replayed: boolean }> {
+      const created = await service.create(orgId, request, idempotencyKey);
+      created.release();
+      return { response: await loadResponse(db, created.message), replayed: created.replayed };
+    },
+
+    /**
+     * Forgets a Response created with `store: false` once its request is over (answered, timed out or its client
+     * gone): its conversation is deleted, an unfinished turn cancelled first. Runs and usage stay (docs/responses.md).
+     */
+    async forget(orgId: string, message: MessageRow): Promise<void> {
+      if (!unstored(message)) return;
+      await deps.messages.deleteSession(orgId, message.session_id);
     },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */

@@ -43,8 +43,8 @@ export interface ResponseObject {
   prompt_cache_key: string | null;
   previous_response_id: string | null;
   conversation: { id: string };
-  store: true;
-  background: false;
+  store: boolean;
+  background: boolean;
   text: { format: { type: 'text' } };
   truncation: 'disabled';
   usage: {
@@ -153,8 +153,8 @@ export function projectResponse(
     prompt_cache_key: echo?.promptCacheKey ?? null,
     previous_response_id: echo?.previousResponseId ?? null,
     conversation: { id: `conv_${message.session_id}` },
-    store: true,
-    background: false,
+    store: echo?.store ?? true,
+    background: echo?.background ?? false,
     text: { format: { type: 'text' } },
     truncation: 'disabled',
     usage: finished

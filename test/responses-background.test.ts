@@ -128,6 +128,13 @@ describe.each(dialects())('background and resumable Responses (%s)', (dialect) =
       async () => ((await h.request('GET', `/v1/conversations/${conversation}`)).status === 404 ? true : null),
       { what: 'the conversation of the unstored Response to go' },
     );
+    // Its run stays, for usage, without content.
+    const runs = json(await h.request('GET', `/v1/runs?conversation_id=${conversation}`)).data;
+    expect(runs).toEqual([expect.objectContaining({ status: 'completed', input_preview: '', output_preview: null })]);
+    expect(runs[0].usage.total_tokens).toBeGreaterThan(0);
+    const spans = json(await h.request('GET', `/v1/runs/${runs[0].id}/trace`)).data;
+    expect(spans.length).toBeGreaterThan(0);
+    for (const span of spans) expect(span).toMatchObject({ input_preview: null, output_preview: null });
 
     const events = await collect(
       await client.responses.create({ model: agentId, input: 'streamed, not kept', store: false, stream: true }),

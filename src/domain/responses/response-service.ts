@@ -48,7 +48,7 @@ export interface ResponseServiceDeps {
   checkAttachment(trx: Executor, orgId: string, attachment: Attachment, param: string): Promise<'image' | 'file'>;
   /** Stores images given by URL as files of the org (compatibility mode). */
   images: ImageImporter;
-  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse' | 'deleteSession'>;
+  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse' | 'forgetResponse'>;
   subscriptions: WebhookSubscriptions;
   /** What the features add to the state changes of turns (src/deps.ts). */
   turnHooks: TurnHooks;
@@ -573,11 +573,16 @@ export function createResponseService(deps: ResponseServiceDeps) {
 
     /**
      * Forgets a Response created with `store: false` once its request is over (answered, timed out or its client
-     * gone): its conversation is deleted, an unfinished turn cancelled first. Runs and usage stay (docs/responses.md).
+     * gone): its conversation is deleted, an unfinished turn cancelled first; its run stays without content.
      */
     async forget(orgId: string, message: MessageRow): Promise<void> {
       if (!unstored(message)) return;
-      await deps.messages.deleteSession(orgId, message.session_id);
+      try {
+        await deps.messages.forgetResponse(orgId, message);
+      } catch (error) {
+        // Already gone: its conversation was deleted meanwhile, or this was an idempotent replay.
+        if (!(error instanceof AppError && error.code === 'not_found')) throw error;
+      }
     },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */

@@ -146,6 +146,37 @@ describe.each(dialects())('background and resumable Responses (%s)', (dialect) =
     await expect(client.responses.retrieve(id, { stream: true })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
+  it('goes on with a stored turn whose stream was dropped, and stops one with store: false', async () => {
+    const input = 'Some words before a pause\nsleep 400\nthe end';
+    const dropped = async (extra: { background?: boolean; store?: boolean }) => {
+      const stream = await client.responses.create({ model: agentId, input, stream: true, ...extra });
+      let conversation = '';
+      for await (const event of stream) {
+        if (event.type === 'response.created') conversation = event.response.conversation?.id ?? '';
+        if (event.type === 'response.output_text.delta') break;
+      }
+      return conversation;
+    };
+    for (const background of [false, true]) {
+      const conversation = await dropped({ background });
+      const items = await waitUntil(
+        async () => {
+          const page = json(await h.request('GET', `/v1/conversations/${conversation}/items?order=asc`)).data;
+          return page.length === 2 ? page : null;
+        },
+        { what: 'the dropped stream’s turn to complete' },
+      );
+      expect(items[1].content[0].text).toBe('Some words before a pause\nthe end');
+    }
+    const conversation = await dropped({ store: false });
+    await waitUntil(
+      async () => ((await h.request('GET', `/v1/conversations/${conversation}`)).status === 404 ? true : null),
+      { what: 'the conversation of the dropped unstored Response to go' },
+    );
+    const runs = json(await h.request('GET', `/v1/runs?conversation_id=${conversation}`)).data;
+    expect(runs).toEqual([expect.objectContaining({ status: 'cancelled', input_preview: '', output_preview: null })]);
+  });
+
   it('says which field is wrong, and finds no stream for a message that is not a Response', async () => {
     const done = await client.responses.create({ model: agentId, input: 'x' });
     const bad: [string, string][] = [

@@ -78,10 +78,11 @@ describe.each(dialects())('background and resumable Responses (%s)', (dialect) =
     expect(await collect(await client.responses.retrieve(id, { stream: true }))).toEqual(events);
   });
 
-  it('replays a finished streamed Response from any sequence number', async () => {
-    const original = await collect(
-      await client.responses.create({ model: toolAgentId, input: SLOW_TEXT.replace('sleep 1500\n', ''), stream: true }),
-    );
+  it('replays a finished streamed Response from any sequence number, and to a retried request', async () => {
+    const body = { model: toolAgentId, input: SLOW_TEXT.replace('sleep 1500\n', ''), stream: true } as const;
+    const headers = { 'idempotency-key': crypto.randomUUID() };
+    const original = await collect(await client.responses.create(body, { headers }));
+    expect(await collect(await client.responses.create(body, { headers }))).toEqual(original);
     expect(original.map((event) => event.sequence_number)).toEqual(original.map((_, index) => index));
     expect(original.some((event) => event.type === 'response.function_call_arguments.done')).toBe(true);
     const id = original[0]?.type === 'response.created' ? original[0].response.id : '';

@@ -27,6 +27,7 @@ import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendi
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
+import { loadMessage } from '../turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { toOpenAIItems } from './openai-items.ts';
@@ -108,6 +109,31 @@ async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
   const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
+
+  /** A Response's events from its first stored one (numbered as its own stream numbered them), then live. */
+  async function storedEvents(
+    message: MessageRow,
+    options: { vendorEvents: boolean; startingAfter: number | null },
+  ): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
+    const feed = deps.live.follow(message.session_id);
+    try {
+      // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
+      const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
+      return responseEvents({
+        db,
+        feed,
+        afterSeq: await seqBefore(db, message),
+        message,
+        vendorEvents: options.vendorEvents,
+        release: () => undefined,
+        retrieval: { liveFromStep: steps + 2 },
+        startingAfter: options.startingAfter,
+      });
+    } catch (error) {
+      feed.close();
+      throw error;
+    }
+  }
 
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
     const row = await liveMessage.first(executor, { orgId, id: messageId });
@@ -459,7 +485,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const listenTo = await service.sessionFor(orgId, request, newSessionId);
       // Following the session before the turn exists: every event of it reaches the feed, live or read back from
       // the database (when Redis lost it, or published it before this process's subscription took effect).
-      let feed = deps.live.follow(listenTo);
+      const feed = deps.live.follow(listenTo);
       let created: CreatedResponse;
       try {
         created = await service.create(orgId, request, idempotencyKey, newSessionId);
@@ -467,31 +493,23 @@ export function createResponseService(deps: ResponseServiceDeps) {
         feed.close();
         throw error;
       }
-      if (created.message.session_id !== listenTo) {
-        // An idempotent replay of a request that created its conversation earlier: listen there instead.
+      const { message, replayed } = created;
+      if (created.firstSeq === null || message.session_id !== listenTo) {
+        // An idempotent replay: its turn's events as its own stream numbered them, what is stored, then live.
         feed.close();
-        feed = deps.live.follow(created.message.session_id);
+        created.release();
+        return { message, replayed, events: await storedEvents(message, { ...options, startingAfter: null }) };
       }
-      // Listening since before this accept: the feed starts right before the turn's first event. A replay starts
-      // from now; what its turn did before is read back from the database when it ends.
-      const firstSeq = created.message.session_id === listenTo ? created.firstSeq : null;
-      let afterSeq: number;
-      try {
-        afterSeq = firstSeq !== null ? firstSeq - 1 : await lastEventSeq(db, created.message.session_id);
-      } catch (error) {
-        feed.close();
-        throw error;
-      }
+      // Listening since before this accept: the feed starts right before the turn's first event.
       const events = responseEvents({
         db,
         feed,
-        afterSeq,
-        message: created.message,
-        listenedSinceAccept: firstSeq !== null,
+        afterSeq: created.firstSeq - 1,
+        message,
         vendorEvents: options.vendorEvents,
         release: created.release,
       });
-      return { message: created.message, replayed: created.replayed, events };
+      return { message, replayed, events };
     },
 
     /**
@@ -536,25 +554,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     ): Promise<AsyncIterable<ResponseStreamWireEvent>> {
       const message = await findMessage(db, orgId, messageId);
       if (message.source !== 'responses') throw notFound('response', `resp_${messageId}`);
-      const feed = deps.live.follow(message.session_id);
-      try {
-        // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
-        const steps = (await findMessage(db, orgId, messageId)).step_count;
-        return responseEvents({
-          db,
-          feed,
-          afterSeq: await seqBefore(db, message),
-          message,
-          listenedSinceAccept: true,
-          vendorEvents: options.vendorEvents,
-          release: () => undefined,
-          retrieval: { liveFromStep: steps + 2 },
-          startingAfter: options.startingAfter,
-        });
-      } catch (error) {
-        feed.close();
-        throw error;
-      }
+      return storedEvents(message, options);
     },
 
     /**

@@ -26,13 +26,14 @@ export type { ResponseStreamEvent } from './response-events.ts';
 
 export interface ResponseEventsOptions {
   db: Executor;
-  /** The session's feed, opened before the turn was accepted, so no event of it is missed. */
+  /**
+   * The session's feed, opened before the turn was accepted (or, for a retrieval, started before the Response's
+   * first stored event), so no event of it is missed.
+   */
   feed: SessionFeed;
   /** The feed starts after this persisted event (the last one before the turn's first). */
   afterSeq: number;
   message: MessageRow;
-  /** The feed was opened before the turn was accepted: no event of it can have been missed. */
-  listenedSinceAccept: boolean;
   vendorEvents: boolean;
   /** Publishes the accepted turn and wakes the engine (called once the events are listened to). */
   release: () => void;
@@ -479,12 +480,6 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     const snapshot = projectResponse(message, [], { status: 'in_progress', output: [] });
     send({ type: 'response.created', response: snapshot });
     send({ type: 'response.in_progress', response: snapshot });
-    // A replayed request, or a turn that ended before this listened, is finished from the database.
-    if (options.listenedSinceAccept) return;
-    enqueue(async () => {
-      const row = await loadMessage(db, message.id);
-      if (row !== undefined && TERMINAL.has(row.status)) await finish();
-    });
   };
   const iterator: AsyncIterableIterator<NumberedEvent> = {
     [Symbol.asyncIterator]: () => iterator,

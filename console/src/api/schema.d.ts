@@ -4888,7 +4888,7 @@ export interface paths {
         put?: never;
         /**
          * Create a response
-         * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`.
+         * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`. `background: true` answers at once with the Response `queued` while the turn runs on; `store: false` answers without keeping the Response (its conversation is deleted when the request is over).
          *
          *     Required scopes: tasks:write, tasks:read.
          */
@@ -4984,6 +4984,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -4994,6 +4996,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
@@ -5127,6 +5131,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5137,6 +5143,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
@@ -5285,7 +5293,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a response
-         * @description Interrupts the turn of the Response (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
+         * @description Interrupts the turn of the Response, background or not (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
          *
          *     Required scope: tasks:write.
          */
@@ -5308,6 +5316,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5318,6 +5328,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {

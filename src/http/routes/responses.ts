@@ -35,6 +35,8 @@ const ResponseObject = Type.Object(
     }),
     temperature: Type.Number(),
     top_p: Type.Number(),
+    background: Type.Boolean({ description: 'As requested: true for a Response answered at once and run on' }),
+    store: Type.Boolean({ description: 'As requested: false for a Response that is not kept once answered' }),
   },
   {
     additionalProperties: true,
@@ -118,7 +120,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Create a response',
       description:
-        'Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`.',
+        'Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`. `background: true` answers at once with the Response `queued` while the turn runs on; `store: false` answers without keeping the Response (its conversation is deleted when the request is over).',
       tags,
       headers: ResponseHeaders,
       body: ResponseCreateBody,
@@ -231,7 +233,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Cancel a response',
       description:
-        'Interrupts the turn of the Response (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.',
+        'Interrupts the turn of the Response, background or not (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.',
       tags,
       params: ResponseParams,
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },

@@ -11,7 +11,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from 'ai';
-import { toModelError, toSdkMessages, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
+import { toModelError, toSdkMessages, toSdkOutput, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
 import { type Attempt, DEFAULT_IDLE_TIMEOUT_MS, type ModelAdapterOptions, streamWithRetry } from './retrying-stream.ts';
 import { type ModelAdapter, ModelError, type ModelEvent, type ModelRequest, type ToolCall } from './types.ts';
 
@@ -63,7 +63,7 @@ interface Target {
   /** Names the provider in error messages. */
   label: string;
   resolveModel: () => LanguageModel;
-  providerOptions?: ProviderOptions;
+  providerOptions?: (request: ModelRequest) => ProviderOptions;
 }
 
 function openAttempt(model: LanguageModel, target: Target, request: ModelRequest, idleMs: number): Attempt {
@@ -72,16 +72,19 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
   const local = new AbortController();
   const signal = AbortSignal.any([request.signal, local.signal]);
   const tools = toSdkTools(request.tools);
+  const output = toSdkOutput(request.responseFormat);
+  const providerOptions = target.providerOptions?.(request);
   const result = streamText({
     model,
     messages: toSdkMessages(request.context),
     ...(request.instructions === '' ? {} : { instructions: request.instructions }),
     ...(tools === undefined ? {} : { tools }),
     ...toSdkSettings(request.settings, tools !== undefined),
+    ...(output === undefined ? {} : { output }),
     maxRetries: 0,
     abortSignal: signal,
     ...(request.headers === undefined ? {} : { headers: request.headers }),
-    ...(target.providerOptions === undefined ? {} : { providerOptions: target.providerOptions }),
+    ...(providerOptions === undefined ? {} : { providerOptions }),
     // Errors arrive as stream parts and are thrown from next(); the default handler would print them.
     onError: () => {},
   });
@@ -163,10 +166,19 @@ export function createOpenAIAdapter(
       label: 'openai',
       resolveModel: () => {
         if (apiKey === null) return notConfigured('openai', 'OPENAI_API_KEY');
-        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL }).responses(model);
+        const fetch = options.fetch;
+        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL, ...(fetch === undefined ? {} : { fetch }) }).responses(
+          model,
+        );
       },
-      // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step.
-      providerOptions: { openai: { store: false } },
+      // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step. A JSON schema is
+      // strict only when the request says so (the SDK's default is strict).
+      providerOptions: ({ responseFormat }) => ({
+        openai: {
+          store: false,
+          ...(responseFormat?.type === 'json_schema' ? { strictJsonSchema: responseFormat.strict } : {}),
+        },
+      }),
     },
     options,
   );
@@ -182,7 +194,12 @@ export function createAnthropicAdapter(
       label: 'anthropic',
       resolveModel: () => {
         if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
-        return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
+        const fetch = options.fetch;
+        return createAnthropic({
+          apiKey,
+          baseURL: ANTHROPIC_BASE_URL,
+          ...(fetch === undefined ? {} : { fetch }),
+        }).messages(model);
       },
     },
     options,

@@ -11,6 +11,7 @@ import {
   ModelError,
   type ModelRequest,
   type ModelSettings,
+  type ResponseFormat,
   type ToolSpec,
   type UserPart,
 } from './types.ts';
@@ -41,12 +42,30 @@ export interface ChatTool {
 
 export type ChatToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 
+export type ChatResponseFormat =
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      json_schema: { schema: Record<string, unknown>; strict: boolean; name: string; description?: string };
+    };
+
+/** `response_format` as the AI SDK's openai-compatible chat model writes it. */
+function toChatResponseFormat(format: ResponseFormat): ChatResponseFormat {
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { schema, strict, name, description } = format;
+  return {
+    type: 'json_schema',
+    json_schema: { schema, strict, name, ...(description === undefined ? {} : { description }) },
+  };
+}
+
 /** Field order matters only to byte-for-byte comparisons with the AI SDK's body; it is kept anyway. */
 export interface ChatRequestBody {
   model: string;
   max_tokens?: number;
   temperature?: number;
   top_p?: number;
+  response_format?: ChatResponseFormat;
   messages: ChatMessage[];
   tools?: ChatTool[];
   tool_choice?: ChatToolChoice;
@@ -205,6 +224,7 @@ export function toChatRequestBody(label: string, model: string, request: ModelRe
     ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }),
     ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
     ...(settings.topP === undefined ? {} : { top_p: settings.topP }),
+    ...(request.responseFormat === undefined ? {} : { response_format: toChatResponseFormat(request.responseFormat) }),
     messages: toChatMessages(label, request.instructions, request.context),
     ...(tools === undefined ? {} : { tools, tool_choice: toolChoice(settings.toolChoice) }),
     stream: true,

@@ -185,12 +185,15 @@ describe.each(dialects())('background and resumable Responses (%s)', (dialect) =
       [`/v1/responses/${done.id}?stream=true&starting_after=abc`, 'starting_after'],
       [`/v1/responses/${done.id}?starting_after=2`, 'starting_after'],
       [`/v1/responses/${done.id}?stream=maybe`, 'stream'],
+      [`/v1/responses/${done.id}?stream=true&after=3`, 'after'],
     ];
     for (const [path, param] of bad) {
       const response = await h.request('GET', path);
       expect(response.status, response.text).toBe(400);
       expect(json(response).error.param).toBe(param);
     }
+    const included = await h.request('GET', `/v1/responses/${done.id}?include=message.output_text.logprobs`);
+    expect(included.status, included.text).toBe(200);
     const conversation = done.conversation?.id ?? '';
     for (const [body, param] of [
       [{ background: true, store: false }, 'background'],

@@ -82,23 +82,28 @@ const ResponseHeaders = Type.Object({
   ),
 });
 
-const RetrieveQuery = Type.Object({
-  stream: Type.Optional(
-    Type.Boolean({
-      description:
-        'true: stream the Response as the events of its stream (stored ones replayed, then live until the final event), ending with [DONE]',
-    }),
-  ),
-  starting_after: Type.Optional(
-    Type.Integer({
-      minimum: 0,
-      description:
-        'With stream=true: only the events whose sequence_number is greater (resume a broken stream with the last one seen)',
-    }),
-  ),
-  include: Type.Optional(Type.Array(Type.String(), { description: 'Accepted and ignored' })),
-  include_obfuscation: Type.Optional(Type.Boolean({ description: 'Accepted and ignored (no obfuscation is added)' })),
-});
+const RetrieveQuery = Type.Object(
+  {
+    stream: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: stream the Response as the events of its stream (stored ones replayed, then live until the final event), ending with [DONE]',
+      }),
+    ),
+    starting_after: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'With stream=true: only the events whose sequence_number is greater (resume a broken stream with the last one seen)',
+      }),
+    ),
+    include: Type.Optional(
+      Type.Array(Type.String({ maxLength: 200 }), { maxItems: 32, description: 'Accepted and ignored' }),
+    ),
+    include_obfuscation: Type.Optional(Type.Boolean({ description: 'Accepted and ignored (no obfuscation is added)' })),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * Streams a Response's numbered events as Server-Sent Events, each named by its type, then `data: [DONE]`. A

@@ -129,19 +129,26 @@ describe('the OpenAPI document matches the server', () => {
     }
   });
 
-  it('gives store and background the only values the server accepts', async () => {
+  it('gives store and background the values the server accepts, and 400 for the pairs it refuses', async () => {
     const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
-    // @fastify/swagger writes a const as a one-value enum.
-    expect(strict.properties.store).toMatchObject({ type: 'boolean', enum: [true] });
-    expect(strict.properties.background).toMatchObject({ type: 'boolean', enum: [false] });
+    expect(strict.properties.store).toMatchObject({ type: 'boolean' });
+    expect(strict.properties.background).toMatchObject({ type: 'boolean' });
     // Compatibility mode also takes null, as OpenAI clients send it.
-    expect(compat.properties.store).toMatchObject({ enum: [true, null] });
-    expect(compat.properties.background).toMatchObject({ enum: [false, null] });
+    expect(compat.properties.store).toMatchObject({ type: ['boolean', 'null'] });
+    expect(compat.properties.background).toMatchObject({ type: ['boolean', 'null'] });
+    expect(parameter('get', '/v1/responses/{id}', 'stream').schema).toMatchObject({ type: 'boolean' });
+    const startingAfter = parameter('get', '/v1/responses/{id}', 'starting_after').schema;
+    expect(startingAfter).toMatchObject({ type: 'integer', minimum: 0 });
+    const answers = operation('get', '/v1/responses/{id}').responses['200'].content;
+    expect(Object.keys(answers)).toEqual(['application/json', 'text/event-stream']);
     const agentId = await flow.createAgent();
-    for (const extra of [{ store: false }, { background: true }]) {
+    for (const [extra, param] of [
+      [{ store: false, background: true }, 'background'],
+      [{ store: 'no' }, 'store'],
+    ] as const) {
       const response = await h.request('POST', '/v1/responses', { body: { model: agentId, input: 'hi', ...extra } });
       expect(response.status).toBe(400);
-      expect(json(response).error.param).toBe(Object.keys(extra)[0]);
+      expect(json(response).error.param).toBe(param);
     }
   });
 

@@ -38,6 +38,8 @@ import type { StartWrite } from './turn-start.ts';
 
 export interface StepOutput {
   text: string;
+  /** The lengths of the text's live deltas, in order: a replayed stream sends the same deltas (response-stream.ts). */
+  chunks: number[];
   calls: ToolCall[];
   usage: Usage;
 }
@@ -64,6 +66,7 @@ export async function callModel(turn: Turn, trace: StepTrace, context: ContextBu
   const adapter = deps.models.adapter(agent.model);
   const traceparent = outgoingTraceparent(turn.trace, chatSpanId(message.run_id, step), deps.runExporter !== undefined);
   let text = '';
+  const chunks: number[] = [];
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const files = await attachedFiles(turn, context.attachmentIds());
@@ -80,6 +83,7 @@ export async function callModel(turn: Turn, trace: StepTrace, context: ContextBu
     if (event.type === 'text-delta') {
       // Repaired for storage once whole (below): a surrogate pair split across deltas is not broken.
       text += event.text;
+      chunks.push(event.text.length);
       deps.bus.publish('live', { sessionId: message.session_id, event: textDeltaEvent(message, step, event.text) });
     } else if (event.type === 'tool-call') {
       calls.push({ ...event.call, name: storableText(event.call.name), arguments: storableText(event.call.arguments) });
@@ -91,7 +95,7 @@ export async function callModel(turn: Turn, trace: StepTrace, context: ContextBu
     ...usage,
     costMicros: costMicros(agent.model, usage),
   });
-  return { text: storableText(text), calls, usage };
+  return { text: storableText(text), chunks, calls, usage };
 }
 
 /** Where a call of this turn runs, as its log item records it (server calls only). */
@@ -162,7 +166,7 @@ function stepRecords(turn: Turn, step: number, output: StepOutput, items: Item[]
       id: assistantItemId(messageId, step),
       messageId,
       step,
-      content: { type: 'assistant_message', text: output.text },
+      content: { type: 'assistant_message', text: output.text, chunks: output.chunks },
     });
   const timeoutSeconds = agent.toolApprovals.timeoutSeconds;
   const expiresAt = timeoutSeconds === undefined ? null : turn.deps.clock.now() + timeoutSeconds * 1000;

@@ -5186,7 +5186,7 @@ export interface paths {
         put?: never;
         /**
          * Create a response
-         * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`.
+         * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`. `background: true` answers at once with the Response `queued` while the turn runs on; `store: false` answers without keeping the Response (its conversation is deleted when the request is over).
          *
          *     Required scopes: tasks:write, tasks:read.
          */
@@ -5207,11 +5207,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /**
-                         * @description Background mode is not offered
-                         * @enum {boolean}
-                         */
-                        background?: false;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required) */
@@ -5221,18 +5218,12 @@ export interface paths {
                          * @description The id of one of your agents (GET /v1/models or GET /v1/agents)
                          */
                         model: string;
-                        /**
-                         * @description Responses are always stored
-                         * @enum {boolean}
-                         */
-                        store?: true;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean;
                         stream?: boolean;
                     } | ({
-                        /**
-                         * @description Background mode is not offered
-                         * @enum {unknown}
-                         */
-                        background?: false | null;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean | null;
                         /** @description Accepted and ignored */
                         context_management?: unknown;
                         /** @description conv_… id, or {id: "conv_…"} */
@@ -5263,11 +5254,8 @@ export interface paths {
                         safety_identifier?: string | null;
                         /** @description Accepted and ignored */
                         service_tier?: unknown;
-                        /**
-                         * @description Responses are always stored
-                         * @enum {unknown}
-                         */
-                        store?: true | null;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean | null;
                         stream?: boolean | null;
                         /** @description Accepted and ignored */
                         stream_options?: unknown;
@@ -5307,6 +5295,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5317,6 +5307,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description The output format the turn ran with; {"type":"text"} for free text */
                             text: {
@@ -5433,13 +5425,22 @@ export interface paths {
         };
         /**
          * Get a response
-         * @description The Response projected from its durable message.
+         * @description The Response projected from its durable message; with stream=true, the events of its stream (numbered as when it was created, after starting_after) ending with [DONE]. A Response created with store: false is not found.
          *
          *     Required scope: tasks:read.
          */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Accepted and ignored */
+                    include?: string[];
+                    /** @description Accepted and ignored (no obfuscation is added) */
+                    include_obfuscation?: boolean;
+                    /** @description With stream=true: only the events whose sequence_number is greater (resume a broken stream with the last one seen) */
+                    starting_after?: number;
+                    /** @description true: stream the Response as the events of its stream (stored ones replayed, then live until the final event), ending with [DONE] */
+                    stream?: boolean;
+                };
                 header?: never;
                 path: {
                     /** @description resp_ + the message id */
@@ -5449,13 +5450,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description A Response in the OpenAI Responses format, with every field Open Responses requires (see docs/responses.md) */
+                /** @description The Response; with stream=true, Responses events as Server-Sent Events ending with [DONE] */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5466,6 +5469,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description The output format the turn ran with; {"type":"text"} for free text */
                             text: {
@@ -5490,6 +5495,7 @@ export interface paths {
                         } & {
                             [key: string]: unknown;
                         };
+                        "text/event-stream": string;
                     };
                 };
                 /** @description Error */
@@ -5628,7 +5634,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a response
-         * @description Interrupts the turn of the Response (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
+         * @description Interrupts the turn of the Response, background or not (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
          *
          *     Required scope: tasks:write.
          */
@@ -5651,6 +5657,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5661,6 +5669,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description The output format the turn ran with; {"type":"text"} for free text */
                             text: {

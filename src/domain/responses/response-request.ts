@@ -43,6 +43,10 @@ export interface ResponseRequest {
   /** Message id (from `resp_<uuid>`), or null. */
   previousResponse: string | null;
   stream: boolean;
+  /** Accepted and answered at once (`queued`); the turn runs on and GET /v1/responses/{id} follows it. */
+  background: boolean;
+  /** false: the Response is not kept once it is answered (its conversation is deleted when the turn ends). */
+  store: boolean;
   items: InputItem[];
   compat: boolean;
   instructions: string | null;
@@ -207,6 +211,27 @@ function input(value: unknown): { items: InputItem[]; instructions: string[] } {
   return { items, instructions };
 }
 
+/**
+ * `background` and `store`: a Response that is not stored cannot run in the background (nobody could retrieve it)
+ * nor in a conversation that outlives it (its items would stay there).
+ */
+function lifecycle(
+  body: Record<string, unknown>,
+  ids: { conversation: string | null; previousResponse: string | null },
+): { background: boolean; store: boolean } {
+  const background = body.background === true;
+  const store = body.store !== false;
+  if (store) return { background, store };
+  if (background) throw validationError('background', 'background responses must be stored: remove store: false');
+  if (ids.conversation !== null || ids.previousResponse !== null) {
+    throw validationError(
+      'store',
+      'a Response with store: false runs in a conversation of its own, deleted when it ends; it cannot continue conversation or previous_response_id',
+    );
+  }
+  return { background, store };
+}
+
 /** A body the mode's schema accepted (http/responses-body.ts), as a ResponseRequest. */
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
@@ -221,12 +246,14 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     previous === undefined || previous === null ? null : responseIdToMessage(previous, 'previous_response_id');
   const { items, instructions: systemTexts } = input(body.input);
   crossFieldRules(body, items, compat, { conversation, previousResponse });
+  const kept = lifecycle(body, { conversation, previousResponse });
   if (!compat) {
     return {
       agent,
       conversation,
       previousResponse: null,
       stream: body.stream === true,
+      ...kept,
       items,
       compat,
       instructions: null,
@@ -239,6 +266,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
         topP: null,
         parallelToolCalls: true,
         previousResponseId: null,
+        ...kept,
       },
     };
   }
@@ -264,6 +292,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     conversation,
     previousResponse,
     stream: body.stream === true,
+    ...kept,
     items,
     compat,
     instructions: joined === '' ? null : joined,
@@ -287,6 +316,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       safetyIdentifier: optionalString(body.safety_identifier) ?? optionalString(body.user),
       promptCacheKey: optionalString(body.prompt_cache_key),
       reasoning: reasoning(body.reasoning),
+      ...kept,
     },
   };
 }

@@ -9,6 +9,7 @@ import {
   isJsonObject,
   isNullableNumber,
   isNullableString,
+  isNumber,
   isOneOf,
   isString,
 } from '../../lib/guards.ts';
@@ -69,7 +70,8 @@ export interface ListedTool {
 
 export type ItemContent =
   | { type: 'user_message'; text: string; attachments?: Attachment[] }
-  | { type: 'assistant_message'; text: string }
+  /** `chunks`: the lengths of the live text deltas it was streamed in (absent for replayed history, older rows). */
+  | { type: 'assistant_message'; text: string; chunks?: number[] }
   | {
       type: 'function_call';
       name: string;
@@ -143,7 +145,7 @@ export function isItemContent(value: unknown): value is ItemContent {
         (value.attachments === undefined || isArrayOf(value.attachments, isAttachment))
       );
     case 'assistant_message':
-      return typeof value.text === 'string';
+      return typeof value.text === 'string' && isAbsentOr(value.chunks, (chunks) => isArrayOf(chunks, isNumber));
     case 'function_call':
       return (
         typeof value.name === 'string' &&

@@ -203,6 +203,11 @@ const conversation = raw({
   description: 'conv_… id, or {id: "conv_…"}',
 });
 
+const STORE =
+  'false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true';
+const BACKGROUND =
+  'true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false';
+
 const strictFields = (compat: boolean) => ({
   model: compat
     ? Type.String({
@@ -213,15 +218,9 @@ const strictFields = (compat: boolean) => ({
   input: input(compat),
   stream: Type.Optional(compat ? nullable('boolean') : Type.Boolean()),
   conversation: Type.Optional(conversation),
-  store: Type.Optional(
-    compat
-      ? raw({ enum: [true, null], description: 'Responses are always stored' })
-      : Type.Literal(true, { description: 'Responses are always stored' }),
-  ),
+  store: Type.Optional(compat ? nullable('boolean', { description: STORE }) : Type.Boolean({ description: STORE })),
   background: Type.Optional(
-    compat
-      ? raw({ enum: [false, null], description: 'Background mode is not offered' })
-      : Type.Literal(false, { description: 'Background mode is not offered' }),
+    compat ? nullable('boolean', { description: BACKGROUND }) : Type.Boolean({ description: BACKGROUND }),
   ),
 });
 

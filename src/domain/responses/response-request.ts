@@ -34,7 +34,7 @@ export type InputItem =
   /** A decision on a tool call that waits for approval (compatibility mode). */
   | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string };
 
-/** The agent `model` names: its id, or (compatibility mode) its name, resolved in the organization later. */
+/** The agent `model` names: its id, or its name, resolved in the organization later. */
 export type AgentRef = { id: string } | { name: string };
 
 export interface ResponseRequest {
@@ -53,6 +53,9 @@ export interface ResponseRequest {
   /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
 }
+
+/** `model: "agent:<name>"` names an agent by its name (when the name itself looks like an id). */
+const AGENT_PREFIX = 'agent:';
 
 /** Where a user finds what `model` may be. */
 export const AGENTS_LISTED = 'GET /v1/models or GET /v1/agents lists them';
@@ -210,12 +213,16 @@ function input(value: unknown): { items: InputItem[]; instructions: string[] } {
   return { items, instructions };
 }
 
+/** `model`: an agent id, `agent:<name>`, or an agent's name (what OpenAI clients are used to sending). */
+export function agentRef(model: string): AgentRef {
+  if (model.startsWith(AGENT_PREFIX)) return { name: model.slice(AGENT_PREFIX.length) };
+  return isUuid(model) ? { id: model.toLowerCase() } : { name: model };
+}
+
 /** A body the mode's schema accepted (http/responses-body.ts), as a ResponseRequest. */
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
-  const model = stringOr(body.model, '');
-  // `model` is an agent id; in compatibility mode also an agent's name (what OpenAI clients are used to sending).
-  const agent: AgentRef = isUuid(model) ? { id: model.toLowerCase() } : { name: model };
+  const agent = agentRef(stringOr(body.model, ''));
   const given = isRecord(body.conversation) ? body.conversation.id : body.conversation;
   const param = isRecord(body.conversation) ? 'conversation.id' : 'conversation';
   const conversation = given === undefined || given === null ? null : conversationIdToSession(given, param);

@@ -104,7 +104,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     if (id === undefined) {
       throw validationError(
         'model',
-        `model must be the id or the name of one of your agents (${AGENTS_LISTED}); ${quoted(ref.name)} is neither`,
+        `model names one of your agents (its id, its name or agent:<name>); no agent is named ${quoted(ref.name)} (${AGENTS_LISTED})`,
       );
     }
     if (ids.length > 1) {

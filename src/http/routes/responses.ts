@@ -59,7 +59,7 @@ const ResponseHeaders = Type.Object({
       type: 'string',
       enum: ['openai', 'strict'],
       description:
-        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto: openai for the official OpenAI SDKs, strict for other clients)',
+        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client)',
     }),
   ),
   'agentry-stream-events': Type.Optional(

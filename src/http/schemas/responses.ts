@@ -203,12 +203,12 @@ const conversation = raw({
 });
 
 const strictFields = (compat: boolean) => ({
-  model: compat
-    ? Type.String({
-        description:
-          'The id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); a name must be of exactly one agent',
-      })
-    : Type.String({ format: 'uuid', description: 'The id of one of your agents (GET /v1/models or GET /v1/agents)' }),
+  model: Type.String({
+    minLength: 1,
+    maxLength: 300,
+    description:
+      'The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them',
+  }),
   input: input(compat),
   stream: Type.Optional(compat ? nullable('boolean') : Type.Boolean()),
   conversation: Type.Optional(conversation),
@@ -252,7 +252,7 @@ const mcpTool = object(
 export const ResponseCreateStrict = Type.Object(strictFields(false), {
   additionalProperties: false,
   title: 'Strict mode',
-  description: 'The spec body (Agentry-Compat: strict, the default for clients other than the OpenAI SDKs)',
+  description: 'The spec body (Agentry-Compat: strict, or a key or deployment set to strict)',
 });
 
 /** OpenAI compatibility mode: what OpenAI clients send; fields not declared here are accepted and ignored. */
@@ -327,7 +327,7 @@ export const ResponseCreateCompat = Type.Object(
     additionalProperties: true,
     title: 'OpenAI compatibility mode',
     description:
-      'What OpenAI clients send (Agentry-Compat: openai, the default for the OpenAI SDKs); other fields are accepted and ignored',
+      'What OpenAI clients send (the default; Agentry-Compat: openai)',
   },
 );
 

@@ -22,12 +22,20 @@ import { afterCommit, lastEventSeq } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
-import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
+import {
+  type Attachment,
+  itemFromRow,
+  loadLogItems,
+  loadMessageItems,
+  type PendingCall,
+  pendingCalls,
+} from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
+import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import { AGENTS_LISTED, type AgentRef, quoted, type ResponseRequest } from './response-request.ts';
 import { isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
@@ -504,6 +512,18 @@ export function createResponseService(deps: ResponseServiceDeps) {
         clearTimeout(timer);
         await iterator.return?.(undefined);
       }
+    },
+
+    /** An estimate of the input tokens the request's Response would start with (input-tokens.ts); runs nothing. */
+    async inputTokens(orgId: string, request: ResponseRequest): Promise<InputTokens> {
+      const agent = await deps.agents.get(orgId, await agentIdOf(db, orgId, request.agent));
+      const sessionId = await sessionOf(db, orgId, request, agent.id);
+      return estimateInputTokens({
+        instructions: [agent.instructions, request.instructions ?? ''],
+        tools: [...agent.clientTools, ...request.tools],
+        log: sessionId === null ? [] : await loadLogItems(db, sessionId),
+        input: request.items,
+      });
     },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */

@@ -2,9 +2,14 @@
  * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
  * and the stream's vendor events depend on the client (client-mode.ts).
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
+import {
+  parseResponseRequest,
+  type ResponseRequest,
+  responseIdToMessage,
+} from '../../domain/responses/response-request.ts';
 import { isFinalEvent } from '../../domain/responses/response-stream.ts';
 import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
@@ -72,6 +77,14 @@ const ResponseHeaders = Type.Object({
   ),
 });
 
+/** The body in the request's mode (echoed in the Agentry-Compat response header), validated and parsed. */
+function parseBody(request: FastifyRequest, reply: FastifyReply, deps: Deps): ResponseRequest {
+  const mode = compatModeOf(request, deps.config.responsesCompat);
+  reply.header('agentry-compat', mode);
+  validateResponseBody(request.body, mode);
+  return parseResponseRequest(request.body, mode === 'openai');
+}
+
 export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
@@ -100,10 +113,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,
     handler: async (request, reply) => {
-      const mode = compatModeOf(request, deps.config.responsesCompat);
-      reply.header('agentry-compat', mode);
-      validateResponseBody(request.body, mode);
-      const parsed = parseResponseRequest(request.body, mode === 'openai');
+      const parsed = parseBody(request, reply, deps);
       const started = await deps.responses.start(orgOf(request), parsed, request.headers['idempotency-key'], {
         vendorEvents: parsed.stream && vendorEventsWanted(request, deps.config.responsesStreamEvents),
       });
@@ -123,6 +133,29 @@ export function responseRoutes(app: App, deps: Deps): void {
       );
       return reply;
     },
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/responses/input_tokens',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Count input tokens',
+      description:
+        'An estimate of the input tokens a Response to this body would start with (the body of POST /v1/responses; nothing runs): the instructions, function tools, conversation log and input, at one token per 4 characters plus 85 per image or file (docs/responses.md).',
+      tags,
+      headers: ResponseHeaders,
+      body: ResponseCreateBody,
+      response: {
+        200: Type.Object(
+          { object: Type.Literal('response.input_tokens'), input_tokens: Type.Integer({ minimum: 0 }) },
+          { additionalProperties: false },
+        ),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    },
+    validatorCompiler: responsesValidatorCompiler,
+    handler: async (request, reply) => deps.responses.inputTokens(orgOf(request), parseBody(request, reply, deps)),
   });
 
   app.route({

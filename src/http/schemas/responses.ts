@@ -326,8 +326,7 @@ export const ResponseCreateCompat = Type.Object(
   {
     additionalProperties: true,
     title: 'OpenAI compatibility mode',
-    description:
-      'What OpenAI clients send (the default; Agentry-Compat: openai)',
+    description: 'What OpenAI clients send (the default; Agentry-Compat: openai)',
   },
 );
 

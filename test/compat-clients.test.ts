@@ -65,15 +65,19 @@ describe.each(dialects())('clients in compatibility mode by default (%s)', (dial
       expect(response).toMatchObject({ instructions: 'Be brief.', temperature: 0.3, max_output_tokens: 200 });
     });
 
-    it('streams text, the vendor events of the default stream ignored', async () => {
-      const result = streamText({ model: aiSdk().responses(agentId), prompt: 'Count one two three' });
+    it('streams text with a system prompt', async () => {
+      const result = streamText({
+        model: aiSdk().responses(agentId),
+        system: 'Count.',
+        prompt: 'Count one two three',
+      });
       let text = '';
       for await (const delta of result.textStream) text += delta;
       expect(text).toBe('Count one two three');
       expect(await result.finishReason).toBe('stop');
     });
 
-    it('runs its own function tools over two requests, streamed and not', async () => {
+    it('runs its own function tools over two requests, streamed and not, the vendor events ignored', async () => {
       const prompt = 'call get_weather {"city":"Paris"}\n---\nIt is sunny in Paris';
       const generated = await generateText({
         model: aiSdk().responses(agentId),
@@ -110,8 +114,19 @@ describe.each(dialects())('clients in compatibility mode by default (%s)', (dial
   });
 
   describe("LangChain's ChatOpenAI on the Responses API", () => {
+    let name: string;
+    beforeAll(async () => {
+      name = `langchain-${dialect}`;
+      await flow.createAgent({ name });
+    });
+    // The agent named as `agent:<name>`: LangChain's model names are free text.
     const chat = () =>
-      new ChatOpenAI({ model: agentId, apiKey: h.key, useResponsesApi: true, configuration: { baseURL: `${base}/v1` } });
+      new ChatOpenAI({
+        model: `agent:${name}`,
+        apiKey: h.key,
+        useResponsesApi: true,
+        configuration: { baseURL: `${base}/v1` },
+      });
 
     it('invokes the agent with a system message', async () => {
       const reply = await chat().invoke([

@@ -173,6 +173,50 @@ describe.each(dialects())('clients in compatibility mode by default (%s)', (dial
     expect(body).toMatchObject({ output_text: 'From fetch', instructions: 'Be brief.', temperature: 0.5 });
   });
 
+  describe('tool call limits', () => {
+    const TWO_THEN_ONE =
+      'call add {"a":1,"b":2}\ncall add {"a":3,"b":4}\n---\nOne more\ncall add {"a":5,"b":6}\n---\nDone';
+    const texts = (response: OpenAI.Responses.Response) =>
+      response.output.flatMap((item) =>
+        item.type === 'message' ? [item.content.map((part) => ('text' in part ? part.text : '')).join('')] : [],
+      );
+    const calls = (response: OpenAI.Responses.Response) =>
+      response.output.flatMap((item) => (item.type === 'mcp_call' ? [[item.arguments, item.output]] : []));
+
+    it('runs every call of a step by default', async () => {
+      const response = await client.responses.create({ model: mcpAgentId, input: TWO_THEN_ONE });
+      expect(calls(response)).toEqual([
+        ['{"a":1,"b":2}', '3'],
+        ['{"a":3,"b":4}', '7'],
+        ['{"a":5,"b":6}', '11'],
+      ]);
+      expect(texts(response)).toEqual(['One more', 'Done']);
+    });
+
+    it('runs no call past max_tool_calls, the model then answering without tools', async () => {
+      const response = await client.responses.create({ model: mcpAgentId, input: TWO_THEN_ONE, max_tool_calls: 1 });
+      expect(calls(response)).toEqual([['{"a":1,"b":2}', '3']]);
+      // The second step's call is dropped: the step's text is the answer.
+      expect(response).toMatchObject({ status: 'completed', output_text: 'One more', max_tool_calls: 1 });
+      const none = await client.responses.create({ model: mcpAgentId, input: TWO_THEN_ONE, max_tool_calls: 0 });
+      expect(calls(none)).toEqual([]);
+    });
+
+    it('runs only the first call of a step with parallel_tool_calls: false', async () => {
+      const response = await client.responses.create({
+        model: mcpAgentId,
+        input: TWO_THEN_ONE,
+        parallel_tool_calls: false,
+      });
+      expect(calls(response)).toEqual([
+        ['{"a":1,"b":2}', '3'],
+        ['{"a":5,"b":6}', '11'],
+      ]);
+      expect(texts(response)).toEqual(['One more', 'Done']);
+      expect(response.parallel_tool_calls).toBe(false);
+    });
+  });
+
   describe('the routes around a Response', () => {
     it('retrieves an agent as a model by id, name or agent:<name>, 404 otherwise', async () => {
       const name = `model-${dialect}`;

@@ -312,7 +312,8 @@ describe.each(dialects())('MCP tools in the loop (%s)', (dialect) => {
     // No `error` when the tools were listed, no `description: null` (the AI SDK's schema refuses null there).
     expect(output[0]).toMatchObject({ server_label: 'docs' });
     expect(output[0]).not.toHaveProperty('error');
-    for (const tool of output[0]?.tools ?? []) expect(tool.description === undefined || typeof tool.description === 'string').toBe(true);
+    for (const tool of output[0]?.tools ?? [])
+      expect(tool.description === undefined || typeof tool.description === 'string').toBe(true);
     expect(output[0]?.tools.map((tool: Json) => tool.name)).toContain('add');
     expect(output[0]?.tools.find((tool: Json) => tool.name === 'add').input_schema).toMatchObject({ type: 'object' });
     expect(output[1]).toMatchObject({

@@ -64,6 +64,17 @@ interface Target {
   label: string;
   resolveModel: () => LanguageModel;
   providerOptions?: ProviderOptions;
+  /** The provider's options that keep a step to one tool call (settings `parallelToolCalls: false`). */
+  oneToolCall?: ProviderOptions;
+}
+
+/** The target's provider options, with those for one tool call per step when the request asks for it. */
+function providerOptionsOf(target: Target, request: ModelRequest, hasTools: boolean): ProviderOptions | undefined {
+  const one = target.oneToolCall;
+  if (!hasTools || request.settings?.parallelToolCalls !== false || one === undefined) return target.providerOptions;
+  const merged: ProviderOptions = { ...target.providerOptions };
+  for (const [provider, options] of Object.entries(one)) merged[provider] = { ...merged[provider], ...options };
+  return merged;
 }
 
 function openAttempt(model: LanguageModel, target: Target, request: ModelRequest, idleMs: number): Attempt {
@@ -72,6 +83,7 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
   const local = new AbortController();
   const signal = AbortSignal.any([request.signal, local.signal]);
   const tools = toSdkTools(request.tools);
+  const providerOptions = providerOptionsOf(target, request, tools !== undefined);
   const result = streamText({
     model,
     messages: toSdkMessages(request.context),
@@ -81,7 +93,7 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
     maxRetries: 0,
     abortSignal: signal,
     ...(request.headers === undefined ? {} : { headers: request.headers }),
-    ...(target.providerOptions === undefined ? {} : { providerOptions: target.providerOptions }),
+    ...(providerOptions === undefined ? {} : { providerOptions }),
     // Errors arrive as stream parts and are thrown from next(); the default handler would print them.
     onError: () => {},
   });
@@ -167,6 +179,7 @@ export function createOpenAIAdapter(
       },
       // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step.
       providerOptions: { openai: { store: false } },
+      oneToolCall: { openai: { parallelToolCalls: false } },
     },
     options,
   );
@@ -184,6 +197,7 @@ export function createAnthropicAdapter(
         if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
         return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
       },
+      oneToolCall: { anthropic: { disableParallelToolUse: true } },
     },
     options,
   );

@@ -263,6 +263,10 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
+  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
+  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
+  if (maxToolCalls !== undefined) settings.maxToolCalls = Math.floor(maxToolCalls);
+  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]

@@ -285,7 +285,14 @@ export const ResponseCreateCompat = Type.Object(
     temperature: number(0, 2),
     top_p: number(0, 1),
     max_output_tokens: number(1, 1_000_000),
-    max_tool_calls: number(0, 1_000_000),
+    max_tool_calls: Type.Optional(
+      nullable('integer', {
+        minimum: 0,
+        maximum: 1_000_000,
+        description:
+          'Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools',
+      }),
+    ),
     top_logprobs: number(0, 20),
     presence_penalty: number(-2, 2),
     frequency_penalty: number(-2, 2),
@@ -313,7 +320,11 @@ export const ResponseCreateCompat = Type.Object(
         description: 'Echoed back',
       }),
     ),
-    parallel_tool_calls: Type.Optional(Type.Unknown()),
+    parallel_tool_calls: Type.Optional(
+      nullable('boolean', {
+        description: 'false: at most one tool call per model step (the first; others are not run)',
+      }),
+    ),
     include: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
     truncation: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
     text: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),

@@ -113,6 +113,36 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
     expect(json(unknown).error).toMatchObject({ param: 'colour', message: 'colour is not a recognised field' });
   });
 
+  it('applies or refuses, naming it, every field it cannot honour with the value sent', async () => {
+    const refused: [Json, string, string][] = [
+      [{ truncation: 'auto' }, 'truncation', 'sent whole'],
+      [{ prompt: { id: 'pmpt_1' } }, 'prompt', 'instructions'],
+      [{ service_tier: 'flex' }, 'service_tier', 'one tier'],
+      [{ top_logprobs: 2 }, 'top_logprobs', 'logprobs'],
+      [{ reasoning: { effort: 'high' } }, 'reasoning', "agent's model"],
+      [{ context_management: [{ type: 'compaction' }] }, 'context_management', 'compacted'],
+      [{ include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] }, 'include[1]', 'logprobs'],
+      [{ include: ['message.input_image.image_url'] }, 'include[0]', 'not supported'],
+      [{ parallel_tool_calls: 'no' }, 'parallel_tool_calls', 'boolean'],
+      [{ max_tool_calls: 1.5 }, 'max_tool_calls', 'integer'],
+    ];
+    for (const [fields, param, words] of refused) {
+      const response = await post(fields);
+      expect(response.status, JSON.stringify(fields)).toBe(400);
+      expect(json(response).error, JSON.stringify(fields)).toMatchObject({ code: 'validation_error', param });
+      expect(json(response).error.message).toContain(words);
+    }
+    const accepted: Json[] = [
+      { truncation: 'disabled', service_tier: 'auto', top_logprobs: 0, reasoning: { effort: null }, prompt: null },
+      { include: ['reasoning.encrypted_content', 'web_search_call.action.sources'], stream_options: {} },
+      { prompt_cache_retention: '24h', context_management: null, parallel_tool_calls: false, max_tool_calls: 3 },
+    ];
+    for (const fields of accepted) {
+      const response = await post(fields);
+      expect(response.status, response.text).toBe(200);
+    }
+  });
+
   it('lets an API key fix the mode, for SDKs and other clients alike', async () => {
     const strictKey = await h.deps.orgs.createKey(orgId, undefined, undefined, 'strict');
     const openaiKey = await h.deps.orgs.createKey(orgId, undefined, undefined, 'openai');

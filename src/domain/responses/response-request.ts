@@ -11,7 +11,15 @@ import { isUuid } from '../../lib/ids.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
-import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
+import {
+  metadataOf,
+  optionalNumber,
+  optionalString,
+  reasoning,
+  refuseUnsupported,
+  toolChoice,
+  tools,
+} from './response-settings.ts';
 
 /** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */
 export interface ImageUrl {
@@ -252,6 +260,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       },
     };
   }
+  refuseUnsupported(body);
   const settings: ModelSettings = {};
   const temperature = optionalNumber(body.temperature);
   const topP = optionalNumber(body.top_p);

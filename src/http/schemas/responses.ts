@@ -8,6 +8,7 @@
  */
 import { Type } from 'typebox';
 import { MAX_REASON_CHARS } from '../../domain/approvals/approvals.ts';
+import { INCLUDABLE } from '../../domain/responses/response-settings.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const CONVERSATION_ID = `^conv_${UUID.slice(1)}`;
@@ -293,7 +294,9 @@ export const ResponseCreateCompat = Type.Object(
           'Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools',
       }),
     ),
-    top_logprobs: number(0, 20),
+    top_logprobs: Type.Optional(
+      nullable('number', { minimum: 0, maximum: 20, description: '0 or null: responses carry no logprobs' }),
+    ),
     presence_penalty: number(-2, 2),
     frequency_penalty: number(-2, 2),
     metadata: Type.Optional(
@@ -317,7 +320,7 @@ export const ResponseCreateCompat = Type.Object(
             summary: { type: ['string', 'null'], maxLength: 32 },
           },
         },
-        description: 'Echoed back',
+        description: "Refused unless its fields are null: reasoning is the agent model's own",
       }),
     ),
     parallel_tool_calls: Type.Optional(
@@ -325,14 +328,30 @@ export const ResponseCreateCompat = Type.Object(
         description: 'false: at most one tool call per model step (the first; others are not run)',
       }),
     ),
-    include: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    truncation: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    include: Type.Optional(
+      nullable('array', {
+        items: { type: 'string' },
+        description: `Accepted: ${INCLUDABLE.join(', ')} (Agentry produces none of those items); other values are refused`,
+      }),
+    ),
+    truncation: Type.Optional(
+      raw({
+        enum: ['disabled', 'auto', null],
+        description: 'disabled (the conversation is sent whole); auto is refused',
+      }),
+    ),
     text: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    service_tier: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    stream_options: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    context_management: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    prompt: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    prompt_cache_retention: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    service_tier: Type.Optional(
+      nullable('string', { description: 'auto or default (one tier serves every request); other tiers are refused' }),
+    ),
+    stream_options: Type.Optional(
+      Type.Unknown({ description: 'Accepted; streams carry no obfuscation padding whatever it says' }),
+    ),
+    context_management: Type.Optional(Type.Unknown({ description: 'Refused unless null: nothing is compacted' })),
+    prompt: Type.Optional(Type.Unknown({ description: 'Refused unless null: prompt templates are not stored here' })),
+    prompt_cache_retention: Type.Optional(
+      Type.Unknown({ description: 'Accepted: a caching hint, with no effect on the answer' }),
+    ),
   },
   {
     additionalProperties: true,

@@ -293,8 +293,8 @@ const adoptItems = prepare((db, p: { sessionId: string; messageId: string; unatt
 
 /**
  * Deletes items of the session's log (callers hold the session's row lock, and no turn of the session is
- * unfinished) and appends an `item_removed` marker naming them, unattached like items added outside a turn: the
- * next accepted message adopts it, and a process that kept the session's log drops the items when it reads it.
+ * unfinished) and appends an `item_removed` marker naming them, with the session's last message (unattached when
+ * it has none yet), so that a process that kept the session's log reads it at once and drops the items.
  */
 export async function removeItems(
   trx: Executor,
@@ -303,7 +303,15 @@ export async function removeItems(
 ): Promise<void> {
   if (itemIds.length === 0) return;
   await trx.deleteFrom('items').where('session_id', '=', target.sessionId).where('id', 'in', itemIds).execute();
-  await appendItems(trx, target, [{ messageId: UNATTACHED, step: 0, content: { type: 'item_removed', itemIds } }]);
+  const last = await trx
+    .selectFrom('messages')
+    .select('id')
+    .where('session_id', '=', target.sessionId)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const marker: NewItem = { messageId: last?.id ?? UNATTACHED, step: 0, content: { type: 'item_removed', itemIds } };
+  await appendItems(trx, target, [marker]);
 }
 
 /**

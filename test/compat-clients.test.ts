@@ -136,6 +136,18 @@ describe.each(dialects())('clients in compatibility mode by default (%s)', (dial
       expect(reply.text).toBe('Hello from LangChain');
     });
 
+    it("streams an agent's MCP calls, the vendor events of the default stream ignored", async () => {
+      const mcpChat = new ChatOpenAI({
+        model: mcpAgentId,
+        apiKey: h.key,
+        useResponsesApi: true,
+        configuration: { baseURL: `${base}/v1` },
+      });
+      let text = '';
+      for await (const chunk of await mcpChat.stream('call add {"a":20,"b":22}')) text += chunk.text;
+      expect(text).toBe('add: 42');
+    });
+
     it('returns the calls of bound tools', async () => {
       const bound = chat().bindTools([
         {

@@ -9,6 +9,7 @@ import { createLateBus } from './bus/late-bus.ts';
 import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
 import type { Config } from './config.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
+import { type ChatCompletionService, createChatCompletionService } from './domain/chat-completions/chat-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
 import { createImageImporter } from './domain/files/image-import.ts';
@@ -84,6 +85,8 @@ export interface Deps {
   /** What the features built on turns add to their state changes, in the change's transaction. */
   turnHooks: TurnHooks;
   responses: ResponseService;
+  /** POST /v1/chat/completions: stateless turns in hidden sessions. */
+  chatCompletions: ChatCompletionService;
   conversations: ConversationService;
   webhooks: WebhookServices;
   /** Encrypts the secrets stored in the database (connector headers, webhook secrets) and opens them for use. */
@@ -389,6 +392,19 @@ export async function buildDeps(
       sessions,
       checkAttachment,
       images,
+      messages,
+      subscriptions,
+      turnHooks,
+    }),
+    chatCompletions: createChatCompletionService({
+      db,
+      clock,
+      bus,
+      live,
+      agents,
+      checkAttachment,
+      images,
+      toolWarnings: tools.warnings,
       messages,
       subscriptions,
       turnHooks,

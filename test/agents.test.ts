@@ -272,7 +272,9 @@ const valid: [string, Body][] = [
 ];
 
 const configFields =
-  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals'.split(' ');
+  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals outputFormat'.split(
+    ' ',
+  );
 const configOf = (agent: Json) => Object.fromEntries(configFields.map((field) => [field, agent[field]]));
 
 describe.each(dialects())('agents (%s)', (dialect) => {
@@ -360,6 +362,7 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         skills: [],
         networkPolicy: null,
         toolApprovals: { default: 'auto', overrides: {} },
+        outputFormat: null,
         isDefault: false,
         version: 1,
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
@@ -483,6 +486,17 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         net(policy({ domain_allowlist: 'all_domains', additional_allowed_domains: ['example.com'] })),
         { networkPolicy: null },
         { toolApprovals: { default: 'always_ask', overrides: { 'github__*': 'auto' }, timeoutSeconds: 30 } },
+        {
+          outputFormat: {
+            type: 'json_schema',
+            name: 'answer',
+            description: 'The answer',
+            schema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+            strict: false,
+          },
+        },
+        { outputFormat: { type: 'json_object' } },
+        { outputFormat: null },
         { name: 'Final', maxSteps: 9, skills: [] },
       ];
       const snapshots = [first];

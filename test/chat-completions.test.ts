@@ -556,6 +556,20 @@ describe('chat-completions client: the request', () => {
     ]);
   });
 
+  it('sends a response format as response_format, where and as the AI SDK writes it', async () => {
+    const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] };
+    responders = [textReply(['{}'])];
+    await collect({
+      settings: { temperature: 0 },
+      responseFormat: { type: 'json_schema', name: 'reply', description: 'A reply', schema, strict: true },
+    });
+    await collect({ responseFormat: { type: 'json_object' } });
+    expect(received.map((entry) => entry.raw)).toEqual([
+      '{"model":"test-model","temperature":0,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},"strict":true,"name":"reply","description":"A reply"}},"messages":[{"role":"user","content":"Hello"}],"stream":true,"stream_options":{"include_usage":true}}',
+      '{"model":"test-model","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"Hello"}],"stream":true,"stream_options":{"include_usage":true}}',
+    ]);
+  });
+
   it('sends Authorization only when an API key is configured, and passes the traceparent through', async () => {
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     responders = [textReply(['x'])];

@@ -19,12 +19,14 @@ import {
   ownItems,
 } from '../domain/turns/items.ts';
 import { turnText } from '../domain/turns/message-service.ts';
-import { completeTurn } from '../domain/turns/transitions.ts';
+import type { MessageError } from '../domain/turns/message-types.ts';
+import { completeTurn, failTurn } from '../domain/turns/transitions.ts';
 import { addStepUsage } from '../domain/turns/turn-store.ts';
+import { outputViolation } from '../lib/output-schema.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { chatSpanId, outgoingTraceparent } from '../lib/trace-context.ts';
 import { costMicros } from '../models/pricing.ts';
-import type { ModelSettings, ToolCall, Usage } from '../models/types.ts';
+import type { ModelSettings, ResponseFormat, ToolCall, Usage } from '../models/types.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
@@ -94,6 +96,7 @@ export async function callModel(
     context: context.build(files),
     tools: callsLeft(turn.settings, made) === 0 ? [] : toolSpecs(tools),
     ...(turn.settings === undefined ? {} : { settings: turn.settings }),
+    ...(turn.responseFormat === undefined ? {} : { responseFormat: turn.responseFormat }),
     signal: turn.signal,
     ...(traceparent === null ? {} : { headers: { traceparent } }),
   })) {
@@ -231,6 +234,18 @@ function approvalOf(
 }
 
 /**
+ * The error a final reply ends the turn with when it does not have the structure the turn asked for (null when it
+ * has, or when free text was asked for): never a silent pass, whatever the provider promised.
+ */
+export function invalidOutput(format: ResponseFormat | undefined, text: string): MessageError | null {
+  if (format === undefined) return null;
+  const violation = outputViolation(text, format.type === 'json_schema' ? format.schema : null);
+  if (violation === null) return null;
+  const expected = format.type === 'json_schema' ? `output format ${format.name}` : 'output format json_object';
+  return { code: 'invalid_output', message: storableText(`${violation} (${expected})`.slice(0, 2000)) };
+}
+
+/**
  * Persists one model step in one transaction: its items, approvals, spans, usage and cost (debited from credits),
  * and its events; a step without tool calls also completes the turn. `start` writes the turn's start first (the
  * first step of a quick turn: one transaction instead of two). Returns the message after it (null: not written).
@@ -243,6 +258,7 @@ export function persistStep(
   const { trace, output, items } = step;
   const cost = costMicros(turn.agent.model, output.usage);
   const records = stepRecords(turn, trace.step, output, items);
+  const invalid = output.calls.length === 0 ? invalidOutput(turn.responseFormat, output.text) : null;
   return change(turn, start === null ? ['running'] : ['queued', 'running'], async (trx, found, now) => {
     const started = start !== null && found.status === 'queued' ? await start(trx, found) : null;
     const current = started?.message ?? found;
@@ -258,8 +274,14 @@ export function persistStep(
     await debitCredits(trx, current.org_id, cost);
     const events = await writeEvents(trx, target, stepItemEvents(current, created));
     if (output.calls.length === 0) {
-      const all = [...ownItems(items, current.id), ...created];
-      events.push(...(await completeTurn(turnChange(turn, trx, current, now), turnText(all))));
+      const text = turnText([...ownItems(items, current.id), ...created]);
+      const change = turnChange(turn, trx, current, now);
+      // A reply without the structure asked for fails the turn, keeping the text (docs/responses.md).
+      events.push(
+        ...(invalid === null
+          ? await completeTurn(change, text)
+          : await failTurn(change, invalid, text === '' ? null : text)),
+      );
     }
     return started === null ? events : [...started.events, ...events];
   });

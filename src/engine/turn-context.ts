@@ -18,7 +18,7 @@ import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { RunTrace } from '../lib/trace-context.ts';
 import type { ModelRegistry } from '../models/registry.ts';
-import type { ModelSettings } from '../models/types.ts';
+import type { ModelSettings, ResponseFormat } from '../models/types.ts';
 import type { Metrics } from '../observability/metrics-types.ts';
 import type { RunExporter } from '../observability/run-export.ts';
 import type { Executor } from '../storage/db.ts';
@@ -106,6 +106,8 @@ export interface Turn extends TurnContext {
   /** The agent at the turn's version, with this message's own options (Responses compatibility mode). */
   readonly agent: AgentConfig;
   readonly settings: ModelSettings | undefined;
+  /** The structure every model call is asked for and the final reply must match; undefined for free text. */
+  readonly responseFormat: ResponseFormat | undefined;
   /** The tools resolved once at the turn's start (src/tools/). */
   readonly tools: TurnTools;
 }

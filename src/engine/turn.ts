@@ -114,9 +114,12 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
 }
 
 /** The agent's config at turn start plus this message's own options (Responses compatibility mode). */
-async function configFor(db: Executor, message: MessageRow): Promise<Pick<Turn, 'agent' | 'settings'>> {
+async function configFor(
+  db: Executor,
+  message: MessageRow,
+): Promise<Pick<Turn, 'agent' | 'settings' | 'responseFormat'>> {
   const agent = await agentForTurn(db, message);
-  if (message.options === null) return { agent, settings: undefined };
+  if (message.options === null) return { agent, settings: undefined, responseFormat: undefined };
   const options = parseJsonColumn(message.options, isMessageOptions, 'messages.options');
   const extra = options.tools ?? [];
   const names = new Set(extra.map((tool) => tool.name));
@@ -131,6 +134,8 @@ async function configFor(db: Executor, message: MessageRow): Promise<Pick<Turn, 
       ],
     },
     settings: options.settings,
+    // Fixed at accept (the message's own or the agent's then): a later agent version does not change it.
+    responseFormat: options.responseFormat ?? undefined,
   };
 }
 

@@ -138,13 +138,25 @@ export const errorCatalog = {
     status: 504,
     type: 'server_error',
     description:
-      'A synchronous Response took longer than AGENTRY_RESPONSES_SYNC_TIMEOUT_MS; the turn goes on and stays retrievable with GET /v1/responses/{id}.',
+      'A synchronous Response or chat completion took longer than AGENTRY_RESPONSES_SYNC_TIMEOUT_MS; the turn goes on and stays retrievable with GET /v1/responses/{id} (a chat completion: its Run, GET /v1/runs/{id}).',
+  },
+  turn_failed: {
+    status: 502,
+    type: 'server_error',
+    description:
+      "POST /v1/chat/completions: the agent's turn failed or was cancelled (its model or a tool ended it) before it produced a reply; the message gives the turn's error and the Run to look at (GET /v1/runs/{id}). Streamed, it arrives as an error frame.",
   },
   webhook_test_failed: {
     status: 502,
     type: 'server_error',
     description:
       'POST /v1/webhook_endpoints/{id}/test got no HTTP answer from the receiver (DNS, connection, TLS or 10 s timeout); the message says which. The attempt is recorded in the event history.',
+  },
+  invalid_output: {
+    status: 502,
+    type: 'server_error',
+    description:
+      "The model's final reply did not have the structure the turn asked for (Responses `text.format`, a message's or agent's `outputFormat`): not JSON, or not matching the schema; the message names the first violation. It ends a turn `failed` (its Response `failed` with this error code), keeping the text; an API that answers with a turn's outcome answers with it.",
   },
   mcp_server_unreachable: {
     status: 502,

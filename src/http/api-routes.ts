@@ -7,6 +7,7 @@ import type { StreamHub } from '../bus/live-hub.ts';
 import type { Deps } from '../deps.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { agentRoutes } from './routes/agents.ts';
+import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { conversationRoutes } from './routes/conversations.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -36,6 +37,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   sessionRoutes(app, deps);
   messageRoutes(app, deps);
   responseRoutes(app, deps);
+  chatCompletionRoutes(app, deps);
   runRoutes(app, deps);
   fileRoutes(app, deps);
   conversationRoutes(app, deps);

@@ -12,6 +12,7 @@ import {
   jsonSchema,
   LoadAPIKeyError,
   type ModelMessage,
+  Output,
   RetryError,
   StreamProviderError,
   type ToolChoice,
@@ -23,7 +24,7 @@ import {
 } from 'ai';
 import { connectionFailed, fromStatus, retryAfterOf } from './provider-errors.ts';
 import { parseArguments } from './tool-arguments.ts';
-import { type ContextMessage, ModelError, type ModelSettings, type ToolSpec } from './types.ts';
+import { type ContextMessage, ModelError, type ModelSettings, type ResponseFormat, type ToolSpec } from './types.ts';
 
 export function toSdkMessages(context: ContextMessage[]): ModelMessage[] {
   const messages: ModelMessage[] = [];
@@ -87,6 +88,24 @@ export function toSdkTools(specs: ToolSpec[]): ToolSet | undefined {
     });
   }
   return tools;
+}
+
+/**
+ * The SDK's structured output for a response format: its providers send it as their wire's JSON schema mode
+ * (OpenAI `text.format`, Anthropic's output format or a forced tool). No validation here: the engine checks the
+ * final reply itself, so that a mismatch fails the turn with `invalid_output` whatever the provider.
+ */
+export function toSdkOutput(format: ResponseFormat | undefined) {
+  if (format === undefined) return undefined;
+  if (format.type === 'json_object') return Output.json();
+  if (!isObjectSchema(format.schema)) {
+    throw new ModelError('model_bad_request', `response format ${format.name}: the schema must be a JSON object`);
+  }
+  return Output.object({
+    schema: jsonSchema(format.schema),
+    name: format.name,
+    ...(format.description === undefined ? {} : { description: format.description }),
+  });
 }
 
 export interface SdkCallSettings {

@@ -11,7 +11,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from 'ai';
-import { toModelError, toSdkMessages, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
+import { toModelError, toSdkMessages, toSdkOutput, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
 import { type Attempt, DEFAULT_IDLE_TIMEOUT_MS, type ModelAdapterOptions, streamWithRetry } from './retrying-stream.ts';
 import { type ModelAdapter, ModelError, type ModelEvent, type ModelRequest, type ToolCall } from './types.ts';
 
@@ -63,19 +63,12 @@ interface Target {
   /** Names the provider in error messages. */
   label: string;
   resolveModel: () => LanguageModel;
-  providerOptions?: ProviderOptions;
-  /** The provider's options that keep a step to one tool call (settings `parallelToolCalls: false`). */
-  oneToolCall?: ProviderOptions;
+  providerOptions?: (request: ModelRequest) => ProviderOptions;
 }
 
-/** The target's provider options, with those for one tool call per step when the request asks for it. */
-function providerOptionsOf(target: Target, request: ModelRequest, hasTools: boolean): ProviderOptions | undefined {
-  const one = target.oneToolCall;
-  if (!hasTools || request.settings?.parallelToolCalls !== false || one === undefined) return target.providerOptions;
-  const merged: ProviderOptions = { ...target.providerOptions };
-  for (const [provider, options] of Object.entries(one)) merged[provider] = { ...merged[provider], ...options };
-  return merged;
-}
+/** Whether a request keeps each step to one tool call (`parallelToolCalls: false`, with tools to call). */
+const oneToolCall = (request: ModelRequest): boolean =>
+  request.settings?.parallelToolCalls === false && request.tools.length > 0;
 
 function openAttempt(model: LanguageModel, target: Target, request: ModelRequest, idleMs: number): Attempt {
   const { label } = target;
@@ -83,13 +76,15 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
   const local = new AbortController();
   const signal = AbortSignal.any([request.signal, local.signal]);
   const tools = toSdkTools(request.tools);
-  const providerOptions = providerOptionsOf(target, request, tools !== undefined);
+  const output = toSdkOutput(request.responseFormat);
+  const providerOptions = target.providerOptions?.(request);
   const result = streamText({
     model,
     messages: toSdkMessages(request.context),
     ...(request.instructions === '' ? {} : { instructions: request.instructions }),
     ...(tools === undefined ? {} : { tools }),
     ...toSdkSettings(request.settings, tools !== undefined),
+    ...(output === undefined ? {} : { output }),
     maxRetries: 0,
     abortSignal: signal,
     ...(request.headers === undefined ? {} : { headers: request.headers }),
@@ -175,11 +170,22 @@ export function createOpenAIAdapter(
       label: 'openai',
       resolveModel: () => {
         if (apiKey === null) return notConfigured('openai', 'OPENAI_API_KEY');
-        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL }).responses(model);
+        const fetch = options.fetch;
+        return createOpenAI({ apiKey, baseURL: OPENAI_BASE_URL, ...(fetch === undefined ? {} : { fetch }) }).responses(
+          model,
+        );
       },
-      // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step.
-      providerOptions: { openai: { store: false } },
-      oneToolCall: { openai: { parallelToolCalls: false } },
+      // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step. A JSON schema is
+      // strict only when the request says so (the SDK's default is strict).
+      providerOptions: (request) => ({
+        openai: {
+          store: false,
+          ...(request.responseFormat?.type === 'json_schema'
+            ? { strictJsonSchema: request.responseFormat.strict }
+            : {}),
+          ...(oneToolCall(request) ? { parallelToolCalls: false } : {}),
+        },
+      }),
     },
     options,
   );
@@ -195,9 +201,14 @@ export function createAnthropicAdapter(
       label: 'anthropic',
       resolveModel: () => {
         if (apiKey === null) return notConfigured('anthropic', 'ANTHROPIC_API_KEY');
-        return createAnthropic({ apiKey, baseURL: ANTHROPIC_BASE_URL }).messages(model);
+        const fetch = options.fetch;
+        return createAnthropic({
+          apiKey,
+          baseURL: ANTHROPIC_BASE_URL,
+          ...(fetch === undefined ? {} : { fetch }),
+        }).messages(model);
       },
-      oneToolCall: { anthropic: { disableParallelToolUse: true } },
+      providerOptions: (request) => (oneToolCall(request) ? { anthropic: { disableParallelToolUse: true } } : {}),
     },
     options,
   );

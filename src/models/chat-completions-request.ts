@@ -11,6 +11,7 @@ import {
   ModelError,
   type ModelRequest,
   type ModelSettings,
+  type ResponseFormat,
   type ToolSpec,
   type UserPart,
 } from './types.ts';
@@ -41,6 +42,23 @@ export interface ChatTool {
 
 export type ChatToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 
+export type ChatResponseFormat =
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      json_schema: { schema: Record<string, unknown>; strict: boolean; name: string; description?: string };
+    };
+
+/** `response_format` as the AI SDK's openai-compatible chat model writes it. */
+function toChatResponseFormat(format: ResponseFormat): ChatResponseFormat {
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const { schema, strict, name, description } = format;
+  return {
+    type: 'json_schema',
+    json_schema: { schema, strict, name, ...(description === undefined ? {} : { description }) },
+  };
+}
+
 /** Field order matters only to byte-for-byte comparisons with the AI SDK's body; it is kept anyway. */
 export interface ChatRequestBody {
   model: string;
@@ -49,6 +67,7 @@ export interface ChatRequestBody {
   top_p?: number;
   frequency_penalty?: number;
   presence_penalty?: number;
+  response_format?: ChatResponseFormat;
   messages: ChatMessage[];
   tools?: ChatTool[];
   tool_choice?: ChatToolChoice;
@@ -211,6 +230,7 @@ export function toChatRequestBody(label: string, model: string, request: ModelRe
     // In the order of the AI SDK's OpenAI-compatible provider.
     ...(settings.frequencyPenalty === undefined ? {} : { frequency_penalty: settings.frequencyPenalty }),
     ...(settings.presencePenalty === undefined ? {} : { presence_penalty: settings.presencePenalty }),
+    ...(request.responseFormat === undefined ? {} : { response_format: toChatResponseFormat(request.responseFormat) }),
     messages: toChatMessages(label, request.instructions, request.context),
     ...(tools === undefined ? {} : { tools, tool_choice: toolChoice(settings.toolChoice) }),
     ...(tools !== undefined && settings.parallelToolCalls === false ? { parallel_tool_calls: false as const } : {}),

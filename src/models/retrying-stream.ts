@@ -16,6 +16,8 @@ export interface ModelAdapterOptions {
   retry?: Pick<RetryOptions, 'maxAttempts' | 'baseDelayMs' | 'maxDelayMs' | 'sleep'>;
   /** A call that sends nothing for this long fails with model_timeout (default 120 s). */
   idleTimeoutMs?: number;
+  /** The HTTP client of the AI SDK adapters (tests see the provider request through it); global fetch if absent. */
+  fetch?: typeof globalThis.fetch;
 }
 
 export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;

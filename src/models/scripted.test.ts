@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { chunkText, createScriptedModel } from './scripted.ts';
-import { type ContextMessage, ModelError, type ModelEvent, type ToolCall, type ToolResult } from './types.ts';
+import {
+  type ContextMessage,
+  ModelError,
+  type ModelEvent,
+  type ResponseFormat,
+  type ToolCall,
+  type ToolResult,
+} from './types.ts';
 
 const model = createScriptedModel({ priced: false });
 
@@ -14,7 +21,7 @@ const results = (...entries: Array<[name: string, output: string]>): ContextMess
 
 async function run(
   context: ContextMessage[],
-  options: { instructions?: string; signal?: AbortSignal } = {},
+  options: { instructions?: string; signal?: AbortSignal; responseFormat?: ResponseFormat } = {},
 ): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
   const stream = model.stream({
@@ -23,6 +30,7 @@ async function run(
     context,
     tools: [],
     signal: options.signal ?? new AbortController().signal,
+    ...(options.responseFormat === undefined ? {} : { responseFormat: options.responseFormat }),
   });
   for await (const event of stream) events.push(event);
   return events;
@@ -242,5 +250,29 @@ describe('scripted model', () => {
     for await (const event of stream) events.push(event);
     expect(textOf(events)).toBe('same words');
     expect(events.at(-1)).toEqual({ type: 'finish', usage: { inputTokens: 3, outputTokens: 3 } });
+  });
+});
+
+describe('structured output', () => {
+  const responseFormat: ResponseFormat = {
+    type: 'json_schema',
+    name: 'answer',
+    strict: true,
+    schema: { type: 'object', properties: { answer: { type: 'string', minLength: 2 } }, required: ['answer'] },
+  };
+
+  it('answers a plain question with the smallest valid instance, and {} for json_object', async () => {
+    expect(textOf(await run([user('What is it?')], { responseFormat }))).toBe('{"answer":"aa"}');
+    expect(textOf(await run([user('What is it?')], { responseFormat: { type: 'json_object' } }))).toBe('{}');
+  });
+
+  it('plays a script with directives as written, and answers the instance after tool results', async () => {
+    const script = 'call lookup {"q":1}\n---\nsleep 0\nnot json';
+    const first = await run([user(script)], { responseFormat });
+    expect(callsOf(first).map((c) => c.name)).toEqual(['lookup']);
+    const afterTool = [user('call lookup {"q":1}'), reply('', [call('lookup')]), results(['lookup', 'found'])];
+    expect(textOf(await run(afterTool, { responseFormat }))).toBe('{"answer":"aa"}');
+    const second = [user(script), reply('', [call('lookup')]), results(['lookup', 'found'])];
+    expect(textOf(await run(second, { responseFormat }))).toBe('not json');
   });
 });

@@ -2,17 +2,21 @@
  * The built-in `scripted` model (DESIGN section 9): deterministic, free, for demos and tests. The newest user
  * message is a script; its sections (separated by lines that are exactly `---`) are played one per model step,
  * the step number being the count of assistant entries after that user message, so a turn resumed by a client
- * tool's output plays the next section. See docs/models.md for the user-facing reference.
+ * tool's output plays the next section. A request for structured output is answered with the smallest valid
+ * instance of its schema unless the script has directives (structuredPlan). See docs/models.md for the
+ * user-facing reference.
  */
 import { randomBytes } from 'node:crypto';
 import { ASK_USER_QUESTION } from '../events/session-values.ts';
 import { abortableSleep } from '../lib/retry.ts';
+import { schemaInstance } from './schema-instance.ts';
 import {
   type ContextMessage,
   type ModelAdapter,
   ModelError,
   type ModelEvent,
   type ModelRequest,
+  type ResponseFormat,
   type ToolCall,
 } from './types.ts';
 
@@ -119,6 +123,23 @@ interface Plan {
   section: Section;
   /** Reply with `<tool>: <output>` lines when the section yields neither text nor calls. */
   fallback: string | null;
+  /** The script has no directives: its one section is the whole text. */
+  verbatim: boolean;
+}
+
+/** The smallest reply of the requested structure: `{}` for any JSON object, else the schema's smallest instance. */
+function structuredReply(format: ResponseFormat): string {
+  return JSON.stringify(format.type === 'json_object' ? {} : schemaInstance(format.schema));
+}
+
+/**
+ * The step's plan when the request asks for structured output: a script without directives (a plain question) is
+ * not echoed, and a step that would end with neither text nor calls answers the smallest valid reply instead of
+ * summarising tool results. A script with directives says what to answer, invalid replies included.
+ */
+function structuredPlan(context: ContextMessage[], format: ResponseFormat): Plan {
+  const { section, verbatim } = plan(context);
+  return { section: verbatim ? [] : section, fallback: structuredReply(format), verbatim };
 }
 
 /** Decides which section this step plays, per the contract in the file header. */
@@ -131,12 +152,15 @@ function plan(context: ContextMessage[]): Plan {
     }
   }
   const user = context[userIndex];
-  const sections = user?.role === 'user' ? parseScript(userText(user)) : [];
+  const script = user?.role === 'user' ? userText(user) : null;
+  const sections = script === null ? [] : parseScript(script);
+  const first = sections[0]?.[0];
+  const verbatim = sections.length === 1 && first?.kind === 'text' && first.text === script;
   const played = context.slice(userIndex + 1).filter((message) => message.role === 'assistant').length;
   const last = context[context.length - 1];
   const fallback =
     last?.role === 'tool' ? last.results.map((result) => `${result.name}: ${result.output}`).join('\n') : null;
-  return { section: sections[played] ?? [], fallback };
+  return { section: sections[played] ?? [], fallback, verbatim };
 }
 
 /**
@@ -149,7 +173,9 @@ export function createScriptedModel(_options: { priced: boolean }): ModelAdapter
       const { signal } = request;
       signal.throwIfAborted();
       const inputTokens = Math.ceil(contextChars(request) / 4);
-      const { section, fallback } = plan(request.context);
+      const { responseFormat } = request;
+      const { section, fallback } =
+        responseFormat === undefined ? plan(request.context) : structuredPlan(request.context, responseFormat);
       let outputChars = 0;
       let wroteText = false;
       let madeCalls = false;

@@ -2,7 +2,7 @@
  * The one small interface every model provider implements, in Agentry's own normalized shapes (provider wire
  * formats never leak past an adapter). The engine builds a ModelRequest per step and consumes ModelEvents.
  */
-import { isAbsentOr, isBoolean, isJsonObject, isNumber } from '../lib/guards.ts';
+import { isAbsentOr, isBoolean, isJsonObject, isNumber, isString } from '../lib/guards.ts';
 
 export interface ToolCall {
   callId: string;
@@ -94,6 +94,18 @@ export function isModelSettings(value: unknown): value is ModelSettings {
 export type ResponseFormat =
   | { type: 'json_schema'; name: string; description?: string; schema: Record<string, unknown>; strict: boolean }
   | { type: 'json_object' };
+
+export function isResponseFormat(value: unknown): value is ResponseFormat {
+  if (!isJsonObject(value)) return false;
+  if (value.type === 'json_object') return true;
+  return (
+    value.type === 'json_schema' &&
+    typeof value.name === 'string' &&
+    isAbsentOr(value.description, isString) &&
+    isJsonObject(value.schema) &&
+    typeof value.strict === 'boolean'
+  );
+}
 
 export interface ModelRequest {
   /** Full model id, `provider/model` or `scripted`. */

@@ -80,7 +80,7 @@ export function createMetrics(): Metrics {
   });
   const streams = new Gauge({
     name: 'agentry_sse_streams_active',
-    help: 'Open Server-Sent Events streams, by surface (sessions, responses, tasks, tool_runs)',
+    help: 'Open Server-Sent Events streams, by surface (sessions, responses, tasks, tool_runs, chat_completions)',
     labelNames: ['surface'],
     registers: [registry],
   });

@@ -17,7 +17,15 @@ export const MESSAGE_STATUSES = ['queued', 'running', 'requires_action', 'comple
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 /** messages.source and runs.source: the surfaces that start runs. */
-export const RUN_SOURCES = ['responses', 'sessions', 'tasks', 'sdk', 'console', 'schedule'] as const;
+export const RUN_SOURCES = [
+  'responses',
+  'sessions',
+  'tasks',
+  'sdk',
+  'console',
+  'schedule',
+  'chat_completions',
+] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];
 
 /** spans.kind */

@@ -59,6 +59,8 @@ export interface AgentsTable {
   network_policy: string | null;
   /** JSON ToolApprovals, or null for the default policy. */
   tool_approvals: string | null;
+  /** JSON ResponseFormat of the agent's replies, or null for free text. */
+  output_format: ColumnType<string | null, string | null | undefined, string | null>;
   is_default: number;
   version: number;
   workspace_provisioned_at: Millis | null;

@@ -1441,6 +1441,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -1562,6 +1573,16 @@ export interface paths {
                             /** @enum {string} */
                             domain_allowlist: "none" | "package_managers_only" | "all_domains";
                         };
+                        outputFormat?: {
+                            description?: string;
+                            name?: string;
+                            /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                            schema?: Record<string, unknown>;
+                            /** @description Default false */
+                            strict?: boolean | null;
+                            /** @enum {string} */
+                            type: "text" | "json_object" | "json_schema";
+                        } | null;
                         skills?: {
                             /** @description relative folder of the skill inside the repo */
                             path: string;
@@ -1656,6 +1677,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -1846,6 +1878,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -2074,6 +2117,16 @@ export interface paths {
                             /** @enum {string} */
                             domain_allowlist: "none" | "package_managers_only" | "all_domains";
                         } | null;
+                        outputFormat?: {
+                            description?: string;
+                            name?: string;
+                            /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                            schema?: Record<string, unknown>;
+                            /** @description Default false */
+                            strict?: boolean | null;
+                            /** @enum {string} */
+                            type: "text" | "json_object" | "json_schema";
+                        } | null;
                         skills?: {
                             /** @description relative folder of the skill inside the repo */
                             path: string;
@@ -2168,6 +2221,17 @@ export interface paths {
                                 } | null;
                                 /** @enum {string} */
                                 object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
                                 skills: {
                                     /** @description relative folder of the skill inside the repo */
                                     path: string;
@@ -2560,6 +2624,240 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a chat completion
+         * @description Runs one turn of the agent named by `model` on the conversation in `messages` (a new hidden session each call, recorded as a Run with source `chat_completions`) and returns the assistant message, or streams `chat.completion.chunk`s (`stream: true`) ending with `data: [DONE]`. Function `tools` are answered by the caller: a call ends the completion with finish_reason `tool_calls`; the agent's own tools run inside the turn. See docs/chat-completions.md.
+         *
+         *     Required scopes: tasks:write, tasks:read.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description OpenAI Chat Completions request; fields not declared here are accepted and ignored (docs/chat-completions.md) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Not supported: null only */
+                        audio?: unknown;
+                        /** @description Not supported: 0 or null only */
+                        frequency_penalty?: unknown;
+                        /** @description Not supported: null only (use tool_choice) */
+                        function_call?: unknown;
+                        /** @description Not supported: null only (use tools) */
+                        functions?: unknown;
+                        /** @description Not supported: null or {} only */
+                        logit_bias?: unknown;
+                        /** @description Not supported: false or null only */
+                        logprobs?: unknown;
+                        /** @description The most tokens the model may produce in each of its steps */
+                        max_completion_tokens?: number | null;
+                        /** @description The older name of max_completion_tokens */
+                        max_tokens?: number | null;
+                        /** @description The whole conversation: system, developer, user, assistant and tool messages */
+                        messages: unknown[];
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description Not supported: ["text"] or null only */
+                        modalities?: unknown;
+                        /** @description The agent that answers: its id, its name, or agent:<name> (GET /v1/models or GET /v1/agents lists them) */
+                        model: string;
+                        /** @description Only 1: one choice is generated */
+                        n?: number | null;
+                        parallel_tool_calls?: boolean | null;
+                        /** @description Not supported: null only */
+                        prediction?: unknown;
+                        /** @description Not supported: 0 or null only */
+                        presence_penalty?: unknown;
+                        prompt_cache_key?: string | null;
+                        /** @description Not supported: null only (the agent sets its model) */
+                        reasoning_effort?: unknown;
+                        /** @description text, json_object, or json_schema (the final reply must match the schema) */
+                        response_format?: unknown;
+                        safety_identifier?: string | null;
+                        /** @description Not supported: null only */
+                        seed?: unknown;
+                        /** @description Accepted; answered as default */
+                        service_tier?: string | null;
+                        /** @description Not supported: null or [] only (stop sequences) */
+                        stop?: unknown;
+                        /** @description Every call is recorded as a Run */
+                        store?: boolean | null;
+                        stream?: boolean | null;
+                        /** @description include_usage: a last chunk with the usage and no choices */
+                        stream_options?: {
+                            include_obfuscation?: unknown;
+                            include_usage?: boolean | null;
+                        } | null;
+                        temperature?: number | null;
+                        tool_choice?: unknown;
+                        tools?: {
+                            function: {
+                                description?: string | null;
+                                name: string;
+                                parameters?: Record<string, unknown> | null;
+                                strict?: boolean | null;
+                            };
+                            /** @enum {unknown} */
+                            type: "function";
+                        }[] | null;
+                        /** @description Not supported: 0 or null only */
+                        top_logprobs?: unknown;
+                        top_p?: number | null;
+                        user?: string | null;
+                        /** @description Not supported: null only */
+                        verbosity?: unknown;
+                        /** @description Not supported: null only (give the agent a web search tool instead) */
+                        web_search_options?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description The chat completion; with stream: true, chat.completion.chunk objects as Server-Sent Events ending with [DONE] */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            choices: {
+                                finish_reason: "stop" | "tool_calls";
+                                /** @enum {number} */
+                                index: 0;
+                                logprobs: null;
+                                message: {
+                                    content: string | null;
+                                    refusal: null;
+                                    /** @enum {string} */
+                                    role: "assistant";
+                                    tool_calls?: {
+                                        function: {
+                                            arguments: string;
+                                            name: string;
+                                        };
+                                        id: string;
+                                        /** @enum {string} */
+                                        type: "function";
+                                    }[];
+                                };
+                            }[];
+                            /** @description Unix seconds */
+                            created: number;
+                            /** @description chatcmpl- + the id of the turn (message) */
+                            id: string;
+                            /** @description `model` as sent */
+                            model: string;
+                            /** @enum {string} */
+                            object: "chat.completion";
+                            /** @description Tokens of every model call of the turn */
+                            usage: {
+                                completion_tokens: number;
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -5165,8 +5463,21 @@ export interface paths {
                         /** @description Accepted; streams carry no obfuscation padding whatever it says */
                         stream_options?: unknown;
                         temperature?: number | null;
-                        /** @description Accepted and ignored */
-                        text?: unknown;
+                        /** @description format is used; verbosity and other fields are accepted and ignored */
+                        text?: {
+                            format?: ({
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } | null;
                         tool_choice?: unknown;
                         tools?: unknown[] | null;
                         /** @description 0 or null: responses carry no logprobs */
@@ -5202,6 +5513,21 @@ export interface paths {
                             output_text: string;
                             status: string;
                             temperature: number;
+                            /** @description The output format the turn ran with; {"type":"text"} for free text */
+                            text: {
+                                format: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
                                 [key: string]: unknown;
@@ -5336,6 +5662,21 @@ export interface paths {
                             output_text: string;
                             status: string;
                             temperature: number;
+                            /** @description The output format the turn ran with; {"type":"text"} for free text */
+                            text: {
+                                format: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
                                 [key: string]: unknown;
@@ -5516,6 +5857,21 @@ export interface paths {
                             output_text: string;
                             status: string;
                             temperature: number;
+                            /** @description The output format the turn ran with; {"type":"text"} for free text */
+                            text: {
+                                format: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                };
+                            } & {
+                                [key: string]: unknown;
+                            };
                             /** @description function tools (answered by the caller) and mcp tools (run by the service) */
                             tools: {
                                 [key: string]: unknown;
@@ -5991,8 +6347,21 @@ export interface paths {
                         /** @description Accepted; streams carry no obfuscation padding whatever it says */
                         stream_options?: unknown;
                         temperature?: number | null;
-                        /** @description Accepted and ignored */
-                        text?: unknown;
+                        /** @description format is used; verbosity and other fields are accepted and ignored */
+                        text?: {
+                            format?: ({
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } | null;
                         tool_choice?: unknown;
                         tools?: unknown[] | null;
                         /** @description 0 or null: responses carry no logprobs */
@@ -6158,7 +6527,7 @@ export interface paths {
                                  * @description The surface that started the run
                                  * @enum {string}
                                  */
-                                source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule";
+                                source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions";
                                 started_at: number | null;
                                 /** @enum {string} */
                                 status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
@@ -6298,7 +6667,7 @@ export interface paths {
                              * @description The surface that started the run
                              * @enum {string}
                              */
-                            source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule";
+                            source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions";
                             started_at: number | null;
                             /** @enum {string} */
                             status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
@@ -8202,6 +8571,17 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: the structure of the reply; the final reply is checked against it (a mismatch fails the message with invalid_output). Absent: the agent's outputFormat; {"type":"text"}: free text */
+                        outputFormat?: {
+                            description?: string;
+                            name?: string;
+                            /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                            schema?: Record<string, unknown>;
+                            /** @description Default false */
+                            strict?: boolean | null;
+                            /** @enum {string} */
+                            type: "text" | "json_object" | "json_schema";
+                        };
                         /** @description Joined with newlines into one prompt */
                         parts: {
                             text: string;

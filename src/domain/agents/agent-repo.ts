@@ -2,6 +2,7 @@
 
 import { iso } from '../../lib/clock.ts';
 import { isArrayOf } from '../../lib/guards.ts';
+import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
@@ -26,6 +27,11 @@ export function toolApprovalsOf(text: string | null | undefined): ToolApprovals 
     : parseJsonColumn(text, isToolApprovals, 'agents.tool_approvals');
 }
 
+/** The stored output format, null for free text (and for rows written before output formats existed). */
+function outputFormatOf(text: string | null): ResponseFormat | null {
+  return text === null ? null : parseJsonColumn(text, isResponseFormat, 'agents.output_format');
+}
+
 export function agentFromRow(row: AgentRow): Agent {
   return {
     id: row.id,
@@ -43,6 +49,7 @@ export function agentFromRow(row: AgentRow): Agent {
         ? null
         : parseJsonColumn(row.network_policy, isNetworkPolicy, 'agents.network_policy'),
     toolApprovals: toolApprovalsOf(row.tool_approvals),
+    outputFormat: outputFormatOf(row.output_format),
     isDefault: row.is_default === 1,
     version: row.version,
     createdAt: iso(row.created_at),
@@ -62,12 +69,13 @@ export function configColumns(config: AgentConfig) {
     skills: JSON.stringify(config.skills),
     network_policy: config.networkPolicy === null ? null : JSON.stringify(config.networkPolicy),
     tool_approvals: JSON.stringify(config.toolApprovals),
+    output_format: config.outputFormat === null ? null : JSON.stringify(config.outputFormat),
   };
 }
 
 export function configOf(agent: Agent): AgentConfig {
   const { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy } = agent;
-  const { toolApprovals } = agent;
+  const { toolApprovals, outputFormat } = agent;
   return {
     name,
     description,
@@ -79,6 +87,7 @@ export function configOf(agent: Agent): AgentConfig {
     skills,
     networkPolicy,
     toolApprovals,
+    outputFormat,
   };
 }
 
@@ -139,5 +148,9 @@ export async function findAgentVersion(
   const row = await versionConfig.first(db, { agentId, version });
   if (row === undefined) return undefined;
   const config = parseJsonColumn(row.config, isStoredAgentConfig, 'agent_versions.config');
-  return { ...config, toolApprovals: config.toolApprovals ?? toolApprovalsOf(null) };
+  return {
+    ...config,
+    toolApprovals: config.toolApprovals ?? toolApprovalsOf(null),
+    outputFormat: config.outputFormat ?? null,
+  };
 }

@@ -4,10 +4,12 @@ import type { Clock } from '../../lib/clock.ts';
 import { deepFreeze } from '../../lib/freeze.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
+import type { ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import type { McpServerService, PreparedEntries } from '../mcp-servers/mcp-server-service.ts';
+import { parseResponseFormat } from '../output-format.ts';
 import {
   agentFromRow,
   configColumns,
@@ -88,6 +90,11 @@ function toolApprovals(input: ToolApprovals): ToolApprovals {
   };
 }
 
+/** The agent's output format from its input (schemas compiled, 400 `outputFormat.schema` when one does not). */
+function outputFormat(input: Record<string, unknown> | null | undefined): ResponseFormat | null {
+  return input === undefined || input === null ? null : parseResponseFormat(input, 'outputFormat');
+}
+
 export function createAgentService(deps: AgentServiceDeps) {
   const { clock, validation } = deps;
 
@@ -103,6 +110,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       skills: input.skills ?? [],
       networkPolicy: input.networkPolicy === undefined ? null : networkPolicy(input.networkPolicy),
       toolApprovals: input.toolApprovals === undefined ? toolApprovalsOf(null) : toolApprovals(input.toolApprovals),
+      outputFormat: outputFormat(input.outputFormat),
     };
     checkAgentConfig(config, validation);
     return config;
@@ -247,6 +255,7 @@ export function createAgentService(deps: AgentServiceDeps) {
                 ? null
                 : networkPolicy(input.networkPolicy),
           toolApprovals: input.toolApprovals === undefined ? current.toolApprovals : toolApprovals(input.toolApprovals),
+          outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
         };
         checkAgentConfig(next, validation);
         if (row.workspace_provisioned_at !== null) {

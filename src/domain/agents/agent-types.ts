@@ -1,5 +1,6 @@
 /** The Agent as the API speaks it (DESIGN section 5), and the inputs that create and change it. */
 import { isAbsentOr, isArrayOf, isJsonObject, isNullableString } from '../../lib/guards.ts';
+import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
 import {
   type AgentToolConfig,
   type ClientTool,
@@ -42,10 +43,18 @@ export interface AgentConfig extends AgentToolConfig {
   instructions: string;
   model: string;
   maxSteps: number;
+  /** The structure of the agent's replies when a message asks for none (docs/agents.md); null for free text. */
+  outputFormat: ResponseFormat | null;
 }
 
-/** An AgentConfig as `agent_versions.config` holds it: versions written before approvals existed have none. */
-export type StoredAgentConfig = Omit<AgentConfig, 'toolApprovals'> & { toolApprovals?: ToolApprovals };
+/**
+ * An AgentConfig as `agent_versions.config` holds it: versions written before approvals or output formats existed
+ * have none.
+ */
+export type StoredAgentConfig = Omit<AgentConfig, 'toolApprovals' | 'outputFormat'> & {
+  toolApprovals?: ToolApprovals;
+  outputFormat?: ResponseFormat | null;
+};
 
 export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig {
   return (
@@ -59,7 +68,8 @@ export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig 
     isArrayOf(value.clientTools, isClientTool) &&
     isArrayOf(value.skills, isSkill) &&
     (value.networkPolicy === null || isNetworkPolicy(value.networkPolicy)) &&
-    isAbsentOr(value.toolApprovals, isToolApprovals)
+    isAbsentOr(value.toolApprovals, isToolApprovals) &&
+    isAbsentOr(value.outputFormat, (format) => format === null || isResponseFormat(format))
   );
 }
 
@@ -86,6 +96,8 @@ export interface AgentCreateInput {
   skills?: Skill[];
   networkPolicy?: NetworkPolicyInput;
   toolApprovals?: ToolApprovals;
+  /** The wire shape (domain/output-format.ts); `{type: "text"}` or null for free text. */
+  outputFormat?: Record<string, unknown> | null;
 }
 
 export interface AgentUpdateInput {
@@ -99,6 +111,7 @@ export interface AgentUpdateInput {
   skills?: Skill[];
   networkPolicy?: NetworkPolicyInput | null;
   toolApprovals?: ToolApprovals;
+  outputFormat?: Record<string, unknown> | null;
 }
 
 export const DEFAULT_MAX_STEPS = 32;

@@ -8,9 +8,11 @@
  */
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
-import type { ModelSettings, ToolSpec } from '../../models/types.ts';
+import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
+import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
+import { type AgentRef, agentRefOf } from './agent-ref.ts';
 import {
   metadataOf,
   optionalNumber,
@@ -42,9 +44,6 @@ export type InputItem =
   /** A decision on a tool call that waits for approval (compatibility mode). */
   | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string };
 
-/** The agent `model` names: its id, or its name, resolved in the organization later. */
-export type AgentRef = { id: string } | { name: string };
-
 export interface ResponseRequest {
   agent: AgentRef;
   /** Session id (from `conv_<uuid>`), or null. */
@@ -57,19 +56,14 @@ export interface ResponseRequest {
   instructions: string | null;
   tools: ToolSpec[];
   settings: ModelSettings;
+  /** `text.format` (compatibility mode): null asks for free text; absent leaves the agent's output format. */
+  responseFormat?: ResponseFormat | null;
   metadata: Record<string, string>;
   /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
 }
 
-/** `model: "agent:<name>"` names an agent by its name (when the name itself looks like an id). */
-const AGENT_PREFIX = 'agent:';
-
-/** Where a user finds what `model` may be. */
-export const AGENTS_LISTED = 'GET /v1/models or GET /v1/agents lists them';
-
-/** `value` quoted for a message, cut short when long. */
-export const quoted = (value: string) => JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
+export { AGENTS_LISTED, type AgentRef, quoted } from './agent-ref.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -221,16 +215,10 @@ function input(value: unknown): { items: InputItem[]; instructions: string[] } {
   return { items, instructions };
 }
 
-/** `model`: an agent id, `agent:<name>`, or an agent's name (what OpenAI clients are used to sending). */
-export function agentRef(model: string): AgentRef {
-  if (model.startsWith(AGENT_PREFIX)) return { name: model.slice(AGENT_PREFIX.length) };
-  return isUuid(model) ? { id: model.toLowerCase() } : { name: model };
-}
-
 /** A body the mode's schema accepted (http/responses-body.ts), as a ResponseRequest. */
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
-  const agent = agentRef(stringOr(body.model, ''));
+  const agent = agentRefOf(stringOr(body.model, ''));
   const given = isRecord(body.conversation) ? body.conversation.id : body.conversation;
   const param = isRecord(body.conversation) ? 'conversation.id' : 'conversation';
   const conversation = given === undefined || given === null ? null : conversationIdToSession(given, param);
@@ -278,6 +266,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
+  const format = isRecord(body.text) ? body.text.format : undefined;
   const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]
     .filter((part) => part !== '')
     .join('\n\n');
@@ -291,6 +280,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     instructions: joined === '' ? null : joined,
     tools: tools(body.tools),
     settings,
+    ...(format === undefined || format === null ? {} : { responseFormat: parseResponseFormat(format, 'text.format') }),
     metadata: metadataOf(body.metadata),
     echo: {
       toolChoice: choice.echo,

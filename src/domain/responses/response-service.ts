@@ -34,11 +34,12 @@ import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
+import { resolveAgentId } from './agent-ref.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
-import { AGENTS_LISTED, type AgentRef, quoted, type ResponseRequest } from './response-request.ts';
-import { isFinalEvent, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
+import type { ResponseRequest } from './response-request.ts';
+import { finalResponse, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
 
@@ -104,26 +105,6 @@ export function createResponseService(deps: ResponseServiceDeps) {
     return row;
   }
 
-  /** The id of the agent `model` names: an id as given (an unknown one is a 404 later), a name when exactly one has it. */
-  async function agentIdOf(trx: Executor, orgId: string, ref: AgentRef): Promise<string> {
-    if ('id' in ref) return ref.id;
-    const ids = await deps.agents.idsNamed(orgId, ref.name, trx);
-    const [id] = ids;
-    if (id === undefined) {
-      throw validationError(
-        'model',
-        `model names one of your agents (its id, its name or agent:<name>); no agent is named ${quoted(ref.name)} (${AGENTS_LISTED})`,
-      );
-    }
-    if (ids.length > 1) {
-      throw validationError(
-        'model',
-        `several of your agents are named ${quoted(ref.name)}; use the id of the one you mean as model (${AGENTS_LISTED})`,
-      );
-    }
-    return id;
-  }
-
   /** The session a request continues, or null for a new conversation. */
   async function sessionOf(
     trx: Executor,
@@ -157,7 +138,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     newSessionId: string,
   ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
     const now = clock.now();
-    const agent = await deps.agents.get(orgId, await agentIdOf(trx, orgId, request.agent), trx);
+    const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
     let sessionId = await sessionOf(trx, orgId, request, agent.id);
     const fresh = sessionId === null;
     if (sessionId === null)
@@ -302,6 +283,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
           ...(request.instructions === null ? {} : { instructions: request.instructions }),
           ...(request.tools.length === 0 ? {} : { tools: request.tools }),
           ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
+          ...(request.responseFormat === undefined ? {} : { responseFormat: request.responseFormat }),
           echo: { metadata: request.metadata, ...request.echo, tools: responseTools(agent, request.tools) },
         },
         bindAgent: agent.id,
@@ -488,35 +470,13 @@ export function createResponseService(deps: ResponseServiceDeps) {
      * waiting for input); rejects with 504 `response_timeout` after `timeoutMs` (the turn goes on).
      */
     async finish(started: StartedResponse, timeoutMs: number): Promise<ResponseObject> {
-      const iterator = started.events[Symbol.asyncIterator]();
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new AppError(
-                'response_timeout',
-                `the response did not finish within ${timeoutMs} ms; retrieve resp_${started.message.id} later`,
-              ),
-            ),
-          timeoutMs,
-        );
-      });
-      try {
-        for (;;) {
-          const next = await Promise.race([iterator.next(), timeout]);
-          if (next.done === true) throw new Error(`the events of resp_${started.message.id} ended without a Response`);
-          if (isFinalEvent(next.value)) return next.value.response;
-        }
-      } finally {
-        clearTimeout(timer);
-        await iterator.return?.(undefined);
-      }
+      const late = `the response did not finish within ${timeoutMs} ms; retrieve resp_${started.message.id} later`;
+      return finalResponse(started.events, timeoutMs, late);
     },
 
     /** An estimate of the input tokens the request's Response would start with (input-tokens.ts); runs nothing. */
     async inputTokens(orgId: string, request: ResponseRequest): Promise<InputTokens> {
-      const agent = await deps.agents.get(orgId, await agentIdOf(db, orgId, request.agent));
+      const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, db, orgId, request.agent));
       const sessionId = await sessionOf(db, orgId, request, agent.id);
       return estimateInputTokens({
         instructions: [agent.instructions, request.instructions ?? ''],

@@ -12,6 +12,7 @@
  * persisted events arrive, so every output item is still sent once, whole, in order.
  */
 import type { SessionFeed } from '../../bus/live-hub.ts';
+import { AppError } from '../../errors/app-error.ts';
 import type { LiveSessionEvent, MessageEventData } from '../../events/session-events.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -444,4 +445,30 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     },
   };
   return iterator;
+}
+
+/**
+ * Drains a turn's events and resolves with its final Response (completed, failed, cancelled or waiting for input);
+ * rejects with 504 `response_timeout` saying `late` after `timeoutMs` (the turn goes on).
+ */
+export async function finalResponse(
+  events: AsyncIterable<ResponseStreamEvent>,
+  timeoutMs: number,
+  late: string,
+): Promise<ResponseObject> {
+  const iterator = events[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AppError('response_timeout', late)), timeoutMs);
+  });
+  try {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), timeout]);
+      if (next.done === true) throw new Error('the events of a turn ended without its final Response');
+      if (isFinalEvent(next.value)) return next.value.response;
+    }
+  } finally {
+    clearTimeout(timer);
+    await iterator.return?.(undefined);
+  }
 }

@@ -7,6 +7,7 @@ import { unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
+import { responseFormatEcho } from '../output-format.ts';
 import { isMessageOptions, type MessageOptions } from '../turns/accept.ts';
 import { type Item, itemFromRow, loadMessageItems } from '../turns/items.ts';
 import { isMessageError, type MessageError } from '../turns/message-types.ts';
@@ -45,7 +46,8 @@ export interface ResponseObject {
   conversation: { id: string };
   store: true;
   background: false;
-  text: { format: { type: 'text' } };
+  /** The output format the turn ran with, in the wire shape it was asked in (free text: `{type: "text"}`). */
+  text: { format: Record<string, unknown> };
   truncation: 'disabled';
   usage: {
     input_tokens: number;
@@ -155,7 +157,7 @@ export function projectResponse(
     conversation: { id: `conv_${message.session_id}` },
     store: true,
     background: false,
-    text: { format: { type: 'text' } },
+    text: { format: responseFormatEcho(options.responseFormat) },
     truncation: 'disabled',
     usage: finished
       ? {

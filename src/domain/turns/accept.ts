@@ -15,7 +15,15 @@ import {
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
-import { isModelSettings, isToolSpec, type ModelSettings, type ToolSpec } from '../../models/types.ts';
+import {
+  isModelSettings,
+  isResponseFormat,
+  isToolSpec,
+  type ModelSettings,
+  type ResponseFormat,
+  type ToolSpec,
+} from '../../models/types.ts';
+import type { RunSource } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -29,12 +37,17 @@ import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from
 import { storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
-/** Per-message additions from the Responses surface (compatibility mode), for this turn only. */
+/** Per-message additions (mostly from the Responses surface's compatibility mode), for this turn only. */
 export interface MessageOptions {
   instructions?: string;
   /** Function tools of this response; they behave as client tools. */
   tools?: ToolSpec[];
   settings?: ModelSettings;
+  /**
+   * The structure every model call of the turn is asked for and the final reply is checked against; null asks for
+   * free text even when the agent has an output format. Absent at submit: the agent's output format, fixed here.
+   */
+  responseFormat?: ResponseFormat | null;
   /** What the Responses surface echoes back in the Response object. */
   echo?: ResponseEcho;
   /** A model in place of the agent's for this turn (the older API's per-action config). */
@@ -93,6 +106,7 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
     isAbsentOr(value.instructions, isString) &&
     isAbsentOr(value.tools, (tools) => isArrayOf(tools, isToolSpec)) &&
     isAbsentOr(value.settings, isModelSettings) &&
+    isAbsentOr(value.responseFormat, (format) => format === null || isResponseFormat(format)) &&
     isAbsentOr(value.echo, isResponseEcho) &&
     isAbsentOr(value.model, isString)
   );
@@ -100,7 +114,7 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
 
 /** Conversation history a client replays (OpenAI compatibility), stored before the new input. */
 export type HistoryItem =
-  | { type: 'user_message'; text: string }
+  | { type: 'user_message'; text: string; attachments?: Attachment[] }
   | { type: 'assistant_message'; text: string }
   | { type: 'function_call'; callId: string; name: string; arguments: string }
   | { type: 'function_call_output'; callId: string; output: string };
@@ -111,7 +125,7 @@ export interface AcceptInput {
   /** The new user input; null for a turn that continues from tool outputs alone. */
   text: string | null;
   attachments?: Attachment[];
-  source: 'sessions' | 'responses' | 'tasks' | 'sdk' | 'schedule';
+  source: Exclude<RunSource, 'console'>;
   options?: MessageOptions | null;
   /** Runs this version of the agent instead of the one current when the turn starts (the older API's version). */
   agentVersion?: number;
@@ -150,7 +164,15 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
   for (const item of history) {
     if (item.type === 'user_message') {
       open = false;
-      out.push({ messageId, step: 0, content: { type: 'user_message', text: item.text } });
+      const { text, attachments } = item;
+      out.push({
+        messageId,
+        step: 0,
+        content:
+          attachments === undefined || attachments.length === 0
+            ? { type: 'user_message', text }
+            : { type: 'user_message', text, attachments },
+      });
     } else if (item.type === 'function_call_output') {
       open = false;
       out.push({
@@ -184,6 +206,15 @@ export function historyItems(messageId: string, history: HistoryItem[]): NewItem
       item.content.name = names.get(item.callId) ?? '';
   }
   return out;
+}
+
+/** The message's options with the agent's output format when the message asks for none (see MessageOptions). */
+export function withAgentFormat(
+  options: MessageOptions | null | undefined,
+  agent: Pick<Agent, 'outputFormat'>,
+): MessageOptions | null {
+  if (options?.responseFormat !== undefined || agent.outputFormat === null) return options ?? null;
+  return { ...options, responseFormat: agent.outputFormat };
 }
 
 const lastMessageSeq = prepare((db, p: { sessionId: string }) =>
@@ -229,6 +260,7 @@ export async function acceptMessage(
   await requireCredits(trx, orgId, agent.model);
   const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
   const last = created ? undefined : await lastMessageSeq.first(trx, { sessionId });
+  const options = withAgentFormat(input.options, agent);
   const row: MessageRow = {
     id: newId(),
     org_id: orgId,
@@ -251,7 +283,7 @@ export async function acceptMessage(
     started_at: null,
     completed_at: null,
     updated_at: now,
-    options: input.options == null ? null : JSON.stringify(input.options),
+    options: options === null ? null : JSON.stringify(options),
     deleted_at: null,
     // The submitting request's trace context: the turn's spans join that trace whenever and wherever it runs.
     traceparent: currentTraceparent(),

@@ -19,7 +19,7 @@ import {
 } from './items.ts';
 import type { MessageStatus } from './message-types.ts';
 import { requiredActionsOf } from './message-view.ts';
-import { markWorkPending } from './session-rows.ts';
+import { lockSession, markWorkPending } from './session-rows.ts';
 import { completeTurn, resumeTurn } from './transitions.ts';
 import type { TurnListeners } from './turn-hooks.ts';
 
@@ -180,6 +180,23 @@ export async function completeAnsweredTurns(
     events.push(...(await completeTurn({ trx, message, now, ...listeners }, turnText(items))));
   }
   return events;
+}
+
+/**
+ * Ends a turn waiting only for calls its caller answers elsewhere, completed with the text it produced: a stateless
+ * chat completion hands its client tool calls back, and the caller sends their outputs with a new call. Locks the
+ * session first; a turn no longer waiting, or waiting for something else too (an approval), is left as it is.
+ */
+export async function completeHandedBackTurn(
+  trx: Executor,
+  listeners: TurnListeners,
+  target: { sessionId: string; now: number },
+  messageId: string,
+): Promise<SessionEvent[]> {
+  await lockSession(trx, target);
+  const calls = pendingCalls(await loadMessageItems(trx, messageId)).filter((call) => call.kind === 'client');
+  const answered = new Set(calls.map((call) => call.callId));
+  return completeAnsweredTurns(trx, listeners, target.now, [messageId], answered);
 }
 
 const waitingMessages = prepare((db, p: { sessionId: string; status: MessageStatus }) =>

@@ -14,6 +14,7 @@ import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approval
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, writeEvents } from '../outbox.ts';
+import { parseResponseFormat } from '../output-format.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
@@ -43,6 +44,8 @@ export interface SubmitInput {
   parts: { type: 'text'; text: string }[];
   idempotencyKey: string;
   source?: 'sessions' | 'responses' | 'tasks';
+  /** The structure of the reply (domain/output-format.ts wire shape); absent: the agent's output format. */
+  outputFormat?: Record<string, unknown>;
 }
 
 export type { ClientOutputMode } from './client-outputs.ts';
@@ -106,8 +109,12 @@ export function createMessageService(deps: MessageServiceDeps) {
       const hidden = await hiddenSession.first(db, { orgId, sessionId });
       if (hidden !== undefined) throw notFound('session', sessionId);
       let events: SessionEvent[] = [];
+      const { outputFormat } = input;
+      const responseFormat = outputFormat === undefined ? undefined : parseResponseFormat(outputFormat, 'outputFormat');
+      // The parts alone when no format is given: keys used before formats existed keep matching their requests.
+      const request = outputFormat === undefined ? input.parts : { parts: input.parts, outputFormat };
       const result = await deps.idempotency.run(
-        { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request: input.parts },
+        { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request },
         async (trx) => {
           const accepted = await acceptMessage(
             trx,
@@ -116,6 +123,7 @@ export function createMessageService(deps: MessageServiceDeps) {
               parts: input.parts,
               text: input.parts.map((part) => part.text).join('\n'),
               source: input.source ?? 'sessions',
+              ...(responseFormat === undefined ? {} : { options: { responseFormat } }),
             },
             agentOf,
             deps.toolWarnings,

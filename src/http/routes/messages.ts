@@ -57,6 +57,7 @@ export function messageRoutes(app: App, deps: Deps): void {
           sessionId: request.params.id.toLowerCase(),
           parts: request.body.parts,
           idempotencyKey: request.headers['idempotency-key'],
+          ...(request.body.outputFormat === undefined ? {} : { outputFormat: request.body.outputFormat }),
         },
         (trx, agentId) => deps.agents.get(orgId, agentId, trx),
       );

@@ -18,6 +18,7 @@ import { noClientRetry } from '../no-retry.ts';
 import { responsesValidatorCompiler, validateResponseBody } from '../responses-body.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
 import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
+import { OutputFormatView } from '../schemas/output-format.ts';
 import { ResponseCreateBody } from '../schemas/responses.ts';
 import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
@@ -37,6 +38,10 @@ const ResponseObject = Type.Object(
     }),
     temperature: Type.Number(),
     top_p: Type.Number(),
+    text: Type.Object(
+      { format: OutputFormatView },
+      { additionalProperties: true, description: 'The output format the turn ran with; {"type":"text"} for free text' },
+    ),
   },
   {
     additionalProperties: true,

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { APPROVAL_MODES, DOMAIN_ALLOWLISTS, INTERNAL_TOOLS, TOOLKIT_KINDS } from '../../domain/agents/agent-types.ts';
 import { NON_BLANK, StringEnum, TRIMMED, Uuid } from './common.ts';
+import { OutputFormatView, outputFormatSchema } from './output-format.ts';
 
 const literals = StringEnum;
 
@@ -110,6 +111,13 @@ const fields = {
   mcpServers: Type.Array(McpServer, { maxItems: 64 }),
   clientTools: Type.Array(ClientTool, { maxItems: 64 }),
   skills: Type.Array(Skill, { maxItems: 128 }),
+  outputFormat: Type.Union([
+    outputFormatSchema(
+      false,
+      'Extension field: the structure of the replies when a message asks for none (docs/agents.md); null or {"type":"text"} for free text',
+    ),
+    Type.Null(),
+  ]),
 };
 
 export const AgentCreateBody = Type.Object(
@@ -124,6 +132,7 @@ export const AgentCreateBody = Type.Object(
     skills: Type.Optional(fields.skills),
     networkPolicy: Type.Optional(NetworkPolicyInput),
     toolApprovals: Type.Optional(ToolApprovals),
+    outputFormat: Type.Optional(fields.outputFormat),
   },
   { additionalProperties: false },
 );
@@ -140,6 +149,7 @@ export const AgentUpdateBody = Type.Object(
     skills: Type.Optional(fields.skills),
     networkPolicy: Type.Optional(Type.Union([NetworkPolicyInput, Type.Null()])),
     toolApprovals: Type.Optional(ToolApprovals),
+    outputFormat: Type.Optional(fields.outputFormat),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -158,6 +168,9 @@ export const Agent = Type.Object(
     skills: Type.Array(Skill),
     networkPolicy: Type.Union([NetworkPolicy, Type.Null()]),
     toolApprovals: ToolApprovals,
+    outputFormat: Type.Union([OutputFormatView, Type.Null()], {
+      description: 'Extension field: the structure of replies to messages that ask for none; null for free text',
+    }),
     isDefault: Type.Boolean(),
     version: Type.Integer({ description: 'Rises on every change; each version is kept' }),
     createdAt: Type.String({ format: 'date-time' }),

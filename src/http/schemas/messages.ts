@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
 import { MAX_WAIT_SECONDS } from '../../domain/turns/message-wait.ts';
 import { OffsetPagination, StringEnum, Uuid } from './common.ts';
+import { outputFormatSchema } from './output-format.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
 
@@ -13,6 +14,12 @@ export const MessageCreateBody = Type.Object(
         { additionalProperties: false },
       ),
       { minItems: 1, maxItems: 32, description: 'Joined with newlines into one prompt' },
+    ),
+    outputFormat: Type.Optional(
+      outputFormatSchema(
+        false,
+        'Extension field: the structure of the reply; the final reply is checked against it (a mismatch fails the message with invalid_output). Absent: the agent\'s outputFormat; {"type":"text"}: free text',
+      ),
     ),
   },
   { additionalProperties: false },

@@ -9,6 +9,7 @@
 import { Type } from 'typebox';
 import { MAX_REASON_CHARS } from '../../domain/approvals/approvals.ts';
 import { INCLUDABLE } from '../../domain/responses/response-settings.ts';
+import { outputFormatSchema } from './output-format.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const CONVERSATION_ID = `^conv_${UUID.slice(1)}`;
@@ -340,7 +341,23 @@ export const ResponseCreateCompat = Type.Object(
         description: 'disabled (the conversation is sent whole); auto is refused',
       }),
     ),
-    text: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    text: Type.Optional(
+      raw({
+        type: ['object', 'null'],
+        properties: {
+          format: {
+            anyOf: [
+              outputFormatSchema(
+                true,
+                "Structured output: the model is asked for it and the final reply is checked against it (a mismatch fails the Response with invalid_output). Absent: the agent's outputFormat, else free text",
+              ),
+              { type: 'null' },
+            ],
+          },
+        },
+        description: 'format is used; verbosity and other fields are accepted and ignored',
+      }),
+    ),
     service_tier: Type.Optional(
       nullable('string', { description: 'auto or default (one tier serves every request); other tiers are refused' }),
     ),

@@ -18,6 +18,7 @@ import { endpointChangeNotifications } from './0016-endpoint-change-notification
 import { sealedWebhookSecrets } from './0017-sealed-webhook-secrets.ts';
 import { storageProbe } from './0018-storage-probe.ts';
 import { messageWarnings } from './0019-message-warnings.ts';
+import { agentOutputFormat } from './0020-agent-output-format.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -41,6 +42,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0017-sealed-webhook-secrets': sealedWebhookSecrets(context),
   '0018-storage-probe': storageProbe,
   '0019-message-warnings': messageWarnings,
+  '0020-agent-output-format': agentOutputFormat,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

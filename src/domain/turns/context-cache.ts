@@ -5,10 +5,10 @@
  * does not grow with the session's length, also when the client waits between turns and the lease is released.
  *
  * The changes to existing items are adoption and deletion. Items added to a conversation outside a turn have no
- * message until the next accepted message takes them. Deleted items leave an `item_removed` marker in the log,
- * which drops them from the log kept here when it is read. The read watermark never passes such an item, so it is read again,
- * with its message, once adopted. The logs kept are bounded by an estimate of their size; the least recently
- * used session's log goes first.
+ * message until the next accepted message takes them; the read watermark never passes such an item, so it is read
+ * again, with its message, once adopted. Deleted items leave an `item_removed` marker in the log, which drops them
+ * from the log kept here when it is read. The logs kept are bounded by an estimate of their size; the least
+ * recently used session's log goes first.
  */
 import type { Executor } from '../../storage/db.ts';
 import { ContextBuilder, type Item, itemFromRow, loadItemsAfter } from './items.ts';

@@ -2,7 +2,6 @@
  * The conversation log of a session: user inputs, assistant steps, tool calls and tool outputs, in order.
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
-
 import { AppError } from '../../errors/app-error.ts';
 import { CALL_KINDS, type CallKind } from '../../events/session-values.ts';
 import {

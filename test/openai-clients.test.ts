@@ -90,7 +90,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       expect(vendor).toBeInstanceOf(OpenAI.BadRequestError);
       expect(vendor).toMatchObject({ status: 400, param: 'model', code: 'validation_error' });
       expect(vendor.message).toBe(
-        '400 model must be the id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); "gpt-4o" is neither',
+        '400 model names one of your agents (its id, its name or agent:<name>); no agent is named "gpt-4o" (GET /v1/models or GET /v1/agents lists them)',
       );
     });
 

@@ -106,23 +106,28 @@ describe('the OpenAPI document matches the server', () => {
     expect((await h.request('GET', `/v1/responses/resp_${'-'.repeat(36)}`)).status).toBe(400);
   });
 
-  it('describes model as an agent id or name, which is what the server accepts', async () => {
+  it('describes model as an agent id or name in both modes, which is what the server accepts', async () => {
     // One body per mode: strict mode's, then OpenAI compatibility mode's.
     const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
-    expect(compat.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
-    expect(compat.properties.model.format).toBeUndefined();
-    expect(strict.properties.model).toMatchObject({ type: 'string', format: 'uuid' });
+    for (const schema of [strict, compat]) {
+      expect(schema.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
+      expect(schema.properties.model.format).toBeUndefined();
+    }
     const name = 'documented by name';
     const agentId = await flow.createAgent({ name });
-    const openai = { 'agentry-compat': 'openai' };
-    const byName = await h.request('POST', '/v1/responses', { body: { model: name, input: 'hi' }, headers: openai });
-    expect(byName.status, byName.text).toBe(200);
-    expect(json(byName).model).toBe(agentId);
-    // Strict mode keeps the spec's rule: an agent id.
-    for (const model of [name, `urn:uuid:${agentId}`]) {
+    for (const mode of ['openai', 'strict']) {
+      for (const model of [name, `agent:${name}`, agentId]) {
+        const response = await h.request('POST', '/v1/responses', {
+          body: { model, input: 'hi' },
+          headers: { 'agentry-compat': mode },
+        });
+        expect(response.status, response.text).toBe(200);
+        expect(json(response).model).toBe(agentId);
+      }
+      // What is neither an id nor a name is a 400 on model.
       const response = await h.request('POST', '/v1/responses', {
-        body: { model, input: 'hi' },
-        headers: { 'agentry-compat': 'strict' },
+        body: { model: `urn:uuid:${agentId}`, input: 'hi' },
+        headers: { 'agentry-compat': mode },
       });
       expect(response.status).toBe(400);
       expect(json(response).error.param).toBe('model');

@@ -18,6 +18,7 @@ const PNG = Buffer.from(
 const RESP_ID = /^resp_[0-9a-f-]{36}$/;
 const CONV_ID = /^conv_[0-9a-f-]{36}$/;
 const COMPAT = { 'agentry-compat': 'openai' };
+const STRICT = { 'agentry-compat': 'strict' };
 const output = (callId: string, text: string) => ({ type: 'function_call_output', call_id: callId, output: text });
 
 /** Parses an SSE body and checks the framing of every frame: `event:` = data.type, sequence numbers 0,1,2…, [DONE] last. */
@@ -132,15 +133,19 @@ describe.each(dialects())('responses (%s)', (dialect) => {
         [a('hi', { conversation: 'conv_nope' }), 'conversation'],
       ];
       for (const [body, param] of cases) {
-        const response = await post(body);
+        const response = await post(body, STRICT);
         expect(response.status, `${param}: ${response.text.slice(0, 300)}`).toBe(400);
         expect(json(response).error, response.text.slice(0, 300)).toMatchObject({ code: 'validation_error', param });
       }
 
-      // What model is, and where the ids are, when a vendor's model name arrives in strict mode.
-      expect(json(await post({ model: 'gpt-4o', input: 'hi' })).error.message).toBe(
-        'model must be the id of one of your agents (GET /v1/models or GET /v1/agents lists them); "gpt-4o" is not an agent id. An agent\'s name is accepted in OpenAI compatibility mode: send the header `Agentry-Compat: openai`',
-      );
+      // What model is, and where the agents are listed, when a vendor's model name arrives (in either mode).
+      for (const headers of [STRICT, COMPAT]) {
+        expect(json(await post({ model: 'gpt-4o', input: 'hi' }, headers)).error).toMatchObject({
+          param: 'model',
+          message:
+            'model names one of your agents (its id, its name or agent:<name>); no agent is named "gpt-4o" (GET /v1/models or GET /v1/agents lists them)',
+        });
+      }
 
       const foreignAgent = await flow.createAgent({}, other.key);
       await fails({ model: foreignAgent, input: 'hi' }, 404, 'not_found');

@@ -13,7 +13,15 @@ import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import { type AgentRef, agentRefOf } from './agent-ref.ts';
-import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
+import {
+  metadataOf,
+  optionalNumber,
+  optionalString,
+  reasoning,
+  refuseUnsupported,
+  toolChoice,
+  tools,
+} from './response-settings.ts';
 
 /** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */
 export interface ImageUrl {
@@ -235,9 +243,7 @@ function lifecycle(
 /** A body the mode's schema accepted (http/responses-body.ts), as a ResponseRequest. */
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
-  const model = stringOr(body.model, '');
-  // `model` is an agent id; in compatibility mode also an agent's name (what OpenAI clients are used to sending).
-  const agent = agentRefOf(model);
+  const agent = agentRefOf(stringOr(body.model, ''));
   const given = isRecord(body.conversation) ? body.conversation.id : body.conversation;
   const param = isRecord(body.conversation) ? 'conversation.id' : 'conversation';
   const conversation = given === undefined || given === null ? null : conversationIdToSession(given, param);
@@ -270,6 +276,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       },
     };
   }
+  refuseUnsupported(body);
   const settings: ModelSettings = {};
   const temperature = optionalNumber(body.temperature);
   const topP = optionalNumber(body.top_p);
@@ -281,6 +288,10 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
+  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
+  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
+  if (maxToolCalls !== undefined) settings.maxToolCalls = Math.floor(maxToolCalls);
+  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const format = isRecord(body.text) ? body.text.format : undefined;

@@ -23,7 +23,14 @@ import { afterCommit, lastEventSeq } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
-import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
+import {
+  type Attachment,
+  itemFromRow,
+  loadLogItems,
+  loadMessageItems,
+  type PendingCall,
+  pendingCalls,
+} from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
@@ -31,6 +38,7 @@ import { loadMessage } from '../turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { resolveAgentId } from './agent-ref.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
+import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import type { ResponseStreamWireEvent } from './response-events.ts';
 import type { ResponseRequest } from './response-request.ts';
@@ -543,6 +551,18 @@ export function createResponseService(deps: ResponseServiceDeps) {
         // Already gone: its conversation was deleted meanwhile, or this was an idempotent replay.
         if (!(error instanceof AppError && error.code === 'not_found')) throw error;
       }
+    },
+
+    /** An estimate of the input tokens the request's Response would start with (input-tokens.ts); runs nothing. */
+    async inputTokens(orgId: string, request: ResponseRequest): Promise<InputTokens> {
+      const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, db, orgId, request.agent));
+      const sessionId = await sessionOf(db, orgId, request, agent.id);
+      return estimateInputTokens({
+        instructions: [agent.instructions, request.instructions ?? ''],
+        tools: [...agent.clientTools, ...request.tools],
+        log: sessionId === null ? [] : await loadLogItems(db, sessionId),
+        input: request.items,
+      });
     },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */

@@ -2,11 +2,15 @@
  * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
  * and the stream's vendor events depend on the client (client-mode.ts).
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import type { ResponseStreamWireEvent } from '../../domain/responses/response-events.ts';
-import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
+import {
+  parseResponseRequest,
+  type ResponseRequest,
+  responseIdToMessage,
+} from '../../domain/responses/response-request.ts';
 import { isFinalEvent } from '../../domain/responses/response-stream.ts';
 import { validationError } from '../../errors/app-error.ts';
 import { orgOf } from '../auth.ts';
@@ -69,7 +73,7 @@ const ResponseHeaders = Type.Object({
       type: 'string',
       enum: ['openai', 'strict'],
       description:
-        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto: openai for the official OpenAI SDKs, strict for other clients)',
+        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client)',
     }),
   ),
   'agentry-stream-events': Type.Optional(
@@ -122,6 +126,14 @@ async function streamEvents(reply: FastifyReply, deps: Deps, events: AsyncIterab
   return reply;
 }
 
+/** The body in the request's mode (echoed in the Agentry-Compat response header), validated and parsed. */
+function parseBody(request: FastifyRequest, reply: FastifyReply, deps: Deps): ResponseRequest {
+  const mode = compatModeOf(request, deps.config.responsesCompat);
+  reply.header('agentry-compat', mode);
+  validateResponseBody(request.body, mode);
+  return parseResponseRequest(request.body, mode === 'openai');
+}
+
 export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
@@ -150,10 +162,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,
     handler: async (request, reply) => {
-      const mode = compatModeOf(request, deps.config.responsesCompat);
-      reply.header('agentry-compat', mode);
-      validateResponseBody(request.body, mode);
-      const parsed = parseResponseRequest(request.body, mode === 'openai');
+      const parsed = parseBody(request, reply, deps);
       const orgId = orgOf(request);
       const key = request.headers['idempotency-key'];
       if (parsed.background && !parsed.stream) {
@@ -173,6 +182,29 @@ export function responseRoutes(app: App, deps: Deps): void {
         await deps.responses.forget(orgId, started.message);
       }
     },
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/responses/input_tokens',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Count input tokens',
+      description:
+        'An estimate of the input tokens a Response to this body would start with (the body of POST /v1/responses; nothing runs): the instructions, function tools, conversation log and input, at one token per 4 characters plus 85 per image or file (docs/responses.md).',
+      tags,
+      headers: ResponseHeaders,
+      body: ResponseCreateBody,
+      response: {
+        200: Type.Object(
+          { object: Type.Literal('response.input_tokens'), input_tokens: Type.Integer({ minimum: 0 }) },
+          { additionalProperties: false },
+        ),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    },
+    validatorCompiler: responsesValidatorCompiler,
+    handler: async (request, reply) => deps.responses.inputTokens(orgOf(request), parseBody(request, reply, deps)),
   });
 
   app.route({

@@ -17,7 +17,7 @@ import { parseSecretKey } from './lib/secret-box.ts';
 
 export type ServeRole = 'api' | 'worker' | 'all';
 
-/** How Responses requests are validated: the spec's strict rules, OpenAI compatibility, or chosen per client. */
+/** How Responses requests are validated: OpenAI compatibility (`auto`, `openai`) or the spec's strict rules. */
 export const COMPAT_SETTINGS = ['auto', 'strict', 'openai'] as const;
 export type CompatSetting = (typeof COMPAT_SETTINGS)[number];
 
@@ -80,7 +80,7 @@ export interface Config {
   allowInsecureDestinations: boolean;
   /**
    * Which validation the Responses and Conversations routes apply when neither the request (Agentry-Compat) nor its
-   * API key fixes it: `auto` gives the official OpenAI SDKs compatibility mode and every other client strict mode.
+   * API key fixes it: `auto` (the default) and `openai` give every client compatibility mode, `strict` the spec body.
    */
   responsesCompat: CompatSetting;
   /** `standard` leaves the vendor `response.agentry_tool_call.*` events out of every Responses stream. */

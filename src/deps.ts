@@ -21,7 +21,13 @@ import { createOrgService, type OrgService, projectIdOf } from './domain/orgs/or
 import { eventsAfter, eventsFrom, lastEventSeq, newestSeqs, type SessionEvent } from './domain/outbox.ts';
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
-import { configuredProviders, listModels, type ModelList } from './domain/responses/models.ts';
+import {
+  configuredProviders,
+  getModel,
+  listModels,
+  type ModelList,
+  type ModelObject,
+} from './domain/responses/models.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
 import { createRunService, type RunService } from './domain/runs/run-service.ts';
 import { createScheduleRunner, type ScheduleRunner } from './domain/schedules/schedule-runner.ts';
@@ -114,6 +120,7 @@ export interface Deps {
   files: FileService;
   /** The organization's agents and the configured model providers, as /v1/models lists them. */
   listModels(orgId: string): Promise<ModelList>;
+  getModel(orgId: string, id: string): Promise<ModelObject>;
   /** The retained session events, for the session stream's resume and replay. */
   sessionEvents: {
     lastSeq(sessionId: string): Promise<number>;
@@ -355,6 +362,7 @@ export async function buildDeps(
     runs: createRunService({ db }),
     files: createFileService({ db, clock, dataDir: config.dataDir, maxUploadBytes: config.maxUploadBytes }),
     listModels: (orgId) => listModels({ db, providers }, orgId),
+    getModel: (orgId, id) => getModel({ db, providers }, orgId, id),
     sessionEvents: {
       lastSeq: (sessionId) => lastEventSeq(db, sessionId),
       after: (sessionId, afterSeq, limit) => eventsAfter(db, sessionId, afterSeq, limit),

@@ -543,10 +543,16 @@ describe('chat-completions client: the request', () => {
     await collect({ tools: [tool] });
     await collect({ settings: { toolChoice: 'required', temperature: 0 } });
     await collect({ tools: [tool], settings: { toolChoice: 'none' } });
+    // One tool call per step, and the penalties: parallel_tool_calls only with tools (OpenAI refuses it without).
+    const oneCall = { parallelToolCalls: false, presencePenalty: 0.5, frequencyPenalty: -0.5 };
+    await collect({ tools: [tool], settings: oneCall });
+    await collect({ settings: oneCall });
     expect(received.map((entry) => entry.raw)).toEqual([
       '{"model":"test-model","messages":[{"role":"user","content":"Hello"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{}},"strict":false}}],"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}',
       '{"model":"test-model","temperature":0,"messages":[{"role":"user","content":"Hello"}],"stream":true,"stream_options":{"include_usage":true}}',
       '{"model":"test-model","messages":[{"role":"user","content":"Hello"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{}},"strict":false}}],"tool_choice":"none","stream":true,"stream_options":{"include_usage":true}}',
+      '{"model":"test-model","frequency_penalty":-0.5,"presence_penalty":0.5,"messages":[{"role":"user","content":"Hello"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{}},"strict":false}}],"tool_choice":"auto","parallel_tool_calls":false,"stream":true,"stream_options":{"include_usage":true}}',
+      '{"model":"test-model","frequency_penalty":-0.5,"presence_penalty":0.5,"messages":[{"role":"user","content":"Hello"}],"stream":true,"stream_options":{"include_usage":true}}',
     ]);
   });
 

@@ -585,6 +585,30 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
     subscriber.disconnect();
   });
 
+  it('(b3) a Responses stream broken mid-turn resumes on the API process from the last sequence number seen', async () => {
+    if (apiProcess === null) throw new Error('processes not started');
+    const client = new OpenAI({ apiKey: key, baseURL: `${apiProcess.url}/v1`, maxRetries: 0 });
+    const input = 'The first words of an answer from a worker\nsleep 800\nand the words after the pause, also streamed';
+    const broken: ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.create({ model: agentId, input, stream: true })) {
+      broken.push(event);
+      if (event.type === 'response.output_text.delta') break;
+    }
+    const first = broken[0];
+    const id = first?.type === 'response.created' ? first.response.id : '';
+    const lastSeen = broken.at(-1)?.sequence_number ?? -1;
+    const rest: ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.retrieve(id, { stream: true, starting_after: lastSeen })) {
+      rest.push(event);
+    }
+    const whole: ResponseStreamEvent[] = [];
+    for await (const event of await client.responses.retrieve(id, { stream: true })) whole.push(event);
+    expect(whole.at(-1)?.type).toBe('response.completed');
+    expect([...broken, ...rest]).toEqual(whole);
+    const text = whole.map((event) => (event.type === 'response.output_text.delta' ? event.delta : '')).join('');
+    expect(text).toBe('The first words of an answer from a worker\nand the words after the pause, also streamed');
+  });
+
   it('(b2) a long-poll on the API process answers when the turn on a worker settles, woken through Redis', async () => {
     // The API re-reads a waiting message every AGENTRY_POLL_MS (1 s) besides: an answer well within that of the
     // turn's end came from the live event.

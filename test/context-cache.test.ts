@@ -106,6 +106,17 @@ describe.each(dialects())('the context kept between turns (%s)', (dialect) => {
       await say(sessionId, 'four');
       expect(lastConversation()).toHaveLength(9);
       expect(lastConversation().slice(-2)).toEqual(['assistant: reply to 4 user messages', 'user: four']);
+      // Deleted items are gone from what the model is sent next, also from a log a process kept.
+      const listed = await h.request('GET', `/v1/conversations/conv_${sessionId}/items?order=asc&limit=100`);
+      const earlier = (listed.body as Json).data.find(
+        (item: Json) => item.role === 'assistant' && item.content[0].text === 'an earlier answer',
+      );
+      const deleted = await h.request('DELETE', `/v1/conversations/conv_${sessionId}/items/${earlier.id}`);
+      expect(deleted.status, deleted.text).toBe(200);
+      await say(sessionId, 'five');
+      expect(lastConversation()).toHaveLength(10);
+      expect(lastConversation()).not.toContain('assistant: an earlier answer');
+      expect(lastConversation().slice(4, 6)).toEqual(['user: added by the client', 'user: three']);
     });
 
     it("agrees with a full read of the log after every change, as another process's cache would", async () => {
@@ -145,6 +156,14 @@ describe.each(dialects())('the context kept between turns (%s)', (dialect) => {
       await check();
       await say(sessionId, 'b');
       await check();
+      // A deleted item: the log kept elsewhere drops it once the next message adopts the marker.
+      const [first] = await loadContextItems(db, sessionId, 2_147_483_647);
+      const deleted = await h.request('DELETE', `/v1/conversations/conv_${sessionId}/items/${first?.id}`);
+      expect(deleted.status, deleted.text).toBe(200);
+      await check();
+      await say(sessionId, 'c');
+      await check();
+      expect((await elsewhere.load(db, Number.MAX_SAFE_INTEGER)).map((item) => item.id)).not.toContain(first?.id);
       // Only the newest message's turn is not yet in the cache read before it: the read after it has it.
       expect((await elsewhere.load(db, Number.MAX_SAFE_INTEGER)).length).toBeGreaterThanOrEqual(5);
     });

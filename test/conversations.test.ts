@@ -34,8 +34,13 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
     return { sessionId, conv: `conv_${sessionId}`, message };
   }
 
+  // The spec's rules for added items: strict mode (compatibility mode, the default, is in responses-compat.test.ts).
   const addItems = (conv: string, items: unknown, key = h.key) =>
-    h.request('POST', `/v1/conversations/${conv}/items`, { key, body: { items } });
+    h.request('POST', `/v1/conversations/${conv}/items`, {
+      key,
+      body: { items },
+      headers: { 'agentry-compat': 'strict' },
+    });
 
   async function listAll(conv: string, order: 'asc' | 'desc' = 'asc'): Promise<Json[]> {
     const response = await h.request('GET', `/v1/conversations/${conv}/items?order=${order}&limit=100`);

@@ -12,6 +12,7 @@ import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 import { openResponsesValidators } from './helpers/open-responses.ts';
 
 const validators = openResponsesValidators();
+const STRICT = { 'Agentry-Compat': 'strict' };
 
 /** A 32×32 PNG (a red heart on white), as the suite's image test sends it. */
 const HEART =
@@ -119,11 +120,17 @@ interface Outcome {
   errors: string[];
 }
 
-async function runCompliance(base: string, key: string, model: string, test: Compliance): Promise<Outcome> {
+async function runCompliance(
+  base: string,
+  key: string,
+  model: string,
+  test: Compliance,
+  headers: Record<string, string> = {},
+): Promise<Outcome> {
   const body = { model, input: test.input, ...(test.tools === undefined ? {} : { tools: test.tools }) };
   const reply = await fetch(`${base}/v1/responses`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` },
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}`, ...headers },
     body: JSON.stringify({ ...body, stream: test.stream === true }),
   });
   const text = await reply.text();
@@ -235,9 +242,18 @@ describe.each(dialects())('Open Responses with the default settings (%s)', (dial
   });
   afterAll(() => h.close());
 
+  it('passes every non-streaming test as is: compatibility mode is the default for a plain client', async () => {
+    for (const test of SUITE.filter((each) => each.stream !== true)) {
+      const outcome = await runCompliance(base, h.key, agentId, test);
+      expect(outcome.errors, test.id).toEqual([]);
+      expect(outcome.status, test.id).toBe(200);
+    }
+  });
+
   it('passes the basic and streaming tests in strict mode, the spec body being enough for them', async () => {
     for (const id of ['basic-response', 'streaming-response']) {
-      const outcome = await runCompliance(base, h.key, agentId, SUITE.find((test) => test.id === id) as Compliance);
+      const test = SUITE.find((each) => each.id === id) as Compliance;
+      const outcome = await runCompliance(base, h.key, agentId, test, STRICT);
       expect(outcome.errors, id).toEqual([]);
     }
   });
@@ -257,7 +273,8 @@ describe.each(dialects())('Open Responses with the default settings (%s)', (dial
 
   it('refuses the compatibility-only inputs in strict mode, saying that Agentry-Compat: openai accepts them', async () => {
     for (const id of ['system-prompt', 'tool-calling', 'image-input', 'multi-turn', 'assistant-phase']) {
-      const outcome = await runCompliance(base, h.key, agentId, SUITE.find((test) => test.id === id) as Compliance);
+      const test = SUITE.find((each) => each.id === id) as Compliance;
+      const outcome = await runCompliance(base, h.key, agentId, test, STRICT);
       expect(outcome.status, id).toBe(400);
       expect(outcome.errors[0], id).toContain('Agentry-Compat: openai');
     }

@@ -90,7 +90,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       expect(vendor).toBeInstanceOf(OpenAI.BadRequestError);
       expect(vendor).toMatchObject({ status: 400, param: 'model', code: 'validation_error' });
       expect(vendor.message).toBe(
-        '400 model must be the id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); "gpt-4o" is neither',
+        '400 model names one of your agents (its id, its name or agent:<name>); no agent is named "gpt-4o" (GET /v1/models or GET /v1/agents lists them)',
       );
     });
 
@@ -337,7 +337,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
   });
 
   describe('@openai/agents', () => {
-    function weatherAgent(seen: string[]) {
+    function weatherAgent(seen: string[], modelSettings: { store?: boolean } = {}) {
       const getWeather = tool({
         name: 'get_weather',
         description: 'Current weather for a city',
@@ -347,7 +347,7 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
           return WEATHER[city] ?? 'unknown';
         },
       });
-      return new Agent({ name: 'weather', model: agentId, tools: [getWeather] });
+      return new Agent({ name: 'weather', model: agentId, tools: [getWeather], modelSettings });
     }
 
     it('runs a two-tool-call agent statelessly (full history every call)', async () => {
@@ -355,6 +355,16 @@ describe.each(dialects())('OpenAI clients (%s)', (dialect) => {
       const result = await runner.run(weatherAgent(seen), TWO_CALLS);
       expect(result.finalOutput).toBe('All done');
       expect(seen).toEqual(['Paris', 'Rome']);
+    });
+
+    it('runs it with store: false, and nothing of it can be retrieved afterwards', async () => {
+      const seen: string[] = [];
+      const result = await runner.run(weatherAgent(seen, { store: false }), TWO_CALLS);
+      expect(result.finalOutput).toBe('All done');
+      expect(seen).toEqual(['Paris', 'Rome']);
+      const last = result.lastResponseId ?? '';
+      expect(last).toMatch(/^resp_/);
+      expect(await client.responses.retrieve(last).catch((error) => error)).toBeInstanceOf(OpenAI.NotFoundError);
     });
 
     it('runs it on an existing conversation', async () => {

@@ -106,42 +106,54 @@ describe('the OpenAPI document matches the server', () => {
     expect((await h.request('GET', `/v1/responses/resp_${'-'.repeat(36)}`)).status).toBe(400);
   });
 
-  it('describes model as an agent id or name, which is what the server accepts', async () => {
+  it('describes model as an agent id or name in both modes, which is what the server accepts', async () => {
     // One body per mode: strict mode's, then OpenAI compatibility mode's.
     const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
-    expect(compat.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
-    expect(compat.properties.model.format).toBeUndefined();
-    expect(strict.properties.model).toMatchObject({ type: 'string', format: 'uuid' });
+    for (const schema of [strict, compat]) {
+      expect(schema.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('name') });
+      expect(schema.properties.model.format).toBeUndefined();
+    }
     const name = 'documented by name';
     const agentId = await flow.createAgent({ name });
-    const openai = { 'agentry-compat': 'openai' };
-    const byName = await h.request('POST', '/v1/responses', { body: { model: name, input: 'hi' }, headers: openai });
-    expect(byName.status, byName.text).toBe(200);
-    expect(json(byName).model).toBe(agentId);
-    // Strict mode keeps the spec's rule: an agent id.
-    for (const model of [name, `urn:uuid:${agentId}`]) {
+    for (const mode of ['openai', 'strict']) {
+      for (const model of [name, `agent:${name}`, agentId]) {
+        const response = await h.request('POST', '/v1/responses', {
+          body: { model, input: 'hi' },
+          headers: { 'agentry-compat': mode },
+        });
+        expect(response.status, response.text).toBe(200);
+        expect(json(response).model).toBe(agentId);
+      }
+      // What is neither an id nor a name is a 400 on model.
       const response = await h.request('POST', '/v1/responses', {
-        body: { model, input: 'hi' },
-        headers: { 'agentry-compat': 'strict' },
+        body: { model: `urn:uuid:${agentId}`, input: 'hi' },
+        headers: { 'agentry-compat': mode },
       });
       expect(response.status).toBe(400);
       expect(json(response).error.param).toBe('model');
     }
   });
 
-  it('gives store and background the only values the server accepts', async () => {
+  it('gives store and background the values the server accepts, and 400 for the pairs it refuses', async () => {
     const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
-    // @fastify/swagger writes a const as a one-value enum.
-    expect(strict.properties.store).toMatchObject({ type: 'boolean', enum: [true] });
-    expect(strict.properties.background).toMatchObject({ type: 'boolean', enum: [false] });
+    expect(strict.properties.store).toMatchObject({ type: 'boolean' });
+    expect(strict.properties.background).toMatchObject({ type: 'boolean' });
     // Compatibility mode also takes null, as OpenAI clients send it.
-    expect(compat.properties.store).toMatchObject({ enum: [true, null] });
-    expect(compat.properties.background).toMatchObject({ enum: [false, null] });
+    expect(compat.properties.store).toMatchObject({ type: ['boolean', 'null'] });
+    expect(compat.properties.background).toMatchObject({ type: ['boolean', 'null'] });
+    expect(parameter('get', '/v1/responses/{id}', 'stream').schema).toMatchObject({ type: 'boolean' });
+    const startingAfter = parameter('get', '/v1/responses/{id}', 'starting_after').schema;
+    expect(startingAfter).toMatchObject({ type: 'integer', minimum: 0 });
+    const answers = operation('get', '/v1/responses/{id}').responses['200'].content;
+    expect(Object.keys(answers)).toEqual(['application/json', 'text/event-stream']);
     const agentId = await flow.createAgent();
-    for (const extra of [{ store: false }, { background: true }]) {
+    for (const [extra, param] of [
+      [{ store: false, background: true }, 'background'],
+      [{ store: 'no' }, 'store'],
+    ] as const) {
       const response = await h.request('POST', '/v1/responses', { body: { model: agentId, input: 'hi', ...extra } });
       expect(response.status).toBe(400);
-      expect(json(response).error.param).toBe(Object.keys(extra)[0]);
+      expect(json(response).error.param).toBe(param);
     }
   });
 

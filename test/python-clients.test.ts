@@ -109,7 +109,7 @@ describe.each(dialects())('Python clients, replayed (%s)', (dialect) => {
     expect(output).toBe('It is sunny in Paris.');
   });
 
-  it('keeps the history of an OpenAIConversationsSession, and refuses a plain client the same body', async () => {
+  it('keeps the history of an OpenAIConversationsSession, and refuses the same body in strict mode', async () => {
     const created = await send('POST', '/v1/conversations', { items: [] });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const conversation = created.body.id as string;
@@ -152,10 +152,10 @@ describe.each(dialects())('Python clients, replayed (%s)', (dialect) => {
     expect(next.status, JSON.stringify(next.body)).toBe(200);
     expect(next.body.output_text).toBe('Thanks!');
 
-    // The same items from a client that is not an OpenAI SDK get the spec's strict rules.
+    // The same items asked for in strict mode get the spec's rules.
     const plain = await fetch(`${base}/v1/conversations/${conversation}/items`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${h.key}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${h.key}`, 'agentry-compat': 'strict' },
       body: JSON.stringify({ items: [user] }),
     });
     expect(plain.status).toBe(400);

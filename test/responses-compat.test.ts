@@ -26,6 +26,7 @@ const NODE_SDK = {
   'x-stainless-package-version': '7.57.0',
 };
 const PY_AGENTS = { 'user-agent': 'Agents/Python 0.22.0', 'x-stainless-lang': 'python' };
+const STRICT = { 'agentry-compat': 'strict' };
 const OPENAI_FIELDS = { instructions: 'Be brief.', include: [], temperature: 0.2 };
 
 let images: Server;
@@ -68,19 +69,20 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
   const post = (body: Json, headers: Record<string, string> = {}, key = h.key) =>
     h.request('POST', '/v1/responses', { body: { model: agentId, input: 'hi', ...body }, headers, key });
 
-  it('gives the official SDKs compatibility mode and other clients strict mode, the header overriding both', async () => {
-    for (const headers of [NODE_SDK, PY_AGENTS, { 'x-stainless-lang': 'js', 'x-stainless-package-version': '7.0.0' }]) {
+  it('gives every client compatibility mode by default, Agentry-Compat: strict the spec body', async () => {
+    const clients = [NODE_SDK, PY_AGENTS, { 'user-agent': 'curl/8.5.0' }, { 'user-agent': 'ai-sdk/openai/4.0.0' }, {}];
+    for (const headers of clients) {
       const response = await post(OPENAI_FIELDS, headers);
       expect(response.status, response.text).toBe(200);
       expect(response.headers['agentry-compat']).toBe('openai');
       expect(json(response)).toMatchObject({ instructions: 'Be brief.', temperature: 0.2 });
     }
-    const plain = await post(OPENAI_FIELDS, { 'user-agent': 'curl/8.5.0' });
-    expect(plain.status).toBe(400);
-    expect(plain.headers['agentry-compat']).toBe('strict');
-    expect(json(plain).error).toMatchObject({ code: 'validation_error', param: 'instructions' });
-    expect(json(plain).error.message).toContain('`Agentry-Compat: openai`');
-    expect((await post(OPENAI_FIELDS, { ...NODE_SDK, 'agentry-compat': 'strict' })).status).toBe(400);
+    const strict = await post(OPENAI_FIELDS, { 'user-agent': 'curl/8.5.0', ...STRICT });
+    expect(strict.status).toBe(400);
+    expect(strict.headers['agentry-compat']).toBe('strict');
+    expect(json(strict).error).toMatchObject({ code: 'validation_error', param: 'instructions' });
+    expect(json(strict).error.message).toContain('`Agentry-Compat: openai`');
+    expect((await post(OPENAI_FIELDS, { ...NODE_SDK, ...STRICT })).status).toBe(400);
     expect((await post(OPENAI_FIELDS, { 'agentry-compat': 'openai' })).status).toBe(200);
   });
 
@@ -103,12 +105,42 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
       [{ input: [{ role: 'user', content: 'x', id: 'msg_1' }] }, 'input[0].id'],
     ];
     for (const [body, param] of hinted) {
-      const response = await post(body);
+      const response = await post(body, STRICT);
       expect(json(response).error, JSON.stringify(body)).toMatchObject({ code: 'validation_error', param });
       expect(json(response).error.message).toContain('Agentry-Compat: openai');
     }
-    const unknown = await post({ colour: 'blue' });
+    const unknown = await post({ colour: 'blue' }, STRICT);
     expect(json(unknown).error).toMatchObject({ param: 'colour', message: 'colour is not a recognised field' });
+  });
+
+  it('applies or refuses, naming it, every field it cannot honour with the value sent', async () => {
+    const refused: [Json, string, string][] = [
+      [{ truncation: 'auto' }, 'truncation', 'sent whole'],
+      [{ prompt: { id: 'pmpt_1' } }, 'prompt', 'instructions'],
+      [{ service_tier: 'flex' }, 'service_tier', 'one tier'],
+      [{ top_logprobs: 2 }, 'top_logprobs', 'logprobs'],
+      [{ reasoning: { effort: 'high' } }, 'reasoning', "agent's model"],
+      [{ context_management: [{ type: 'compaction' }] }, 'context_management', 'compacted'],
+      [{ include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] }, 'include[1]', 'logprobs'],
+      [{ include: ['message.input_image.image_url'] }, 'include[0]', 'not supported'],
+      [{ parallel_tool_calls: 'no' }, 'parallel_tool_calls', 'boolean'],
+      [{ max_tool_calls: 1.5 }, 'max_tool_calls', 'integer'],
+    ];
+    for (const [fields, param, words] of refused) {
+      const response = await post(fields);
+      expect(response.status, JSON.stringify(fields)).toBe(400);
+      expect(json(response).error, JSON.stringify(fields)).toMatchObject({ code: 'validation_error', param });
+      expect(json(response).error.message).toContain(words);
+    }
+    const accepted: Json[] = [
+      { truncation: 'disabled', service_tier: 'auto', top_logprobs: 0, reasoning: { effort: null }, prompt: null },
+      { include: ['reasoning.encrypted_content', 'web_search_call.action.sources'], stream_options: {} },
+      { prompt_cache_retention: '24h', context_management: null, parallel_tool_calls: false, max_tool_calls: 3 },
+    ];
+    for (const fields of accepted) {
+      const response = await post(fields);
+      expect(response.status, response.text).toBe(200);
+    }
   });
 
   it('lets an API key fix the mode, for SDKs and other clients alike', async () => {
@@ -118,7 +150,8 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
     expect((await post(OPENAI_FIELDS, NODE_SDK, strictKey)).status).toBe(400);
     expect((await post(OPENAI_FIELDS, {}, openaiKey)).status).toBe(200);
     expect((await post(OPENAI_FIELDS, NODE_SDK, autoKey)).status).toBe(200);
-    expect((await post(OPENAI_FIELDS, {}, autoKey)).status).toBe(400);
+    expect((await post(OPENAI_FIELDS, {}, autoKey)).status).toBe(200);
+    expect((await post(OPENAI_FIELDS, {}, strictKey)).status).toBe(400);
     expect((await post(OPENAI_FIELDS, { 'agentry-compat': 'openai' }, strictKey)).status).toBe(200);
   });
 
@@ -281,13 +314,14 @@ describe('agentry keys create --compat', () => {
     const h = await createHarness('sqlite', { AGENTRY_DATA_DIR: dir });
     try {
       const agentId = await flows(h).createAgent({});
-      const created = runCli(['keys', 'create', '--org', 'default', '--compat', 'openai'], { AGENTRY_DATA_DIR: dir });
+      const created = runCli(['keys', 'create', '--org', 'default', '--compat', 'strict'], { AGENTRY_DATA_DIR: dir });
       expect(created.status, created.stderr).toBe(0);
       const key = created.stdout.trim();
       const body = { model: agentId, input: 'hi', instructions: 'Be brief.' };
       const response = await h.request('POST', '/v1/responses', { body, key });
-      expect(response.status, response.text).toBe(200);
-      expect((await h.request('POST', '/v1/responses', { body })).status).toBe(400);
+      expect(response.status, response.text).toBe(400);
+      expect(response.headers['agentry-compat']).toBe('strict');
+      expect((await h.request('POST', '/v1/responses', { body })).status).toBe(200);
       const bad = runCli(['keys', 'create', '--org', 'default', '--compat', 'loose'], { AGENTRY_DATA_DIR: dir });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('--compat must be one of auto, strict, openai');

@@ -18,6 +18,7 @@ const PNG = Buffer.from(
 const RESP_ID = /^resp_[0-9a-f-]{36}$/;
 const CONV_ID = /^conv_[0-9a-f-]{36}$/;
 const COMPAT = { 'agentry-compat': 'openai' };
+const STRICT = { 'agentry-compat': 'strict' };
 const output = (callId: string, text: string) => ({ type: 'function_call_output', call_id: callId, output: text });
 
 /** Parses an SSE body and checks the framing of every frame: `event:` = data.type, sequence numbers 0,1,2…, [DONE] last. */
@@ -125,22 +126,26 @@ describe.each(dialects())('responses (%s)', (dialect) => {
         [a([output('call_1', 'x'.repeat(1_000_001))], { conversation: conv }), 'input[0].output'],
         [a([output('call_1', 'x')]), 'conversation'],
         [a([...messages(1), output('call_1', 'x')], { conversation: conv }), 'input'],
-        [a('hi', { store: false }), 'store'],
-        [a('hi', { background: true }), 'background'],
+        [a('hi', { store: false, conversation: conv }), 'store'],
+        [a('hi', { background: true, store: false }), 'background'],
         [a('hi', { temperature: 0.5 }), 'temperature'],
         [a('hi', { conversation: 'abc' }), 'conversation'],
         [a('hi', { conversation: 'conv_nope' }), 'conversation'],
       ];
       for (const [body, param] of cases) {
-        const response = await post(body);
+        const response = await post(body, STRICT);
         expect(response.status, `${param}: ${response.text.slice(0, 300)}`).toBe(400);
         expect(json(response).error, response.text.slice(0, 300)).toMatchObject({ code: 'validation_error', param });
       }
 
-      // What model is, and where the ids are, when a vendor's model name arrives in strict mode.
-      expect(json(await post({ model: 'gpt-4o', input: 'hi' })).error.message).toBe(
-        'model must be the id of one of your agents (GET /v1/models or GET /v1/agents lists them); "gpt-4o" is not an agent id. An agent\'s name is accepted in OpenAI compatibility mode: send the header `Agentry-Compat: openai`',
-      );
+      // What model is, and where the agents are listed, when a vendor's model name arrives (in either mode).
+      for (const headers of [STRICT, COMPAT]) {
+        expect(json(await post({ model: 'gpt-4o', input: 'hi' }, headers)).error).toMatchObject({
+          param: 'model',
+          message:
+            'model names one of your agents (its id, its name or agent:<name>); no agent is named "gpt-4o" (GET /v1/models or GET /v1/agents lists them)',
+        });
+      }
 
       const foreignAgent = await flow.createAgent({}, other.key);
       await fails({ model: foreignAgent, input: 'hi' }, 404, 'not_found');

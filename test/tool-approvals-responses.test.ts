@@ -169,7 +169,7 @@ describe.each(dialects())('tool approvals on Responses (%s)', (dialect) => {
       h.request('POST', '/v1/responses', {
         body,
         key,
-        headers: compat ? { 'agentry-compat': 'openai' } : {},
+        headers: { 'agentry-compat': compat ? 'openai' : 'strict' },
       });
     const decision = (fields: Json) => ({
       model: agentId,

@@ -35,9 +35,10 @@ export interface FeedListener {
 export interface SessionFeed {
   /**
    * Starts delivery after the persisted event `afterSeq`: the events received since the feed was opened that are
-   * newer, then live ones, with any persisted event missing in between read from the database first.
+   * newer, then live ones, with any persisted event missing in between read from the database first. With
+   * `readStored`, the persisted events after `afterSeq` are read from the database at once (a replay of the past).
    */
-  start(afterSeq: number, listener: FeedListener): void;
+  start(afterSeq: number, listener: FeedListener, options?: { readStored?: boolean }): void;
   close(): void;
 }
 
@@ -299,11 +300,12 @@ export function createStreamHub(bus: Bus, options: StreamHubOptions): StreamHub 
       missed: () => {
         if (cursor !== null && !ended) listener?.missed?.();
       },
-      start(afterSeq, target) {
+      start(afterSeq, target, startOptions) {
         if (ended || cursor !== null) return;
         listener = target;
         cursor = afterSeq;
         drain();
+        if (startOptions?.readStored === true) fill();
       },
       close() {
         if (ended) return;

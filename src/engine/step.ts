@@ -26,7 +26,7 @@ import { outputViolation } from '../lib/output-schema.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { chatSpanId, outgoingTraceparent } from '../lib/trace-context.ts';
 import { costMicros } from '../models/pricing.ts';
-import type { ResponseFormat, ToolCall, Usage } from '../models/types.ts';
+import type { ModelSettings, ResponseFormat, ToolCall, Usage } from '../models/types.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
@@ -38,6 +38,8 @@ import type { StartWrite } from './turn-start.ts';
 
 export interface StepOutput {
   text: string;
+  /** The lengths of the text's live deltas, in order: a replayed stream sends the same deltas (response-stream.ts). */
+  chunks: number[];
   calls: ToolCall[];
   usage: Usage;
 }
@@ -57,13 +59,37 @@ async function attachedFiles(turn: Turn, fileIds: string[]): Promise<Map<string,
   return files;
 }
 
-/** Calls the model for the step `trace` describes, streaming its text to live listeners, and counts the call. */
-export async function callModel(turn: Turn, trace: StepTrace, context: ContextBuilder): Promise<StepOutput> {
+/**
+ * The calls of a step the turn makes, of those the model asked for: none past the turn's `maxToolCalls` (counting
+ * the `made` ones), and only the first when `parallelToolCalls` is false. The others are dropped: never stored,
+ * never run, as OpenAI ignores calls past max_tool_calls.
+ */
+export function allowedCalls(calls: ToolCall[], settings: ModelSettings | undefined, made: number): ToolCall[] {
+  const perStep = settings?.parallelToolCalls === false ? 1 : calls.length;
+  return calls.slice(0, Math.min(callsLeft(settings, made), perStep));
+}
+
+/** How many more tool calls a turn that made `made` may make: no limit without `maxToolCalls`. */
+const callsLeft = (settings: ModelSettings | undefined, made: number): number =>
+  settings?.maxToolCalls === undefined ? Number.POSITIVE_INFINITY : Math.max(0, settings.maxToolCalls - made);
+
+/**
+ * Calls the model for the step `trace` describes, streaming its text to live listeners, and counts the call. `made`
+ * is the count of tool calls the turn made so far: once it reaches the turn's `maxToolCalls`, the model is offered
+ * no tools, so it answers.
+ */
+export async function callModel(
+  turn: Turn,
+  trace: StepTrace,
+  context: ContextBuilder,
+  made: number,
+): Promise<StepOutput> {
   const { deps, agent, tools, message } = turn;
   const { step } = trace;
   const adapter = deps.models.adapter(agent.model);
   const traceparent = outgoingTraceparent(turn.trace, chatSpanId(message.run_id, step), deps.runExporter !== undefined);
   let text = '';
+  const chunks: number[] = [];
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
   const files = await attachedFiles(turn, context.attachmentIds());
@@ -71,7 +97,7 @@ export async function callModel(turn: Turn, trace: StepTrace, context: ContextBu
     model: agent.model,
     instructions: instructionsWithTools(agent.instructions, tools),
     context: context.build(files),
-    tools: toolSpecs(tools),
+    tools: callsLeft(turn.settings, made) === 0 ? [] : toolSpecs(tools),
     ...(turn.settings === undefined ? {} : { settings: turn.settings }),
     ...(turn.responseFormat === undefined ? {} : { responseFormat: turn.responseFormat }),
     signal: turn.signal,
@@ -80,6 +106,7 @@ export async function callModel(turn: Turn, trace: StepTrace, context: ContextBu
     if (event.type === 'text-delta') {
       // Repaired for storage once whole (below): a surrogate pair split across deltas is not broken.
       text += event.text;
+      chunks.push(event.text.length);
       deps.bus.publish('live', { sessionId: message.session_id, event: textDeltaEvent(message, step, event.text) });
     } else if (event.type === 'tool-call') {
       calls.push({ ...event.call, name: storableText(event.call.name), arguments: storableText(event.call.arguments) });
@@ -91,7 +118,7 @@ export async function callModel(turn: Turn, trace: StepTrace, context: ContextBu
     ...usage,
     costMicros: costMicros(agent.model, usage),
   });
-  return { text: storableText(text), calls, usage };
+  return { text: storableText(text), chunks, calls: allowedCalls(calls, turn.settings, made), usage };
 }
 
 /** Where a call of this turn runs, as its log item records it (server calls only). */
@@ -162,7 +189,7 @@ function stepRecords(turn: Turn, step: number, output: StepOutput, items: Item[]
       id: assistantItemId(messageId, step),
       messageId,
       step,
-      content: { type: 'assistant_message', text: output.text },
+      content: { type: 'assistant_message', text: output.text, chunks: output.chunks },
     });
   const timeoutSeconds = agent.toolApprovals.timeoutSeconds;
   const expiresAt = timeoutSeconds === undefined ? null : turn.deps.clock.now() + timeoutSeconds * 1000;

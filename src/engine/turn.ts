@@ -177,7 +177,8 @@ async function runSteps(turn: Turn): Promise<void> {
     }
     turn.fresh = false;
     const trace = beginModelCall(turn, items);
-    const output = await callModel(turn, trace, turn.log.contextOf(items));
+    const made = ownItems(items, messageId).filter((item) => item.content.type === 'function_call').length;
+    const output = await callModel(turn, trace, turn.log.contextOf(items), made);
     // The start goes into this step's transaction, unless it is being written (or was) on its own already.
     const start = takeStart(turn);
     if (start === null && !(await ensureStarted(turn))) return;

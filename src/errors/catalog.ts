@@ -64,6 +64,12 @@ export const errorCatalog = {
     description:
       'The Session was created as a Conversation without an agent (POST /v1/conversations); a Response (POST /v1/responses with model) fixes its agent first.',
   },
+  conversation_busy: {
+    status: 409,
+    type: 'conflict_error',
+    description:
+      'The Conversation has an unfinished Response (queued, running or waiting for tool outputs); its items can be deleted once it ended.',
+  },
   action_not_waiting: {
     status: 409,
     type: 'conflict_error',

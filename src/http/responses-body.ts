@@ -62,11 +62,11 @@ function at(body: unknown, pointer: string): unknown {
   return value;
 }
 
-/** `model` is an agent id (or, in compatibility mode, a name): a failure says what it means here. */
-function modelProblem(model: unknown, mode: CompatMode): string {
-  const what = mode === 'openai' ? 'the id or the name of one of your agents' : 'the id of one of your agents';
-  if (typeof model !== 'string') return `model is required: ${what} (${AGENTS_LISTED})`;
-  return `model must be ${what} (${AGENTS_LISTED}); ${quoted(model)} is not an agent id. An agent's name is accepted in OpenAI compatibility mode: send the header \`Agentry-Compat: openai\``;
+/** `model` names an agent: a failure says what it means here. */
+function modelProblem(model: unknown): string {
+  const what = `the id or the name of one of your agents, or agent:<name> (${AGENTS_LISTED})`;
+  if (typeof model !== 'string') return `model is required: ${what}`;
+  return `model must be ${what}; ${quoted(model)} is not`;
 }
 
 /** Throws a 400 naming the first field of `body` that the mode's schema refuses. */
@@ -80,7 +80,7 @@ export function validateResponseBody(body: unknown, mode: CompatMode): void {
     'body',
   );
   const { param } = problem;
-  if (param === 'model') throw validationError('model', modelProblem(at(body, '/model'), mode));
+  if (param === 'model') throw validationError('model', modelProblem(at(body, '/model')));
   const value =
     error.keyword === 'enum' || error.keyword === 'const' ? JSON.stringify(at(body, error.instancePath)) : null;
   const refused = error.keyword === 'additionalProperties' || error.keyword === 'false schema' || value !== null;

@@ -23,6 +23,7 @@ export function isOneOf<T extends string>(values: readonly T[], value: unknown):
 
 export const isString = (value: unknown): value is string => typeof value === 'string';
 export const isNumber = (value: unknown): value is number => typeof value === 'number';
+export const isBoolean = (value: unknown): value is boolean => typeof value === 'boolean';
 export const isNullableString = (value: unknown): value is string | null => value === null || isString(value);
 export const isNullableNumber = (value: unknown): value is number | null => value === null || isNumber(value);
 

@@ -112,6 +112,8 @@ export interface SdkCallSettings {
   temperature?: number;
   topP?: number;
   maxOutputTokens?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   toolChoice?: ToolChoice<ToolSet>;
 }
 
@@ -122,6 +124,8 @@ export function toSdkSettings(settings: ModelSettings | undefined, hasTools: boo
   if (settings.temperature !== undefined) result.temperature = settings.temperature;
   if (settings.topP !== undefined) result.topP = settings.topP;
   if (settings.maxOutputTokens !== undefined) result.maxOutputTokens = settings.maxOutputTokens;
+  if (settings.presencePenalty !== undefined) result.presencePenalty = settings.presencePenalty;
+  if (settings.frequencyPenalty !== undefined) result.frequencyPenalty = settings.frequencyPenalty;
   const choice = settings.toolChoice;
   if (choice !== undefined && hasTools) {
     result.toolChoice = typeof choice === 'string' ? choice : { type: 'tool', toolName: choice.name };

@@ -66,6 +66,10 @@ interface Target {
   providerOptions?: (request: ModelRequest) => ProviderOptions;
 }
 
+/** Whether a request keeps each step to one tool call (`parallelToolCalls: false`, with tools to call). */
+const oneToolCall = (request: ModelRequest): boolean =>
+  request.settings?.parallelToolCalls === false && request.tools.length > 0;
+
 function openAttempt(model: LanguageModel, target: Target, request: ModelRequest, idleMs: number): Attempt {
   const { label } = target;
   // Aborted by the caller's signal, or by us on idle timeout / early close, which also cancels the HTTP request.
@@ -173,10 +177,13 @@ export function createOpenAIAdapter(
       },
       // Nothing stored at OpenAI: Agentry keeps the conversation and sends it whole each step. A JSON schema is
       // strict only when the request says so (the SDK's default is strict).
-      providerOptions: ({ responseFormat }) => ({
+      providerOptions: (request) => ({
         openai: {
           store: false,
-          ...(responseFormat?.type === 'json_schema' ? { strictJsonSchema: responseFormat.strict } : {}),
+          ...(request.responseFormat?.type === 'json_schema'
+            ? { strictJsonSchema: request.responseFormat.strict }
+            : {}),
+          ...(oneToolCall(request) ? { parallelToolCalls: false } : {}),
         },
       }),
     },
@@ -201,6 +208,7 @@ export function createAnthropicAdapter(
           ...(fetch === undefined ? {} : { fetch }),
         }).messages(model);
       },
+      providerOptions: (request) => (oneToolCall(request) ? { anthropic: { disableParallelToolUse: true } } : {}),
     },
     options,
   );

@@ -65,10 +65,13 @@ export interface ChatRequestBody {
   max_tokens?: number;
   temperature?: number;
   top_p?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
   response_format?: ChatResponseFormat;
   messages: ChatMessage[];
   tools?: ChatTool[];
   tool_choice?: ChatToolChoice;
+  parallel_tool_calls?: false;
   stream: true;
   stream_options: { include_usage: true };
 }
@@ -224,9 +227,13 @@ export function toChatRequestBody(label: string, model: string, request: ModelRe
     ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }),
     ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
     ...(settings.topP === undefined ? {} : { top_p: settings.topP }),
+    // In the order of the AI SDK's OpenAI-compatible provider.
+    ...(settings.frequencyPenalty === undefined ? {} : { frequency_penalty: settings.frequencyPenalty }),
+    ...(settings.presencePenalty === undefined ? {} : { presence_penalty: settings.presencePenalty }),
     ...(request.responseFormat === undefined ? {} : { response_format: toChatResponseFormat(request.responseFormat) }),
     messages: toChatMessages(label, request.instructions, request.context),
     ...(tools === undefined ? {} : { tools, tool_choice: toolChoice(settings.toolChoice) }),
+    ...(tools !== undefined && settings.parallelToolCalls === false ? { parallel_tool_calls: false as const } : {}),
     stream: true,
     stream_options: { include_usage: true },
   };

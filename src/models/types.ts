@@ -2,7 +2,7 @@
  * The one small interface every model provider implements, in Agentry's own normalized shapes (provider wire
  * formats never leak past an adapter). The engine builds a ModelRequest per step and consumes ModelEvents.
  */
-import { isAbsentOr, isJsonObject, isNumber, isString } from '../lib/guards.ts';
+import { isAbsentOr, isBoolean, isJsonObject, isNumber, isString } from '../lib/guards.ts';
 
 export interface ToolCall {
   callId: string;
@@ -57,6 +57,15 @@ export interface ModelSettings {
   maxOutputTokens?: number;
   /** `auto` (default), `none`, `required`, or a tool name the model must call. */
   toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /**
+   * false: at most one tool call per step (passed to providers that take it; the engine also runs only a step's
+   * first call).
+   */
+  parallelToolCalls?: boolean;
+  /** Tool calls the whole turn may make (the engine's limit; providers are not told). */
+  maxToolCalls?: number;
 }
 
 function isToolChoice(value: unknown): value is ModelSettings['toolChoice'] {
@@ -70,7 +79,11 @@ export function isModelSettings(value: unknown): value is ModelSettings {
     isAbsentOr(value.temperature, isNumber) &&
     isAbsentOr(value.topP, isNumber) &&
     isAbsentOr(value.maxOutputTokens, isNumber) &&
-    isToolChoice(value.toolChoice)
+    isToolChoice(value.toolChoice) &&
+    isAbsentOr(value.presencePenalty, isNumber) &&
+    isAbsentOr(value.frequencyPenalty, isNumber) &&
+    isAbsentOr(value.parallelToolCalls, isBoolean) &&
+    isAbsentOr(value.maxToolCalls, isNumber)
   );
 }
 

@@ -3343,11 +3343,13 @@ export interface paths {
                                 /** @enum {string} */
                                 type: "mcp_call";
                             } | {
-                                error: string | null;
+                                /** @description Left out when the tools were listed */
+                                error?: string;
                                 id: string;
                                 server_label: string;
                                 tools: {
-                                    description: string | null;
+                                    /** @description Left out when the tool has none */
+                                    description?: string;
                                     input_schema: {
                                         [key: string]: unknown;
                                     };
@@ -3515,11 +3517,13 @@ export interface paths {
                                 /** @enum {string} */
                                 type: "mcp_call";
                             } | {
-                                error: string | null;
+                                /** @description Left out when the tools were listed */
+                                error?: string;
                                 id: string;
                                 server_label: string;
                                 tools: {
-                                    description: string | null;
+                                    /** @description Left out when the tool has none */
+                                    description?: string;
                                     input_schema: {
                                         [key: string]: unknown;
                                     };
@@ -3712,11 +3716,13 @@ export interface paths {
                             /** @enum {string} */
                             type: "mcp_call";
                         } | {
-                            error: string | null;
+                            /** @description Left out when the tools were listed */
+                            error?: string;
                             id: string;
                             server_label: string;
                             tools: {
-                                description: string | null;
+                                /** @description Left out when the tool has none */
+                                description?: string;
                                 input_schema: {
                                     [key: string]: unknown;
                                 };
@@ -3783,7 +3789,102 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a conversation item
+         * @description Removes an item from the conversation log, so later Responses no longer see it, and returns the Conversation. A call goes together with its output (and the decision on its approval): deleting either removes both. An mcp_approval_request is removed with its mcp_call. 409 conversation_busy while a Response of the conversation is unfinished (queued, running or waiting for tool outputs).
+         *
+         *     Required scope: tasks:write.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description conv_ + the session id */
+                    conversation_id: string;
+                    /** @description An item id from the item list */
+                    item_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Unix time in seconds (when the session was created) */
+                            created_at: number;
+                            /** @description conv_ + the session id */
+                            id: string;
+                            /** @description Set on create or with POST /v1/conversations/{id} */
+                            metadata: {
+                                [key: string]: string;
+                            };
+                            /** @enum {string} */
+                            object: "conversation";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -5024,6 +5125,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a model
+         * @description The model object of one agent, named by its id, its name (of exactly one agent) or agent:<name>, or of a configured provider (`scripted`); 404 otherwise.
+         *
+         *     Required scope: tasks:read.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Unix seconds */
+                            created: number;
+                            /** @description An agent id, or provider/* for a configured model provider */
+                            id: string;
+                            /** @description agent: usable as model on /v1/responses; provider: usable in an agent model setting */
+                            kind: "agent" | "provider";
+                            name: string;
+                            /** @enum {string} */
+                            object: "model";
+                            /** @description The organization's name for agents; the provider for providers */
+                            owned_by: string;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -5186,7 +5378,7 @@ export interface paths {
         put?: never;
         /**
          * Create a response
-         * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`.
+         * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`. `background: true` answers at once with the Response `queued` while the turn runs on; `store: false` answers without keeping the Response (its conversation is deleted when the request is over).
          *
          *     Required scopes: tasks:write, tasks:read.
          */
@@ -5194,7 +5386,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
-                    /** @description openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto: openai for the official OpenAI SDKs, strict for other clients) */
+                    /** @description openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client) */
                     "agentry-compat"?: "openai" | "strict";
                     /** @description standard leaves out response.agentry_tool_call.* events; all keeps them. Default: all, except for SDK stream helpers (X-Stainless-Helper-Method) and when AGENTRY_RESPONSES_STREAM_EVENTS=standard */
                     "agentry-stream-events"?: "standard" | "all";
@@ -5207,69 +5399,56 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /**
-                         * @description Background mode is not offered
-                         * @enum {boolean}
-                         */
-                        background?: false;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required) */
                         input: unknown;
-                        /**
-                         * Format: uuid
-                         * @description The id of one of your agents (GET /v1/models or GET /v1/agents)
-                         */
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
                         model: string;
-                        /**
-                         * @description Responses are always stored
-                         * @enum {boolean}
-                         */
-                        store?: true;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean;
                         stream?: boolean;
                     } | ({
-                        /**
-                         * @description Background mode is not offered
-                         * @enum {unknown}
-                         */
-                        background?: false | null;
-                        /** @description Accepted and ignored */
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean | null;
+                        /** @description Refused unless null: nothing is compacted */
                         context_management?: unknown;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         frequency_penalty?: number | null;
-                        /** @description Accepted and ignored */
-                        include?: unknown;
+                        /** @description Accepted: reasoning.encrypted_content, file_search_call.results, web_search_call.results, web_search_call.action.sources, code_interpreter_call.outputs, computer_call_output.output.image_url (Agentry produces none of those items); other values are refused */
+                        include?: string[] | null;
                         /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items) */
                         input: unknown;
                         instructions?: string | null;
                         max_output_tokens?: number | null;
+                        /** @description Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools */
                         max_tool_calls?: number | null;
                         metadata?: {
                             [key: string]: string;
                         } | null;
-                        /** @description The id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); a name must be of exactly one agent */
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
                         model: string;
-                        parallel_tool_calls?: unknown;
+                        /** @description false: at most one tool call per model step (the first; others are not run) */
+                        parallel_tool_calls?: boolean | null;
                         presence_penalty?: number | null;
                         previous_response_id?: string | null;
-                        /** @description Accepted and ignored */
+                        /** @description Refused unless null: prompt templates are not stored here */
                         prompt?: unknown;
                         prompt_cache_key?: string | null;
-                        /** @description Accepted and ignored */
+                        /** @description Accepted: a caching hint, with no effect on the answer */
                         prompt_cache_retention?: unknown;
-                        /** @description Echoed back */
+                        /** @description Refused unless its fields are null: reasoning is the agent model's own */
                         reasoning?: unknown;
                         safety_identifier?: string | null;
-                        /** @description Accepted and ignored */
-                        service_tier?: unknown;
-                        /**
-                         * @description Responses are always stored
-                         * @enum {unknown}
-                         */
-                        store?: true | null;
+                        /** @description auto or default (one tier serves every request); other tiers are refused */
+                        service_tier?: string | null;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean | null;
                         stream?: boolean | null;
-                        /** @description Accepted and ignored */
+                        /** @description Accepted; streams carry no obfuscation padding whatever it says */
                         stream_options?: unknown;
                         temperature?: number | null;
                         /** @description format is used; verbosity and other fields are accepted and ignored */
@@ -5289,10 +5468,14 @@ export interface paths {
                         } | null;
                         tool_choice?: unknown;
                         tools?: unknown[] | null;
+                        /** @description 0 or null: responses carry no logprobs */
                         top_logprobs?: number | null;
                         top_p?: number | null;
-                        /** @description Accepted and ignored */
-                        truncation?: unknown;
+                        /**
+                         * @description disabled (the conversation is sent whole); auto is refused
+                         * @enum {unknown}
+                         */
+                        truncation?: "disabled" | "auto" | null;
                         user?: string | null;
                     } & {
                         [key: string]: unknown;
@@ -5307,6 +5490,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5317,6 +5502,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description The output format the turn ran with; {"type":"text"} for free text */
                             text: {
@@ -5433,13 +5620,22 @@ export interface paths {
         };
         /**
          * Get a response
-         * @description The Response projected from its durable message.
+         * @description The Response projected from its durable message; with stream=true, the events of its stream (numbered as when it was created, after starting_after) ending with [DONE]. A Response created with store: false is not found.
          *
          *     Required scope: tasks:read.
          */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Accepted and ignored */
+                    include?: string[];
+                    /** @description Accepted and ignored (no obfuscation is added) */
+                    include_obfuscation?: boolean;
+                    /** @description With stream=true: only the events whose sequence_number is greater (resume a broken stream with the last one seen) */
+                    starting_after?: number;
+                    /** @description true: stream the Response as the events of its stream (stored ones replayed, then live until the final event), ending with [DONE] */
+                    stream?: boolean;
+                };
                 header?: never;
                 path: {
                     /** @description resp_ + the message id */
@@ -5449,13 +5645,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description A Response in the OpenAI Responses format, with every field Open Responses requires (see docs/responses.md) */
+                /** @description The Response; with stream=true, Responses events as Server-Sent Events ending with [DONE] */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5466,6 +5664,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description The output format the turn ran with; {"type":"text"} for free text */
                             text: {
@@ -5490,6 +5690,7 @@ export interface paths {
                         } & {
                             [key: string]: unknown;
                         };
+                        "text/event-stream": string;
                     };
                 };
                 /** @description Error */
@@ -5628,7 +5829,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a response
-         * @description Interrupts the turn of the Response (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
+         * @description Interrupts the turn of the Response, background or not (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
          *
          *     Required scope: tasks:write.
          */
@@ -5651,6 +5852,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description As requested: true for a Response answered at once and run on */
+                            background: boolean;
                             conversation: {
                                 id: string;
                             };
@@ -5661,6 +5864,8 @@ export interface paths {
                             output: unknown[];
                             output_text: string;
                             status: string;
+                            /** @description As requested: false for a Response that is not kept once answered */
+                            store: boolean;
                             temperature: number;
                             /** @description The output format the turn ran with; {"type":"text"} for free text */
                             text: {
@@ -5843,11 +6048,13 @@ export interface paths {
                                 /** @enum {string} */
                                 type: "mcp_call";
                             } | {
-                                error: string | null;
+                                /** @description Left out when the tools were listed */
+                                error?: string;
                                 id: string;
                                 server_label: string;
                                 tools: {
-                                    description: string | null;
+                                    /** @description Left out when the tool has none */
+                                    description?: string;
                                     input_schema: {
                                         [key: string]: unknown;
                                     };
@@ -6048,6 +6255,188 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/input_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count input tokens
+         * @description An estimate of the input tokens a Response to this body would start with (the body of POST /v1/responses; nothing runs): the instructions, function tools, conversation log and input, at one token per 4 characters plus 85 per image or file (docs/responses.md).
+         *
+         *     Required scope: tasks:read.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client) */
+                    "agentry-compat"?: "openai" | "strict";
+                    /** @description standard leaves out response.agentry_tool_call.* events; all keeps them. Default: all, except for SDK stream helpers (X-Stainless-Helper-Method) and when AGENTRY_RESPONSES_STREAM_EVENTS=standard */
+                    "agentry-stream-events"?: "standard" | "all";
+                    "idempotency-key"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Strict mode or OpenAI compatibility mode, by the Agentry-Compat header, the API key and the deployment (docs/responses.md) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required) */
+                        input: unknown;
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
+                        model: string;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean;
+                        stream?: boolean;
+                    } | ({
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean | null;
+                        /** @description Refused unless null: nothing is compacted */
+                        context_management?: unknown;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        frequency_penalty?: number | null;
+                        /** @description Accepted: reasoning.encrypted_content, file_search_call.results, web_search_call.results, web_search_call.action.sources, code_interpreter_call.outputs, computer_call_output.output.image_url (Agentry produces none of those items); other values are refused */
+                        include?: string[] | null;
+                        /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items) */
+                        input: unknown;
+                        instructions?: string | null;
+                        max_output_tokens?: number | null;
+                        /** @description Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools */
+                        max_tool_calls?: number | null;
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
+                        model: string;
+                        /** @description false: at most one tool call per model step (the first; others are not run) */
+                        parallel_tool_calls?: boolean | null;
+                        presence_penalty?: number | null;
+                        previous_response_id?: string | null;
+                        /** @description Refused unless null: prompt templates are not stored here */
+                        prompt?: unknown;
+                        prompt_cache_key?: string | null;
+                        /** @description Accepted: a caching hint, with no effect on the answer */
+                        prompt_cache_retention?: unknown;
+                        /** @description Refused unless its fields are null: reasoning is the agent model's own */
+                        reasoning?: unknown;
+                        safety_identifier?: string | null;
+                        /** @description auto or default (one tier serves every request); other tiers are refused */
+                        service_tier?: string | null;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean | null;
+                        stream?: boolean | null;
+                        /** @description Accepted; streams carry no obfuscation padding whatever it says */
+                        stream_options?: unknown;
+                        temperature?: number | null;
+                        /** @description format is used; verbosity and other fields are accepted and ignored */
+                        text?: {
+                            format?: ({
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } | null;
+                        tool_choice?: unknown;
+                        tools?: unknown[] | null;
+                        /** @description 0 or null: responses carry no logprobs */
+                        top_logprobs?: number | null;
+                        top_p?: number | null;
+                        /**
+                         * @description disabled (the conversation is sent whole); auto is refused
+                         * @enum {unknown}
+                         */
+                        truncation?: "disabled" | "auto" | null;
+                        user?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            input_tokens: number;
+                            /** @enum {string} */
+                            object: "response.input_tokens";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

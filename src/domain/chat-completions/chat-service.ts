@@ -215,7 +215,6 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
         feed,
         afterSeq: Math.min(...events.map((event) => event.seq)) - 1,
         message: row,
-        listenedSinceAccept: true,
         vendorEvents: false,
         release: () => afterCommit(deps.bus, sessionId, events, true),
       });

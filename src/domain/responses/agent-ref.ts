@@ -1,6 +1,6 @@
 /**
- * The agent that `model` names on the OpenAI-shaped doors (/v1/responses, /v1/chat/completions): an agent id, or
- * the name of exactly one agent of the organization. One lookup, so both doors answer an unknown model alike.
+ * The agent that `model` names on the OpenAI-shaped doors (/v1/responses, /v1/chat/completions): an agent id, the
+ * name of exactly one agent of the organization, or `agent:<name>`. One lookup, so both doors answer an unknown model alike.
  */
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
@@ -16,8 +16,14 @@ export const AGENTS_LISTED = 'GET /v1/models or GET /v1/agents lists them';
 /** `value` quoted for a message, cut short when long. */
 export const quoted = (value: string) => JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
 
-/** A `model` value as an agent reference: a UUID is an id, anything else a name. */
-export const agentRefOf = (model: string): AgentRef => (isUuid(model) ? { id: model.toLowerCase() } : { name: model });
+/** `model: "agent:<name>"` names an agent by its name (also a name that looks like an id). */
+const AGENT_PREFIX = 'agent:';
+
+/** A `model` value as an agent reference: `agent:<name>` and anything but a UUID a name, a UUID an id. */
+export function agentRefOf(model: string): AgentRef {
+  if (model.startsWith(AGENT_PREFIX)) return { name: model.slice(AGENT_PREFIX.length) };
+  return isUuid(model) ? { id: model.toLowerCase() } : { name: model };
+}
 
 /**
  * The id of the agent `ref` names: an id as given (an unknown one is a 404 when the agent is read), a name when
@@ -35,7 +41,7 @@ export async function resolveAgentId(
   if (id === undefined) {
     throw validationError(
       'model',
-      `model must be the id or the name of one of your agents (${AGENTS_LISTED}); ${quoted(ref.name)} is neither`,
+      `model names one of your agents (its id, its name or agent:<name>); no agent is named ${quoted(ref.name)} (${AGENTS_LISTED})`,
     );
   }
   if (ids.length > 1) {

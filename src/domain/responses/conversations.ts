@@ -13,7 +13,7 @@ import type { AgentService } from '../agents/agent-service.ts';
 import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
-import { loadLogItems } from '../turns/items.ts';
+import { loadLogItems, removeLogItem } from '../turns/items.ts';
 import { lockOwnSession, type MessageService } from '../turns/message-service.ts';
 import { setSessionMetadata } from '../turns/session-rows.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
@@ -202,6 +202,30 @@ export function createConversationService(deps: ConversationServiceDeps) {
       const item = (await allItems(orgId, sessionId)).find((candidate) => candidate.id === itemId);
       if (item === undefined) throw notFound('item', itemId);
       return item;
+    },
+
+    /**
+     * Deletes an item (with the call, output and approval decision it goes with) and returns the Conversation, as
+     * OpenAI does. An item the list shows that is part of another one (an mcp_approval_request: its mcp_call) is a
+     * 400 naming it; 409 conversation_busy while a Response of the conversation is unfinished.
+     */
+    async deleteItem(orgId: string, sessionId: string, itemId: string): Promise<Conversation> {
+      await findSession(orgId, sessionId);
+      const removed = await db.transaction().execute(async (trx) => {
+        const now = clock.now();
+        await lockOwnSession(trx, orgId, sessionId, now);
+        return removeLogItem(trx, { orgId, sessionId, now }, itemId);
+      });
+      if (!removed) {
+        const listed = (await allItems(orgId, sessionId)).find((item) => item.id === itemId);
+        if (listed === undefined) throw notFound('item', itemId);
+        throw new AppError(
+          'validation_error',
+          `item_id ${itemId} is an ${listed.type} item, which goes with its mcp_call: delete that one`,
+          { param: 'item_id' },
+        );
+      }
+      return view(await findSession(orgId, sessionId));
     },
 
     /**

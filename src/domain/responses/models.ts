@@ -3,6 +3,7 @@
  * id (or name), so the models a key can use are its organization's agents; the providers configured for agents'
  * own `model` setting follow, as `provider/*` entries.
  */
+import { AppError } from '../../errors/app-error.ts';
 import { unixSeconds } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 
@@ -63,6 +64,31 @@ export async function listModels(deps: ModelCatalogDeps, orgId: string): Promise
       })),
     ],
   };
+}
+
+/**
+ * GET /v1/models/{id}: the model object of the agent `id` names (its id, its name, `agent:<name>`), or of a
+ * provider entry; 404 otherwise, and for a name several agents share.
+ */
+export async function getModel(deps: ModelCatalogDeps, orgId: string, id: string): Promise<ModelObject> {
+  const { data } = await listModels(deps, orgId);
+  const byId = data.find((model) => model.id === id || model.id === id.toLowerCase());
+  if (byId !== undefined) return byId;
+  const name = id.startsWith('agent:') ? id.slice('agent:'.length) : id;
+  const named = data.filter((model) => model.kind === 'agent' && model.name === name);
+  const [only] = named;
+  if (only !== undefined && named.length === 1) return only;
+  const why =
+    named.length > 1
+      ? `several of your agents are named ${JSON.stringify(name)}; use the id`
+      : 'no agent or provider has this id or name';
+  throw new AppError(
+    'not_found',
+    `The model ${JSON.stringify(id)} does not exist: ${why} (GET /v1/models lists them)`,
+    {
+      param: 'model',
+    },
+  );
 }
 
 /** The providers a deployment has set up: OpenAI and Anthropic with their keys, every AGENTRY_PROVIDERS entry. */

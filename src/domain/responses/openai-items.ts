@@ -40,8 +40,10 @@ export type OpenAIItem =
       id: string;
       type: 'mcp_list_tools';
       server_label: string;
-      tools: { name: string; description: string | null; input_schema: Record<string, unknown> }[];
-      error: string | null;
+      /** `description` is left out when the tool has none (the AI SDK's schema takes a string or nothing). */
+      tools: { name: string; description?: string; input_schema: Record<string, unknown> }[];
+      /** Left out when the tools were listed (the AI SDK's schema refuses `null` here). */
+      error?: string;
     };
 
 /** Label of server calls that name no server (logs written before tool servers existed, unknown tools). */
@@ -141,10 +143,9 @@ export function toOpenAIItems(items: Item[], options: { messageId?: string } = {
           server_label: content.server.label,
           tools: content.tools.map((tool) => ({
             name: tool.name,
-            description: tool.description,
+            ...(tool.description === null ? {} : { description: tool.description }),
             input_schema: tool.inputSchema,
           })),
-          error: null,
         });
         break;
       case 'approval_decision':

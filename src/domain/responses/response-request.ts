@@ -13,7 +13,15 @@ import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import { type AgentRef, agentRefOf } from './agent-ref.ts';
-import { metadataOf, optionalNumber, optionalString, reasoning, toolChoice, tools } from './response-settings.ts';
+import {
+  metadataOf,
+  optionalNumber,
+  optionalString,
+  reasoning,
+  refuseUnsupported,
+  toolChoice,
+  tools,
+} from './response-settings.ts';
 
 /** An `input_image` given by URL (a data: URL, or an https URL fetched under the egress guard). */
 export interface ImageUrl {
@@ -43,6 +51,10 @@ export interface ResponseRequest {
   /** Message id (from `resp_<uuid>`), or null. */
   previousResponse: string | null;
   stream: boolean;
+  /** Accepted and answered at once (`queued`); the turn runs on and GET /v1/responses/{id} follows it. */
+  background: boolean;
+  /** false: the Response is not kept once it is answered (its conversation is deleted when the turn ends). */
+  store: boolean;
   items: InputItem[];
   compat: boolean;
   instructions: string | null;
@@ -207,12 +219,31 @@ function input(value: unknown): { items: InputItem[]; instructions: string[] } {
   return { items, instructions };
 }
 
+/**
+ * `background` and `store`: a Response that is not stored cannot run in the background (nobody could retrieve it)
+ * nor in a conversation that outlives it (its items would stay there).
+ */
+function lifecycle(
+  body: Record<string, unknown>,
+  ids: { conversation: string | null; previousResponse: string | null },
+): { background: boolean; store: boolean } {
+  const background = body.background === true;
+  const store = body.store !== false;
+  if (store) return { background, store };
+  if (background) throw validationError('background', 'background responses must be stored: remove store: false');
+  if (ids.conversation !== null || ids.previousResponse !== null) {
+    throw validationError(
+      'store',
+      'a Response with store: false runs in a conversation of its own, deleted when it ends; it cannot continue conversation or previous_response_id',
+    );
+  }
+  return { background, store };
+}
+
 /** A body the mode's schema accepted (http/responses-body.ts), as a ResponseRequest. */
 export function parseResponseRequest(body: unknown, compat: boolean): ResponseRequest {
   if (!isRecord(body)) throw validationError('body', 'body must be a JSON object');
-  const model = stringOr(body.model, '');
-  // `model` is an agent id; in compatibility mode also an agent's name (what OpenAI clients are used to sending).
-  const agent = agentRefOf(model);
+  const agent = agentRefOf(stringOr(body.model, ''));
   const given = isRecord(body.conversation) ? body.conversation.id : body.conversation;
   const param = isRecord(body.conversation) ? 'conversation.id' : 'conversation';
   const conversation = given === undefined || given === null ? null : conversationIdToSession(given, param);
@@ -221,12 +252,14 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     previous === undefined || previous === null ? null : responseIdToMessage(previous, 'previous_response_id');
   const { items, instructions: systemTexts } = input(body.input);
   crossFieldRules(body, items, compat, { conversation, previousResponse });
+  const kept = lifecycle(body, { conversation, previousResponse });
   if (!compat) {
     return {
       agent,
       conversation,
       previousResponse: null,
       stream: body.stream === true,
+      ...kept,
       items,
       compat,
       instructions: null,
@@ -239,9 +272,11 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
         topP: null,
         parallelToolCalls: true,
         previousResponseId: null,
+        ...kept,
       },
     };
   }
+  refuseUnsupported(body);
   const settings: ModelSettings = {};
   const temperature = optionalNumber(body.temperature);
   const topP = optionalNumber(body.top_p);
@@ -253,6 +288,10 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
+  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
+  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
+  if (maxToolCalls !== undefined) settings.maxToolCalls = Math.floor(maxToolCalls);
+  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const format = isRecord(body.text) ? body.text.format : undefined;
@@ -264,6 +303,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     conversation,
     previousResponse,
     stream: body.stream === true,
+    ...kept,
     items,
     compat,
     instructions: joined === '' ? null : joined,
@@ -287,6 +327,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       safetyIdentifier: optionalString(body.safety_identifier) ?? optionalString(body.user),
       promptCacheKey: optionalString(body.prompt_cache_key),
       reasoning: reasoning(body.reasoning),
+      ...kept,
     },
   };
 }

@@ -11,6 +11,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
+import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { AgentService } from '../agents/agent-service.ts';
@@ -20,18 +21,28 @@ import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, lastEventSeq } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
-import { acceptMessage, type HistoryItem } from '../turns/accept.ts';
+import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
-import { type Attachment, itemFromRow, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
+import {
+  type Attachment,
+  itemFromRow,
+  loadLogItems,
+  loadMessageItems,
+  type PendingCall,
+  pendingCalls,
+} from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
+import { loadMessage } from '../turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { resolveAgentId } from './agent-ref.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
+import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
+import type { ResponseStreamWireEvent } from './response-events.ts';
 import type { ResponseRequest } from './response-request.ts';
-import { finalResponse, type ResponseStreamEvent, responseEvents } from './response-stream.ts';
+import { finalResponse, responseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
 
@@ -47,7 +58,7 @@ export interface ResponseServiceDeps {
   checkAttachment(trx: Executor, orgId: string, attachment: Attachment, param: string): Promise<'image' | 'file'>;
   /** Stores images given by URL as files of the org (compatibility mode). */
   images: ImageImporter;
-  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse'>;
+  messages: Pick<MessageService, 'cancelMessage' | 'deleteResponse' | 'forgetResponse'>;
   subscriptions: WebhookSubscriptions;
   /** What the features add to the state changes of turns (src/deps.ts). */
   turnHooks: TurnHooks;
@@ -60,7 +71,7 @@ export interface StartedResponse {
   message: MessageRow;
   replayed: boolean;
   /** From `response.created` to the final event; see response-stream.ts. */
-  events: AsyncIterable<ResponseStreamEvent>;
+  events: AsyncIterable<ResponseStreamWireEvent>;
 }
 
 export interface CreatedResponse {
@@ -87,13 +98,55 @@ const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
     .where('deleted_at', 'is', null),
 );
 
+/** Whether the message is a Response created with `store: false` (never retrievable). */
+function unstored(row: MessageRow): boolean {
+  if (row.options === null) return false;
+  return parseJsonColumn(row.options, isMessageOptions, 'messages.options').echo?.store === false;
+}
+
+/** The seq of the session event right before the first one of the message, from where its events are replayed. */
+async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
+  const first = await db
+    .selectFrom('session_events')
+    .select((eb) => eb.fn.min<number | null>('seq').as('seq'))
+    .where('session_id', '=', message.session_id)
+    .where('message_id', '=', message.id)
+    .executeTakeFirst();
+  return first?.seq === null || first?.seq === undefined ? lastEventSeq(db, message.session_id) : Number(first.seq) - 1;
+}
+
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
   const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
 
+  /** A Response's events from its first stored one (numbered as its own stream numbered them), then live. */
+  async function storedEvents(
+    message: MessageRow,
+    options: { vendorEvents: boolean; startingAfter: number | null },
+  ): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
+    const feed = deps.live.follow(message.session_id);
+    try {
+      // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
+      const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
+      return responseEvents({
+        db,
+        feed,
+        afterSeq: await seqBefore(db, message),
+        message,
+        vendorEvents: options.vendorEvents,
+        release: () => undefined,
+        retrieval: { liveFromStep: steps + 2 },
+        startingAfter: options.startingAfter,
+      });
+    } catch (error) {
+      feed.close();
+      throw error;
+    }
+  }
+
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
     const row = await liveMessage.first(executor, { orgId, id: messageId });
-    if (row === undefined) throw notFound('response', `resp_${messageId}`);
+    if (row === undefined || unstored(row)) throw notFound('response', `resp_${messageId}`);
     return row;
   }
 
@@ -422,7 +475,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const listenTo = await service.sessionFor(orgId, request, newSessionId);
       // Following the session before the turn exists: every event of it reaches the feed, live or read back from
       // the database (when Redis lost it, or published it before this process's subscription took effect).
-      let feed = deps.live.follow(listenTo);
+      const feed = deps.live.follow(listenTo);
       let created: CreatedResponse;
       try {
         created = await service.create(orgId, request, idempotencyKey, newSessionId);
@@ -430,31 +483,23 @@ export function createResponseService(deps: ResponseServiceDeps) {
         feed.close();
         throw error;
       }
-      if (created.message.session_id !== listenTo) {
-        // An idempotent replay of a request that created its conversation earlier: listen there instead.
+      const { message, replayed } = created;
+      if (created.firstSeq === null || message.session_id !== listenTo) {
+        // An idempotent replay: its turn's events as its own stream numbered them, what is stored, then live.
         feed.close();
-        feed = deps.live.follow(created.message.session_id);
+        created.release();
+        return { message, replayed, events: await storedEvents(message, { ...options, startingAfter: null }) };
       }
-      // Listening since before this accept: the feed starts right before the turn's first event. A replay starts
-      // from now; what its turn did before is read back from the database when it ends.
-      const firstSeq = created.message.session_id === listenTo ? created.firstSeq : null;
-      let afterSeq: number;
-      try {
-        afterSeq = firstSeq !== null ? firstSeq - 1 : await lastEventSeq(db, created.message.session_id);
-      } catch (error) {
-        feed.close();
-        throw error;
-      }
+      // Listening since before this accept: the feed starts right before the turn's first event.
       const events = responseEvents({
         db,
         feed,
-        afterSeq,
-        message: created.message,
-        listenedSinceAccept: firstSeq !== null,
+        afterSeq: created.firstSeq - 1,
+        message,
         vendorEvents: options.vendorEvents,
         release: created.release,
       });
-      return { message: created.message, replayed: created.replayed, events };
+      return { message, replayed, events };
     },
 
     /**
@@ -464,6 +509,60 @@ export function createResponseService(deps: ResponseServiceDeps) {
     async finish(started: StartedResponse, timeoutMs: number): Promise<ResponseObject> {
       const late = `the response did not finish within ${timeoutMs} ms; retrieve resp_${started.message.id} later`;
       return finalResponse(started.events, timeoutMs, late);
+    },
+
+    /**
+     * The events of a Response created through POST /v1/responses, numbered as its own stream numbered them,
+     * after `startingAfter` (GET /v1/responses/{id}?stream=true): what is stored, then live until the final event.
+     */
+    async retrieve(
+      orgId: string,
+      messageId: string,
+      options: { vendorEvents: boolean; startingAfter: number | null },
+    ): Promise<AsyncIterable<ResponseStreamWireEvent>> {
+      const message = await findMessage(db, orgId, messageId);
+      if (message.source !== 'responses') throw notFound('response', `resp_${messageId}`);
+      return storedEvents(message, options);
+    },
+
+    /**
+     * Accepts a background Response's turn and answers its Response at once (`queued`): nobody listens, the turn
+     * runs durably and GET /v1/responses/{id} follows it.
+     */
+    async startInBackground(
+      orgId: string,
+      request: ResponseRequest,
+      idempotencyKey: string | undefined,
+    ): Promise<{ response: ResponseObject; replayed: boolean }> {
+      const created = await service.create(orgId, request, idempotencyKey);
+      created.release();
+      return { response: await loadResponse(db, created.message), replayed: created.replayed };
+    },
+
+    /**
+     * Forgets a Response created with `store: false` once its request is over (answered, timed out or its client
+     * gone): its conversation is deleted, an unfinished turn cancelled first; its run stays without content.
+     */
+    async forget(orgId: string, message: MessageRow): Promise<void> {
+      if (!unstored(message)) return;
+      try {
+        await deps.messages.forgetResponse(orgId, message);
+      } catch (error) {
+        // Already gone: its conversation was deleted meanwhile, or this was an idempotent replay.
+        if (!(error instanceof AppError && error.code === 'not_found')) throw error;
+      }
+    },
+
+    /** An estimate of the input tokens the request's Response would start with (input-tokens.ts); runs nothing. */
+    async inputTokens(orgId: string, request: ResponseRequest): Promise<InputTokens> {
+      const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, db, orgId, request.agent));
+      const sessionId = await sessionOf(db, orgId, request, agent.id);
+      return estimateInputTokens({
+        instructions: [agent.instructions, request.instructions ?? ''],
+        tools: [...agent.clientTools, ...request.tools],
+        log: sessionId === null ? [] : await loadLogItems(db, sessionId),
+        input: request.items,
+      });
     },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */

@@ -3,6 +3,7 @@
  * numbers, metadata, reasoning), normalised from a body its schema already validated (http/schemas/responses.ts);
  * response-request.ts assembles them.
  */
+import { validationError } from '../../errors/app-error.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -51,4 +52,55 @@ export function metadataOf(value: unknown): Record<string, string> {
   return Object.fromEntries(
     Object.entries(value).flatMap(([key, entry]) => (typeof entry === 'string' ? [[key, entry]] : [])),
   );
+}
+
+/**
+ * `include` values a Response honours: the items they add are of kinds Agentry never produces (reasoning, hosted
+ * search, code interpreter, computer use), so there is nothing to add. Logprobs and input image URLs cannot be
+ * included: refused.
+ */
+export const INCLUDABLE = [
+  'reasoning.encrypted_content',
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'code_interpreter_call.outputs',
+  'computer_call_output.output.image_url',
+];
+
+/** Why each field a compatibility-mode body may carry cannot be honoured with this value (null: it can). */
+const UNSUPPORTED: Record<string, (value: unknown) => string | null> = {
+  truncation: (value) =>
+    value === 'auto' ? 'truncation "auto" is not supported: the conversation is sent whole ("disabled")' : null,
+  prompt: (value) =>
+    value === null ? null : 'prompt templates are not stored here: send the text as instructions or input',
+  service_tier: (value) =>
+    value === null || value === 'auto' || value === 'default'
+      ? null
+      : `service_tier ${JSON.stringify(value)} is not offered: one tier serves every request ("auto" or "default")`,
+  top_logprobs: (value) =>
+    value === null || value === 0 ? null : 'top_logprobs is not supported: responses carry no logprobs (send 0)',
+  reasoning: (value) =>
+    !isRecord(value) || Object.values(value).every((entry) => entry === null)
+      ? null
+      : "reasoning settings are not supported per request: the agent's model decides",
+  context_management: (value) =>
+    value === null ? null : 'context_management is not supported: the conversation is not compacted',
+};
+
+/** Throws a 400 naming the first field (or `include` entry) of a compatibility-mode body that cannot be honoured. */
+export function refuseUnsupported(body: Record<string, unknown>): void {
+  for (const [field, why] of Object.entries(UNSUPPORTED)) {
+    if (!Object.hasOwn(body, field) || body[field] === undefined) continue;
+    const problem = why(body[field]);
+    if (problem !== null) throw validationError(field, problem);
+  }
+  if (!Array.isArray(body.include)) return;
+  body.include.forEach((entry: unknown, index) => {
+    if (typeof entry === 'string' && INCLUDABLE.includes(entry)) return;
+    throw validationError(
+      `include[${index}]`,
+      `include ${JSON.stringify(entry)} cannot be honoured here (${entry === 'message.output_text.logprobs' ? 'responses carry no logprobs' : 'not supported'}); the values accepted: ${INCLUDABLE.join(', ')}`,
+    );
+  });
 }

@@ -20,47 +20,97 @@ import { type Item, loadCallOutput, loadItem, loadMessageItems } from '../turns/
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';
 import { type OpenAIItem, SERVER_LABEL, toOpenAIItems } from './openai-items.ts';
-import type { ResponseStreamEvent, VendorEventSource } from './response-events.ts';
+import type { ResponseStreamEvent, ResponseStreamWireEvent, VendorEventSource } from './response-events.ts';
 import { loadResponseItems, outputItems, projectResponse, type ResponseObject } from './response-view.ts';
 
 export type { ResponseStreamEvent } from './response-events.ts';
 
 export interface ResponseEventsOptions {
   db: Executor;
-  /** The session's feed, opened before the turn was accepted, so no event of it is missed. */
+  /**
+   * The session's feed, opened before the turn was accepted (or, for a retrieval, started before the Response's
+   * first stored event), so no event of it is missed.
+   */
   feed: SessionFeed;
   /** The feed starts after this persisted event (the last one before the turn's first). */
   afterSeq: number;
   message: MessageRow;
-  /** The feed was opened before the turn was accepted: no event of it can have been missed. */
-  listenedSinceAccept: boolean;
   vendorEvents: boolean;
   /** Publishes the accepted turn and wakes the engine (called once the events are listened to). */
   release: () => void;
+  /**
+   * A retrieval (GET /v1/responses/{id}?stream=true): the feed starts before the Response's first event and replays
+   * what is stored. Text deltas are not stored, and those of a step in flight may have gone before the feed was
+   * opened: the text of the steps before `liveFromStep` is sent from their items once stored, with the deltas their
+   * items record; later steps began after the feed was opened and stream live.
+   */
+  retrieval?: { liveFromStep: number };
+  /** Only the events numbered after this are yielded (`starting_after`); null for all. */
+  startingAfter?: number | null;
 }
 
 type Json = Record<string, unknown>;
+type NumberedEvent = ResponseStreamWireEvent;
+
+/**
+ * The text of an assistant item as the deltas it was streamed in: the stored chunk lengths when they add up to the
+ * text, otherwise one delta with the whole text.
+ */
+function textChunks(text: string, chunks: readonly number[] | undefined): string[] {
+  const total = chunks?.reduce((sum, length) => sum + length, 0);
+  if (chunks === undefined || total !== text.length || chunks.some((length) => length <= 0)) {
+    return text === '' ? [] : [text];
+  }
+  let at = 0;
+  return chunks.map((length) => {
+    at += length;
+    return text.slice(at - length, at);
+  });
+}
+
+/** The pieces of `chunks` after the first `offset` characters (a piece cut at the offset keeps its rest). */
+function chunksAfter(chunks: string[], offset: number): string[] {
+  const out: string[] = [];
+  let at = 0;
+  for (const chunk of chunks) {
+    const end = at + chunk.length;
+    if (end > offset) out.push(at >= offset ? chunk : chunk.slice(offset - at));
+    at = end;
+  }
+  return out;
+}
+
 const TERMINAL: ReadonlySet<string> = new Set(RESPONSE_END_STATUSES);
 
 /** True for the last event of a Response's stream. */
-export const isFinalEvent = (
-  event: ResponseStreamEvent,
-): event is Extract<ResponseStreamEvent, { type: 'response.completed' | 'response.failed' }> =>
+export const isFinalEvent = <E extends ResponseStreamEvent>(
+  event: E,
+): event is Extract<E, { type: 'response.completed' | 'response.failed' }> =>
   event.type === 'response.completed' || event.type === 'response.failed';
 
 /**
- * The events of the Response of `options.message`, from `response.created` to its final event. The turn is
- * released when the iteration starts. Ending the iteration early (`return`: a client that disconnected, a
- * timeout) unsubscribes at once, also while waiting for the next event; the turn goes on.
+ * The events of the Response of `options.message`, from `response.created` to its final event, numbered. The
+ * turn is released when the iteration starts. Ending the iteration early (`return`: a client that disconnected,
+ * a timeout) unsubscribes at once, also while waiting for the next event; the turn goes on.
+ *
+ * The numbers are a function of what is stored: every event but one is projected from the session's persisted
+ * events and the items of the turn (a step's text deltas from the lengths its item records), so a retrieval
+ * numbers each event as the original stream did. The exception is a live-only progress report
+ * (`response.agentry_tool_call.progress` of a running server call), which carries the number of the event before
+ * it and is not replayed.
  */
-export function responseEvents(options: ResponseEventsOptions): AsyncIterableIterator<ResponseStreamEvent> {
+export function responseEvents(options: ResponseEventsOptions): AsyncIterableIterator<NumberedEvent> {
   const { db, message } = options;
-  const ready: ResponseStreamEvent[] = [];
+  const after = options.startingAfter ?? -1;
+  const ready: NumberedEvent[] = [];
   let wake: (() => void) | null = null;
   let ended = false;
   let failure = null as { error: unknown } | null;
-  const send = (event: ResponseStreamEvent) => {
-    ready.push(event);
+  let numbered = 0;
+  const send = (event: ResponseStreamEvent, liveOnly = false) => {
+    const sequence = liveOnly ? Math.max(numbered - 1, 0) : numbered++;
+    if (sequence <= after) return;
+    ready.push({ ...event, sequence_number: sequence } as NumberedEvent);
     wake?.();
   };
   const vendor = (
@@ -68,16 +118,20 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     step: number | null,
     sourceType: VendorEventSource,
     data: Json,
+    liveOnly = false,
   ) => {
     if (!options.vendorEvents) return;
-    send({
-      type: `response.agentry_tool_call.${type}`,
-      response_id: `resp_${message.id}`,
-      run_id: message.run_id,
-      step,
-      source_type: sourceType,
-      data,
-    });
+    send(
+      {
+        type: `response.agentry_tool_call.${type}`,
+        response_id: `resp_${message.id}`,
+        run_id: message.run_id,
+        step,
+        source_type: sourceType,
+        data,
+      },
+      liveOnly,
+    );
   };
 
   const outputs: OpenAIItem[] = [];
@@ -220,12 +274,14 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
       logprobs: [],
     });
   };
-  const wholeText = (id: string, body: string) => {
+  const wholeText = (id: string, pieces: string[]) => {
     closeText();
     openText(id);
-    if (body !== '') textDelta(body);
+    for (const piece of pieces) textDelta(piece);
     closeText();
   };
+  /** The stored chunk lengths of the turn's assistant items, by item id (set when the turn ends). */
+  let storedChunks = new Map<string, number[] | undefined>();
   const sent = (id: string) => outputs.some((item) => item.id === id);
 
   /** Items the turn produced that this stream has not sent (a replay, a very fast turn, missed live events). */
@@ -233,7 +289,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     for (const item of items) {
       if (sent(item.id)) continue;
       if (item.type === 'message' && item.role === 'assistant') {
-        wholeText(item.id, item.content.map((part) => part.text).join(''));
+        const body = item.content.map((part) => part.text).join('');
+        wholeText(item.id, textChunks(body, storedChunks.get(item.id)));
       } else if (item.type === 'function_call') {
         functionCall(item.id, item.call_id, item.name, item.arguments);
       } else if (item.type === 'mcp_list_tools') {
@@ -250,6 +307,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
 
   /** Live events were missed: text deltas are ignored until a persisted event arrives live again. */
   let missed = false;
+  /** The first step whose text deltas this stream received from the start (see `retrieval`). */
+  const liveFromStep = options.retrieval?.liveFromStep ?? 0;
   /** The newest step a handled event named. */
   let lastStep = 0;
   /**
@@ -260,11 +319,12 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     for (const item of items) {
       if (item.content.type !== 'assistant_message' || item.messageId !== message.id || item.step > step) continue;
       const stored = item.content.text;
+      const pieces = textChunks(stored, item.content.chunks);
       if (text?.id === item.id) {
-        if (stored.startsWith(text.text) && stored.length > text.text.length) textDelta(stored.slice(text.text.length));
+        if (stored.startsWith(text.text)) for (const piece of chunksAfter(pieces, text.text.length)) textDelta(piece);
         closeText();
       } else if (!sent(item.id)) {
-        wholeText(item.id, stored);
+        wholeText(item.id, pieces);
       }
     }
   };
@@ -273,7 +333,10 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     if (ended) return;
     const row = (await loadMessage(db, message.id)) ?? message;
     const items = await loadResponseItems(db, row);
-    if (missed) catchUpText(items, Number.POSITIVE_INFINITY);
+    storedChunks = new Map(
+      items.flatMap((item) => (item.content.type === 'assistant_message' ? [[item.id, item.content.chunks]] : [])),
+    );
+    if (missed || liveFromStep > 0) catchUpText(items, Number.POSITIVE_INFINITY);
     closeText();
     replay(outputItems(items, message.id));
     const response: ResponseObject = projectResponse(row, items);
@@ -284,7 +347,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
   const handle = async (event: LiveSessionEvent, stored: boolean) => {
     if (ended || event.message_id !== message.id) return;
     if (event.kind === 'message.delta') {
-      if (missed) return;
+      if (missed || event.data.step < liveFromStep) return;
       const { itemId, text: delta } = event.data;
       if (text?.id !== itemId) {
         closeText();
@@ -299,7 +362,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
       await finish();
       return;
     }
-    if (missed && 'seq' in event) {
+    if ((missed || step < liveFromStep) && 'seq' in event) {
       // A step's text is stored with its persisted events: take what the lost deltas carried from there.
       catchUpText(await loadMessageItems(db, message.id), step);
       // Published after live delivery came back: the next step's deltas arrive whole.
@@ -362,13 +425,19 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
       }
       case 'tool_progress': {
         const call = servers.get(data.callId);
-        vendor('progress', data.step, 'tool_server', {
-          call_id: data.callId,
-          ...(call === undefined ? {} : { server_label: call.label, name: call.name }),
-          ...(data.progress === undefined ? {} : { progress: data.progress }),
-          ...(data.total === undefined ? {} : { total: data.total }),
-          ...(data.message === undefined ? {} : { message: data.message }),
-        });
+        vendor(
+          'progress',
+          data.step,
+          'tool_server',
+          {
+            call_id: data.callId,
+            ...(call === undefined ? {} : { server_label: call.label, name: call.name }),
+            ...(data.progress === undefined ? {} : { progress: data.progress }),
+            ...(data.total === undefined ? {} : { total: data.total }),
+            ...(data.message === undefined ? {} : { message: data.message }),
+          },
+          true,
+        );
         return;
       }
       case 'tool_result': {
@@ -397,25 +466,23 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     wake?.();
   };
   const start = () => {
-    options.feed.start(options.afterSeq, {
-      event: (event, stored) => enqueue(() => handle(event, stored)),
-      missed: () =>
-        enqueue(async () => {
-          missed = true;
-        }),
-    });
+    options.feed.start(
+      options.afterSeq,
+      {
+        event: (event, stored) => enqueue(() => handle(event, stored)),
+        missed: () =>
+          enqueue(async () => {
+            missed = true;
+          }),
+      },
+      { readStored: options.retrieval !== undefined },
+    );
     options.release();
     const snapshot = projectResponse(message, [], { status: 'in_progress', output: [] });
     send({ type: 'response.created', response: snapshot });
     send({ type: 'response.in_progress', response: snapshot });
-    // A replayed request, or a turn that ended before this listened, is finished from the database.
-    if (options.listenedSinceAccept) return;
-    enqueue(async () => {
-      const row = await loadMessage(db, message.id);
-      if (row !== undefined && TERMINAL.has(row.status)) await finish();
-    });
   };
-  const iterator: AsyncIterableIterator<ResponseStreamEvent> = {
+  const iterator: AsyncIterableIterator<NumberedEvent> = {
     [Symbol.asyncIterator]: () => iterator,
     async next() {
       if (!started) {

@@ -44,8 +44,8 @@ export interface ResponseObject {
   prompt_cache_key: string | null;
   previous_response_id: string | null;
   conversation: { id: string };
-  store: true;
-  background: false;
+  store: boolean;
+  background: boolean;
   /** The output format the turn ran with, in the wire shape it was asked in (free text: `{type: "text"}`). */
   text: { format: Record<string, unknown> };
   truncation: 'disabled';
@@ -155,8 +155,8 @@ export function projectResponse(
     prompt_cache_key: echo?.promptCacheKey ?? null,
     previous_response_id: echo?.previousResponseId ?? null,
     conversation: { id: `conv_${message.session_id}` },
-    store: true,
-    background: false,
+    store: echo?.store ?? true,
+    background: echo?.background ?? false,
     text: { format: responseFormatEcho(options.responseFormat) },
     truncation: 'disabled',
     usage: finished

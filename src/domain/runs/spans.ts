@@ -69,6 +69,15 @@ export async function insertSpans(
   await insertSpanRows.run(trx, rows);
 }
 
+/** Clears the previews of a run's spans (a Response created with `store: false` keeps no content). */
+export async function clearSpanPreviews(trx: Executor, runId: string): Promise<void> {
+  await trx
+    .updateTable('spans')
+    .set({ input_preview: null, output_preview: null })
+    .where('run_id', '=', runId)
+    .execute();
+}
+
 /**
  * The tool-call attributes every tool_call span carries; server calls add where they ran (`server`, its connector
  * `server_id`, the server's own `tool` name) and `attempts`, counted when the call starts running.

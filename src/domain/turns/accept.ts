@@ -74,6 +74,10 @@ export interface ResponseEcho {
   reasoning?: { effort: string | null; summary: string | null };
   /** The tools the turn could use, in Responses tool shapes (see responses/response-tools.ts). */
   tools?: Record<string, unknown>[];
+  /** Absent in rows written before background Responses: false. */
+  background?: boolean;
+  /** false: not retrievable, deleted once answered. Absent in older rows: true. */
+  store?: boolean;
 }
 
 function isResponseEcho(value: unknown): value is ResponseEcho {
@@ -95,7 +99,9 @@ function isResponseEcho(value: unknown): value is ResponseEcho {
     isAbsentOr(value.promptCacheKey, isNullableString) &&
     (reasoning === undefined ||
       (isJsonObject(reasoning) && isNullableString(reasoning.effort) && isNullableString(reasoning.summary))) &&
-    isAbsentOr(value.tools, (tools) => isArrayOf(tools, isJsonObject))
+    isAbsentOr(value.tools, (tools) => isArrayOf(tools, isJsonObject)) &&
+    isAbsentOr(value.background, (flag) => typeof flag === 'boolean') &&
+    isAbsentOr(value.store, (flag) => typeof flag === 'boolean')
   );
 }
 

@@ -4,10 +4,11 @@
  * the items added since the last read (by this or any other process) instead of the whole history: a turn's cost
  * does not grow with the session's length, also when the client waits between turns and the lease is released.
  *
- * The one change to existing items is adoption: items added to a conversation outside a turn have no message
- * until the next accepted message takes them. The read watermark never passes such an item, so it is read again,
- * with its message, once adopted. The logs kept are bounded by an estimate of their size; the least recently
- * used session's log goes first.
+ * The changes to existing items are adoption and deletion. Items added to a conversation outside a turn have no
+ * message until the next accepted message takes them; the read watermark never passes such an item, so it is read
+ * again, with its message, once adopted. Deleted items leave an `item_removed` marker in the log, which drops them
+ * from the log kept here when it is read. The logs kept are bounded by an estimate of their size; the least
+ * recently used session's log goes first.
  */
 import type { Executor } from '../../storage/db.ts';
 import { ContextBuilder, type Item, itemFromRow, loadItemsAfter } from './items.ts';
@@ -74,6 +75,7 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
     async load(db, upToMessageSeq) {
       const rows = await loadItemsAfter(db, sessionId, watermark);
       const before = items.length;
+      const removed: string[] = [];
       let added = 0;
       let blocked = false;
       for (const row of rows) {
@@ -91,15 +93,24 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
         }
         const item: LogItem = { ...itemFromRow(row), messageSeq: row.message_seq };
         if (item.content.type === 'approval_decision') approvalDecisions = true;
+        if (item.content.type === 'item_removed') removed.push(...item.content.itemIds);
         items.push(item);
         added += row.content.length + ITEM_OVERHEAD_BYTES;
         if (blocked) held.add(row.seq);
         else watermark = row.seq;
       }
+      if (removed.length > 0) {
+        // Items deleted from the log since it was read: dropped, and the context built again without them.
+        const gone = new Set(removed);
+        const kept = items.filter((item) => !gone.has(item.id));
+        items.length = 0;
+        for (const item of kept) items.push(item);
+        builder = new ContextBuilder();
+      }
       if (added > 0) {
         // An answer to an earlier turn can arrive after a later message's input: keep message order first. Rows
         // come in log order, so the array is usually still sorted and needs no pass over the whole history.
-        if (!sortedFrom(items, before)) {
+        if (!sortedFrom(items, removed.length > 0 ? 0 : before)) {
           items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
           builder = new ContextBuilder();
         }

@@ -2,6 +2,7 @@
  * The conversation log of a session: user inputs, assistant steps, tool calls and tool outputs, in order.
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
+import { AppError } from '../../errors/app-error.ts';
 import { CALL_KINDS, type CallKind } from '../../events/session-values.ts';
 import {
   isAbsentOr,
@@ -9,6 +10,7 @@ import {
   isJsonObject,
   isNullableNumber,
   isNullableString,
+  isNumber,
   isOneOf,
   isString,
 } from '../../lib/guards.ts';
@@ -20,6 +22,7 @@ import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
 import { transactionMemo } from '../../storage/transaction-memo.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
+import { firstOpenMessage } from './open-messages.ts';
 
 const insertItems = prepareInsert('items');
 
@@ -69,7 +72,8 @@ export interface ListedTool {
 
 export type ItemContent =
   | { type: 'user_message'; text: string; attachments?: Attachment[] }
-  | { type: 'assistant_message'; text: string }
+  /** `chunks`: the lengths of the live text deltas it was streamed in (absent for replayed history, older rows). */
+  | { type: 'assistant_message'; text: string; chunks?: number[] }
   | {
       type: 'function_call';
       name: string;
@@ -94,6 +98,11 @@ export type ItemContent =
     }
   /** The tools of a server as first offered in this conversation (Responses `mcp_list_tools`); not model context. */
   | { type: 'tool_list'; server: { id: string | null; label: string }; tools: ListedTool[] }
+  /**
+   * Marks items deleted from the log (DELETE /v1/conversations/{id}/items/{item_id}): their rows are gone, and
+   * this marker tells the logs processes keep (context-cache.ts) to drop them too. Not model context, not listed.
+   */
+  | { type: 'item_removed'; itemIds: string[] }
   | {
       type: 'function_call_output';
       name: string;
@@ -143,7 +152,7 @@ export function isItemContent(value: unknown): value is ItemContent {
         (value.attachments === undefined || isArrayOf(value.attachments, isAttachment))
       );
     case 'assistant_message':
-      return typeof value.text === 'string';
+      return typeof value.text === 'string' && isAbsentOr(value.chunks, (chunks) => isArrayOf(chunks, isNumber));
     case 'function_call':
       return (
         typeof value.name === 'string' &&
@@ -174,6 +183,8 @@ export function isItemContent(value: unknown): value is ItemContent {
         typeof value.isError === 'boolean' &&
         isOneOf(OUTPUT_SOURCES, value.source)
       );
+    case 'item_removed':
+      return isArrayOf(value.itemIds, isString);
     default:
       return false;
   }
@@ -196,6 +207,7 @@ const PREFIX: Record<ItemContent['type'], string> = {
   function_call_output: 'fco',
   tool_list: 'mcpl',
   approval_decision: 'mcpa',
+  item_removed: 'rm',
 };
 
 export function itemFromRow(row: ItemRow): Item {
@@ -279,6 +291,70 @@ const adoptItems = prepare((db, p: { sessionId: string; messageId: string; unatt
     .where('session_id', '=', p.sessionId)
     .where('message_id', '=', p.unattached),
 );
+
+/**
+ * Deletes items of the session's log (callers hold the session's row lock, and no turn of the session is
+ * unfinished) and appends an `item_removed` marker naming them, with the session's last message (unattached when
+ * it has none yet), so that a process that kept the session's log reads it at once and drops the items.
+ */
+export async function removeItems(
+  trx: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  itemIds: string[],
+): Promise<void> {
+  if (itemIds.length === 0) return;
+  await trx.deleteFrom('items').where('session_id', '=', target.sessionId).where('id', 'in', itemIds).execute();
+  const last = await trx
+    .selectFrom('messages')
+    .select('id')
+    .where('session_id', '=', target.sessionId)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const marker: NewItem = { messageId: last?.id ?? UNATTACHED, step: 0, content: { type: 'item_removed', itemIds } };
+  await appendItems(trx, target, [marker]);
+}
+
+/**
+ * Deletes the item `itemId` of the session's log with the items that belong to it: a call, its output and the
+ * decision on its approval (one call_id) go together, so the log never holds an output without its call. Callers
+ * hold the session's row lock. 409 `conversation_busy` while a turn of the session is unfinished (its steps read
+ * the log); false when the log has no such item.
+ */
+export async function removeLogItem(
+  trx: Executor,
+  target: { orgId: string; sessionId: string; now: number },
+  itemId: string,
+): Promise<boolean> {
+  const row = await trx
+    .selectFrom('items')
+    .select(['id', 'call_id', 'type'])
+    .where('session_id', '=', target.sessionId)
+    .where('id', '=', itemId)
+    .executeTakeFirst();
+  if (row === undefined || row.type === 'item_removed') return false;
+  if ((await firstOpenMessage(trx, target.sessionId)) !== undefined) {
+    throw new AppError(
+      'conversation_busy',
+      'the conversation has an unfinished response (queued, running or waiting for tool outputs): delete items once it ended, or cancel it (POST /v1/responses/{id}/cancel)',
+    );
+  }
+  const together =
+    row.call_id === null
+      ? [row]
+      : await trx
+          .selectFrom('items')
+          .select('id')
+          .where('session_id', '=', target.sessionId)
+          .where('call_id', '=', row.call_id)
+          .execute();
+  await removeItems(
+    trx,
+    target,
+    together.map((item) => item.id),
+  );
+  return true;
+}
 
 /** The whole log in order: every message's items, then the items added since the last message. */
 export async function loadLogItems(db: Executor, sessionId: string): Promise<Item[]> {
@@ -471,7 +547,7 @@ export class ContextBuilder {
   append(item: Item): void {
     this.#count += 1;
     const content = item.content;
-    if (content.type === 'tool_list' || content.type === 'approval_decision') return;
+    if (content.type === 'tool_list' || content.type === 'approval_decision' || content.type === 'item_removed') return;
     if (content.type === 'user_message') {
       this.#close();
       const attachments = content.attachments ?? [];

@@ -15,7 +15,7 @@ import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, writeEvents } from '../outbox.ts';
 import { parseResponseFormat } from '../output-format.ts';
-import { endToolSpan } from '../runs/spans.ts';
+import { clearSpanPreviews, endToolSpan } from '../runs/spans.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
@@ -93,6 +93,20 @@ export function createMessageService(deps: MessageServiceDeps) {
 
   function publish(sessionId: string, events: SessionEvent[], wake: boolean): void {
     afterCommit(bus, sessionId, events, wake);
+  }
+
+  /** Locks the session and cancels its unfinished turns, oldest first (before the session is deleted). */
+  async function cancelOpenTurns(trx: Executor, orgId: string, sessionId: string): Promise<void> {
+    const now = clock.now();
+    await lockOwnSession(trx, orgId, sessionId, now);
+    const open = await trx
+      .selectFrom('messages')
+      .selectAll()
+      .where('session_id', '=', sessionId)
+      .where('status', 'in', OPEN_STATUSES)
+      .orderBy('seq')
+      .execute();
+    for (const message of open) await cancelTurn({ trx, message, now, ...listeners }, null);
   }
 
   return {
@@ -358,21 +372,32 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /**
+     * Forgets a Response created with `store: false` once its request is over: its conversation (the session,
+     * with its messages, items and events) is deleted, an unfinished turn cancelled first. Its run stays, for usage
+     * and billing, without content: the previews of the run and of its spans are cleared.
+     */
+    async forgetResponse(orgId: string, message: Pick<MessageRow, 'session_id' | 'run_id'>): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        await cancelOpenTurns(trx, orgId, message.session_id);
+        await trx
+          .updateTable('runs')
+          .set({ input_preview: '', output_preview: null })
+          .where('id', '=', message.run_id)
+          .where('org_id', '=', orgId)
+          .execute();
+        await clearSpanPreviews(trx, message.run_id);
+        await deleteSessionRow(trx, orgId, message.session_id);
+      });
+      bus.publish('interrupt', { sessionId: message.session_id });
+    },
+
+    /**
      * Deletes a session, cancelling its unfinished turns first (their turn.cancelled webhooks outlive it). A
      * worker still running its turn loses its lease with the row and stops at its next write.
      */
     async deleteSession(orgId: string, sessionId: string): Promise<void> {
       await db.transaction().execute(async (trx) => {
-        const now = clock.now();
-        await lockOwnSession(trx, orgId, sessionId, now);
-        const open = await trx
-          .selectFrom('messages')
-          .selectAll()
-          .where('session_id', '=', sessionId)
-          .where('status', 'in', OPEN_STATUSES)
-          .orderBy('seq')
-          .execute();
-        for (const message of open) await cancelTurn({ trx, message, now, ...listeners }, null);
+        await cancelOpenTurns(trx, orgId, sessionId);
         await deleteSessionRow(trx, orgId, sessionId);
       });
       bus.publish('interrupt', { sessionId });

@@ -1,7 +1,7 @@
 /**
  * The Conversations API over Sessions: create (optionally without an agent), read, update metadata, delete, and
- * the item log (list, get, add). Strict mode keeps the spec's rules for adding items; compatibility mode (the
- * official SDKs by default, see client-mode.ts) accepts what OpenAI's Conversations API accepts.
+ * the item log (list, get, add, delete). Strict mode keeps the spec's rules for adding items; compatibility mode
+ * (the default, see client-mode.ts) accepts what OpenAI's Conversations API accepts.
  */
 import type { Deps } from '../../deps.ts';
 import { sessionIdOfConversation } from '../../domain/responses/conversations.ts';
@@ -139,6 +139,27 @@ export function conversationRoutes(app: App, deps: Deps): void {
     },
     handler: async (request) =>
       conversations.getItem(
+        orgOf(request),
+        sessionIdOfConversation(request.params.conversation_id),
+        request.params.item_id,
+      ),
+  });
+
+  app.route({
+    method: 'DELETE',
+    url: '/v1/conversations/:conversation_id/items/:item_id',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Delete a conversation item',
+      description:
+        'Removes an item from the conversation log, so later Responses no longer see it, and returns the Conversation. A call goes together with its output (and the decision on its approval): deleting either removes both. An mcp_approval_request is removed with its mcp_call. 409 conversation_busy while a Response of the conversation is unfinished (queued, running or waiting for tool outputs).',
+      tags,
+      params: ConversationItemParams,
+      response: { 200: Conversation, ...errorResponses(400, 401, 403, 404, 409) },
+    },
+    onRequest: ignoreEmptyJsonBody,
+    handler: async (request) =>
+      conversations.deleteItem(
         orgOf(request),
         sessionIdOfConversation(request.params.conversation_id),
         request.params.item_id,

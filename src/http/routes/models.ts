@@ -1,4 +1,4 @@
-/** GET /v1/models: the agents a key can name as `model` on /v1/responses, and the configured providers. */
+/** GET /v1/models and /v1/models/{id}: the agents a key can name as `model` on /v1/responses, and the configured providers. */
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { orgOf } from '../auth.ts';
@@ -37,5 +37,20 @@ export function modelRoutes(app: App, deps: Deps): void {
       response: { 200: ModelList, ...errorResponses(401, 403) },
     },
     handler: async (request) => deps.listModels(orgOf(request)),
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/models/:id',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Get a model',
+      description:
+        'The model object of one agent, named by its id, its name (of exactly one agent) or agent:<name>, or of a configured provider (`scripted`); 404 otherwise.',
+      tags: ['Responses'],
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 300 }) }),
+      response: { 200: Model, ...errorResponses(401, 403, 404) },
+    },
+    handler: async (request) => deps.getModel(orgOf(request), request.params.id),
   });
 }

@@ -2,10 +2,17 @@
  * POST /v1/responses and the routes around a Response (retrieve, input items, cancel, delete). The validation mode
  * and the stream's vendor events depend on the client (client-mode.ts).
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import { parseResponseRequest, responseIdToMessage } from '../../domain/responses/response-request.ts';
+import type { ResponseStreamWireEvent } from '../../domain/responses/response-events.ts';
+import {
+  parseResponseRequest,
+  type ResponseRequest,
+  responseIdToMessage,
+} from '../../domain/responses/response-request.ts';
 import { isFinalEvent } from '../../domain/responses/response-stream.ts';
+import { validationError } from '../../errors/app-error.ts';
 import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
@@ -33,6 +40,8 @@ const ResponseObject = Type.Object(
     }),
     temperature: Type.Number(),
     top_p: Type.Number(),
+    background: Type.Boolean({ description: 'As requested: true for a Response answered at once and run on' }),
+    store: Type.Boolean({ description: 'As requested: false for a Response that is not kept once answered' }),
     text: Type.Object(
       { format: OutputFormatView },
       { additionalProperties: true, description: 'The output format the turn ran with; {"type":"text"} for free text' },
@@ -64,7 +73,7 @@ const ResponseHeaders = Type.Object({
       type: 'string',
       enum: ['openai', 'strict'],
       description:
-        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto: openai for the official OpenAI SDKs, strict for other clients)',
+        'openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client)',
     }),
   ),
   'agentry-stream-events': Type.Optional(
@@ -77,6 +86,54 @@ const ResponseHeaders = Type.Object({
   ),
 });
 
+const RetrieveQuery = Type.Object(
+  {
+    stream: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: stream the Response as the events of its stream (stored ones replayed, then live until the final event), ending with [DONE]',
+      }),
+    ),
+    starting_after: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'With stream=true: only the events whose sequence_number is greater (resume a broken stream with the last one seen)',
+      }),
+    ),
+    include: Type.Optional(
+      Type.Array(Type.String({ maxLength: 200 }), { maxItems: 32, description: 'Accepted and ignored' }),
+    ),
+    include_obfuscation: Type.Optional(Type.Boolean({ description: 'Accepted and ignored (no obfuscation is added)' })),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * Streams a Response's numbered events as Server-Sent Events, each named by its type, then `data: [DONE]`. A
+ * closed connection (or a shutdown) ends the iteration, which unsubscribes; the turn goes on.
+ */
+async function streamEvents(reply: FastifyReply, deps: Deps, events: AsyncIterable<ResponseStreamWireEvent>) {
+  await streamSse(reply, deps, { surface: 'responses', heartbeat: 'ping' }, (stream) =>
+    stream.pipe(events, (event) => {
+      const { type, sequence_number, ...fields } = event;
+      stream.send({ event: type, data: { type, sequence_number, ...fields } });
+      if (!isFinalEvent(event)) return true;
+      stream.data('[DONE]');
+      return false;
+    }),
+  );
+  return reply;
+}
+
+/** The body in the request's mode (echoed in the Agentry-Compat response header), validated and parsed. */
+function parseBody(request: FastifyRequest, reply: FastifyReply, deps: Deps): ResponseRequest {
+  const mode = compatModeOf(request, deps.config.responsesCompat);
+  reply.header('agentry-compat', mode);
+  validateResponseBody(request.body, mode);
+  return parseResponseRequest(request.body, mode === 'openai');
+}
+
 export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
@@ -85,7 +142,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Create a response',
       description:
-        'Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`.',
+        'Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`. `background: true` answers at once with the Response `queued` while the turn runs on; `store: false` answers without keeping the Response (its conversation is deleted when the request is over).',
       tags,
       headers: ResponseHeaders,
       body: ResponseCreateBody,
@@ -105,29 +162,49 @@ export function responseRoutes(app: App, deps: Deps): void {
     // A retry of a POST that failed after the turn was accepted could run it twice: tell OpenAI clients not to.
     onSend: noClientRetry,
     handler: async (request, reply) => {
-      const mode = compatModeOf(request, deps.config.responsesCompat);
-      reply.header('agentry-compat', mode);
-      validateResponseBody(request.body, mode);
-      const parsed = parseResponseRequest(request.body, mode === 'openai');
-      const started = await deps.responses.start(orgOf(request), parsed, request.headers['idempotency-key'], {
+      const parsed = parseBody(request, reply, deps);
+      const orgId = orgOf(request);
+      const key = request.headers['idempotency-key'];
+      if (parsed.background && !parsed.stream) {
+        const queued = await deps.responses.startInBackground(orgId, parsed, key);
+        if (queued.replayed) reply.header('idempotent-replayed', 'true');
+        return queued.response;
+      }
+      const started = await deps.responses.start(orgId, parsed, key, {
         vendorEvents: parsed.stream && vendorEventsWanted(request, deps.config.responsesStreamEvents),
       });
       if (started.replayed) reply.header('idempotent-replayed', 'true');
-      if (!parsed.stream) return deps.responses.finish(started, deps.config.responsesSyncTimeoutMs);
-      // Each event named by its type and numbered from 0, then `data: [DONE]`. A closed connection (or a
-      // shutdown) ends the iteration, which unsubscribes; the turn goes on.
-      let sequence = 0;
-      await streamSse(reply, deps, { surface: 'responses', heartbeat: 'ping' }, (stream) =>
-        stream.pipe(started.events, (event) => {
-          const { type, ...fields } = event;
-          stream.send({ event: type, data: { type, sequence_number: sequence++, ...fields } });
-          if (!isFinalEvent(event)) return true;
-          stream.data('[DONE]');
-          return false;
-        }),
-      );
-      return reply;
+      // A Response with store: false is forgotten once its request is over, however it ended.
+      try {
+        if (!parsed.stream) return await deps.responses.finish(started, deps.config.responsesSyncTimeoutMs);
+        return await streamEvents(reply, deps, started.events);
+      } finally {
+        await deps.responses.forget(orgId, started.message);
+      }
     },
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/responses/input_tokens',
+    config: { scopes: ['tasks:read'] },
+    schema: {
+      summary: 'Count input tokens',
+      description:
+        'An estimate of the input tokens a Response to this body would start with (the body of POST /v1/responses; nothing runs): the instructions, function tools, conversation log and input, at one token per 4 characters plus 85 per image or file (docs/responses.md).',
+      tags,
+      headers: ResponseHeaders,
+      body: ResponseCreateBody,
+      response: {
+        200: Type.Object(
+          { object: Type.Literal('response.input_tokens'), input_tokens: Type.Integer({ minimum: 0 }) },
+          { additionalProperties: false },
+        ),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    },
+    validatorCompiler: responsesValidatorCompiler,
+    handler: async (request, reply) => deps.responses.inputTokens(orgOf(request), parseBody(request, reply, deps)),
   });
 
   app.route({
@@ -136,12 +213,36 @@ export function responseRoutes(app: App, deps: Deps): void {
     config: { scopes: ['tasks:read'] },
     schema: {
       summary: 'Get a response',
-      description: 'The Response projected from its durable message.',
+      description:
+        'The Response projected from its durable message; with stream=true, the events of its stream (numbered as when it was created, after starting_after) ending with [DONE]. A Response created with store: false is not found.',
       tags,
       params: ResponseParams,
-      response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },
+      querystring: RetrieveQuery,
+      response: {
+        200: Type.Unsafe({
+          description: 'The Response; with stream=true, Responses events as Server-Sent Events ending with [DONE]',
+          content: {
+            'application/json': { schema: ResponseObject },
+            'text/event-stream': { schema: { type: 'string' } },
+          },
+        }),
+        ...errorResponses(400, 401, 403, 404),
+      },
     },
-    handler: async (request) => deps.responses.get(orgOf(request), responseIdToMessage(request.params.id, 'id')),
+    handler: async (request, reply) => {
+      const orgId = orgOf(request);
+      const messageId = responseIdToMessage(request.params.id, 'id');
+      const { stream, starting_after: startingAfter } = request.query;
+      if (stream !== true) {
+        if (startingAfter !== undefined) throw validationError('starting_after', 'starting_after needs stream=true');
+        return deps.responses.get(orgId, messageId);
+      }
+      const events = await deps.responses.retrieve(orgId, messageId, {
+        vendorEvents: vendorEventsWanted(request, deps.config.responsesStreamEvents),
+        startingAfter: startingAfter ?? null,
+      });
+      return streamEvents(reply, deps, events);
+    },
   });
 
   app.route({
@@ -174,7 +275,7 @@ export function responseRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Cancel a response',
       description:
-        'Interrupts the turn of the Response (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.',
+        'Interrupts the turn of the Response, background or not (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.',
       tags,
       params: ResponseParams,
       response: { 200: ResponseObject, ...errorResponses(400, 401, 403, 404) },

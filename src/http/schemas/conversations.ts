@@ -160,11 +160,11 @@ const McpListTools = Type.Object(
     tools: Type.Array(
       Type.Object({
         name: Type.String(),
-        description: Type.Union([Type.String(), Type.Null()]),
+        description: Type.Optional(Type.String({ description: 'Left out when the tool has none' })),
         input_schema: Type.Record(Type.String(), Type.Unknown()),
       }),
     ),
-    error: Type.Union([Type.String(), Type.Null()]),
+    error: Type.Optional(Type.String({ description: 'Left out when the tools were listed' })),
   },
   { description: "An MCP server's tools, recorded when the conversation first used them" },
 );

@@ -8,6 +8,7 @@
  */
 import { Type } from 'typebox';
 import { MAX_REASON_CHARS } from '../../domain/approvals/approvals.ts';
+import { INCLUDABLE } from '../../domain/responses/response-settings.ts';
 import { outputFormatSchema } from './output-format.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
@@ -203,25 +204,24 @@ const conversation = raw({
   description: 'conv_… id, or {id: "conv_…"}',
 });
 
+const STORE =
+  'false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true';
+const BACKGROUND =
+  'true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false';
+
 const strictFields = (compat: boolean) => ({
-  model: compat
-    ? Type.String({
-        description:
-          'The id or the name of one of your agents (GET /v1/models or GET /v1/agents lists them); a name must be of exactly one agent',
-      })
-    : Type.String({ format: 'uuid', description: 'The id of one of your agents (GET /v1/models or GET /v1/agents)' }),
+  model: Type.String({
+    minLength: 1,
+    maxLength: 300,
+    description:
+      'The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them',
+  }),
   input: input(compat),
   stream: Type.Optional(compat ? nullable('boolean') : Type.Boolean()),
   conversation: Type.Optional(conversation),
-  store: Type.Optional(
-    compat
-      ? raw({ enum: [true, null], description: 'Responses are always stored' })
-      : Type.Literal(true, { description: 'Responses are always stored' }),
-  ),
+  store: Type.Optional(compat ? nullable('boolean', { description: STORE }) : Type.Boolean({ description: STORE })),
   background: Type.Optional(
-    compat
-      ? raw({ enum: [false, null], description: 'Background mode is not offered' })
-      : Type.Literal(false, { description: 'Background mode is not offered' }),
+    compat ? nullable('boolean', { description: BACKGROUND }) : Type.Boolean({ description: BACKGROUND }),
   ),
 });
 
@@ -253,7 +253,7 @@ const mcpTool = object(
 export const ResponseCreateStrict = Type.Object(strictFields(false), {
   additionalProperties: false,
   title: 'Strict mode',
-  description: 'The spec body (Agentry-Compat: strict, the default for clients other than the OpenAI SDKs)',
+  description: 'The spec body (Agentry-Compat: strict, or a key or deployment set to strict)',
 });
 
 /** OpenAI compatibility mode: what OpenAI clients send; fields not declared here are accepted and ignored. */
@@ -286,8 +286,17 @@ export const ResponseCreateCompat = Type.Object(
     temperature: number(0, 2),
     top_p: number(0, 1),
     max_output_tokens: number(1, 1_000_000),
-    max_tool_calls: number(0, 1_000_000),
-    top_logprobs: number(0, 20),
+    max_tool_calls: Type.Optional(
+      nullable('integer', {
+        minimum: 0,
+        maximum: 1_000_000,
+        description:
+          'Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools',
+      }),
+    ),
+    top_logprobs: Type.Optional(
+      nullable('number', { minimum: 0, maximum: 20, description: '0 or null: responses carry no logprobs' }),
+    ),
     presence_penalty: number(-2, 2),
     frequency_penalty: number(-2, 2),
     metadata: Type.Optional(
@@ -311,12 +320,26 @@ export const ResponseCreateCompat = Type.Object(
             summary: { type: ['string', 'null'], maxLength: 32 },
           },
         },
-        description: 'Echoed back',
+        description: "Refused unless its fields are null: reasoning is the agent model's own",
       }),
     ),
-    parallel_tool_calls: Type.Optional(Type.Unknown()),
-    include: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    truncation: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    parallel_tool_calls: Type.Optional(
+      nullable('boolean', {
+        description: 'false: at most one tool call per model step (the first; others are not run)',
+      }),
+    ),
+    include: Type.Optional(
+      nullable('array', {
+        items: { type: 'string' },
+        description: `Accepted: ${INCLUDABLE.join(', ')} (Agentry produces none of those items); other values are refused`,
+      }),
+    ),
+    truncation: Type.Optional(
+      raw({
+        enum: ['disabled', 'auto', null],
+        description: 'disabled (the conversation is sent whole); auto is refused',
+      }),
+    ),
     text: Type.Optional(
       raw({
         type: ['object', 'null'],
@@ -334,17 +357,22 @@ export const ResponseCreateCompat = Type.Object(
         description: 'format is used; verbosity and other fields are accepted and ignored',
       }),
     ),
-    service_tier: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    stream_options: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    context_management: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    prompt: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    prompt_cache_retention: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+    service_tier: Type.Optional(
+      nullable('string', { description: 'auto or default (one tier serves every request); other tiers are refused' }),
+    ),
+    stream_options: Type.Optional(
+      Type.Unknown({ description: 'Accepted; streams carry no obfuscation padding whatever it says' }),
+    ),
+    context_management: Type.Optional(Type.Unknown({ description: 'Refused unless null: nothing is compacted' })),
+    prompt: Type.Optional(Type.Unknown({ description: 'Refused unless null: prompt templates are not stored here' })),
+    prompt_cache_retention: Type.Optional(
+      Type.Unknown({ description: 'Accepted: a caching hint, with no effect on the answer' }),
+    ),
   },
   {
     additionalProperties: true,
     title: 'OpenAI compatibility mode',
-    description:
-      'What OpenAI clients send (Agentry-Compat: openai, the default for the OpenAI SDKs); other fields are accepted and ignored',
+    description: 'What OpenAI clients send (the default; Agentry-Compat: openai)',
   },
 );
 

@@ -47,6 +47,14 @@ function logProviders(logger: Logger, deps: Deps): void {
   const providers = deps.models.describe();
   const summary = providers.map((provider) => `${provider.name} (${provider.detail})`).join(', ');
   logger.info({ providers }, `model providers: ${summary}; default model ${deps.config.defaultModel}`);
+  const { defaultModel } = deps.config;
+  if (!deps.catalogue.knows(defaultModel)) {
+    const { contextWindow, maxOutputTokens } = deps.catalogue.info(defaultModel);
+    logger.info(
+      { models: [defaultModel], contextWindow, maxOutputTokens },
+      `models not in the catalogue, given the defaults (${contextWindow} tokens of context, ${maxOutputTokens} of output, unpriced): ${defaultModel}; describe them in AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS`,
+    );
+  }
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {

@@ -8,6 +8,7 @@
  * November 2026, in USD per 1M tokens; `cachedInputPerMTok` is the price of an input token read from the
  * provider's prompt cache. `docs/models.md` shows this table; `catalogue.test.ts` keeps the two equal.
  */
+import type { ModelOverride, OperatorCatalogue } from '../config/model-catalog.ts';
 
 export interface ModelPrices {
   /** USD per 1M input tokens not read from the provider's cache. */
@@ -89,20 +90,6 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelEntry>> = {
   'anthropic/claude-haiku-4-5': entry(200_000, 64_000, [1, 0.1, 5]),
 };
 
-/** A model's partial description from the operator: any field left out keeps the built-in or default value. */
-export interface ModelOverride {
-  contextWindow?: number;
-  maxOutputTokens?: number;
-  prices?: Partial<ModelPrices>;
-  capabilities?: Partial<ModelCapabilities>;
-}
-
-/** The operator's entries: exact model ids, and per-provider entries that apply to every model of the provider. */
-export interface OperatorCatalogue {
-  models: Record<string, ModelOverride>;
-  providers: Record<string, ModelOverride>;
-}
-
 export const EMPTY_OPERATOR_CATALOGUE: OperatorCatalogue = { models: {}, providers: {} };
 
 function apply(base: ModelEntry, override: ModelOverride): ModelEntry {
@@ -118,6 +105,8 @@ export interface ModelCatalogue {
   info(modelId: string): ModelInfo;
   /** True when the built-in table or the operator describes the model (not only the defaults). */
   knows(modelId: string): boolean;
+  /** Every model id the built-in table or the operator's entries name, built-in ones first. */
+  modelIds(): string[];
 }
 
 export function createModelCatalogue(operator: OperatorCatalogue = EMPTY_OPERATOR_CATALOGUE): ModelCatalogue {
@@ -134,7 +123,8 @@ export function createModelCatalogue(operator: OperatorCatalogue = EMPTY_OPERATO
     const source: ModelInfoSource = operated ? 'operator' : builtin !== undefined ? 'builtin' : 'default';
     return { id: modelId, ...fields, source };
   };
-  return { info, knows: (modelId) => info(modelId).source !== 'default' };
+  const ids = [...new Set([...Object.keys(BUILTIN_MODELS), ...Object.keys(operator.models)])];
+  return { info, knows: (modelId) => info(modelId).source !== 'default', modelIds: () => [...ids] };
 }
 
 let active: ModelCatalogue = createModelCatalogue();

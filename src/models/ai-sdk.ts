@@ -30,9 +30,10 @@ type Part = TextStreamPart<ToolSet>;
 
 /** The SDK's usage → ours: cache reads (OpenAI's cached tokens, Anthropic's cache_read_input_tokens) are counted. */
 function usageOf(usage: LanguageModelUsage): Usage {
+  const cached = usage.inputTokenDetails?.cacheReadTokens;
   return {
     inputTokens: usage.inputTokens ?? 0,
-    cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens ?? 0,
+    ...(cached === undefined ? {} : { cachedInputTokens: cached }),
     outputTokens: usage.outputTokens ?? 0,
   };
 }

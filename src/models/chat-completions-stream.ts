@@ -159,9 +159,10 @@ export class ChatStreamReader {
     if (!isChatChunk(value)) throw this.#malformed(data);
     const { usage } = value;
     if (!isNullish(usage)) {
+      const cached = usage.prompt_tokens_details?.cached_tokens;
       this.#usage = {
         inputTokens: usage.prompt_tokens ?? 0,
-        cachedInputTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+        ...(isNullish(cached) ? {} : { cachedInputTokens: cached }),
         outputTokens: usage.completion_tokens ?? 0,
       };
     }

@@ -114,6 +114,8 @@ describe.each(dialects())('runs and traces (%s)', (dialect) => {
       expect(run.usage.output_tokens).toBeGreaterThan(0);
       expect(run.usage).toEqual({
         input_tokens: message.usage.inputTokens,
+        // The scripted model reads nothing from a prompt cache.
+        input_tokens_details: { cached_tokens: 0 },
         output_tokens: message.usage.outputTokens,
         total_tokens: message.usage.inputTokens + message.usage.outputTokens,
       });

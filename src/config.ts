@@ -404,7 +404,9 @@ function providers(env: Env): { providers: Record<string, ProviderConfig>; catal
 /** An AGENTRY_PROVIDERS entry's catalogue fields: its own (every model), and `models` {"model": fields}. */
 function addProviderCatalogue(catalogue: OperatorCatalogue, name: string, entry: object): void {
   try {
-    catalogue.providers[name] = modelOverrideAt(entry, name, ['baseURL', 'apiKey', 'models']);
+    const own = modelOverrideAt(entry, name, ['baseURL', 'apiKey', 'models']);
+    // An entry with only its connection describes no model: its models keep the defaults.
+    if (Object.keys(own).length > 0) catalogue.providers[name] = own;
     const models: unknown = Reflect.get(entry, 'models');
     if (models === undefined) return;
     if (typeof models !== 'object' || models === null || Array.isArray(models)) {

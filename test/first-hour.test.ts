@@ -286,6 +286,24 @@ describe('the startup log', () => {
         'model providers: openai (OPENAI_API_KEY not set), anthropic (ANTHROPIC_API_KEY set), scripted (built in), ollama (http://127.0.0.1:11434/v1); default model scripted',
       );
       expect(server.output()).not.toContain('sk-ant-test');
+      expect(server.output()).not.toContain('models not in the catalogue');
+    } finally {
+      await server.stop();
+      await environment.cleanup();
+    }
+  });
+
+  it('names a default model the catalogue does not describe', async () => {
+    const environment = testEnvironment('sqlite');
+    const server = await startServerProcess({
+      ...environment.env,
+      AGENTRY_PROVIDERS: '{"ollama":{"baseURL":"http://127.0.0.1:11434/v1"}}',
+      AGENTRY_DEFAULT_MODEL: 'ollama/llama3.3',
+    });
+    try {
+      expect(server.output()).toContain(
+        'models not in the catalogue, given the defaults (128000 tokens of context, 4096 of output, unpriced): ollama/llama3.3',
+      );
     } finally {
       await server.stop();
       await environment.cleanup();

@@ -162,6 +162,10 @@ describe('model catalogue', () => {
       source: 'operator',
     });
     expect(catalogue.info('ollama/qwen3')).toMatchObject({ contextWindow: 32_768, source: 'operator' });
+    // An entry with only its connection describes nothing: its models keep the defaults.
+    const plain = catalogueFrom({ AGENTRY_PROVIDERS: JSON.stringify({ vllm: { baseURL: 'http://127.0.0.1:1/v1' } }) });
+    expect(plain.info('vllm/qwen3')).toMatchObject({ source: 'default' });
+    expect(plain.knows('vllm/qwen3')).toBe(false);
   });
 
   it('stops startup naming the entry and field of a bad catalogue file', () => {

@@ -115,34 +115,39 @@ async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
   return first?.seq === null || first?.seq === undefined ? lastEventSeq(db, message.session_id) : Number(first.seq) - 1;
 }
 
+/**
+ * A Response's events from its first stored one (numbered as its own stream numbered them), then live: for a
+ * retrieval, or to follow a turn to its end once the request that started it is over.
+ */
+export async function storedResponseEvents(
+  deps: { db: Executor; live: StreamHub },
+  message: MessageRow,
+  options: { vendorEvents: boolean; startingAfter: number | null },
+): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
+  const { db } = deps;
+  const feed = deps.live.follow(message.session_id);
+  try {
+    // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
+    const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
+    return responseEvents({
+      db,
+      feed,
+      afterSeq: await seqBefore(db, message),
+      message,
+      vendorEvents: options.vendorEvents,
+      release: () => undefined,
+      retrieval: { liveFromStep: steps + 2 },
+      startingAfter: options.startingAfter,
+    });
+  } catch (error) {
+    feed.close();
+    throw error;
+  }
+}
+
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
   const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
-
-  /** A Response's events from its first stored one (numbered as its own stream numbered them), then live. */
-  async function storedEvents(
-    message: MessageRow,
-    options: { vendorEvents: boolean; startingAfter: number | null },
-  ): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
-    const feed = deps.live.follow(message.session_id);
-    try {
-      // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
-      const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
-      return responseEvents({
-        db,
-        feed,
-        afterSeq: await seqBefore(db, message),
-        message,
-        vendorEvents: options.vendorEvents,
-        release: () => undefined,
-        retrieval: { liveFromStep: steps + 2 },
-        startingAfter: options.startingAfter,
-      });
-    } catch (error) {
-      feed.close();
-      throw error;
-    }
-  }
 
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
     const row = await liveMessage.first(executor, { orgId, id: messageId });
@@ -488,7 +493,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         // An idempotent replay: its turn's events as its own stream numbered them, what is stored, then live.
         feed.close();
         created.release();
-        return { message, replayed, events: await storedEvents(message, { ...options, startingAfter: null }) };
+        return { message, replayed, events: await storedResponseEvents(deps, message, { ...options, startingAfter: null }) };
       }
       // Listening since before this accept: the feed starts right before the turn's first event.
       const events = responseEvents({
@@ -522,7 +527,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     ): Promise<AsyncIterable<ResponseStreamWireEvent>> {
       const message = await findMessage(db, orgId, messageId);
       if (message.source !== 'responses') throw notFound('response', `resp_${messageId}`);
-      return storedEvents(message, options);
+      return storedResponseEvents(deps, message, options);
     },
 
     /**

@@ -493,7 +493,11 @@ export function createResponseService(deps: ResponseServiceDeps) {
         // An idempotent replay: its turn's events as its own stream numbered them, what is stored, then live.
         feed.close();
         created.release();
-        return { message, replayed, events: await storedResponseEvents(deps, message, { ...options, startingAfter: null }) };
+        return {
+          message,
+          replayed,
+          events: await storedResponseEvents(deps, message, { ...options, startingAfter: null }),
+        };
       }
       // Listening since before this accept: the feed starts right before the turn's first event.
       const events = responseEvents({

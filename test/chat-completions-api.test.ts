@@ -38,6 +38,21 @@ const weatherFunction = {
   },
 };
 
+/** The status of the message of a hidden session once it is completed (or what it is after 10 s). */
+async function statusOnceSettled(harness: Harness, sessionId: string): Promise<string | undefined> {
+  const status = async () =>
+    (
+      await harness.deps.storage.db
+        .selectFrom('messages')
+        .select('status')
+        .where('session_id', '=', sessionId)
+        .executeTakeFirst()
+    )?.status;
+  const deadline = Date.now() + 10_000;
+  while ((await status()) !== 'completed' && Date.now() < deadline) await sleep(50);
+  return status();
+}
+
 describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
   let h: Harness;
   const flow = flows(() => h, { agentName: 'chat-agent' });
@@ -213,17 +228,7 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       abort.abort();
       const [run] = await chatRuns();
       const session = run?.session_id as string;
-      const status = async () =>
-        (
-          await h.deps.storage.db
-            .selectFrom('messages')
-            .select('status')
-            .where('session_id', '=', session)
-            .executeTakeFirst()
-        )?.status;
-      const deadline = Date.now() + 10_000;
-      while ((await status()) !== 'completed' && Date.now() < deadline) await sleep(50);
-      expect(await status()).toBe('completed');
+      expect(await statusOnceSettled(h, session)).toBe('completed');
       expect((await chatRuns())[0]).toMatchObject({ session_id: session, status: 'completed' });
     });
 
@@ -443,6 +448,31 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       const failed = await post({ model: agentId, messages: [{ role: 'user', content: 'fail boom' }] });
       expect(failed.status).toBe(502);
       expect(json(failed).error).toMatchObject({ code: 'turn_failed', type: 'server_error' });
+    });
+  });
+
+  describe('a call that times out', () => {
+    let slow: Harness;
+    beforeAll(async () => {
+      slow = await createHarness(dialect, { AGENTRY_RESPONSES_SYNC_TIMEOUT_MS: '150' });
+      expect((await slow.request('POST', '/v1/agents', { body: { name: 'slow', model: 'scripted' } })).status).toBe(
+        201,
+      );
+    });
+    afterAll(() => slow.close());
+
+    it('hands back the turn that stops for tool calls after the 504', async () => {
+      const response = await slow.request('POST', '/v1/chat/completions', {
+        body: {
+          model: 'slow',
+          messages: [{ role: 'user', content: 'sleep 400\ncall get_weather {"city":"Paris"}' }],
+          tools: [{ type: 'function', function: weatherFunction }],
+        },
+      });
+      expect(response.status).toBe(504);
+      expect(json(response).error.code).toBe('response_timeout');
+      const runs = json(await slow.request('GET', '/v1/runs?limit=1')).data;
+      expect(await statusOnceSettled(slow, runs[0]?.session_id)).toBe('completed');
     });
   });
 

@@ -18,8 +18,12 @@ import type { Agent } from '../agents/agent-types.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import { afterCommit, type SessionEvent } from '../outbox.ts';
 import { AGENTS_LISTED, resolveAgentId } from '../responses/agent-ref.ts';
-import { storedResponseEvents } from '../responses/response-service.ts';
-import { finalResponse, type ResponseStreamEvent, responseEvents } from '../responses/response-stream.ts';
+import {
+  finalResponse,
+  type ResponseStreamEvent,
+  responseEvents,
+  storedResponseEvents,
+} from '../responses/response-stream.ts';
 import type { ResponseObject } from '../responses/response-view.ts';
 import { markCreated } from '../sessions/new-sessions.ts';
 import { acceptMessage, type HistoryItem, type MessageOptions, type ToolWarnings } from '../turns/accept.ts';

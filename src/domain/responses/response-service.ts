@@ -19,7 +19,7 @@ import { decide, findApproval } from '../approvals/approvals.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
-import { afterCommit, lastEventSeq } from '../outbox.ts';
+import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
@@ -34,7 +34,6 @@ import {
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
-import { loadMessage } from '../turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { resolveAgentId } from './agent-ref.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
@@ -42,7 +41,7 @@ import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import type { ResponseStreamWireEvent } from './response-events.ts';
 import type { ResponseRequest } from './response-request.ts';
-import { finalResponse, responseEvents } from './response-stream.ts';
+import { finalResponse, responseEvents, storedResponseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
 
@@ -102,47 +101,6 @@ const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
 function unstored(row: MessageRow): boolean {
   if (row.options === null) return false;
   return parseJsonColumn(row.options, isMessageOptions, 'messages.options').echo?.store === false;
-}
-
-/** The seq of the session event right before the first one of the message, from where its events are replayed. */
-async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
-  const first = await db
-    .selectFrom('session_events')
-    .select((eb) => eb.fn.min<number | null>('seq').as('seq'))
-    .where('session_id', '=', message.session_id)
-    .where('message_id', '=', message.id)
-    .executeTakeFirst();
-  return first?.seq === null || first?.seq === undefined ? lastEventSeq(db, message.session_id) : Number(first.seq) - 1;
-}
-
-/**
- * A Response's events from its first stored one (numbered as its own stream numbered them), then live: for a
- * retrieval, or to follow a turn to its end once the request that started it is over.
- */
-export async function storedResponseEvents(
-  deps: { db: Executor; live: StreamHub },
-  message: MessageRow,
-  options: { vendorEvents: boolean; startingAfter: number | null },
-): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
-  const { db } = deps;
-  const feed = deps.live.follow(message.session_id);
-  try {
-    // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
-    const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
-    return responseEvents({
-      db,
-      feed,
-      afterSeq: await seqBefore(db, message),
-      message,
-      vendorEvents: options.vendorEvents,
-      release: () => undefined,
-      retrieval: { liveFromStep: steps + 2 },
-      startingAfter: options.startingAfter,
-    });
-  } catch (error) {
-    feed.close();
-    throw error;
-  }
 }
 
 export function createResponseService(deps: ResponseServiceDeps) {

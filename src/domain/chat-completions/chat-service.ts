@@ -30,7 +30,7 @@ import { acceptMessage, type HistoryItem, type MessageOptions, type ToolWarnings
 import { completeHandedBackTurn } from '../turns/client-outputs.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { createSession } from '../turns/session-rows.ts';
+import { createHiddenSession } from '../turns/session-rows.ts';
 import type { TurnHooks } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import type { ChatEntry, ChatRequest } from './chat-request.ts';
@@ -154,16 +154,7 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       for (const { attachment, param } of attached.flat()) {
         attachment.kind = await deps.checkAttachment(trx, orgId, attachment, param);
       }
-      await createSession(trx, {
-        id: sessionId,
-        org_id: orgId,
-        agent_id: agent.id,
-        title: null,
-        status: 'idle',
-        created_at: now,
-        updated_at: now,
-        hidden: 1,
-      });
+      await createHiddenSession(trx, { id: sessionId, orgId, agentId: agent.id, title: null, now });
       markCreated(trx, sessionId);
       const { history, text, attachments } = splitConversation(request.entries, attached);
       const agentOf = (inner: Executor, id: string): Promise<Agent> =>

@@ -80,7 +80,8 @@ export function validateResponseBody(body: unknown, mode: CompatMode): void {
     'body',
   );
   const { param } = problem;
-  if (param === 'model') throw validationError('model', modelProblem(at(body, '/model')));
+  if (param === 'model' && error.keyword !== 'unicode')
+    throw validationError('model', modelProblem(at(body, '/model')));
   const value =
     error.keyword === 'enum' || error.keyword === 'const' ? JSON.stringify(at(body, error.instancePath)) : null;
   const refused = error.keyword === 'additionalProperties' || error.keyword === 'false schema' || value !== null;

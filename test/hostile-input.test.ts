@@ -455,6 +455,15 @@ describe.each(dialects())('hostile input (%s)', (dialect) => {
     });
 
     it.each([
+      ['/v1/responses', () => ({ model: agentId, input: 'hi', colour: 'blue' })],
+      ['/v1/responses/input_tokens', () => ({ model: agentId, input: 'hi', colour: 'blue' })],
+      ['/v1/chat/completions', () => chat('hi', { colour: 'blue' })],
+    ])('an unknown top-level field on %s is refused as OpenAI refuses it', async (path, body) => {
+      const error = expectError(await h.request('POST', path, { body: body() }), 400, 'validation_error', 'colour');
+      expect(error.message).toBe("Unknown parameter: 'colour'.");
+    });
+
+    it.each([
       ['%00', 'a%00b'],
       ['a lone surrogate', 'a%ED%A0%80b'],
       ['an over-long id', 'i'.repeat(10_000)],

@@ -6,8 +6,6 @@
  * format reaches a provider as `response_format` and that a reply not matching it fails the turn with
  * `invalid_output`. Once per dialect.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import {
@@ -24,7 +22,7 @@ import { zodTextFormat } from 'openai/helpers/zod';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type Responder, textReply } from './helpers/chat-completions-stub.ts';
+import { type Stub, startStub, textReply } from './helpers/chat-completions-stub.ts';
 import { flows } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 
@@ -45,32 +43,6 @@ const PERSON_SCHEMA = {
   additionalProperties: false,
 };
 const PERSON_FORMAT = { type: 'json_schema', name: 'person', schema: PERSON_SCHEMA, strict: true };
-const COMPAT = { 'agentry-compat': 'openai' };
-
-interface Stub {
-  server: Server;
-  url: string;
-  bodies: Record<string, unknown>[];
-  responders: Responder[];
-}
-
-async function startStub(): Promise<Stub> {
-  const stub: Stub = { server: createServer(), url: '', bodies: [], responders: [] };
-  stub.server.on('request', (request, response) => {
-    let text = '';
-    request.setEncoding('utf8');
-    request.on('data', (data: string) => {
-      text += data;
-    });
-    request.on('end', () => {
-      stub.bodies.push(JSON.parse(text));
-      void (stub.responders.shift() ?? textReply(['{}']))(response);
-    });
-  });
-  await new Promise<void>((resolve) => stub.server.listen(0, '127.0.0.1', resolve));
-  stub.url = `http://127.0.0.1:${(stub.server.address() as AddressInfo).port}/v1`;
-  return stub;
-}
 
 describe.each(dialects())('structured outputs (%s)', (dialect) => {
   let h: Harness;
@@ -91,8 +63,7 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
   });
   afterAll(async () => {
     await h.close();
-    stub.server.closeAllConnections();
-    await new Promise((resolve) => stub.server.close(resolve));
+    await stub.close();
   });
   beforeEach(() => {
     stub.bodies.length = 0;
@@ -100,7 +71,7 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
   });
 
   const respond = (body: Record<string, unknown>) =>
-    h.request('POST', '/v1/responses', { body: { model: agentId, ...body }, headers: COMPAT });
+    h.request('POST', '/v1/responses', { body: { model: agentId, ...body } });
 
   describe('the official clients, with the scripted model', () => {
     it('openai responses.parse with zodTextFormat gets the parsed object, and the format echoed', async () => {
@@ -141,7 +112,7 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
     });
 
     it("the AI SDK's generateText with Output.object", async () => {
-      const openai = createOpenAI({ apiKey: h.key, baseURL: `${base}/v1`, headers: COMPAT });
+      const openai = createOpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
       const { output } = await generateText({
         model: openai.responses(agentId),
         prompt: 'Extract the person',
@@ -150,12 +121,28 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
       expect(output).toEqual(SMALLEST_PERSON);
     });
 
+    it("the AI SDK's chat model with Output.object, over Chat Completions", async () => {
+      const openai = createOpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
+      const { output } = await generateText({
+        model: openai.chat(agentId),
+        prompt: 'Extract the person',
+        output: Output.object({ schema: Person }),
+      });
+      expect(output).toEqual(SMALLEST_PERSON);
+    });
+
+    it("LangChain's default ChatOpenAI (Chat Completions) withStructuredOutput", async () => {
+      const model = new ChatOpenAI({ model: agentId, apiKey: h.key, configuration: { baseURL: `${base}/v1` } });
+      const person = await model.withStructuredOutput(Person, { name: 'person' }).invoke('Extract the person');
+      expect(person).toEqual(SMALLEST_PERSON);
+    });
+
     it("LangChain's withStructuredOutput over the Responses API", async () => {
       const model = new ChatOpenAI({
         model: agentId,
         apiKey: h.key,
         useResponsesApi: true,
-        configuration: { baseURL: `${base}/v1`, defaultHeaders: COMPAT },
+        configuration: { baseURL: `${base}/v1` },
       });
       const person = await model.withStructuredOutput(Person, { name: 'person' }).invoke('Extract the person');
       expect(person).toEqual(SMALLEST_PERSON);
@@ -222,7 +209,6 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
       stub.responders.push(textReply(['Sure! Here ', 'is the person']));
       const response = await h.request('POST', '/v1/responses', {
         body: { model: stubAgentId, input: 'Who?', text: { format: { ...PERSON_FORMAT, description: 'A person' } } },
-        headers: COMPAT,
       });
       expect(stub.bodies[0]?.response_format).toEqual({
         type: 'json_schema',
@@ -263,12 +249,10 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
       stub.responders.push(textReply(['{"name":"Ann",', '"age":30}']), textReply(['[1]']));
       const ok = await h.request('POST', '/v1/responses', {
         body: { model: stubAgentId, input: 'Who?', text: { format: PERSON_FORMAT } },
-        headers: COMPAT,
       });
       expect(json(ok)).toMatchObject({ status: 'completed', output_text: '{"name":"Ann","age":30}' });
       const array = await h.request('POST', '/v1/responses', {
         body: { model: stubAgentId, input: 'Numbers?', text: { format: { type: 'json_object' } } },
-        headers: COMPAT,
       });
       expect(stub.bodies[1]?.response_format).toEqual({ type: 'json_object' });
       expect(json(array)).toMatchObject({
@@ -281,7 +265,6 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
       stub.responders.push(textReply(['hi']));
       const response = await h.request('POST', '/v1/responses', {
         body: { model: stubAgentId, input: 'hi' },
-        headers: COMPAT,
       });
       expect(json(response).status).toBe('completed');
       expect(stub.bodies[0]).not.toHaveProperty('response_format');

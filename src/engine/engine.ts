@@ -60,7 +60,7 @@ interface Pool extends WorkerHost {
   pumping: boolean;
   /** The claim loop running now (stop waits for it, so no session is claimed after the engine stopped). */
   pumpRun: Promise<void>;
-  /** Sessions named by wake-ups, claimed one by one before any scan. */
+  /** Sessions named by wake-ups, claimed one by one (taking turns with a scan: nextClaim). */
   readonly wanted: Set<string>;
   /** Whether a scan for any claimable session was asked for since the last one started. */
   scanWanted: boolean;
@@ -116,8 +116,9 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
 }
 
 /**
- * Looks for work: first the sessions named by wake-ups (one claim each, no scan), then, when asked for (a poll,
- * start-up, a freed slot), any claimable session until none is left or the concurrency limit is reached.
+ * Looks for work: the sessions named by wake-ups (one claim each, no scan) and, when asked for (a poll, start-up,
+ * a freed slot), any claimable session until none is left or the concurrency limit is reached, the two taking
+ * turns (nextClaim).
  */
 function pump(pool: Pool, sessionId?: string): Promise<void> {
   if (sessionId === undefined) pool.scanWanted = true;
@@ -131,22 +132,43 @@ function pump(pool: Pool, sessionId?: string): Promise<void> {
   return pool.pumpRun;
 }
 
+/** Where a claim loop is: whether it scans for any claimable session, and whether its last claim named one. */
+interface ClaimRound {
+  scanning: boolean;
+  namedLast: boolean;
+}
+
+/**
+ * The next claim of a loop: a session named by a wake-up, undefined for a scan claim, null when nothing is asked
+ * for. While a scan runs, named claims and scan claims take turns: under load wake-ups never stop coming, and
+ * the scan is what finds the sessions of a dead process (its sessions get no wake-up), so it must not wait for
+ * them to stop; nor must the wake-ups wait for a scan that keeps finding work.
+ */
+function nextClaim(pool: Pool, round: ClaimRound): string | undefined | null {
+  if (!round.scanning && pool.scanWanted) {
+    pool.scanWanted = false;
+    round.scanning = true;
+  }
+  const named: string | undefined = round.scanning && round.namedLast ? undefined : pool.wanted.values().next().value;
+  round.namedLast = named !== undefined;
+  if (named !== undefined) {
+    pool.wanted.delete(named);
+    return named;
+  }
+  return round.scanning ? undefined : null;
+}
+
 async function claimLoop(pool: Pool): Promise<void> {
   const { deps, running } = pool;
-  let scanning = false;
+  const round: ClaimRound = { scanning: false, namedLast: false };
   try {
     while (!pool.stopping && running.size < pool.options.concurrency) {
-      const preferred: string | undefined = pool.wanted.values().next().value;
-      if (preferred !== undefined) pool.wanted.delete(preferred);
-      else if (!scanning) {
-        if (!pool.scanWanted) break;
-        pool.scanWanted = false;
-        scanning = true;
-      }
+      const preferred = nextClaim(pool, round);
+      if (preferred === null) break;
       if (pool.claimUncertain) await handOverUnknownLeases(pool);
       const lease = await claimSession(pool.turnDeps, deps.clock.now(), preferred);
       if (lease === null) {
-        if (preferred === undefined) scanning = false;
+        if (preferred === undefined) round.scanning = false;
         continue;
       }
       const work: SessionWork = { controller: new AbortController(), done: Promise.resolve() };

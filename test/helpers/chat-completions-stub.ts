@@ -2,7 +2,8 @@
  * What a local OpenAI-compatible server answers `POST /chat/completions` with, for the tests that play one: stream
  * chunks, the usage chunk, SSE bodies, error statuses.
  */
-import type { ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 export type Responder = (response: ServerResponse) => void | Promise<void>;
 
@@ -54,3 +55,41 @@ export const textReply = (parts: string[], usage = usageChunk(12, 5)) =>
     chunk({}, 'stop'),
     usage,
   ]);
+
+/** A local OpenAI-compatible server: the bodies it was sent, and its answers in turn (a text reply "{}" when none). */
+export interface Stub {
+  server: Server;
+  /** Its base URL, for AGENTRY_PROVIDERS. */
+  url: string;
+  bodies: Record<string, unknown>[];
+  responders: Responder[];
+  close(): Promise<void>;
+}
+
+export async function startStub(): Promise<Stub> {
+  const server = createServer();
+  const stub: Stub = {
+    server,
+    url: '',
+    bodies: [],
+    responders: [],
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+  server.on('request', (request, response) => {
+    let text = '';
+    request.setEncoding('utf8');
+    request.on('data', (data: string) => {
+      text += data;
+    });
+    request.on('end', () => {
+      stub.bodies.push(JSON.parse(text));
+      void (stub.responders.shift() ?? textReply(['{}']))(response);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  stub.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return stub;
+}

@@ -33,7 +33,7 @@ import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
-import { type Attachment, adoptUnattachedItems, appendItems, type NewItem } from './items.ts';
+import { type Attachment, adoptUnattachedItems, appendItems, type NewItem, UNATTACHED } from './items.ts';
 import { storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
@@ -223,11 +223,33 @@ export function withAgentFormat(
   return { ...options, responseFormat: agent.outputFormat };
 }
 
-const lastMessageSeq = prepare((db, p: { sessionId: string }) =>
-  db
-    .selectFrom('messages')
-    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-    .where('session_id', '=', p.sessionId),
+/**
+ * The session's last message seq, one of its messages waiting for input and one of its unattached items, if any:
+ * one statement, each part a sub-select on an index (the max of `seq` read at the end of the session's index,
+ * not over its history).
+ */
+const sessionMessages = prepare((db, p: { sessionId: string }) =>
+  db.selectNoFrom((eb) => [
+    eb
+      .selectFrom('messages')
+      .select((inner) => inner.fn.max<number | null>('seq').as('seq'))
+      .where('session_id', '=', p.sessionId)
+      .as('seq'),
+    eb
+      .selectFrom('messages')
+      .select('id')
+      .where('session_id', '=', p.sessionId)
+      .where('status', '=', 'requires_action')
+      .limit(1)
+      .as('waiting'),
+    eb
+      .selectFrom('items')
+      .select('id')
+      .where('session_id', '=', p.sessionId)
+      .where('message_id', '=', UNATTACHED)
+      .limit(1)
+      .as('unattached'),
+  ]),
 );
 const insertMessage = prepareInsert('messages');
 const insertRun = prepareInsert('runs');
@@ -256,7 +278,9 @@ export async function acceptMessage(
   }
   // A session created in this transaction has nothing yet: no waiting call, no message, no unattached item.
   const created = createdInTransaction(trx, sessionId);
-  if (!created && (await pendingClientCalls(trx, sessionId)).length > 0) {
+  const last = created ? undefined : await sessionMessages.first(trx, { sessionId });
+  // Only a message waiting for input can wait for a client call's output.
+  if (last?.waiting != null && (await pendingClientCalls(trx, sessionId)).length > 0) {
     throw new AppError(
       'client_tool_output_required',
       'a client tool call of this session is waiting for its output; submit it before sending new input',
@@ -265,7 +289,6 @@ export async function acceptMessage(
   const agent = await agentOf(trx, agentId);
   await requireCredits(trx, orgId, agent.model);
   const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
-  const last = created ? undefined : await lastMessageSeq.first(trx, { sessionId });
   const options = withAgentFormat(input.options, agent);
   const row: MessageRow = {
     id: newId(),
@@ -320,7 +343,7 @@ export async function acceptMessage(
     },
   ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
-  if (!created) await adoptUnattachedItems(trx, sessionId, row.id);
+  if (last?.unattached != null) await adoptUnattachedItems(trx, sessionId, row.id);
   const items = historyItems(row.id, input.history ?? []);
   if (input.text !== null) {
     items.push({

@@ -10,7 +10,6 @@ import { type ExpressionBuilder, PostgresAdapter } from 'kysely';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { Database } from '../../storage/schema.ts';
-import { firstOpenMessage } from './open-messages.ts';
 
 const fenceQuery = prepare((db, p: { id: string; token: number; owner: string; expiresAt: number }) =>
   db
@@ -21,12 +20,37 @@ const fenceQuery = prepare((db, p: { id: string; token: number; owner: string; e
     .where('lease_owner', '=', p.owner),
 );
 
-const releaseQuery = prepare((db, p: { id: string; token: number }) =>
+/**
+ * Gives the session up when it has no runnable turn left, in one statement: none of its queued or running messages
+ * comes before every message waiting for input (the first unfinished message waits for input, or there is none).
+ */
+const releaseIdleQuery = prepare((db, p: { id: string; token: number }) =>
   db
     .updateTable('sessions')
     .set({ work_pending: 0, lease_owner: null, lease_expires_at: null })
     .where('id', '=', p.id)
-    .where('lease_token', '=', p.token),
+    .where('lease_token', '=', p.token)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('messages as runnable')
+            .select('runnable.id')
+            .where('runnable.session_id', '=', p.id)
+            .where('runnable.status', 'in', ['queued', 'running'] as const)
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('messages as waiting')
+                    .select('waiting.id')
+                    .where('waiting.session_id', '=', p.id)
+                    .where('waiting.status', '=', 'requires_action')
+                    .whereRef('waiting.seq', '<', 'runnable.seq'),
+                ),
+              ),
+            ),
+        ),
+      ),
+    ),
 );
 
 export interface Lease {
@@ -159,10 +183,7 @@ export async function releaseIfIdle(deps: LeaseDeps, lease: Lease, now: number):
 
 /** releaseIfIdle inside a transaction that already proved the lease (a turn's last write). */
 export async function releaseWhenIdle(trx: Executor, lease: Lease): Promise<boolean> {
-  const next = await firstOpenMessage(trx, lease.sessionId);
-  if (next !== undefined && next.status !== 'requires_action') return false;
-  await releaseQuery.run(trx, { id: lease.sessionId, token: lease.token });
-  return true;
+  return (await releaseIdleQuery.run(trx, { id: lease.sessionId, token: lease.token })) > 0n;
 }
 
 /**

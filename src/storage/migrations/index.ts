@@ -19,6 +19,7 @@ import { sealedWebhookSecrets } from './0017-sealed-webhook-secrets.ts';
 import { storageProbe } from './0018-storage-probe.ts';
 import { messageWarnings } from './0019-message-warnings.ts';
 import { agentOutputFormat } from './0020-agent-output-format.ts';
+import { withoutRowid } from './0021-without-rowid.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -43,6 +44,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0018-storage-probe': storageProbe,
   '0019-message-warnings': messageWarnings,
   '0020-agent-output-format': agentOutputFormat,
+  '0021-without-rowid': withoutRowid,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

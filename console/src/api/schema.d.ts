@@ -2652,7 +2652,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            /** @description OpenAI Chat Completions request; fields not declared here are accepted and ignored (docs/chat-completions.md) */
+            /** @description OpenAI Chat Completions request; a field not declared here is refused ("Unknown parameter: 'x'.", docs/chat-completions.md) */
             requestBody: {
                 content: {
                     "application/json": {
@@ -2727,8 +2727,6 @@ export interface paths {
                         verbosity?: unknown;
                         /** @description Not supported: null only (give the agent a web search tool instead) */
                         web_search_options?: unknown;
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -5409,7 +5407,7 @@ export interface paths {
                         /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
                         store?: boolean;
                         stream?: boolean;
-                    } | ({
+                    } | {
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
                         /** @description Refused unless null: nothing is compacted */
@@ -5476,9 +5474,7 @@ export interface paths {
                          */
                         truncation?: "disabled" | "auto" | null;
                         user?: string | null;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             responses: {
@@ -6303,7 +6299,7 @@ export interface paths {
                         /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
                         store?: boolean;
                         stream?: boolean;
-                    } | ({
+                    } | {
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
                         /** @description Refused unless null: nothing is compacted */
@@ -6370,9 +6366,7 @@ export interface paths {
                          */
                         truncation?: "disabled" | "auto" | null;
                         user?: string | null;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             responses: {

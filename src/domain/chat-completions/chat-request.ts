@@ -7,6 +7,7 @@
  */
 import { validationError } from '../../errors/app-error.ts';
 import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
+import { checkOutputSchema } from '../output-format.ts';
 import { type AgentRef, agentRefOf } from '../responses/agent-ref.ts';
 import { penaltySettings } from '../responses/response-settings.ts';
 
@@ -215,10 +216,12 @@ function responseFormatOf(value: unknown): ResponseFormat | null | undefined {
   if (value.type === 'json_object') return { type: 'json_object' };
   if (value.type !== 'json_schema' || !isRecord(value.json_schema)) return null;
   const spec = value.json_schema;
+  const schema = isRecord(spec.schema) ? spec.schema : {};
+  checkOutputSchema(schema, 'response_format.json_schema.schema');
   const format: ResponseFormat = {
     type: 'json_schema',
     name: stringOr(spec.name, 'response'),
-    schema: isRecord(spec.schema) ? spec.schema : {},
+    schema,
     strict: spec.strict === true,
   };
   const description = stringOr(spec.description, undefined);

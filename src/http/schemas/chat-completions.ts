@@ -292,8 +292,8 @@ export const ChatCompletionCreateBody = Type.Object(
     function_call: offOnly('null only (use tool_choice)'),
   },
   {
-    additionalProperties: true,
+    additionalProperties: false,
     description:
-      'OpenAI Chat Completions request; fields not declared here are accepted and ignored (docs/chat-completions.md)',
+      'OpenAI Chat Completions request; a field not declared here is refused ("Unknown parameter: \'x\'.", docs/chat-completions.md)',
   },
 );

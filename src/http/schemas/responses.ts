@@ -256,7 +256,10 @@ export const ResponseCreateStrict = Type.Object(strictFields(false), {
   description: 'The spec body (Agentry-Compat: strict, or a key or deployment set to strict)',
 });
 
-/** OpenAI compatibility mode: what OpenAI clients send; fields not declared here are accepted and ignored. */
+/**
+ * OpenAI compatibility mode: what OpenAI clients send. A top-level field not declared here is refused as OpenAI
+ * refuses it ("Unknown parameter: 'x'.", param x), never silently ignored.
+ */
 export const ResponseCreateCompat = Type.Object(
   {
     ...strictFields(true),
@@ -370,7 +373,7 @@ export const ResponseCreateCompat = Type.Object(
     ),
   },
   {
-    additionalProperties: true,
+    additionalProperties: false,
     title: 'OpenAI compatibility mode',
     description: 'What OpenAI clients send (the default; Agentry-Compat: openai)',
   },

@@ -11,10 +11,12 @@ import {
   isNullableNumber,
   isNullableString,
   isNumber,
+  isOneOf,
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
+import { CONTEXT_POLICIES, type ContextPolicy } from '../../models/context-fit.ts';
 import {
   isModelSettings,
   isResponseFormat,
@@ -52,6 +54,8 @@ export interface MessageOptions {
   echo?: ResponseEcho;
   /** A model in place of the agent's for this turn (the older API's per-action config). */
   model?: string;
+  /** How this turn keeps its context within the model's window, in place of the agent's (Responses `truncation`). */
+  contextPolicy?: ContextPolicy;
 }
 
 /** Request settings a Response object repeats (absent fields of older rows take their defaults). */
@@ -114,7 +118,8 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
     isAbsentOr(value.settings, isModelSettings) &&
     isAbsentOr(value.responseFormat, (format) => format === null || isResponseFormat(format)) &&
     isAbsentOr(value.echo, isResponseEcho) &&
-    isAbsentOr(value.model, isString)
+    isAbsentOr(value.model, isString) &&
+    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy))
   );
 }
 

@@ -7,8 +7,8 @@
  * The truncation policy drops the oldest messages first, in whole units: a user input, an assistant step without
  * tool calls, or an assistant step with its tool calls together with their results (a call is never sent without
  * its output, nor an output without its call). It always keeps the latest user input and the newest unit (the
- * step whose calls were just answered, or whose calls are pending); a tool output so large that it would fill more
- * than half the room is cut, with a note saying so.
+ * step whose calls were just answered, or whose calls are pending), whose tool outputs are cut, with a note saying
+ * so, when together they would take more than half the room.
  */
 import type { ContextMessage, ToolResult, ToolSpec } from './types.ts';
 
@@ -84,13 +84,18 @@ function unitStart(context: readonly ContextMessage[], end: number): number {
 
 /** `output` cut to about `tokens` tokens, with a note of how much was left out. */
 function cutOutput(output: string, tokens: number): string {
-  const keep = Math.max(0, tokens * CHARS_PER_TOKEN - 200);
+  const keep = Math.max(0, (tokens - MESSAGE_OVERHEAD_TOKENS - 30) * CHARS_PER_TOKEN);
   return `${output.slice(0, keep)}\n[output truncated to fit the model's context window: ${keep} of ${output.length} characters kept]`;
 }
 
-/** A tool message whose outputs larger than `limit` tokens are cut (the message itself when none is). */
-function withOutputsCut(message: ContextMessage, limit: number): ContextMessage {
-  if (message.role !== 'tool' || message.results.every((result) => resultTokens(result) <= limit)) return message;
+/**
+ * A tool message whose outputs are cut so that together they take at most half of `room` (each its share): the
+ * message itself when they fit.
+ */
+function withOutputsCut(message: ContextMessage, room: number): ContextMessage {
+  if (message.role !== 'tool') return message;
+  const limit = Math.max(1, Math.floor(room / 2 / Math.max(1, message.results.length)));
+  if (message.results.every((result) => resultTokens(result) <= limit)) return message;
   return {
     role: 'tool',
     results: message.results.map((result) =>
@@ -116,11 +121,10 @@ function latestUser(context: readonly ContextMessage[]): number {
 /**
  * The newest part of `context` that fits in `budget` estimated tokens, in whole units. The latest user input and
  * the newest unit are kept whatever they cost (the user input in front of what fits when the units between them do
- * not). Reads the context from its end and stops where the budget runs out, so the cost follows what is sent, not
+ * not), and what is sent starts with a user input (when the context has one). Reads the context from its end and stops where the budget runs out, so the cost follows what is sent, not
  * the session's length.
  */
 export function fitContext(context: readonly ContextMessage[], budget: number): FitResult {
-  const outputLimit = Math.max(1, Math.floor(budget / 2));
   const userIndex = latestUser(context);
   const user = context[userIndex];
   const reserved = user === undefined ? 0 : messageTokens(user);
@@ -129,7 +133,9 @@ export function fitContext(context: readonly ContextMessage[], budget: number): 
   let end = context.length;
   while (end > 0) {
     const start = unitStart(context, end);
-    const unit = context.slice(start, end).map((message) => withOutputsCut(message, outputLimit));
+    const unit = context.slice(start, end);
+    // The newest unit is sent whatever it costs: its outputs are cut to fit beside the latest input.
+    if (kept.length === 0) unit.splice(0, unit.length, ...unit.map((message) => withOutputsCut(message, budget - reserved)));
     const unitTokens = start === userIndex ? 0 : contextTokens(unit);
     if (kept.length > 0 && tokens + unitTokens > budget) break;
     kept.push(unit);
@@ -138,5 +144,11 @@ export function fitContext(context: readonly ContextMessage[], budget: number): 
   }
   // The latest user input, before the cut: kept in front of what fits (it says what the turn is about).
   if (user !== undefined && end > userIndex) kept.push([user]);
+  // What is sent starts with a user input, as some providers require: older steps left over before it go too.
+  while (kept.length > 1 && kept.at(-1)?.[0]?.role !== 'user') {
+    const leading = kept.pop() ?? [];
+    tokens -= contextTokens(leading);
+    end += leading.length;
+  }
   return { context: kept.reverse().flat(), dropped: end, tokens };
 }

@@ -2,7 +2,8 @@
  * What a local OpenAI-compatible server answers `POST /chat/completions` with, for the tests that play one: stream
  * chunks, the usage chunk, SSE bodies, error statuses.
  */
-import type { ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 export type Responder = (response: ServerResponse) => void | Promise<void>;
 
@@ -54,3 +55,74 @@ export const textReply = (parts: string[], usage = usageChunk(12, 5)) =>
     chunk({}, 'stop'),
     usage,
   ]);
+
+/** The tokens a request counts as on a stub with a small window: the characters of its messages and tools / 4. */
+export function stubTokens(body: { messages?: unknown; tools?: unknown }): number {
+  return Math.ceil((JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length) / 4);
+}
+
+/** OpenAI's answer to a request longer than the model's context window, word for word (HTTP 400). */
+export function contextLengthExceeded(window: number, tokens: number): Responder {
+  return (response) => {
+    response.writeHead(400, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify({
+        error: {
+          message: `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      }),
+    );
+  };
+}
+
+/**
+ * A model with a context window of `window` tokens (counted as `stubTokens`): a request longer than that gets
+ * OpenAI's context_length_exceeded refusal, any other the answer of `reply`.
+ */
+export function windowed(window: number, reply: (body: Record<string, unknown>) => Responder) {
+  return (body: Record<string, unknown>): Responder => {
+    const tokens = stubTokens(body);
+    return tokens > window ? contextLengthExceeded(window, tokens) : reply(body);
+  };
+}
+
+export interface StubServer {
+  /** `http://127.0.0.1:<port>/v1` */
+  baseURL: string;
+  /** The bodies of the requests received, in order. */
+  requests: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/** A local OpenAI-compatible server answering `POST /v1/chat/completions` with `answer(body)`. */
+export async function startChatStub(answer: (body: Record<string, unknown>) => Responder): Promise<StubServer> {
+  const requests: Record<string, unknown>[] = [];
+  const server = createServer((request, response) => {
+    let text = '';
+    request.setEncoding('utf8');
+    request.on('data', (data: string) => {
+      text += data;
+    });
+    request.on('end', () => {
+      if (request.method !== 'POST' || request.url !== '/v1/chat/completions') {
+        response.writeHead(404).end();
+        return;
+      }
+      const body = JSON.parse(text) as Record<string, unknown>;
+      requests.push(body);
+      void answer(body)(response);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    requests,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -176,8 +176,14 @@ const LOOKUP = {
 /** The stub's window, in its own count (characters / 4). */
 const WINDOW = 16_000;
 
+/** Models whose windows are smaller than the one Agentry is told (WINDOW): its estimate fits more than they take. */
+const TIGHT = 4_000;
+const TINY = 30;
+
 describe.each(dialects())('sessions against a model with a small window (%s)', (dialect) => {
   let stub: StubServer;
+  let tight: StubServer;
+  let tiny: StubServer;
   let h: Harness;
   let refused = 0;
   beforeAll(async () => {
@@ -186,14 +192,17 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
       if (stubTokens(body) > WINDOW) refused += 1;
       return reply;
     });
+    tight = await startChatStub(windowed(TIGHT, agentLoop));
+    tiny = await startChatStub(windowed(TINY, agentLoop));
+    const provider = (server: StubServer) => ({ baseURL: server.baseURL, apiKey: 'k' });
     h = await createHarness(dialect, {
-      AGENTRY_PROVIDERS: JSON.stringify({ stub: { baseURL: stub.baseURL, apiKey: 'k' } }),
+      AGENTRY_PROVIDERS: JSON.stringify({ stub: provider(stub), tight: provider(tight), tiny: provider(tiny) }),
       AGENTRY_CONTEXT_WINDOW: String(WINDOW),
     });
   });
   afterAll(async () => {
     await h.close();
-    await stub.close();
+    await Promise.all([stub.close(), tight.close(), tiny.close()]);
   });
 
   async function createAgent(fields: Record<string, unknown> = {}): Promise<string> {
@@ -247,4 +256,58 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     expect(JSON.stringify(last.messages)).not.toContain('question 0"');
     expect(last.messages.filter((message) => message.role === 'tool').length).toBeGreaterThan(0);
   });
+
+  it('fits a refused context smaller and calls once more, running no tool twice', async () => {
+    const agentId = await createAgent({ model: 'tight/m' });
+    const first = await exchange(agentId, null, 1);
+    expect(first.failed).toBe(0);
+    // The call's output took the context past the model's window (not Agentry's): refused once, then sent cut.
+    const [asked, refusedBody, retried] = tight.requests as { messages: { role: string; content: string }[] }[];
+    expect(tight.requests).toHaveLength(3);
+    expect(stubTokens(asked as object)).toBeLessThanOrEqual(TIGHT);
+    expect(stubTokens(refusedBody as object)).toBeGreaterThan(TIGHT);
+    expect(stubTokens(retried as object)).toBeLessThanOrEqual(TIGHT);
+    expect(retried?.messages.at(-1)?.content).toMatch(/^1:y+\n\[output truncated to fit the model's context window/);
+    expect(first.last.output.at(-1)).toMatchObject({ type: 'message', content: [{ text: 'noted' }] });
+  });
+
+  it('fails the turn with model_context_exceeded when the retry is refused too', async () => {
+    const agentId = await createAgent({ model: 'tiny/m' });
+    const failed = json(await respond({ model: agentId, input: 'hello there' }));
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'model_context_exceeded' } });
+    expect(failed.error.message).toContain(`This model's maximum context length is ${TINY} tokens`);
+    expect(tiny.requests).toHaveLength(2);
+  });
+
+  it('sends the whole conversation with truncation "disabled", failing as the provider does once it is too long', async () => {
+    const agentId = await createAgent();
+    let previous: string | null = null;
+    let last: Record<string, unknown> = {};
+    const before = refused;
+    for (let index = 0; index < 4 && last.status !== 'failed'; index++) {
+      const result = await exchange(agentId, previous, index, { truncation: 'disabled' });
+      last = result.last;
+      previous = result.last.id;
+    }
+    expect(last).toMatchObject({ status: 'failed', truncation: 'disabled', error: { code: 'model_context_exceeded' } });
+    expect(String((last.error as { message: string }).message)).toContain(
+      `This model's maximum context length is ${WINDOW} tokens. However, your messages resulted in`,
+    );
+    // Not fitted, so not retried: the one refusal of the step failed it.
+    expect(refused - before).toBe(1);
+    // The agent's policy says none: the same, without asking per request.
+    const whole = await createAgent({ contextPolicy: 'none' });
+    expect(json(await h.request('GET', `/v1/agents/${whole}`)).agent.contextPolicy).toBe('none');
+    const unfitted = json(await respond({ model: whole, input: 'x'.repeat(4 * WINDOW) }));
+    expect(unfitted).toMatchObject({ status: 'failed', truncation: 'disabled', error: { code: 'model_context_exceeded' } });
+    const fitted = json(await respond({ model: whole, input: 'x'.repeat(4 * WINDOW), truncation: 'auto' }));
+    expect(fitted).toMatchObject({ truncation: 'auto' });
+  });
+
+  it('refuses an unknown contextPolicy naming the field', async () => {
+    const response = await h.request('POST', '/v1/agents', { body: { name: 'a', contextPolicy: 'compaction' } });
+    expect(response.status).toBe(400);
+    expect(json(response).error).toMatchObject({ code: 'validation_error', param: 'contextPolicy' });
+  });
 });
+

@@ -82,6 +82,8 @@ export interface ResponseEcho {
   background?: boolean;
   /** false: not retrievable, deleted once answered. Absent in older rows: true. */
   store?: boolean;
+  /** The request's `truncation`, else the agent's policy as it; absent in rows written before it was honoured. */
+  truncation?: 'auto' | 'disabled';
 }
 
 function isResponseEcho(value: unknown): value is ResponseEcho {
@@ -105,7 +107,8 @@ function isResponseEcho(value: unknown): value is ResponseEcho {
       (isJsonObject(reasoning) && isNullableString(reasoning.effort) && isNullableString(reasoning.summary))) &&
     isAbsentOr(value.tools, (tools) => isArrayOf(tools, isJsonObject)) &&
     isAbsentOr(value.background, (flag) => typeof flag === 'boolean') &&
-    isAbsentOr(value.store, (flag) => typeof flag === 'boolean')
+    isAbsentOr(value.store, (flag) => typeof flag === 'boolean') &&
+    isAbsentOr(value.truncation, (mode) => mode === 'auto' || mode === 'disabled')
   );
 }
 

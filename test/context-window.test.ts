@@ -96,7 +96,9 @@ describe('fitting a context to the window', () => {
     const fitted = fitContext(huge, 10_000);
     expect(fitted.tokens).toBeLessThanOrEqual(10_000);
     const result = fitted.context[2]?.role === 'tool' ? fitted.context[2].results[0] : undefined;
-    expect(result?.output).toMatch(/\[output truncated to fit the model's context window: \d+ of 400000 characters kept]$/);
+    expect(result?.output).toMatch(
+      /\[output truncated to fit the model's context window: \d+ of 400000 characters kept]$/,
+    );
     expect(result?.output.length).toBeLessThan(20_001);
     // The stored message is left as it was.
     expect(huge[2]).toEqual(outputs(400_000, 'h'));
@@ -220,7 +222,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
       await respond({ model: agentId, input: `question ${index}`, previous_response_id: previous, ...extra }),
     );
     const call = asked.output?.find((item: { type: string }) => item.type === 'function_call');
-    if (asked.status !== "completed" || call === undefined) {
+    if (asked.status !== 'completed' || call === undefined) {
       return { failed: 1, last: asked };
     }
     const output = `${index}:${'y'.repeat(20_000)}`;
@@ -299,7 +301,11 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     const whole = await createAgent({ contextPolicy: 'none' });
     expect(json(await h.request('GET', `/v1/agents/${whole}`)).agent.contextPolicy).toBe('none');
     const unfitted = json(await respond({ model: whole, input: 'x'.repeat(4 * WINDOW) }));
-    expect(unfitted).toMatchObject({ status: 'failed', truncation: 'disabled', error: { code: 'model_context_exceeded' } });
+    expect(unfitted).toMatchObject({
+      status: 'failed',
+      truncation: 'disabled',
+      error: { code: 'model_context_exceeded' },
+    });
     const fitted = json(await respond({ model: whole, input: 'x'.repeat(4 * WINDOW), truncation: 'auto' }));
     expect(fitted).toMatchObject({ truncation: 'auto' });
   });
@@ -310,4 +316,3 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     expect(json(response).error).toMatchObject({ code: 'validation_error', param: 'contextPolicy' });
   });
 });
-

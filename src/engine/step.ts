@@ -95,7 +95,10 @@ export async function callModel(
   context: ContextBuilder,
   made: number,
 ): Promise<StepOutput> {
-  const frame = { instructions: instructionsWithTools(turn.agent.instructions, turn.tools), tools: stepTools(turn, made) };
+  const frame = {
+    instructions: instructionsWithTools(turn.agent.instructions, turn.tools),
+    tools: stepTools(turn, made),
+  };
   const whole = context.build(await attachedFiles(turn, context.attachmentIds()));
   const room = contextRoom(turn, frame);
   const fitted = fittedContext(whole, room);
@@ -103,7 +106,10 @@ export async function callModel(
     return await streamStep(turn, trace, { ...frame, context: fitted.context }, made);
   } catch (error) {
     if (!(error instanceof ModelError) || error.code !== 'model_context_exceeded' || room === null) throw error;
-    turn.deps.logger.warn({ room, sent: fitted.tokens }, 'the provider refused the context as too long: fitting it smaller');
+    turn.deps.logger.warn(
+      { room, sent: fitted.tokens },
+      'the provider refused the context as too long: fitting it smaller',
+    );
     const smaller = fittedContext(whole, smallerRoom(error, fitted.tokens));
     return streamStep(turn, trace, { ...frame, context: smaller.context }, made);
   }

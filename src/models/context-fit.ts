@@ -135,7 +135,8 @@ export function fitContext(context: readonly ContextMessage[], budget: number): 
     const start = unitStart(context, end);
     const unit = context.slice(start, end);
     // The newest unit is sent whatever it costs: its outputs are cut to fit beside the latest input.
-    if (kept.length === 0) unit.splice(0, unit.length, ...unit.map((message) => withOutputsCut(message, budget - reserved)));
+    if (kept.length === 0)
+      unit.splice(0, unit.length, ...unit.map((message) => withOutputsCut(message, budget - reserved)));
     const unitTokens = start === userIndex ? 0 : contextTokens(unit);
     if (kept.length > 0 && tokens + unitTokens > budget) break;
     kept.push(unit);

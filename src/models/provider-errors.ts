@@ -55,7 +55,9 @@ export function fromStatus(
  * providers that follow it (Anthropic's "prompt is too long", vLLM's and others' "context length").
  */
 export function contextExceeded(detail: string): boolean {
-  return /context_length_exceeded|maximum context length|context length|prompt is too long|context window/i.test(detail);
+  return /context_length_exceeded|maximum context length|context length|prompt is too long|context window/i.test(
+    detail,
+  );
 }
 
 /** The window a context-exceeded message states ("maximum context length is 8192 tokens"), or null. */

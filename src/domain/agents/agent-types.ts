@@ -15,6 +15,7 @@ import {
   type ToolApprovals,
 } from '../../tools/tool-config.ts';
 
+export { CONTEXT_POLICIES, type ContextPolicy, DEFAULT_CONTEXT_POLICY } from '../../models/context-fit.ts';
 export {
   type AgentToolConfig,
   APPROVAL_MODES,
@@ -36,7 +37,6 @@ export {
   type ToolApprovals,
   type ToolkitKind,
 } from '../../tools/tool-config.ts';
-export { CONTEXT_POLICIES, type ContextPolicy, DEFAULT_CONTEXT_POLICY } from '../../models/context-fit.ts';
 
 /** Everything a version of an Agent fixes; kept per version. */
 export interface AgentConfig extends AgentToolConfig {

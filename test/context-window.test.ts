@@ -19,6 +19,7 @@ import {
   startChatStub,
   stubTokens,
   textReply,
+  usageChunk,
   windowed,
 } from './helpers/chat-completions-stub.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
@@ -156,17 +157,24 @@ describe("a provider's context-length refusal", () => {
   });
 });
 
-/** The stub's answer: a call of `lookup` to a user input, a short text to the call's output. */
-function agentLoop(body: Record<string, unknown>): Responder {
-  const messages = body.messages as { role: string }[];
-  if (messages.at(-1)?.role === 'tool') return textReply(['noted']);
-  const id = `call_${messages.length}_${Math.random().toString(36).slice(2, 8)}`;
-  return sse([
-    chunk({ role: 'assistant', content: null }),
-    chunk({ tool_calls: [{ index: 0, id, type: 'function', function: { name: 'lookup', arguments: '{}' } }] }),
-    chunk({}, 'tool_calls'),
-  ]);
-}
+/**
+ * The stub's answer: a call of `lookup` to a user input, a short text to the call's output; the usage reports the
+ * input tokens as the stub counts them (`charsPerToken` characters a token).
+ */
+const agentLoop =
+  (charsPerToken = 4) =>
+  (body: Record<string, unknown>): Responder => {
+    const messages = body.messages as { role: string }[];
+    const usage = usageChunk(stubTokens(body, charsPerToken), 5);
+    if (messages.at(-1)?.role === 'tool') return textReply(['noted'], usage);
+    const id = `call_${messages.length}_${Math.random().toString(36).slice(2, 8)}`;
+    return sse([
+      chunk({ role: 'assistant', content: null }),
+      chunk({ tool_calls: [{ index: 0, id, type: 'function', function: { name: 'lookup', arguments: '{}' } }] }),
+      chunk({}, 'tool_calls'),
+      usage,
+    ]);
+  };
 
 const LOOKUP = {
   type: 'function',
@@ -183,28 +191,32 @@ const TIGHT = 4_000;
 const TINY = 30;
 
 describe.each(dialects())('sessions against a model with a small window (%s)', (dialect) => {
+  const models = {
+    stub: windowed(WINDOW, agentLoop()),
+    tight: windowed(TIGHT, agentLoop()),
+    tiny: windowed(TINY, agentLoop()),
+    // Counts a token per 2 characters: twice what Agentry estimates.
+    dense: windowed(WINDOW, agentLoop(2), 2),
+  };
+  const servers: Record<string, StubServer> = {};
   let stub: StubServer;
   let tight: StubServer;
   let tiny: StubServer;
   let h: Harness;
-  let refused = 0;
   beforeAll(async () => {
-    stub = await startChatStub((body) => {
-      const reply = windowed(WINDOW, agentLoop)(body);
-      if (stubTokens(body) > WINDOW) refused += 1;
-      return reply;
-    });
-    tight = await startChatStub(windowed(TIGHT, agentLoop));
-    tiny = await startChatStub(windowed(TINY, agentLoop));
-    const provider = (server: StubServer) => ({ baseURL: server.baseURL, apiKey: 'k' });
+    for (const [name, answer] of Object.entries(models)) servers[name] = await startChatStub(answer);
+    ({ stub, tight, tiny } = servers as Record<'stub' | 'tight' | 'tiny', StubServer>);
+    const providers = Object.fromEntries(
+      Object.entries(servers).map(([name, server]) => [name, { baseURL: server.baseURL, apiKey: 'k' }]),
+    );
     h = await createHarness(dialect, {
-      AGENTRY_PROVIDERS: JSON.stringify({ stub: provider(stub), tight: provider(tight), tiny: provider(tiny) }),
+      AGENTRY_PROVIDERS: JSON.stringify(providers),
       AGENTRY_CONTEXT_WINDOW: String(WINDOW),
     });
   });
   afterAll(async () => {
     await h.close();
-    await Promise.all([stub.close(), tight.close(), tiny.close()]);
+    await Promise.all(Object.values(servers).map((server) => server.close()));
   });
 
   async function createAgent(fields: Record<string, unknown> = {}): Promise<string> {
@@ -248,7 +260,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
       previous = result.last.id;
     }
     expect(failed).toBe(0);
-    expect(refused).toBe(0);
+    expect(models.stub.refused).toBe(0);
     expect(stub.requests.length - before).toBe(200);
     // What the last step sent: the newest exchanges only, within the window, the newest input and output whole.
     const last = stub.requests.at(-1) as { messages: { role: string; content: unknown }[] };
@@ -271,6 +283,29 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     expect(stubTokens(retried as object)).toBeLessThanOrEqual(TIGHT);
     expect(retried?.messages.at(-1)?.content).toMatch(/^1:y+\n\[output truncated to fit the model's context window/);
     expect(first.last.output.at(-1)).toMatchObject({ type: 'message', content: [{ text: 'noted' }] });
+    expect(models.tight.refused).toBe(1);
+    // The window the refusal stated is kept for the session's next steps: no refusal again.
+    let previous = first.last.id;
+    for (let index = 2; index <= 4; index++) {
+      const next = await exchange(agentId, previous, index);
+      expect(next.failed).toBe(0);
+      previous = next.last.id;
+    }
+    expect(models.tight.refused).toBe(1);
+    expect(tight.requests).toHaveLength(9);
+  });
+
+  it("fits later steps to the provider's reported count when it counts more tokens than estimated", async () => {
+    const agentId = await createAgent({ model: 'dense/m' });
+    let previous: string | null = null;
+    for (let index = 0; index < 6; index++) {
+      const result = await exchange(agentId, previous, index);
+      expect(result.failed).toBe(0);
+      previous = result.last.id;
+    }
+    // The first step's usage (twice the estimate) taught the scale before any request came near the window.
+    expect(models.dense.refused).toBe(0);
+    expect(servers.dense?.requests).toHaveLength(12);
   });
 
   it('fails the turn with model_context_exceeded when the retry is refused too', async () => {
@@ -285,7 +320,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     const agentId = await createAgent();
     let previous: string | null = null;
     let last: Record<string, unknown> = {};
-    const before = refused;
+    const before = models.stub.refused;
     for (let index = 0; index < 4 && last.status !== 'failed'; index++) {
       const result = await exchange(agentId, previous, index, { truncation: 'disabled' });
       last = result.last;
@@ -296,7 +331,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
       `This model's maximum context length is ${WINDOW} tokens. However, your messages resulted in`,
     );
     // Not fitted, so not retried: the one refusal of the step failed it.
-    expect(refused - before).toBe(1);
+    expect(models.stub.refused - before).toBe(1);
     // The agent's policy says none: the same, without asking per request.
     const whole = await createAgent({ contextPolicy: 'none' });
     expect(json(await h.request('GET', `/v1/agents/${whole}`)).agent.contextPolicy).toBe('none');

@@ -38,7 +38,7 @@ import {
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
-import { contextRoom, fittedContext, type StepFrame, smallerRoom } from './context-window.ts';
+import { contextRoom, fittedContext, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
 import { stepItemEvents, textDeltaEvent } from './step-events.ts';
 import { instructionsWithTools, toolSpecs } from './tools.ts';
@@ -102,17 +102,21 @@ export async function callModel(
   const whole = context.build(await attachedFiles(turn, context.attachmentIds()));
   const room = contextRoom(turn, frame);
   const fitted = fittedContext(whole, room);
+  let sent = fitted;
+  let output: StepOutput;
   try {
-    return await streamStep(turn, trace, { ...frame, context: fitted.context }, made);
+    output = await streamStep(turn, trace, { ...frame, context: fitted.context }, made);
   } catch (error) {
     if (!(error instanceof ModelError) || error.code !== 'model_context_exceeded' || room === null) throw error;
     turn.deps.logger.warn(
       { room, sent: fitted.tokens },
       'the provider refused the context as too long: fitting it smaller',
     );
-    const smaller = fittedContext(whole, smallerRoom(error, fitted.tokens));
-    return streamStep(turn, trace, { ...frame, context: smaller.context }, made);
+    sent = fittedContext(whole, smallerRoom(turn, frame, error, fitted.tokens));
+    output = await streamStep(turn, trace, { ...frame, context: sent.context }, made);
   }
+  if (room !== null) learnInputCount(turn, frame, sent.tokens, output.usage.inputTokens);
+  return output;
 }
 
 /** The tools a step offers: none once the turn's `maxToolCalls` are used up, so the model answers. */

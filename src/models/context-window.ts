@@ -10,6 +10,15 @@ export interface ModelWindow {
   maxOutputTokens: number;
 }
 
+/**
+ * What the steps of a session learnt of a model's count (kept with the session's log): the window its refusal
+ * stated, and how many tokens it counted per token estimated (at least 1: an estimate too high is left as it is).
+ */
+export interface WindowCorrection {
+  limit: number | null;
+  scale: number;
+}
+
 const DEFAULT_WINDOW: ModelWindow = { contextWindow: 128_000, maxOutputTokens: 4_096 };
 
 /** The window of `modelId`; `override` (AGENTRY_CONTEXT_WINDOW, 0 when unset) replaces every model's. */

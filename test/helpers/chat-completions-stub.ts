@@ -57,8 +57,9 @@ export const textReply = (parts: string[], usage = usageChunk(12, 5)) =>
   ]);
 
 /** The tokens a request counts as on a stub with a small window: the characters of its messages and tools / 4. */
-export function stubTokens(body: { messages?: unknown; tools?: unknown }): number {
-  return Math.ceil((JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length) / 4);
+export function stubTokens(body: { messages?: unknown; tools?: unknown }, charsPerToken = 4): number {
+  const characters = JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length;
+  return Math.ceil(characters / charsPerToken);
 }
 
 /** OpenAI's answer to a request longer than the model's context window, word for word (HTTP 400). */
@@ -79,14 +80,19 @@ export function contextLengthExceeded(window: number, tokens: number): Responder
 }
 
 /**
- * A model with a context window of `window` tokens (counted as `stubTokens`): a request longer than that gets
- * OpenAI's context_length_exceeded refusal, any other the answer of `reply`.
+ * A model with a context window of `window` tokens (counted as `stubTokens`, `charsPerToken` characters a token):
+ * a request longer than that gets OpenAI's context_length_exceeded refusal (counted in `refused`), any other the
+ * answer of `reply`.
  */
-export function windowed(window: number, reply: (body: Record<string, unknown>) => Responder) {
-  return (body: Record<string, unknown>): Responder => {
-    const tokens = stubTokens(body);
-    return tokens > window ? contextLengthExceeded(window, tokens) : reply(body);
+export function windowed(window: number, reply: (body: Record<string, unknown>) => Responder, charsPerToken = 4) {
+  const answer = (body: Record<string, unknown>): Responder => {
+    const tokens = stubTokens(body, charsPerToken);
+    if (tokens <= window) return reply(body);
+    answer.refused += 1;
+    return contextLengthExceeded(window, tokens);
   };
+  answer.refused = 0;
+  return answer;
 }
 
 export interface StubServer {

@@ -14,9 +14,9 @@ import {
   chunk,
   contextLengthExceeded,
   type Responder,
-  type StubServer,
+  type Stub,
   sse,
-  startChatStub,
+  startStub,
   stubTokens,
   textReply,
   usageChunk,
@@ -116,9 +116,9 @@ describe('fitting a context to the window', () => {
 });
 
 describe("a provider's context-length refusal", () => {
-  let stub: StubServer;
+  let stub: Stub;
   beforeAll(async () => {
-    stub = await startChatStub(() => contextLengthExceeded(8_192, 9_000));
+    stub = await startStub(() => contextLengthExceeded(8_192, 9_000));
   });
   afterAll(() => stub.close());
   const request = (model: string) => ({
@@ -130,7 +130,7 @@ describe("a provider's context-length refusal", () => {
   });
   async function failure(model: string, fetch?: typeof globalThis.fetch): Promise<ModelError> {
     const registry = createModelRegistry(
-      { providers: { stub: { baseURL: stub.baseURL } }, openaiApiKey: 'sk-test', anthropicApiKey: null },
+      { providers: { stub: { baseURL: stub.url } }, openaiApiKey: 'sk-test', anthropicApiKey: null },
       fetch === undefined ? {} : { fetch },
     );
     try {
@@ -151,7 +151,7 @@ describe("a provider's context-length refusal", () => {
 
   it('is model_context_exceeded from the AI SDK (APICallError)', async () => {
     // OpenAI's own Responses endpoint, played by the stub: the same body comes back.
-    const fetch: typeof globalThis.fetch = (_url, init) => globalThis.fetch(`${stub.baseURL}/chat/completions`, init);
+    const fetch: typeof globalThis.fetch = (_url, init) => globalThis.fetch(`${stub.url}/chat/completions`, init);
     const error = await failure('openai/gpt-4o', fetch);
     expect(error).toMatchObject({ code: 'model_context_exceeded', status: 400 });
   });
@@ -198,16 +198,16 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     // Counts a token per 2 characters: twice what Agentry estimates.
     dense: windowed(WINDOW, agentLoop(2), 2),
   };
-  const servers: Record<string, StubServer> = {};
-  let stub: StubServer;
-  let tight: StubServer;
-  let tiny: StubServer;
+  const servers: Record<string, Stub> = {};
+  let stub: Stub;
+  let tight: Stub;
+  let tiny: Stub;
   let h: Harness;
   beforeAll(async () => {
-    for (const [name, answer] of Object.entries(models)) servers[name] = await startChatStub(answer);
-    ({ stub, tight, tiny } = servers as Record<'stub' | 'tight' | 'tiny', StubServer>);
+    for (const [name, answer] of Object.entries(models)) servers[name] = await startStub(answer);
+    ({ stub, tight, tiny } = servers as Record<'stub' | 'tight' | 'tiny', Stub>);
     const providers = Object.fromEntries(
-      Object.entries(servers).map(([name, server]) => [name, { baseURL: server.baseURL, apiKey: 'k' }]),
+      Object.entries(servers).map(([name, server]) => [name, { baseURL: server.url, apiKey: 'k' }]),
     );
     h = await createHarness(dialect, {
       AGENTRY_PROVIDERS: JSON.stringify(providers),
@@ -253,7 +253,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     const agentId = await createAgent();
     let previous: string | null = null;
     let failed = 0;
-    const before = stub.requests.length;
+    const before = stub.bodies.length;
     for (let index = 0; index < 100; index++) {
       const result = await exchange(agentId, previous, index);
       failed += result.failed;
@@ -261,9 +261,9 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     }
     expect(failed).toBe(0);
     expect(models.stub.refused).toBe(0);
-    expect(stub.requests.length - before).toBe(200);
+    expect(stub.bodies.length - before).toBe(200);
     // What the last step sent: the newest exchanges only, within the window, the newest input and output whole.
-    const last = stub.requests.at(-1) as { messages: { role: string; content: unknown }[] };
+    const last = stub.bodies.at(-1) as { messages: { role: string; content: unknown }[] };
     expect(stubTokens(last)).toBeLessThanOrEqual(WINDOW);
     expect(JSON.stringify(last.messages)).toContain('question 99');
     expect(JSON.stringify(last.messages)).toContain(`99:${'y'.repeat(20_000)}`);
@@ -276,8 +276,8 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     const first = await exchange(agentId, null, 1);
     expect(first.failed).toBe(0);
     // The call's output took the context past the model's window (not Agentry's): refused once, then sent cut.
-    const [asked, refusedBody, retried] = tight.requests as { messages: { role: string; content: string }[] }[];
-    expect(tight.requests).toHaveLength(3);
+    const [asked, refusedBody, retried] = tight.bodies as { messages: { role: string; content: string }[] }[];
+    expect(tight.bodies).toHaveLength(3);
     expect(stubTokens(asked as object)).toBeLessThanOrEqual(TIGHT);
     expect(stubTokens(refusedBody as object)).toBeGreaterThan(TIGHT);
     expect(stubTokens(retried as object)).toBeLessThanOrEqual(TIGHT);
@@ -292,7 +292,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
       previous = next.last.id;
     }
     expect(models.tight.refused).toBe(1);
-    expect(tight.requests).toHaveLength(9);
+    expect(tight.bodies).toHaveLength(9);
   });
 
   it("fits later steps to the provider's reported count when it counts more tokens than estimated", async () => {
@@ -305,7 +305,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     }
     // The first step's usage (twice the estimate) taught the scale before any request came near the window.
     expect(models.dense.refused).toBe(0);
-    expect(servers.dense?.requests).toHaveLength(12);
+    expect(servers.dense?.bodies).toHaveLength(12);
   });
 
   it('fails the turn with model_context_exceeded when the retry is refused too', async () => {
@@ -313,7 +313,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     const failed = json(await respond({ model: agentId, input: 'hello there' }));
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'model_context_exceeded' } });
     expect(failed.error.message).toContain(`This model's maximum context length is ${TINY} tokens`);
-    expect(tiny.requests).toHaveLength(2);
+    expect(tiny.bodies).toHaveLength(2);
   });
 
   it('sends the whole conversation with truncation "disabled", failing as the provider does once it is too long', async () => {

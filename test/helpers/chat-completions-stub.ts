@@ -2,7 +2,7 @@
  * What a local OpenAI-compatible server answers `POST /chat/completions` with, for the tests that play one: stream
  * chunks, the usage chunk, SSE bodies, error statuses.
  */
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type Responder = (response: ServerResponse) => void | Promise<void>;
@@ -95,40 +95,41 @@ export function windowed(window: number, reply: (body: Record<string, unknown>) 
   return answer;
 }
 
-export interface StubServer {
-  /** `http://127.0.0.1:<port>/v1` */
-  baseURL: string;
-  /** The bodies of the requests received, in order. */
-  requests: Record<string, unknown>[];
+/** A local OpenAI-compatible server: the bodies it was sent, and its answers in turn (a text reply "{}" when none). */
+export interface Stub {
+  server: Server;
+  /** Its base URL, for AGENTRY_PROVIDERS. */
+  url: string;
+  bodies: Record<string, unknown>[];
+  responders: Responder[];
   close(): Promise<void>;
 }
 
-/** A local OpenAI-compatible server answering `POST /v1/chat/completions` with `answer(body)`. */
-export async function startChatStub(answer: (body: Record<string, unknown>) => Responder): Promise<StubServer> {
-  const requests: Record<string, unknown>[] = [];
-  const server = createServer((request, response) => {
+/** `answer`, when given, answers every request from its body (in place of `responders`). */
+export async function startStub(answer?: (body: Record<string, unknown>) => Responder): Promise<Stub> {
+  const server = createServer();
+  const stub: Stub = {
+    server,
+    url: '',
+    bodies: [],
+    responders: [],
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+  server.on('request', (request, response) => {
     let text = '';
     request.setEncoding('utf8');
     request.on('data', (data: string) => {
       text += data;
     });
     request.on('end', () => {
-      if (request.method !== 'POST' || request.url !== '/v1/chat/completions') {
-        response.writeHead(404).end();
-        return;
-      }
-      const body = JSON.parse(text) as Record<string, unknown>;
-      requests.push(body);
-      void answer(body)(response);
+      stub.bodies.push(JSON.parse(text));
+      void (answer?.(stub.bodies.at(-1) ?? {}) ?? stub.responders.shift() ?? textReply(['{}']))(response);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    requests,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  stub.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return stub;
 }

@@ -2688,8 +2688,7 @@ export interface paths {
                     "application/json": {
                         /** @description Not supported: null only */
                         audio?: unknown;
-                        /** @description Not supported: 0 or null only */
-                        frequency_penalty?: unknown;
+                        frequency_penalty?: number | null;
                         /** @description Not supported: null only (use tool_choice) */
                         function_call?: unknown;
                         /** @description Not supported: null only (use tools) */
@@ -2713,11 +2712,11 @@ export interface paths {
                         model: string;
                         /** @description Only 1: one choice is generated */
                         n?: number | null;
+                        /** @description false: at most one tool call per model step (the first; others are not run) */
                         parallel_tool_calls?: boolean | null;
                         /** @description Not supported: null only */
                         prediction?: unknown;
-                        /** @description Not supported: 0 or null only */
-                        presence_penalty?: unknown;
+                        presence_penalty?: number | null;
                         prompt_cache_key?: string | null;
                         /** @description Not supported: null only (the agent sets its model) */
                         reasoning_effort?: unknown;

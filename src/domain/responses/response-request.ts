@@ -19,6 +19,7 @@ import {
   metadataOf,
   optionalNumber,
   optionalString,
+  penaltySettings,
   reasoning,
   refuseUnsupported,
   toolChoice,
@@ -281,21 +282,16 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     };
   }
   refuseUnsupported(body);
-  const settings: ModelSettings = {};
+  const settings: ModelSettings = penaltySettings(body);
   const temperature = optionalNumber(body.temperature);
   const topP = optionalNumber(body.top_p);
   const maxOutput = optionalNumber(body.max_output_tokens);
   const maxToolCalls = optionalNumber(body.max_tool_calls);
   const topLogprobs = optionalNumber(body.top_logprobs);
-  const presencePenalty = optionalNumber(body.presence_penalty);
-  const frequencyPenalty = optionalNumber(body.frequency_penalty);
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
-  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
-  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
   if (maxToolCalls !== undefined) settings.maxToolCalls = Math.floor(maxToolCalls);
-  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const format = isRecord(body.text) ? body.text.format : undefined;
@@ -324,8 +320,8 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       topP: topP ?? 1,
       parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : true,
       previousResponseId: previousResponse === null ? null : `resp_${previousResponse}`,
-      presencePenalty: presencePenalty ?? 0,
-      frequencyPenalty: frequencyPenalty ?? 0,
+      presencePenalty: settings.presencePenalty ?? 0,
+      frequencyPenalty: settings.frequencyPenalty ?? 0,
       topLogprobs: topLogprobs === undefined ? 0 : Math.floor(topLogprobs),
       maxOutputTokens: maxOutput === undefined ? null : Math.floor(maxOutput),
       maxToolCalls: maxToolCalls === undefined ? null : Math.floor(maxToolCalls),

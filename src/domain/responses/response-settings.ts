@@ -32,6 +32,20 @@ export function tools(value: unknown): ToolSpec[] {
 
 export const optionalNumber = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
 
+/**
+ * The settings Responses and Chat Completions share beyond sampling: `presence_penalty`, `frequency_penalty`, and
+ * `parallel_tool_calls: false` (at most one tool call per model step).
+ */
+export function penaltySettings(body: Record<string, unknown>): ModelSettings {
+  const settings: ModelSettings = {};
+  const presencePenalty = optionalNumber(body.presence_penalty);
+  const frequencyPenalty = optionalNumber(body.frequency_penalty);
+  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
+  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
+  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
+  return settings;
+}
+
 export const optionalString = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
 /** `auto` | `none` | `required` | `{type: "function", name}` (OpenAI also accepts `{name}` alone). */

@@ -60,6 +60,8 @@ export interface Config {
   bootstrapKey: string | null;
   defaultModel: string;
   providers: Record<string, ProviderConfig>;
+  /** The context window every model is fitted to, in tokens (AGENTRY_CONTEXT_WINDOW); 0: each model's own. */
+  contextWindow: number;
   openaiApiKey: string | null;
   anthropicApiKey: string | null;
   bodyLimitBytes: number;
@@ -604,6 +606,7 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapKey,
     defaultModel,
     providers: providers(env),
+    contextWindow: int(env, 'AGENTRY_CONTEXT_WINDOW', 0, 0, 100_000_000),
     openaiApiKey: optional(env, 'OPENAI_API_KEY'),
     anthropicApiKey: optional(env, 'ANTHROPIC_API_KEY'),
     bodyLimitBytes: int(env, 'AGENTRY_BODY_LIMIT_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

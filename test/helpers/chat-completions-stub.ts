@@ -56,6 +56,45 @@ export const textReply = (parts: string[], usage = usageChunk(12, 5)) =>
     usage,
   ]);
 
+/** The tokens a request counts as on a stub with a small window: the characters of its messages and tools / 4. */
+export function stubTokens(body: { messages?: unknown; tools?: unknown }, charsPerToken = 4): number {
+  const characters = JSON.stringify(body.messages ?? []).length + JSON.stringify(body.tools ?? []).length;
+  return Math.ceil(characters / charsPerToken);
+}
+
+/** OpenAI's answer to a request longer than the model's context window, word for word (HTTP 400). */
+export function contextLengthExceeded(window: number, tokens: number): Responder {
+  return (response) => {
+    response.writeHead(400, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify({
+        error: {
+          message: `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      }),
+    );
+  };
+}
+
+/**
+ * A model with a context window of `window` tokens (counted as `stubTokens`, `charsPerToken` characters a token):
+ * a request longer than that gets OpenAI's context_length_exceeded refusal (counted in `refused`), any other the
+ * answer of `reply`.
+ */
+export function windowed(window: number, reply: (body: Record<string, unknown>) => Responder, charsPerToken = 4) {
+  const answer = (body: Record<string, unknown>): Responder => {
+    const tokens = stubTokens(body, charsPerToken);
+    if (tokens <= window) return reply(body);
+    answer.refused += 1;
+    return contextLengthExceeded(window, tokens);
+  };
+  answer.refused = 0;
+  return answer;
+}
+
 /** A local OpenAI-compatible server: the bodies it was sent, and its answers in turn (a text reply "{}" when none). */
 export interface Stub {
   server: Server;
@@ -66,7 +105,8 @@ export interface Stub {
   close(): Promise<void>;
 }
 
-export async function startStub(): Promise<Stub> {
+/** `answer`, when given, answers every request from its body (in place of `responders`). */
+export async function startStub(answer?: (body: Record<string, unknown>) => Responder): Promise<Stub> {
   const server = createServer();
   const stub: Stub = {
     server,
@@ -86,7 +126,7 @@ export async function startStub(): Promise<Stub> {
     });
     request.on('end', () => {
       stub.bodies.push(JSON.parse(text));
-      void (stub.responders.shift() ?? textReply(['{}']))(response);
+      void (answer?.(stub.bodies.at(-1) ?? {}) ?? stub.responders.shift() ?? textReply(['{}']))(response);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1391,6 +1391,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1532,6 +1537,11 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /**
+                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @enum {string}
+                         */
+                        contextPolicy?: "truncation" | "none";
                         description?: string;
                         instructions?: string;
                         maxSteps?: number;
@@ -1627,6 +1637,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1828,6 +1843,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -2076,6 +2096,11 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /**
+                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @enum {string}
+                         */
+                        contextPolicy?: "truncation" | "none";
                         description?: string | null;
                         instructions?: string;
                         maxSteps?: number;
@@ -2171,6 +2196,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -5469,7 +5499,7 @@ export interface paths {
                         top_logprobs?: number | null;
                         top_p?: number | null;
                         /**
-                         * @description disabled (the conversation is sent whole); auto is refused
+                         * @description auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)
                          * @enum {unknown}
                          */
                         truncation?: "disabled" | "auto" | null;
@@ -6361,7 +6391,7 @@ export interface paths {
                         top_logprobs?: number | null;
                         top_p?: number | null;
                         /**
-                         * @description disabled (the conversation is sent whole); auto is refused
+                         * @description auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)
                          * @enum {unknown}
                          */
                         truncation?: "disabled" | "auto" | null;

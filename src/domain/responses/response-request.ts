@@ -8,12 +8,14 @@
  */
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
+import type { ContextPolicy } from '../../models/context-fit.ts';
 import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
 import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import { type AgentRef, agentRefOf } from './agent-ref.ts';
 import {
+  contextPolicyOf,
   metadataOf,
   optionalNumber,
   optionalString,
@@ -63,6 +65,8 @@ export interface ResponseRequest {
   settings: ModelSettings;
   /** `text.format` (compatibility mode): null asks for free text; absent leaves the agent's output format. */
   responseFormat?: ResponseFormat | null;
+  /** `truncation` (compatibility mode): absent leaves the agent's context policy. */
+  contextPolicy?: ContextPolicy;
   metadata: Record<string, string>;
   /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
@@ -291,6 +295,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const format = isRecord(body.text) ? body.text.format : undefined;
+  const policy = contextPolicyOf(body.truncation);
   const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]
     .filter((part) => part !== '')
     .join('\n\n');
@@ -306,6 +311,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     tools: tools(body.tools),
     settings,
     ...(format === undefined || format === null ? {} : { responseFormat: parseResponseFormat(format, 'text.format') }),
+    ...(policy === undefined ? {} : { contextPolicy: policy }),
     metadata: metadataOf(body.metadata),
     echo: {
       toolChoice: choice.echo,

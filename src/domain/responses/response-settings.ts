@@ -4,6 +4,7 @@
  * response-request.ts assembles them.
  */
 import { validationError } from '../../errors/app-error.ts';
+import type { ContextPolicy } from '../../models/context-fit.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -56,6 +57,16 @@ export function toolChoice(value: unknown): { echo: unknown; setting?: ModelSett
   return { echo: 'auto' };
 }
 
+/**
+ * `truncation`: `auto` fits the context to the model's window (the truncation policy), `disabled` sends it whole
+ * (a context too long fails the Response with the provider's error, as at OpenAI); absent or null: the agent's
+ * policy.
+ */
+export function contextPolicyOf(value: unknown): ContextPolicy | undefined {
+  if (value === 'auto') return 'truncation';
+  return value === 'disabled' ? 'none' : undefined;
+}
+
 export function reasoning(value: unknown): { effort: string | null; summary: string | null } {
   if (!isRecord(value)) return { effort: null, summary: null };
   return { effort: optionalString(value.effort), summary: optionalString(value.summary) };
@@ -84,8 +95,6 @@ export const INCLUDABLE = [
 
 /** Why each field a compatibility-mode body may carry cannot be honoured with this value (null: it can). */
 const UNSUPPORTED: Record<string, (value: unknown) => string | null> = {
-  truncation: (value) =>
-    value === 'auto' ? 'truncation "auto" is not supported: the conversation is sent whole ("disabled")' : null,
   prompt: (value) =>
     value === null ? null : 'prompt templates are not stored here: send the text as instructions or input',
   service_tier: (value) =>

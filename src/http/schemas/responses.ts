@@ -340,7 +340,8 @@ export const ResponseCreateCompat = Type.Object(
     truncation: Type.Optional(
       raw({
         enum: ['disabled', 'auto', null],
-        description: 'disabled (the conversation is sent whole); auto is refused',
+        description:
+          "auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)",
       }),
     ),
     text: Type.Optional(

@@ -20,6 +20,7 @@ import { storageProbe } from './0018-storage-probe.ts';
 import { messageWarnings } from './0019-message-warnings.ts';
 import { agentOutputFormat } from './0020-agent-output-format.ts';
 import { withoutRowid } from './0021-without-rowid.ts';
+import { agentContextPolicy } from './0022-agent-context-policy.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -45,6 +46,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0019-message-warnings': messageWarnings,
   '0020-agent-output-format': agentOutputFormat,
   '0021-without-rowid': withoutRowid,
+  '0022-agent-context-policy': agentContextPolicy,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

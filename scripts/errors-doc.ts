@@ -25,7 +25,8 @@ Every error response has one body shape, on every route:
 
 A failed turn is not an HTTP error: its Message ends \`failed\` with \`error: {code, message}\`, where \`code\` is one of
 \`model_error\`, \`model_rate_limited\`, \`model_unavailable\`, \`model_auth_failed\`, \`model_bad_request\`,
-\`model_not_configured\`, \`model_timeout\`, \`max_steps_exceeded\`, \`invalid_output\` (the final reply did not have the
+\`model_not_configured\`, \`model_timeout\`, \`model_context_exceeded\` (the provider refused the context as longer
+than the model's window; see [context.md](context.md)), \`max_steps_exceeded\`, \`invalid_output\` (the final reply did not have the
 structure asked for) or \`internal_error\`; an interrupted turn ends
 \`cancelled\` with code \`cancelled\`.
 

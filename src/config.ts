@@ -68,6 +68,8 @@ export interface Config {
   providers: Record<string, ProviderConfig>;
   /** The operator's model catalogue entries (AGENTRY_MODEL_CATALOG's file and AGENTRY_PROVIDERS' fields). */
   modelCatalog: OperatorCatalogue;
+  /** The context window every model is fitted to, in tokens (AGENTRY_CONTEXT_WINDOW); 0: each model's own. */
+  contextWindow: number;
   openaiApiKey: string | null;
   anthropicApiKey: string | null;
   bodyLimitBytes: number;
@@ -664,6 +666,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultModel,
     providers: configured.providers,
     modelCatalog: modelCatalog(env, configured.catalogue),
+    contextWindow: int(env, 'AGENTRY_CONTEXT_WINDOW', 0, 0, 100_000_000),
     openaiApiKey: optional(env, 'OPENAI_API_KEY'),
     anthropicApiKey: optional(env, 'ANTHROPIC_API_KEY'),
     bodyLimitBytes: int(env, 'AGENTRY_BODY_LIMIT_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

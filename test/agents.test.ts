@@ -272,7 +272,7 @@ const valid: [string, Body][] = [
 ];
 
 const configFields =
-  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals outputFormat'.split(
+  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals outputFormat contextPolicy'.split(
     ' ',
   );
 const configOf = (agent: Json) => Object.fromEntries(configFields.map((field) => [field, agent[field]]));
@@ -363,6 +363,7 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         networkPolicy: null,
         toolApprovals: { default: 'auto', overrides: {} },
         outputFormat: null,
+        contextPolicy: 'truncation',
         isDefault: false,
         version: 1,
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
@@ -497,6 +498,8 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         },
         { outputFormat: { type: 'json_object' } },
         { outputFormat: null },
+        { contextPolicy: 'none' },
+        { contextPolicy: 'truncation' },
         { name: 'Final', maxSteps: 9, skills: [] },
       ];
       const snapshots = [first];

@@ -51,7 +51,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   'mcp-servers': ['mcp-server-service.ts'],
   orgs: [],
   reports: [],
-  responses: ['agent-ref.ts', 'openai-items.ts', 'response-stream.ts', 'response-view.ts'],
+  responses: ['agent-ref.ts', 'openai-items.ts', 'response-settings.ts', 'response-stream.ts', 'response-view.ts'],
   runs: ['cursor.ts', 'preview.ts', 'spans.ts'],
   schedules: [],
   sessions: ['new-sessions.ts', 'session-service.ts'],

@@ -7,6 +7,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createOpenAI } from '@ai-sdk/openai';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
@@ -17,6 +18,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { type Stub, startStub, textReply } from './helpers/chat-completions-stub.ts';
 import { flows } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
@@ -36,6 +38,21 @@ const weatherFunction = {
   },
 };
 
+/** The status of the message of a hidden session once it is completed (or what it is after 10 s). */
+async function statusOnceSettled(harness: Harness, sessionId: string): Promise<string | undefined> {
+  const status = async () =>
+    (
+      await harness.deps.storage.db
+        .selectFrom('messages')
+        .select('status')
+        .where('session_id', '=', sessionId)
+        .executeTakeFirst()
+    )?.status;
+  const deadline = Date.now() + 10_000;
+  while ((await status()) !== 'completed' && Date.now() < deadline) await sleep(50);
+  return status();
+}
+
 describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
   let h: Harness;
   const flow = flows(() => h, { agentName: 'chat-agent' });
@@ -44,10 +61,15 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
   let agentId: string;
 
   let mcp: McpTestServer;
+  let stub: Stub;
 
   beforeAll(async () => {
     mcp = await startModernMcpServer({ name: 'ops' });
-    h = await createHarness(dialect, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' });
+    stub = await startStub();
+    h = await createHarness(dialect, {
+      AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
+      AGENTRY_PROVIDERS: JSON.stringify({ stub: { baseURL: stub.url } }),
+    });
     base = await h.listen();
     client = new OpenAI({ apiKey: h.key, baseURL: `${base}/v1` });
     agentId = await flow.createAgent({});
@@ -56,6 +78,7 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
   afterAll(async () => {
     await h.close();
     await mcp.close();
+    await stub.close();
   });
 
   /** The Runs of the organization with source chat_completions, newest first. */
@@ -142,6 +165,71 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
         message: { content: 'It is sunny in Paris' },
       });
       expect(second.choices[0]?.message.tool_calls).toBeUndefined();
+    });
+
+    it('sends presence_penalty, frequency_penalty and parallel_tool_calls: false to the provider', async () => {
+      await flow.createAgent({ name: 'chat-stub', model: 'stub/test-model' });
+      stub.bodies.length = 0;
+      stub.responders.push(textReply(['penalised']));
+      const completion = await client.chat.completions.create({
+        model: 'chat-stub',
+        messages: [{ role: 'user', content: 'hi' }],
+        presence_penalty: 0.5,
+        frequency_penalty: -0.25,
+        parallel_tool_calls: false,
+        tools: [{ type: 'function', function: weatherFunction }],
+      });
+      expect(completion.choices[0]?.message.content).toBe('penalised');
+      expect(stub.bodies[0]).toMatchObject({
+        presence_penalty: 0.5,
+        frequency_penalty: -0.25,
+        parallel_tool_calls: false,
+      });
+      stub.responders.push(textReply(['plain']));
+      await client.chat.completions.create({ model: 'chat-stub', messages: [{ role: 'user', content: 'hi' }] });
+      for (const field of ['presence_penalty', 'frequency_penalty', 'parallel_tool_calls']) {
+        expect(stub.bodies[1], field).not.toHaveProperty(field);
+      }
+    });
+
+    it('hands back one tool call per step with parallel_tool_calls: false', async () => {
+      const tools = [{ type: 'function' as const, function: weatherFunction }];
+      const script = 'call get_weather {"city":"Paris"}\ncall get_weather {"city":"Rome"}\n---\nBoth sunny';
+      const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: script }];
+      const both = await client.chat.completions.create({ model: 'chat-agent', messages, tools });
+      expect(both.choices[0]?.message.tool_calls?.length).toBe(2);
+      const one = await client.chat.completions.create({
+        model: 'chat-agent',
+        messages,
+        tools,
+        parallel_tool_calls: false,
+      });
+      expect(one.choices[0]?.finish_reason).toBe('tool_calls');
+      expect(
+        one.choices[0]?.message.tool_calls?.map((call) => call.type === 'function' && call.function.arguments),
+      ).toEqual(['{"city":"Paris"}']);
+    });
+
+    it('hands the turn back when the client of a stream ending in tool calls goes away early', async () => {
+      const abort = new AbortController();
+      const response = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: agentId,
+          stream: true,
+          messages: [{ role: 'user', content: 'Looking\nsleep 300\ncall get_weather {"city":"Paris"}' }],
+          tools: [{ type: 'function', function: weatherFunction }],
+        }),
+        signal: abort.signal,
+      });
+      const reader = response.body?.getReader();
+      await reader?.read();
+      abort.abort();
+      const [run] = await chatRuns();
+      const session = run?.session_id as string;
+      expect(await statusOnceSettled(h, session)).toBe('completed');
+      expect((await chatRuns())[0]).toMatchObject({ session_id: session, status: 'completed' });
     });
 
     it('runs a server-side call of the agent inside the turn', async () => {
@@ -333,7 +421,6 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
         ['stop', ['\n']],
         ['seed', 7],
         ['logprobs', true],
-        ['parallel_tool_calls', false],
       ] as const) {
         const response = await post({ model: agentId, messages, [field]: value });
         expect(response.status, field).toBe(400);
@@ -361,6 +448,31 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       const failed = await post({ model: agentId, messages: [{ role: 'user', content: 'fail boom' }] });
       expect(failed.status).toBe(502);
       expect(json(failed).error).toMatchObject({ code: 'turn_failed', type: 'server_error' });
+    });
+  });
+
+  describe('a call that times out', () => {
+    let slow: Harness;
+    beforeAll(async () => {
+      slow = await createHarness(dialect, { AGENTRY_RESPONSES_SYNC_TIMEOUT_MS: '150' });
+      expect((await slow.request('POST', '/v1/agents', { body: { name: 'slow', model: 'scripted' } })).status).toBe(
+        201,
+      );
+    });
+    afterAll(() => slow.close());
+
+    it('hands back the turn that stops for tool calls after the 504', async () => {
+      const response = await slow.request('POST', '/v1/chat/completions', {
+        body: {
+          model: 'slow',
+          messages: [{ role: 'user', content: 'sleep 400\ncall get_weather {"city":"Paris"}' }],
+          tools: [{ type: 'function', function: weatherFunction }],
+        },
+      });
+      expect(response.status).toBe(504);
+      expect(json(response).error.code).toBe('response_timeout');
+      const runs = json(await slow.request('GET', '/v1/runs?limit=1')).data;
+      expect(await statusOnceSettled(slow, runs[0]?.session_id)).toBe('completed');
     });
   });
 

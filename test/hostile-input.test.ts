@@ -315,6 +315,355 @@ describe.each(dialects())('hostile input (%s)', (dialect) => {
     });
   });
 
+  describe('the OpenAI surfaces (Responses, Chat Completions, Conversations, Models)', () => {
+    const chat = (content: unknown, extra: Record<string, unknown> = {}) => ({
+      model: agentId,
+      messages: [{ role: 'user', content }],
+      ...extra,
+    });
+    const tool = (name: string, description: string, parameters: unknown = { type: 'object' }) => ({
+      type: 'function',
+      name,
+      description,
+      parameters,
+    });
+    const chatTool = (name: string, description: string, parameters: unknown = { type: 'object' }) => ({
+      type: 'function',
+      function: { name, description, parameters },
+    });
+    const format = (name: string, schema: unknown) => ({ format: { type: 'json_schema', name, schema } });
+    const objectWith = (key: string) => ({ type: 'object', properties: { [key]: { type: 'string' } } });
+
+    const strings: [string, string, () => string, (text: string) => unknown, string][] = [
+      ['Responses model', 'POST', () => '/v1/responses', (text) => ({ model: text, input: 'hi' }), 'model'],
+      [
+        'input_tokens model',
+        'POST',
+        () => '/v1/responses/input_tokens',
+        (text) => ({ model: text, input: 'hi' }),
+        'model',
+      ],
+      [
+        'Responses tool name',
+        'POST',
+        () => '/v1/responses',
+        (text) => ({ model: agentId, input: 'hi', tools: [tool(text, 'd')] }),
+        'tools[0].name',
+      ],
+      [
+        'Responses tool description',
+        'POST',
+        () => '/v1/responses',
+        (text) => ({ model: agentId, input: 'hi', tools: [tool('t', text)] }),
+        'tools[0].description',
+      ],
+      [
+        'text.format name',
+        'POST',
+        () => '/v1/responses',
+        (text) => ({ model: agentId, input: 'hi', text: format(text, objectWith('a')) }),
+        'text.format.name',
+      ],
+      [
+        'text.format schema key',
+        'POST',
+        () => '/v1/responses',
+        (text) => ({ model: agentId, input: 'hi', text: format('f', objectWith(text)) }),
+        'text.format.schema.properties',
+      ],
+      [
+        'Responses metadata value',
+        'POST',
+        () => '/v1/responses',
+        (text) => ({ model: agentId, input: 'hi', metadata: { k: text } }),
+        'metadata.k',
+      ],
+      [
+        'Responses metadata key',
+        'POST',
+        () => '/v1/responses',
+        (text) => ({ model: agentId, input: 'hi', metadata: { [text]: 'v' } }),
+        'metadata',
+      ],
+      ['chat model', 'POST', () => '/v1/chat/completions', (text) => ({ ...chat('hi'), model: text }), 'model'],
+      ['chat content', 'POST', () => '/v1/chat/completions', (text) => chat(text), 'messages[0].content'],
+      [
+        'chat content part',
+        'POST',
+        () => '/v1/chat/completions',
+        (text) => chat([{ type: 'text', text }]),
+        'messages[0].content[0].text',
+      ],
+      [
+        'chat tool name',
+        'POST',
+        () => '/v1/chat/completions',
+        (text) => chat('hi', { tools: [chatTool(text, 'd')] }),
+        'tools[0].function.name',
+      ],
+      [
+        'chat tool description',
+        'POST',
+        () => '/v1/chat/completions',
+        (text) => chat('hi', { tools: [chatTool('t', text)] }),
+        'tools[0].function.description',
+      ],
+      [
+        'chat response_format name',
+        'POST',
+        () => '/v1/chat/completions',
+        (text) => chat('hi', { response_format: { type: 'json_schema', json_schema: { name: text, schema: {} } } }),
+        'response_format.json_schema.name',
+      ],
+      [
+        'chat metadata',
+        'POST',
+        () => '/v1/chat/completions',
+        (text) => chat('hi', { metadata: { k: text } }),
+        'metadata.k',
+      ],
+      [
+        'agent outputFormat name',
+        'POST',
+        () => '/v1/agents',
+        (text) => ({ name: 'x', outputFormat: { type: 'json_schema', name: text, schema: objectWith('a') } }),
+        'outputFormat.name',
+      ],
+      [
+        'message outputFormat schema key',
+        'POST',
+        () => `/v1/sessions/${sessionId}/messages`,
+        (text) => ({
+          parts: [{ type: 'text', text: 'hi' }],
+          outputFormat: { type: 'json_schema', name: 'f', schema: objectWith(text) },
+        }),
+        'outputFormat.schema.properties',
+      ],
+    ];
+
+    it.each(strings)('%s with NUL or a lone surrogate is a 400 naming it', async (_name, method, path, body, param) => {
+      for (const [text, says] of [
+        [NUL, 'NUL character (U+0000)'],
+        [LONE_SURROGATE, 'lone UTF-16 surrogate'],
+      ]) {
+        const response = await h.request(method, path(), {
+          body: body(text as string),
+          headers: { 'idempotency-key': randomUUID() },
+        });
+        expect(expectError(response, 400, 'validation_error', param).message).toContain(says);
+      }
+    });
+
+    it.each([
+      ['/v1/responses', () => ({ model: agentId, input: 'hi', colour: 'blue' })],
+      ['/v1/responses/input_tokens', () => ({ model: agentId, input: 'hi', colour: 'blue' })],
+      ['/v1/chat/completions', () => chat('hi', { colour: 'blue' })],
+    ])('an unknown top-level field on %s is refused as OpenAI refuses it', async (path, body) => {
+      const error = expectError(await h.request('POST', path, { body: body() }), 400, 'validation_error', 'colour');
+      expect(error.message).toBe("Unknown parameter: 'colour'.");
+    });
+
+    it.each([
+      ['%00', 'a%00b'],
+      ['a lone surrogate', 'a%ED%A0%80b'],
+      ['an over-long id', 'i'.repeat(10_000)],
+    ])('a conversation item id with %s is a 400 or a 404, never a 5xx', async (_name, item) => {
+      for (const method of ['GET', 'DELETE']) {
+        const response = await h.request(method, `/v1/conversations/${conversation}/items/${item}`);
+        expect([400, 404], response.text).toContain(response.status);
+        if (response.status === 400) expect(json(response).error.param).toMatch(/^(item_id|path)$/);
+      }
+    });
+
+    it.each([
+      ['%00', 'a%00b'],
+      ['a lone surrogate', 'a%ED%A0%80b'],
+      ['an over-long id', 'm'.repeat(10_000)],
+    ])('a model id with %s is a 400 or a 404, never a 5xx', async (_name, id) => {
+      const response = await h.request('GET', `/v1/models/${id}`);
+      expect([400, 404], response.text).toContain(response.status);
+    });
+
+    const huge = ['9007199254740993', '9223372036854775808', '1e30'];
+    const integers: [string, string, (value: string) => string, string][] = [
+      [
+        'max_output_tokens',
+        '/v1/responses',
+        (v) => `{"model":"${agentId}","input":"hi","max_output_tokens":${v}}`,
+        'max_output_tokens',
+      ],
+      [
+        'max_tool_calls',
+        '/v1/responses',
+        (v) => `{"model":"${agentId}","input":"hi","max_tool_calls":${v}}`,
+        'max_tool_calls',
+      ],
+      [
+        'top_logprobs',
+        '/v1/responses',
+        (v) => `{"model":"${agentId}","input":"hi","top_logprobs":${v}}`,
+        'top_logprobs',
+      ],
+      [
+        'chat max_tokens',
+        '/v1/chat/completions',
+        (v) => `${JSON.stringify(chat('hi')).slice(0, -1)},"max_tokens":${v}}`,
+        'max_tokens',
+      ],
+      [
+        'chat max_completion_tokens',
+        '/v1/chat/completions',
+        (v) => `${JSON.stringify(chat('hi')).slice(0, -1)},"max_completion_tokens":${v}}`,
+        'max_completion_tokens',
+      ],
+      ['chat n', '/v1/chat/completions', (v) => `${JSON.stringify(chat('hi')).slice(0, -1)},"n":${v}}`, 'n'],
+      [
+        'chat top_logprobs',
+        '/v1/chat/completions',
+        (v) => `${JSON.stringify(chat('hi')).slice(0, -1)},"top_logprobs":${v}}`,
+        'top_logprobs',
+      ],
+    ];
+
+    it.each(integers)('%s past 2^53 and 2^63 is a 400 naming it', async (_name, path, body, param) => {
+      for (const value of huge) {
+        expectError(
+          await h.request('POST', path, { rawBody: body(value), headers: JSON_TYPE }),
+          400,
+          'validation_error',
+          param,
+        );
+      }
+    });
+
+    it('starting_after past 2^53 and 2^63 is a 400 naming it', async () => {
+      for (const value of huge) {
+        const response = await h.request(
+          'GET',
+          `/v1/responses/resp_${randomUUID()}?stream=true&starting_after=${value}`,
+        );
+        expectError(response, 400, 'validation_error', 'starting_after');
+      }
+    });
+
+    const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const deepBodies: [string, string, string][] = [
+      [
+        'chat content parts',
+        '/v1/chat/completions',
+        `{"model":"x","messages":[{"role":"user","content":${nested(3000)}}]}`,
+      ],
+      [
+        'json_schema schema',
+        '/v1/responses',
+        `{"model":"x","input":"hi","text":{"format":{"type":"json_schema","name":"f","schema":${deep(3000)}}}}`,
+      ],
+      [
+        'tool parameters',
+        '/v1/responses',
+        `{"model":"x","input":"hi","tools":[{"type":"function","name":"t","parameters":${deep(3000)}}]}`,
+      ],
+      [
+        'chat tool parameters',
+        '/v1/chat/completions',
+        `{"model":"x","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"t","parameters":${deep(3000)}}}]}`,
+      ],
+      ['metadata', '/v1/responses', `{"model":"x","input":"hi","metadata":${deep(3000)}}`],
+    ];
+
+    it.each(deepBodies)('%s nested thousands deep is a 400', async (_name, path, rawBody) => {
+      const error = expectError(
+        await h.request('POST', path, { rawBody, headers: JSON_TYPE }),
+        400,
+        'validation_error',
+        'body',
+      );
+      expect(error.message).toContain(`${MAX_JSON_DEPTH} levels`);
+    });
+
+    it('a json_schema schema within the body limit but past the schema depth is a 400 naming it', async () => {
+      const schema = JSON.parse(
+        `${'{"type":"object","properties":{"a":'.repeat(20)}{"type":"string"}${'}}'.repeat(20)}`,
+      );
+      for (const [path, body, param] of [
+        ['/v1/responses', { model: agentId, input: 'hi', text: format('f', schema) }, 'text.format.schema'],
+        [
+          '/v1/chat/completions',
+          chat('hi', { response_format: { type: 'json_schema', json_schema: { name: 'f', schema } } }),
+          'response_format.json_schema.schema',
+        ],
+      ] as const) {
+        const error = expectError(await h.request('POST', path, { body }), 400, 'validation_error', param);
+        expect(error.message).toContain('levels');
+      }
+    });
+
+    const evil: [string, unknown][] = [
+      ['a catastrophic pattern', { type: 'object', properties: { a: { type: 'string', pattern: '^(a+)+$' } } }],
+      ['a catastrophic patternProperties key', { type: 'object', patternProperties: { '(x*)*y': { type: 'string' } } }],
+      ['an invalid pattern', { type: 'object', properties: { a: { type: 'string', pattern: '([' } } }],
+      ['a remote $ref', { type: 'object', properties: { a: { $ref: 'https://example.com/s.json' } } }],
+      ['a dangling $ref', { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } }],
+      [
+        'a huge schema',
+        {
+          type: 'object',
+          properties: Object.fromEntries(
+            Array.from({ length: 5000 }, (_, i) => [`p${i}`, { type: 'string', description: 'x'.repeat(20) }]),
+          ),
+        },
+      ],
+    ];
+
+    it.each(evil)('a structured-output schema with %s is a 400 naming it', async (_name, schema) => {
+      for (const [method, path, body, param] of [
+        ['POST', '/v1/responses', { model: agentId, input: 'hi', text: format('f', schema) }, 'text.format.schema'],
+        [
+          'POST',
+          '/v1/chat/completions',
+          chat('hi', { response_format: { type: 'json_schema', json_schema: { name: 'f', schema } } }),
+          'response_format.json_schema.schema',
+        ],
+        [
+          'POST',
+          '/v1/agents',
+          { name: 'x', outputFormat: { type: 'json_schema', name: 'f', schema } },
+          'outputFormat.schema',
+        ],
+        [
+          'POST',
+          `/v1/sessions/${sessionId}/messages`,
+          { parts: [{ type: 'text', text: 'hi' }], outputFormat: { type: 'json_schema', name: 'f', schema } },
+          'outputFormat.schema',
+        ],
+      ] as const) {
+        const headers = { 'idempotency-key': randomUUID() };
+        expectError(await h.request(method, path, { body, headers }), 400, 'validation_error', param);
+      }
+    });
+
+    it('a schema whose $ref cycles through itself is compiled and answered, not a stack overflow', async () => {
+      const schema = {
+        type: 'object',
+        $defs: {
+          node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } } },
+          loop: { $ref: '#/$defs/loop' },
+        },
+        properties: { head: { $ref: '#/$defs/node' }, spin: { $ref: '#/$defs/loop' } },
+      };
+      for (const [path, body] of [
+        ['/v1/responses', { model: agentId, input: 'hi', text: format('f', schema) }],
+        [
+          '/v1/chat/completions',
+          chat('hi', { response_format: { type: 'json_schema', json_schema: { name: 'f', schema } } }),
+        ],
+      ] as const) {
+        const response = await h.request('POST', path, { body });
+        expect(response.status, response.text).toBeLessThan(500);
+      }
+    });
+  });
+
   describe('webhook URL messages', () => {
     // Without development mode, as deployed.
     let strict: Harness;

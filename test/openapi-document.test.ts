@@ -157,6 +157,33 @@ describe('the OpenAPI document matches the server', () => {
     }
   });
 
+  it('closes the OpenAI request bodies, as the server refuses a field they do not declare', async () => {
+    const [strict, compat] = operation('post', '/v1/responses').requestBody.content['application/json'].schema.anyOf;
+    const chat = operation('post', '/v1/chat/completions').requestBody.content['application/json'].schema;
+    for (const schema of [strict, compat, chat]) expect(schema.additionalProperties).toBe(false);
+    expect(chat.required).toEqual(['model', 'messages']);
+    const agentId = await flow.createAgent();
+    for (const [path, body] of [
+      ['/v1/responses', { model: agentId, input: 'hi', colour: 'blue' }],
+      ['/v1/chat/completions', { model: agentId, messages: [{ role: 'user', content: 'hi' }], colour: 'blue' }],
+    ] as const) {
+      const response = await h.request('POST', path, { body });
+      expect(response.status, response.text).toBe(400);
+      expect(json(response).error).toMatchObject({ param: 'colour', message: "Unknown parameter: 'colour'." });
+    }
+  });
+
+  it('declares the statuses the OpenAI routes answer beyond 400', () => {
+    const declared = (method: string, path: string) => Object.keys(operation(method, path).responses);
+    expect(declared('post', '/v1/responses')).toEqual(expect.arrayContaining(['404', '409', '504']));
+    expect(declared('post', '/v1/chat/completions')).toEqual(expect.arrayContaining(['404', '502', '504']));
+    expect(declared('delete', '/v1/conversations/{conversation_id}/items/{item_id}')).toEqual(
+      expect.arrayContaining(['404', '409']),
+    );
+    expect(declared('get', '/v1/models/{id}')).toContain('404');
+    expect(declared('post', '/v1/responses/input_tokens')).toEqual(expect.arrayContaining(['400', '404']));
+  });
+
   it('gives webhook url the uri format and its length limit', () => {
     const body = operation('post', '/v1/webhook_endpoints').requestBody.content['application/json'].schema;
     expect(body.properties.url).toMatchObject({ type: 'string', format: 'uri', maxLength: 2048 });

@@ -115,7 +115,6 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
 
   it('applies or refuses, naming it, every field it cannot honour with the value sent', async () => {
     const refused: [Json, string, string][] = [
-      [{ truncation: 'auto' }, 'truncation', 'sent whole'],
       [{ prompt: { id: 'pmpt_1' } }, 'prompt', 'instructions'],
       [{ service_tier: 'flex' }, 'service_tier', 'one tier'],
       [{ top_logprobs: 2 }, 'top_logprobs', 'logprobs'],
@@ -141,6 +140,10 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
       const response = await post(fields);
       expect(response.status, response.text).toBe(200);
     }
+    // truncation is honoured and echoed; absent, the agent's context policy (truncation: "auto") is echoed.
+    expect(json(await post({ truncation: 'auto' }))).toMatchObject({ status: 'completed', truncation: 'auto' });
+    expect(json(await post({ truncation: 'disabled' }))).toMatchObject({ status: 'completed', truncation: 'disabled' });
+    expect(json(await post({})).truncation).toBe('auto');
   });
 
   it('lets an API key fix the mode, for SDKs and other clients alike', async () => {

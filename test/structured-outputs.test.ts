@@ -6,8 +6,6 @@
  * format reaches a provider as `response_format` and that a reply not matching it fails the turn with
  * `invalid_output`. Once per dialect.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import {
@@ -24,7 +22,7 @@ import { zodTextFormat } from 'openai/helpers/zod';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type Responder, textReply } from './helpers/chat-completions-stub.ts';
+import { type Stub, startStub, textReply } from './helpers/chat-completions-stub.ts';
 import { flows } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 
@@ -46,31 +44,6 @@ const PERSON_SCHEMA = {
 };
 const PERSON_FORMAT = { type: 'json_schema', name: 'person', schema: PERSON_SCHEMA, strict: true };
 
-interface Stub {
-  server: Server;
-  url: string;
-  bodies: Record<string, unknown>[];
-  responders: Responder[];
-}
-
-async function startStub(): Promise<Stub> {
-  const stub: Stub = { server: createServer(), url: '', bodies: [], responders: [] };
-  stub.server.on('request', (request, response) => {
-    let text = '';
-    request.setEncoding('utf8');
-    request.on('data', (data: string) => {
-      text += data;
-    });
-    request.on('end', () => {
-      stub.bodies.push(JSON.parse(text));
-      void (stub.responders.shift() ?? textReply(['{}']))(response);
-    });
-  });
-  await new Promise<void>((resolve) => stub.server.listen(0, '127.0.0.1', resolve));
-  stub.url = `http://127.0.0.1:${(stub.server.address() as AddressInfo).port}/v1`;
-  return stub;
-}
-
 describe.each(dialects())('structured outputs (%s)', (dialect) => {
   let h: Harness;
   let stub: Stub;
@@ -90,8 +63,7 @@ describe.each(dialects())('structured outputs (%s)', (dialect) => {
   });
   afterAll(async () => {
     await h.close();
-    stub.server.closeAllConnections();
-    await new Promise((resolve) => stub.server.close(resolve));
+    await stub.close();
   });
   beforeEach(() => {
     stub.bodies.length = 0;

@@ -11,6 +11,19 @@ import type { ResponseFormat } from '../models/types.ts';
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * A 400 naming `param` unless `schema` compiles as a structured-output schema (bounded in size and depth, no
+ * pattern that may backtrack catastrophically, no reference it cannot resolve locally).
+ */
+export function checkOutputSchema(schema: Record<string, unknown>, param: string): void {
+  try {
+    compileOutputSchema(schema);
+  } catch (error) {
+    if (!(error instanceof OutputSchemaError)) throw error;
+    throw validationError(param, `${param} ${error.message}`);
+  }
+}
+
 /** The format `value` asks for (null: free text), or a 400 naming the field under `param`. */
 export function parseResponseFormat(value: unknown, param: string): ResponseFormat | null {
   if (!isJsonObject(value)) throw validationError(param, `${param} must be an object`);
@@ -26,12 +39,7 @@ export function parseResponseFormat(value: unknown, param: string): ResponseForm
   if (!isJsonObject(schema) || schema.type !== 'object') {
     throw validationError(`${param}.schema`, `${param}.schema must be a JSON Schema object with "type": "object"`);
   }
-  try {
-    compileOutputSchema(schema);
-  } catch (error) {
-    if (!(error instanceof OutputSchemaError)) throw error;
-    throw validationError(`${param}.schema`, `${param}.schema ${error.message}`);
-  }
+  checkOutputSchema(schema, `${param}.schema`);
   return {
     type: 'json_schema',
     name,

@@ -26,10 +26,19 @@ import { outputViolation } from '../lib/output-schema.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { chatSpanId, outgoingTraceparent } from '../lib/trace-context.ts';
 import { costMicros } from '../models/pricing.ts';
-import type { ModelSettings, ResponseFormat, ToolCall, Usage } from '../models/types.ts';
+import {
+  type ContextMessage,
+  ModelError,
+  type ModelSettings,
+  type ResponseFormat,
+  type ToolCall,
+  type ToolSpec,
+  type Usage,
+} from '../models/types.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
+import { contextRoom, fittedContext, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
 import { stepItemEvents, textDeltaEvent } from './step-events.ts';
 import { instructionsWithTools, toolSpecs } from './tools.ts';
@@ -76,7 +85,9 @@ const callsLeft = (settings: ModelSettings | undefined, made: number): number =>
 /**
  * Calls the model for the step `trace` describes, streaming its text to live listeners, and counts the call. `made`
  * is the count of tool calls the turn made so far: once it reaches the turn's `maxToolCalls`, the model is offered
- * no tools, so it answers.
+ * no tools, so it answers. The context is fitted to the model's window (context-window.ts); when the provider
+ * still refuses it as too long, it is fitted to a smaller room and the call is made once more. No tool has run in
+ * the step yet (its calls run once it is stored), so the retry repeats nothing.
  */
 export async function callModel(
   turn: Turn,
@@ -84,7 +95,42 @@ export async function callModel(
   context: ContextBuilder,
   made: number,
 ): Promise<StepOutput> {
-  const { deps, agent, tools, message } = turn;
+  const frame = {
+    instructions: instructionsWithTools(turn.agent.instructions, turn.tools),
+    tools: stepTools(turn, made),
+  };
+  const whole = context.build(await attachedFiles(turn, context.attachmentIds()));
+  const room = contextRoom(turn, frame);
+  const fitted = fittedContext(whole, room);
+  let sent = fitted;
+  let output: StepOutput;
+  try {
+    output = await streamStep(turn, trace, { ...frame, context: fitted.context }, made);
+  } catch (error) {
+    if (!(error instanceof ModelError) || error.code !== 'model_context_exceeded' || room === null) throw error;
+    turn.deps.logger.warn(
+      { room, sent: fitted.tokens },
+      'the provider refused the context as too long: fitting it smaller',
+    );
+    sent = fittedContext(whole, smallerRoom(turn, frame, error, fitted.tokens));
+    output = await streamStep(turn, trace, { ...frame, context: sent.context }, made);
+  }
+  if (room !== null) learnInputCount(turn, frame, sent.tokens, output.usage.inputTokens);
+  return output;
+}
+
+/** The tools a step offers: none once the turn's `maxToolCalls` are used up, so the model answers. */
+const stepTools = (turn: Turn, made: number): ToolSpec[] =>
+  callsLeft(turn.settings, made) === 0 ? [] : toolSpecs(turn.tools);
+
+/** One model call of a step with `parts`: its text streamed to live listeners, its calls and usage collected. */
+async function streamStep(
+  turn: Turn,
+  trace: StepTrace,
+  parts: StepFrame & { context: ContextMessage[] },
+  made: number,
+): Promise<StepOutput> {
+  const { deps, agent, message } = turn;
   const { step } = trace;
   const adapter = deps.models.adapter(agent.model);
   const traceparent = outgoingTraceparent(turn.trace, chatSpanId(message.run_id, step), deps.runExporter !== undefined);
@@ -92,12 +138,9 @@ export async function callModel(
   const chunks: number[] = [];
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
-  const files = await attachedFiles(turn, context.attachmentIds());
   for await (const event of adapter.stream({
     model: agent.model,
-    instructions: instructionsWithTools(agent.instructions, tools),
-    context: context.build(files),
-    tools: callsLeft(turn.settings, made) === 0 ? [] : toolSpecs(tools),
+    ...parts,
     ...(turn.settings === undefined ? {} : { settings: turn.settings }),
     ...(turn.responseFormat === undefined ? {} : { responseFormat: turn.responseFormat }),
     signal: turn.signal,

@@ -17,6 +17,7 @@ import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { RunTrace } from '../lib/trace-context.ts';
+import type { ContextPolicy } from '../models/context-fit.ts';
 import type { ModelRegistry } from '../models/registry.ts';
 import type { ModelSettings, ResponseFormat } from '../models/types.ts';
 import type { Metrics } from '../observability/metrics-types.ts';
@@ -110,6 +111,8 @@ export interface Turn extends TurnContext {
   readonly responseFormat: ResponseFormat | undefined;
   /** The tools resolved once at the turn's start (src/tools/). */
   readonly tools: TurnTools;
+  /** How each step keeps its context within the model's window (the message's own, else the agent's). */
+  readonly contextPolicy: ContextPolicy;
 }
 
 export function openTurn(

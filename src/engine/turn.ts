@@ -117,9 +117,10 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
 async function configFor(
   db: Executor,
   message: MessageRow,
-): Promise<Pick<Turn, 'agent' | 'settings' | 'responseFormat'>> {
+): Promise<Pick<Turn, 'agent' | 'settings' | 'responseFormat' | 'contextPolicy'>> {
   const agent = await agentForTurn(db, message);
-  if (message.options === null) return { agent, settings: undefined, responseFormat: undefined };
+  const contextPolicy = agent.contextPolicy;
+  if (message.options === null) return { agent, settings: undefined, responseFormat: undefined, contextPolicy };
   const options = parseJsonColumn(message.options, isMessageOptions, 'messages.options');
   const extra = options.tools ?? [];
   const names = new Set(extra.map((tool) => tool.name));
@@ -136,6 +137,7 @@ async function configFor(
     settings: options.settings,
     // Fixed at accept (the message's own or the agent's then): a later agent version does not change it.
     responseFormat: options.responseFormat ?? undefined,
+    contextPolicy: options.contextPolicy ?? contextPolicy,
   };
 }
 

@@ -8,7 +8,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/app-error.ts';
 import { type ErrorCode, errorCatalog } from '../errors/catalog.ts';
 import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
-import { describeValidationError } from './validation.ts';
+import { describeValidationError, isUnknownTopLevelField, unknownParameter } from './validation.ts';
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; type: string; param: string | null };
@@ -121,7 +121,11 @@ export function handleError(error: FastifyError | AppError | Error, request: Fas
         { ...first, instancePath: first.instancePath, schemaPath: first.schemaPath, params: first.params ?? {} },
         fastifyError.validationContext,
       );
-      return send(reply, 'validation_error', problem.message, problem.param);
+      const openai =
+        request.routeOptions.config?.openaiParameters === true &&
+        fastifyError.validationContext === 'body' &&
+        isUnknownTopLevelField(first);
+      return send(reply, 'validation_error', openai ? unknownParameter(problem.param) : problem.message, problem.param);
     }
   }
   const known = fromFastify(fastifyError);

@@ -8,7 +8,13 @@ import { AGENTS_LISTED, quoted } from '../domain/responses/response-request.ts';
 import { validationError } from '../errors/app-error.ts';
 import type { CompatMode } from './client-mode.ts';
 import { ResponseCreateCompat, ResponseCreateStrict } from './schemas/responses.ts';
-import { createValidatorCompiler, describeValidationError, requestPartSchema } from './validation.ts';
+import {
+  createValidatorCompiler,
+  describeValidationError,
+  isUnknownTopLevelField,
+  requestPartSchema,
+  unknownParameter,
+} from './validation.ts';
 
 const COMPAT_HINT = 'send the header `Agentry-Compat: openai` (OpenAI compatibility mode) to have it accepted';
 
@@ -80,7 +86,8 @@ export function validateResponseBody(body: unknown, mode: CompatMode): void {
     'body',
   );
   const { param } = problem;
-  if (param === 'model') throw validationError('model', modelProblem(at(body, '/model')));
+  if (param === 'model' && error.keyword !== 'unicode')
+    throw validationError('model', modelProblem(at(body, '/model')));
   const value =
     error.keyword === 'enum' || error.keyword === 'const' ? JSON.stringify(at(body, error.instancePath)) : null;
   const refused = error.keyword === 'additionalProperties' || error.keyword === 'false schema' || value !== null;
@@ -89,6 +96,7 @@ export function validateResponseBody(body: unknown, mode: CompatMode): void {
     const what = `${param}${value === null ? '' : ` ${value}`}${note === undefined ? '' : ` (${note})`}`;
     throw validationError(param, `${what} is not part of the strict Responses body; ${COMPAT_HINT}`);
   }
+  if (mode === 'openai' && isUnknownTopLevelField(error)) throw validationError(param, unknownParameter(param));
   if (error.keyword === 'false schema') throw validationError(param, `${param} is not a recognised field`);
   throw validationError(param, problem.message);
 }

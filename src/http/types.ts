@@ -19,6 +19,8 @@ declare module 'fastify' {
     public?: boolean;
     /** True for /healthz and /readyz: they answer at once while the server starts (503), where others wait. */
     probe?: boolean;
+    /** True for OpenAI-wire routes: an unknown top-level body field is answered as OpenAI does ("Unknown parameter"). */
+    openaiParameters?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;

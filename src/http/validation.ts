@@ -155,6 +155,13 @@ export interface FieldProblem {
   message: string;
 }
 
+/** OpenAI's wording for a top-level body field it does not know (param: the field). */
+export const unknownParameter = (field: string) => `Unknown parameter: '${field}'.`;
+
+/** Whether an Ajv error is a top-level field the schema does not declare. */
+export const isUnknownTopLevelField = (error: { keyword: string; instancePath: string }) =>
+  error.keyword === 'additionalProperties' && error.instancePath === '';
+
 /** Turns the first Ajv error into a param name and a sentence that starts with it. */
 export function describeValidationError(error: ErrorObject, context: string | undefined): FieldProblem {
   const base = pointerToParam(error.instancePath);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../config.ts';
 import { BUILTIN_MODELS, createModelCatalogue, DEFAULT_MODEL_ENTRY, type ModelEntry } from './catalogue.ts';
+import { modelWindowOf } from './context-window.ts';
 
 /** The rows of the table under `## Model catalogue` in docs/models.md. */
 function documentedModels(): Record<string, ModelEntry> {
@@ -70,6 +71,13 @@ describe('model catalogue', () => {
       source: 'builtin',
     });
     expect(createModelCatalogue().info('scripted').source).toBe('builtin');
+  });
+
+  it("gives the context fitting each model's window and output limit, AGENTRY_CONTEXT_WINDOW over every window", () => {
+    expect(modelWindowOf('openai/gpt-4o', 0)).toEqual({ contextWindow: 128_000, maxOutputTokens: 16_384 });
+    expect(modelWindowOf('anthropic/claude-haiku-4-5', 0)).toEqual({ contextWindow: 200_000, maxOutputTokens: 64_000 });
+    expect(modelWindowOf('ollama/llama3', 0)).toEqual({ contextWindow: 128_000, maxOutputTokens: 4_096 });
+    expect(modelWindowOf('openai/gpt-4o', 50_000)).toEqual({ contextWindow: 50_000, maxOutputTokens: 16_384 });
   });
 
   it('gives unknown models the defaults, unpriced', () => {

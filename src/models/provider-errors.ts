@@ -44,9 +44,27 @@ export function fromStatus(
   if (status === 429) return new ModelError('model_rate_limited', message, retriable);
   if (classifyHttpStatus(status)) return new ModelError('model_unavailable', message, retriable);
   if (status === 400 || status === 404 || status === 413 || status === 422) {
-    return new ModelError('model_bad_request', message, base);
+    return new ModelError(contextExceeded(detail) ? 'model_context_exceeded' : 'model_bad_request', message, base);
   }
   return new ModelError('model_error', message, base);
+}
+
+/**
+ * Whether a refusal says the request was longer than the model's context window: OpenAI's
+ * `context_length_exceeded` ("This model's maximum context length is N tokens…"), and the wording of other
+ * providers that follow it (Anthropic's "prompt is too long", vLLM's and others' "context length").
+ */
+export function contextExceeded(detail: string): boolean {
+  return /context_length_exceeded|maximum context length|context length|prompt is too long|context window/i.test(
+    detail,
+  );
+}
+
+/** The window a context-exceeded message states ("maximum context length is 8192 tokens"), or null. */
+export function statedContextLimit(message: string): number | null {
+  const found = /maximum context length is (\d+) tokens/i.exec(message);
+  const limit = found === null ? Number.NaN : Number(found[1]);
+  return Number.isSafeInteger(limit) && limit > 0 ? limit : null;
 }
 
 /** The request never got an answer (refused, reset, timed out) or the connection broke while the answer streamed. */

@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config.ts';
+import { type ModelWindow, modelWindowOf } from './context-window.ts';
 import type { ModelAdapterOptions } from './retrying-stream.ts';
 import { createScriptedModel } from './scripted.ts';
 import { type ModelAdapter, ModelError } from './types.ts';
@@ -51,9 +52,12 @@ export interface ModelRegistry {
    * missing provider API key is reported by the adapter's first call (same code, naming the variable).
    */
   adapter(modelId: string): ModelAdapter;
+  /** The context window a step's context is fitted to, and the output the model may produce (context-window.ts). */
+  window(modelId: string): ModelWindow;
 }
 
-export type ModelRegistryConfig = Pick<Config, 'providers' | 'openaiApiKey' | 'anthropicApiKey'>;
+export type ModelRegistryConfig = Pick<Config, 'providers' | 'openaiApiKey' | 'anthropicApiKey'> &
+  Partial<Pick<Config, 'contextWindow'>>;
 
 export function createModelRegistry(config: ModelRegistryConfig, options: ModelAdapterOptions = {}): ModelRegistry {
   const providers = ['openai', 'anthropic', 'scripted', ...Object.keys(config.providers)];
@@ -112,6 +116,7 @@ export function createModelRegistry(config: ModelRegistryConfig, options: ModelA
   ];
 
   return {
+    window: (modelId) => modelWindowOf(modelId, config.contextWindow ?? 0),
     providers: () => [...providers],
     problem,
     credentialProblem: (modelId) => {

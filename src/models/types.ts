@@ -143,6 +143,7 @@ export const MODEL_ERROR_CODES = [
   'model_bad_request',
   'model_not_configured',
   'model_timeout',
+  'model_context_exceeded',
 ] as const;
 export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
 

@@ -61,6 +61,8 @@ export interface AgentsTable {
   tool_approvals: string | null;
   /** JSON ResponseFormat of the agent's replies, or null for free text. */
   output_format: ColumnType<string | null, string | null | undefined, string | null>;
+  /** How turns keep their context within the model's window (`truncation`, `none`); null in older rows: truncation. */
+  context_policy: ColumnType<string | null, string | null | undefined, string | null>;
   is_default: number;
   version: number;
   workspace_provisioned_at: Millis | null;

@@ -1391,6 +1391,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1532,6 +1537,11 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /**
+                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @enum {string}
+                         */
+                        contextPolicy?: "truncation" | "none";
                         description?: string;
                         instructions?: string;
                         maxSteps?: number;
@@ -1627,6 +1637,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1828,6 +1843,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -2076,6 +2096,11 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /**
+                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @enum {string}
+                         */
+                        contextPolicy?: "truncation" | "none";
                         description?: string | null;
                         instructions?: string;
                         maxSteps?: number;
@@ -2171,6 +2196,11 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -2652,14 +2682,13 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            /** @description OpenAI Chat Completions request; fields not declared here are accepted and ignored (docs/chat-completions.md) */
+            /** @description OpenAI Chat Completions request; a field not declared here is refused ("Unknown parameter: 'x'.", docs/chat-completions.md) */
             requestBody: {
                 content: {
                     "application/json": {
                         /** @description Not supported: null only */
                         audio?: unknown;
-                        /** @description Not supported: 0 or null only */
-                        frequency_penalty?: unknown;
+                        frequency_penalty?: number | null;
                         /** @description Not supported: null only (use tool_choice) */
                         function_call?: unknown;
                         /** @description Not supported: null only (use tools) */
@@ -2683,11 +2712,11 @@ export interface paths {
                         model: string;
                         /** @description Only 1: one choice is generated */
                         n?: number | null;
+                        /** @description false: at most one tool call per model step (the first; others are not run) */
                         parallel_tool_calls?: boolean | null;
                         /** @description Not supported: null only */
                         prediction?: unknown;
-                        /** @description Not supported: 0 or null only */
-                        presence_penalty?: unknown;
+                        presence_penalty?: number | null;
                         prompt_cache_key?: string | null;
                         /** @description Not supported: null only (the agent sets its model) */
                         reasoning_effort?: unknown;
@@ -2728,8 +2757,6 @@ export interface paths {
                         verbosity?: unknown;
                         /** @description Not supported: null only (give the agent a web search tool instead) */
                         web_search_options?: unknown;
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -5492,7 +5519,7 @@ export interface paths {
                         /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
                         store?: boolean;
                         stream?: boolean;
-                    } | ({
+                    } | {
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
                         /** @description Refused unless null: nothing is compacted */
@@ -5554,14 +5581,12 @@ export interface paths {
                         top_logprobs?: number | null;
                         top_p?: number | null;
                         /**
-                         * @description disabled (the conversation is sent whole); auto is refused
+                         * @description auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)
                          * @enum {unknown}
                          */
                         truncation?: "disabled" | "auto" | null;
                         user?: string | null;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             responses: {
@@ -6390,7 +6415,7 @@ export interface paths {
                         /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
                         store?: boolean;
                         stream?: boolean;
-                    } | ({
+                    } | {
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
                         /** @description Refused unless null: nothing is compacted */
@@ -6452,14 +6477,12 @@ export interface paths {
                         top_logprobs?: number | null;
                         top_p?: number | null;
                         /**
-                         * @description disabled (the conversation is sent whole); auto is refused
+                         * @description auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)
                          * @enum {unknown}
                          */
                         truncation?: "disabled" | "auto" | null;
                         user?: string | null;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             responses: {

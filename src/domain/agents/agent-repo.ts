@@ -1,7 +1,7 @@
 /** Agent rows in and out of storage. Every function takes a database handle or an open transaction. */
 
 import { iso } from '../../lib/clock.ts';
-import { isArrayOf } from '../../lib/guards.ts';
+import { isArrayOf, isOneOf } from '../../lib/guards.ts';
 import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
@@ -10,6 +10,9 @@ import type { AgentRow, NewAgentRow } from '../../storage/schema.ts';
 import {
   type Agent,
   type AgentConfig,
+  CONTEXT_POLICIES,
+  type ContextPolicy,
+  DEFAULT_CONTEXT_POLICY,
   DEFAULT_TOOL_APPROVALS,
   isClientTool,
   isMcpServer,
@@ -32,6 +35,11 @@ function outputFormatOf(text: string | null): ResponseFormat | null {
   return text === null ? null : parseJsonColumn(text, isResponseFormat, 'agents.output_format');
 }
 
+/** The stored context policy (rows written before context policies existed have none: the default). */
+function contextPolicyOf(value: string | null): ContextPolicy {
+  return isOneOf(CONTEXT_POLICIES, value) ? value : DEFAULT_CONTEXT_POLICY;
+}
+
 export function agentFromRow(row: AgentRow): Agent {
   return {
     id: row.id,
@@ -50,6 +58,7 @@ export function agentFromRow(row: AgentRow): Agent {
         : parseJsonColumn(row.network_policy, isNetworkPolicy, 'agents.network_policy'),
     toolApprovals: toolApprovalsOf(row.tool_approvals),
     outputFormat: outputFormatOf(row.output_format),
+    contextPolicy: contextPolicyOf(row.context_policy),
     isDefault: row.is_default === 1,
     version: row.version,
     createdAt: iso(row.created_at),
@@ -70,12 +79,13 @@ export function configColumns(config: AgentConfig) {
     network_policy: config.networkPolicy === null ? null : JSON.stringify(config.networkPolicy),
     tool_approvals: JSON.stringify(config.toolApprovals),
     output_format: config.outputFormat === null ? null : JSON.stringify(config.outputFormat),
+    context_policy: config.contextPolicy,
   };
 }
 
 export function configOf(agent: Agent): AgentConfig {
   const { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy } = agent;
-  const { toolApprovals, outputFormat } = agent;
+  const { toolApprovals, outputFormat, contextPolicy } = agent;
   return {
     name,
     description,
@@ -88,6 +98,7 @@ export function configOf(agent: Agent): AgentConfig {
     networkPolicy,
     toolApprovals,
     outputFormat,
+    contextPolicy,
   };
 }
 
@@ -158,5 +169,6 @@ export async function findAgentVersion(
     ...config,
     toolApprovals: config.toolApprovals ?? toolApprovalsOf(null),
     outputFormat: config.outputFormat ?? null,
+    contextPolicy: config.contextPolicy ?? DEFAULT_CONTEXT_POLICY,
   };
 }

@@ -31,7 +31,7 @@ import type {
   NetworkPolicyInput,
   ToolApprovals,
 } from './agent-types.ts';
-import { DEFAULT_MAX_STEPS } from './agent-types.ts';
+import { DEFAULT_CONTEXT_POLICY, DEFAULT_MAX_STEPS } from './agent-types.ts';
 import { checkAgentConfig, parseMcpServers, type ValidationContext } from './agent-validation.ts';
 
 export interface AgentServiceDeps {
@@ -111,6 +111,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       networkPolicy: input.networkPolicy === undefined ? null : networkPolicy(input.networkPolicy),
       toolApprovals: input.toolApprovals === undefined ? toolApprovalsOf(null) : toolApprovals(input.toolApprovals),
       outputFormat: outputFormat(input.outputFormat),
+      contextPolicy: input.contextPolicy ?? DEFAULT_CONTEXT_POLICY,
     };
     checkAgentConfig(config, validation);
     return config;
@@ -256,6 +257,7 @@ export function createAgentService(deps: AgentServiceDeps) {
                 : networkPolicy(input.networkPolicy),
           toolApprovals: input.toolApprovals === undefined ? current.toolApprovals : toolApprovals(input.toolApprovals),
           outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
+          contextPolicy: input.contextPolicy ?? current.contextPolicy,
         };
         checkAgentConfig(next, validation);
         if (row.workspace_provisioned_at !== null) {

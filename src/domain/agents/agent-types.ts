@@ -1,5 +1,6 @@
 /** The Agent as the API speaks it (DESIGN section 5), and the inputs that create and change it. */
-import { isAbsentOr, isArrayOf, isJsonObject, isNullableString } from '../../lib/guards.ts';
+import { isAbsentOr, isArrayOf, isJsonObject, isNullableString, isOneOf } from '../../lib/guards.ts';
+import { CONTEXT_POLICIES, type ContextPolicy } from '../../models/context-fit.ts';
 import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
 import {
   type AgentToolConfig,
@@ -14,6 +15,7 @@ import {
   type ToolApprovals,
 } from '../../tools/tool-config.ts';
 
+export { CONTEXT_POLICIES, type ContextPolicy, DEFAULT_CONTEXT_POLICY } from '../../models/context-fit.ts';
 export {
   type AgentToolConfig,
   APPROVAL_MODES,
@@ -45,15 +47,18 @@ export interface AgentConfig extends AgentToolConfig {
   maxSteps: number;
   /** The structure of the agent's replies when a message asks for none (docs/agents.md); null for free text. */
   outputFormat: ResponseFormat | null;
+  /** How a turn keeps its context within the model's window (docs/context.md). */
+  contextPolicy: ContextPolicy;
 }
 
 /**
  * An AgentConfig as `agent_versions.config` holds it: versions written before approvals or output formats existed
  * have none.
  */
-export type StoredAgentConfig = Omit<AgentConfig, 'toolApprovals' | 'outputFormat'> & {
+export type StoredAgentConfig = Omit<AgentConfig, 'toolApprovals' | 'outputFormat' | 'contextPolicy'> & {
   toolApprovals?: ToolApprovals;
   outputFormat?: ResponseFormat | null;
+  contextPolicy?: ContextPolicy;
 };
 
 export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig {
@@ -69,7 +74,8 @@ export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig 
     isArrayOf(value.skills, isSkill) &&
     (value.networkPolicy === null || isNetworkPolicy(value.networkPolicy)) &&
     isAbsentOr(value.toolApprovals, isToolApprovals) &&
-    isAbsentOr(value.outputFormat, (format) => format === null || isResponseFormat(format))
+    isAbsentOr(value.outputFormat, (format) => format === null || isResponseFormat(format)) &&
+    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy))
   );
 }
 
@@ -98,6 +104,7 @@ export interface AgentCreateInput {
   toolApprovals?: ToolApprovals;
   /** The wire shape (domain/output-format.ts); `{type: "text"}` or null for free text. */
   outputFormat?: Record<string, unknown> | null;
+  contextPolicy?: ContextPolicy;
 }
 
 export interface AgentUpdateInput {
@@ -112,6 +119,7 @@ export interface AgentUpdateInput {
   networkPolicy?: NetworkPolicyInput | null;
   toolApprovals?: ToolApprovals;
   outputFormat?: Record<string, unknown> | null;
+  contextPolicy?: ContextPolicy;
 }
 
 export const DEFAULT_MAX_STEPS = 32;

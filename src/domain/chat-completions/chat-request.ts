@@ -7,7 +7,9 @@
  */
 import { validationError } from '../../errors/app-error.ts';
 import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
+import { checkOutputSchema } from '../output-format.ts';
 import { type AgentRef, agentRefOf } from '../responses/agent-ref.ts';
+import { penaltySettings } from '../responses/response-settings.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -59,8 +61,6 @@ const OFF_ONLY: Record<string, { off: (value: unknown) => boolean; why: string }
     off: (value) => value === null || (isRecord(value) && Object.keys(value).length === 0),
     why: 'logit_bias is not supported; remove it',
   },
-  presence_penalty: { off: (value) => value === null || value === 0, why: 'presence_penalty is not supported' },
-  frequency_penalty: { off: (value) => value === null || value === 0, why: 'frequency_penalty is not supported' },
   reasoning_effort: {
     off: (value) => value === null,
     why: "reasoning_effort is not supported: the agent's configuration sets its model",
@@ -83,12 +83,6 @@ const OFF_ONLY: Record<string, { off: (value: unknown) => boolean; why: string }
 function refuseUnsupported(body: Record<string, unknown>): void {
   for (const [field, rule] of Object.entries(OFF_ONLY)) {
     if (body[field] !== undefined && !rule.off(body[field])) throw validationError(field, rule.why);
-  }
-  if (body.parallel_tool_calls === false) {
-    throw validationError(
-      'parallel_tool_calls',
-      'parallel_tool_calls: false is not supported; the model may call several tools at once',
-    );
   }
   if (body.n !== undefined && body.n !== null && body.n !== 1) {
     throw validationError('n', 'n must be 1: one choice is generated per call');
@@ -222,10 +216,12 @@ function responseFormatOf(value: unknown): ResponseFormat | null | undefined {
   if (value.type === 'json_object') return { type: 'json_object' };
   if (value.type !== 'json_schema' || !isRecord(value.json_schema)) return null;
   const spec = value.json_schema;
+  const schema = isRecord(spec.schema) ? spec.schema : {};
+  checkOutputSchema(schema, 'response_format.json_schema.schema');
   const format: ResponseFormat = {
     type: 'json_schema',
     name: stringOr(spec.name, 'response'),
-    schema: isRecord(spec.schema) ? spec.schema : {},
+    schema,
     strict: spec.strict === true,
   };
   const description = stringOr(spec.description, undefined);
@@ -233,7 +229,7 @@ function responseFormatOf(value: unknown): ResponseFormat | null | undefined {
 }
 
 function settingsOf(body: Record<string, unknown>, tools: ToolSpec[]): ModelSettings {
-  const settings: ModelSettings = {};
+  const settings: ModelSettings = penaltySettings(body);
   if (typeof body.temperature === 'number') settings.temperature = body.temperature;
   if (typeof body.top_p === 'number') settings.topP = body.top_p;
   const max = body.max_completion_tokens ?? body.max_tokens;

@@ -18,14 +18,19 @@ import type { Agent } from '../agents/agent-types.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import { afterCommit, type SessionEvent } from '../outbox.ts';
 import { AGENTS_LISTED, resolveAgentId } from '../responses/agent-ref.ts';
-import { finalResponse, type ResponseStreamEvent, responseEvents } from '../responses/response-stream.ts';
+import {
+  finalResponse,
+  type ResponseStreamEvent,
+  responseEvents,
+  storedResponseEvents,
+} from '../responses/response-stream.ts';
 import type { ResponseObject } from '../responses/response-view.ts';
 import { markCreated } from '../sessions/new-sessions.ts';
 import { acceptMessage, type HistoryItem, type MessageOptions, type ToolWarnings } from '../turns/accept.ts';
 import { completeHandedBackTurn } from '../turns/client-outputs.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
-import { createSession } from '../turns/session-rows.ts';
+import { createHiddenSession } from '../turns/session-rows.ts';
 import type { TurnHooks } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import type { ChatEntry, ChatRequest } from './chat-request.ts';
@@ -62,6 +67,9 @@ export interface StartedCompletion {
   events: AsyncIterable<ResponseStreamEvent>;
 }
 
+/** How long a turn whose request is over is followed to hand it back (a turn rarely runs that long). */
+const FOLLOW_LIMIT_MS = 6 * 3600_000;
+
 /** A user message's attachments with the param each came from (checked in the accepting transaction). */
 type Attached = { attachment: Attachment; param: string }[];
 
@@ -95,7 +103,7 @@ function optionsOf(request: ChatRequest): MessageOptions {
       toolChoice: request.settings.toolChoice ?? 'auto',
       temperature: request.settings.temperature ?? null,
       topP: request.settings.topP ?? null,
-      parallelToolCalls: true,
+      parallelToolCalls: request.settings.parallelToolCalls ?? true,
       safetyIdentifier: request.endUser,
     },
   };
@@ -146,16 +154,7 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       for (const { attachment, param } of attached.flat()) {
         attachment.kind = await deps.checkAttachment(trx, orgId, attachment, param);
       }
-      await createSession(trx, {
-        id: sessionId,
-        org_id: orgId,
-        agent_id: agent.id,
-        title: null,
-        status: 'idle',
-        created_at: now,
-        updated_at: now,
-        hidden: 1,
-      });
+      await createHiddenSession(trx, { id: sessionId, orgId, agentId: agent.id, title: null, now });
       markCreated(trx, sessionId);
       const { history, text, attachments } = splitConversation(request.entries, attached);
       const agentOf = (inner: Executor, id: string): Promise<Agent> =>
@@ -177,8 +176,13 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
     });
   }
 
+  /** The completions whose turn was handed back (or left as it ended): nothing more to do once their request is over. */
+  const settled = new WeakSet<MessageRow>();
+
   /** A turn that stopped for the client's tool calls ends here: their outputs come with the next call. */
   async function handBack(message: MessageRow, response: ResponseObject): Promise<void> {
+    if (settled.has(message)) return;
+    settled.add(message);
     // An approval nobody can give here: the turn is cancelled rather than left waiting in a session nobody sees.
     if (approvalWaitedFor(response) !== undefined) {
       await deps.messages.cancelMessage(message.org_id, message.id);
@@ -229,6 +233,19 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       const response = await finalResponse(started.events, timeoutMs, late);
       await handBack(message, response);
       return completionOf(response, started.header, message.run_id);
+    },
+
+    /**
+     * Once the request is over, however it ended (answered, client gone, timed out): a turn not handed back yet is
+     * followed to its end from its stored events, then handed back, so none is left waiting for calls nobody will
+     * answer. Resolves when that is done; its failures are the caller's to log.
+     */
+    async settle(started: StartedCompletion): Promise<void> {
+      const { message } = started;
+      if (settled.has(message)) return;
+      const events = await storedResponseEvents(deps, message, { vendorEvents: false, startingAfter: null });
+      const late = `the turn of chatcmpl-${message.id} did not end within ${FOLLOW_LIMIT_MS} ms of its request`;
+      await handBack(message, await finalResponse(events, FOLLOW_LIMIT_MS, late));
     },
 
     /** The completion as `chat.completion.chunk`s (see chat-view.ts). */

@@ -8,15 +8,18 @@
  */
 import { validationError } from '../../errors/app-error.ts';
 import { isUuid } from '../../lib/ids.ts';
+import type { ContextPolicy } from '../../models/context-fit.ts';
 import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
 import { parseResponseFormat } from '../output-format.ts';
 import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import { type AgentRef, agentRefOf } from './agent-ref.ts';
 import {
+  contextPolicyOf,
   metadataOf,
   optionalNumber,
   optionalString,
+  penaltySettings,
   reasoning,
   refuseUnsupported,
   toolChoice,
@@ -62,6 +65,8 @@ export interface ResponseRequest {
   settings: ModelSettings;
   /** `text.format` (compatibility mode): null asks for free text; absent leaves the agent's output format. */
   responseFormat?: ResponseFormat | null;
+  /** `truncation` (compatibility mode): absent leaves the agent's context policy. */
+  contextPolicy?: ContextPolicy;
   metadata: Record<string, string>;
   /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
@@ -277,24 +282,20 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     };
   }
   refuseUnsupported(body);
-  const settings: ModelSettings = {};
+  const settings: ModelSettings = penaltySettings(body);
   const temperature = optionalNumber(body.temperature);
   const topP = optionalNumber(body.top_p);
   const maxOutput = optionalNumber(body.max_output_tokens);
   const maxToolCalls = optionalNumber(body.max_tool_calls);
   const topLogprobs = optionalNumber(body.top_logprobs);
-  const presencePenalty = optionalNumber(body.presence_penalty);
-  const frequencyPenalty = optionalNumber(body.frequency_penalty);
   if (temperature !== undefined) settings.temperature = temperature;
   if (topP !== undefined) settings.topP = topP;
   if (maxOutput !== undefined) settings.maxOutputTokens = Math.floor(maxOutput);
-  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
-  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
   if (maxToolCalls !== undefined) settings.maxToolCalls = Math.floor(maxToolCalls);
-  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const format = isRecord(body.text) ? body.text.format : undefined;
+  const policy = contextPolicyOf(body.truncation);
   const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]
     .filter((part) => part !== '')
     .join('\n\n');
@@ -310,6 +311,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     tools: tools(body.tools),
     settings,
     ...(format === undefined || format === null ? {} : { responseFormat: parseResponseFormat(format, 'text.format') }),
+    ...(policy === undefined ? {} : { contextPolicy: policy }),
     metadata: metadataOf(body.metadata),
     echo: {
       toolChoice: choice.echo,
@@ -318,8 +320,8 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
       topP: topP ?? 1,
       parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : true,
       previousResponseId: previousResponse === null ? null : `resp_${previousResponse}`,
-      presencePenalty: presencePenalty ?? 0,
-      frequencyPenalty: frequencyPenalty ?? 0,
+      presencePenalty: settings.presencePenalty ?? 0,
+      frequencyPenalty: settings.frequencyPenalty ?? 0,
       topLogprobs: topLogprobs === undefined ? 0 : Math.floor(topLogprobs),
       maxOutputTokens: maxOutput === undefined ? null : Math.floor(maxOutput),
       maxToolCalls: maxToolCalls === undefined ? null : Math.floor(maxToolCalls),

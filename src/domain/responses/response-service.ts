@@ -19,7 +19,7 @@ import { decide, findApproval } from '../approvals/approvals.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
-import { afterCommit, lastEventSeq } from '../outbox.ts';
+import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
@@ -34,7 +34,6 @@ import {
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
-import { loadMessage } from '../turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { resolveAgentId } from './agent-ref.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
@@ -42,7 +41,7 @@ import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
 import type { ResponseStreamWireEvent } from './response-events.ts';
 import type { ResponseRequest } from './response-request.ts';
-import { finalResponse, responseEvents } from './response-stream.ts';
+import { finalResponse, responseEvents, storedResponseEvents } from './response-stream.ts';
 import { responseTools } from './response-tools.ts';
 import { loadResponse, type ResponseObject } from './response-view.ts';
 
@@ -104,45 +103,9 @@ function unstored(row: MessageRow): boolean {
   return parseJsonColumn(row.options, isMessageOptions, 'messages.options').echo?.store === false;
 }
 
-/** The seq of the session event right before the first one of the message, from where its events are replayed. */
-async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
-  const first = await db
-    .selectFrom('session_events')
-    .select((eb) => eb.fn.min<number | null>('seq').as('seq'))
-    .where('session_id', '=', message.session_id)
-    .where('message_id', '=', message.id)
-    .executeTakeFirst();
-  return first?.seq === null || first?.seq === undefined ? lastEventSeq(db, message.session_id) : Number(first.seq) - 1;
-}
-
 export function createResponseService(deps: ResponseServiceDeps) {
   const { db, clock } = deps;
   const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
-
-  /** A Response's events from its first stored one (numbered as its own stream numbered them), then live. */
-  async function storedEvents(
-    message: MessageRow,
-    options: { vendorEvents: boolean; startingAfter: number | null },
-  ): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
-    const feed = deps.live.follow(message.session_id);
-    try {
-      // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
-      const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
-      return responseEvents({
-        db,
-        feed,
-        afterSeq: await seqBefore(db, message),
-        message,
-        vendorEvents: options.vendorEvents,
-        release: () => undefined,
-        retrieval: { liveFromStep: steps + 2 },
-        startingAfter: options.startingAfter,
-      });
-    } catch (error) {
-      feed.close();
-      throw error;
-    }
-  }
 
   async function findMessage(executor: Executor, orgId: string, messageId: string): Promise<MessageRow> {
     const row = await liveMessage.first(executor, { orgId, id: messageId });
@@ -329,7 +292,13 @@ export function createResponseService(deps: ResponseServiceDeps) {
           ...(request.tools.length === 0 ? {} : { tools: request.tools }),
           ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
           ...(request.responseFormat === undefined ? {} : { responseFormat: request.responseFormat }),
-          echo: { metadata: request.metadata, ...request.echo, tools: responseTools(agent, request.tools) },
+          ...(request.contextPolicy === undefined ? {} : { contextPolicy: request.contextPolicy }),
+          echo: {
+            metadata: request.metadata,
+            ...request.echo,
+            tools: responseTools(agent, request.tools),
+            truncation: (request.contextPolicy ?? agent.contextPolicy) === 'none' ? 'disabled' : 'auto',
+          },
         },
         bindAgent: agent.id,
       },
@@ -488,7 +457,11 @@ export function createResponseService(deps: ResponseServiceDeps) {
         // An idempotent replay: its turn's events as its own stream numbered them, what is stored, then live.
         feed.close();
         created.release();
-        return { message, replayed, events: await storedEvents(message, { ...options, startingAfter: null }) };
+        return {
+          message,
+          replayed,
+          events: await storedResponseEvents(deps, message, { ...options, startingAfter: null }),
+        };
       }
       // Listening since before this accept: the feed starts right before the turn's first event.
       const events = responseEvents({
@@ -522,7 +495,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     ): Promise<AsyncIterable<ResponseStreamWireEvent>> {
       const message = await findMessage(db, orgId, messageId);
       if (message.source !== 'responses') throw notFound('response', `resp_${messageId}`);
-      return storedEvents(message, options);
+      return storedResponseEvents(deps, message, options);
     },
 
     /**

@@ -4,6 +4,7 @@
  * response-request.ts assembles them.
  */
 import { validationError } from '../../errors/app-error.ts';
+import type { ContextPolicy } from '../../models/context-fit.ts';
 import type { ModelSettings, ToolSpec } from '../../models/types.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -31,6 +32,20 @@ export function tools(value: unknown): ToolSpec[] {
 
 export const optionalNumber = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
 
+/**
+ * The settings Responses and Chat Completions share beyond sampling: `presence_penalty`, `frequency_penalty`, and
+ * `parallel_tool_calls: false` (at most one tool call per model step).
+ */
+export function penaltySettings(body: Record<string, unknown>): ModelSettings {
+  const settings: ModelSettings = {};
+  const presencePenalty = optionalNumber(body.presence_penalty);
+  const frequencyPenalty = optionalNumber(body.frequency_penalty);
+  if (presencePenalty !== undefined) settings.presencePenalty = presencePenalty;
+  if (frequencyPenalty !== undefined) settings.frequencyPenalty = frequencyPenalty;
+  if (body.parallel_tool_calls === false) settings.parallelToolCalls = false;
+  return settings;
+}
+
 export const optionalString = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
 /** `auto` | `none` | `required` | `{type: "function", name}` (OpenAI also accepts `{name}` alone). */
@@ -40,6 +55,16 @@ export function toolChoice(value: unknown): { echo: unknown; setting?: ModelSett
     return { echo: { type: 'function', name: value.name }, setting: { name: value.name } };
   }
   return { echo: 'auto' };
+}
+
+/**
+ * `truncation`: `auto` fits the context to the model's window (the truncation policy), `disabled` sends it whole
+ * (a context too long fails the Response with the provider's error, as at OpenAI); absent or null: the agent's
+ * policy.
+ */
+export function contextPolicyOf(value: unknown): ContextPolicy | undefined {
+  if (value === 'auto') return 'truncation';
+  return value === 'disabled' ? 'none' : undefined;
 }
 
 export function reasoning(value: unknown): { effort: string | null; summary: string | null } {
@@ -70,8 +95,6 @@ export const INCLUDABLE = [
 
 /** Why each field a compatibility-mode body may carry cannot be honoured with this value (null: it can). */
 const UNSUPPORTED: Record<string, (value: unknown) => string | null> = {
-  truncation: (value) =>
-    value === 'auto' ? 'truncation "auto" is not supported: the conversation is sent whole ("disabled")' : null,
   prompt: (value) =>
     value === null ? null : 'prompt templates are not stored here: send the text as instructions or input',
   service_tier: (value) =>

@@ -11,11 +11,12 @@
  * until a persisted event arrives live again, and takes each step's text from the database when the step's
  * persisted events arrive, so every output item is still sent once, whole, in order.
  */
-import type { SessionFeed } from '../../bus/live-hub.ts';
+import type { SessionFeed, StreamHub } from '../../bus/live-hub.ts';
 import { AppError } from '../../errors/app-error.ts';
 import type { LiveSessionEvent, MessageEventData } from '../../events/session-events.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
+import { lastEventSeq } from '../outbox.ts';
 import { type Item, loadCallOutput, loadItem, loadMessageItems } from '../turns/items.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';
@@ -537,5 +538,46 @@ export async function finalResponse(
   } finally {
     clearTimeout(timer);
     await iterator.return?.(undefined);
+  }
+}
+
+/** The seq of the session event right before the first one of the message, from where its events are replayed. */
+async function seqBefore(db: Executor, message: MessageRow): Promise<number> {
+  const first = await db
+    .selectFrom('session_events')
+    .select((eb) => eb.fn.min<number | null>('seq').as('seq'))
+    .where('session_id', '=', message.session_id)
+    .where('message_id', '=', message.id)
+    .executeTakeFirst();
+  return first?.seq === null || first?.seq === undefined ? lastEventSeq(db, message.session_id) : Number(first.seq) - 1;
+}
+
+/**
+ * A Response's events from its first stored one (numbered as its own stream numbered them), then live: for a
+ * retrieval, or to follow a turn to its end once the request that started it is over.
+ */
+export async function storedResponseEvents(
+  deps: { db: Executor; live: StreamHub },
+  message: MessageRow,
+  options: { vendorEvents: boolean; startingAfter: number | null },
+): Promise<AsyncIterableIterator<ResponseStreamWireEvent>> {
+  const { db } = deps;
+  const feed = deps.live.follow(message.session_id);
+  try {
+    // Read after the feed opened: a step after the one in flight now starts after it, its deltas all arrive.
+    const steps = (await loadMessage(db, message.id))?.step_count ?? message.step_count;
+    return responseEvents({
+      db,
+      feed,
+      afterSeq: await seqBefore(db, message),
+      message,
+      vendorEvents: options.vendorEvents,
+      release: () => undefined,
+      retrieval: { liveFromStep: steps + 2 },
+      startingAfter: options.startingAfter,
+    });
+  } catch (error) {
+    feed.close();
+    throw error;
   }
 }

@@ -48,7 +48,8 @@ export interface ResponseObject {
   background: boolean;
   /** The output format the turn ran with, in the wire shape it was asked in (free text: `{type: "text"}`). */
   text: { format: Record<string, unknown> };
-  truncation: 'disabled';
+  /** `auto`: the context was fitted to the model's window; `disabled`: sent whole. */
+  truncation: 'auto' | 'disabled';
   usage: {
     input_tokens: number;
     input_tokens_details: { cached_tokens: number };
@@ -158,7 +159,7 @@ export function projectResponse(
     store: echo?.store ?? true,
     background: echo?.background ?? false,
     text: { format: responseFormatEcho(options.responseFormat) },
-    truncation: 'disabled',
+    truncation: echo?.truncation ?? 'disabled',
     usage: finished
       ? {
           input_tokens: message.input_tokens,

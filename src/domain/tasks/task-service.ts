@@ -18,7 +18,7 @@ import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { isTerminal } from '../turns/message-types.ts';
-import { createSession } from '../turns/session-rows.ts';
+import { createHiddenSession } from '../turns/session-rows.ts';
 import { storedError, taskEvents } from './task-events.ts';
 import {
   isPromptFinished,
@@ -255,16 +255,7 @@ export function createTaskService(deps: TaskServiceDeps) {
             agentId = fallback.id;
           }
           workspaceId = newId();
-          await createSession(trx, {
-            id: workspaceId,
-            org_id: orgId,
-            agent_id: agentId,
-            title: titleOf(input.prompt),
-            status: 'idle',
-            created_at: now,
-            updated_at: now,
-            hidden: 1,
-          });
+          await createHiddenSession(trx, { id: workspaceId, orgId, agentId, title: titleOf(input.prompt), now });
         }
         const attachments: Attachment[] = [];
         for (const [index, file] of (input.files ?? []).entries()) {

@@ -11,10 +11,12 @@ import {
   isNullableNumber,
   isNullableString,
   isNumber,
+  isOneOf,
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
+import { CONTEXT_POLICIES, type ContextPolicy } from '../../models/context-fit.ts';
 import {
   isModelSettings,
   isResponseFormat,
@@ -52,6 +54,8 @@ export interface MessageOptions {
   echo?: ResponseEcho;
   /** A model in place of the agent's for this turn (the older API's per-action config). */
   model?: string;
+  /** How this turn keeps its context within the model's window, in place of the agent's (Responses `truncation`). */
+  contextPolicy?: ContextPolicy;
 }
 
 /** Request settings a Response object repeats (absent fields of older rows take their defaults). */
@@ -78,6 +82,8 @@ export interface ResponseEcho {
   background?: boolean;
   /** false: not retrievable, deleted once answered. Absent in older rows: true. */
   store?: boolean;
+  /** The request's `truncation`, else the agent's policy as it; absent in rows written before it was honoured. */
+  truncation?: 'auto' | 'disabled';
 }
 
 function isResponseEcho(value: unknown): value is ResponseEcho {
@@ -101,7 +107,8 @@ function isResponseEcho(value: unknown): value is ResponseEcho {
       (isJsonObject(reasoning) && isNullableString(reasoning.effort) && isNullableString(reasoning.summary))) &&
     isAbsentOr(value.tools, (tools) => isArrayOf(tools, isJsonObject)) &&
     isAbsentOr(value.background, (flag) => typeof flag === 'boolean') &&
-    isAbsentOr(value.store, (flag) => typeof flag === 'boolean')
+    isAbsentOr(value.store, (flag) => typeof flag === 'boolean') &&
+    isAbsentOr(value.truncation, (mode) => mode === 'auto' || mode === 'disabled')
   );
 }
 
@@ -114,7 +121,8 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
     isAbsentOr(value.settings, isModelSettings) &&
     isAbsentOr(value.responseFormat, (format) => format === null || isResponseFormat(format)) &&
     isAbsentOr(value.echo, isResponseEcho) &&
-    isAbsentOr(value.model, isString)
+    isAbsentOr(value.model, isString) &&
+    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy))
   );
 }
 

@@ -10,6 +10,7 @@
  * from the log kept here when it is read. The logs kept are bounded by an estimate of their size; the least
  * recently used session's log goes first.
  */
+import type { WindowCorrection } from '../../models/context-window.ts';
 import type { Executor } from '../../storage/db.ts';
 import { ContextBuilder, type Item, itemFromRow, loadItemsAfter } from './items.ts';
 
@@ -26,6 +27,8 @@ export interface ContextCache {
    * log's own, advanced by the items added since the last call, so a step does not rebuild the whole history.
    */
   contextOf(items: readonly Item[]): ContextBuilder;
+  /** What the session's steps learnt of each model's token count, by model id (engine/context-window.ts). */
+  readonly corrections: Map<string, WindowCorrection>;
 }
 
 export interface ContextCaches {
@@ -71,6 +74,7 @@ function createSessionLog(sessionId: string, grew: (bytes: number) => void): Ses
   const held = new Set<number>();
   const log: SessionLog = {
     bytes: 0,
+    corrections: new Map(),
     hasApprovalDecisions: () => approvalDecisions,
     async load(db, upToMessageSeq) {
       const rows = await loadItemsAfter(db, sessionId, watermark);

@@ -87,6 +87,15 @@ export async function findMessage(
 /** Kept here for the engine's import (the text now lives beside the items it reads). */
 export { turnText } from './items.ts';
 
+/** The session's unfinished turns, oldest first. */
+const openTurns = (trx: Executor, sessionId: string) =>
+  trx
+    .selectFrom('messages')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('status', 'in', OPEN_STATUSES)
+    .orderBy('seq');
+
 export function createMessageService(deps: MessageServiceDeps) {
   const { db, clock, bus } = deps;
   const listeners: TurnListeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
@@ -99,13 +108,7 @@ export function createMessageService(deps: MessageServiceDeps) {
   async function cancelOpenTurns(trx: Executor, orgId: string, sessionId: string): Promise<void> {
     const now = clock.now();
     await lockOwnSession(trx, orgId, sessionId, now);
-    const open = await trx
-      .selectFrom('messages')
-      .selectAll()
-      .where('session_id', '=', sessionId)
-      .where('status', 'in', OPEN_STATUSES)
-      .orderBy('seq')
-      .execute();
+    const open = await openTurns(trx, sessionId).execute();
     for (const message of open) await cancelTurn({ trx, message, now, ...listeners }, null);
   }
 
@@ -290,14 +293,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       const status = await db.transaction().execute(async (trx) => {
         const now = clock.now();
         await lockOwnSession(trx, orgId, sessionId, now);
-        const active = await trx
-          .selectFrom('messages')
-          .selectAll()
-          .where('session_id', '=', sessionId)
-          .where('status', 'in', OPEN_STATUSES)
-          .orderBy('seq')
-          .limit(1)
-          .executeTakeFirst();
+        const active = await openTurns(trx, sessionId).limit(1).executeTakeFirst();
         if (active === undefined || isTerminal(active.status)) return 'no_turn' as const;
         if (active.status === 'running') {
           await trx.updateTable('messages').set({ cancel_requested: 1 }).where('id', '=', active.id).execute();

@@ -15,6 +15,26 @@ export async function createSession(db: Executor, row: Insertable<SessionsTable>
   await insertSession.run(db, [row]);
 }
 
+/**
+ * Inserts the session behind a feature's turn that no session listing shows (a legacy Task, a workflow run, a
+ * Chat Completions call): idle, hidden, titled as the feature says.
+ */
+export async function createHiddenSession(
+  db: Executor,
+  session: { id: string; orgId: string; agentId: string; title: string | null; now: number },
+): Promise<void> {
+  await createSession(db, {
+    id: session.id,
+    org_id: session.orgId,
+    agent_id: session.agentId,
+    title: session.title,
+    status: 'idle',
+    created_at: session.now,
+    updated_at: session.now,
+    hidden: 1,
+  });
+}
+
 const touchSession = prepare((db, p: { sessionId: string; now: number }) =>
   db.updateTable('sessions').set({ updated_at: p.now }).where('id', '=', p.sessionId),
 );

@@ -24,7 +24,7 @@ import type { Attachment } from '../turns/items.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { isTerminal, type MessageStatus, TERMINAL_STATUSES } from '../turns/message-types.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
-import { createSession } from '../turns/session-rows.ts';
+import { createHiddenSession } from '../turns/session-rows.ts';
 import type { TurnHook } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 
@@ -347,16 +347,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
           attachments.push(attachment);
         }
         sessionId = presetSessionId ?? newId();
-        await createSession(trx, {
-          id: sessionId,
-          org_id: orgId,
-          agent_id: agent.id,
-          title: null,
-          status: 'idle',
-          created_at: now,
-          updated_at: now,
-          hidden: 1,
-        });
+        await createHiddenSession(trx, { id: sessionId, orgId, agentId: agent.id, title: null, now });
         const accepted = await acceptMessage(
           trx,
           { orgId, sessionId, now },

@@ -62,7 +62,7 @@ export function chatCompletionRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/chat/completions',
-    config: { scopes: ['tasks:write', 'tasks:read'] },
+    config: { scopes: ['tasks:write', 'tasks:read'], openaiParameters: true },
     schema: {
       summary: 'Create a chat completion',
       description:
@@ -86,16 +86,24 @@ export function chatCompletionRoutes(app: App, deps: Deps): void {
     handler: async (request, reply) => {
       const parsed = parseChatRequest(request.body);
       const started = await deps.chatCompletions.start(orgOf(request), parsed);
-      if (!parsed.stream) return deps.chatCompletions.finish(started, deps.config.responsesSyncTimeoutMs);
-      // Each chunk as a bare `data:` frame, then `data: [DONE]`. A closed connection (or a shutdown) ends the
-      // iteration, which unsubscribes; the turn goes on.
-      await streamSse(reply, deps, { surface: 'chat_completions', heartbeat: 'ping' }, async (stream) => {
-        await stream.pipe(deps.chatCompletions.chunks(started, parsed.includeUsage), (chunk) =>
-          stream.send({ data: chunk }),
-        );
-        if (!stream.closed) stream.data('[DONE]');
-      });
-      return reply;
+      try {
+        if (!parsed.stream) return await deps.chatCompletions.finish(started, deps.config.responsesSyncTimeoutMs);
+        // Each chunk as a bare `data:` frame, then `data: [DONE]`. A closed connection (or a shutdown) ends the
+        // iteration, which unsubscribes; the turn goes on.
+        await streamSse(reply, deps, { surface: 'chat_completions', heartbeat: 'ping' }, async (stream) => {
+          await stream.pipe(deps.chatCompletions.chunks(started, parsed.includeUsage), (chunk) =>
+            stream.send({ data: chunk }),
+          );
+          if (!stream.closed) stream.data('[DONE]');
+        });
+        return reply;
+      } finally {
+        // However the request ended (answered, client gone, timed out), a turn that stops for the client's tool
+        // calls is handed back rather than left waiting in its hidden session; the turn itself goes on.
+        deps.chatCompletions
+          .settle(started)
+          .catch((error: unknown) => request.log.error({ err: error }, 'chat completion not settled'));
+      }
     },
   });
 }

@@ -1,5 +1,11 @@
 import { Type } from 'typebox';
-import { APPROVAL_MODES, DOMAIN_ALLOWLISTS, INTERNAL_TOOLS, TOOLKIT_KINDS } from '../../domain/agents/agent-types.ts';
+import {
+  APPROVAL_MODES,
+  CONTEXT_POLICIES,
+  DOMAIN_ALLOWLISTS,
+  INTERNAL_TOOLS,
+  TOOLKIT_KINDS,
+} from '../../domain/agents/agent-types.ts';
 import { NON_BLANK, StringEnum, TRIMMED, Uuid } from './common.ts';
 import { OutputFormatView, outputFormatSchema } from './output-format.ts';
 
@@ -118,6 +124,10 @@ const fields = {
     ),
     Type.Null(),
   ]),
+  contextPolicy: StringEnum(
+    CONTEXT_POLICIES,
+    "Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md",
+  ),
 };
 
 export const AgentCreateBody = Type.Object(
@@ -133,6 +143,7 @@ export const AgentCreateBody = Type.Object(
     networkPolicy: Type.Optional(NetworkPolicyInput),
     toolApprovals: Type.Optional(ToolApprovals),
     outputFormat: Type.Optional(fields.outputFormat),
+    contextPolicy: Type.Optional(fields.contextPolicy),
   },
   { additionalProperties: false },
 );
@@ -150,6 +161,7 @@ export const AgentUpdateBody = Type.Object(
     networkPolicy: Type.Optional(Type.Union([NetworkPolicyInput, Type.Null()])),
     toolApprovals: Type.Optional(ToolApprovals),
     outputFormat: Type.Optional(fields.outputFormat),
+    contextPolicy: Type.Optional(fields.contextPolicy),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -171,6 +183,7 @@ export const Agent = Type.Object(
     outputFormat: Type.Union([OutputFormatView, Type.Null()], {
       description: 'Extension field: the structure of replies to messages that ask for none; null for free text',
     }),
+    contextPolicy: fields.contextPolicy,
     isDefault: Type.Boolean(),
     version: Type.Integer({ description: 'Rises on every change; each version is kept' }),
     createdAt: Type.String({ format: 'date-time' }),

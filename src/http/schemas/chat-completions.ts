@@ -244,7 +244,11 @@ export const ChatCompletionCreateBody = Type.Object(
         else: { enum: ['auto', 'none', 'required', null] },
       }),
     ),
-    parallel_tool_calls: Type.Optional(nullable('boolean')),
+    parallel_tool_calls: Type.Optional(
+      nullable('boolean', {
+        description: 'false: at most one tool call per model step (the first; others are not run)',
+      }),
+    ),
     response_format: Type.Optional(
       raw({
         if: { type: 'null' },
@@ -276,8 +280,8 @@ export const ChatCompletionCreateBody = Type.Object(
     logprobs: offOnly('false or null only'),
     top_logprobs: offOnly('0 or null only'),
     logit_bias: offOnly('null or {} only'),
-    presence_penalty: offOnly('0 or null only'),
-    frequency_penalty: offOnly('0 or null only'),
+    presence_penalty: number(-2, 2),
+    frequency_penalty: number(-2, 2),
     reasoning_effort: offOnly('null only (the agent sets its model)'),
     verbosity: offOnly('null only'),
     modalities: offOnly('["text"] or null only'),
@@ -288,8 +292,8 @@ export const ChatCompletionCreateBody = Type.Object(
     function_call: offOnly('null only (use tool_choice)'),
   },
   {
-    additionalProperties: true,
+    additionalProperties: false,
     description:
-      'OpenAI Chat Completions request; fields not declared here are accepted and ignored (docs/chat-completions.md)',
+      'OpenAI Chat Completions request; a field not declared here is refused ("Unknown parameter: \'x\'.", docs/chat-completions.md)',
   },
 );

@@ -256,7 +256,10 @@ export const ResponseCreateStrict = Type.Object(strictFields(false), {
   description: 'The spec body (Agentry-Compat: strict, or a key or deployment set to strict)',
 });
 
-/** OpenAI compatibility mode: what OpenAI clients send; fields not declared here are accepted and ignored. */
+/**
+ * OpenAI compatibility mode: what OpenAI clients send. A top-level field not declared here is refused as OpenAI
+ * refuses it ("Unknown parameter: 'x'.", param x), never silently ignored.
+ */
 export const ResponseCreateCompat = Type.Object(
   {
     ...strictFields(true),
@@ -337,7 +340,8 @@ export const ResponseCreateCompat = Type.Object(
     truncation: Type.Optional(
       raw({
         enum: ['disabled', 'auto', null],
-        description: 'disabled (the conversation is sent whole); auto is refused',
+        description:
+          "auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)",
       }),
     ),
     text: Type.Optional(
@@ -370,7 +374,7 @@ export const ResponseCreateCompat = Type.Object(
     ),
   },
   {
-    additionalProperties: true,
+    additionalProperties: false,
     title: 'OpenAI compatibility mode',
     description: 'What OpenAI clients send (the default; Agentry-Compat: openai)',
   },

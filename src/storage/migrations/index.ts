@@ -20,7 +20,8 @@ import { storageProbe } from './0018-storage-probe.ts';
 import { messageWarnings } from './0019-message-warnings.ts';
 import { agentOutputFormat } from './0020-agent-output-format.ts';
 import { withoutRowid } from './0021-without-rowid.ts';
-import { cachedInputTokens } from './0022-cached-input-tokens.ts';
+import { agentContextPolicy } from './0022-agent-context-policy.ts';
+import { cachedInputTokens } from './0023-cached-input-tokens.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -46,7 +47,8 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0019-message-warnings': messageWarnings,
   '0020-agent-output-format': agentOutputFormat,
   '0021-without-rowid': withoutRowid,
-  '0022-cached-input-tokens': cachedInputTokens,
+  '0022-agent-context-policy': agentContextPolicy,
+  '0023-cached-input-tokens': cachedInputTokens,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

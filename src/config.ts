@@ -12,6 +12,12 @@ import {
   MIB,
   SERVER_AUTOCHECKPOINT_PAGES,
 } from './config/defaults.ts';
+import {
+  CatalogueEntryError,
+  modelOverrideAt,
+  type OperatorCatalogue,
+  readOperatorCatalogue,
+} from './config/model-catalog.ts';
 import { LIMIT_NAMES, resolveLimits, type SandboxLimits } from './config/sandbox-limits.ts';
 import { parseSecretKey } from './lib/secret-box.ts';
 
@@ -60,6 +66,8 @@ export interface Config {
   bootstrapKey: string | null;
   defaultModel: string;
   providers: Record<string, ProviderConfig>;
+  /** The operator's model catalogue entries (AGENTRY_MODEL_CATALOG's file and AGENTRY_PROVIDERS' fields). */
+  modelCatalog: OperatorCatalogue;
   /** The context window every model is fitted to, in tokens (AGENTRY_CONTEXT_WINDOW); 0: each model's own. */
   contextWindow: number;
   openaiApiKey: string | null;
@@ -359,9 +367,11 @@ function metricsConfig(env: Env): MetricsConfig {
   return { enabled: bool(env, 'AGENTRY_METRICS', token !== null), token };
 }
 
-function providers(env: Env): Record<string, ProviderConfig> {
+/** AGENTRY_PROVIDERS: each provider's connection, and its model catalogue fields (per provider and per model). */
+function providers(env: Env): { providers: Record<string, ProviderConfig>; catalogue: OperatorCatalogue } {
+  const catalogue: OperatorCatalogue = { models: {}, providers: {} };
   const raw = optional(env, 'AGENTRY_PROVIDERS');
-  if (raw === null) return {};
+  if (raw === null) return { providers: {}, catalogue };
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
@@ -388,8 +398,56 @@ function providers(env: Env): Record<string, ProviderConfig> {
       throw new ConfigError('AGENTRY_PROVIDERS', `provider ${name}: apiKey must be a string`);
     }
     result[name] = apiKey === undefined ? { baseURL } : { baseURL, apiKey };
+    addProviderCatalogue(catalogue, name, value);
   }
-  return result;
+  return { providers: result, catalogue };
+}
+
+/** An AGENTRY_PROVIDERS entry's catalogue fields: its own (every model), and `models` {"model": fields}. */
+function addProviderCatalogue(catalogue: OperatorCatalogue, name: string, entry: object): void {
+  try {
+    const own = modelOverrideAt(entry, name, ['baseURL', 'apiKey', 'models']);
+    // An entry with only its connection describes no model: its models keep the defaults.
+    if (Object.keys(own).length > 0) catalogue.providers[name] = own;
+    const models: unknown = Reflect.get(entry, 'models');
+    if (models === undefined) return;
+    if (typeof models !== 'object' || models === null || Array.isArray(models)) {
+      throw new CatalogueEntryError(`${name}.models must be an object of {"model": {…}}`);
+    }
+    for (const [model, fields] of Object.entries(models)) {
+      catalogue.models[`${name}/${model}`] = modelOverrideAt(fields, `${name}.models[${JSON.stringify(model)}]`);
+    }
+  } catch (error) {
+    if (error instanceof CatalogueEntryError) throw new ConfigError('AGENTRY_PROVIDERS', error.message);
+    throw error;
+  }
+}
+
+/** The operator's model catalogue: AGENTRY_MODEL_CATALOG's file, then AGENTRY_PROVIDERS' entries over it. */
+function modelCatalog(env: Env, fromProviders: OperatorCatalogue): OperatorCatalogue {
+  const path = optional(env, 'AGENTRY_MODEL_CATALOG');
+  let file: OperatorCatalogue = { models: {}, providers: {} };
+  if (path !== null) {
+    try {
+      file = readOperatorCatalogue(resolve(path));
+    } catch (error) {
+      if (error instanceof CatalogueEntryError) throw new ConfigError('AGENTRY_MODEL_CATALOG', error.message);
+      throw error;
+    }
+  }
+  const merged: OperatorCatalogue = { models: { ...file.models }, providers: { ...file.providers } };
+  for (const kind of ['models', 'providers'] as const) {
+    for (const [id, override] of Object.entries(fromProviders[kind])) {
+      const base = merged[kind][id] ?? {};
+      merged[kind][id] = {
+        ...base,
+        ...override,
+        prices: { ...base.prices, ...override.prices },
+        capabilities: { ...base.capabilities, ...override.capabilities },
+      };
+    }
+  }
+  return merged;
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
@@ -588,6 +646,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('AGENTRY_DATABASE_SCHEMA', 'must be a lower-case SQL identifier');
   }
   const defaultModel = str(env, 'AGENTRY_DEFAULT_MODEL', 'scripted');
+  const configured = providers(env);
   return {
     role: oneOf(env, 'AGENTRY_ROLE', ['api', 'worker', 'all'] as const, 'all'),
     host: str(env, 'HOST', '127.0.0.1'),
@@ -605,7 +664,8 @@ export function loadConfig(env: Env = process.env): Config {
     storageProbeMs: int(env, 'AGENTRY_STORAGE_PROBE_MS', DEFAULT_STORAGE_PROBE_MS, 100, 600_000),
     bootstrapKey,
     defaultModel,
-    providers: providers(env),
+    providers: configured.providers,
+    modelCatalog: modelCatalog(env, configured.catalogue),
     contextWindow: int(env, 'AGENTRY_CONTEXT_WINDOW', 0, 0, 100_000_000),
     openaiApiKey: optional(env, 'OPENAI_API_KEY'),
     anthropicApiKey: optional(env, 'ANTHROPIC_API_KEY'),

@@ -50,6 +50,7 @@ import { type Clock, systemClock } from './lib/clock.ts';
 import { createEgressFetch, type EgressFetch } from './lib/egress-fetch.ts';
 import { prepareDataDir } from './lib/private-files.ts';
 import { deploymentSecretBox, type SecretBox } from './lib/secret-box.ts';
+import { createModelCatalogue, installModelCatalogue, type ModelCatalogue } from './models/catalogue.ts';
 import { createModelRegistry, type ModelRegistry } from './models/registry.ts';
 import { type Metrics, noopMetrics } from './observability/metrics-types.ts';
 import type { Tracing } from './observability/tracing.ts';
@@ -74,6 +75,8 @@ export interface Deps {
   storage: Storage;
   auth: Authenticator;
   models: ModelRegistry;
+  /** What is known of each model: window, output limit, prices, capabilities (built in and the operator's). */
+  catalogue: ModelCatalogue;
   agents: AgentService;
   sessions: SessionService;
   orgs: OrgService;
@@ -171,6 +174,8 @@ export async function buildDeps(
   clock: Clock = systemClock,
   options: BuildDepsOptions = {},
 ): Promise<Deps> {
+  const catalogue = createModelCatalogue(config.modelCatalog);
+  installModelCatalogue(catalogue);
   const models = createModelRegistry(config);
   const modelProblem = models.problem(config.defaultModel);
   if (modelProblem !== null) throw new StartupError(`AGENTRY_DEFAULT_MODEL: ${modelProblem}`);
@@ -361,8 +366,8 @@ export async function buildDeps(
   return {
     runs: createRunService({ db }),
     files: createFileService({ db, clock, dataDir: config.dataDir, maxUploadBytes: config.maxUploadBytes }),
-    listModels: (orgId) => listModels({ db, providers }, orgId),
-    getModel: (orgId, id) => getModel({ db, providers }, orgId, id),
+    listModels: (orgId) => listModels({ db, providers, catalogue }, orgId),
+    getModel: (orgId, id) => getModel({ db, providers, catalogue }, orgId, id),
     sessionEvents: {
       lastSeq: (sessionId) => lastEventSeq(db, sessionId),
       after: (sessionId, afterSeq, limit) => eventsAfter(db, sessionId, afterSeq, limit),
@@ -374,6 +379,7 @@ export async function buildDeps(
     storage,
     auth: createAuthenticator({ db, changeVersion: storage.changeVersion }),
     models,
+    catalogue,
     agents,
     sessions,
     orgs: createOrgService({ db, clock, agents }),

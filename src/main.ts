@@ -6,10 +6,12 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
+import { agentModelIds } from './domain/agents/agent-repo.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import type { Lifecycle } from './http/lifecycle.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger } from './logger.ts';
+import { DEFAULT_MODEL_ENTRY } from './models/catalogue.ts';
 import { isDatabaseUnavailable, isStorageFull } from './storage/errors.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
@@ -47,6 +49,21 @@ function logProviders(logger: Logger, deps: Deps): void {
   const providers = deps.models.describe();
   const summary = providers.map((provider) => `${provider.name} (${provider.detail})`).join(', ');
   logger.info({ providers }, `model providers: ${summary}; default model ${deps.config.defaultModel}`);
+}
+
+/**
+ * One line naming the models in use (the default model, the agents' models) that the catalogue does not describe:
+ * they run with the default window and output limit, unpriced. Nothing when every one is described.
+ */
+async function logUncataloguedModels(logger: Logger, deps: Deps): Promise<void> {
+  const used = new Set([deps.config.defaultModel, ...(await agentModelIds(deps.storage.db))]);
+  const unknown = [...used].filter((model) => !deps.catalogue.knows(model));
+  if (unknown.length === 0) return;
+  const { contextWindow, maxOutputTokens } = DEFAULT_MODEL_ENTRY;
+  logger.info(
+    { models: unknown, contextWindow, maxOutputTokens },
+    `models not in the catalogue, given the defaults (${contextWindow} tokens of context, ${maxOutputTokens} of output, unpriced): ${unknown.join(', ')}; describe them in AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS`,
+  );
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
@@ -96,6 +113,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     { storage: deps.storage.dialect, location: deps.storage.location, role: config.role },
     `storage ready: ${deps.storage.dialect} at ${deps.storage.location}`,
   );
+  await database.until('reading the models in use', () => logUncataloguedModels(logger, deps));
   await database.until('registering the engine', async () => engine?.start());
   dispatcher?.start();
   taskNotifier?.start();

@@ -286,8 +286,44 @@ describe('the startup log', () => {
         'model providers: openai (OPENAI_API_KEY not set), anthropic (ANTHROPIC_API_KEY set), scripted (built in), ollama (http://127.0.0.1:11434/v1); default model scripted',
       );
       expect(server.output()).not.toContain('sk-ant-test');
+      expect(server.output()).not.toContain('models not in the catalogue');
     } finally {
       await server.stop();
+      await environment.cleanup();
+    }
+  });
+
+  it("names the default model and the agents' models the catalogue does not describe", async () => {
+    const environment = testEnvironment('sqlite');
+    const env = {
+      ...environment.env,
+      AGENTRY_BOOTSTRAP_KEY: testKey(),
+      AGENTRY_PROVIDERS: JSON.stringify({
+        ollama: { baseURL: 'http://127.0.0.1:11434/v1', models: { 'qwen3:8b': { context_window: 40_960 } } },
+      }),
+      AGENTRY_DEFAULT_MODEL: 'ollama/llama3.3',
+    };
+    const first = await startServerProcess(env);
+    try {
+      expect(first.output()).toContain(
+        'models not in the catalogue, given the defaults (128000 tokens of context, 4096 of output, unpriced): ollama/llama3.3;',
+      );
+      for (const model of ['ollama/mistral', 'ollama/qwen3:8b', 'openai/gpt-5.4']) {
+        const created = await fetch(`${first.url}/v1/agents`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${env.AGENTRY_BOOTSTRAP_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: model, model }),
+        });
+        expect(created.status, await created.text()).toBe(201);
+      }
+    } finally {
+      await first.stop();
+    }
+    const second = await startServerProcess(env);
+    try {
+      expect(second.output()).toContain('unpriced): ollama/llama3.3, ollama/mistral;');
+    } finally {
+      await second.stop();
       await environment.cleanup();
     }
   });

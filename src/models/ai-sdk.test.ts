@@ -50,3 +50,97 @@ describe('one tool call per step (parallelToolCalls: false) on the AI SDK provid
     expect((await sentBody(anthropic, {})).tool_choice).not.toHaveProperty('disable_parallel_tool_use');
   });
 });
+
+/** A fetch that answers every call with these server-sent events. */
+function sseFetch(events: Record<string, unknown>[]): typeof globalThis.fetch {
+  const body = events.map((event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`).join('');
+  return async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+}
+
+async function finishUsage(adapter: ModelAdapter): Promise<unknown> {
+  const events = [];
+  for await (const event of adapter.stream({
+    model: 'm',
+    instructions: '',
+    context: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    tools: [],
+    signal: new AbortController().signal,
+  })) {
+    events.push(event);
+  }
+  return events.at(-1);
+}
+
+describe('cached input tokens on the AI SDK providers', () => {
+  it("reads OpenAI's input_tokens_details.cached_tokens", async () => {
+    const message = { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed' };
+    const fetch = sseFetch([
+      { type: 'response.created', response: { id: 'resp_1', created_at: 1, model: 'gpt-test', service_tier: null } },
+      { type: 'response.output_item.added', output_index: 0, item: { ...message, status: 'in_progress', content: [] } },
+      {
+        type: 'response.output_text.delta',
+        item_id: 'msg_1',
+        output_index: 0,
+        content_index: 0,
+        delta: 'Hi',
+        logprobs: [],
+      },
+      {
+        type: 'response.output_item.done',
+        output_index: 0,
+        item: { ...message, content: [{ type: 'output_text', text: 'Hi', annotations: [] }] },
+      },
+      {
+        type: 'response.completed',
+        response: {
+          id: 'resp_1',
+          created_at: 1,
+          model: 'gpt-test',
+          status: 'completed',
+          service_tier: null,
+          incomplete_details: null,
+          usage: {
+            input_tokens: 1000,
+            input_tokens_details: { cached_tokens: 800 },
+            output_tokens: 5,
+            output_tokens_details: { reasoning_tokens: 0 },
+          },
+        },
+      },
+    ]);
+    const openai = createOpenAIAdapter('gpt-test', 'sk-test', { retry: { maxAttempts: 1 }, fetch });
+    expect(await finishUsage(openai)).toEqual({
+      type: 'finish',
+      usage: { inputTokens: 1000, cachedInputTokens: 800, outputTokens: 5 },
+    });
+  });
+
+  it("reads Anthropic's cache reads, counted in the input tokens", async () => {
+    const usage = { input_tokens: 200, cache_read_input_tokens: 800, cache_creation_input_tokens: 0, output_tokens: 1 };
+    const fetch = sseFetch([
+      {
+        type: 'message_start',
+        message: {
+          id: 'msg_1',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-test',
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage,
+        },
+      },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } },
+      { type: 'message_stop' },
+    ]);
+    const anthropic = createAnthropicAdapter('claude-test', 'sk-test', { retry: { maxAttempts: 1 }, fetch });
+    expect(await finishUsage(anthropic)).toEqual({
+      type: 'finish',
+      usage: { inputTokens: 1000, cachedInputTokens: 800, outputTokens: 5 },
+    });
+  });
+});

@@ -10,16 +10,33 @@
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { type LanguageModel, streamText, type TextStreamPart, type ToolSet } from 'ai';
+import { type LanguageModel, type LanguageModelUsage, streamText, type TextStreamPart, type ToolSet } from 'ai';
 import { toModelError, toSdkMessages, toSdkOutput, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
 import { type Attempt, DEFAULT_IDLE_TIMEOUT_MS, type ModelAdapterOptions, streamWithRetry } from './retrying-stream.ts';
-import { type ModelAdapter, ModelError, type ModelEvent, type ModelRequest, type ToolCall } from './types.ts';
+import {
+  type ModelAdapter,
+  ModelError,
+  type ModelEvent,
+  type ModelRequest,
+  type ToolCall,
+  type Usage,
+} from './types.ts';
 
 // Explicit endpoints, so that the SDK does not consult OPENAI_BASE_URL / ANTHROPIC_BASE_URL behind config's back.
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 
 type Part = TextStreamPart<ToolSet>;
+
+/** The SDK's usage → ours: cache reads (OpenAI's cached tokens, Anthropic's cache_read_input_tokens) are counted. */
+function usageOf(usage: LanguageModelUsage): Usage {
+  const cached = usage.inputTokenDetails?.cacheReadTokens;
+  return {
+    inputTokens: usage.inputTokens ?? 0,
+    ...(cached === undefined ? {} : { cachedInputTokens: cached }),
+    outputTokens: usage.outputTokens ?? 0,
+  };
+}
 /** `ai` does not re-export its ProviderOptions type; take it from streamText's own signature. */
 type ProviderOptions = NonNullable<Parameters<typeof streamText>[0]['providerOptions']>;
 
@@ -109,12 +126,7 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
         return [{ type: 'tool-call', call }];
       }
       case 'finish':
-        return [
-          {
-            type: 'finish',
-            usage: { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 },
-          },
-        ];
+        return [{ type: 'finish', usage: usageOf(part.totalUsage) }];
       case 'error':
         throw toModelError(part.error, label);
       case 'abort':

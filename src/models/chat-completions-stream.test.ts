@@ -66,6 +66,20 @@ describe('ChatStreamReader', () => {
     expect(events.at(-1)).toEqual({ type: 'finish', usage: { inputTokens: 0, outputTokens: 4 } });
   });
 
+  it('takes the cached input tokens of prompt_tokens_details, and refuses a malformed one', () => {
+    const usage = { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 6 } };
+    const { events } = read([chunk({ content: 'a' }, 'stop'), JSON.stringify({ choices: [], usage })]);
+    expect(events.at(-1)).toEqual({
+      type: 'finish',
+      usage: { inputTokens: 10, cachedInputTokens: 6, outputTokens: 2 },
+    });
+    const nulls = { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: null } };
+    const plain = read([chunk({ content: 'a' }, 'stop'), JSON.stringify({ choices: [], usage: nulls })]);
+    expect(plain.events.at(-1)).toEqual({ type: 'finish', usage: { inputTokens: 10, outputTokens: 2 } });
+    const bad = { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 'six' } };
+    expect(read([JSON.stringify({ choices: [], usage: bad })]).error).not.toBeNull();
+  });
+
   it('assembles calls by index, in index order, normalizing their arguments', () => {
     const { events } = read([
       chunk({ tool_calls: [{ index: 1, id: 'b', type: 'function', function: { name: 'get_time', arguments: '' } }] }),

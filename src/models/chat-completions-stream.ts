@@ -37,6 +37,8 @@ export interface ChatChoice {
 export interface ChatUsage {
   prompt_tokens?: number | null;
   completion_tokens?: number | null;
+  /** `cached_tokens`: of `prompt_tokens`, those read from the provider's prompt cache (OpenAI and compatibles). */
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
 }
 
 /** Only the first choice is read (we never ask for more), so only it is validated, by `isChatChoice`. */
@@ -77,7 +79,11 @@ export function isChatChoice(value: unknown): value is ChatChoice {
 
 function isChatUsage(value: unknown): value is ChatUsage {
   return (
-    isJsonObject(value) && nullishOr(value.prompt_tokens, 'number') && nullishOr(value.completion_tokens, 'number')
+    isJsonObject(value) &&
+    nullishOr(value.prompt_tokens, 'number') &&
+    nullishOr(value.completion_tokens, 'number') &&
+    (isNullish(value.prompt_tokens_details) ||
+      (isJsonObject(value.prompt_tokens_details) && nullishOr(value.prompt_tokens_details.cached_tokens, 'number')))
   );
 }
 
@@ -153,7 +159,12 @@ export class ChatStreamReader {
     if (!isChatChunk(value)) throw this.#malformed(data);
     const { usage } = value;
     if (!isNullish(usage)) {
-      this.#usage = { inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 };
+      const cached = usage.prompt_tokens_details?.cached_tokens;
+      this.#usage = {
+        inputTokens: usage.prompt_tokens ?? 0,
+        ...(isNullish(cached) ? {} : { cachedInputTokens: cached }),
+        outputTokens: usage.completion_tokens ?? 0,
+      };
     }
     const choice = value.choices[0];
     if (choice === undefined) return;

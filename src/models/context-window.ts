@@ -1,8 +1,10 @@
 /**
  * The context window of a model and the output it may produce in one call: what a step's context is fitted to
- * (docs/context.md). Every model gets 128k tokens and 4,096 of output until the model catalogue describes each;
- * AGENTRY_CONTEXT_WINDOW sets the window of every model.
+ * (docs/context.md), as the model catalogue (`catalogue.ts`) describes it; AGENTRY_CONTEXT_WINDOW sets the window
+ * of every model.
  */
+import { modelInfo } from './catalogue.ts';
+
 export interface ModelWindow {
   /** Tokens the model reads and writes in one call (input plus output). */
   contextWindow: number;
@@ -19,11 +21,13 @@ export interface WindowCorrection {
   scale: number;
 }
 
-const DEFAULT_WINDOW: ModelWindow = { contextWindow: 128_000, maxOutputTokens: 4_096 };
-
-/** The window of `modelId`; `override` (AGENTRY_CONTEXT_WINDOW, 0 when unset) replaces every model's. */
-export function modelWindowOf(_modelId: string, override: number): ModelWindow {
-  return override > 0 ? { ...DEFAULT_WINDOW, contextWindow: override } : DEFAULT_WINDOW;
+/**
+ * The window of `modelId` from the model catalogue (built in, the operator's, or the defaults); `override`
+ * (AGENTRY_CONTEXT_WINDOW, 0 when unset) replaces every model's.
+ */
+export function modelWindowOf(modelId: string, override: number): ModelWindow {
+  const { contextWindow, maxOutputTokens } = modelInfo(modelId);
+  return { contextWindow: override > 0 ? override : contextWindow, maxOutputTokens };
 }
 
 /**

@@ -122,7 +122,10 @@ export interface ModelRequest {
 }
 
 export interface Usage {
+  /** Every input token, including those read from the provider's prompt cache. */
   inputTokens: number;
+  /** Of `inputTokens`, those the provider read from its prompt cache (absent or 0 when it reports none). */
+  cachedInputTokens?: number;
   outputTokens: number;
 }
 

@@ -19,6 +19,7 @@ const run: RunRow = {
   input_preview: 'What is my order status?',
   output_preview: 'Shipped.',
   input_tokens: 30,
+  cached_input_tokens: 0,
   output_tokens: 12,
   cost_micros: 1500,
   error: null,

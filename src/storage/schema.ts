@@ -109,6 +109,8 @@ export interface MessagesTable {
   /** JSON {code, message} when failed or cancelled. */
   error: string | null;
   input_tokens: number;
+  /** Of input_tokens, those read from the provider's prompt cache. */
+  cached_input_tokens: ColumnType<number, number | undefined, number>;
   output_tokens: number;
   cost_micros: number;
   step_count: number;
@@ -144,6 +146,8 @@ export interface RunsTable {
   input_preview: string;
   output_preview: string | null;
   input_tokens: number;
+  /** Of input_tokens, those read from the provider's prompt cache. */
+  cached_input_tokens: ColumnType<number, number | undefined, number>;
   output_tokens: number;
   cost_micros: number;
   error: string | null;

@@ -15,13 +15,19 @@ export const chunk = (delta: Record<string, unknown>, finishReason: string | nul
   choices: [{ index: 0, delta, finish_reason: finishReason }],
 });
 
-export const usageChunk = (prompt: number, completion: number) => ({
+/** The usage chunk; `cached` (of `prompt`) adds `prompt_tokens_details.cached_tokens`, as OpenAI reports it. */
+export const usageChunk = (prompt: number, completion: number, cached?: number) => ({
   id: 'chatcmpl-stub',
   object: 'chat.completion.chunk',
   created: 1_700_000_000,
   model: 'test-model',
   choices: [],
-  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  usage: {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: cached } }),
+  },
 });
 
 /** An SSE body of `chunks`, with `[DONE]` unless told otherwise. */

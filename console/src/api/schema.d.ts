@@ -5107,17 +5107,58 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: {
+                                capabilities: {
+                                    images: boolean;
+                                    structured_output: boolean;
+                                    tools: boolean;
+                                };
+                                /** @description builtin: Agentry's table; operator: AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS; default: unknown model */
+                                catalogue_source: "builtin" | "operator" | "default";
+                                /** @description Tokens one call may read and write (input plus output) */
+                                context_window: number;
                                 /** @description Unix seconds */
                                 created: number;
                                 /** @description An agent id, or provider/* for a configured model provider */
                                 id: string;
                                 /** @description agent: usable as model on /v1/responses; provider: usable in an agent model setting */
                                 kind: "agent" | "provider";
+                                /** @description The most output tokens one call may produce */
+                                max_output_tokens: number;
+                                /** @description Agents: the agent's model id; the catalogue fields describe that model */
+                                model?: string;
+                                /** @description Providers: the provider's catalogued models; the entry's own fields apply to its other models */
+                                models?: {
+                                    capabilities: {
+                                        images: boolean;
+                                        structured_output: boolean;
+                                        tools: boolean;
+                                    };
+                                    /** @description builtin: Agentry's table; operator: AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS; default: unknown model */
+                                    catalogue_source: "builtin" | "operator" | "default";
+                                    /** @description Tokens one call may read and write (input plus output) */
+                                    context_window: number;
+                                    /** @description A full model id, provider/model */
+                                    id: string;
+                                    /** @description The most output tokens one call may produce */
+                                    max_output_tokens: number;
+                                    /** @description USD per 1M tokens; cached_input: input read from the prompt cache */
+                                    pricing: {
+                                        cached_input: number;
+                                        input: number;
+                                        output: number;
+                                    };
+                                }[];
                                 name: string;
                                 /** @enum {string} */
                                 object: "model";
                                 /** @description The organization's name for agents; the provider for providers */
                                 owned_by: string;
+                                /** @description USD per 1M tokens; cached_input: input read from the prompt cache */
+                                pricing: {
+                                    cached_input: number;
+                                    input: number;
+                                    output: number;
+                                };
                             }[];
                             /** @enum {string} */
                             object: "list";
@@ -5183,17 +5224,58 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            capabilities: {
+                                images: boolean;
+                                structured_output: boolean;
+                                tools: boolean;
+                            };
+                            /** @description builtin: Agentry's table; operator: AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS; default: unknown model */
+                            catalogue_source: "builtin" | "operator" | "default";
+                            /** @description Tokens one call may read and write (input plus output) */
+                            context_window: number;
                             /** @description Unix seconds */
                             created: number;
                             /** @description An agent id, or provider/* for a configured model provider */
                             id: string;
                             /** @description agent: usable as model on /v1/responses; provider: usable in an agent model setting */
                             kind: "agent" | "provider";
+                            /** @description The most output tokens one call may produce */
+                            max_output_tokens: number;
+                            /** @description Agents: the agent's model id; the catalogue fields describe that model */
+                            model?: string;
+                            /** @description Providers: the provider's catalogued models; the entry's own fields apply to its other models */
+                            models?: {
+                                capabilities: {
+                                    images: boolean;
+                                    structured_output: boolean;
+                                    tools: boolean;
+                                };
+                                /** @description builtin: Agentry's table; operator: AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS; default: unknown model */
+                                catalogue_source: "builtin" | "operator" | "default";
+                                /** @description Tokens one call may read and write (input plus output) */
+                                context_window: number;
+                                /** @description A full model id, provider/model */
+                                id: string;
+                                /** @description The most output tokens one call may produce */
+                                max_output_tokens: number;
+                                /** @description USD per 1M tokens; cached_input: input read from the prompt cache */
+                                pricing: {
+                                    cached_input: number;
+                                    input: number;
+                                    output: number;
+                                };
+                            }[];
                             name: string;
                             /** @enum {string} */
                             object: "model";
                             /** @description The organization's name for agents; the provider for providers */
                             owned_by: string;
+                            /** @description USD per 1M tokens; cached_input: input read from the prompt cache */
+                            pricing: {
+                                cached_input: number;
+                                input: number;
+                                output: number;
+                            };
                         };
                     };
                 };
@@ -6228,6 +6310,10 @@ export interface paths {
                                 status: "running" | "completed" | "failed" | "cancelled";
                                 usage: {
                                     input_tokens: number;
+                                    /** @description Runs only: of input_tokens, those the provider read from its prompt cache */
+                                    input_tokens_details?: {
+                                        cached_tokens: number;
+                                    };
                                     output_tokens: number;
                                     total_tokens: number;
                                 };
@@ -6554,6 +6640,10 @@ export interface paths {
                                 status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
                                 usage: {
                                     input_tokens: number;
+                                    /** @description Runs only: of input_tokens, those the provider read from its prompt cache */
+                                    input_tokens_details?: {
+                                        cached_tokens: number;
+                                    };
                                     output_tokens: number;
                                     total_tokens: number;
                                 };
@@ -6694,6 +6784,10 @@ export interface paths {
                             status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
                             usage: {
                                 input_tokens: number;
+                                /** @description Runs only: of input_tokens, those the provider read from its prompt cache */
+                                input_tokens_details?: {
+                                    cached_tokens: number;
+                                };
                                 output_tokens: number;
                                 total_tokens: number;
                             };
@@ -6823,6 +6917,10 @@ export interface paths {
                                 status: "running" | "completed" | "failed" | "cancelled";
                                 usage: {
                                     input_tokens: number;
+                                    /** @description Runs only: of input_tokens, those the provider read from its prompt cache */
+                                    input_tokens_details?: {
+                                        cached_tokens: number;
+                                    };
                                     output_tokens: number;
                                     total_tokens: number;
                                 };

@@ -114,6 +114,12 @@ export async function listAgentRows(db: Executor, orgId: string): Promise<AgentR
   return db.selectFrom('agents').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
 }
 
+/** Every model id some agent of any organization uses (the startup log names those the catalogue lacks). */
+export async function agentModelIds(db: Executor): Promise<string[]> {
+  const rows = await db.selectFrom('agents').select('model').distinct().orderBy('model').execute();
+  return rows.map((row) => row.model);
+}
+
 /** Ids of the organization's agents named exactly `name` (at most `limit`): names are not unique. */
 export async function findAgentIdsByName(db: Executor, orgId: string, name: string, limit: number): Promise<string[]> {
   const rows = await db

@@ -5,9 +5,20 @@
  */
 import { AppError } from '../../errors/app-error.ts';
 import { unixSeconds } from '../../lib/clock.ts';
+import type { ModelCatalogue, ModelInfo, ModelInfoSource } from '../../models/catalogue.ts';
 import type { Executor } from '../../storage/db.ts';
 
-export interface ModelObject {
+/** Extension fields: what the catalogue knows of one model, snake_case, prices in USD per 1M tokens. */
+export interface ModelCatalogueFields {
+  context_window: number;
+  max_output_tokens: number;
+  pricing: { input: number; cached_input: number; output: number };
+  capabilities: { tools: boolean; images: boolean; structured_output: boolean };
+  /** builtin (Agentry's table), operator (AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS) or default (unknown). */
+  catalogue_source: ModelInfoSource;
+}
+
+export interface ModelObject extends ModelCatalogueFields {
   id: string;
   object: 'model';
   created: number;
@@ -16,6 +27,13 @@ export interface ModelObject {
   kind: 'agent' | 'provider';
   /** Extension: the agent's name, or the provider's id prefix. */
   name: string;
+  /** Extension, agents: the model id the agent runs on; the catalogue fields are that model's. */
+  model?: string;
+  /**
+   * Extension, providers: the catalogued models of this provider with their fields; the entry's own fields are
+   * those of any other model of the provider.
+   */
+  models?: (ModelCatalogueFields & { id: string })[];
 }
 
 export interface ModelList {
@@ -27,6 +45,36 @@ export interface ModelCatalogDeps {
   db: Executor;
   /** Providers whose models agents can run here (`scripted` first, then those with credentials or a base URL). */
   providers: string[];
+  catalogue: ModelCatalogue;
+}
+
+export function catalogueFields(info: ModelInfo): ModelCatalogueFields {
+  const { prices, capabilities } = info;
+  return {
+    context_window: info.contextWindow,
+    max_output_tokens: info.maxOutputTokens,
+    pricing: { input: prices.inputPerMTok, cached_input: prices.cachedInputPerMTok, output: prices.outputPerMTok },
+    capabilities: {
+      tools: capabilities.tools,
+      images: capabilities.images,
+      structured_output: capabilities.structuredOutput,
+    },
+    catalogue_source: info.source,
+  };
+}
+
+/** A provider entry: `scripted` is one model; any other is `provider/*` with its catalogued models. */
+function providerModel(catalogue: ModelCatalogue, provider: string, created: number): ModelObject {
+  const base = { object: 'model' as const, created, owned_by: provider, kind: 'provider' as const };
+  if (provider === 'scripted') {
+    return { id: 'scripted', ...base, name: 'scripted', ...catalogueFields(catalogue.info('scripted')) };
+  }
+  const prefix = `${provider}/`;
+  const models = catalogue
+    .modelIds()
+    .filter((id) => id.startsWith(prefix) && id !== `${prefix}*`)
+    .map((id) => ({ id, ...catalogueFields(catalogue.info(id)) }));
+  return { id: `${provider}/*`, ...base, name: prefix, ...catalogueFields(catalogue.info(`${prefix}*`)), models };
 }
 
 export async function listModels(deps: ModelCatalogDeps, orgId: string): Promise<ModelList> {
@@ -37,7 +85,7 @@ export async function listModels(deps: ModelCatalogDeps, orgId: string): Promise
     .executeTakeFirst();
   const agents = await deps.db
     .selectFrom('agents')
-    .select(['id', 'name', 'created_at'])
+    .select(['id', 'name', 'model', 'created_at'])
     .where('org_id', '=', orgId)
     .orderBy('created_at')
     .orderBy('id')
@@ -53,15 +101,10 @@ export async function listModels(deps: ModelCatalogDeps, orgId: string): Promise
         owned_by: org?.name ?? 'organization',
         kind: 'agent' as const,
         name: agent.name,
+        model: agent.model,
+        ...catalogueFields(deps.catalogue.info(agent.model)),
       })),
-      ...deps.providers.map((provider) => ({
-        id: provider === 'scripted' ? 'scripted' : `${provider}/*`,
-        object: 'model' as const,
-        created,
-        owned_by: provider,
-        kind: 'provider' as const,
-        name: provider === 'scripted' ? 'scripted' : `${provider}/`,
-      })),
+      ...deps.providers.map((provider) => providerModel(deps.catalogue, provider, created)),
     ],
   };
 }

@@ -163,7 +163,7 @@ export function projectResponse(
     usage: finished
       ? {
           input_tokens: message.input_tokens,
-          input_tokens_details: { cached_tokens: 0 },
+          input_tokens_details: { cached_tokens: message.cached_input_tokens },
           output_tokens: message.output_tokens,
           output_tokens_details: { reasoning_tokens: 0 },
           total_tokens: message.input_tokens + message.output_tokens,

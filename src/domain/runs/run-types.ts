@@ -14,6 +14,8 @@ export { RUN_SOURCES, type RunSource, SPAN_KINDS, SPAN_STATUSES, type SpanKind, 
 
 export interface RunUsage {
   input_tokens: number;
+  /** Runs only: of input_tokens, those read from the provider's prompt cache. */
+  input_tokens_details?: { cached_tokens: number };
   output_tokens: number;
   total_tokens: number;
 }

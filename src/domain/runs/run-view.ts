@@ -13,6 +13,12 @@ const usageOf = (row: { input_tokens: number; output_tokens: number }): RunUsage
   total_tokens: row.input_tokens + row.output_tokens,
 });
 
+/** A run's usage also says how many of its input tokens the provider read from its prompt cache. */
+const runUsageOf = (row: RunRow): RunUsage => ({
+  ...usageOf(row),
+  input_tokens_details: { cached_tokens: row.cached_input_tokens },
+});
+
 const usd = (micros: number): number => micros / 1_000_000;
 
 const seconds = (millis: number | null): number | null => (millis === null ? null : unixSeconds(millis));
@@ -46,7 +52,7 @@ export function runFromRow(row: RunRow): Run {
     agent_version: row.agent_version,
     input_preview: row.input_preview,
     output_preview: row.output_preview,
-    usage: usageOf(row),
+    usage: runUsageOf(row),
     cost_usd: usd(row.cost_micros),
     error: errorOf(row.error),
     warnings: runWarningsOf(row.warnings),

@@ -308,6 +308,7 @@ export async function acceptMessage(
     response_text: null,
     error: null,
     input_tokens: 0,
+    cached_input_tokens: 0,
     output_tokens: 0,
     cost_micros: 0,
     step_count: 0,

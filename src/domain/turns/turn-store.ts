@@ -81,6 +81,7 @@ export async function markWorkspaceProvisioned(trx: Executor, agentId: string, n
 const messageUsageFields = (p: StepUsage & { now: number }) => (eb: ExpressionBuilder<Database, 'messages'>) => ({
   step_count: eb('step_count', '+', 1),
   input_tokens: eb('input_tokens', '+', p.inputTokens),
+  cached_input_tokens: eb('cached_input_tokens', '+', p.cachedInputTokens),
   output_tokens: eb('output_tokens', '+', p.outputTokens),
   cost_micros: eb('cost_micros', '+', p.costMicros),
   updated_at: p.now,
@@ -89,6 +90,7 @@ const messageUsageFields = (p: StepUsage & { now: number }) => (eb: ExpressionBu
 /** What a step adds to its run: its tokens and cost. */
 const runUsageFields = (p: StepUsage) => (eb: ExpressionBuilder<Database, 'runs'>) => ({
   input_tokens: eb('input_tokens', '+', p.inputTokens),
+  cached_input_tokens: eb('cached_input_tokens', '+', p.cachedInputTokens),
   output_tokens: eb('output_tokens', '+', p.outputTokens),
   cost_micros: eb('cost_micros', '+', p.costMicros),
 });
@@ -114,6 +116,8 @@ const stepUsage = prepare((db, p: StepUsage & { messageId: string; runId: string
 
 export interface StepUsage {
   inputTokens: number;
+  /** Of inputTokens, those read from the provider's prompt cache. */
+  cachedInputTokens: number;
   outputTokens: number;
   costMicros: number;
 }
@@ -125,9 +129,11 @@ export interface StepUsage {
 export async function addStepUsage(
   trx: Executor,
   message: Pick<MessageRow, 'id' | 'run_id'>,
-  usage: StepUsage,
+  reported: Omit<StepUsage, 'cachedInputTokens'> & { cachedInputTokens?: number },
   now: number,
 ): Promise<void> {
+  // Prepared statements bind every parameter: a provider that reports no cached tokens adds 0.
+  const usage: StepUsage = { ...reported, cachedInputTokens: reported.cachedInputTokens ?? 0 };
   if (trx.getExecutor().adapter instanceof PostgresAdapter) {
     await stepUsage.run(trx, { messageId: message.id, runId: message.run_id, ...usage, now });
     return;

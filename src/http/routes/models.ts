@@ -5,6 +5,29 @@ import { orgOf } from '../auth.ts';
 import { errorResponses } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
+/** What the model catalogue knows of one model (docs/models.md, "Model catalogue"). */
+const catalogueFields = {
+  context_window: Type.Integer({ description: 'Tokens one call may read and write (input plus output)' }),
+  max_output_tokens: Type.Integer({ description: 'The most output tokens one call may produce' }),
+  pricing: Type.Object(
+    { input: Type.Number(), cached_input: Type.Number(), output: Type.Number() },
+    { additionalProperties: false, description: 'USD per 1M tokens; cached_input: input read from the prompt cache' },
+  ),
+  capabilities: Type.Object(
+    { tools: Type.Boolean(), images: Type.Boolean(), structured_output: Type.Boolean() },
+    { additionalProperties: false },
+  ),
+  catalogue_source: Type.Union([Type.Literal('builtin'), Type.Literal('operator'), Type.Literal('default')], {
+    description:
+      "builtin: Agentry's table; operator: AGENTRY_MODEL_CATALOG or AGENTRY_PROVIDERS; default: unknown model",
+  }),
+};
+
+const CatalogueModel = Type.Object(
+  { id: Type.String({ description: 'A full model id, provider/model' }), ...catalogueFields },
+  { additionalProperties: false },
+);
+
 const Model = Type.Object(
   {
     id: Type.String({ description: 'An agent id, or provider/* for a configured model provider' }),
@@ -15,6 +38,15 @@ const Model = Type.Object(
       description: 'agent: usable as model on /v1/responses; provider: usable in an agent model setting',
     }),
     name: Type.String(),
+    model: Type.Optional(
+      Type.String({ description: "Agents: the agent's model id; the catalogue fields describe that model" }),
+    ),
+    ...catalogueFields,
+    models: Type.Optional(
+      Type.Array(CatalogueModel, {
+        description: "Providers: the provider's catalogued models; the entry's own fields apply to its other models",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

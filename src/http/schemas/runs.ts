@@ -16,6 +16,12 @@ const NullableSeconds = Type.Union([UnixSeconds, Type.Null()]);
 
 const Usage = Type.Object({
   input_tokens: Type.Integer(),
+  input_tokens_details: Type.Optional(
+    Type.Object(
+      { cached_tokens: Type.Integer() },
+      { description: 'Runs only: of input_tokens, those the provider read from its prompt cache' },
+    ),
+  ),
   output_tokens: Type.Integer(),
   total_tokens: Type.Integer(),
 });

@@ -21,6 +21,7 @@ import { messageWarnings } from './0019-message-warnings.ts';
 import { agentOutputFormat } from './0020-agent-output-format.ts';
 import { withoutRowid } from './0021-without-rowid.ts';
 import { agentContextPolicy } from './0022-agent-context-policy.ts';
+import { cachedInputTokens } from './0023-cached-input-tokens.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -47,6 +48,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0020-agent-output-format': agentOutputFormat,
   '0021-without-rowid': withoutRowid,
   '0022-agent-context-policy': agentContextPolicy,
+  '0023-cached-input-tokens': cachedInputTokens,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

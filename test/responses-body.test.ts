@@ -57,7 +57,11 @@ describe('the Responses body, declared once', () => {
     };
     expect(Object.keys(strictBody).sort()).toEqual([...declared].sort());
     expect((await post(strictBody, 'strict')).status).toBe(200);
-    expect((await post({ model: agentId, input: 'hi', colour: 'blue', temperature: null }, 'openai')).status).toBe(200);
+    expect((await post({ model: agentId, input: 'hi', temperature: null }, 'openai')).status).toBe(200);
+    // Compatibility mode refuses what OpenAI does not know either, naming it.
+    const unknown = await post({ model: agentId, input: 'hi', colour: 'blue' }, 'openai');
+    expect(unknown.status).toBe(400);
+    expect(json(unknown).error).toMatchObject({ param: 'colour', message: "Unknown parameter: 'colour'." });
   });
 
   it('is described field by field in docs/responses.md', () => {

@@ -419,12 +419,18 @@ describe.each(dialects())('responses (%s)', (dialect) => {
   });
 
   describe('compatibility mode', () => {
-    it('accepts instructions, sampling settings, metadata and unknown fields, and echoes them', async () => {
+    it('accepts instructions, sampling settings, metadata and include, and echoes them', async () => {
       const echoed = { instructions: 'Be brief.', temperature: 0.5, top_p: 0.9, metadata: { ticket: 'T-1' } };
-      const unknown = { include: [], some_future_field: { anything: true } };
-      const response = await create({ model: agentId, input: 'hi there', ...echoed, ...unknown }, COMPAT);
+      const response = await create({ model: agentId, input: 'hi there', ...echoed, include: [] }, COMPAT);
       expect(response).toMatchObject({ status: 'completed', output_text: 'hi there', ...echoed });
       expect(json(await h.request('GET', `/v1/responses/${response.id}`)).metadata).toEqual({ ticket: 'T-1' });
+    });
+
+    it('refuses a field OpenAI does not know either, naming it', async () => {
+      const body = { model: agentId, input: 'hi there', some_future_field: { anything: true } };
+      const refused = await h.request('POST', '/v1/responses', { body, headers: COMPAT });
+      expect(refused.status).toBe(400);
+      expect(json(refused).error).toMatchObject({ param: 'some_future_field', type: 'invalid_request_error' });
     });
 
     it('turns a per-response function tool into a client tool', async () => {

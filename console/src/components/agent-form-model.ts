@@ -130,7 +130,8 @@ function toolApprovalsOf(form: AgentForm, local: LocalErrors): ToolApprovals {
 export type LocalErrors = Record<string, string>;
 
 interface Built {
-  body: Required<Omit<AgentCreate, 'description' | 'networkPolicy'>> & {
+  /** What the form edits; `contextPolicy` and `outputFormat` are set through the API and left as they are here. */
+  body: Required<Omit<AgentCreate, 'description' | 'networkPolicy' | 'contextPolicy' | 'outputFormat'>> & {
     description: string | null;
     networkPolicy: NetworkPolicyInput | null;
   };

@@ -64,6 +64,11 @@ describe('fitting a context to the window', () => {
 
   it('sends everything when it fits, and drops the oldest whole units when not', () => {
     expect(fitContext(history, 100_000)).toMatchObject({ context: history, dropped: 0 });
+    // A context that fits whole is sent as it is, not copied (the common case costs no allocation), and counted whole.
+    expect(fitContext(history, 100_000).context).toBe(history);
+    expect(fitContext(history, contextTokens(history)).tokens).toBe(contextTokens(history));
+    // One token short, it is fitted: the oldest unit goes.
+    expect(fitContext(history, contextTokens(history) - 1).dropped).toBeGreaterThan(0);
     const newest = fitContext(history, contextTokens(history.slice(4)) - 1);
     expect(newest.tokens).toBe(contextTokens(history.slice(8)));
     expect(newest).toMatchObject({ context: history.slice(8), dropped: 8 });

@@ -119,6 +119,25 @@ function latestUser(context: readonly ContextMessage[]): number {
 }
 
 /**
+ * The context as it is when all of it fits in `budget` and nothing in it would change (it starts with a user input
+ * and its newest unit needs no cut): the common case, answered without copying. Null otherwise, or as soon as the
+ * sum passes the budget.
+ */
+function wholeContext(context: readonly ContextMessage[], budget: number, reserved: number): FitResult | null {
+  if (context[0]?.role !== 'user') return null;
+  let tokens = 0;
+  for (let index = context.length - 1; index >= 0; index--) {
+    tokens += messageTokens(context[index] as ContextMessage);
+    if (tokens > budget) return null;
+  }
+  for (let index = unitStart(context, context.length); index < context.length; index++) {
+    const message = context[index] as ContextMessage;
+    if (withOutputsCut(message, budget - reserved) !== message) return null;
+  }
+  return { context: context as ContextMessage[], dropped: 0, tokens };
+}
+
+/**
  * The newest part of `context` that fits in `budget` estimated tokens, in whole units. The latest user input and
  * the newest unit are kept whatever they cost (the user input in front of what fits when the units between them do
  * not), and what is sent starts with a user input (when the context has one). Reads the context from its end and stops where the budget runs out, so the cost follows what is sent, not
@@ -128,6 +147,8 @@ export function fitContext(context: readonly ContextMessage[], budget: number): 
   const userIndex = latestUser(context);
   const user = context[userIndex];
   const reserved = user === undefined ? 0 : messageTokens(user);
+  const whole = wholeContext(context, budget, reserved);
+  if (whole !== null) return whole;
   const kept: ContextMessage[][] = [];
   let tokens = reserved;
   let end = context.length;

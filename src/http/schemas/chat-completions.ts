@@ -6,21 +6,9 @@
  * name. Fields OpenAI adds later are accepted and ignored only when unknown here.
  */
 import { Type } from 'typebox';
+import { nullable, object, raw, type Schema } from './raw-schema.ts';
 
 const MAX_TEXT = 1_000_000;
-
-type Schema = Record<string, unknown>;
-
-const raw = <T = unknown>(schema: Schema) => Type.Unsafe<T>(schema);
-const nullable = (type: string | string[], schema: Schema = {}) =>
-  raw({ type: [...(Array.isArray(type) ? type : [type]), 'null'], ...schema });
-const object = (properties: Schema, required: string[], additionalProperties: boolean, description?: string) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties,
-  ...(description === undefined ? {} : { description }),
-});
 
 /** `if <field> is <first> then <schema> else …`, ending with a schema that names the values accepted. */
 function byField(field: string, cases: [string[], Schema][]): Schema {

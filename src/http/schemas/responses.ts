@@ -10,17 +10,14 @@ import { Type } from 'typebox';
 import { MAX_REASON_CHARS } from '../../domain/approvals/approvals.ts';
 import { INCLUDABLE } from '../../domain/responses/response-settings.ts';
 import { outputFormatSchema } from './output-format.ts';
+import { nullable, object, raw, type Schema } from './raw-schema.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const CONVERSATION_ID = `^conv_${UUID.slice(1)}`;
 const RESPONSE_ID = `^resp_${UUID.slice(1)}`;
 const MAX_TEXT = 100_000;
 
-type Schema = Record<string, unknown>;
-
 /** A raw JSON Schema (if/then chains, type arrays), typed as what it accepts. */
-const raw = <T = unknown>(schema: Schema) => Type.Unsafe<T>(schema);
-const nullable = (type: string, schema: Schema = {}) => raw({ type: [type, 'null'], ...schema });
 const text = (max = MAX_TEXT, description?: string) =>
   Type.String({ minLength: 1, maxLength: max, ...(description === undefined ? {} : { description }) });
 const typed = (type: string) => ({ type: 'object', required: ['type'], properties: { type: { const: type } } });
@@ -38,14 +35,6 @@ function byType(cases: [string | string[], Schema][], otherwise: Schema): Schema
     otherwise,
   );
 }
-
-const object = (properties: Schema, required: string[], additionalProperties: boolean, description?: string) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties,
-  ...(description === undefined ? {} : { description }),
-});
 
 const DETAIL = { type: ['string', 'null'], enum: ['auto', 'low', 'high', 'original', null] };
 const FILE_ID = { type: 'string', format: 'uuid', description: 'A file id (POST /v1/files)' };

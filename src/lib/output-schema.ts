@@ -46,11 +46,13 @@ const ajv = new Ajv2020({
 });
 const cache = new Map<string, { schema: Record<string, unknown>; validate: ValidateFunction }>();
 
+/** The nesting of `value`, read no deeper than `limit` + 1 levels (a deeper value answers `limit` + 1). */
 function depthOf(value: unknown, limit: number): number {
   if (typeof value !== 'object' || value === null) return 0;
+  if (limit < 0) return 1;
   let deepest = 0;
   for (const child of Array.isArray(value) ? value : Object.values(value)) {
-    deepest = Math.max(deepest, depthOf(child, limit));
+    deepest = Math.max(deepest, depthOf(child, limit - 1));
     if (deepest > limit) break;
   }
   return deepest + 1;

@@ -344,6 +344,15 @@ describe.each(dialects())('engine flows (%s)', (dialect) => {
       expect(done.response.parts[0].text).toBe('behind the interrupted question');
     });
 
+    it('lets a late interrupt for an ended turn pass by the turn running after it', async () => {
+      const { sessionId, message } = await run('sleep 600\nstill here', ['running']);
+      // The interrupt of an earlier turn of the session arrives while this one runs: it is not this turn's.
+      h.deps.bus.publish('interrupt', { sessionId, messageId: randomUUID() });
+      const done = await flow.waitForMessage(sessionId, message.id);
+      expect(done.status).toBe('completed');
+      expect(done.response.parts[0].text).toBe('still here');
+    });
+
     it('hides answers and interrupts from other organizations', async () => {
       const { sessionId, message } = await run('ask Private?\n---\nok', ['requires_action']);
       const other = await h.createOrg(`flows-other-${dialect}`);

@@ -16,7 +16,8 @@ export interface BusMessages {
   /** A session may have runnable work. */
   wake: { sessionId: string };
   /** Abort the turn in flight of a session. */
-  interrupt: { sessionId: string };
+  /** The turn to stop: `messageId` when known (a worker already on the next turn ignores it), else the session's. */
+  interrupt: { sessionId: string; messageId?: string };
   /** An event for live listeners of a session. */
   live: LiveEvent;
 }

@@ -76,6 +76,7 @@ function parseEnvelope(topic: Topic, raw: string): Envelope | null {
   const message = parsed.m;
   if (typeof message.sessionId !== 'string') return null;
   if (topic === 'live' && !hasEventShape(message.event)) return null;
+  if (topic === 'interrupt' && message.messageId !== undefined && typeof message.messageId !== 'string') return null;
   return { o: parsed.o, m: message };
 }
 

@@ -212,9 +212,12 @@ async function startEngine(pool: Pool): Promise<void> {
       if (pool.running.has(sessionId)) pool.wokenWhileRunning.add(sessionId);
       else void pump(pool, sessionId);
     }),
-    deps.bus.subscribe('interrupt', ({ sessionId }) => {
+    deps.bus.subscribe('interrupt', ({ sessionId, messageId }) => {
       const work = pool.running.get(sessionId);
-      if (work !== undefined && !work.controller.signal.aborted) work.controller.abort(new TurnAbort('interrupt'));
+      if (work === undefined || work.controller.signal.aborted) return;
+      // An interrupt for a turn that already ended must not stop the one queued behind it.
+      if (messageId !== undefined && work.messageId !== messageId) return;
+      work.controller.abort(new TurnAbort('interrupt'));
     }),
   );
   let sweeping = false;

@@ -31,6 +31,8 @@ export interface WorkerHost {
 export interface SessionWork {
   controller: AbortController;
   done: Promise<void>;
+  /** The message whose turn runs now, if one does. */
+  messageId?: string | undefined;
 }
 
 /** The session's first turn that can run now (a turn waiting for input cannot). */
@@ -115,7 +117,12 @@ async function runTurns(host: WorkerHost, lease: Lease, work: SessionWork): Prom
         if (await releaseIfIdle(host.turnDeps, lease, host.deps.clock.now())) return undefined;
         continue;
       }
-      await runTurn(host.turnDeps, lease, next, work.controller.signal, context);
+      work.messageId = next.id;
+      try {
+        await runTurn(host.turnDeps, lease, next, work.controller.signal, context);
+      } finally {
+        work.messageId = undefined;
+      }
       if (lease.released === true) return undefined;
       unreachable = 0;
     } catch (error) {

@@ -290,6 +290,8 @@ export function createMessageService(deps: MessageServiceDeps) {
     /** Interrupts the session's active turn: at once when no worker runs it, else through the worker. */
     async interrupt(orgId: string, sessionId: string): Promise<{ status: 'interrupting' | 'no_turn' }> {
       let events: SessionEvent[] = [];
+      /** The running turn a worker is to stop; a waiting or queued turn is cancelled here and needs no worker. */
+      let running: string | undefined;
       const status = await db.transaction().execute(async (trx) => {
         const now = clock.now();
         await lockOwnSession(trx, orgId, sessionId, now);
@@ -297,6 +299,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (active === undefined || isTerminal(active.status)) return 'no_turn' as const;
         if (active.status === 'running') {
           await trx.updateTable('messages').set({ cancel_requested: 1 }).where('id', '=', active.id).execute();
+          running = active.id;
           return 'interrupting' as const;
         }
         events = await cancelTurn(
@@ -308,7 +311,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         return 'interrupting' as const;
       });
       publish(sessionId, events, true);
-      if (status === 'interrupting') bus.publish('interrupt', { sessionId });
+      if (running !== undefined) bus.publish('interrupt', { sessionId, messageId: running });
       return { status };
     },
 
@@ -349,7 +352,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         return 'cancelled';
       });
       publish(sessionId, events, status === 'cancelled');
-      if (status === 'cancelling') bus.publish('interrupt', { sessionId });
+      if (status === 'cancelling') bus.publish('interrupt', { sessionId, messageId });
       return status;
     },
 

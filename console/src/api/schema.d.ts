@@ -2499,13 +2499,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Error */
+                /** @description Default Response */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
                 /** @description Error */
@@ -2517,58 +2526,130 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 405: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 406: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
             };
@@ -2616,13 +2697,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Error */
+                /** @description Default Response */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
                 /** @description Error */
@@ -2634,58 +2724,130 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 405: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 406: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
             };
@@ -2727,13 +2889,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Error */
+                /** @description Default Response */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
                 /** @description Error */
@@ -2745,58 +2916,130 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 405: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 406: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
             };
@@ -4869,13 +5112,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Error */
+                /** @description Default Response */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
                 /** @description Error */
@@ -4887,58 +5139,130 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 405: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 406: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
             };
@@ -4983,13 +5307,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Error */
+                /** @description Default Response */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
                 /** @description Error */
@@ -5001,58 +5334,130 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 405: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 406: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
             };
@@ -5091,13 +5496,22 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Error */
+                /** @description Default Response */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
                 /** @description Error */
@@ -5109,58 +5523,130 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 405: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 406: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
-                /** @description Error */
+                /** @description Default Response */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                data?: unknown;
+                                message: string;
+                            };
+                            id: string | number | null;
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                        };
                     };
                 };
             };

@@ -185,6 +185,8 @@ export function createAgentTools(deps: AgentToolDeps) {
         .notify({ method: 'notifications/progress', params: { progressToken: token, progress, message } })
         .catch(() => {});
     };
+    // First, where the turn is: a client that loses the call (a closed connection, a restart) reads it there.
+    notify(`session_id ${sessionId} message_id ${messageId}`);
     const beat = token === undefined ? null : setInterval(() => notify('running'), deps.beatMs);
     const target = { sessionId, messageId };
     try {

@@ -43,6 +43,15 @@ const McpResponse = Type.Unsafe({
   },
 });
 
+const JsonRpcError = Type.Object(
+  {
+    jsonrpc: Type.Literal('2.0'),
+    error: Type.Object({ code: Type.Integer(), message: Type.String(), data: Type.Optional(Type.Unknown()) }),
+    id: Type.Union([Type.String(), Type.Number(), Type.Null()]),
+  },
+  { description: 'A JSON-RPC error of the MCP transport' },
+);
+
 const ResourceMetadata = Type.Object(
   {
     resource: Type.String({ description: 'The MCP endpoint this document describes' }),
@@ -150,7 +159,13 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
   }
 
   const responses = { 200: McpResponse, 202: Type.Null({ description: 'A notification or response accepted' }) };
-  const errors = errorResponses(400, 401, 403, 404, 405, 406, 413, 415);
+  // Refusals of the MCP transport (Accept, session, protocol version, Origin) are JSON-RPC errors; those of the API
+  // (key, scopes, agent, body size) are the API's errors.
+  const either = Type.Union([errorResponses(400)[400] ?? Type.Never(), JsonRpcError]);
+  const errors = {
+    ...errorResponses(401),
+    ...Object.fromEntries([400, 403, 404, 405, 406, 409, 413, 415].map((status) => [status, either])),
+  };
   const methods = [
     ['POST', 'Send an MCP message'],
     ['GET', 'Open the MCP event stream (2025-era sessions)'],

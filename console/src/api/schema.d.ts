@@ -2572,6 +2572,8 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
                                 /**
                                  * Format: uuid
                                  * @description A UUID
@@ -8069,6 +8071,8 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
                                 /**
                                  * Format: uuid
                                  * @description A UUID
@@ -8142,6 +8146,8 @@ export interface paths {
                          * @description A UUID
                          */
                         agentId: string;
+                        /** @description Extension: the end user the session serves (their memories and credentials are used) */
+                        endUser?: string;
                         title?: string;
                     };
                 };
@@ -8161,6 +8167,8 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
                                 /**
                                  * Format: uuid
                                  * @description A UUID
@@ -8276,6 +8284,8 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
                                 /**
                                  * Format: uuid
                                  * @description A UUID

@@ -154,7 +154,14 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       for (const { attachment, param } of attached.flat()) {
         attachment.kind = await deps.checkAttachment(trx, orgId, attachment, param);
       }
-      await createHiddenSession(trx, { id: sessionId, orgId, agentId: agent.id, title: null, now });
+      await createHiddenSession(trx, {
+        id: sessionId,
+        orgId,
+        agentId: agent.id,
+        title: null,
+        now,
+        endUser: request.endUser,
+      });
       markCreated(trx, sessionId);
       const { history, text, attachments } = splitConversation(request.entries, attached);
       const agentOf = (inner: Executor, id: string): Promise<Agent> =>

@@ -41,10 +41,11 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
   });
 
   it('records the end user a Response names (safety_identifier, else user) on the session it creates', async () => {
-    for (const [field, value] of [
+    const named: [string, string][] = [
       ['safety_identifier', 'safe-1'],
       ['user', 'legacy-user'],
-    ]) {
+    ];
+    for (const [field, value] of named) {
       const response = await h.request('POST', '/v1/responses', {
         body: { model: `agent:one`, input: 'hello', [field]: value },
       });

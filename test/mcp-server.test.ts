@@ -346,6 +346,15 @@ describe.each(dialects())('Agentry as an MCP server (%s)', (dialect) => {
     expect(foreign.status).toBe(403);
     const local = await post(`${base}/v1/mcp`, { ...auth, origin: 'http://localhost:5173' });
     expect(local.status).toBe(200);
+    // A key must be able to talk to agents (sessions:read and sessions:write); configuring them is not enough.
+    const org = await h.deps.orgs.requireByName('default');
+    for (const scopes of [['agents:read', 'agents:write'], ['sessions:read']] as const) {
+      const narrow = await h.deps.orgs.createKey(org.id, scopes);
+      const refused = await post(`${base}/v1/mcp`, { authorization: `Bearer ${narrow}` });
+      expect(refused.status, scopes.join()).toBe(403);
+    }
+    const talker = await h.deps.orgs.createKey(org.id, ['sessions:read', 'sessions:write']);
+    expect((await post(`${base}/v1/mcp`, { authorization: `Bearer ${talker}` })).status).toBe(200);
     const strangers = await post(agentUrl(agentId), { authorization: `Bearer ${other.key}` });
     expect(strangers.status).toBe(404);
     const unknown = await post(agentUrl('00000000-0000-4000-8000-000000000000'), auth);

@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * MCP protected-resource metadata: the agent endpoints
-         * @description OAuth 2.0 Protected Resource Metadata (RFC 9728) of the server as a whole, which covers every /v1/agents/{id}/mcp endpoint (it says how to authenticate, not which agents exist): an Agentry API key with the scopes tasks:read and tasks:write, sent as Authorization: Bearer.
+         * @description OAuth 2.0 Protected Resource Metadata (RFC 9728) of the server as a whole, which covers every /v1/agents/{id}/mcp endpoint (it says how to authenticate, not which agents exist): an Agentry API key with the scopes sessions:read and sessions:write (or tasks:read and tasks:write, which include them), sent as Authorization: Bearer.
          */
         get: {
             parameters: {
@@ -61,7 +61,7 @@ export interface paths {
         };
         /**
          * MCP protected-resource metadata: the organization endpoint
-         * @description OAuth 2.0 Protected Resource Metadata (RFC 9728) of /v1/mcp: an Agentry API key with the scopes tasks:read and tasks:write, sent as Authorization: Bearer, is how to call it (no OAuth authorization server issues tokens).
+         * @description OAuth 2.0 Protected Resource Metadata (RFC 9728) of /v1/mcp: an Agentry API key with the scopes sessions:read and sessions:write (or tasks:read and tasks:write, which include them), sent as Authorization: Bearer, is how to call it (no OAuth authorization server issues tokens).
          */
         get: {
             parameters: {
@@ -2466,7 +2466,7 @@ export interface paths {
          * Open the MCP event stream (2025-era sessions): one agent
          * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.
          *
-         *     Required scopes: tasks:read, tasks:write.
+         *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
         get: {
             parameters: {
@@ -2659,7 +2659,7 @@ export interface paths {
          * Send an MCP message: one agent
          * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.
          *
-         *     Required scopes: tasks:read, tasks:write.
+         *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -2856,7 +2856,7 @@ export interface paths {
          * End an MCP session (2025-era sessions): one agent
          * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.
          *
-         *     Required scopes: tasks:read, tasks:write.
+         *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -5084,7 +5084,7 @@ export interface paths {
          * Open the MCP event stream (2025-era sessions): the organization's agents
          * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.
          *
-         *     Required scopes: tasks:read, tasks:write.
+         *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
         get: {
             parameters: {
@@ -5274,7 +5274,7 @@ export interface paths {
          * Send an MCP message: the organization's agents
          * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.
          *
-         *     Required scopes: tasks:read, tasks:write.
+         *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -5468,7 +5468,7 @@ export interface paths {
          * End an MCP session (2025-era sessions): the organization's agents
          * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.
          *
-         *     Required scopes: tasks:read, tasks:write.
+         *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
         delete: {
             parameters: {

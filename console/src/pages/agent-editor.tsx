@@ -64,7 +64,7 @@ function AgentMcp({ agent }: { agent: Agent }) {
       <h2 id="mcp">MCP</h2>
       <p>
         MCP clients (Claude, VS Code, Cursor…) reach this agent as a <code>message</code> tool at{' '}
-        <code data-testid="agent-mcp-url">{url}</code>, with an API key holding tasks:read and tasks:write as{' '}
+        <code data-testid="agent-mcp-url">{url}</code>, with an API key holding sessions:read and sessions:write as{' '}
         <code>Authorization: Bearer</code>. Every agent of the organization:{' '}
         <code>{window.location.origin}/v1/mcp</code>.
       </p>

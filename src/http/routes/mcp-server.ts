@@ -176,7 +176,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
     app.route({
       method,
       url: '/v1/mcp',
-      config: { scopes: ['tasks:read', 'tasks:write'] },
+      config: { scopes: ['sessions:read', 'sessions:write'] },
       schema: {
         summary: `${summary}: the organization's agents`,
         description:
@@ -195,7 +195,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
     app.route({
       method,
       url: '/v1/agents/:id/mcp',
-      config: { scopes: ['tasks:read', 'tasks:write'] },
+      config: { scopes: ['sessions:read', 'sessions:write'] },
       schema: {
         summary: `${summary}: one agent`,
         description:
@@ -219,7 +219,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
     resource_name: 'Agentry MCP server',
     bearer_methods_supported: ['header'],
     authorization_servers: [],
-    scopes_supported: ['tasks:read', 'tasks:write'],
+    scopes_supported: ['sessions:read', 'sessions:write'],
     resource_documentation: `${baseUrl(request)}/docs#mcp`,
   });
 
@@ -230,7 +230,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'MCP protected-resource metadata: the organization endpoint',
       description:
-        'OAuth 2.0 Protected Resource Metadata (RFC 9728) of /v1/mcp: an Agentry API key with the scopes tasks:read and tasks:write, sent as Authorization: Bearer, is how to call it (no OAuth authorization server issues tokens).',
+        'OAuth 2.0 Protected Resource Metadata (RFC 9728) of /v1/mcp: an Agentry API key with the scopes sessions:read and sessions:write (or tasks:read and tasks:write, which include them), sent as Authorization: Bearer, is how to call it (no OAuth authorization server issues tokens).',
       tags,
       response: { 200: ResourceMetadata },
     },
@@ -244,7 +244,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'MCP protected-resource metadata: the agent endpoints',
       description:
-        'OAuth 2.0 Protected Resource Metadata (RFC 9728) of the server as a whole, which covers every /v1/agents/{id}/mcp endpoint (it says how to authenticate, not which agents exist): an Agentry API key with the scopes tasks:read and tasks:write, sent as Authorization: Bearer.',
+        'OAuth 2.0 Protected Resource Metadata (RFC 9728) of the server as a whole, which covers every /v1/agents/{id}/mcp endpoint (it says how to authenticate, not which agents exist): an Agentry API key with the scopes sessions:read and sessions:write (or tasks:read and tasks:write, which include them), sent as Authorization: Bearer.',
       tags,
       response: { 200: ResourceMetadata },
     },

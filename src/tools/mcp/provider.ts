@@ -7,6 +7,10 @@
  *   the organization has one, else directly.
  * Tool lists come from the list cache; calls go through pooled connections, with the call's signal (an interrupt
  * cancels the call on the server too), its deadline, `_meta` for correlation and progress to live listeners.
+ * A connector that signs in with OAuth (docs/mcp-auth.md) is reached with a credential of the vault: the turn's
+ * end user's, else the organization's, one pooled connection per credential. A 401 refreshes the credential and
+ * retries once; a credential that cannot be used makes that call's result `authorization_required` (other tools
+ * are unaffected).
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,10 +18,18 @@ import type { ToolkitEndpoint } from '../../config.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { McpServer } from '../tool-config.ts';
-import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
-import { isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
-import { type Connector, type ConnectorStore, TOOLS_TRUNCATED } from './connectors.ts';
+import type { ResolvedTool, ToolProvider, ToolScope, ToolSource } from '../types.ts';
+import { isMcpError, isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
+import {
+  AUTHORIZATION_REQUIRED,
+  type Connector,
+  type ConnectorCredentials,
+  type ConnectorStore,
+  type CredentialResult,
+  TOOLS_TRUNCATED,
+} from './connectors.ts';
 import type { Discovery, ListedMcpTool } from './discovery-types.ts';
+import { challengeOf } from './oauth.ts';
 import type { McpPool } from './pool.ts';
 import type { ToolListCache } from './tool-cache.ts';
 import { boundToolList } from './tool-list-bounds.ts';
@@ -27,6 +39,8 @@ export interface McpProviderDeps {
   clock: Clock;
   logger: Logger;
   store: ConnectorStore;
+  /** The credential vault, for connectors that sign in with OAuth. */
+  credentials: ConnectorCredentials;
   cache: ToolListCache;
   /** Connections to organization connectors (through the egress guard). */
   connectorPool: McpPool;
@@ -48,6 +62,20 @@ interface Target {
   endpoint(): McpEndpoint;
   prefer: string | null;
   connector: Connector | null;
+  /** Set for OAuth connectors: the turn's credential (`rejected`: the key a server just refused). */
+  credential?: (rejected?: string) => Promise<CredentialResult>;
+  endUser?: string | null;
+}
+
+/** The credential of an OAuth connector cannot be used: the call's result says so. */
+class AuthorizationRequired extends Error {}
+
+/** A connection, with the credential it was opened with (OAuth connectors). */
+interface Connected {
+  connection: McpConnection;
+  credentialKey: string | null;
+  /** The last 401/403 challenge its server sent. */
+  challenge: { status: number; header: string | null } | null;
 }
 
 /** How long after the call's deadline the client gives up on its own, should the signal not reach it. */
@@ -63,18 +91,82 @@ function parametersOf(schema: Record<string, unknown>): Record<string, unknown> 
 export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   const { store, cache, clock } = deps;
   const watched = new Set<string>();
+  const challenges = new Map<string, { status: number; header: string | null }>();
 
-  /** The pooled connection of a target; its tool-list changes (across reconnects) end the cached list. */
-  async function connect(target: Target, signal?: AbortSignal): Promise<McpConnection> {
-    if (!watched.has(target.key)) {
-      watched.add(target.key);
-      target.pool.onToolsChanged(target.key, () => {
+  /**
+   * The pooled connection of a target (with its credential, for OAuth connectors: one connection per credential,
+   * replaced when the token changes); its tool-list changes (across reconnects) end the cached list.
+   */
+  async function connect(target: Target, signal?: AbortSignal, rejected?: string): Promise<Connected> {
+    let endpoint = target.endpoint();
+    let key = target.key;
+    let credentialKey: string | null = null;
+    if (target.credential !== undefined) {
+      const credential = await target.credential(rejected);
+      if (!credential.ok) throw new AuthorizationRequired(credential.message);
+      credentialKey = credential.key;
+      key = `${target.key}:${credential.key.split(':')[0] ?? ''}`;
+      const poolKey = key;
+      endpoint = {
+        ...endpoint,
+        headers: { ...endpoint.headers, ...credential.headers },
+        onChallenge: (status, header) => challenges.set(poolKey, { status, header }),
+      };
+    }
+    if (!watched.has(key)) {
+      watched.add(key);
+      target.pool.onToolsChanged(key, () => {
         cache.invalidate(target.key);
         if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
       });
     }
     const prefer = isMcpProtocol(target.prefer) ? target.prefer : undefined;
-    return target.pool.get(target.key, target.endpoint(), prefer, signal);
+    challenges.delete(key);
+    const connection = await target.pool.get(key, endpoint, prefer, signal);
+    return {
+      connection,
+      credentialKey,
+      get challenge() {
+        return challenges.get(key) ?? null;
+      },
+    };
+  }
+
+  /**
+   * Runs `operation` on the target's connection. An OAuth connector's 401 refreshes the credential and runs it
+   * again, once; a 403 `insufficient_scope` asks a person to connect again with the larger scope.
+   */
+  async function withConnection<T>(
+    target: Target,
+    signal: AbortSignal | undefined,
+    operation: (connection: McpConnection) => Promise<T>,
+  ): Promise<T> {
+    let rejected: string | undefined;
+    for (let attempt = 0; ; attempt++) {
+      let connected: Connected | undefined;
+      try {
+        connected = await connect(target, signal, rejected);
+        return await operation(connected.connection);
+      } catch (error) {
+        const key = connected?.credentialKey ?? null;
+        if (key === null || !isMcpError(error) || error.code !== 'auth_failed') throw error;
+        const challenge = connected?.challenge ?? null;
+        const wanted = challengeOf(challenge?.header ?? null);
+        const connector = target.connector;
+        if (challenge?.status === 403 && wanted.error === 'insufficient_scope' && connector !== null) {
+          const scope = wanted.scope ?? '';
+          throw new AuthorizationRequired(
+            await deps.credentials.needsScope(deps.db, connector, target.endUser ?? null, key, scope),
+          );
+        }
+        if (attempt > 0) {
+          throw new AuthorizationRequired(
+            `the MCP server "${target.label}" refused its credential again after a refresh; connect it again`,
+          );
+        }
+        rejected = key;
+      }
+    }
   }
 
   function toolOf(target: Target, listed: ListedMcpTool): ResolvedTool {
@@ -86,15 +178,21 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       kind: 'server',
       origin: { serverId: target.serverId, serverLabel: target.label, tool: listed.name },
       async execute(args, context) {
-        const connection = await connect(target, context.signal);
-        const result = await connection.callTool(listed.name, args, {
-          signal: context.signal,
-          // The call's signal fires at the deadline (and cancels on the server); the client's own bound is a backstop.
-          timeoutMs: Math.max(1, context.deadline - clock.now()) + CLIENT_TIMEOUT_GRACE_MS,
-          meta: context.meta,
-          onProgress: (progress) => context.progress(progress),
-        });
-        return { output: result.text, isError: result.isError };
+        try {
+          const result = await withConnection(target, context.signal, (connection) =>
+            connection.callTool(listed.name, args, {
+              signal: context.signal,
+              // The call's signal fires at the deadline (and cancels on the server); the client's bound is a backstop.
+              timeoutMs: Math.max(1, context.deadline - clock.now()) + CLIENT_TIMEOUT_GRACE_MS,
+              meta: context.meta,
+              onProgress: (progress) => context.progress(progress),
+            }),
+          );
+          return { output: result.text, isError: result.isError };
+        } catch (error) {
+          if (!(error instanceof AuthorizationRequired)) throw error;
+          return { output: `${AUTHORIZATION_REQUIRED}: ${error.message}`, isError: true };
+        }
       },
     };
   }
@@ -117,8 +215,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
                     ttlMs: target.connector.toolsTtlMs,
                   },
             list: async (listSignal): Promise<Discovery> => {
-              const connection = await connect(target, listSignal);
-              const listed = await connection.listTools(listSignal);
+              const { connection, listed } = await withConnection(target, listSignal, async (connection) => ({
+                connection,
+                listed: await connection.listTools(listSignal),
+              }));
               if (listed.note !== null && target.connector === null) {
                 deps.logger.warn({ server: target.label }, `MCP server "${target.label}" ${listed.note}`);
               }
@@ -143,8 +243,8 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   }
 
   /** The connector's source, with a warning when its last listing left tools out. */
-  function connectorSources(connector: Connector, label: string): ToolSource[] {
-    const available = source(connectorTarget(connector, label));
+  function connectorSources(connector: Connector, label: string, scope: ToolScope): ToolSource[] {
+    const available = source(connectorTarget(connector, label, scope.endUser ?? null));
     if (connector.toolsNote === null) return [available];
     const warned = `MCP server "${label}"`;
     return [
@@ -157,8 +257,16 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
     ];
   }
 
-  function connectorTarget(connector: Connector, label: string): Target {
+  function connectorTarget(connector: Connector, label: string, endUser: string | null): Target {
+    const oauth =
+      connector.auth !== 'oauth'
+        ? {}
+        : {
+            endUser,
+            credential: (rejected?: string) => deps.credentials.headersFor(deps.db, connector, endUser, rejected),
+          };
     return {
+      ...oauth,
       key: `connector:${connector.id}:${digest(`${connector.url}\n${connector.sealedHeaders ?? ''}`)}`,
       version: connector.updatedAt,
       label,
@@ -204,7 +312,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       return claimed.flatMap((entry): ToolSource | ToolSource[] => {
         if ('type' in entry) {
           const connector = byUrl.get(entry.url);
-          if (connector !== undefined) return connectorSources(connector, entry.name);
+          if (connector !== undefined) return connectorSources(connector, entry.name, scope);
           return source({
             key: `url:${digest(entry.url)}`,
             version: 0,
@@ -242,7 +350,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
             },
           };
         }
-        return connectorSources(connector, custom.name ?? connector.name);
+        return connectorSources(connector, custom.name ?? connector.name, scope);
       });
     },
   };

@@ -152,9 +152,13 @@ export function createCredentialVault(deps: CredentialVaultDeps) {
       let row = await credentialOf(db, connector, endUser);
       if (row === undefined) return required(connector, endUser, 'no credential is stored');
       const deadline = clock.now() + LOCK_MS + 5000;
+      const first = row.version;
       while (clock.now() < deadline) {
         if (row.status !== 'active') return required(connector, endUser, 'its credential can no longer be refreshed');
-        const expiring = row.expires_at !== null && row.expires_at - clock.now() < REFRESH_AHEAD_MS;
+        // Once refreshed (here or by another worker), a token is used until it expires: a lifetime shorter than
+        // the margin must not refresh again and again.
+        const margin = row.version === first ? REFRESH_AHEAD_MS : 0;
+        const expiring = row.expires_at !== null && row.expires_at - clock.now() < margin;
         if (!expiring && rejected !== keyOf(row)) return headersOf(row, open(row));
         const outcome = await refresh(db, row, connector);
         if (outcome !== 'retry') return required(connector, endUser, outcome);

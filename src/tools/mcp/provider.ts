@@ -70,12 +70,14 @@ interface Target {
 /** The credential of an OAuth connector cannot be used: the call's result says so. */
 class AuthorizationRequired extends Error {}
 
-/** A connection, with the credential it was opened with (OAuth connectors). */
-interface Connected {
-  connection: McpConnection;
+/** Where a connection goes, and with which credential (OAuth connectors). */
+interface Prepared {
+  /** The pool key: the target's, plus the credential's id. */
+  key: string;
+  endpoint: McpEndpoint;
   credentialKey: string | null;
-  /** The last 401/403 challenge its server sent. */
-  challenge: { status: number; header: string | null } | null;
+  /** The last 401/403 challenge its server sent since `prepare`. */
+  challenge(): { status: number; header: string | null } | null;
 }
 
 /** How long after the call's deadline the client gives up on its own, should the signal not reach it. */
@@ -94,47 +96,47 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   const challenges = new Map<string, { status: number; header: string | null }>();
 
   /**
-   * The pooled connection of a target (with its credential, for OAuth connectors: one connection per credential,
-   * replaced when the token changes); its tool-list changes (across reconnects) end the cached list.
+   * Where a target's connection goes and with which credential (OAuth connectors: the vault's, one pooled
+   * connection per credential, replaced when its token changes).
    */
-  async function connect(target: Target, signal?: AbortSignal, rejected?: string): Promise<Connected> {
-    let endpoint = target.endpoint();
-    let key = target.key;
-    let credentialKey: string | null = null;
-    if (target.credential !== undefined) {
-      const credential = await target.credential(rejected);
-      if (!credential.ok) throw new AuthorizationRequired(credential.message);
-      credentialKey = credential.key;
-      key = `${target.key}:${credential.key.split(':')[0] ?? ''}`;
-      const poolKey = key;
-      endpoint = {
-        ...endpoint,
-        headers: { ...endpoint.headers, ...credential.headers },
-        onChallenge: (status, header) => challenges.set(poolKey, { status, header }),
-      };
+  async function prepare(target: Target, rejected?: string): Promise<Prepared> {
+    const base = target.endpoint();
+    if (target.credential === undefined) {
+      return { key: target.key, endpoint: base, credentialKey: null, challenge: () => null };
     }
-    if (!watched.has(key)) {
-      watched.add(key);
-      target.pool.onToolsChanged(key, () => {
+    const credential = await target.credential(rejected);
+    if (!credential.ok) throw new AuthorizationRequired(credential.message);
+    const key = `${target.key}:${credential.key.split(':')[0] ?? ''}`;
+    challenges.delete(key);
+    return {
+      key,
+      credentialKey: credential.key,
+      endpoint: {
+        ...base,
+        headers: { ...base.headers, ...credential.headers },
+        onChallenge: (status, header) => challenges.set(key, { status, header }),
+      },
+      challenge: () => challenges.get(key) ?? null,
+    };
+  }
+
+  /** The pooled connection; its tool-list changes (across reconnects) end the cached list. */
+  async function connect(target: Target, prepared: Prepared, signal?: AbortSignal): Promise<McpConnection> {
+    if (!watched.has(prepared.key)) {
+      watched.add(prepared.key);
+      target.pool.onToolsChanged(prepared.key, () => {
         cache.invalidate(target.key);
         if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
       });
     }
     const prefer = isMcpProtocol(target.prefer) ? target.prefer : undefined;
-    challenges.delete(key);
-    const connection = await target.pool.get(key, endpoint, prefer, signal);
-    return {
-      connection,
-      credentialKey,
-      get challenge() {
-        return challenges.get(key) ?? null;
-      },
-    };
+    return target.pool.get(prepared.key, prepared.endpoint, prefer, signal);
   }
 
   /**
-   * Runs `operation` on the target's connection. An OAuth connector's 401 refreshes the credential and runs it
-   * again, once; a 403 `insufficient_scope` asks a person to connect again with the larger scope.
+   * Runs `operation` on the target's connection. An OAuth connector's 401 (connecting or later) refreshes the
+   * credential and runs it again, once; a 403 `insufficient_scope` asks a person to connect again with the
+   * larger scope.
    */
   async function withConnection<T>(
     target: Target,
@@ -143,22 +145,21 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   ): Promise<T> {
     let rejected: string | undefined;
     for (let attempt = 0; ; attempt++) {
-      let connected: Connected | undefined;
+      const prepared = await prepare(target, rejected);
       try {
-        connected = await connect(target, signal, rejected);
-        return await operation(connected.connection);
+        return await operation(await connect(target, prepared, signal));
       } catch (error) {
-        const key = connected?.credentialKey ?? null;
-        if (key === null || !isMcpError(error) || error.code !== 'auth_failed') throw error;
-        const challenge = connected?.challenge ?? null;
-        const wanted = challengeOf(challenge?.header ?? null);
+        const key = prepared.credentialKey;
         const connector = target.connector;
-        if (challenge?.status === 403 && wanted.error === 'insufficient_scope' && connector !== null) {
-          const scope = wanted.scope ?? '';
+        if (key === null || connector === null) throw error;
+        const challenge = prepared.challenge();
+        const wanted = challengeOf(challenge?.header ?? null);
+        if (challenge?.status === 403 && wanted.error === 'insufficient_scope') {
           throw new AuthorizationRequired(
-            await deps.credentials.needsScope(deps.db, connector, target.endUser ?? null, key, scope),
+            await deps.credentials.needsScope(deps.db, connector, target.endUser ?? null, key, wanted.scope ?? ''),
           );
         }
+        if (challenge?.status !== 401 && !(isMcpError(error) && error.status === 401)) throw error;
         if (attempt > 0) {
           throw new AuthorizationRequired(
             `the MCP server "${target.label}" refused its credential again after a refresh; connect it again`,

@@ -122,9 +122,9 @@ export function createMcpOAuthService(deps: McpOAuthServiceDeps) {
 
     /** Starts a sign-in to the connector for `user` (null: the organization's credential). */
     async connect(orgId: string, serverId: string, user: string | null): Promise<AuthorizationStart> {
-      const current = settings();
       const row = await store.find(db, orgId, serverId);
       if (row === undefined) throw notFound('mcp server', serverId);
+      const current = settings();
       const state = randomBytes(32).toString('base64url');
       const client = openClient(row);
       let started: Awaited<ReturnType<typeof beginAuthorization>>;

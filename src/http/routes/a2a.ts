@@ -36,6 +36,7 @@ import {
   JsonRpcRequest,
   JsonRpcResponse,
   ListTasksQuery,
+  MessageCallParams,
   TaskConfigParams,
   TaskParams,
   TaskRefParams,
@@ -46,9 +47,14 @@ import type { App } from '../types.ts';
 
 const tags = ['A2A'];
 
-const EventStream = Type.Unsafe<string>({
-  description: 'Server-Sent Events: one A2A StreamResponse per data line',
-  content: { 'text/event-stream': { schema: { type: 'string' } } },
+/** An A2A object, or for the streaming methods Server-Sent Events of StreamResponses. */
+const ObjectOrStream = Type.Unsafe<Record<string, unknown>>({
+  description:
+    'An A2A object; message:stream and :subscribe answer Server-Sent Events, one StreamResponse per data line',
+  content: {
+    'application/json': { schema: { type: 'object', additionalProperties: true } },
+    'text/event-stream': { schema: { type: 'string' } },
+  },
 });
 
 /** A card in the protocol's JSON form (always an object). */
@@ -216,47 +222,33 @@ function registerRest(
   const stream = (request: FastifyRequest, reply: FastifyReply, events: AsyncGenerator<StreamResponse>) =>
     streamEvents(reply, events, (event) => StreamResponse.toJSON(event), failWith(reply, request));
 
+  // `message:send` and `message:stream` are one route: a literal colon in a path would not survive the OpenAPI
+  // document's path templates.
   app.route({
     method: 'POST',
-    url: `${base}/message::send`,
+    url: `${base}/:call`,
     config: { scopes: ['tasks:write'] },
     schema: {
-      summary: 'A2A SendMessage (HTTP+JSON)',
+      summary: 'A2A SendMessage and SendStreamingMessage (HTTP+JSON)',
       description:
-        'Sends a message: a new task (in the context given, or a new one), or the answer to an input-required task. Waits until the task ends or needs input unless configuration.returnImmediately is true.',
+        'POST message:send sends a message: a new task (in the context given, or a new one), or the answer to an input-required task; it waits until the task ends or needs input unless configuration.returnImmediately is true. POST message:stream answers the same as a stream: the task, then each status and artifact update until it ends or needs input.',
       tags,
-      params: AgentParams,
+      params: MessageCallParams,
       body: A2aBody,
-      response: { 200: A2aObject, ...restErrors, ...errorResponses(401, 403, 413) },
-    },
-    handler: async (request, reply) => {
-      const handler = await handlerFor(request, request.params.id);
-      return answer(request, reply, 200, async () => {
-        const result = await handler.sendMessage(SendMessageRequest.fromJSON(request.body), contextOf(request, reply));
-        return SendMessageResponse.toJSON({
-          payload: 'messageId' in result ? { $case: 'message', value: result } : { $case: 'task', value: result },
-        });
-      });
-    },
-  });
-
-  app.route({
-    method: 'POST',
-    url: `${base}/message::stream`,
-    config: { scopes: ['tasks:write'] },
-    schema: {
-      summary: 'A2A SendStreamingMessage (HTTP+JSON)',
-      description:
-        'As message:send, answered as a stream: the task, then each status and artifact update until it ends or needs input.',
-      tags,
-      params: AgentParams,
-      body: A2aBody,
-      response: { 200: EventStream, ...restErrors, ...errorResponses(401, 403, 413) },
+      response: { 200: ObjectOrStream, ...restErrors, ...errorResponses(401, 403, 413) },
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
       const params = SendMessageRequest.fromJSON(request.body);
-      return stream(request, reply, handler.sendMessageStream(params, contextOf(request, reply)));
+      if (request.params.call === 'message:stream') {
+        return stream(request, reply, handler.sendMessageStream(params, contextOf(request, reply)));
+      }
+      return answer(request, reply, 200, async () => {
+        const result = await handler.sendMessage(params, contextOf(request, reply));
+        return SendMessageResponse.toJSON({
+          payload: 'messageId' in result ? { $case: 'message', value: result } : { $case: 'task', value: result },
+        });
+      });
     },
   });
 
@@ -314,7 +306,7 @@ function registerRest(
       tags,
       params: TaskRefParams,
       querystring: GetTaskQuery,
-      response: { 200: A2aObject, ...restErrors, ...errorResponses(401, 403) },
+      response: { 200: ObjectOrStream, ...restErrors, ...errorResponses(401, 403) },
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
@@ -343,7 +335,7 @@ function registerRest(
         'POST tasks/{id}:cancel cancels the task and answers it; POST tasks/{id}:subscribe streams its updates.',
       tags,
       params: TaskRefParams,
-      response: { 200: A2aObject, ...restErrors, ...errorResponses(401, 403) },
+      response: { 200: ObjectOrStream, ...restErrors, ...errorResponses(401, 403) },
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);

@@ -54,6 +54,12 @@ export const A2aError = Type.Object(
 );
 
 export const AgentParams = Type.Object({ id: Uuid });
+export const MessageCallParams = Type.Object({
+  id: Uuid,
+  call: Type.Union([Type.Literal('message:send'), Type.Literal('message:stream')], {
+    description: 'message:send or message:stream',
+  }),
+});
 export const TaskRefParams = Type.Object({
   id: Uuid,
   taskRef: Type.String({

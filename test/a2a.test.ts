@@ -5,74 +5,12 @@
  * the input-required round trip of a question, runs with source a2a, other organizations, hostile input.
  */
 import { randomUUID } from 'node:crypto';
-import { type Message, type Part, Role, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
-import {
-  type Client,
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-  RestTransportFactory,
-} from '@a2a-js/sdk/client';
+import { type Part, Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asTask, BINDINGS, clientFor, partText, send, userMessage } from './helpers/a2a-client.ts';
 import { waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
-
-const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
-type Binding = (typeof BINDINGS)[number];
-
-const text = (value: string): Part => ({
-  content: { $case: 'text', value },
-  metadata: undefined,
-  filename: '',
-  mediaType: '',
-});
-
-function userMessage(value: string | Part[], ids: { contextId?: string; taskId?: string } = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: ids.contextId ?? '',
-    taskId: ids.taskId ?? '',
-    role: Role.ROLE_USER,
-    parts: typeof value === 'string' ? [text(value)] : value,
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-const send = (message: Message, returnImmediately = false) => ({
-  tenant: '',
-  message,
-  configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
-  metadata: undefined,
-});
-
-function asTask(result: Message | Task): Task {
-  if (!('status' in result)) throw new Error('expected a task, got a message');
-  return result;
-}
-
-const partText = (part: Part | undefined): string | undefined =>
-  part?.content?.$case === 'text' ? part.content.value : undefined;
-
-/** A fetch that sends this key as a bearer token, as an orchestrator configured with the card's scheme does. */
-const withKey =
-  (key: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('authorization', `Bearer ${key}`);
-    return fetch(input, { ...init, headers });
-  };
-
-async function clientFor(baseUrl: string, agentId: string, key: string, binding: Binding): Promise<Client> {
-  const fetchImpl = withKey(key);
-  const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-    preferredTransports: [binding],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-  });
-  return factory.createFromUrl(`${baseUrl}/v1/agents/${agentId}/.well-known/agent-card.json`, '');
-}
 
 describe.each(dialects())('A2A server (%s)', (dialect) => {
   let h: Harness;

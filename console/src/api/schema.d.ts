@@ -2664,13 +2664,13 @@ export interface paths {
                         "text/event-stream": string;
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -2702,13 +2702,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -2844,13 +2844,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -2882,13 +2882,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3013,13 +3013,13 @@ export interface paths {
                         "text/event-stream": string;
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3051,13 +3051,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3166,13 +3166,13 @@ export interface paths {
                         "text/event-stream": string;
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3204,13 +3204,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3338,13 +3338,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3376,13 +3376,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3496,13 +3496,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3534,13 +3534,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3669,13 +3669,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3707,13 +3707,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3822,13 +3822,13 @@ export interface paths {
                         };
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {
@@ -3860,13 +3860,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description An A2A error (google.rpc.Status JSON) */
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
+                        "application/json": components["schemas"]["Error"] | {
                             error: {
                                 code: number;
                                 details: {

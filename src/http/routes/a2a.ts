@@ -16,7 +16,7 @@ import {
   TaskPushNotificationConfig,
   taskStateFromJSON,
 } from '@a2a-js/sdk';
-import { A2AError, restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { A2AError, RequestMalformedError, restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { type A2ARequestHandler, JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -37,6 +37,7 @@ import {
   JsonRpcResponse,
   ListTasksQuery,
   MessageCallParams,
+  OursOrA2aError,
   TaskConfigParams,
   TaskParams,
   TaskRefParams,
@@ -63,9 +64,22 @@ function cardJson(card: AgentCardData): Record<string, unknown> {
   return isJsonObject(json) ? json : {};
 }
 
-/** The base URL the caller reached this server by: the card's URLs are built on it. */
+/** The first value of a forwarded header, when it is one string. */
+function forwarded(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value.split(',', 1)[0]?.trim() : undefined;
+}
+
+const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * The base URL the caller reached this server by: the card's URLs are built on it. A proxy's X-Forwarded-Proto and
+ * X-Forwarded-Host are honoured when well-formed: they only shape the card answered to the same caller.
+ */
 function baseUrlOf(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
+  const proto = forwarded(request.headers['x-forwarded-proto']);
+  const host = forwarded(request.headers['x-forwarded-host']);
+  const scheme = proto === 'http' || proto === 'https' ? proto : request.protocol;
+  return `${scheme}://${host !== undefined && HOST.test(host) ? host : request.host}`;
 }
 
 /** Aborted when the caller goes away before the answer is sent (a blocking SendMessage stops waiting). */
@@ -218,7 +232,7 @@ function registerRest(
     }
   }
 
-  const restErrors = { 400: A2aError, 404: A2aError, 409: A2aError, 500: A2aError, 501: A2aError };
+  const restErrors = { 400: OursOrA2aError, 404: OursOrA2aError, 409: A2aError, 500: A2aError, 501: A2aError };
   const stream = (request: FastifyRequest, reply: FastifyReply, events: AsyncGenerator<StreamResponse>) =>
     streamEvents(reply, events, (event) => StreamResponse.toJSON(event), failWith(reply, request));
 
@@ -293,7 +307,14 @@ function registerRest(
     return at === -1 ? { taskId: ref, verb: '' } : { taskId: ref.slice(0, at), verb: ref.slice(at + 1) };
   };
   const unknownMethod = (reply: FastifyReply, request: FastifyRequest, verb: string) =>
-    failWith(reply, request)(new A2AError(`unknown method :${verb}`));
+    failWith(
+      reply,
+      request,
+    )(
+      new RequestMalformedError(
+        `taskRef: '${verb === '' ? '(none)' : `:${verb}`}' is not a method here; use :cancel or :subscribe`,
+      ),
+    );
 
   app.route({
     method: 'GET',

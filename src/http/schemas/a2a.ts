@@ -89,3 +89,11 @@ export const ListTasksQuery = Type.Object(
 );
 
 export const GetTaskQuery = Type.Object({ historyLength: Type.Optional(Type.Integer({ minimum: 0 })) });
+
+/**
+ * A 400 or 404 of an HTTP+JSON route: ours (the catalog's Error) when the request or the agent is refused before
+ * the protocol is spoken, the protocol's (A2aError) after.
+ */
+export const OursOrA2aError = Type.Union([Type.Unsafe<Record<string, unknown>>({ $ref: 'Error#' }), A2aError], {
+  description: "The catalog's Error (bad request, unknown agent) or an A2A error",
+});

@@ -270,6 +270,20 @@ describe.each(dialects())('A2A server (%s)', (dialect) => {
 
   it('answers malformed JSON-RPC as JSON-RPC errors and malformed bodies as 400', async () => {
     const url = `/v1/agents/${agentId}/a2a`;
+    // The hand-written request of docs/a2a.md, as JSON-RPC clients send it.
+    const documented = json(
+      await h.request('POST', url, {
+        headers: { 'a2a-version': '1.0' },
+        body: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'Hello over A2A' }] } },
+        },
+      }),
+    );
+    expect(documented.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(documented.result.task.artifacts[0].parts[0].text).toBe('Hello over A2A');
     const unknown = json(await h.request('POST', url, { body: { jsonrpc: '2.0', id: 7, method: 'Nope', params: {} } }));
     expect(unknown).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32601 } });
     const bad = await h.request('POST', url, {

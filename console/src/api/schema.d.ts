@@ -1362,7 +1362,7 @@ export interface paths {
          * List A2A Agent Cards
          * @description The Agent Card of each of the organization's agents.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -2434,7 +2434,7 @@ export interface paths {
          * Get an agent's A2A Agent Card
          * @description The A2A 1.0 Agent Card of the agent: its JSON-RPC and HTTP+JSON endpoints (absolute URLs on the host this request reached), the API-key bearer auth, its skills.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -2522,7 +2522,7 @@ export interface paths {
          * A2A JSON-RPC binding
          * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -2629,7 +2629,7 @@ export interface paths {
          * A2A SendMessage and SendStreamingMessage (HTTP+JSON)
          * @description POST message:send sends a message: a new task (in the context given, or a new one), or the answer to an input-required task; it waits until the task ends or needs input unless configuration.returnImmediately is true. POST message:stream answers the same as a stream: the task, then each status and artifact update until it ends or needs input.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -2810,7 +2810,7 @@ export interface paths {
          * A2A ListTasks (HTTP+JSON)
          * @description The agent's tasks started over A2A, newest first.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -2983,7 +2983,7 @@ export interface paths {
          * A2A GetTask or SubscribeToTask (HTTP+JSON)
          * @description GET tasks/{id} answers the task; GET tasks/{id}:subscribe streams its updates until it ends or needs input.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3138,7 +3138,7 @@ export interface paths {
          * A2A CancelTask or SubscribeToTask (HTTP+JSON)
          * @description POST tasks/{id}:cancel cancels the task and answers it; POST tasks/{id}:subscribe streams its updates.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -3312,7 +3312,7 @@ export interface paths {
          * A2A push notification configs (HTTP+JSON)
          * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3463,7 +3463,7 @@ export interface paths {
          * A2A push notification configs (HTTP+JSON)
          * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -3642,7 +3642,7 @@ export interface paths {
          * A2A push notification configs (HTTP+JSON)
          * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3795,7 +3795,7 @@ export interface paths {
          * A2A push notification configs (HTTP+JSON)
          * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         delete: {
             parameters: {

@@ -141,7 +141,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/.well-known/agent-card.json',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: "Get an agent's A2A Agent Card",
       description:
@@ -156,7 +156,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/a2a/agents',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List A2A Agent Cards',
       description: "The Agent Card of each of the organization's agents.",
@@ -173,7 +173,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/agents/:id/a2a',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'A2A JSON-RPC binding',
       description:
@@ -241,7 +241,7 @@ function registerRest(
   app.route({
     method: 'POST',
     url: `${base}/:call`,
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'A2A SendMessage and SendStreamingMessage (HTTP+JSON)',
       description:
@@ -269,7 +269,7 @@ function registerRest(
   app.route({
     method: 'GET',
     url: `${base}/tasks`,
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'A2A ListTasks (HTTP+JSON)',
       description: "The agent's tasks started over A2A, newest first.",
@@ -319,7 +319,7 @@ function registerRest(
   app.route({
     method: 'GET',
     url: `${base}/tasks/:taskRef`,
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'A2A GetTask or SubscribeToTask (HTTP+JSON)',
       description:
@@ -349,7 +349,7 @@ function registerRest(
   app.route({
     method: 'POST',
     url: `${base}/tasks/:taskRef`,
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'A2A CancelTask or SubscribeToTask (HTTP+JSON)',
       description:
@@ -377,7 +377,7 @@ function registerRest(
   app.route({
     method: 'POST',
     url: `${base}/tasks/:taskRef/pushNotificationConfigs`,
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: pushSummary,
       description: pushDescription,
@@ -401,7 +401,7 @@ function registerRest(
     app.route({
       method,
       url: `${base}/tasks/:taskRef/pushNotificationConfigs/:configId`,
-      config: { scopes: [method === 'GET' ? 'tasks:read' : 'tasks:write'] },
+      config: { scopes: [method === 'GET' ? 'sessions:read' : 'sessions:write'] },
       schema: {
         summary: pushSummary,
         description: pushDescription,
@@ -426,7 +426,7 @@ function registerRest(
   app.route({
     method: 'GET',
     url: `${base}/tasks/:taskRef/pushNotificationConfigs`,
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: pushSummary,
       description: pushDescription,

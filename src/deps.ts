@@ -8,6 +8,7 @@ import { type Bus, createLocalBus } from './bus/bus.ts';
 import { createLateBus } from './bus/late-bus.ts';
 import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
 import type { Config } from './config.ts';
+import { type A2aService, createA2aService } from './domain/a2a/a2a-service.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { type ChatCompletionService, createChatCompletionService } from './domain/chat-completions/chat-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
@@ -116,6 +117,8 @@ export interface Deps {
   metrics: Metrics;
   /** Legacy Tasks: prompts run as turns of hidden workspace Sessions (docs/legacy.md). */
   tasks: TaskService;
+  /** Agents as A2A servers: tasks are turns of sessions (docs/a2a.md). */
+  a2a: A2aService;
   /** Legacy organization webhooks (/v1/webhooks): task.* notifications, best-effort. */
   legacyWebhooks: LegacyWebhookService;
   /** Threads of the older API (/api/sdk/threads). */
@@ -457,6 +460,14 @@ export async function buildDeps(
     reports: createReportService({ agents, runtime: sandbox }),
     tracing,
     metrics,
+    a2a: createA2aService({
+      db,
+      live,
+      messages,
+      sessions,
+      agentOf: (orgId, agentId, executor) => agents.get(orgId, agentId, executor),
+      pollMs: config.pollMs,
+    }),
     tasks: createTaskService({
       db,
       clock,

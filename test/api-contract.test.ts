@@ -158,6 +158,9 @@ describe('API contract', () => {
         headers: { 'idempotency-key': 'x' },
       },
       'POST /v1/tasks/:id/prompts': { body: { prompt: 'mine now' } },
+      'POST /v1/agents/:id/a2a': { body: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } } },
+      'POST /v1/agents/:id/a2a/rest/:call': { body: {} },
+      'POST /v1/agents/:id/a2a/rest/tasks/:taskRef/pushNotificationConfigs': { body: {} },
       'POST /api/sdk/threads/:thread_id': { body: { metadata: {} } },
       'POST /api/sdk/threads/:thread_id/messages': { body: { role: 'user', content: 'mine now' } },
       'POST /api/sdk/p/:project_id/a/:agent_id/r': { body: { inputs: ['mine now'] } },
@@ -209,6 +212,9 @@ describe('API contract', () => {
         .replace(':project_id', String(otherProject))
         .replace(':agent_id', agent.id)
         .replace(':run_id', toolRun.run_id)
+        .replace(':call', 'message%3Asend')
+        .replace(':taskRef', message.id)
+        .replace(':configId', 'c1')
         .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};

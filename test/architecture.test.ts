@@ -42,6 +42,7 @@ const LAYERS: readonly (readonly string[])[] = [
  * of their modules.
  */
 const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
+  a2a: [],
   agents: ['agent-repo.ts', 'agent-service.ts', 'agent-types.ts'],
   approvals: ['approvals.ts'],
   auth: ['scopes.ts'],

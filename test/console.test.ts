@@ -346,6 +346,11 @@ describe.skipIf(!available)('web console', () => {
     expect(stored.body.agent).toMatchObject({ name: 'Helper', maxSteps: 5, instructions: 'Be brief.' });
     expect(stored.body.agent.mcpServers).toEqual([{ kind: 'internal', name: 'ask_user_question' }]);
     expect(stored.body.agent.clientTools[0].name).toBe('get_weather');
+    // The page names the agent's A2A Agent Card, and that URL answers the card.
+    const cardUrl = `${new URL(page.url()).origin}/v1/agents/${agentId}/.well-known/agent-card.json`;
+    expect(await page.getByTestId('agent-card-url').textContent()).toBe(cardUrl);
+    const card = await shared.api('GET', new URL(cardUrl).pathname);
+    expect(card.body).toMatchObject({ name: 'Helper' });
     await page.getByLabel('Description', { exact: true }).fill('Answers questions');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await expect.poll(() => page.locator('output.ok').textContent(), WAIT).toContain('version 2');

@@ -1,11 +1,13 @@
 /**
  * Every route of the API, the console and the event streams: what app.ts registers for the `all` and `api` roles.
  * app.ts imports this module only for those roles, so a `worker` process, which serves the probes alone, never
- * loads the route modules, their schemas or what they import (test/startup-imports.test.ts).
+ * loads the route modules, their schemas or what they
+import (test/startup-imports.test.ts).
  */
 import type { StreamHub } from '../bus/live-hub.ts';
 import type { Deps } from '../deps.ts';
 import type { Lifecycle } from './lifecycle.ts';
+import { a2aRoutes } from './routes/a2a.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -51,6 +53,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
   taskRoutes(app, deps);
+  a2aRoutes(app, deps);
   legacyWebhookRoutes(app, deps);
   sdkRoutes(app, deps);
   sdkFileRoutes(app, deps);

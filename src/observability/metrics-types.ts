@@ -7,7 +7,7 @@ import type { Executor } from '../storage/db.ts';
 export type TurnOutcome = 'completed' | 'failed' | 'cancelled';
 
 /** The streaming routes, as the `surface` label of the open-stream gauge names them. */
-export type SseSurface = 'sessions' | 'responses' | 'tasks' | 'tool_runs' | 'chat_completions';
+export type SseSurface = 'sessions' | 'responses' | 'tasks' | 'tool_runs' | 'chat_completions' | 'a2a';
 
 export interface Metrics {
   readonly enabled: boolean;

@@ -26,6 +26,7 @@ export const RUN_SOURCES = [
   'schedule',
   'chat_completions',
   'mcp',
+  'a2a',
 ] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];
 

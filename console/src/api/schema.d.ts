@@ -1453,6 +1453,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/a2a/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List A2A Agent Cards
+         * @description The Agent Card of each of the organization's agents.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The Agent Card of each of the organization's agents */
+                            data: ({
+                                description: string;
+                                name: string;
+                                version: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -2453,6 +2523,1539 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/v1/agents/{id}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an agent's A2A Agent Card
+         * @description The A2A 1.0 Agent Card of the agent: its JSON-RPC and HTTP+JSON endpoints (absolute URLs on the host this request reached), the API-key bearer auth, its skills.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A 1.0 Agent Card (https://a2a-protocol.org/v1.0.0/specification/#441-agentcard) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            description: string;
+                            name: string;
+                            version: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/a2a": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A JSON-RPC binding
+         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description An A2A 1.0 JSON-RPC 2.0 request */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        id?: string | number | null;
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, … */
+                        method: string;
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description A JSON-RPC 2.0 response: `result` or `error` (A2A error codes). Streaming methods answer text/event-stream, one response per event. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/a2a/rest/{call}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A SendMessage and SendStreamingMessage (HTTP+JSON)
+         * @description POST message:send sends a message: a new task (in the context given, or a new one), or the answer to an input-required task; it waits until the task ends or needs input unless configuration.returnImmediately is true. POST message:stream answers the same as a stream: the task, then each status and artifact update until it ends or needs input.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description message:send or message:stream */
+                    call: "message:send" | "message:stream";
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description An A2A 1.0 request object */
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description An A2A object; message:stream and :subscribe answer Server-Sent Events, one StreamResponse per data line */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/a2a/rest/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A2A ListTasks (HTTP+JSON)
+         * @description The agent's tasks started over A2A, newest first.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    contextId?: string;
+                    historyLength?: number;
+                    includeArtifacts?: boolean;
+                    pageSize?: number;
+                    pageToken?: string;
+                    /** @description A TaskState name, e.g. TASK_STATE_COMPLETED */
+                    status?: string;
+                    statusTimestampAfter?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A 1.0 object: a SendMessageResponse, Task or ListTasksResponse */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/a2a/rest/tasks/{taskRef}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A2A GetTask or SubscribeToTask (HTTP+JSON)
+         * @description GET tasks/{id} answers the task; GET tasks/{id}:subscribe streams its updates until it ends or needs input.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    historyLength?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    /** @description A task id, or a task id followed by :cancel or :subscribe */
+                    taskRef: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A object; message:stream and :subscribe answer Server-Sent Events, one StreamResponse per data line */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * A2A CancelTask or SubscribeToTask (HTTP+JSON)
+         * @description POST tasks/{id}:cancel cancels the task and answers it; POST tasks/{id}:subscribe streams its updates.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    /** @description A task id, or a task id followed by :cancel or :subscribe */
+                    taskRef: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A object; message:stream and :subscribe answer Server-Sent Events, one StreamResponse per data line */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/a2a/rest/tasks/{taskRef}/pushNotificationConfigs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A2A push notification configs (HTTP+JSON)
+         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    taskRef: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A 1.0 object: a SendMessageResponse, Task or ListTasksResponse */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * A2A push notification configs (HTTP+JSON)
+         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    taskRef: string;
+                };
+                cookie?: never;
+            };
+            /** @description An A2A 1.0 request object */
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description An A2A 1.0 object: a SendMessageResponse, Task or ListTasksResponse */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/a2a/rest/tasks/{taskRef}/pushNotificationConfigs/{configId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A2A push notification configs (HTTP+JSON)
+         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    configId: string;
+                    /** @description A UUID */
+                    id: string;
+                    taskRef: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A 1.0 object: a SendMessageResponse, Task or ListTasksResponse */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * A2A push notification configs (HTTP+JSON)
+         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    configId: string;
+                    /** @description A UUID */
+                    id: string;
+                    taskRef: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An A2A 1.0 object: a SendMessageResponse, Task or ListTasksResponse */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The catalog's Error (bad request, unknown agent) or an A2A error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"] | {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description An A2A error (google.rpc.Status JSON) */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: number;
+                                details: {
+                                    [key: string]: unknown;
+                                }[];
+                                message: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/agents/{id}/mcp": {
@@ -8409,7 +10012,7 @@ export interface paths {
                                  * @description The surface that started the run
                                  * @enum {string}
                                  */
-                                source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp";
+                                source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
                                 started_at: number | null;
                                 /** @enum {string} */
                                 status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
@@ -8553,7 +10156,7 @@ export interface paths {
                              * @description The surface that started the run
                              * @enum {string}
                              */
-                            source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp";
+                            source: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
                             started_at: number | null;
                             /** @enum {string} */
                             status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";

@@ -228,9 +228,15 @@ export default function AgentEditorPage() {
         )}
       </div>
       {current === undefined ? null : (
-        <p className="muted small">
-          <code>{current.id}</code> · v{current.version}
-        </p>
+        <>
+          <p className="muted small">
+            <code>{current.id}</code> · v{current.version}
+          </p>
+          <p className="muted small">
+            A2A Agent Card (send the API key as a bearer token, docs/a2a.md):{' '}
+            <code data-testid="agent-card-url">{`${window.location.origin}/v1/agents/${current.id}/.well-known/agent-card.json`}</code>
+          </p>
+        </>
       )}
       <form onSubmit={submit} noValidate aria-label={creating ? 'New agent' : 'Edit agent'}>
         <ErrorNote error={topError} />

@@ -1,0 +1,230 @@
+/**
+ * The SDK's request handler interface over our A2A service, for one organization's agent: the SDK's transports
+ * (JSON-RPC and HTTP+JSON) parse and frame, this answers from the database. Our errors become the protocol's
+ * (task not found, malformed request, not cancelable) so both bindings report them as A2A 1.0 defines.
+ */
+import {
+  type AgentCard,
+  type CancelTaskRequest,
+  type DeleteTaskPushNotificationConfigRequest,
+  type GetExtendedAgentCardRequest,
+  type GetTaskPushNotificationConfigRequest,
+  type GetTaskRequest,
+  type ListTaskPushNotificationConfigsRequest,
+  type ListTaskPushNotificationConfigsResponse,
+  type ListTasksRequest,
+  type ListTasksResponse,
+  type Message,
+  type SendMessageRequest,
+  type StreamResponse,
+  type SubscribeToTaskRequest,
+  type Task,
+  type TaskPushNotificationConfig,
+  TaskState,
+} from '@a2a-js/sdk';
+import {
+  A2AError,
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import { AppError } from '../../errors/app-error.ts';
+import { isTerminal } from '../turns/message-types.ts';
+import type { A2aService, A2aTarget } from './a2a-service.ts';
+import { artifactsOf, endsStream, statusesOf, statusOf, taskOf } from './task-view.ts';
+
+/** The key of the request's AbortSignal in the call context's state (set by the route). */
+export const SIGNAL_KEY = 'agentry.signal';
+
+const DEFAULT_PAGE_SIZE = 50;
+
+/**
+ * Our errors in the protocol's terms. Anything else is reported (logged) and becomes an internal error that says
+ * nothing of its cause: the transports echo an error's message.
+ */
+export function protocolError(error: unknown, report: (error: unknown) => void): A2AError {
+  if (error instanceof A2AError) return error;
+  if (!(error instanceof AppError)) {
+    report(error);
+    return new A2AError('internal error');
+  }
+  if (error.code === 'not_found') {
+    return /^task /.test(error.message)
+      ? new TaskNotFoundError(error.message)
+      : new RequestMalformedError(error.message);
+  }
+  if (error.code === 'action_not_waiting') return new UnsupportedOperationError(error.message);
+  return new RequestMalformedError(`${error.code}: ${error.message}`);
+}
+
+function signalOf(context: ServerCallContext): AbortSignal {
+  const signal = context.state.get(SIGNAL_KEY);
+  return signal instanceof AbortSignal ? signal : new AbortController().signal;
+}
+
+/** A2A page tokens are opaque: ours is the offset. */
+function offsetOf(token: string): number {
+  if (token === '') return 0;
+  const offset = Number(Buffer.from(token, 'base64url').toString('utf8'));
+  if (!Number.isSafeInteger(offset) || offset < 0)
+    throw new RequestMalformedError('pageToken: not a token this server issued');
+  return offset;
+}
+
+export function createA2aHandler(
+  service: A2aService,
+  target: A2aTarget,
+  card: AgentCard,
+  report: (error: unknown) => void,
+): A2ARequestHandler {
+  async function guarded<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw protocolError(error, report);
+    }
+  }
+
+  async function accept(params: SendMessageRequest) {
+    const message = params.message;
+    if (message === undefined) throw new RequestMalformedError('message is required');
+    return guarded(() =>
+      service.send(target, {
+        messageId: message.messageId,
+        parts: message.parts,
+        ...(message.contextId === '' ? {} : { contextId: message.contextId }),
+        ...(message.taskId === '' ? {} : { taskId: message.taskId }),
+      }),
+    );
+  }
+
+  async function* events(taskId: string, signal: AbortSignal, first: boolean): AsyncGenerator<StreamResponse> {
+    let sentTask = !first;
+    for await (const turn of service.follow(target, taskId, signal)) {
+      if (!sentTask) {
+        sentTask = true;
+        yield { payload: { $case: 'task', value: taskOf(turn) } };
+        if (endsStream(turn.status)) return;
+        continue;
+      }
+      for (const artifact of artifactsOf(turn)) {
+        yield {
+          payload: {
+            $case: 'artifactUpdate',
+            value: {
+              taskId: turn.id,
+              contextId: turn.sessionId,
+              artifact,
+              append: false,
+              lastChunk: true,
+              metadata: undefined,
+            },
+          },
+        };
+      }
+      yield {
+        payload: {
+          $case: 'statusUpdate',
+          value: { taskId: turn.id, contextId: turn.sessionId, status: statusOf(turn), metadata: undefined },
+        },
+      };
+    }
+  }
+
+  return {
+    getAgentCard: async () => card,
+    getAuthenticatedExtendedAgentCard: async (_params: GetExtendedAgentCardRequest) => {
+      throw new ExtendedAgentCardNotConfiguredError('this agent has no extended card');
+    },
+
+    async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+      const accepted = await accept(params);
+      const historyLength = params.configuration?.historyLength;
+      if (params.configuration?.returnImmediately === true || endsStream(accepted.status)) {
+        return taskOf(accepted, historyLength);
+      }
+      let last = accepted;
+      for await (const turn of service.follow(target, accepted.id, signalOf(context))) last = turn;
+      return taskOf(last, historyLength);
+    },
+
+    async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext) {
+      const accepted = await accept(params);
+      yield* events(accepted.id, signalOf(context), true);
+    },
+
+    async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext) {
+      const turn = await guarded(() => service.read(target, params.id));
+      if (isTerminal(turn.status)) {
+        throw new UnsupportedOperationError(`task ${turn.id} has ended (${turn.status}); read it with GetTask`);
+      }
+      yield* events(turn.id, signalOf(context), true);
+    },
+
+    async getTask(params: GetTaskRequest): Promise<Task> {
+      if (params.historyLength !== undefined && params.historyLength < 0) {
+        throw new RequestMalformedError('historyLength must be non-negative');
+      }
+      return taskOf(await guarded(() => service.read(target, params.id)), params.historyLength);
+    },
+
+    async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+      const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
+      if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
+        throw new RequestMalformedError('pageSize must be between 1 and 100');
+      }
+      const offset = offsetOf(params.pageToken);
+      let updatedAfter: number | undefined;
+      if (params.statusTimestampAfter !== undefined && params.statusTimestampAfter !== '') {
+        updatedAfter = Date.parse(params.statusTimestampAfter);
+        if (Number.isNaN(updatedAfter)) throw new RequestMalformedError('statusTimestampAfter: not an ISO 8601 time');
+      }
+      const page = await guarded(() =>
+        service.list(target, {
+          ...(params.contextId === '' ? {} : { contextId: params.contextId }),
+          ...(params.status === TaskState.TASK_STATE_UNSPECIFIED ? {} : { statuses: statusesOf(params.status) }),
+          ...(updatedAfter === undefined ? {} : { updatedAfter }),
+          limit: pageSize,
+          offset,
+        }),
+      );
+      const next = offset + page.tasks.length;
+      return {
+        tasks: page.tasks.map((turn) => {
+          const task = taskOf(turn, params.historyLength ?? 0);
+          return params.includeArtifacts === true ? task : { ...task, artifacts: [] };
+        }),
+        nextPageToken: next < page.total ? Buffer.from(String(next)).toString('base64url') : '',
+        pageSize,
+        totalSize: page.total,
+      };
+    },
+
+    async cancelTask(params: CancelTaskRequest): Promise<Task> {
+      const before = await guarded(() => service.read(target, params.id));
+      if (isTerminal(before.status)) {
+        throw new TaskNotCancelableError(`task ${before.id} has already ended (${before.status})`);
+      }
+      return taskOf(await guarded(() => service.cancel(target, params.id)));
+    },
+
+    createTaskPushNotificationConfig: async (_params: TaskPushNotificationConfig) => {
+      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    },
+    getTaskPushNotificationConfig: async (_params: GetTaskPushNotificationConfigRequest) => {
+      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    },
+    listTaskPushNotificationConfigs: async (
+      _params: ListTaskPushNotificationConfigsRequest,
+    ): Promise<ListTaskPushNotificationConfigsResponse> => {
+      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    },
+    deleteTaskPushNotificationConfig: async (_params: DeleteTaskPushNotificationConfigRequest) => {
+      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    },
+  };
+}

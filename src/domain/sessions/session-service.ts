@@ -1,11 +1,12 @@
 /** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
-import { notFound } from '../../errors/app-error.ts';
+import { notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import { SESSION_STATUSES, type SessionStatus } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
+import { requireAgentVersion } from '../agents/agent-repo.ts';
 import { writeEvents } from '../outbox.ts';
 import { createSession } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -18,6 +19,8 @@ export interface Session {
   object: 'session';
   /** Null for a Conversation created without an agent, until its first Response fixes one. */
   agentId: string | null;
+  /** The agent version every turn runs; null follows the latest. */
+  agentVersion: number | null;
   title: string | null;
   status: SessionStatus;
   conversationId: string;
@@ -39,12 +42,15 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 );
 
 export function sessionFromRow(
-  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'>,
+  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> & {
+    agent_version?: number | null;
+  },
 ): Session {
   return {
     id: row.id,
     object: 'session',
     agentId: row.agent_id,
+    agentVersion: row.agent_version ?? null,
     title: row.title,
     status: row.status,
     conversationId: conversationIdOf(row.id),
@@ -85,7 +91,13 @@ export function createSessionService(deps: SessionServiceDeps) {
      */
     async create(
       orgId: string,
-      input: { agentId: string | null; title?: string; id?: string; metadata?: Record<string, string> },
+      input: {
+        agentId: string | null;
+        agentVersion?: number;
+        title?: string;
+        id?: string;
+        metadata?: Record<string, string>;
+      },
       db: Executor = deps.db,
     ): Promise<Session> {
       const agentId = input.agentId === null ? null : input.agentId.toLowerCase();
@@ -93,11 +105,16 @@ export function createSessionService(deps: SessionServiceDeps) {
         const agent = await agentOfOrg.first(db, { orgId, id: agentId });
         if (agent === undefined) throw notFound('agent', agentId);
       }
+      if (input.agentVersion !== undefined) {
+        if (agentId === null) throw validationError('agentVersion', 'a version can be pinned only with an agent');
+        await requireAgentVersion(db, agentId, input.agentVersion, 'agentVersion');
+      }
       const now = deps.clock.now();
       const row = {
         id: input.id ?? newId(),
         org_id: orgId,
         agent_id: agentId,
+        agent_version: input.agentVersion ?? null,
         title: input.title ?? null,
         status: 'idle' as const,
         created_at: now,

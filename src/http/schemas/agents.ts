@@ -177,7 +177,7 @@ export const AgentUpdateBody = Type.Object(
 export const AgentUpdateHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
-      pattern: '^\\s*"?[1-9][0-9]{0,9}"?\\s*$',
+      pattern: '^\\s*("[1-9][0-9]{0,9}"|[1-9][0-9]{0,9})\\s*$',
       description:
         'The agent version this change expects to replace ("3" or 3). Another version current is a 409 version_conflict whose details name it.',
     }),

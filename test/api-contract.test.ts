@@ -209,6 +209,7 @@ describe('API contract', () => {
         .replace(':project_id', String(otherProject))
         .replace(':agent_id', agent.id)
         .replace(':run_id', toolRun.run_id)
+        .replace(':version', '1')
         .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};

@@ -9,8 +9,17 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flows, type Json, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, type Response as HarnessResponse, json } from './helpers/harness.ts';
+import { flows, httpClient, type Json, TERMINAL_STATUSES, textParts, waitUntil } from './helpers/fixtures.ts';
+import {
+  createHarness,
+  dialects,
+  type Harness,
+  type Response as HarnessResponse,
+  json,
+  testEnvironment,
+  testKey,
+} from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 /** 400 characters: 100 input tokens of the scripted model, far more than the user text and the short version. */
 const LONG = 'Answer in the voice of a careful archivist. '.repeat(10).slice(0, 400);
@@ -345,4 +354,57 @@ describe.each(dialects())('agent versions (%s)', (dialect) => {
       );
     }
   });
+});
+
+describe.each(dialects())('agent version pins across a restart (%s)', (dialect) => {
+  const environment = testEnvironment(dialect);
+  const key = testKey();
+  const env = { ...environment.env, LOG_LEVEL: 'warn', AGENTRY_BOOTSTRAP_KEY: key };
+  let server: ServerProcess | null = null;
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await environment.cleanup();
+  });
+
+  /** Sends one message and waits for it; the run's agent_version and the turn's input tokens. */
+  async function turn(api: ReturnType<typeof httpClient>, sessionId: string) {
+    const accepted = await api('POST', `/v1/sessions/${sessionId}/messages`, textParts('hello'), {
+      'Idempotency-Key': randomUUID(),
+    });
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    const message = await waitUntil(
+      async () => {
+        const got = (await api('GET', `/v1/sessions/${sessionId}/messages/${accepted.body.id}`)).body.message;
+        return TERMINAL_STATUSES.includes(got.status) ? got : null;
+      },
+      { what: 'the turn' },
+    );
+    expect(message.status).toBe('completed');
+    const run = (await api('GET', `/v1/runs/${message.runId}`)).body;
+    return { version: run.agent_version, inputTokens: message.usage.inputTokens };
+  }
+
+  it(
+    'keeps running the pinned version after PATCHes and a restart',
+    async () => {
+      server = await startServerProcess(env);
+      let api = httpClient(server.url, key);
+      const agent = (await api('POST', '/v1/agents', { name: 'restarted', instructions: LONG })).body.agent;
+      const pinned = (await api('POST', '/v1/sessions', { agentId: agent.id, agentVersion: 1 })).body.session.id;
+      const follower = (await api('POST', '/v1/sessions', { agentId: agent.id })).body.session.id;
+      expect((await api('PATCH', `/v1/agents/${agent.id}`, { instructions: SHORT })).status).toBe(200);
+      await server.stop('SIGTERM');
+
+      server = await startServerProcess(env);
+      api = httpClient(server.url, key);
+      expect((await api('GET', `/v1/sessions/${pinned}`)).body.session.agentVersion).toBe(1);
+      const pinnedTurn = await turn(api, pinned);
+      expect(pinnedTurn.version).toBe(1);
+      expect(pinnedTurn.inputTokens).toBeGreaterThanOrEqual(100);
+      const latest = await turn(api, follower);
+      expect(latest.version).toBe(2);
+      expect(latest.inputTokens).toBeLessThan(50);
+    },
+    startsTimeout(2),
+  );
 });

@@ -3284,6 +3284,218 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply agent documents
+         * @description Agents as code (docs/agents-as-code.md): plans each document against the agent of that name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan. An agent whose version moved since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Answers the plan and the new lock.
+         *
+         *     Required scope: tasks:write.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        documents: {
+                            clientTools?: {
+                                description: string;
+                                name: string;
+                                /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                parameters: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description true: every declared property must be required */
+                                strict: boolean;
+                                /** @enum {string} */
+                                type: "function";
+                            }[];
+                            /**
+                             * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                             * @enum {string}
+                             */
+                            contextPolicy?: "truncation" | "none";
+                            description?: string;
+                            instructions?: string;
+                            /** @enum {string} */
+                            kind: "agent";
+                            maxSteps?: number;
+                            mcpServers?: ({
+                                /** @enum {string} */
+                                kind: "internal";
+                                /** @enum {string} */
+                                name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                            } | {
+                                /** @enum {string} */
+                                kind: "composio";
+                                toolkit: string;
+                            } | {
+                                /** @enum {string} */
+                                kind: "custom";
+                                name?: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                serverId: string;
+                            } | {
+                                name: string;
+                                /** @enum {string} */
+                                type: "url";
+                                /**
+                                 * Format: uri
+                                 * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                 */
+                                url: string;
+                            })[];
+                            /** @description provider/model, e.g. openai/gpt-4.1 or scripted */
+                            model?: string;
+                            name: string;
+                            networkPolicy?: {
+                                additional_allowed_domains?: string[];
+                                allow_network_egress: boolean;
+                                allow_public_traffic?: boolean;
+                                /** @enum {string} */
+                                domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                            };
+                            outputFormat?: {
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } | null;
+                            skills?: {
+                                /** @description relative folder of the skill inside the repo */
+                                path: string;
+                                /** @description owner/name, without .git */
+                                repo: string;
+                            }[];
+                            /**
+                             * ToolApprovals
+                             * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                             */
+                            toolApprovals?: {
+                                /** @enum {string} */
+                                default: "auto" | "always_ask";
+                                /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                overrides: {
+                                    [key: string]: "auto" | "always_ask";
+                                };
+                                /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                timeoutSeconds?: number;
+                            };
+                        }[];
+                        /** @description Plan only: nothing is written */
+                        dry_run?: boolean;
+                        /** @description Apply even to agents changed since the version the lock records */
+                        force?: boolean;
+                        lock?: {
+                            /** @description Per agent name, the version the last apply left it at */
+                            agents: {
+                                [key: string]: number;
+                            };
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            dry_run: boolean;
+                            /** @description The content of agentry.lock.json */
+                            lock: {
+                                /** @description Per agent name, the version the last apply left it at */
+                                agents: {
+                                    [key: string]: number;
+                                };
+                            };
+                            plan: {
+                                action: "create" | "update" | "unchanged";
+                                /** @description JSON pointers of the fields an update changes */
+                                changes: string[];
+                                id: string | null;
+                                /** @enum {string} */
+                                kind: "agent";
+                                name: string;
+                                version: number | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;

@@ -307,6 +307,9 @@ export function createAgentService(deps: AgentServiceDeps) {
   return {
     get,
 
+    /** The configuration a create with `input` would store, validated (a 400 naming the field), without writing. */
+    configFor: configFromCreate,
+
     /** The agent with its warnings (GET /v1/agents/{id}). */
     async view(orgId: string, id: string): Promise<AgentView> {
       return viewOf(deps.db, orgId, await get(orgId, id));

@@ -14,6 +14,8 @@ import {
   AgentVersionParams,
   AgentVersionQuery,
   AgentView,
+  ApplyBody,
+  ApplyResult,
 } from '../schemas/agents.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
 import type { App } from '../types.ts';
@@ -201,6 +203,30 @@ export function agentRoutes(app: App, deps: Deps): void {
     handler: async (request, reply) => {
       await deps.agents.delete(orgOf(request), request.params.id.toLowerCase());
       return reply.code(204).send(null);
+    },
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/apply',
+    config: { scopes: ['tasks:write'] },
+    schema: {
+      summary: 'Apply agent documents',
+      description:
+        'Agents as code (docs/agents-as-code.md): plans each document against the agent of that name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan. An agent whose version moved since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Answers the plan and the new lock.',
+      tags,
+      body: ApplyBody,
+      response: { 200: ApplyResult, ...errorResponses(400, 401, 403, 409, 413) },
+    },
+    handler: async (request) => {
+      const { documents, dry_run: dryRun = false, force = false, lock = null } = request.body;
+      const result = await deps.agentApply.apply(orgOf(request), documents, {
+        dryRun,
+        force,
+        lock,
+        actor: actorOf(request),
+      });
+      return { dry_run: result.dryRun, plan: result.plan, lock: result.lock };
     },
   });
 }

@@ -99,6 +99,8 @@ export interface SessionsTable {
   hidden: ColumnType<number, number | undefined, number>;
   /** The agent version every turn of the session runs; null follows the latest. */
   agent_version: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The end user the session serves (migration 0029); null when none was named. */
+  end_user: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface MessagesTable {

@@ -23,6 +23,8 @@ export interface Session {
   agentVersion: number | null;
   title: string | null;
   status: SessionStatus;
+  /** The end user the session serves (per-user memories and credentials are theirs), null when none was named. */
+  endUser: string | null;
   conversationId: string;
   createdAt: string;
   updatedAt: string;
@@ -42,9 +44,8 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 );
 
 export function sessionFromRow(
-  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> & {
-    agent_version?: number | null;
-  },
+  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> &
+    Partial<Pick<SessionRow, 'end_user' | 'agent_version'>>,
 ): Session {
   return {
     id: row.id,
@@ -53,6 +54,7 @@ export function sessionFromRow(
     agentVersion: row.agent_version ?? null,
     title: row.title,
     status: row.status,
+    endUser: row.end_user ?? null,
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -97,6 +99,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         title?: string;
         id?: string;
         metadata?: Record<string, string>;
+        endUser?: string | null;
       },
       db: Executor = deps.db,
     ): Promise<Session> {
@@ -116,6 +119,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         agent_id: agentId,
         agent_version: input.agentVersion ?? null,
         title: input.title ?? null,
+        end_user: input.endUser ?? null,
         status: 'idle' as const,
         created_at: now,
         updated_at: now,

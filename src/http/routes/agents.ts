@@ -54,7 +54,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: { summary: 'List agents', tags, response: { 200: AgentList, ...errorResponses(401, 403) } },
     handler: async (request) => ({ data: await deps.agents.list(orgOf(request)) }),
   });
@@ -62,7 +62,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/agents',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Create an agent',
       description:
@@ -88,7 +88,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get an agent',
       description:
@@ -103,7 +103,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'PATCH',
     url: '/v1/agents/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Update an agent',
       description:
@@ -128,7 +128,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/versions',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List agent versions',
       description: 'Every kept version of the agent, newest first, with its config, who made it and when.',
@@ -149,7 +149,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/versions/:version',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get an agent version',
       description:
@@ -171,7 +171,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/agents/:id/versions/:version/restore',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Restore an agent version',
       description:
@@ -192,7 +192,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/agents/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Delete an agent',
       description: "409 while sessions reference the agent, and for the organization's default agent.",
@@ -209,7 +209,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/apply',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Apply agent documents',
       description:

@@ -9,6 +9,7 @@ import { createLateBus } from './bus/late-bus.ts';
 import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
 import type { Config } from './config.ts';
 import { type A2aService, createA2aService } from './domain/a2a/a2a-service.ts';
+import { type AgentApplier, createAgentApplier } from './domain/agents/agent-apply.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { type ChatCompletionService, createChatCompletionService } from './domain/chat-completions/chat-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
@@ -82,6 +83,8 @@ export interface Deps {
   /** What is known of each model: window, output limit, prices, capabilities (built in and the operator's). */
   catalogue: ModelCatalogue;
   agents: AgentService;
+  /** Agents as code: plans and applies agent documents by name (POST /v1/apply). */
+  agentApply: AgentApplier;
   sessions: SessionService;
   orgs: OrgService;
   idempotency: Idempotency;
@@ -407,6 +410,7 @@ export async function buildDeps(
     models,
     catalogue,
     agents,
+    agentApply: createAgentApplier({ agents }),
     sessions,
     orgs: createOrgService({ db, clock, agents }),
     idempotency,

@@ -215,6 +215,7 @@ describe('API contract', () => {
         .replace(':call', 'message%3Asend')
         .replace(':taskRef', message.id)
         .replace(':configId', 'c1')
+        .replace(':version', '1')
         .replace(':id', id);
       expect(url, `prepare a foreign resource for ${route.url}`).not.toContain(':');
       const spec = valid[`${method} ${route.url}`] ?? {};

@@ -54,6 +54,7 @@ describe('the Responses body, declared once', () => {
       conversation: null,
       store: true,
       background: false,
+      agent_version: 1,
     };
     expect(Object.keys(strictBody).sort()).toEqual([...declared].sort());
     expect((await post(strictBody, 'strict')).status).toBe(200);

@@ -24,6 +24,7 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       object: 'session',
       agentId,
+      agentVersion: null,
       title: 'Support chat',
       status: 'idle',
       endUser: null,

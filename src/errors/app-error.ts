@@ -5,6 +5,8 @@ export interface AppErrorOptions {
   cause?: unknown;
   /** True when the same call may succeed later (used by retry policies of callers). */
   retriable?: boolean;
+  /** Facts a client acts on, sent as `error.details` (e.g. the current version of a version_conflict). */
+  details?: Record<string, unknown>;
 }
 
 /**
@@ -15,6 +17,7 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly param: string | null;
   readonly retriable: boolean;
+  readonly details: Record<string, unknown> | null;
 
   constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -22,6 +25,7 @@ export class AppError extends Error {
     this.code = code;
     this.param = options.param ?? null;
     this.retriable = options.retriable ?? false;
+    this.details = options.details ?? null;
   }
 }
 

@@ -58,6 +58,12 @@ export const errorCatalog = {
     type: 'conflict_error',
     description: 'A different output was already recorded for this call_id.',
   },
+  version_conflict: {
+    status: 409,
+    type: 'conflict_error',
+    description:
+      'The agent changed since the version named by If-Match (or the body `version`); `error.details.currentVersion` is the version now current. Read it again and retry.',
+  },
   agent_required: {
     status: 409,
     type: 'conflict_error',

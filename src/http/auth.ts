@@ -49,3 +49,9 @@ export function orgOf(request: FastifyRequest): string {
   if (request.principal === null) throw new AppError('missing_api_key', 'No API key');
   return request.principal.orgId;
 }
+
+/** Who a write is made by, as agent versions record it: the key's displayed prefix. */
+export function actorOf(request: FastifyRequest): string {
+  if (request.principal === null) throw new AppError('missing_api_key', 'No API key');
+  return request.principal.keyPrefix;
+}

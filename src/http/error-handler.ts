@@ -11,11 +11,17 @@ import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import { describeValidationError, isUnknownTopLevelField, unknownParameter } from './validation.ts';
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; type: string; param: string | null };
+  error: { code: ErrorCode; message: string; type: string; param: string | null; details?: Record<string, unknown> };
 }
 
-export function errorBody(code: ErrorCode, message: string, param: string | null = null): ErrorBody {
-  return { error: { code, message, type: errorCatalog[code].type, param } };
+export function errorBody(
+  code: ErrorCode,
+  message: string,
+  param: string | null = null,
+  details: Record<string, unknown> | null = null,
+): ErrorBody {
+  const error = { code, message, type: errorCatalog[code].type, param };
+  return { error: details === null ? error : { ...error, details } };
 }
 
 /** What a client is told when a write fails, or is refused, because the disk is full. */
@@ -42,7 +48,13 @@ export function olderErrorType(code: ErrorCode, message: string, param: string |
   return code;
 }
 
-function send(reply: FastifyReply, code: ErrorCode, message: string, param: string | null = null): FastifyReply {
+function send(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  param: string | null = null,
+  details: Record<string, unknown> | null = null,
+): FastifyReply {
   const path = reply.request.url;
   const older = path === OLDER_API_PREFIX || path.startsWith(`${OLDER_API_PREFIX}/`);
   return reply
@@ -51,7 +63,7 @@ function send(reply: FastifyReply, code: ErrorCode, message: string, param: stri
     .send(
       older
         ? { error: { type: olderErrorType(code, message, param), message, code, param } }
-        : errorBody(code, message, param),
+        : errorBody(code, message, param, details),
     );
 }
 
@@ -111,7 +123,7 @@ export function handleError(error: FastifyError | AppError | Error, request: Fas
     // (storage/storage-space.ts), not per refused request.
     const quiet = request.routeOptions.config?.probe === true || error.code === 'insufficient_storage';
     if (errorCatalog[error.code].status >= 500 && !quiet) request.log.error({ err: error }, 'request failed');
-    return send(reply, error.code, error.message, error.param);
+    return send(reply, error.code, error.message, error.param, error.details);
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation !== undefined && fastifyError.validation.length > 0) {

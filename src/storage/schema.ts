@@ -75,6 +75,8 @@ export interface AgentVersionsTable {
   version: number;
   config: string;
   created_at: Millis;
+  /** Who made the version: the API key's prefix, or `cli`; null for versions written before actors were kept. */
+  actor: ColumnType<string | null, string | null | undefined, never>;
 }
 
 export interface SessionsTable {
@@ -95,6 +97,8 @@ export interface SessionsTable {
   metadata: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 for the workspace Session of legacy Tasks: not listed or readable through the Sessions API. */
   hidden: ColumnType<number, number | undefined, number>;
+  /** The agent version every turn of the session runs; null follows the latest. */
+  agent_version: ColumnType<number | null, number | null | undefined, number | null>;
   /** The end user the session serves (migration 0029); null when none was named. */
   end_user: ColumnType<string | null, string | null | undefined, string | null>;
 }
@@ -486,6 +490,8 @@ export interface SchedulesTable {
   next_run_at: Millis | null;
   anchor_at: Millis;
   version: number;
+  /** The agent version the schedule's runs use; null follows the latest. */
+  agent_version: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Millis;
   updated_at: Millis;
 }

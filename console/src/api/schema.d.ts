@@ -2239,14 +2239,17 @@ export interface paths {
         head?: never;
         /**
          * Update an agent
-         * @description Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
+         * @description Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
          *
          *     Required scope: agents:write (or tasks:write).
          */
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The agent version this change expects to replace ("3" or 3). Another version current is a 409 version_conflict whose details name it. */
+                    "if-match"?: string;
+                };
                 path: {
                     /** @description A UUID */
                     id: string;
@@ -2344,6 +2347,8 @@ export interface paths {
                             /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
                             timeoutSeconds?: number;
                         };
+                        /** @description Extension field: the version this change expects to replace, as If-Match says it; another one current is a 409 version_conflict */
+                        version?: number;
                     };
                 };
             };
@@ -4829,6 +4834,623 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agent versions
+         * @description Every kept version of the agent, newest first, with its config, who made it and when.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The next_cursor of the previous page, unchanged */
+                    cursor?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Versions of an agent, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description Who made the version: the API key prefix, `cli` for the command line; null when not recorded */
+                                actor: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                agentId: string;
+                                /** @description Everything a version of an agent fixes */
+                                config: {
+                                    clientTools: {
+                                        description: string;
+                                        name: string;
+                                        /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                        parameters: {
+                                            [key: string]: unknown;
+                                        };
+                                        /** @description true: every declared property must be required */
+                                        strict: boolean;
+                                        /** @enum {string} */
+                                        type: "function";
+                                    }[];
+                                    /**
+                                     * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                     * @enum {string}
+                                     */
+                                    contextPolicy: "truncation" | "none";
+                                    description: string | null;
+                                    instructions: string;
+                                    maxSteps: number;
+                                    mcpServers: ({
+                                        /** @enum {string} */
+                                        kind: "internal";
+                                        /** @enum {string} */
+                                        name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    } | {
+                                        /** @enum {string} */
+                                        kind: "composio";
+                                        toolkit: string;
+                                    } | {
+                                        /** @enum {string} */
+                                        kind: "custom";
+                                        name?: string;
+                                        /**
+                                         * Format: uuid
+                                         * @description A UUID
+                                         */
+                                        serverId: string;
+                                    } | {
+                                        name: string;
+                                        /** @enum {string} */
+                                        type: "url";
+                                        /**
+                                         * Format: uri
+                                         * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                         */
+                                        url: string;
+                                    })[];
+                                    model: string;
+                                    name: string;
+                                    networkPolicy: {
+                                        additional_allowed_domains: string[];
+                                        allow_network_egress: boolean;
+                                        allow_public_traffic: boolean;
+                                        /** @enum {string} */
+                                        domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                                    } | null;
+                                    /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                    outputFormat: {
+                                        description?: string;
+                                        name?: string;
+                                        /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                        schema?: Record<string, unknown>;
+                                        /** @description Default false */
+                                        strict?: boolean | null;
+                                        /** @enum {string} */
+                                        type: "text" | "json_object" | "json_schema";
+                                    } | null;
+                                    skills: {
+                                        /** @description relative folder of the skill inside the repo */
+                                        path: string;
+                                        /** @description owner/name, without .git */
+                                        repo: string;
+                                    }[];
+                                    /**
+                                     * ToolApprovals
+                                     * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                                     */
+                                    toolApprovals: {
+                                        /** @enum {string} */
+                                        default: "auto" | "always_ask";
+                                        /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                        overrides: {
+                                            [key: string]: "auto" | "always_ask";
+                                        };
+                                        /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                        timeoutSeconds?: number;
+                                    };
+                                };
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description With diff_from: what changed from that version to this one */
+                                diff?: {
+                                    changes: {
+                                        after?: unknown;
+                                        before?: unknown;
+                                        op: "add" | "remove" | "replace";
+                                        /** @description JSON pointer into the config, e.g. /instructions */
+                                        path: string;
+                                    }[];
+                                    from: number;
+                                };
+                                /** @enum {string} */
+                                object: "agent.version";
+                                version: number;
+                            }[];
+                            has_more: boolean;
+                            /** @description Pass as cursor for the next page */
+                            next_cursor: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an agent version
+         * @description One kept version. With diff_from=<n>, also `diff`: the fields changed from version n to this one, as JSON-pointer paths with before and after.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Also answer what changed from this version */
+                    diff_from?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    version: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Who made the version: the API key prefix, `cli` for the command line; null when not recorded */
+                            actor: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            agentId: string;
+                            /** @description Everything a version of an agent fixes */
+                            config: {
+                                clientTools: {
+                                    description: string;
+                                    name: string;
+                                    /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                    parameters: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description true: every declared property must be required */
+                                    strict: boolean;
+                                    /** @enum {string} */
+                                    type: "function";
+                                }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
+                                description: string | null;
+                                instructions: string;
+                                maxSteps: number;
+                                mcpServers: ({
+                                    /** @enum {string} */
+                                    kind: "internal";
+                                    /** @enum {string} */
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "composio";
+                                    toolkit: string;
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "custom";
+                                    name?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    serverId: string;
+                                } | {
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "url";
+                                    /**
+                                     * Format: uri
+                                     * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                     */
+                                    url: string;
+                                })[];
+                                model: string;
+                                name: string;
+                                networkPolicy: {
+                                    additional_allowed_domains: string[];
+                                    allow_network_egress: boolean;
+                                    allow_public_traffic: boolean;
+                                    /** @enum {string} */
+                                    domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                                } | null;
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
+                                skills: {
+                                    /** @description relative folder of the skill inside the repo */
+                                    path: string;
+                                    /** @description owner/name, without .git */
+                                    repo: string;
+                                }[];
+                                /**
+                                 * ToolApprovals
+                                 * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                                 */
+                                toolApprovals: {
+                                    /** @enum {string} */
+                                    default: "auto" | "always_ask";
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                    overrides: {
+                                        [key: string]: "auto" | "always_ask";
+                                    };
+                                    /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                    timeoutSeconds?: number;
+                                };
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description With diff_from: what changed from that version to this one */
+                            diff?: {
+                                changes: {
+                                    after?: unknown;
+                                    before?: unknown;
+                                    op: "add" | "remove" | "replace";
+                                    /** @description JSON pointer into the config, e.g. /instructions */
+                                    path: string;
+                                }[];
+                                from: number;
+                            };
+                            /** @enum {string} */
+                            object: "agent.version";
+                            version: number;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore an agent version
+         * @description Stores a new version whose config equals version n (later versions are kept). Honours If-Match like PATCH. Sessions that follow the latest version run it from their next turn.
+         *
+         *     Required scope: agents:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description The agent version this change expects to replace ("3" or 3). Another version current is a 409 version_conflict whose details name it. */
+                    "if-match"?: string;
+                };
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    version: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agent: {
+                                clientTools: {
+                                    description: string;
+                                    name: string;
+                                    /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                    parameters: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description true: every declared property must be required */
+                                    strict: boolean;
+                                    /** @enum {string} */
+                                    type: "function";
+                                }[];
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy: "truncation" | "none";
+                                /** Format: date-time */
+                                createdAt: string;
+                                description: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                instructions: string;
+                                isDefault: boolean;
+                                maxSteps: number;
+                                mcpServers: ({
+                                    /** @enum {string} */
+                                    kind: "internal";
+                                    /** @enum {string} */
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "composio";
+                                    toolkit: string;
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "custom";
+                                    name?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    serverId: string;
+                                } | {
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "url";
+                                    /**
+                                     * Format: uri
+                                     * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                     */
+                                    url: string;
+                                })[];
+                                model: string;
+                                name: string;
+                                networkPolicy: {
+                                    additional_allowed_domains: string[];
+                                    allow_network_egress: boolean;
+                                    allow_public_traffic: boolean;
+                                    /** @enum {string} */
+                                    domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                                } | null;
+                                /** @enum {string} */
+                                object: "agent";
+                                /** @description Extension field: the structure of replies to messages that ask for none; null for free text */
+                                outputFormat: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
+                                skills: {
+                                    /** @description relative folder of the skill inside the repo */
+                                    path: string;
+                                    /** @description owner/name, without .git */
+                                    repo: string;
+                                }[];
+                                /**
+                                 * ToolApprovals
+                                 * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                                 */
+                                toolApprovals: {
+                                    /** @enum {string} */
+                                    default: "auto" | "always_ask";
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                    overrides: {
+                                        [key: string]: "auto" | "always_ask";
+                                    };
+                                    /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                    timeoutSeconds?: number;
+                                };
+                                /** Format: date-time */
+                                updatedAt: string;
+                                /** @description Rises on every change; each version is kept */
+                                version: number;
+                            };
+                            /** @description Non-fatal notes: model_not_configured when the model provider has no API key here (turns fail until it is set), then the warnings every message accepted for this agent carries (tool_unavailable, skill_unavailable, network_egress_disabled, public_traffic_unsupported: configured, but this deployment cannot run it as configured) */
+                            warnings: {
+                                code: string;
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/sessions/{id}": {
         parameters: {
             query?: never;
@@ -4867,6 +5489,8 @@ export interface paths {
                             session: {
                                 /** @description null for a Conversation created without an agent, until its first Response fixes one */
                                 agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -4961,6 +5585,218 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply agent documents
+         * @description Agents as code (docs/agents-as-code.md): plans each document against the agent of that name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan. An agent whose version moved since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Answers the plan and the new lock.
+         *
+         *     Required scope: agents:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        documents: {
+                            clientTools?: {
+                                description: string;
+                                name: string;
+                                /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                parameters: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description true: every declared property must be required */
+                                strict: boolean;
+                                /** @enum {string} */
+                                type: "function";
+                            }[];
+                            /**
+                             * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                             * @enum {string}
+                             */
+                            contextPolicy?: "truncation" | "none";
+                            description?: string;
+                            instructions?: string;
+                            /** @enum {string} */
+                            kind: "agent";
+                            maxSteps?: number;
+                            mcpServers?: ({
+                                /** @enum {string} */
+                                kind: "internal";
+                                /** @enum {string} */
+                                name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                            } | {
+                                /** @enum {string} */
+                                kind: "composio";
+                                toolkit: string;
+                            } | {
+                                /** @enum {string} */
+                                kind: "custom";
+                                name?: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                serverId: string;
+                            } | {
+                                name: string;
+                                /** @enum {string} */
+                                type: "url";
+                                /**
+                                 * Format: uri
+                                 * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                 */
+                                url: string;
+                            })[];
+                            /** @description provider/model, e.g. openai/gpt-4.1 or scripted */
+                            model?: string;
+                            name: string;
+                            networkPolicy?: {
+                                additional_allowed_domains?: string[];
+                                allow_network_egress: boolean;
+                                allow_public_traffic?: boolean;
+                                /** @enum {string} */
+                                domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                            };
+                            outputFormat?: {
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } | null;
+                            skills?: {
+                                /** @description relative folder of the skill inside the repo */
+                                path: string;
+                                /** @description owner/name, without .git */
+                                repo: string;
+                            }[];
+                            /**
+                             * ToolApprovals
+                             * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                             */
+                            toolApprovals?: {
+                                /** @enum {string} */
+                                default: "auto" | "always_ask";
+                                /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                overrides: {
+                                    [key: string]: "auto" | "always_ask";
+                                };
+                                /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                timeoutSeconds?: number;
+                            };
+                        }[];
+                        /** @description Plan only: nothing is written */
+                        dry_run?: boolean;
+                        /** @description Apply even to agents changed since the version the lock records */
+                        force?: boolean;
+                        lock?: {
+                            /** @description Per agent name, the version the last apply left it at */
+                            agents: {
+                                [key: string]: number;
+                            };
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            dry_run: boolean;
+                            /** @description The content of agentry.lock.json */
+                            lock: {
+                                /** @description Per agent name, the version the last apply left it at */
+                                agents: {
+                                    [key: string]: number;
+                                };
+                            };
+                            plan: {
+                                action: "create" | "update" | "unchanged";
+                                /** @description JSON pointers of the fields an update changes */
+                                changes: string[];
+                                id: string | null;
+                                /** @enum {string} */
+                                kind: "agent";
+                                name: string;
+                                version: number | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -4987,6 +5823,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the latest */
+                        agent_version?: number;
                         /** @description Not supported: null only */
                         audio?: unknown;
                         frequency_penalty?: number | null;
@@ -8886,6 +9724,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean;
                         /** @description conv_… id, or {id: "conv_…"} */
@@ -8898,6 +9738,8 @@ export interface paths {
                         store?: boolean;
                         stream?: boolean;
                     } | {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
                         /** @description Refused unless null: nothing is compacted */
@@ -9782,6 +10624,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean;
                         /** @description conv_… id, or {id: "conv_…"} */
@@ -9794,6 +10638,8 @@ export interface paths {
                         store?: boolean;
                         stream?: boolean;
                     } | {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
                         /** @description Refused unless null: nothing is compacted */
@@ -10396,6 +11242,8 @@ export interface paths {
                                  * @description A UUID
                                  */
                                 agent_id: string;
+                                /** @description The pinned agent version; null: the latest */
+                                agent_version: number | null;
                                 /** @enum {string} */
                                 catch_up: "skip" | "run_once";
                                 /** @description Unix time in seconds */
@@ -10487,6 +11335,8 @@ export interface paths {
                          * @description A UUID
                          */
                         agent_id: string;
+                        /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
+                        agent_version?: number | null;
                         /**
                          * @description Ticks missed while no worker ran: skip them (default) or run once for them
                          * @enum {string}
@@ -10526,6 +11376,8 @@ export interface paths {
                              * @description A UUID
                              */
                             agent_id: string;
+                            /** @description The pinned agent version; null: the latest */
+                            agent_version: number | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -10646,6 +11498,8 @@ export interface paths {
                              * @description A UUID
                              */
                             agent_id: string;
+                            /** @description The pinned agent version; null: the latest */
+                            agent_version: number | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -10740,6 +11594,8 @@ export interface paths {
                          * @description A UUID
                          */
                         agent_id?: string;
+                        /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
+                        agent_version?: number | null;
                         /**
                          * @description Ticks missed while no worker ran: skip them (default) or run once for them
                          * @enum {string}
@@ -10779,6 +11635,8 @@ export interface paths {
                              * @description A UUID
                              */
                             agent_id: string;
+                            /** @description The pinned agent version; null: the latest */
+                            agent_version: number | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -11443,6 +12301,8 @@ export interface paths {
                             data: {
                                 /** @description null for a Conversation created without an agent, until its first Response fixes one */
                                 agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -11522,6 +12382,8 @@ export interface paths {
                          * @description A UUID
                          */
                         agentId: string;
+                        /** @description Pins the session to this version of the agent (400 when the agent has no such version) */
+                        agentVersion?: number;
                         /** @description Extension: the end user the session serves (their memories and credentials are used) */
                         endUser?: string;
                         title?: string;
@@ -11539,6 +12401,8 @@ export interface paths {
                             session: {
                                 /** @description null for a Conversation created without an agent, until its first Response fixes one */
                                 agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -11656,6 +12520,8 @@ export interface paths {
                             session: {
                                 /** @description null for a Conversation created without an agent, until its first Response fixes one */
                                 agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -15384,6 +16250,10 @@ export interface components {
             error: {
                 /** @description Stable error code; see docs/errors.md */
                 code: string;
+                /** @description Facts some errors carry, e.g. currentVersion of a version_conflict */
+                details?: {
+                    [key: string]: unknown;
+                };
                 message: string;
                 /** @description The offending field, when there is one */
                 param: string | null;

@@ -1,5 +1,6 @@
 /** Agent rows in and out of storage. Every function takes a database handle or an open transaction. */
 
+import { validationError } from '../../errors/app-error.ts';
 import { iso } from '../../lib/clock.ts';
 import { isArrayOf, isOneOf } from '../../lib/guards.ts';
 import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
@@ -134,27 +135,68 @@ export async function findAgentIdsByName(db: Executor, orgId: string, name: stri
   return rows.map((row) => row.id);
 }
 
-export async function insertAgent(db: Executor, row: NewAgentRow, config: AgentConfig): Promise<void> {
+export async function insertAgent(
+  db: Executor,
+  row: NewAgentRow,
+  config: AgentConfig,
+  actor: string | null,
+): Promise<void> {
   await db.insertInto('agents').values(row).execute();
-  await insertAgentVersion(db, row.id, row.version, config, row.created_at);
+  await insertAgentVersion(db, { agentId: row.id, version: row.version, config, at: row.created_at, actor });
 }
 
 export async function insertAgentVersion(
   db: Executor,
-  agentId: string,
-  version: number,
-  config: AgentConfig,
-  at: number,
+  v: { agentId: string; version: number; config: AgentConfig; at: number; actor: string | null },
 ): Promise<void> {
   await db
     .insertInto('agent_versions')
-    .values({ agent_id: agentId, version, config: JSON.stringify(config), created_at: at })
+    .values({
+      agent_id: v.agentId,
+      version: v.version,
+      config: JSON.stringify(v.config),
+      created_at: v.at,
+      actor: v.actor,
+    })
     .execute();
 }
 
-const versionConfig = prepare((db, p: { agentId: string; version: number }) =>
-  db.selectFrom('agent_versions').select('config').where('agent_id', '=', p.agentId).where('version', '=', p.version),
+/** A stored version of an Agent: its config, when it was made and by whom. */
+export interface AgentVersionRecord {
+  version: number;
+  config: AgentConfig;
+  actor: string | null;
+  createdAt: number;
+}
+
+function configFromColumn(text: string): AgentConfig {
+  const config = parseJsonColumn(text, isStoredAgentConfig, 'agent_versions.config');
+  return {
+    ...config,
+    toolApprovals: config.toolApprovals ?? toolApprovalsOf(null),
+    outputFormat: config.outputFormat ?? null,
+    contextPolicy: config.contextPolicy ?? DEFAULT_CONTEXT_POLICY,
+  };
+}
+
+const versionRow = prepare((db, p: { agentId: string; version: number }) =>
+  db
+    .selectFrom('agent_versions')
+    .select(['version', 'config', 'actor', 'created_at'])
+    .where('agent_id', '=', p.agentId)
+    .where('version', '=', p.version),
 );
+
+/** The version `version` of an Agent, or undefined when it does not exist. */
+export async function findAgentVersionRecord(
+  db: Executor,
+  agentId: string,
+  version: number,
+): Promise<AgentVersionRecord | undefined> {
+  const row = await versionRow.first(db, { agentId, version });
+  if (row === undefined) return undefined;
+  return { version: row.version, config: configFromColumn(row.config), actor: row.actor, createdAt: row.created_at };
+}
 
 /** The config an Agent had at `version`, or undefined when that version does not exist. */
 export async function findAgentVersion(
@@ -162,13 +204,40 @@ export async function findAgentVersion(
   agentId: string,
   version: number,
 ): Promise<AgentConfig | undefined> {
-  const row = await versionConfig.first(db, { agentId, version });
-  if (row === undefined) return undefined;
-  const config = parseJsonColumn(row.config, isStoredAgentConfig, 'agent_versions.config');
-  return {
-    ...config,
-    toolApprovals: config.toolApprovals ?? toolApprovalsOf(null),
-    outputFormat: config.outputFormat ?? null,
-    contextPolicy: config.contextPolicy ?? DEFAULT_CONTEXT_POLICY,
-  };
+  return (await findAgentVersionRecord(db, agentId, version))?.config;
+}
+
+/**
+ * Checks a pin names a kept version of the agent: 400 naming `param` otherwise. Every surface that pins (sessions,
+ * schedules, Responses, Chat Completions) checks here, so a turn never starts on a version that does not exist.
+ */
+export async function requireAgentVersion(
+  db: Executor,
+  agentId: string,
+  version: number,
+  param: string,
+): Promise<AgentConfig> {
+  const config = await findAgentVersion(db, agentId, version);
+  if (config === undefined) throw validationError(param, `agent ${agentId} has no version ${version}`);
+  return config;
+}
+
+/** Up to `limit` versions of an Agent below `before` (all when undefined), newest first. */
+export async function listAgentVersions(
+  db: Executor,
+  agentId: string,
+  page: { limit: number; before?: number },
+): Promise<AgentVersionRecord[]> {
+  let query = db
+    .selectFrom('agent_versions')
+    .select(['version', 'config', 'actor', 'created_at'])
+    .where('agent_id', '=', agentId);
+  if (page.before !== undefined) query = query.where('version', '<', page.before);
+  const rows = await query.orderBy('version', 'desc').limit(page.limit).execute();
+  return rows.map((row) => ({
+    version: row.version,
+    config: configFromColumn(row.config),
+    actor: row.actor,
+    createdAt: row.created_at,
+  }));
 }

@@ -1,9 +1,10 @@
 /** Agents: create, read, change (keeping every version) and delete, within one organization. */
-import { AppError, notFound } from '../../errors/app-error.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { AppError, notFound, validationError } from '../../errors/app-error.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
 import { deepFreeze } from '../../lib/freeze.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
+import { jsonDiff } from '../../lib/json-diff.ts';
 import type { ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
@@ -11,14 +12,17 @@ import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import type { McpServerService, PreparedEntries } from '../mcp-servers/mcp-server-service.ts';
 import { parseResponseFormat } from '../output-format.ts';
 import {
+  type AgentVersionRecord,
   agentFromRow,
   configColumns,
   configOf,
   findAgentIdsByName,
   findAgentRow,
+  findAgentVersionRecord,
   insertAgent,
   insertAgentVersion,
   listAgentRows,
+  listAgentVersions,
   toolApprovalsOf,
 } from './agent-repo.ts';
 import type {
@@ -26,6 +30,8 @@ import type {
   AgentConfig,
   AgentCreateInput,
   AgentUpdateInput,
+  AgentVersionPage,
+  AgentVersionView,
   AgentWarning,
   NetworkPolicy,
   NetworkPolicyInput,
@@ -67,6 +73,38 @@ interface PreparedAgent {
 }
 
 const DEFAULT_AGENT_NAME = 'Default Agent';
+
+/** Who makes a change, and the version it expects to change (If-Match). */
+export interface WriteOptions {
+  /** The API key's prefix, or `cli`. */
+  actor?: string | null;
+  expectedVersion?: number;
+}
+
+function versionConflict(id: string, expected: number, current: number): AppError {
+  return new AppError(
+    'version_conflict',
+    `agent ${id} is at version ${current}, not ${expected}: read it again and retry`,
+    { details: { currentVersion: current, expectedVersion: expected } },
+  );
+}
+
+/** A `cursor` of the versions list: the last version of the previous page. */
+function versionCursor(cursor: string): number {
+  if (!/^[1-9][0-9]{0,9}$/.test(cursor)) throw validationError('cursor', 'cursor must be the next_cursor of a page');
+  return Number(cursor);
+}
+
+function versionView(agentId: string, record: AgentVersionRecord): AgentVersionView {
+  return {
+    object: 'agent.version',
+    agentId,
+    version: record.version,
+    actor: record.actor,
+    createdAt: iso(record.createdAt),
+    config: record.config,
+  };
+}
 
 /** Rolls back an update whose optimistic version check lost, so the loop can read and try again. */
 class UpdateRaced extends Error {}
@@ -122,14 +160,25 @@ export function createAgentService(deps: AgentServiceDeps) {
     return { config, entries: await deps.connectors.prepareEntries(orgId, config.mcpServers) };
   }
 
-  async function insertPrepared(db: Executor, orgId: string, prepared: PreparedAgent): Promise<Agent> {
+  async function insertPrepared(
+    db: Executor,
+    orgId: string,
+    prepared: PreparedAgent,
+    actor: string | null,
+  ): Promise<Agent> {
     const { entries, serverIds } = await deps.connectors.commitEntries(db, orgId, prepared.entries);
-    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false);
+    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false, actor);
     await deps.connectors.linkAgent(db, agent.id, serverIds);
     return agent;
   }
 
-  async function insert(db: Executor, orgId: string, config: AgentConfig, isDefault: boolean): Promise<Agent> {
+  async function insert(
+    db: Executor,
+    orgId: string,
+    config: AgentConfig,
+    isDefault: boolean,
+    actor: string | null,
+  ): Promise<Agent> {
     const now = clock.now();
     const row = {
       id: newId(),
@@ -141,7 +190,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       created_at: now,
       updated_at: now,
     };
-    await insertAgent(db, row, config);
+    await insertAgent(db, row, config, actor);
     return agentFromRow(row);
   }
 
@@ -182,8 +231,84 @@ export function createAgentService(deps: AgentServiceDeps) {
     return agent;
   }
 
+  /**
+   * Stores the config `change` makes of the current one as the next version. Optimistic: the write is conditional
+   * on the version read and retried when another writer got there first, unless the caller named the version it
+   * expects (If-Match): then a version other than that one, read or raced, is a 409 version_conflict.
+   */
+  async function write(
+    orgId: string,
+    id: string,
+    options: WriteOptions,
+    entries: PreparedEntries | null,
+    change: (current: AgentConfig) => AgentConfig,
+  ): Promise<AgentView> {
+    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
+      const row = await findAgentRow(deps.db, orgId, id);
+      if (row === undefined) throw notFound('agent', id);
+      if (options.expectedVersion !== undefined && options.expectedVersion !== row.version) {
+        throw versionConflict(id, options.expectedVersion, row.version);
+      }
+      const current = configOf(agentFromRow(row));
+      const next = change(current);
+      checkAgentConfig(next, validation);
+      if (row.workspace_provisioned_at !== null) {
+        for (const field of ['skills', 'networkPolicy'] as const) {
+          if (!jsonEqual(current[field], next[field])) {
+            throw new AppError(
+              'sandbox_provisioned',
+              `${field} cannot change after the agent's workspace has been provisioned`,
+              { param: field },
+            );
+          }
+        }
+      }
+      const now = Math.max(clock.now(), row.updated_at);
+      const version = row.version + 1;
+      const updated = await deps.db
+        .transaction()
+        .execute(async (trx) => {
+          let stored = next;
+          if (entries !== null) {
+            const committed = await deps.connectors.commitEntries(trx, orgId, entries);
+            stored = { ...next, mcpServers: committed.entries };
+            await deps.connectors.linkAgent(trx, id, committed.serverIds);
+          }
+          // Conditional on the version read: of two writers that read the same version, exactly one matches.
+          const result = await trx
+            .updateTable('agents')
+            .set({ ...configColumns(stored), version, updated_at: now })
+            .where('id', '=', id)
+            .where('org_id', '=', orgId)
+            .where('version', '=', row.version)
+            .executeTakeFirst();
+          if (result.numUpdatedRows === 0n) {
+            // Another writer got there first: undo this attempt's links and connectors with the transaction.
+            throw new UpdateRaced();
+          }
+          await insertAgentVersion(trx, {
+            agentId: id,
+            version,
+            config: stored,
+            at: now,
+            actor: options.actor ?? null,
+          });
+          return true;
+        })
+        .catch((error: unknown) => {
+          if (error instanceof UpdateRaced) return false;
+          throw error;
+        });
+      if (updated) return viewOf(deps.db, orgId, await get(orgId, id));
+    }
+    throw new AppError('service_unavailable', 'the agent is being changed concurrently; retry', { retriable: true });
+  }
+
   return {
     get,
+
+    /** The configuration a create with `input` would store, validated (a 400 naming the field), without writing. */
+    configFor: configFromCreate,
 
     /** The agent with its warnings (GET /v1/agents/{id}). */
     async view(orgId: string, id: string): Promise<AgentView> {
@@ -211,98 +336,97 @@ export function createAgentService(deps: AgentServiceDeps) {
       orgId: string,
       input: AgentCreateInput,
       idempotencyKey?: string,
+      actor: string | null = null,
     ): Promise<IdempotentResult<AgentView>> {
       const request = { orgId, scope: 'POST /v1/agents', key: idempotencyKey, request: input };
       const earlier = await deps.idempotency.lookup<AgentView>(request);
       if (earlier !== null) return earlier;
       const prepared = await prepare(orgId, input);
       return deps.idempotency.run(request, async (trx) => {
-        const agent = await insertPrepared(trx, orgId, prepared);
+        const agent = await insertPrepared(trx, orgId, prepared, actor);
         return { status: 201, body: await viewOf(trx, orgId, agent) };
       });
     },
 
     /** The Agent every organization starts with; it cannot be deleted. */
-    async createDefault(db: Executor, orgId: string): Promise<Agent> {
-      return insert(db, orgId, configFromCreate({ name: DEFAULT_AGENT_NAME }), true);
+    async createDefault(db: Executor, orgId: string, actor: string | null = null): Promise<Agent> {
+      return insert(db, orgId, configFromCreate({ name: DEFAULT_AGENT_NAME }), true, actor);
     },
 
     /**
-     * Applies a partial change and stores it as the next version. Optimistic: the write is conditional on the
-     * version read, and retried when another writer got there first. Answers with the new version's warnings.
+     * Applies a partial change and stores it as the next version (see `write`). Answers with the new version's
+     * warnings.
      */
-    async update(orgId: string, id: string, input: AgentUpdateInput): Promise<AgentView> {
+    async update(orgId: string, id: string, input: AgentUpdateInput, options: WriteOptions = {}): Promise<AgentView> {
       const entries =
         input.mcpServers === undefined
           ? null
           : await deps.connectors.prepareEntries(orgId, parseMcpServers(input.mcpServers, validation));
-      for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-        const row = await findAgentRow(deps.db, orgId, id);
-        if (row === undefined) throw notFound('agent', id);
-        const current = configOf(agentFromRow(row));
-        const next: AgentConfig = {
-          name: input.name ?? current.name,
-          description: input.description === undefined ? current.description : input.description,
-          instructions: input.instructions ?? current.instructions,
-          model: input.model ?? current.model,
-          maxSteps: input.maxSteps ?? current.maxSteps,
-          mcpServers: entries === null ? current.mcpServers : entries.entries,
-          clientTools: input.clientTools ?? current.clientTools,
-          skills: input.skills ?? current.skills,
-          networkPolicy:
-            input.networkPolicy === undefined
-              ? current.networkPolicy
-              : input.networkPolicy === null
-                ? null
-                : networkPolicy(input.networkPolicy),
-          toolApprovals: input.toolApprovals === undefined ? current.toolApprovals : toolApprovals(input.toolApprovals),
-          outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
-          contextPolicy: input.contextPolicy ?? current.contextPolicy,
-        };
-        checkAgentConfig(next, validation);
-        if (row.workspace_provisioned_at !== null) {
-          for (const field of ['skills', 'networkPolicy'] as const) {
-            if (!jsonEqual(current[field], next[field])) {
-              throw new AppError(
-                'sandbox_provisioned',
-                `${field} cannot change after the agent's workspace has been provisioned`,
-                { param: field },
-              );
-            }
-          }
-        }
-        const now = Math.max(clock.now(), row.updated_at);
-        const version = row.version + 1;
-        const updated = await deps.db
-          .transaction()
-          .execute(async (trx) => {
-            let stored = next;
-            if (entries !== null) {
-              const committed = await deps.connectors.commitEntries(trx, orgId, entries);
-              stored = { ...next, mcpServers: committed.entries };
-              await deps.connectors.linkAgent(trx, id, committed.serverIds);
-            }
-            const result = await trx
-              .updateTable('agents')
-              .set({ ...configColumns(stored), version, updated_at: now })
-              .where('id', '=', id)
-              .where('org_id', '=', orgId)
-              .where('version', '=', row.version)
-              .executeTakeFirst();
-            if (result.numUpdatedRows === 0n) {
-              // Another writer got there first: undo this attempt's links and connectors with the transaction.
-              throw new UpdateRaced();
-            }
-            await insertAgentVersion(trx, id, version, stored, now);
-            return true;
-          })
-          .catch((error: unknown) => {
-            if (error instanceof UpdateRaced) return false;
-            throw error;
-          });
-        if (updated) return viewOf(deps.db, orgId, await get(orgId, id));
-      }
-      throw new AppError('service_unavailable', 'the agent is being changed concurrently; retry', { retriable: true });
+      return write(orgId, id, options, entries, (current) => ({
+        name: input.name ?? current.name,
+        description: input.description === undefined ? current.description : input.description,
+        instructions: input.instructions ?? current.instructions,
+        model: input.model ?? current.model,
+        maxSteps: input.maxSteps ?? current.maxSteps,
+        mcpServers: entries === null ? current.mcpServers : entries.entries,
+        clientTools: input.clientTools ?? current.clientTools,
+        skills: input.skills ?? current.skills,
+        networkPolicy:
+          input.networkPolicy === undefined
+            ? current.networkPolicy
+            : input.networkPolicy === null
+              ? null
+              : networkPolicy(input.networkPolicy),
+        toolApprovals: input.toolApprovals === undefined ? current.toolApprovals : toolApprovals(input.toolApprovals),
+        outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
+        contextPolicy: input.contextPolicy ?? current.contextPolicy,
+      }));
+    },
+
+    /**
+     * Stores a new version whose config is that of version `version` (its connectors must still exist). The
+     * history is kept: restoring never removes a version.
+     */
+    async restore(orgId: string, id: string, version: number, options: WriteOptions = {}): Promise<AgentView> {
+      await get(orgId, id);
+      const record = await findAgentVersionRecord(deps.db, id, version);
+      if (record === undefined) throw notFound('agent version', `${id}@${version}`);
+      const entries = await deps.connectors.prepareEntries(orgId, record.config.mcpServers);
+      return write(orgId, id, options, entries, () => ({ ...record.config }));
+    },
+
+    /** The agent's versions, newest first (GET /v1/agents/{id}/versions). */
+    async versions(orgId: string, id: string, page: { limit: number; cursor?: string }): Promise<AgentVersionPage> {
+      await get(orgId, id);
+      const before = page.cursor === undefined ? undefined : versionCursor(page.cursor);
+      const rows = await listAgentVersions(deps.db, id, {
+        limit: page.limit + 1,
+        ...(before === undefined ? {} : { before }),
+      });
+      const data = rows.slice(0, page.limit).map((row) => versionView(id, row));
+      const hasMore = rows.length > page.limit;
+      const last = data.at(-1);
+      return {
+        object: 'list',
+        data,
+        has_more: hasMore,
+        next_cursor: hasMore && last !== undefined ? String(last.version) : null,
+      };
+    },
+
+    /**
+     * One version of the agent; with `diffFrom`, also what changed from that version to this one (JSON-pointer
+     * paths into the config).
+     */
+    async version(orgId: string, id: string, version: number, diffFrom?: number): Promise<AgentVersionView> {
+      await get(orgId, id);
+      const record = await findAgentVersionRecord(deps.db, id, version);
+      if (record === undefined) throw notFound('agent version', `${id}@${version}`);
+      const view = versionView(id, record);
+      if (diffFrom === undefined) return view;
+      const from = await findAgentVersionRecord(deps.db, id, diffFrom);
+      if (from === undefined) throw validationError('diff_from', `agent ${id} has no version ${diffFrom}`);
+      return { ...view, diff: { from: diffFrom, changes: jsonDiff(from.config, record.config) } };
     },
 
     async delete(orgId: string, id: string): Promise<void> {

@@ -1,5 +1,7 @@
 /** The Agent as the API speaks it (DESIGN section 5), and the inputs that create and change it. */
+
 import { isAbsentOr, isArrayOf, isJsonObject, isNullableString, isOneOf } from '../../lib/guards.ts';
+import type { JsonChange } from '../../lib/json-diff.ts';
 import { CONTEXT_POLICIES, type ContextPolicy } from '../../models/context-fit.ts';
 import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
 import {
@@ -120,6 +122,26 @@ export interface AgentUpdateInput {
   toolApprovals?: ToolApprovals;
   outputFormat?: Record<string, unknown> | null;
   contextPolicy?: ContextPolicy;
+}
+
+/** A kept version of an Agent (GET /v1/agents/{id}/versions/{n}). */
+export interface AgentVersionView {
+  object: 'agent.version';
+  agentId: string;
+  version: number;
+  /** The API key prefix that made it, `cli` for the command line, null when not recorded. */
+  actor: string | null;
+  createdAt: string;
+  config: AgentConfig;
+  /** With `diff_from`: what changed from that version to this one. */
+  diff?: { from: number; changes: JsonChange[] };
+}
+
+export interface AgentVersionPage {
+  object: 'list';
+  data: AgentVersionView[];
+  has_more: boolean;
+  next_cursor: string | null;
 }
 
 export const DEFAULT_MAX_STEPS = 32;

@@ -29,6 +29,8 @@ export type ChatEntry =
 
 export interface ChatRequest {
   agent: AgentRef;
+  /** `agent_version` (an extension field): the version this call runs. */
+  agentVersion?: number;
   /** `model` as sent, echoed in the completion. */
   model: string;
   stream: boolean;
@@ -264,6 +266,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   const joined = instructions.join('\n\n');
   return {
     agent: agentRefOf(prefixed),
+    ...(typeof body.agent_version === 'number' ? { agentVersion: body.agent_version } : {}),
     model,
     stream: body.stream === true,
     includeUsage: isRecord(body.stream_options) && body.stream_options.include_usage === true,

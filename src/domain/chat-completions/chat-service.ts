@@ -13,6 +13,7 @@ import { unixSeconds } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
+import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import type { ImageImporter } from '../files/image-import.ts';
@@ -163,6 +164,9 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       for (const { attachment, param } of attached.flat()) {
         attachment.kind = await deps.checkAttachment(trx, orgId, attachment, param);
       }
+      if (request.agentVersion !== undefined) {
+        await requireAgentVersion(trx, agent.id, request.agentVersion, 'agent_version');
+      }
       await createHiddenSession(trx, {
         id: sessionId,
         orgId,
@@ -184,6 +188,7 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
           attachments,
           source: 'chat_completions',
           history,
+          ...(request.agentVersion === undefined ? {} : { agentVersion: request.agentVersion }),
           options: optionsOf(request),
         },
         agentOf,

@@ -12,6 +12,8 @@ const PREFIX_LENGTH = 12;
 export interface Principal {
   orgId: string;
   keyId: string;
+  /** The key's displayed prefix: what a change made with it records as its actor. */
+  keyPrefix: string;
   /** What the key may do: its granted scopes and the narrower ones they include (domain/auth/scopes.ts). */
   scopes: ReadonlySet<Scope>;
   /** The key's Responses validation mode; null follows the deployment's AGENTRY_RESPONSES_COMPAT. */
@@ -67,7 +69,7 @@ async function lookupKey(
 ): Promise<(Principal & { expiresAt: number | null }) | null> {
   const row = await db
     .selectFrom('api_keys')
-    .select(['id', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'compat'])
+    .select(['id', 'prefix', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'compat'])
     .where('key_hash', '=', hash)
     .executeTakeFirst();
   if (row === undefined || row.revoked_at !== null) return null;
@@ -75,6 +77,7 @@ async function lookupKey(
   return {
     orgId: row.org_id,
     keyId: row.id,
+    keyPrefix: row.prefix,
     scopes: effectiveScopes(row.scopes.split(' ').filter(isScope)),
     compat: compatOf(row.compat),
     expiresAt: row.expires_at,

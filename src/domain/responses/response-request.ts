@@ -49,6 +49,8 @@ export type InputItem =
 
 export interface ResponseRequest {
   agent: AgentRef;
+  /** `agent_version` (an extension field, in both modes): the version this Response runs. */
+  agentVersion?: number;
   /** Session id (from `conv_<uuid>`), or null. */
   conversation: string | null;
   /** Message id (from `resp_<uuid>`), or null. */
@@ -258,9 +260,11 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   const { items, instructions: systemTexts } = input(body.input);
   crossFieldRules(body, items, compat, { conversation, previousResponse });
   const kept = lifecycle(body, { conversation, previousResponse });
+  const pin = typeof body.agent_version === 'number' ? { agentVersion: body.agent_version } : {};
   if (!compat) {
     return {
       agent,
+      ...pin,
       conversation,
       previousResponse: null,
       stream: body.stream === true,
@@ -301,6 +305,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     .join('\n\n');
   return {
     agent,
+    ...pin,
     conversation,
     previousResponse,
     stream: body.stream === true,

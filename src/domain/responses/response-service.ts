@@ -14,6 +14,7 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
+import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import { decide, findApproval } from '../approvals/approvals.ts';
 import type { ImageImporter } from '../files/image-import.ts';
@@ -146,7 +147,16 @@ export function createResponseService(deps: ResponseServiceDeps) {
     newSessionId: string,
   ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
     const now = clock.now();
-    const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
+    const current = await deps.agents.get(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
+    // A pinned version: checked before anything is written; the echo describes the version that runs.
+    const agent =
+      request.agentVersion === undefined
+        ? current
+        : {
+            ...current,
+            ...(await requireAgentVersion(trx, current.id, request.agentVersion, 'agent_version')),
+            version: request.agentVersion,
+          };
     let sessionId = await sessionOf(trx, orgId, request, agent.id);
     const fresh = sessionId === null;
     if (sessionId === null)
@@ -307,9 +317,10 @@ export function createResponseService(deps: ResponseServiceDeps) {
           },
         },
         bindAgent: agent.id,
+        ...(request.agentVersion === undefined ? {} : { agentVersion: request.agentVersion }),
       },
       // Read above in this transaction already (the session is bound to the request's agent).
-      (inner, agentId) => (agentId === agent.id ? Promise.resolve(agent) : deps.agents.get(orgId, agentId, inner)),
+      (inner, agentId) => (agentId === current.id ? Promise.resolve(current) : deps.agents.get(orgId, agentId, inner)),
     );
     events.push(...accepted.events);
     if (decisions.length > 0) events.push(...(await applyDecisions(trx, target, decisions, accepted.row.id)));

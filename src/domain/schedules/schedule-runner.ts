@@ -68,7 +68,17 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
         const orgId = schedule.org_id;
         const sessionId =
           schedule.session_id ??
-          (await deps.sessions.create(orgId, { agentId: schedule.agent_id, title: schedule.name }, trx)).id;
+          (
+            await deps.sessions.create(
+              orgId,
+              {
+                agentId: schedule.agent_id,
+                title: schedule.name,
+                ...(schedule.agent_version === null ? {} : { agentVersion: Number(schedule.agent_version) }),
+              },
+              trx,
+            )
+          ).id;
         const accepted = await acceptMessage(
           trx,
           { orgId, sessionId, now },
@@ -76,6 +86,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
             parts: [{ type: 'text', text: schedule.input }],
             text: schedule.input,
             source: 'schedule',
+            ...(schedule.agent_version === null ? {} : { agentVersion: Number(schedule.agent_version) }),
             // A Conversation created without an agent takes the schedule's at its first turn.
             bindAgent: schedule.agent_id,
           },

@@ -10,6 +10,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Database, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
+import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -37,6 +38,7 @@ export interface ScheduleInput {
   interval_seconds?: number | null;
   timezone?: string;
   session_id?: string | null;
+  agent_version?: number | null;
   overlap?: OverlapPolicy;
   timeout_seconds?: number | null;
   catch_up?: CatchUpPolicy;
@@ -176,6 +178,14 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
             ? null
             : change.session_id.toLowerCase();
       await checkTargets(trx, orgId, agentId, sessionId);
+      // A pin names a version of one agent: moving the schedule to another agent drops it unless a new one is named.
+      const agentVersion =
+        change.agent_version !== undefined
+          ? change.agent_version
+          : agentId === current.agent_id && current.agent_version !== null
+            ? Number(current.agent_version)
+            : null;
+      if (agentVersion !== null) await requireAgentVersion(trx, agentId, agentVersion, 'agent_version');
       const enabled = change.enabled ?? current.enabled === 1;
       const timingChanged =
         timing.cron !== current.cron ||
@@ -197,6 +207,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         interval_seconds: timing.intervalSeconds,
         timezone: timing.timezone,
         session_id: sessionId,
+        agent_version: agentVersion,
         overlap: change.overlap ?? current.overlap,
         timeout_seconds:
           change.timeout_seconds === undefined
@@ -232,6 +243,8 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         const sessionId = input.session_id == null ? null : input.session_id.toLowerCase();
         const timing = checkTiming(input.cron ?? null, input.interval_seconds ?? null, input.timezone ?? 'UTC', now);
         await checkTargets(trx, orgId, agentId, sessionId);
+        const agentVersion = input.agent_version ?? null;
+        if (agentVersion !== null) await requireAgentVersion(trx, agentId, agentVersion, 'agent_version');
         const enabled = input.enabled ?? true;
         const full: Timing = { ...timing, anchorAt: now };
         const row: ScheduleRow = {
@@ -244,6 +257,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
           interval_seconds: timing.intervalSeconds,
           timezone: timing.timezone,
           session_id: sessionId,
+          agent_version: agentVersion,
           overlap: input.overlap ?? 'skip',
           timeout_seconds: input.timeout_seconds ?? null,
           catch_up: input.catch_up ?? 'skip',

@@ -34,6 +34,8 @@ export interface Schedule {
   interval_seconds: number | null;
   timezone: string;
   session_id: string | null;
+  /** The agent version the runs use; null: the latest. */
+  agent_version: number | null;
   overlap: OverlapPolicy;
   timeout_seconds: number | null;
   catch_up: CatchUpPolicy;
@@ -94,6 +96,7 @@ export function scheduleFromRow(row: ScheduleRow): Schedule {
     interval_seconds: row.interval_seconds === null ? null : Number(row.interval_seconds),
     timezone: row.timezone,
     session_id: row.session_id,
+    agent_version: row.agent_version === null ? null : Number(row.agent_version),
     overlap: row.overlap,
     timeout_seconds: row.timeout_seconds === null ? null : Number(row.timeout_seconds),
     catch_up: row.catch_up,

@@ -1,11 +1,12 @@
 /** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
-import { notFound } from '../../errors/app-error.ts';
+import { notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import { SESSION_STATUSES, type SessionStatus } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
+import { requireAgentVersion } from '../agents/agent-repo.ts';
 import { writeEvents } from '../outbox.ts';
 import { createSession } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -18,6 +19,8 @@ export interface Session {
   object: 'session';
   /** Null for a Conversation created without an agent, until its first Response fixes one. */
   agentId: string | null;
+  /** The agent version every turn runs; null follows the latest. */
+  agentVersion: number | null;
   title: string | null;
   status: SessionStatus;
   /** The end user the session serves (per-user memories and credentials are theirs), null when none was named. */
@@ -42,12 +45,13 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 
 export function sessionFromRow(
   row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> &
-    Partial<Pick<SessionRow, 'end_user'>>,
+    Partial<Pick<SessionRow, 'end_user' | 'agent_version'>>,
 ): Session {
   return {
     id: row.id,
     object: 'session',
     agentId: row.agent_id,
+    agentVersion: row.agent_version ?? null,
     title: row.title,
     status: row.status,
     endUser: row.end_user ?? null,
@@ -91,6 +95,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       orgId: string,
       input: {
         agentId: string | null;
+        agentVersion?: number;
         title?: string;
         id?: string;
         metadata?: Record<string, string>;
@@ -103,11 +108,16 @@ export function createSessionService(deps: SessionServiceDeps) {
         const agent = await agentOfOrg.first(db, { orgId, id: agentId });
         if (agent === undefined) throw notFound('agent', agentId);
       }
+      if (input.agentVersion !== undefined) {
+        if (agentId === null) throw validationError('agentVersion', 'a version can be pinned only with an agent');
+        await requireAgentVersion(db, agentId, input.agentVersion, 'agentVersion');
+      }
       const now = deps.clock.now();
       const row = {
         id: input.id ?? newId(),
         org_id: orgId,
         agent_id: agentId,
+        agent_version: input.agentVersion ?? null,
         title: input.title ?? null,
         end_user: input.endUser ?? null,
         status: 'idle' as const,

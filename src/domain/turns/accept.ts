@@ -29,6 +29,7 @@ import type { RunSource } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
+import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import { requireCredits } from '../billing/credits.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
@@ -294,7 +295,17 @@ export async function acceptMessage(
       'a client tool call of this session is waiting for its output; submit it before sending new input',
     );
   }
-  const agent = await agentOf(trx, agentId);
+  // A version the message names, else the session's pin: the turn runs it, so its model is the one charged.
+  const agentVersion = input.agentVersion ?? session.agent_version ?? undefined;
+  const current = await agentOf(trx, agentId);
+  const agent =
+    agentVersion === undefined || agentVersion === current.version
+      ? current
+      : {
+          ...current,
+          ...(await requireAgentVersion(trx, agentId, agentVersion, 'agentVersion')),
+          version: agentVersion,
+        };
   await requireCredits(trx, orgId, agent.model);
   const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
   const options = withAgentFormat(input.options, agent);
@@ -314,7 +325,7 @@ export async function acceptMessage(
     step_count: 0,
     cancel_requested: 0,
     agent_id: agent.id,
-    agent_version: input.agentVersion ?? null,
+    agent_version: agentVersion ?? null,
     run_id: newId(),
     source: input.source,
     created_at: now,

@@ -1,7 +1,22 @@
 import type { Deps } from '../../deps.ts';
 import { parseMcpServers } from '../../domain/agents/agent-validation.ts';
-import { orgOf } from '../auth.ts';
-import { AgentCreateBody, AgentList, AgentUpdateBody, AgentView } from '../schemas/agents.ts';
+import { validationError } from '../../errors/app-error.ts';
+import { actorOf, orgOf } from '../auth.ts';
+import { ignoreEmptyJsonBody } from '../bodiless.ts';
+import {
+  AgentCreateBody,
+  AgentList,
+  AgentUpdateBody,
+  AgentUpdateHeaders,
+  AgentVersion,
+  AgentVersionList,
+  AgentVersionListQuery,
+  AgentVersionParams,
+  AgentVersionQuery,
+  AgentView,
+  ApplyBody,
+  ApplyResult,
+} from '../schemas/agents.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
@@ -20,6 +35,20 @@ function checkMcpServersFirst(request: { body: unknown }, deps: Deps): void {
     });
   }
 }
+
+/**
+ * The version a PATCH expects to replace: If-Match (`"3"` or `3`, as the schema admits) or the body's `version`;
+ * both must agree when both are sent.
+ */
+function expectedVersion(header: string | undefined, body: number | undefined): number | undefined {
+  const fromHeader = header === undefined ? undefined : Number(header.trim().replaceAll('"', ''));
+  if (fromHeader !== undefined && body !== undefined && fromHeader !== body) {
+    throw validationError('version', `version ${body} and If-Match ${fromHeader} disagree`);
+  }
+  return fromHeader ?? body;
+}
+
+const expecting = (version: number | undefined) => (version === undefined ? {} : { expectedVersion: version });
 
 export function agentRoutes(app: App, deps: Deps): void {
   app.route({
@@ -45,7 +74,12 @@ export function agentRoutes(app: App, deps: Deps): void {
     },
     preValidation: async (request) => checkMcpServersFirst(request, deps),
     handler: async (request, reply) => {
-      const result = await deps.agents.create(orgOf(request), request.body, request.headers['idempotency-key']);
+      const result = await deps.agents.create(
+        orgOf(request),
+        request.body,
+        request.headers['idempotency-key'],
+        actorOf(request),
+      );
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(201).send(result.body);
     },
@@ -73,14 +107,86 @@ export function agentRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Update an agent',
       description:
-        'Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).',
+        'Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).',
       tags,
       params: IdParams,
+      headers: AgentUpdateHeaders,
       body: AgentUpdateBody,
       response: { 200: AgentView, ...errorResponses(400, 401, 403, 404, 409, 413) },
     },
     preValidation: async (request) => checkMcpServersFirst(request, deps),
-    handler: async (request) => deps.agents.update(orgOf(request), request.params.id.toLowerCase(), request.body),
+    handler: async (request) => {
+      const { version, ...change } = request.body;
+      if (Object.keys(change).length === 0) throw validationError('body', 'name at least one field to change');
+      return deps.agents.update(orgOf(request), request.params.id.toLowerCase(), change, {
+        actor: actorOf(request),
+        ...expecting(expectedVersion(request.headers['if-match'], version)),
+      });
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/agents/:id/versions',
+    config: { scopes: ['agents:read'] },
+    schema: {
+      summary: 'List agent versions',
+      description: 'Every kept version of the agent, newest first, with its config, who made it and when.',
+      tags,
+      params: IdParams,
+      querystring: AgentVersionListQuery,
+      response: { 200: AgentVersionList, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => {
+      const { limit, cursor } = request.query;
+      return deps.agents.versions(orgOf(request), request.params.id.toLowerCase(), {
+        limit,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/agents/:id/versions/:version',
+    config: { scopes: ['agents:read'] },
+    schema: {
+      summary: 'Get an agent version',
+      description:
+        'One kept version. With diff_from=<n>, also `diff`: the fields changed from version n to this one, as JSON-pointer paths with before and after.',
+      tags,
+      params: AgentVersionParams,
+      querystring: AgentVersionQuery,
+      response: { 200: AgentVersion, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) =>
+      deps.agents.version(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.params.version,
+        request.query.diff_from,
+      ),
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/agents/:id/versions/:version/restore',
+    config: { scopes: ['agents:write'] },
+    schema: {
+      summary: 'Restore an agent version',
+      description:
+        'Stores a new version whose config equals version n (later versions are kept). Honours If-Match like PATCH. Sessions that follow the latest version run it from their next turn.',
+      tags,
+      params: AgentVersionParams,
+      headers: AgentUpdateHeaders,
+      response: { 200: AgentView, ...errorResponses(400, 401, 403, 404, 409) },
+    },
+    onRequest: ignoreEmptyJsonBody,
+    handler: async (request) =>
+      deps.agents.restore(orgOf(request), request.params.id.toLowerCase(), request.params.version, {
+        actor: actorOf(request),
+        ...expecting(expectedVersion(request.headers['if-match'], undefined)),
+      }),
   });
 
   app.route({
@@ -97,6 +203,30 @@ export function agentRoutes(app: App, deps: Deps): void {
     handler: async (request, reply) => {
       await deps.agents.delete(orgOf(request), request.params.id.toLowerCase());
       return reply.code(204).send(null);
+    },
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/apply',
+    config: { scopes: ['agents:write'] },
+    schema: {
+      summary: 'Apply agent documents',
+      description:
+        'Agents as code (docs/agents-as-code.md): plans each document against the agent of that name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan. An agent whose version moved since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Answers the plan and the new lock.',
+      tags,
+      body: ApplyBody,
+      response: { 200: ApplyResult, ...errorResponses(400, 401, 403, 409, 413) },
+    },
+    handler: async (request) => {
+      const { documents, dry_run: dryRun = false, force = false, lock = null } = request.body;
+      const result = await deps.agentApply.apply(orgOf(request), documents, {
+        dryRun,
+        force,
+        lock,
+        actor: actorOf(request),
+      });
+      return { dry_run: result.dryRun, plan: result.plan, lock: result.lock };
     },
   });
 }

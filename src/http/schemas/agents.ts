@@ -162,9 +162,27 @@ export const AgentUpdateBody = Type.Object(
     toolApprovals: Type.Optional(ToolApprovals),
     outputFormat: Type.Optional(fields.outputFormat),
     contextPolicy: Type.Optional(fields.contextPolicy),
+    version: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2147483647,
+        description:
+          'Extension field: the version this change expects to replace, as If-Match says it; another one current is a 409 version_conflict',
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
+
+export const AgentUpdateHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      pattern: '^\\s*("[1-9][0-9]{0,9}"|[1-9][0-9]{0,9})\\s*$',
+      description:
+        'The agent version this change expects to replace ("3" or 3). Another version current is a 409 version_conflict whose details name it.',
+    }),
+  ),
+});
 
 export const Agent = Type.Object(
   {
@@ -201,3 +219,120 @@ export const AgentView = Type.Object({
   }),
 });
 export const AgentList = Type.Object({ data: Type.Array(Agent) });
+
+const versionFields = Type.Omit(Agent, ['id', 'object', 'isDefault', 'version', 'createdAt', 'updatedAt']);
+
+export const AgentConfig = Type.Object(versionFields.properties, {
+  additionalProperties: false,
+  description: 'Everything a version of an agent fixes',
+});
+
+export const AgentVersion = Type.Object(
+  {
+    object: Type.Literal('agent.version'),
+    agentId: Uuid,
+    version: Type.Integer(),
+    actor: Type.Union([Type.String(), Type.Null()], {
+      description: 'Who made the version: the API key prefix, `cli` for the command line; null when not recorded',
+    }),
+    createdAt: Type.String({ format: 'date-time' }),
+    config: AgentConfig,
+    diff: Type.Optional(
+      Type.Object(
+        {
+          from: Type.Integer(),
+          changes: Type.Array(
+            Type.Object(
+              {
+                path: Type.String({ description: 'JSON pointer into the config, e.g. /instructions' }),
+                op: Type.Union([Type.Literal('add'), Type.Literal('remove'), Type.Literal('replace')]),
+                before: Type.Optional(Type.Unknown()),
+                after: Type.Optional(Type.Unknown()),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false, description: 'With diff_from: what changed from that version to this one' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const AgentVersionList = Type.Object(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(AgentVersion),
+    has_more: Type.Boolean(),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page' }),
+  },
+  { description: 'Versions of an agent, newest first' },
+);
+
+const VersionNumber = Type.Integer({ minimum: 1, maximum: 2147483647 });
+
+export const AgentVersionParams = Type.Object({ id: Uuid, version: VersionNumber });
+
+export const AgentVersionQuery = Type.Object({
+  diff_from: Type.Optional({ ...VersionNumber, description: 'Also answer what changed from this version' }),
+});
+
+export const AgentVersionListQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  cursor: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 20, description: 'The next_cursor of the previous page, unchanged' }),
+  ),
+});
+
+export const ApplyLock = Type.Object(
+  {
+    agents: Type.Record(
+      Type.String({ minLength: 1, maxLength: 100 }),
+      Type.Integer({ minimum: 1, maximum: 2147483647 }),
+      {
+        maxProperties: 1000,
+        description: 'Per agent name, the version the last apply left it at',
+      },
+    ),
+  },
+  { additionalProperties: false, description: 'The content of agentry.lock.json' },
+);
+
+export const AgentDocument = Type.Object(
+  { kind: Type.Literal('agent'), ...AgentCreateBody.properties },
+  { additionalProperties: false, title: 'Agent document', description: 'An agent, keyed by its name' },
+);
+
+export const ApplyBody = Type.Object(
+  {
+    documents: Type.Array(AgentDocument, { maxItems: 1000 }),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Plan only: nothing is written' })),
+    force: Type.Optional(
+      Type.Boolean({ description: 'Apply even to agents changed since the version the lock records' }),
+    ),
+    lock: Type.Optional(Type.Union([ApplyLock, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+export const ApplyResult = Type.Object(
+  {
+    dry_run: Type.Boolean(),
+    plan: Type.Array(
+      Type.Object(
+        {
+          kind: Type.Literal('agent'),
+          name: Type.String(),
+          action: Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('unchanged')]),
+          changes: Type.Array(Type.String(), { description: 'JSON pointers of the fields an update changes' }),
+          version: Type.Union([Type.Integer(), Type.Null()]),
+          id: Type.Union([Uuid, Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    lock: ApplyLock,
+  },
+  { additionalProperties: false },
+);

@@ -262,6 +262,13 @@ export const ChatCompletionCreateBody = Type.Object(
       }),
     ),
     store: Type.Optional(nullable('boolean', { description: 'Every call is recorded as a Run' })),
+    agent_version: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2147483647,
+        description: 'Extension field: run this version of the agent (a 400 when it has none); absent: the latest',
+      }),
+    ),
     service_tier: Type.Optional(nullable('string', { maxLength: 64, description: 'Accepted; answered as default' })),
     stop: offOnly('null or [] only (stop sequences)'),
     seed: offOnly('null only'),

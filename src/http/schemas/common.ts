@@ -22,6 +22,11 @@ export const ErrorResponse = Type.Object(
       message: Type.String(),
       type: Type.String(),
       param: Type.Union([Type.String(), Type.Null()], { description: 'The offending field, when there is one' }),
+      details: Type.Optional(
+        Type.Record(Type.String(), Type.Unknown(), {
+          description: 'Facts some errors carry, e.g. currentVersion of a version_conflict',
+        }),
+      ),
     }),
   },
   { $id: 'Error', description: 'Error' },

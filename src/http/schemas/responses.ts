@@ -212,6 +212,14 @@ const strictFields = (compat: boolean) => ({
   background: Type.Optional(
     compat ? nullable('boolean', { description: BACKGROUND }) : Type.Boolean({ description: BACKGROUND }),
   ),
+  agent_version: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 2147483647,
+      description:
+        "Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest",
+    }),
+  ),
 });
 
 const number = (min: number, max: number) => Type.Optional(nullable('number', { minimum: min, maximum: max }));

@@ -63,6 +63,9 @@ const fields = {
   session_id: Type.Union([Uuid, Type.Null()], {
     description: 'Run every time in this session of the agent; null (default) creates a new session per run',
   }),
+  agent_version: Type.Union([Type.Integer({ minimum: 1, maximum: 2147483647 }), Type.Null()], {
+    description: "Run this version of the agent (pinned); null (default) runs the agent's latest version",
+  }),
   overlap: Overlap,
   timeout_seconds: Type.Union([TimeoutSeconds, Type.Null()]),
   catch_up: CatchUp,
@@ -78,6 +81,7 @@ export const ScheduleCreateBody = Type.Object(
     interval_seconds: Type.Optional(fields.interval_seconds),
     timezone: Type.Optional(fields.timezone),
     session_id: Type.Optional(fields.session_id),
+    agent_version: Type.Optional(fields.agent_version),
     overlap: Type.Optional(fields.overlap),
     timeout_seconds: Type.Optional(fields.timeout_seconds),
     catch_up: Type.Optional(fields.catch_up),
@@ -95,6 +99,7 @@ export const ScheduleUpdateBody = Type.Object(
     interval_seconds: Type.Optional(fields.interval_seconds),
     timezone: Type.Optional(fields.timezone),
     session_id: Type.Optional(fields.session_id),
+    agent_version: Type.Optional(fields.agent_version),
     overlap: Type.Optional(fields.overlap),
     timeout_seconds: Type.Optional(fields.timeout_seconds),
     catch_up: Type.Optional(fields.catch_up),
@@ -117,6 +122,9 @@ export const Schedule = Type.Object(
     interval_seconds: Type.Union([Type.Integer(), Type.Null()]),
     timezone: Type.String(),
     session_id: Type.Union([Uuid, Type.Null()]),
+    agent_version: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The pinned agent version; null: the latest',
+    }),
     overlap: StringEnum(OVERLAP_POLICIES),
     timeout_seconds: Type.Union([Type.Integer(), Type.Null()]),
     catch_up: StringEnum(CATCH_UP_POLICIES),

@@ -9,6 +9,9 @@ export const Session = Type.Object(
     agentId: Type.Union([Uuid, Type.Null()], {
       description: 'null for a Conversation created without an agent, until its first Response fixes one',
     }),
+    agentVersion: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The agent version every turn runs (pinned at create); null follows the agent's latest version",
+    }),
     title: Type.Union([Type.String(), Type.Null()]),
     status: StringEnum(SESSION_STATUSES),
     endUser: Type.Union([Type.String(), Type.Null()], {
@@ -39,6 +42,13 @@ export const SessionListQuery = Type.Object(
 export const SessionCreateBody = Type.Object(
   {
     agentId: Uuid,
+    agentVersion: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2147483647,
+        description: 'Pins the session to this version of the agent (400 when the agent has no such version)',
+      }),
+    ),
     title: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK })),
     endUser: Type.Optional(
       Type.String({

@@ -1,0 +1,144 @@
+/**
+ * Agents as code: documents naming agents by name are planned against the organization's agents (create, update
+ * or unchanged, with the changed fields) and applied idempotently. A lock records the version each name was left
+ * at by the last apply; an agent changed since (its version moved) is refused unless forced, so an apply never
+ * silently overwrites a change made in the console or the API. docs/agents-as-code.md describes the format.
+ */
+import { AppError, validationError } from '../../errors/app-error.ts';
+import { jsonDiff } from '../../lib/json-diff.ts';
+import { configOf } from './agent-repo.ts';
+import type { AgentService, WriteOptions } from './agent-service.ts';
+import type { AgentCreateInput } from './agent-types.ts';
+
+/** An agent document: the create body of POST /v1/agents (its name is its key). */
+export type AgentDocument = AgentCreateInput & { kind: 'agent' };
+
+/** What the last apply left: per agent name, the version it applied or found. */
+export interface ApplyLock {
+  agents: Record<string, number>;
+}
+
+export interface PlannedChange {
+  kind: 'agent';
+  name: string;
+  action: 'create' | 'update' | 'unchanged';
+  /** JSON pointers of the fields an update changes (empty otherwise). */
+  changes: string[];
+  /** The agent's version now (null before a create); after an apply, the version it was left at. */
+  version: number | null;
+  id: string | null;
+}
+
+export interface ApplyResult {
+  dryRun: boolean;
+  plan: PlannedChange[];
+  lock: ApplyLock;
+}
+
+export function createAgentApplier(deps: { agents: AgentService }) {
+  const { agents } = deps;
+
+  async function plan(orgId: string, documents: AgentDocument[]) {
+    const seen = new Set<string>();
+    const out: { planned: PlannedChange; document: AgentDocument; expected: number | null }[] = [];
+    for (const [index, document] of documents.entries()) {
+      if (seen.has(document.name)) {
+        throw validationError(`documents[${index}].name`, `agent ${JSON.stringify(document.name)} appears twice`);
+      }
+      seen.add(document.name);
+      const { kind: _kind, ...input } = document;
+      const desired = agents.configFor(input);
+      const ids = await agents.idsNamed(orgId, document.name);
+      if (ids.length > 1) {
+        throw validationError(
+          `documents[${index}].name`,
+          `several agents are named ${JSON.stringify(document.name)}: rename all but one to apply by name`,
+        );
+      }
+      const id = ids[0];
+      if (id === undefined) {
+        out.push({
+          planned: { kind: 'agent', name: document.name, action: 'create', changes: [], version: null, id: null },
+          document,
+          expected: null,
+        });
+        continue;
+      }
+      const current = await agents.get(orgId, id);
+      const changes = jsonDiff(configOf(current), desired).map((change) => change.path);
+      out.push({
+        planned: {
+          kind: 'agent',
+          name: document.name,
+          action: changes.length === 0 ? 'unchanged' : 'update',
+          changes,
+          version: current.version,
+          id,
+        },
+        document,
+        expected: current.version,
+      });
+    }
+    return out;
+  }
+
+  return {
+    /**
+     * Plans the documents and, unless `dryRun`, applies them. Refuses (409 version_conflict, nothing written) when
+     * an agent the lock names was changed since the lock's version, unless `force`.
+     */
+    async apply(
+      orgId: string,
+      documents: AgentDocument[],
+      options: { dryRun: boolean; force: boolean; lock: ApplyLock | null; actor: string | null },
+    ): Promise<ApplyResult> {
+      const planned = await plan(orgId, documents);
+      const lock: ApplyLock = { agents: { ...options.lock?.agents } };
+      const drifted = planned.filter(({ planned: p }) => {
+        const locked = options.lock?.agents[p.name];
+        return locked !== undefined && p.version !== null && p.version !== locked;
+      });
+      if (drifted.length > 0 && !options.force && !options.dryRun) {
+        const names = drifted.map(({ planned: p }) => p.name);
+        throw new AppError(
+          'version_conflict',
+          `changed since the last apply: ${names.map((name) => JSON.stringify(name)).join(', ')} (apply with force to overwrite)`,
+          {
+            details: {
+              agents: Object.fromEntries(
+                drifted.map(({ planned: p }) => [p.name, { locked: options.lock?.agents[p.name], current: p.version }]),
+              ),
+            },
+          },
+        );
+      }
+      if (options.dryRun) {
+        for (const { planned: p } of planned) if (p.version !== null) lock.agents[p.name] = p.version;
+        return { dryRun: true, plan: planned.map(({ planned: p }) => p), lock };
+      }
+      const write: WriteOptions = { actor: options.actor };
+      for (const entry of planned) {
+        const { planned: p, document } = entry;
+        const { kind: _kind, ...input } = document;
+        if (p.action === 'create') {
+          const created = await agents.create(orgId, input, undefined, options.actor);
+          p.id = created.body.agent.id;
+          p.version = created.body.agent.version;
+        } else if (p.action === 'update' && p.id !== null && entry.expected !== null) {
+          const full = agents.configFor(input);
+          const updated = await agents.update(
+            orgId,
+            p.id,
+            { ...full, mcpServers: input.mcpServers ?? [], outputFormat: input.outputFormat ?? null },
+            { ...write, expectedVersion: entry.expected },
+          );
+          p.version = updated.agent.version;
+        }
+        if (p.version !== null) lock.agents[p.name] = p.version;
+      }
+      return { dryRun: false, plan: planned.map(({ planned: p }) => p), lock };
+    },
+  };
+}
+
+export type AgentApplier = ReturnType<typeof createAgentApplier>;

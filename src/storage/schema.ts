@@ -95,6 +95,8 @@ export interface SessionsTable {
   metadata: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 for the workspace Session of legacy Tasks: not listed or readable through the Sessions API. */
   hidden: ColumnType<number, number | undefined, number>;
+  /** The end user the session serves (`endUser`; Responses `user` / `safety_identifier`), or null. */
+  end_user: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface MessagesTable {
@@ -475,6 +477,17 @@ export interface ScheduleRunsTable {
   updated_at: Millis;
 }
 
+/** An agent's memory across sessions (docs/memory.md); `end_user` null: the agent's own. */
+export interface MemoriesTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  end_user: string | null;
+  content: string;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
 export interface Database {
   orgs: OrgsTable;
   api_keys: ApiKeysTable;
@@ -505,6 +518,7 @@ export interface Database {
   schedules: SchedulesTable;
   schedule_runs: ScheduleRunsTable;
   storage_probe: StorageProbeTable;
+  memories: MemoriesTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;
@@ -528,6 +542,7 @@ export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type TaskRow = Selectable<TasksTable>;
 export type LegacyWebhookRow = Selectable<LegacyWebhooksTable>;
 export type ThreadRow = Selectable<ThreadsTable>;
+export type MemoryRow = Selectable<MemoriesTable>;
 export type ThreadMessageRow = Selectable<ThreadMessagesTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type ScheduleRow = Selectable<SchedulesTable>;

@@ -99,6 +99,11 @@ export interface ToolScope {
   orgId: string;
   agentId: string;
   db: Executor;
+  /**
+   * The end user the turn serves (the message's `safety_identifier`, else its session's `endUser`), or null; read
+   * only by the providers that need it (memory). Absent where no turn is being resolved (accept-time warnings).
+   */
+  endUser?: () => Promise<string | null>;
 }
 
 /** A server's tools, loaded for one turn. */

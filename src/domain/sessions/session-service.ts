@@ -19,6 +19,8 @@ export interface Session {
   /** Null for a Conversation created without an agent, until its first Response fixes one. */
   agentId: string | null;
   title: string | null;
+  /** The end user of the application this session serves (docs/memory.md), or null. */
+  endUser: string | null;
   status: SessionStatus;
   conversationId: string;
   createdAt: string;
@@ -39,13 +41,16 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 );
 
 export function sessionFromRow(
-  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'>,
+  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> & {
+    end_user?: string | null | undefined;
+  },
 ): Session {
   return {
     id: row.id,
     object: 'session',
     agentId: row.agent_id,
     title: row.title,
+    endUser: row.end_user ?? null,
     status: row.status,
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
@@ -85,7 +90,13 @@ export function createSessionService(deps: SessionServiceDeps) {
      */
     async create(
       orgId: string,
-      input: { agentId: string | null; title?: string; id?: string; metadata?: Record<string, string> },
+      input: {
+        agentId: string | null;
+        title?: string;
+        id?: string;
+        metadata?: Record<string, string>;
+        endUser?: string | null;
+      },
       db: Executor = deps.db,
     ): Promise<Session> {
       const agentId = input.agentId === null ? null : input.agentId.toLowerCase();
@@ -99,6 +110,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         org_id: orgId,
         agent_id: agentId,
         title: input.title ?? null,
+        end_user: input.endUser ?? null,
         status: 'idle' as const,
         created_at: now,
         updated_at: now,

@@ -49,6 +49,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   'chat-completions': [],
   files: ['image-import.ts'],
   'mcp-servers': ['mcp-server-service.ts'],
+  memories: [],
   orgs: [],
   reports: [],
   responses: ['agent-ref.ts', 'openai-items.ts', 'response-settings.ts', 'response-stream.ts', 'response-view.ts'],

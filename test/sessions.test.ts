@@ -25,6 +25,7 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
       object: 'session',
       agentId,
       title: 'Support chat',
+      endUser: null,
       status: 'idle',
       conversationId: `conv_${session.id}`,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),

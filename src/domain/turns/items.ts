@@ -15,6 +15,7 @@ import {
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
+import { messageTokens, withKnownTokens } from '../../models/context-fit.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
@@ -533,6 +534,8 @@ const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step ===
 export class ContextBuilder {
   #count = 0;
   readonly #closed: ContextMessage[] = [];
+  /** The estimated tokens of `#closed` (models/context-fit.ts), kept as it grows so a fit need not sum them. */
+  #closedTokens = 0;
   #assistant: { item: Item; text: string; toolCalls: ToolCall[] } | null = null;
   #results: { item: Item; results: ToolResult[] } | null = null;
   readonly #attachments = new Set<string>();
@@ -555,7 +558,7 @@ export class ContextBuilder {
         for (const attachment of attachments) this.#attachments.add(attachment.fileId);
         this.#withFiles.push({ index: this.#closed.length, text: content.text, attachments });
       }
-      this.#closed.push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) });
+      this.#push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) });
       return;
     }
     if (content.type === 'function_call_output') {
@@ -590,18 +593,36 @@ export class ContextBuilder {
   /** The context of the items appended so far; later appends do not change it. */
   build(files: ReadonlyMap<string, AttachedFile> = NO_FILES): ContextMessage[] {
     const context = this.#closed.slice();
+    let tokens = this.#closedTokens;
     for (const entry of this.#withFiles)
       context[entry.index] = { role: 'user', content: userContent(entry.text, entry.attachments, files) };
-    if (this.#assistant !== null)
-      context.push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls.slice() });
-    if (this.#results !== null) context.push({ role: 'tool', results: this.#results.results.slice() });
-    return context;
+    if (this.#assistant !== null) {
+      const open: ContextMessage = {
+        role: 'assistant',
+        text: this.#assistant.text,
+        toolCalls: this.#assistant.toolCalls.slice(),
+      };
+      context.push(open);
+      tokens += messageTokens(open);
+    }
+    if (this.#results !== null) {
+      const open: ContextMessage = { role: 'tool', results: this.#results.results.slice() };
+      context.push(open);
+      tokens += messageTokens(open);
+    }
+    // Inputs shown with their files weigh what the files do: those contexts are summed when fitted.
+    return this.#withFiles.length === 0 ? withKnownTokens(context, tokens) : context;
+  }
+
+  #push(message: ContextMessage): void {
+    this.#closed.push(message);
+    this.#closedTokens += messageTokens(message);
   }
 
   #close(): void {
     if (this.#assistant !== null)
-      this.#closed.push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls });
-    if (this.#results !== null) this.#closed.push({ role: 'tool', results: this.#results.results });
+      this.#push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls });
+    if (this.#results !== null) this.#push({ role: 'tool', results: this.#results.results });
     this.#assistant = null;
     this.#results = null;
   }

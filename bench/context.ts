@@ -1,8 +1,8 @@
 /**
  * `npm run bench -- context`: what building one turn's fitted context costs as the session grows. A turn of a long
  * session advances the session's context builder by the turn's new items (domain/turns/items.ts ContextBuilder, the
- * builder the engine's context cache keeps between turns), builds the model context from it and fits it to the
- * window (engine/context-window.ts `fittedContext` over models/context-fit.ts). Measured at 10, 1,000 and 10,000
+ * builder the engine's context cache keeps between turns) and fits the model context to the room the window leaves
+ * (`ContextBuilder.fit` over models/context-fit.ts), as engine/step.ts does. Measured at 10, 1,000 and 10,000
  * items already in the session, with a window where everything fits and with one that forces truncation, each
  * reported as a ratio against the 10-item turn of the same window (goal: flat, at most 1.2×).
  *
@@ -14,7 +14,6 @@
  */
 
 import { ContextBuilder, type Item } from '../src/domain/turns/items.ts';
-import { fittedContext } from '../src/engine/context-window.ts';
 import { type BenchResult, median, positiveInt } from './support.ts';
 
 const SIZES = [10, 1_000, 10_000] as const;
@@ -80,10 +79,10 @@ function session(size: number): Session {
   return { builder, next: exchange(index), index: index + 1 };
 }
 
-/** One turn: its new items appended, the context built and fitted; the messages sent. */
+/** One turn: its new items appended and the context fitted; the messages sent. */
 function turn(state: Session, room: number): number {
   for (const item of state.next) state.builder.append(item);
-  return fittedContext(state.builder.build(), room).context.length;
+  return state.builder.fit(room).context.length;
 }
 
 /** The items of the session's next turn. */

@@ -78,6 +78,12 @@ export function withKnownTokens(context: ContextMessage[], tokens: number): Cont
   return context;
 }
 
+/** The context fitted to `room` (all of it when `room` is null: the `none` policy). */
+export function fittedContext(context: ContextMessage[], room: number | null): FitResult {
+  if (room === null) return { context, dropped: 0, tokens: 0 };
+  return fitContext(context, room);
+}
+
 /** The estimated tokens of what a request sends besides its context: the instructions and the tools offered. */
 export function fixedTokens(instructions: string, tools: readonly ToolSpec[]): number {
   let tokens = MESSAGE_OVERHEAD_TOKENS + textTokens(instructions);

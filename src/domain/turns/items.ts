@@ -15,7 +15,7 @@ import {
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
-import { messageTokens, withKnownTokens } from '../../models/context-fit.ts';
+import { type FitResult, fitContext, fittedContext, messageTokens, withKnownTokens } from '../../models/context-fit.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
@@ -612,6 +612,39 @@ export class ContextBuilder {
     }
     // Inputs shown with their files weigh what the files do: those contexts are summed when fitted.
     return this.#withFiles.length === 0 ? withKnownTokens(context, tokens) : context;
+  }
+
+  /**
+   * The context of the items appended so far fitted to `room` estimated tokens (models/context-fit.ts; all of it when
+   * `room` is null). Where the fit keeps only the newest part, the log's older messages are not copied: what a
+   * truncated turn costs follows what it sends, not the session's length.
+   */
+  fit(room: number | null, files: ReadonlyMap<string, AttachedFile> = NO_FILES): FitResult {
+    if (room === null || this.#withFiles.length > 0) return fittedContext(this.build(files), room);
+    const closed = this.#closed;
+    const before = closed.length;
+    let tokens = this.#closedTokens;
+    if (this.#assistant !== null) {
+      const open: ContextMessage = {
+        role: 'assistant',
+        text: this.#assistant.text,
+        toolCalls: this.#assistant.toolCalls.slice(),
+      };
+      closed.push(open);
+      tokens += messageTokens(open);
+    }
+    if (this.#results !== null) {
+      const open: ContextMessage = { role: 'tool', results: this.#results.results.slice() };
+      closed.push(open);
+      tokens += messageTokens(open);
+    }
+    try {
+      const fitted = fitContext(withKnownTokens(closed, tokens), room);
+      // All of it fits: the context sent is a copy, which later appends leave as it is.
+      return fitted.context === closed ? { ...fitted, context: closed.slice() } : fitted;
+    } finally {
+      closed.length = before;
+    }
   }
 
   #push(message: ContextMessage): void {

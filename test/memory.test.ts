@@ -182,7 +182,7 @@ describe.each(dialects())('agent memory (%s)', (dialect) => {
     const key = other.key;
     // Read scope reads; writing needs the write scope.
     const theirs = `/v1/agents/${await flow.createAgent({}, key)}/memories`;
-    const reader = await h.deps.orgs.createKey(other.orgId, ['tasks:read']);
+    const reader = await h.deps.orgs.createKey(other.orgId, ['agents:read']);
     expect((await h.request('GET', theirs, { key: reader })).status).toBe(200);
     const refused = await h.request('POST', theirs, { key: reader, body: { content: 'no' } });
     expect(refused.status).toBe(403);
@@ -203,7 +203,7 @@ describe.each(dialects())('agent memory (%s)', (dialect) => {
       [{ content: 'x'.repeat(2_001) }, 'content'],
       [{ content: '   ' }, 'content'],
       [{ content: 'ok', endUser: 'u'.repeat(513) }, 'endUser'],
-      [{ content: 'ok', endUser: ' padded' }, 'endUser'],
+      [{ content: 'ok', endUser: '  ' }, 'endUser'],
       [{ content: 'ok', extra: 1 }, 'extra'],
       [{}, 'content'],
     ];

@@ -13,7 +13,7 @@ import { turnText } from '../domain/turns/message-service.ts';
 import { isTerminal } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { failTurn, requireAction } from '../domain/turns/transitions.ts';
-import { agentAtStart, agentForTurn, endUserOf, loadMessage } from '../domain/turns/turn-store.ts';
+import { agentAtStart, agentForTurn, loadMessage } from '../domain/turns/turn-store.ts';
 import { runInTurn, runTrace } from '../lib/trace-context.ts';
 import type { TurnOutcome } from '../observability/metrics-types.ts';
 import type { Executor } from '../storage/db.ts';
@@ -102,7 +102,7 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
   const resolved = await configFor(deps.db, message);
   const tools = await deps.tools.resolve(
     resolved.agent,
-    { orgId: message.org_id, agentId: message.agent_id, db: deps.db, endUser: () => endUserOf(deps.db, message) },
+    { orgId: message.org_id, agentId: message.agent_id, db: deps.db, endUser: context.lease.endUser },
     context.signal,
   );
   const turn: Turn = Object.assign(context, resolved, { tools });

@@ -45,6 +45,8 @@ export interface ToolCallContext {
   orgId: string;
   agentId: string;
   sessionId: string;
+  /** The end user the session serves, if it names one: per-user data (memories, credentials) is theirs alone. */
+  endUser: string | null;
   messageId: string;
   runId: string;
   callId: string;
@@ -100,10 +102,10 @@ export interface ToolScope {
   agentId: string;
   db: Executor;
   /**
-   * The end user the turn serves (the message's `safety_identifier`, else its session's `endUser`), or null; read
-   * only by the providers that need it (memory). Absent where no turn is being resolved (accept-time warnings).
+   * The end user the session serves (sessions.end_user), read by the providers that keep per-user data (memory).
+   * Absent where no turn is being resolved (accept-time warnings): such providers then read nothing.
    */
-  endUser?: () => Promise<string | null>;
+  endUser?: string | null;
 }
 
 /** A server's tools, loaded for one turn. */

@@ -1360,7 +1360,7 @@ export interface paths {
         };
         /**
          * List agents
-         * @description Required scope: tasks:read.
+         * @description Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -1510,7 +1510,7 @@ export interface paths {
          * Create an agent
          * @description Creates a reusable Agent. An Idempotency-Key makes retries return the same Agent (201 again). Each {type:"url"} MCP server is discovered first (an unreachable server is a 400 naming mcpServers[i].url, and nothing is written) and registered as an organization connector, reused by URL; it is returned as {kind:"custom", serverId, name}.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -1809,7 +1809,7 @@ export interface paths {
          * Get an agent
          * @description The agent, with warnings: what it configures that this deployment cannot run, as every message accepted for it says (tool_unavailable, skill_unavailable, …), and model_not_configured when its model provider has no API key here.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -1986,7 +1986,7 @@ export interface paths {
          * Delete an agent
          * @description 409 while sessions reference the agent, and for the organization's default agent.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -2069,7 +2069,7 @@ export interface paths {
          * Update an agent
          * @description Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         patch: {
             parameters: {
@@ -2364,7 +2364,7 @@ export interface paths {
          * List an agent's memories
          * @description Newest first; pass last_id as after for the next page. endUser keeps that end user’s memories only.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -2464,7 +2464,7 @@ export interface paths {
          * Add a memory to an agent
          * @description With endUser, the memory belongs to that end user's sessions; without, to the agent's sessions that have no end user. At most 1,000 per end user (400 limit_exceeded).
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -2577,7 +2577,7 @@ export interface paths {
         };
         /**
          * Get a memory
-         * @description Required scope: tasks:read.
+         * @description Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -2664,7 +2664,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a memory
-         * @description Required scope: tasks:write.
+         * @description Required scope: agents:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -2750,7 +2750,7 @@ export interface paths {
         head?: never;
         /**
          * Change a memory
-         * @description Required scope: tasks:write.
+         * @description Required scope: agents:write (or tasks:write).
          */
         patch: {
             parameters: {
@@ -2862,7 +2862,7 @@ export interface paths {
          * List the reports of an agent
          * @description The Markdown and HTML files in reports/ of the agent workspace (written by build_report), by name.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -2956,7 +2956,7 @@ export interface paths {
         };
         /**
          * Download a report of an agent
-         * @description Required scope: tasks:read.
+         * @description Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3039,7 +3039,7 @@ export interface paths {
          * Get a session (webhook follow-up)
          * @description Beta: requires the header Agentry-Beta: agents=v1. The Session a notification names, with required_actions listing the pending calls of its waiting turns.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3070,7 +3070,7 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
-                                /** @description The end user of your application this session serves (scopes the agent memory), or null */
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
                                 endUser: string | null;
                                 /**
                                  * Format: uuid
@@ -3173,7 +3173,7 @@ export interface paths {
          * Create a chat completion
          * @description Runs one turn of the agent named by `model` on the conversation in `messages` (a new hidden session each call, recorded as a Run with source `chat_completions`) and returns the assistant message, or streams `chat.completion.chunk`s (`stream: true`) ending with `data: [DONE]`. Function `tools` are answered by the caller: a call ends the completion with finish_reason `tool_calls`; the agent's own tools run inside the turn. See docs/chat-completions.md.
          *
-         *     Required scopes: tasks:write, tasks:read.
+         *     Required scopes: sessions:write (or tasks:write), sessions:read (or tasks:read).
          */
         post: {
             parameters: {
@@ -3404,7 +3404,7 @@ export interface paths {
          * Create a conversation
          * @description Creates a Conversation (a Session). Without the `agent` extension field it has no agent until its first Response, whose `model` fixes it. `items` (user and assistant messages, function calls and their outputs) start its log without running anything.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -3515,7 +3515,7 @@ export interface paths {
          * Get a conversation
          * @description The Conversation of a Session (conv_ + the session id).
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3592,7 +3592,7 @@ export interface paths {
          * Update a conversation
          * @description Replaces the Conversation's metadata.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -3686,7 +3686,7 @@ export interface paths {
          * Delete a conversation
          * @description Deletes the Conversation and its Session, cancelling its unfinished turns first.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -3778,7 +3778,7 @@ export interface paths {
          * List conversation items
          * @description Every item of the conversation log: user messages, assistant messages, function calls and their outputs, and calls the service ran itself as mcp_call items (their outputs inside). Newest first by default (order=asc for log order); page with after = the last_id of the previous page while has_more is true.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -3954,7 +3954,7 @@ export interface paths {
          * Add conversation items
          * @description Persists items without creating a Response, starting a run or invoking the model. Strict mode takes outputs of client function calls only: each call_id must name a client function_call of this conversation (400 on items[i].call_id otherwise); an identical retry returns the same stored item; a different output for a recorded call_id is 409 function_call_output_conflict; when every pending call of a turn has its output, the turn ends completed with the text it produced so far. OpenAI compatibility mode also stores user and assistant messages, function calls with their outputs, and mcp_call items, as history of the next turn. Returns the stored items in request order.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -4158,7 +4158,7 @@ export interface paths {
          * Get a conversation item
          * @description One item of the item list, by its id.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -4320,7 +4320,7 @@ export interface paths {
          * Delete a conversation item
          * @description Removes an item from the conversation log, so later Responses no longer see it, and returns the Conversation. A call goes together with its output (and the decision on its approval): deleting either removes both. An mcp_approval_request is removed with its mcp_call. 409 conversation_busy while a Response of the conversation is unfinished (queued, running or waiting for tool outputs).
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -4886,7 +4886,7 @@ export interface paths {
          * List MCP servers
          * @description Newest first; pass last_id as after for the next page.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -4986,7 +4986,7 @@ export interface paths {
          * Register an MCP server
          * @description Connects to the server and lists its tools first: an unreachable server, a refused destination or a failed authentication is a 400 naming url, and nothing is stored. One per URL (409 mcp_server_exists).
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -5119,7 +5119,7 @@ export interface paths {
          * Get an MCP server
          * @description With its cached tool list and when it was fetched; header values are never returned.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -5219,7 +5219,7 @@ export interface paths {
          * Update an MCP server
          * @description Changes name, url or headers (headers replace all; null removes them). A new url or new headers are checked by listing the tools first; a failure is a 400 and changes nothing.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -5351,7 +5351,7 @@ export interface paths {
          * Delete an MCP server
          * @description 409 mcp_server_in_use while an agent uses it (the message names the agents).
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -5458,7 +5458,7 @@ export interface paths {
          * List the tools of an MCP server again
          * @description Replaces the cached tool list now. 502 mcp_server_unreachable when the server cannot be listed; the connector keeps its last list and shows the error in last_error.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -5588,7 +5588,7 @@ export interface paths {
          * List models
          * @description The organization's agents (their ids are the `model` of /v1/responses), then the model providers this deployment has configured for agents (`scripted`, `openai/*`, `anthropic/*`, AGENTRY_PROVIDERS entries).
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -5704,7 +5704,7 @@ export interface paths {
          * Get a model
          * @description The model object of one agent, named by its id, its name (of exactly one agent) or agent:<name>, or of a configured provider (`scripted`); 404 otherwise.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -5932,7 +5932,7 @@ export interface paths {
                                 /** @description The id of the key that made this request */
                                 id: string;
                                 /** @description What the key may do */
-                                scopes: ("tasks:read" | "tasks:write" | "webhooks:read" | "webhooks:write" | "accounts:write" | "files:read" | "files:write")[];
+                                scopes: ("tasks:read" | "tasks:write" | "webhooks:read" | "webhooks:write" | "accounts:write" | "files:read" | "files:write" | "agents:read" | "agents:write" | "sessions:read" | "sessions:write")[];
                             };
                             /** @description Remaining credits in USD; null when the organization is not limited */
                             credit_balance_usd: number | null;
@@ -5989,7 +5989,7 @@ export interface paths {
          * Create a response
          * @description Runs the agent named by `model` on a Conversation (a new one unless `conversation` is given) and returns the Response, or streams it as Responses events (`stream: true`) ending with `data: [DONE]`. `background: true` answers at once with the Response `queued` while the turn runs on; `store: false` answers without keeping the Response (its conversation is deleted when the request is over).
          *
-         *     Required scopes: tasks:write, tasks:read.
+         *     Required scopes: sessions:write (or tasks:write), sessions:read (or tasks:read).
          */
         post: {
             parameters: {
@@ -6229,7 +6229,7 @@ export interface paths {
          * Get a response
          * @description The Response projected from its durable message; with stream=true, the events of its stream (numbered as when it was created, after starting_after) ending with [DONE]. A Response created with store: false is not found.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -6344,7 +6344,7 @@ export interface paths {
          * Delete a response
          * @description Removes the Response: GET /v1/responses/{id} answers 404 afterwards. An unfinished turn is cancelled first. Its items stay in the Conversation, and its message in the Session.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -6438,7 +6438,7 @@ export interface paths {
          * Cancel a response
          * @description Interrupts the turn of the Response, background or not (a queued or waiting turn at once, a running one within about a second) and returns the Response, `cancelled` once the turn stopped. A finished Response is returned as it is.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -6563,7 +6563,7 @@ export interface paths {
          * List the input items of a response
          * @description The items the Response took as input: its user input and any history replayed with it, in OpenAI item shapes. Newest first by default; page with after = last_id while has_more is true.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -6753,7 +6753,7 @@ export interface paths {
          * Get the trace of a response
          * @description The trace of the run behind a Response (resp_ + its message id); same spans as the run trace.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -6885,7 +6885,7 @@ export interface paths {
          * Count input tokens
          * @description An estimate of the input tokens a Response to this body would start with (the body of POST /v1/responses; nothing runs): the instructions, function tools, conversation log and input, at one token per 4 characters plus 85 per image or file (docs/responses.md).
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         post: {
             parameters: {
@@ -7063,7 +7063,7 @@ export interface paths {
          * List runs
          * @description Runs of the organization from every surface, newest first; filter by agent_id or conversation_id. Cursor-paginated: pass next_cursor as cursor while has_more is true.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -7213,7 +7213,7 @@ export interface paths {
          * Get a run
          * @description Identity, status, bounded input/output previews, usage and cost of one run.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -7360,7 +7360,7 @@ export interface paths {
          * Get the trace of a run
          * @description Agent steps, model calls and tool calls of the run, parent-first (pre-order), cursor-paginated.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -7490,7 +7490,7 @@ export interface paths {
          * List schedules
          * @description Newest first. Cursor-paginated: pass next_cursor as cursor while has_more is true.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -7588,7 +7588,7 @@ export interface paths {
          * Create a schedule
          * @description Runs an agent on a clock: exactly one of cron (5 fields, in timezone, DST-aware) or interval_seconds. Each tick submits input as a turn (source schedule) in a new session, or in session_id. An invalid cron, time zone, agent or session is a 400 naming the field. An Idempotency-Key makes retries return the same schedule.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -7742,7 +7742,7 @@ export interface paths {
          * Get a schedule
          * @description With next_run_at and the next few fire times.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -7841,7 +7841,7 @@ export interface paths {
          * Update a schedule
          * @description Changes the given fields. enabled:false pauses it (next_run_at null), enabled:true resumes it from now; a new cron, interval or time zone recomputes next_run_at.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -7982,7 +7982,7 @@ export interface paths {
          * Delete a schedule
          * @description Deletes the schedule and its run history; turns already submitted finish in their sessions.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -8080,7 +8080,7 @@ export interface paths {
          * Run a schedule now
          * @description A manual run (trigger manual), whether the schedule is enabled or paused. It starts at once, or after the run of this schedule still running. An Idempotency-Key makes retries return the same run.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -8244,7 +8244,7 @@ export interface paths {
          * List the runs of a schedule
          * @description Newest first. Cursor-paginated: pass next_cursor as cursor while has_more is true.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -8396,7 +8396,7 @@ export interface paths {
          * Get a schedule run
          * @description The Schedule Run named by schedule.run.* notifications: status, session, turn and engine run ids, result preview, usage, and the pending required_actions of its turn.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -8539,7 +8539,7 @@ export interface paths {
          * List sessions
          * @description Newest first; filter by agentId.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -8569,7 +8569,7 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
-                                /** @description The end user of your application this session serves (scopes the agent memory), or null */
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
                                 endUser: string | null;
                                 /**
                                  * Format: uuid
@@ -8624,7 +8624,7 @@ export interface paths {
          * Create a session
          * @description Creates an idle Session of an Agent; execution starts with its first Message.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -8644,7 +8644,7 @@ export interface paths {
                          * @description A UUID
                          */
                         agentId: string;
-                        /** @description The end user of your application (as sessions name it); memories of one are never shown to another */
+                        /** @description Extension: the end user the session serves (their memories and credentials are used) */
                         endUser?: string;
                         title?: string;
                     };
@@ -8665,7 +8665,7 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
-                                /** @description The end user of your application this session serves (scopes the agent memory), or null */
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
                                 endUser: string | null;
                                 /**
                                  * Format: uuid
@@ -8754,7 +8754,7 @@ export interface paths {
         };
         /**
          * Get a session
-         * @description Required scope: tasks:read.
+         * @description Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -8782,7 +8782,7 @@ export interface paths {
                                 conversationId: string;
                                 /** Format: date-time */
                                 createdAt: string;
-                                /** @description The end user of your application this session serves (scopes the agent memory), or null */
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
                                 endUser: string | null;
                                 /**
                                  * Format: uuid
@@ -8844,7 +8844,7 @@ export interface paths {
          * Delete a session
          * @description Interrupts its active turn first; the agent and its workspace remain.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         delete: {
             parameters: {
@@ -8930,7 +8930,7 @@ export interface paths {
          * Interrupt the active turn
          * @description interrupting when a turn is active (it ends cancelled within a second), no_turn otherwise.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -9020,7 +9020,7 @@ export interface paths {
          * List messages
          * @description The transcript in submission order.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -9180,7 +9180,7 @@ export interface paths {
          * Submit a message
          * @description Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -9396,7 +9396,7 @@ export interface paths {
          * Get a message
          * @description The authoritative state of a message: status, response or error, and unresolved actions. With `wait` (seconds), answers as soon as the message is terminal or requires action, or when the wait ends (see docs/sessions.md "Waiting for a message").
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -9571,7 +9571,7 @@ export interface paths {
          * Answer a question or decide a tool approval
          * @description Answers an ask_user_question action (its actionId comes from the message or the message.event), or decides a tool_approval action with answer {approved: boolean, reason?: string} (400 naming the field otherwise; see docs/tools.md "Approvals"). 409 when the action is absent, belongs to another message or is no longer waiting (a decision is taken once).
          *
-         *     Required scope: tasks:write.
+         *     Required scope: sessions:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -9686,7 +9686,7 @@ export interface paths {
          * Stream session events
          * @description text/event-stream of SessionEvent JSON objects, one per data line, with heartbeat comments. Send Last-Event-ID to replay missed persisted events (up to 1000).
          *
-         *     Required scope: tasks:read.
+         *     Required scope: sessions:read (or tasks:read).
          */
         get: {
             parameters: {

@@ -108,7 +108,8 @@ function DeleteAgent({ agent }: { agent: Agent }) {
 export default function AgentEditorPage() {
   const { id } = useParams();
   const creating = id === undefined;
-  const canWrite = useCan('tasks:write');
+  const canWrite = useCan('agents:write');
+  const canChat = useCan('sessions:write');
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const agent = useQuery({
@@ -200,7 +201,7 @@ export default function AgentEditorPage() {
         <h1>{creating ? 'New agent' : current?.name}</h1>
         {current === undefined ? null : (
           <div className="row">
-            {canWrite ? (
+            {canChat ? (
               <Link className="button primary" to={`/agents/${current.id}/chat`}>
                 Open playground
               </Link>
@@ -236,7 +237,7 @@ export default function AgentEditorPage() {
             )}
           </div>
         ) : (
-          <p className="muted">This key can read agents but not change them (it lacks tasks:write).</p>
+          <p className="muted">This key can read agents but not change them (it lacks agents:write).</p>
         )}
         {warnings.map((warning) => (
           <p key={`${warning.code} ${warning.message}`} className="note warning" role="status">

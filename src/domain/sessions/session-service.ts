@@ -19,9 +19,9 @@ export interface Session {
   /** Null for a Conversation created without an agent, until its first Response fixes one. */
   agentId: string | null;
   title: string | null;
-  /** The end user of the application this session serves (docs/memory.md), or null. */
-  endUser: string | null;
   status: SessionStatus;
+  /** The end user the session serves (per-user memories and credentials are theirs), null when none was named. */
+  endUser: string | null;
   conversationId: string;
   createdAt: string;
   updatedAt: string;
@@ -41,17 +41,16 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 );
 
 export function sessionFromRow(
-  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> & {
-    end_user?: string | null | undefined;
-  },
+  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> &
+    Partial<Pick<SessionRow, 'end_user'>>,
 ): Session {
   return {
     id: row.id,
     object: 'session',
     agentId: row.agent_id,
     title: row.title,
-    endUser: row.end_user ?? null,
     status: row.status,
+    endUser: row.end_user ?? null,
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),

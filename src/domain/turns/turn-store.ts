@@ -6,12 +6,10 @@
 import { type ExpressionBuilder, PostgresAdapter } from 'kysely';
 import { deepFreeze } from '../../lib/freeze.ts';
 import type { Executor } from '../../storage/db.ts';
-import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { Database, MessageRow, RunRow } from '../../storage/schema.ts';
 import { agentFromRow, findAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentConfig } from '../agents/agent-types.ts';
-import { isMessageOptions } from './accept.ts';
 import { storedWarnings, TERMINAL_STATUSES, type Warning, warningsOf } from './message-types.ts';
 
 const messageById = prepare((db, p: { id: string }) => db.selectFrom('messages').selectAll().where('id', '=', p.id));
@@ -20,22 +18,6 @@ const agentById = prepare((db, p: { id: string }) => db.selectFrom('agents').sel
 const agentStart = prepare((db, p: { id: string }) =>
   db.selectFrom('agents').select(['version', 'workspace_provisioned_at']).where('id', '=', p.id),
 );
-
-const sessionEndUser = prepare((db, p: { id: string }) =>
-  db.selectFrom('sessions').select('end_user').where('id', '=', p.id),
-);
-
-/**
- * The end user a turn serves (docs/memory.md): the message's own (Responses and Chat Completions `safety_identifier`
- * or `user`), else its session's `endUser`; null when neither names one.
- */
-export async function endUserOf(db: Executor, message: MessageRow): Promise<string | null> {
-  if (message.options !== null) {
-    const own = parseJsonColumn(message.options, isMessageOptions, 'messages.options').echo?.safetyIdentifier;
-    if (own !== undefined && own !== null && own !== '') return own;
-  }
-  return (await sessionEndUser.first(db, { id: message.session_id }))?.end_user ?? null;
-}
 
 export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
   return messageById.first(db, { id: messageId });

@@ -21,7 +21,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/memories',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: "List an agent's memories",
       description:
@@ -44,7 +44,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/agents/:id/memories',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Add a memory to an agent',
       description:
@@ -64,7 +64,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/memories/:memoryId',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get a memory',
       tags,
@@ -77,7 +77,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'PATCH',
     url: '/v1/agents/:id/memories/:memoryId',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Change a memory',
       tags,
@@ -92,7 +92,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/agents/:id/memories/:memoryId',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Delete a memory',
       tags,

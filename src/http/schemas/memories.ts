@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
 import { MAX_MEMORY_CHARS } from '../../tools/builtin/memories.ts';
-import { CursorList, NON_BLANK, TRIMMED, Uuid } from './common.ts';
+import { CursorList, NON_BLANK, Uuid } from './common.ts';
 
 /** An end user of the organization's application, as sessions name it (`endUser`, Responses `safety_identifier`). */
 export const EndUser = Type.String({
   minLength: 1,
   maxLength: 512,
-  pattern: TRIMMED,
+  pattern: NON_BLANK,
   description: 'The end user of your application (as sessions name it); memories of one are never shown to another',
 });
 

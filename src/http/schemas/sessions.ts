@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import { SESSION_STATUSES } from '../../domain/sessions/session-service.ts';
 import { NON_BLANK, OffsetPagination, StringEnum, Uuid } from './common.ts';
-import { EndUser } from './memories.ts';
 
 export const Session = Type.Object(
   {
@@ -11,10 +10,11 @@ export const Session = Type.Object(
       description: 'null for a Conversation created without an agent, until its first Response fixes one',
     }),
     title: Type.Union([Type.String(), Type.Null()]),
-    endUser: Type.Union([Type.String(), Type.Null()], {
-      description: 'The end user of your application this session serves (scopes the agent memory), or null',
-    }),
     status: StringEnum(SESSION_STATUSES),
+    endUser: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it",
+    }),
     conversationId: Type.String({ description: 'conv_ + the session id; the Conversation of /v1/responses' }),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
@@ -40,7 +40,14 @@ export const SessionCreateBody = Type.Object(
   {
     agentId: Uuid,
     title: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK })),
-    endUser: Type.Optional(EndUser),
+    endUser: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        pattern: NON_BLANK,
+        description: 'Extension: the end user the session serves (their memories and credentials are used)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -5,8 +5,7 @@ import type { Migration } from 'kysely/migration';
  * An agent's memories across sessions (docs/memory.md): short texts the model saves with the `memory` tool, read by
  * later sessions of the same agent. `end_user` scopes a memory to one end user of the organization's application
  * (null: the agent's own, shared by every session without an end user). Deleting the agent deletes them (foreign
- * key). `sessions.end_user` is the end user a session serves (the `endUser` extension field, Responses `user` /
- * `safety_identifier`).
+ * key).
  */
 export const memories: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
@@ -26,6 +25,5 @@ export const memories: Migration = {
       .on('memories')
       .columns(['agent_id', 'end_user', 'created_at', 'id'])
       .execute();
-    await db.schema.alterTable('sessions').addColumn('end_user', 'text').execute();
   },
 };

@@ -114,7 +114,7 @@ export function createMemoryProvider(store: MemoryStore): ToolProvider {
           label,
           available: true,
           load: async () => {
-            const endUser = (await toolScope.endUser?.()) ?? null;
+            const endUser = toolScope.endUser ?? null;
             const scope: MemoryScope = { orgId: toolScope.orgId, agentId: toolScope.agentId, endUser };
             const newest = await store.search(toolScope.db, scope, '', MEMORY_BLOCK_ITEMS);
             return { tools: [tool(toolScope.db, scope)], instructions: memoryBlock(newest) };

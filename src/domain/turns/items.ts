@@ -593,23 +593,9 @@ export class ContextBuilder {
   /** The context of the items appended so far; later appends do not change it. */
   build(files: ReadonlyMap<string, AttachedFile> = NO_FILES): ContextMessage[] {
     const context = this.#closed.slice();
-    let tokens = this.#closedTokens;
     for (const entry of this.#withFiles)
       context[entry.index] = { role: 'user', content: userContent(entry.text, entry.attachments, files) };
-    if (this.#assistant !== null) {
-      const open: ContextMessage = {
-        role: 'assistant',
-        text: this.#assistant.text,
-        toolCalls: this.#assistant.toolCalls.slice(),
-      };
-      context.push(open);
-      tokens += messageTokens(open);
-    }
-    if (this.#results !== null) {
-      const open: ContextMessage = { role: 'tool', results: this.#results.results.slice() };
-      context.push(open);
-      tokens += messageTokens(open);
-    }
+    const tokens = this.#appendOpen(context);
     // Inputs shown with their files weigh what the files do: those contexts are summed when fitted.
     return this.#withFiles.length === 0 ? withKnownTokens(context, tokens) : context;
   }
@@ -623,28 +609,29 @@ export class ContextBuilder {
     if (room === null || this.#withFiles.length > 0) return fittedContext(this.build(files), room);
     const closed = this.#closed;
     const before = closed.length;
-    let tokens = this.#closedTokens;
-    if (this.#assistant !== null) {
-      const open: ContextMessage = {
-        role: 'assistant',
-        text: this.#assistant.text,
-        toolCalls: this.#assistant.toolCalls.slice(),
-      };
-      closed.push(open);
-      tokens += messageTokens(open);
-    }
-    if (this.#results !== null) {
-      const open: ContextMessage = { role: 'tool', results: this.#results.results.slice() };
-      closed.push(open);
-      tokens += messageTokens(open);
-    }
     try {
-      const fitted = fitContext(withKnownTokens(closed, tokens), room);
+      const fitted = fitContext(withKnownTokens(closed, this.#appendOpen(closed)), room);
       // All of it fits: the context sent is a copy, which later appends leave as it is.
       return fitted.context === closed ? { ...fitted, context: closed.slice() } : fitted;
     } finally {
       closed.length = before;
     }
+  }
+
+  /** Appends the step still open (its text and calls, its outputs) to `context`; the estimated tokens of the whole. */
+  #appendOpen(context: ContextMessage[]): number {
+    let tokens = this.#closedTokens;
+    const open: ContextMessage[] = [];
+    if (this.#assistant !== null) {
+      const { text, toolCalls } = this.#assistant;
+      open.push({ role: 'assistant', text, toolCalls: toolCalls.slice() });
+    }
+    if (this.#results !== null) open.push({ role: 'tool', results: this.#results.results.slice() });
+    for (const message of open) {
+      context.push(message);
+      tokens += messageTokens(message);
+    }
+    return tokens;
   }
 
   #push(message: ContextMessage): void {

@@ -14,6 +14,8 @@ import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
 import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
+import { type CredentialVault, createCredentialVault } from './domain/mcp-servers/credential-vault.ts';
+import { createMcpOAuthService, type McpOAuthService } from './domain/mcp-servers/mcp-oauth-service.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { createMemoryService, type MemoryService } from './domain/memories/memory-service.ts';
@@ -21,6 +23,7 @@ import { createMemoryStore } from './domain/memories/memory-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService, projectIdOf } from './domain/orgs/org-service.ts';
 import { eventsAfter, eventsFrom, lastEventSeq, newestSeqs, type SessionEvent } from './domain/outbox.ts';
+import { createProtocolTurns, type ProtocolTurns } from './domain/protocol-turns/protocol-turns.ts';
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import {
@@ -93,6 +96,8 @@ export interface Deps {
   responses: ResponseService;
   /** POST /v1/chat/completions: stateless turns in hidden sessions. */
   chatCompletions: ChatCompletionService;
+  /** Turns of agents for callers of other protocols (the MCP endpoints). */
+  protocolTurns: ProtocolTurns;
   conversations: ConversationService;
   webhooks: WebhookServices;
   /** Encrypts the secrets stored in the database (connector headers, webhook secrets) and opens them for use. */
@@ -100,6 +105,10 @@ export interface Deps {
   mcpServers: McpServerService;
   /** Agents' memories across sessions (docs/memory.md), for the API; the `memory` tool reads the same store. */
   memories: MemoryService;
+  /** MCP sign-in (docs/mcp-auth.md): starting an authorization, its callback, the client metadata document. */
+  mcpOAuth: McpOAuthService;
+  /** The credential vault of MCP connectors. */
+  mcpCredentials: CredentialVault;
   /** The tool layer: every turn's tools and every accepted message's tool warnings. */
   tools: ToolRegistry;
   /** Agent workspaces and sandboxed commands (docs/sandbox.md). */
@@ -280,12 +289,25 @@ export async function buildDeps(
   const connectorPool = createMcpPool({ ...mcpClient, fetch: guardedFetch });
   const toolkitPool = createMcpPool({ ...mcpClient, fetch: toolkitFetch });
   const pools: McpPool[] = [connectorPool, toolkitPool];
+  const discover = createDiscover({ ...mcpClient, fetch: guardedFetch });
   const mcpServers = createMcpServerService({
     db,
     clock,
     store: mcpStore,
-    discover: createDiscover({ ...mcpClient, fetch: guardedFetch }),
+    discover,
     allowInsecureDestinations: config.allowInsecureDestinations,
+  });
+  // OAuth requests (discovery, registration, tokens) go through the same egress guard as the connections.
+  const mcpCredentials = createCredentialVault({ secrets, clock, fetch: guardedFetch, subscriptions, logger });
+  const mcpOAuth = createMcpOAuthService({
+    db,
+    clock,
+    secrets,
+    store: mcpStore,
+    vault: mcpCredentials,
+    discover,
+    fetch: guardedFetch,
+    publicUrl: config.publicUrl,
   });
   const sandbox = await createSandboxRuntime({
     dataDir: config.dataDir,
@@ -314,6 +336,7 @@ export async function buildDeps(
       clock,
       logger,
       store: mcpStore,
+      credentials: mcpCredentials,
       cache: createToolListCache({ clock, defaultTtlMs: config.mcpToolsTtlMs, logger }),
       connectorPool,
       toolkitPool,
@@ -421,11 +444,21 @@ export async function buildDeps(
       subscriptions,
       turnHooks,
     }),
+    protocolTurns: createProtocolTurns({
+      agents,
+      sessions,
+      messages,
+      live,
+      // A publication can be lost only between processes (cluster mode); there, re-read as streams check.
+      recheckMs: config.redisUrl === null ? null : config.pollMs,
+    }),
     conversations: createConversationService({ db, clock, bus, agents, sessions, messages, subscriptions, turnHooks }),
     webhooks,
     secrets,
     mcpServers,
     memories: createMemoryService({ db, clock }),
+    mcpOAuth,
+    mcpCredentials,
     tools,
     sandbox,
     reports: createReportService({ agents, runtime: sandbox }),

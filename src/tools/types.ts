@@ -101,10 +101,7 @@ export interface ToolScope {
   orgId: string;
   agentId: string;
   db: Executor;
-  /**
-   * The end user the session serves (sessions.end_user), read by the providers that keep per-user data (memory).
-   * Absent where no turn is being resolved (accept-time warnings): such providers then read nothing.
-   */
+  /** The end user the turn acts for (a Response's `safety_identifier`/`user`): whose connector credentials apply. */
   endUser?: string | null;
 }
 

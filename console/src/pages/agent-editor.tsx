@@ -57,6 +57,22 @@ function AgentVersions({ agent }: { agent: Agent }) {
   );
 }
 
+/** Where MCP clients reach this agent as a tool (docs/mcp-server.md). */
+function AgentMcp({ agent }: { agent: Agent }) {
+  const url = `${window.location.origin}/v1/agents/${agent.id}/mcp`;
+  return (
+    <section aria-labelledby="mcp">
+      <h2 id="mcp">MCP</h2>
+      <p>
+        MCP clients (Claude, VS Code, Cursor…) reach this agent as a <code>message</code> tool at{' '}
+        <code data-testid="agent-mcp-url">{url}</code>, with an API key holding sessions:read and sessions:write as{' '}
+        <code>Authorization: Bearer</code>. Every agent of the organization:{' '}
+        <code>{window.location.origin}/v1/mcp</code>.
+      </p>
+    </section>
+  );
+}
+
 function DeleteAgent({ agent }: { agent: Agent }) {
   const [confirming, setConfirming] = useState(false);
   const navigate = useNavigate();
@@ -248,6 +264,7 @@ export default function AgentEditorPage() {
       {current === undefined ? null : (
         <>
           <AgentVersions agent={current} />
+          <AgentMcp agent={current} />
           <AgentMemories agentId={current.id} canWrite={canWrite} />
           {canWrite ? <DeleteAgent agent={current} /> : null}
         </>

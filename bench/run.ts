@@ -32,6 +32,7 @@ const BENCHES: readonly Bench[] = [
   { name: 'webhooks', byDefault: true, run: () => import('./webhooks.ts').then((m) => m.runWebhooksBench()) },
   { name: 'console', byDefault: true, run: () => import('./console.ts').then((m) => m.runConsoleBench()) },
   { name: 'startup', byDefault: true, run: () => import('./startup.ts').then((m) => m.runStartupBench()) },
+  { name: 'context', byDefault: true, run: () => import('./context.ts').then((m) => m.runContextBench()) },
   { name: 'turns', byDefault: false, run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
   {
     name: 'observability',

@@ -20,6 +20,8 @@ import { type CredentialVault, createCredentialVault } from './domain/mcp-server
 import { createMcpOAuthService, type McpOAuthService } from './domain/mcp-servers/mcp-oauth-service.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
+import { createMemoryService, type MemoryService } from './domain/memories/memory-service.ts';
+import { createMemoryStore } from './domain/memories/memory-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService, projectIdOf } from './domain/orgs/org-service.ts';
 import { eventsAfter, eventsFrom, lastEventSeq, newestSeqs, type SessionEvent } from './domain/outbox.ts';
@@ -62,6 +64,7 @@ import type { Tracing } from './observability/tracing.ts';
 import { openStorage, type Storage } from './storage/db.ts';
 import { type AgentNetworkOptions, createBuiltinProviders } from './tools/builtin/builtin-providers.ts';
 import { createCpuWork } from './tools/builtin/cpu-work.ts';
+import { createMemoryProvider } from './tools/builtin/memory-tool.ts';
 import { createClientToolProvider } from './tools/client-tools.ts';
 import { createDiscover } from './tools/mcp/discovery.ts';
 import { createMcpPool, type McpPool } from './tools/mcp/pool.ts';
@@ -104,6 +107,8 @@ export interface Deps {
   /** Encrypts the secrets stored in the database (connector headers, webhook secrets) and opens them for use. */
   secrets: SecretBox;
   mcpServers: McpServerService;
+  /** Agents' memories across sessions (docs/memory.md), for the API; the `memory` tool reads the same store. */
+  memories: MemoryService;
   /** MCP sign-in (docs/mcp-auth.md): starting an authorization, its callback, the client metadata document. */
   mcpOAuth: McpOAuthService;
   /** The credential vault of MCP connectors. */
@@ -344,6 +349,7 @@ export async function buildDeps(
       toolkits: config.toolkits,
     }),
     ...builtin.providers,
+    createMemoryProvider(createMemoryStore(clock)),
   ]);
   const agents = createAgentService({
     db,
@@ -457,6 +463,7 @@ export async function buildDeps(
     webhooks,
     secrets,
     mcpServers,
+    memories: createMemoryService({ db, clock }),
     mcpOAuth,
     mcpCredentials,
     tools,

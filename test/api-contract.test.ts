@@ -132,10 +132,15 @@ describe('API contract', () => {
         body: { name: 'theirs', agent_id: agent.id, input: 'hi', cron: '0 0 1 1 *', enabled: false },
       }),
     );
+    const memory = json(
+      await h.request('POST', `/v1/agents/${agent.id}/memories`, { key: other.key, body: { content: 'theirs' } }),
+    );
     const scheduleRun = json(await h.request('POST', `/v1/schedules/${schedule.id}/run`, { key: other.key, body: {} }));
     // A valid request for each route, so that only ownership can make it fail.
     const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
       'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
+      'POST /v1/agents/:id/memories': { body: { content: 'mine now' } },
+      'PATCH /v1/agents/:id/memories/:memoryId': { body: { content: 'mine now' } },
       'POST /v1/sessions/:id/messages': {
         body: { parts: [{ type: 'text', text: 'hi' }] },
         headers: { 'idempotency-key': 'x' },
@@ -203,6 +208,7 @@ describe('API contract', () => {
       const url = route.url
         .replace(':schedule_id', schedule.id)
         .replace(':messageId', message.id)
+        .replace(':memoryId', memory.id)
         .replace(':conversation_id', `conv_${session.id}`)
         .replace(':item_id', item.id)
         .replace(':event_id', event.id)

@@ -50,6 +50,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   'chat-completions': [],
   files: ['image-import.ts'],
   'mcp-servers': ['mcp-server-service.ts'],
+  memories: [],
   'protocol-turns': [],
   orgs: [],
   reports: [],

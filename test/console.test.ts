@@ -607,6 +607,37 @@ describe.skipIf(!available)('web console', () => {
     expect((await shared.api('GET', `/v1/agents/${agentId}`)).status).toBe(200);
   });
 
+  test("lists, edits and deletes an agent's memories on its page", async ({ page }) => {
+    const agentId = await createAgent({ name: 'Rememberer', mcpServers: [{ kind: 'internal', name: 'memory' }] });
+    const remember = async (body: Json) => {
+      const created = await shared.api('POST', `/v1/agents/${agentId}/memories`, body);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      return created.body.id as string;
+    };
+    const kept = await remember({ content: 'Pat prefers short answers', endUser: 'pat' });
+    const gone = await remember({ content: 'The launch is on Friday' });
+    await page.goto(url(`/console/agents/${agentId}`));
+    const list = page.getByRole('list', { name: 'Memories' });
+    await expect.poll(() => list.locator('> li').count(), WAIT).toBe(2);
+    expect(await list.locator('> li').first().textContent()).toContain('The launch is on Friday');
+    expect(await list.locator('> li').first().textContent()).toContain('agent-wide');
+    expect(await list.locator('> li').last().textContent()).toContain('end user pat');
+    await accessible(page, 'agent memories');
+
+    const patItem = list.locator('> li').filter({ hasText: 'Pat prefers' });
+    await patItem.getByRole('button', { name: 'Edit' }).click();
+    await patItem.getByLabel('Memory text').fill('Pat prefers bullet points');
+    await patItem.getByRole('button', { name: 'Save memory' }).click();
+    await expect.poll(() => list.textContent(), WAIT).toContain('Pat prefers bullet points');
+    expect((await shared.api('GET', `/v1/agents/${agentId}/memories/${kept}`)).body.content).toBe(
+      'Pat prefers bullet points',
+    );
+
+    await list.locator('> li').filter({ hasText: 'launch' }).getByRole('button', { name: 'Delete memory' }).click();
+    await expect.poll(() => list.locator('> li').count(), WAIT).toBe(1);
+    expect((await shared.api('GET', `/v1/agents/${agentId}/memories/${gone}`)).status).toBe(404);
+  });
+
   test("shows on the agent's page the tools it configures that this deployment cannot run", async ({ page }) => {
     const overreaching = await createAgent({
       name: 'Overreaching',

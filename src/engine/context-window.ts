@@ -5,10 +5,10 @@
  * smaller room and calls once more (`smallerRoom`). What the provider's refusals and usage tell of its count is
  * kept with the session's log for its next steps.
  */
-import { type FitResult, fitContext, fixedTokens } from '../models/context-fit.ts';
+import { fixedTokens } from '../models/context-fit.ts';
 import type { WindowCorrection } from '../models/context-window.ts';
 import { statedContextLimit } from '../models/provider-errors.ts';
-import type { ContextMessage, ModelError, ToolSpec } from '../models/types.ts';
+import type { ModelError, ToolSpec } from '../models/types.ts';
 import type { Turn } from './turn-context.ts';
 
 /** What a step sends besides its context. */
@@ -30,12 +30,6 @@ export function contextRoom(turn: Turn, frame: StepFrame): number | null {
   const reserve = Math.min(turn.settings?.maxOutputTokens ?? window.maxOutputTokens, Math.floor(contextWindow / 4));
   const room = Math.floor((contextWindow - reserve) / (learnt?.scale ?? 1));
   return Math.max(1, room - fixedTokens(frame.instructions, frame.tools));
-}
-
-/** The context fitted to `room` (all of it when `room` is null). */
-export function fittedContext(context: ContextMessage[], room: number | null): FitResult {
-  if (room === null) return { context, dropped: 0, tokens: 0 };
-  return fitContext(context, room);
 }
 
 function correction(turn: Turn): WindowCorrection {

@@ -38,7 +38,7 @@ import {
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
-import { contextRoom, fittedContext, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
+import { contextRoom, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
 import { stepItemEvents, textDeltaEvent } from './step-events.ts';
 import { instructionsWithTools, toolSpecs } from './tools.ts';
@@ -99,9 +99,9 @@ export async function callModel(
     instructions: instructionsWithTools(turn.agent.instructions, turn.tools),
     tools: stepTools(turn, made),
   };
-  const whole = context.build(await attachedFiles(turn, context.attachmentIds()));
+  const files = await attachedFiles(turn, context.attachmentIds());
   const room = contextRoom(turn, frame);
-  const fitted = fittedContext(whole, room);
+  const fitted = context.fit(room, files);
   let sent = fitted;
   let output: StepOutput;
   try {
@@ -112,7 +112,7 @@ export async function callModel(
       { room, sent: fitted.tokens },
       'the provider refused the context as too long: fitting it smaller',
     );
-    sent = fittedContext(whole, smallerRoom(turn, frame, error, fitted.tokens));
+    sent = context.fit(smallerRoom(turn, frame, error, fitted.tokens), files);
     output = await streamStep(turn, trace, { ...frame, context: sent.context }, made);
   }
   if (room !== null) learnInputCount(turn, frame, sent.tokens, output.usage.inputTokens);

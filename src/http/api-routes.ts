@@ -16,6 +16,7 @@ import { fileRoutes } from './routes/files.ts';
 import { legacyWebhookRoutes } from './routes/legacy-webhooks.ts';
 import { mcpEndpointRoutes } from './routes/mcp-server.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { memoryRoutes } from './routes/memories.ts';
 import { messageRoutes } from './routes/messages.ts';
 import { modelRoutes } from './routes/models.ts';
 import { organizationRoutes } from './routes/organization.ts';
@@ -37,6 +38,7 @@ import type { App } from './types.ts';
 export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hub: StreamHub): void {
   systemRoutes(app, deps, lifecycle);
   agentRoutes(app, deps);
+  memoryRoutes(app, deps);
   sessionRoutes(app, deps);
   messageRoutes(app, deps);
   responseRoutes(app, deps);

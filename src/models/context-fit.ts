@@ -65,6 +65,25 @@ export function messageTokens(message: ContextMessage): number {
   return tokens;
 }
 
+/** Totals of whole contexts their builder summed as it grew (see `withKnownTokens`). */
+const totals = new WeakMap<readonly ContextMessage[], number>();
+
+/**
+ * Records the estimated tokens of a whole context whose builder kept the sum as it grew (domain/turns/items.ts), so
+ * fitting it does not walk a long session's every message again to learn that it fits. The context must not change
+ * afterwards.
+ */
+export function withKnownTokens(context: ContextMessage[], tokens: number): ContextMessage[] {
+  totals.set(context, tokens);
+  return context;
+}
+
+/** The context fitted to `room` (all of it when `room` is null: the `none` policy). */
+export function fittedContext(context: ContextMessage[], room: number | null): FitResult {
+  if (room === null) return { context, dropped: 0, tokens: 0 };
+  return fitContext(context, room);
+}
+
 /** The estimated tokens of what a request sends besides its context: the instructions and the tools offered. */
 export function fixedTokens(instructions: string, tools: readonly ToolSpec[]): number {
   let tokens = MESSAGE_OVERHEAD_TOKENS + textTokens(instructions);
@@ -125,10 +144,14 @@ function latestUser(context: readonly ContextMessage[]): number {
  */
 function wholeContext(context: readonly ContextMessage[], budget: number, reserved: number): FitResult | null {
   if (context[0]?.role !== 'user') return null;
-  let tokens = 0;
-  for (let index = context.length - 1; index >= 0; index--) {
-    tokens += messageTokens(context[index] as ContextMessage);
-    if (tokens > budget) return null;
+  let tokens = totals.get(context) ?? -1;
+  if (tokens > budget) return null;
+  if (tokens < 0) {
+    tokens = 0;
+    for (let index = context.length - 1; index >= 0; index--) {
+      tokens += messageTokens(context[index] as ContextMessage);
+      if (tokens > budget) return null;
+    }
   }
   for (let index = unitStart(context, context.length); index < context.length; index++) {
     const message = context[index] as ContextMessage;

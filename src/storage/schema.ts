@@ -519,6 +519,17 @@ export interface ScheduleRunsTable {
   updated_at: Millis;
 }
 
+/** An agent's memory across sessions (docs/memory.md); `end_user` null: the agent's own. */
+export interface MemoriesTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  end_user: string | null;
+  content: string;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
 export interface Database {
   orgs: OrgsTable;
   api_keys: ApiKeysTable;
@@ -551,6 +562,7 @@ export interface Database {
   schedules: SchedulesTable;
   schedule_runs: ScheduleRunsTable;
   storage_probe: StorageProbeTable;
+  memories: MemoriesTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;
@@ -576,6 +588,7 @@ export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type TaskRow = Selectable<TasksTable>;
 export type LegacyWebhookRow = Selectable<LegacyWebhooksTable>;
 export type ThreadRow = Selectable<ThreadsTable>;
+export type MemoryRow = Selectable<MemoriesTable>;
 export type ThreadMessageRow = Selectable<ThreadMessagesTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type ScheduleRow = Selectable<SchedulesTable>;

@@ -19,6 +19,7 @@ export const INTERNAL_TOOLS = [
   'sound_studio',
   'speech_generator',
   'http_client',
+  'memory',
 ] as const;
 export type InternalTool = (typeof INTERNAL_TOOLS)[number];
 

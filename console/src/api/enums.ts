@@ -12,6 +12,7 @@ export const INTERNAL_TOOLS = [
   "sound_studio",
   "speech_generator",
   "http_client",
+  "memory",
 ] as const;
 
 export const DOMAIN_ALLOWLISTS = [

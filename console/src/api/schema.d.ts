@@ -1583,7 +1583,7 @@ export interface paths {
                                     /** @enum {string} */
                                     kind: "internal";
                                     /** @enum {string} */
-                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                 } | {
                                     /** @enum {string} */
                                     kind: "composio";
@@ -1721,7 +1721,7 @@ export interface paths {
                             /** @enum {string} */
                             kind: "internal";
                             /** @enum {string} */
-                            name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                            name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                         } | {
                             /** @enum {string} */
                             kind: "composio";
@@ -1829,7 +1829,7 @@ export interface paths {
                                     /** @enum {string} */
                                     kind: "internal";
                                     /** @enum {string} */
-                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                 } | {
                                     /** @enum {string} */
                                     kind: "composio";
@@ -2035,7 +2035,7 @@ export interface paths {
                                     /** @enum {string} */
                                     kind: "internal";
                                     /** @enum {string} */
-                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                 } | {
                                     /** @enum {string} */
                                     kind: "composio";
@@ -2283,7 +2283,7 @@ export interface paths {
                             /** @enum {string} */
                             kind: "internal";
                             /** @enum {string} */
-                            name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                            name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                         } | {
                             /** @enum {string} */
                             kind: "composio";
@@ -2393,7 +2393,7 @@ export interface paths {
                                     /** @enum {string} */
                                     kind: "internal";
                                     /** @enum {string} */
-                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                 } | {
                                     /** @enum {string} */
                                     kind: "composio";
@@ -4657,6 +4657,504 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{id}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an agent's memories
+         * @description Newest first; pass last_id as after for the next page. endUser keeps that end user’s memories only.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description A UUID */
+                    after?: string;
+                    /** @description The end user of your application (as sessions name it); memories of one are never shown to another */
+                    endUser?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The agent's memories, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                agentId: string;
+                                content: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description The end user the memory belongs to; null for the agent's own (sessions without an end user) */
+                                endUser: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @enum {string} */
+                                object: "memory";
+                                /** Format: date-time */
+                                updatedAt: string;
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            /** @description Pass as `after` for the next page */
+                            last_id: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Add a memory to an agent
+         * @description With endUser, the memory belongs to that end user's sessions; without, to the agent's sessions that have no end user. At most 1,000 per end user (400 limit_exceeded).
+         *
+         *     Required scope: agents:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What the agent remembers (at most 2000 characters) */
+                        content: string;
+                        endUser?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            agentId: string;
+                            content: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The end user the memory belongs to; null for the agent's own (sessions without an end user) */
+                            endUser: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/memories/{memoryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a memory
+         * @description Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    /** @description A UUID */
+                    memoryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            agentId: string;
+                            content: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The end user the memory belongs to; null for the agent's own (sessions without an end user) */
+                            endUser: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a memory
+         * @description Required scope: agents:write (or tasks:write).
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    /** @description A UUID */
+                    memoryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            deleted: true;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory.deleted";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Change a memory
+         * @description Required scope: agents:write (or tasks:write).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                    /** @description A UUID */
+                    memoryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What the agent remembers (at most 2000 characters) */
+                        content: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            agentId: string;
+                            content: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The end user the memory belongs to; null for the agent's own (sessions without an end user) */
+                            endUser: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v1/agents/{id}/reports": {
         parameters: {
             query?: never;
@@ -4904,7 +5402,7 @@ export interface paths {
                                         /** @enum {string} */
                                         kind: "internal";
                                         /** @enum {string} */
-                                        name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                        name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                     } | {
                                         /** @enum {string} */
                                         kind: "composio";
@@ -5109,7 +5607,7 @@ export interface paths {
                                     /** @enum {string} */
                                     kind: "internal";
                                     /** @enum {string} */
-                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                 } | {
                                     /** @enum {string} */
                                     kind: "composio";
@@ -5310,7 +5808,7 @@ export interface paths {
                                     /** @enum {string} */
                                     kind: "internal";
                                     /** @enum {string} */
-                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                                 } | {
                                     /** @enum {string} */
                                     kind: "composio";
@@ -5637,7 +6135,7 @@ export interface paths {
                                 /** @enum {string} */
                                 kind: "internal";
                                 /** @enum {string} */
-                                name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client";
+                                name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
                             } | {
                                 /** @enum {string} */
                                 kind: "composio";

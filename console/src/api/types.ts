@@ -22,6 +22,7 @@ export type AgentUpdate = Body<paths['/v1/agents/{id}']['patch']>;
 export type McpServerEntry = Agent['mcpServers'][number];
 export type ClientTool = Agent['clientTools'][number];
 export type InternalToolName = Extract<McpServerEntry, { kind: 'internal' }>['name'];
+export type Memory = Ok<paths['/v1/agents/{id}/memories/{memoryId}']['get']>;
 export type NetworkPolicy = NonNullable<Agent['networkPolicy']>;
 export type NetworkPolicyInput = NonNullable<AgentCreate['networkPolicy']>;
 export type ToolApprovals = Agent['toolApprovals'];

@@ -1,6 +1,6 @@
 /**
  * /console/agents/new and /console/agents/{id}: create or edit an agent (every change is a new version), see
- * what will not work as configured (the API's warnings), which versions ran, and delete it (a 409 says why it
+ * what will not work as configured (the API's warnings), which versions ran, what it remembers, and delete it (a 409 says why it
  * cannot be deleted yet).
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -19,6 +19,7 @@ import {
   formOf,
   updateBody,
 } from '../components/agent-form-model.ts';
+import { AgentMemories } from '../components/agent-memories.tsx';
 import { usePageTitle } from '../components/title.ts';
 import { ErrorNote, Loading, When } from '../components/ui.tsx';
 
@@ -270,6 +271,7 @@ export default function AgentEditorPage() {
         <>
           <AgentVersions agent={current} />
           <AgentMcp agent={current} />
+          <AgentMemories agentId={current.id} canWrite={canWrite} />
           {canWrite ? <DeleteAgent agent={current} /> : null}
         </>
       )}

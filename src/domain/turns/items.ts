@@ -15,6 +15,7 @@ import {
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
+import { type FitResult, fitContext, fittedContext, messageTokens, withKnownTokens } from '../../models/context-fit.ts';
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
@@ -533,6 +534,8 @@ const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step ===
 export class ContextBuilder {
   #count = 0;
   readonly #closed: ContextMessage[] = [];
+  /** The estimated tokens of `#closed` (models/context-fit.ts), kept as it grows so a fit need not sum them. */
+  #closedTokens = 0;
   #assistant: { item: Item; text: string; toolCalls: ToolCall[] } | null = null;
   #results: { item: Item; results: ToolResult[] } | null = null;
   readonly #attachments = new Set<string>();
@@ -555,7 +558,7 @@ export class ContextBuilder {
         for (const attachment of attachments) this.#attachments.add(attachment.fileId);
         this.#withFiles.push({ index: this.#closed.length, text: content.text, attachments });
       }
-      this.#closed.push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) });
+      this.#push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) });
       return;
     }
     if (content.type === 'function_call_output') {
@@ -592,16 +595,54 @@ export class ContextBuilder {
     const context = this.#closed.slice();
     for (const entry of this.#withFiles)
       context[entry.index] = { role: 'user', content: userContent(entry.text, entry.attachments, files) };
-    if (this.#assistant !== null)
-      context.push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls.slice() });
-    if (this.#results !== null) context.push({ role: 'tool', results: this.#results.results.slice() });
-    return context;
+    const tokens = this.#appendOpen(context);
+    // Inputs shown with their files weigh what the files do: those contexts are summed when fitted.
+    return this.#withFiles.length === 0 ? withKnownTokens(context, tokens) : context;
+  }
+
+  /**
+   * The context of the items appended so far fitted to `room` estimated tokens (models/context-fit.ts; all of it when
+   * `room` is null). Where the fit keeps only the newest part, the log's older messages are not copied: what a
+   * truncated turn costs follows what it sends, not the session's length.
+   */
+  fit(room: number | null, files: ReadonlyMap<string, AttachedFile> = NO_FILES): FitResult {
+    if (room === null || this.#withFiles.length > 0) return fittedContext(this.build(files), room);
+    const closed = this.#closed;
+    const before = closed.length;
+    try {
+      const fitted = fitContext(withKnownTokens(closed, this.#appendOpen(closed)), room);
+      // All of it fits: the context sent is a copy, which later appends leave as it is.
+      return fitted.context === closed ? { ...fitted, context: closed.slice() } : fitted;
+    } finally {
+      closed.length = before;
+    }
+  }
+
+  /** Appends the step still open (its text and calls, its outputs) to `context`; the estimated tokens of the whole. */
+  #appendOpen(context: ContextMessage[]): number {
+    let tokens = this.#closedTokens;
+    const open: ContextMessage[] = [];
+    if (this.#assistant !== null) {
+      const { text, toolCalls } = this.#assistant;
+      open.push({ role: 'assistant', text, toolCalls: toolCalls.slice() });
+    }
+    if (this.#results !== null) open.push({ role: 'tool', results: this.#results.results.slice() });
+    for (const message of open) {
+      context.push(message);
+      tokens += messageTokens(message);
+    }
+    return tokens;
+  }
+
+  #push(message: ContextMessage): void {
+    this.#closed.push(message);
+    this.#closedTokens += messageTokens(message);
   }
 
   #close(): void {
     if (this.#assistant !== null)
-      this.#closed.push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls });
-    if (this.#results !== null) this.#closed.push({ role: 'tool', results: this.#results.results });
+      this.#push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls });
+    if (this.#results !== null) this.#push({ role: 'tool', results: this.#results.results });
     this.#assistant = null;
     this.#results = null;
   }

@@ -22,6 +22,7 @@ import { agentOutputFormat } from './0020-agent-output-format.ts';
 import { withoutRowid } from './0021-without-rowid.ts';
 import { agentContextPolicy } from './0022-agent-context-policy.ts';
 import { cachedInputTokens } from './0023-cached-input-tokens.ts';
+import { memories } from './0025-memories.ts';
 import { agentVersionPins } from './0026-agent-version-pins.ts';
 import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
@@ -53,6 +54,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0021-without-rowid': withoutRowid,
   '0022-agent-context-policy': agentContextPolicy,
   '0023-cached-input-tokens': cachedInputTokens,
+  '0025-memories': memories,
   '0026-agent-version-pins': agentVersionPins,
   '0028-mcp-credentials': mcpCredentials,
   '0029-session-end-user': sessionEndUser,

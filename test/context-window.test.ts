@@ -255,7 +255,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   }
 
   it('runs 200 turns with 20k-character tool outputs and no failed turn under truncation', async () => {
-    const agentId = await createAgent();
+    const agentId = await createAgent({ contextPolicy: 'truncation' });
     let previous: string | null = null;
     let failed = 0;
     const before = stub.bodies.length;
@@ -277,7 +277,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it('fits a refused context smaller and calls once more, running no tool twice', async () => {
-    const agentId = await createAgent({ model: 'tight/m' });
+    const agentId = await createAgent({ model: 'tight/m', contextPolicy: 'truncation' });
     const first = await exchange(agentId, null, 1);
     expect(first.failed).toBe(0);
     // The call's output took the context past the model's window (not Agentry's): refused once, then sent cut.
@@ -301,7 +301,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it("fits later steps to the provider's reported count when it counts more tokens than estimated", async () => {
-    const agentId = await createAgent({ model: 'dense/m' });
+    const agentId = await createAgent({ model: 'dense/m', contextPolicy: 'truncation' });
     let previous: string | null = null;
     for (let index = 0; index < 6; index++) {
       const result = await exchange(agentId, previous, index);
@@ -314,7 +314,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it('fails the turn with model_context_exceeded when the retry is refused too', async () => {
-    const agentId = await createAgent({ model: 'tiny/m' });
+    const agentId = await createAgent({ model: 'tiny/m', contextPolicy: 'truncation' });
     const failed = json(await respond({ model: agentId, input: 'hello there' }));
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'model_context_exceeded' } });
     expect(failed.error.message).toContain(`This model's maximum context length is ${TINY} tokens`);
@@ -351,7 +351,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it('refuses an unknown contextPolicy naming the field', async () => {
-    const response = await h.request('POST', '/v1/agents', { body: { name: 'a', contextPolicy: 'compaction' } });
+    const response = await h.request('POST', '/v1/agents', { body: { name: 'a', contextPolicy: 'summary' } });
     expect(response.status).toBe(400);
     expect(json(response).error).toMatchObject({ code: 'validation_error', param: 'contextPolicy' });
   });

@@ -38,6 +38,7 @@ import {
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
+import { compactIfDue, compactLog } from './compaction.ts';
 import { contextRoom, fittedContext, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
 import { stepItemEvents, textDeltaEvent } from './step-events.ts';
@@ -82,24 +83,28 @@ export function allowedCalls(calls: ToolCall[], settings: ModelSettings | undefi
 const callsLeft = (settings: ModelSettings | undefined, made: number): number =>
   settings?.maxToolCalls === undefined ? Number.POSITIVE_INFINITY : Math.max(0, settings.maxToolCalls - made);
 
+/** The whole context of `items` (the log a step read), with the files attached to its input. */
+async function wholeContext(turn: Turn, items: Item[]): Promise<ContextMessage[]> {
+  const context: ContextBuilder = turn.log.contextOf(items);
+  return context.build(await attachedFiles(turn, context.attachmentIds()));
+}
+
 /**
- * Calls the model for the step `trace` describes, streaming its text to live listeners, and counts the call. `made`
- * is the count of tool calls the turn made so far: once it reaches the turn's `maxToolCalls`, the model is offered
- * no tools, so it answers. The context is fitted to the model's window (context-window.ts); when the provider
- * still refuses it as too long, it is fitted to a smaller room and the call is made once more. No tool has run in
- * the step yet (its calls run once it is stored), so the retry repeats nothing.
+ * Calls the model for the step `trace` describes, on the log `items`, streaming its text to live listeners, and
+ * counts the call. `made` is the count of tool calls the turn made so far: once it reaches the turn's
+ * `maxToolCalls`, the model is offered no tools, so it answers. Under the compaction policy the log is compacted
+ * first when it passes the threshold (compaction.ts). The context is fitted to the model's window
+ * (context-window.ts); when the provider still refuses it as too long, it is compacted (compaction policy) and
+ * fitted to a smaller room, and the call is made once more. No tool has run in the step yet (its calls run once it
+ * is stored), so the retry repeats nothing.
  */
-export async function callModel(
-  turn: Turn,
-  trace: StepTrace,
-  context: ContextBuilder,
-  made: number,
-): Promise<StepOutput> {
+export async function callModel(turn: Turn, trace: StepTrace, items: Item[], made: number): Promise<StepOutput> {
   const frame = {
     instructions: instructionsWithTools(turn.agent.instructions, turn.tools),
     tools: stepTools(turn, made),
   };
-  const whole = context.build(await attachedFiles(turn, context.attachmentIds()));
+  let log = (await compactIfDue(turn, frame, items)) ?? items;
+  let whole = await wholeContext(turn, log);
   const room = contextRoom(turn, frame);
   const fitted = fittedContext(whole, room);
   let sent = fitted;
@@ -112,6 +117,11 @@ export async function callModel(
       { room, sent: fitted.tokens },
       'the provider refused the context as too long: fitting it smaller',
     );
+    const compacted = turn.contextPolicy === 'compaction' ? await compactLog(turn, frame, log, 'overflow') : null;
+    if (compacted !== null) {
+      log = compacted;
+      whole = await wholeContext(turn, log);
+    }
     sent = fittedContext(whole, smallerRoom(turn, frame, error, fitted.tokens));
     output = await streamStep(turn, trace, { ...frame, context: sent.context }, made);
   }

@@ -1391,11 +1391,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1537,11 +1539,13 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /** @description Extension field: null for 80 % of the window less the output reserved */
+                        compactThreshold?: number | null;
                         /**
-                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                          * @enum {string}
                          */
-                        contextPolicy?: "truncation" | "none";
+                        contextPolicy?: "truncation" | "compaction" | "none";
                         description?: string;
                         instructions?: string;
                         maxSteps?: number;
@@ -1637,11 +1641,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1843,11 +1849,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -2096,11 +2104,13 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /** @description Extension field: null for 80 % of the window less the output reserved */
+                        compactThreshold?: number | null;
                         /**
-                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                          * @enum {string}
                          */
-                        contextPolicy?: "truncation" | "none";
+                        contextPolicy?: "truncation" | "compaction" | "none";
                         description?: string | null;
                         instructions?: string;
                         maxSteps?: number;
@@ -2196,11 +2206,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -3308,6 +3320,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: ({
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            } | {
                                 content: {
                                     text: string;
                                     /** @enum {string} */
@@ -3482,6 +3504,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: ({
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            } | {
                                 content: {
                                     text: string;
                                     /** @enum {string} */
@@ -3681,6 +3713,16 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @enum {string} */
+                            created_by: "agentry";
+                            /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                            encrypted_content: string;
+                            id: string;
+                            /** @description Extension field: the summary of the older conversation */
+                            summary: string;
+                            /** @enum {string} */
+                            type: "compaction";
+                        } | {
                             content: {
                                 text: string;
                                 /** @enum {string} */
@@ -5522,8 +5564,12 @@ export interface paths {
                     } | {
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
-                        /** @description Refused unless null: nothing is compacted */
-                        context_management?: unknown;
+                        /** @description [{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model's window less the output reserved); see docs/context.md */
+                        context_management?: {
+                            compact_threshold?: number | null;
+                            /** @enum {string} */
+                            type: "compaction";
+                        }[] | null;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         frequency_penalty?: number | null;
@@ -6093,6 +6139,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: ({
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            } | {
                                 content: {
                                     text: string;
                                     /** @enum {string} */
@@ -6294,7 +6350,7 @@ export interface paths {
                                 id: string;
                                 input_preview: string | null;
                                 /** @enum {string} */
-                                kind: "agent_step" | "model_call" | "tool_call";
+                                kind: "agent_step" | "model_call" | "tool_call" | "compaction";
                                 /** @description step <n>, the model id, or the tool name */
                                 name: string;
                                 output_preview: string | null;
@@ -6418,8 +6474,12 @@ export interface paths {
                     } | {
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
-                        /** @description Refused unless null: nothing is compacted */
-                        context_management?: unknown;
+                        /** @description [{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model's window less the output reserved); see docs/context.md */
+                        context_management?: {
+                            compact_threshold?: number | null;
+                            /** @enum {string} */
+                            type: "compaction";
+                        }[] | null;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         frequency_penalty?: number | null;
@@ -6901,7 +6961,7 @@ export interface paths {
                                 id: string;
                                 input_preview: string | null;
                                 /** @enum {string} */
-                                kind: "agent_step" | "model_call" | "tool_call";
+                                kind: "agent_step" | "model_call" | "tool_call" | "compaction";
                                 /** @description step <n>, the model id, or the tool name */
                                 name: string;
                                 output_preview: string | null;
@@ -12422,6 +12482,19 @@ export interface components {
                 total?: number;
                 /** @enum {string} */
                 type: "tool_progress";
+            } | {
+                /** @description The compaction item written to the log */
+                itemId: string;
+                /** @description threshold: the context passed the compaction threshold; overflow: the provider refused it as too long; request: POST /v1/responses/compact */
+                reason: "threshold" | "overflow" | "request";
+                /** @enum {string} */
+                sourceType: "context";
+                /** @description Estimated tokens of the conversation after */
+                tokensAfter: number;
+                /** @description Estimated tokens of the conversation before */
+                tokensBefore: number;
+                /** @enum {string} */
+                type: "compaction";
             } | {
                 callId?: string;
                 code: string;

@@ -22,6 +22,7 @@ import { agentOutputFormat } from './0020-agent-output-format.ts';
 import { withoutRowid } from './0021-without-rowid.ts';
 import { agentContextPolicy } from './0022-agent-context-policy.ts';
 import { cachedInputTokens } from './0023-cached-input-tokens.ts';
+import { compaction } from './0024-compaction.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -49,6 +50,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0021-without-rowid': withoutRowid,
   '0022-agent-context-policy': agentContextPolicy,
   '0023-cached-input-tokens': cachedInputTokens,
+  '0024-compaction': compaction,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -5,6 +5,7 @@
  * back to truncation, the provider's refusal recovered by compacting, a kill -9 during compaction (one summary,
  * nothing lost), and Responses `context_management` through the official `openai` client.
  */
+import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -19,7 +20,9 @@ import {
   usageChunk,
   windowed,
 } from './helpers/chat-completions-stub.ts';
-import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
+import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
+import { createHarness, dialects, type Harness, json, testEnvironment, testKey } from './helpers/harness.ts';
+import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 type Body = Record<string, unknown>;
 type Message = { role: string; content: unknown };
@@ -161,7 +164,7 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     expect(json(low).error).toMatchObject({ code: 'validation_error', param: 'compactThreshold' });
   });
 
-  it('runs 500 turns with 20k-character tool outputs and no failed turn under compaction, then under truncation', async () => {
+  it('runs 500 turns with 20k-character tool outputs and no failed turn under compaction, then 200 under truncation', async () => {
     const agentId = await createAgent();
     const before = stub.bodies.length;
     const compacted = await session(agentId, 250);
@@ -187,12 +190,12 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     });
     expect(compaction.encrypted_content).toBe(compaction.summary);
 
-    // The same session length under truncation: no failed turn either.
+    // A long session under truncation: no failed turn either.
     const truncating = await createAgent({ contextPolicy: 'truncation' });
-    const truncated = await session(truncating, 250);
+    const truncated = await session(truncating, 100);
     expect(truncated.failed).toBe(0);
     expect(models.stub.refused).toBe(0);
-  }, 240_000);
+  }, 480_000);
 
   it('shows each compaction in the trace, with its tokens, usage and cost billed to the run, and as a session event', async () => {
     const agentId = await createAgent({ compactThreshold: 8_000 });
@@ -291,4 +294,100 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
       expect(json(refused).error).toMatchObject({ code: 'validation_error', param });
     }
   });
+});
+
+describe.each(dialects())('a process killed during a compaction (%s)', (dialect) => {
+  const environment = testEnvironment(dialect);
+  const key = testKey();
+  let server: ServerProcess | null = null;
+  let stub: Stub;
+  /** The first summarising request is held open, and the server killed while it waits. */
+  const held: { response: ServerResponse; arrived: () => void }[] = [];
+  let arrived: Promise<void>;
+  let summaries = 0;
+  beforeAll(async () => {
+    let signal = () => {};
+    arrived = new Promise((resolve) => {
+      signal = resolve;
+    });
+    stub = await startStub((body) => {
+      if (!isSummary(body)) return textReply(['noted'], usageChunk(stubTokens(body), 5));
+      summaries += 1;
+      if (summaries > 1) return summaryReply(body);
+      return (response) => {
+        held.push({ response, arrived: signal });
+        signal();
+      };
+    });
+  });
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    for (const { response } of held) response.destroy();
+    await stub.close();
+    await environment.cleanup();
+  });
+
+  it(
+    'resumes the turn and writes exactly one summary, losing no message',
+    async () => {
+      const env = {
+        ...environment.env,
+        ...CRASH_TEST_ENV,
+        AGENTRY_BOOTSTRAP_KEY: key,
+        AGENTRY_PROVIDERS: JSON.stringify({ stub: { baseURL: stub.url, apiKey: 'k' } }),
+      };
+      server = await startServerProcess(env);
+      let api = httpClient(server.url, key);
+      const agent = (await api('POST', '/v1/agents', { name: 'compacting', model: 'stub/m', compactThreshold: 4_000 }))
+        .body?.agent;
+      expect(agent?.contextPolicy).toBe('compaction');
+      const sessionId = (await api('POST', '/v1/sessions', { agentId: agent.id })).body?.session.id;
+      const send = async (index: number) => {
+        const text = `question ${index} ${'x'.repeat(8_000)}`;
+        const sent = await api(
+          'POST',
+          `/v1/sessions/${sessionId}/messages`,
+          { parts: [{ type: 'text', text }] },
+          { 'Idempotency-Key': `compaction-${index}` },
+        );
+        expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+        return sent.body?.id as string;
+      };
+      const finished = (messageId: string) =>
+        waitUntil(
+          async () => {
+            const state = (await api('GET', `/v1/sessions/${sessionId}/messages/${messageId}`)).body?.message;
+            return TERMINAL_STATUSES.includes(state?.status) ? state : null;
+          },
+          { what: `message ${messageId}`, everyMs: 50, timeoutMs: 60_000 },
+        );
+      const ids = [await send(0)];
+      expect((await finished(ids[0] as string)).status).toBe('completed');
+      ids.push(await send(1));
+      // The second turn's context (two inputs of 2,000 tokens) passes the threshold: its summary is held.
+      await arrived;
+      await server.stop('SIGKILL');
+
+      server = await startServerProcess(env);
+      api = httpClient(server.url, key);
+      for (const id of ids) expect((await finished(id)).status).toBe('completed');
+      expect(summaries).toBe(2);
+      const last = stub.bodies.filter((body) => !isSummary(body)).at(-1) as Body;
+      expect(String(messagesOf(last).find((message) => message.role === 'user')?.content)).toMatch(
+        /^\[Summary of the earlier conversation.*\]\nSummary: questions 0 to 0/,
+      );
+      await server.stop('SIGTERM');
+      const inspect = await import('./helpers/inspect.ts');
+      const db = await inspect.openInspector(environment.env);
+      try {
+        expect(await db.count("select count(*) as n from items where type = 'compaction'")).toBe(1);
+        expect(await db.count("select count(*) as n from spans where kind = 'compaction'")).toBe(1);
+        expect(await db.count("select count(*) as n from items where type = 'user_message'")).toBe(2);
+        expect(await db.count("select count(*) as n from messages where status = 'completed'")).toBe(2);
+      } finally {
+        await db.close();
+      }
+    },
+    startsTimeout(2),
+  );
 });

@@ -8,6 +8,7 @@ import Fastify, { type FastifyRequest, type RouteOptions } from 'fastify';
 import type { StreamHub } from './bus/live-hub.ts';
 import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
+import { describeScope } from './domain/auth/scopes.ts';
 import { AppError } from './errors/app-error.ts';
 import { createAuthHook } from './http/auth.ts';
 import { handleClientError } from './http/client-errors.ts';
@@ -113,7 +114,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       const note =
         scopes.length === 0
           ? 'Any valid API key.'
-          : `Required scope${scopes.length > 1 ? 's' : ''}: ${scopes.join(', ')}.`;
+          : `Required scope${scopes.length > 1 ? 's' : ''}: ${scopes.map(describeScope).join(', ')}.`;
       route.schema.description =
         route.schema.description === undefined ? note : `${route.schema.description}\n\n${note}`;
     } else if (route.schema !== undefined) {

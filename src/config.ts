@@ -86,6 +86,11 @@ export interface Config {
   /** Webhook requests in flight per process to any one endpoint. */
   webhookEndpointConcurrency: number;
   responsesSyncTimeoutMs: number;
+  /**
+   * Host names (besides localhost-class ones) whose pages may call the MCP endpoints from a browser (an `Origin`
+   * header naming another host is refused: DNS-rebinding protection). AGENTRY_MCP_ALLOWED_ORIGINS, comma-separated.
+   */
+  mcpAllowedOrigins: string[];
   sseHeartbeatMs: number;
   allowInsecureDestinations: boolean;
   /**
@@ -289,6 +294,23 @@ function url(env: Env, name: string, protocols: readonly string[]): string | nul
     throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
   }
   return raw;
+}
+
+/** A comma-separated list of host names (an origin such as `https://app.example.com` gives its host name). */
+function hostNames(env: Env, name: string): string[] {
+  const raw = optional(env, name);
+  if (raw === null) return [];
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const host = entry.includes('://') && URL.canParse(entry) ? new URL(entry).hostname : entry.toLowerCase();
+      if (!/^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/i.test(host)) {
+        throw new ConfigError(name, `entries must be host names or origins, got ${JSON.stringify(entry)}`);
+      }
+      return host;
+    });
 }
 
 /** `key=value,key2=value2` with percent-encoded values (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES). */
@@ -679,6 +701,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookConcurrency: int(env, 'AGENTRY_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     webhookEndpointConcurrency: int(env, 'AGENTRY_WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 10_000),
     responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),
+    mcpAllowedOrigins: hostNames(env, 'AGENTRY_MCP_ALLOWED_ORIGINS'),
     sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
     allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),
     responsesCompat: oneOf(env, 'AGENTRY_RESPONSES_COMPAT', COMPAT_SETTINGS, 'auto'),

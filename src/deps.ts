@@ -19,6 +19,7 @@ import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
 import { createOrgService, type OrgService, projectIdOf } from './domain/orgs/org-service.ts';
 import { eventsAfter, eventsFrom, lastEventSeq, newestSeqs, type SessionEvent } from './domain/outbox.ts';
+import { createProtocolTurns, type ProtocolTurns } from './domain/protocol-turns/protocol-turns.ts';
 import { createReportService, type ReportService } from './domain/reports/report-service.ts';
 import { type ConversationService, createConversationService } from './domain/responses/conversations.ts';
 import {
@@ -90,6 +91,8 @@ export interface Deps {
   responses: ResponseService;
   /** POST /v1/chat/completions: stateless turns in hidden sessions. */
   chatCompletions: ChatCompletionService;
+  /** Turns of agents for callers of other protocols (the MCP endpoints). */
+  protocolTurns: ProtocolTurns;
   conversations: ConversationService;
   webhooks: WebhookServices;
   /** Encrypts the secrets stored in the database (connector headers, webhook secrets) and opens them for use. */
@@ -414,6 +417,14 @@ export async function buildDeps(
       messages,
       subscriptions,
       turnHooks,
+    }),
+    protocolTurns: createProtocolTurns({
+      agents,
+      sessions,
+      messages,
+      live,
+      // A publication can be lost only between processes (cluster mode); there, re-read as streams check.
+      recheckMs: config.redisUrl === null ? null : config.pollMs,
     }),
     conversations: createConversationService({ db, clock, bus, agents, sessions, messages, subscriptions, turnHooks }),
     webhooks,

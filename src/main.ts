@@ -15,6 +15,8 @@ import { DEFAULT_MODEL_ENTRY } from './models/catalogue.ts';
 import { isDatabaseUnavailable, isStorageFull } from './storage/errors.ts';
 
 const IDEMPOTENCY_SWEEP_MS = 3600_000;
+/** How often a process that serves turns settles Chat Completions turns their requests left waiting. */
+const ABANDONED_SWEEP_MS = 60_000;
 /** Run from the project folder: `npx agentry` elsewhere would fetch an unrelated package from the npm registry. */
 const KEY_COMMAND = 'from the project folder, bin/agentry.js keys create --org default';
 
@@ -136,12 +138,23 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     });
   }, IDEMPOTENCY_SWEEP_MS);
   sweep.unref();
+  const settle =
+    engine === null
+      ? null
+      : setInterval(() => {
+          if (!deps.storage.space.writable) return;
+          deps.chatCompletions.settleAbandoned().catch((error: unknown) => {
+            if (!isStorageFull(error)) logger.warn({ err: error }, 'settling abandoned chat completions failed');
+          });
+        }, ABANDONED_SWEEP_MS);
+  settle?.unref();
 
   let stopping: Promise<void> | null = null;
   const stop = () => {
     stopping ??= (async () => {
       lifecycle.accepting = false;
       clearInterval(sweep);
+      if (settle !== null) clearInterval(settle);
       // Turns in flight get most of the grace period; what is left over is handed to another process.
       // Webhook attempts in flight finish (or time out) too; pending deliveries stay pending for the next start.
       await Promise.all([

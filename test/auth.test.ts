@@ -89,6 +89,51 @@ describe.each(dialects())('authentication and scopes (%s)', (dialect) => {
     });
   });
 
+  it('splits agents from sessions: each narrower scope allows its routes only, tasks:* allows both', async () => {
+    const org = await h.deps.orgs.requireByName('default');
+    const agentId = json(await h.request('POST', '/v1/agents', { body: { name: `scoped-${dialect}` } })).agent.id;
+    const builder = await h.deps.orgs.createKey(org.id, ['agents:read', 'agents:write']);
+    const chatter = await h.deps.orgs.createKey(org.id, ['sessions:read', 'sessions:write']);
+    const reader = await h.deps.orgs.createKey(org.id, ['agents:read', 'sessions:read']);
+    const patch = (key: string) =>
+      h.request('PATCH', `/v1/agents/${agentId}`, { key, body: { instructions: 'Be brief.' } });
+    const session = (key: string) => h.request('POST', '/v1/sessions', { key, body: { agentId } });
+
+    expect((await patch(builder)).status).toBe(200);
+    expect((await h.request('GET', `/v1/agents/${agentId}`, { key: builder })).status).toBe(200);
+    const noSession = await session(builder);
+    expect(noSession.status).toBe(403);
+    expect(json(noSession).error.message).toBe('This API key lacks the scope sessions:write (or tasks:write)');
+    expect((await h.request('GET', '/v1/sessions', { key: builder })).status).toBe(403);
+
+    expect((await session(chatter)).status).toBe(201);
+    expect((await h.request('GET', '/v1/runs', { key: chatter })).status).toBe(200);
+    const noEdit = await patch(chatter);
+    expect(noEdit.status).toBe(403);
+    expect(json(noEdit).error.message).toBe('This API key lacks the scope agents:write (or tasks:write)');
+    expect((await h.request('GET', '/v1/agents', { key: chatter })).status).toBe(403);
+
+    // Read-only: lists and reads, no writes of either kind.
+    expect((await h.request('GET', '/v1/agents', { key: reader })).status).toBe(200);
+    expect((await h.request('GET', '/v1/sessions', { key: reader })).status).toBe(200);
+    expect((await patch(reader)).status).toBe(403);
+    expect((await session(reader)).status).toBe(403);
+
+    // The spec's scopes keep their meaning: tasks:write writes both, tasks:read reads both.
+    const tasks = await h.deps.orgs.createKey(org.id, ['tasks:read', 'tasks:write']);
+    expect((await patch(tasks)).status).toBe(200);
+    expect((await session(tasks)).status).toBe(201);
+    const organization = json(await h.request('GET', '/v1/organization', { key: tasks }));
+    expect(organization.api_key.scopes).toEqual([
+      'tasks:read',
+      'tasks:write',
+      'agents:read',
+      'agents:write',
+      'sessions:read',
+      'sessions:write',
+    ]);
+  });
+
   it('stores keys only as hashes', async () => {
     const rows = await h.deps.storage.db.selectFrom('api_keys').select(['key_hash', 'prefix']).execute();
     expect(rows.length).toBeGreaterThan(0);

@@ -18,6 +18,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { parseChatRequest } from '../src/domain/chat-completions/chat-request.ts';
 import { type Stub, startStub, textReply } from './helpers/chat-completions-stub.ts';
 import { flows } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
@@ -473,6 +474,42 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       expect(json(response).error.code).toBe('response_timeout');
       const runs = json(await slow.request('GET', '/v1/runs?limit=1')).data;
       expect(await statusOnceSettled(slow, runs[0]?.session_id)).toBe('completed');
+    });
+  });
+
+  describe('a turn its request left waiting', () => {
+    it('is completed by the sweep once it has waited long enough, as a handed-back turn would be', async () => {
+      const orgId = (await h.deps.storage.db.selectFrom('orgs').select('id').executeTakeFirstOrThrow()).id;
+      // The process serving the request stops before handing the turn back: the turn is accepted and run, and
+      // nothing follows it.
+      const started = await h.deps.chatCompletions.start(
+        orgId,
+        parseChatRequest({
+          model: 'chat-agent',
+          messages: [{ role: 'user', content: 'call get_weather {"city":"Oslo"}' }],
+          tools: [{ type: 'function', function: weatherFunction }],
+        }),
+      );
+      const messageId = started.message.id;
+      const status = async () =>
+        (
+          await h.deps.storage.db
+            .selectFrom('messages')
+            .select('status')
+            .where('id', '=', messageId)
+            .executeTakeFirstOrThrow()
+        ).status;
+      const deadline = Date.now() + 10_000;
+      while ((await status()) !== 'requires_action' && Date.now() < deadline) await sleep(25);
+      expect(await status()).toBe('requires_action');
+      // Within the grace period a live request may still hand it back: the sweep leaves it.
+      await h.deps.chatCompletions.settleAbandoned();
+      expect(await status()).toBe('requires_action');
+      expect(await h.deps.chatCompletions.settleAbandoned(0)).toBeGreaterThanOrEqual(1);
+      expect(await status()).toBe('completed');
+      const run = (await chatRuns()).find((each) => each.id === started.message.run_id);
+      expect(run?.status).toBe('completed');
+      expect(await h.deps.chatCompletions.settleAbandoned(0)).toBe(0);
     });
   });
 

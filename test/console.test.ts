@@ -575,6 +575,25 @@ describe.skipIf(!available)('web console', () => {
     const agentId = await createAgent({ name: 'Kept' });
     await createSession(agentId);
     await page.goto(url(`/console/agents/${agentId}`));
+    // The page names the agent's MCP address (docs/mcp-server.md), which answers an MCP client.
+    const mcpUrl = url(`/v1/agents/${agentId}/mcp`);
+    await expect.poll(() => page.getByTestId('agent-mcp-url').textContent(), WAIT).toBe(mcpUrl);
+    const initialize = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'console-test', version: '1' } },
+      }),
+    });
+    expect(initialize.status).toBe(200);
+    expect(await initialize.text()).toContain('agentry-agent-Kept');
     await page.getByRole('button', { name: 'Delete agent' }).click();
     await page.getByRole('button', { name: 'Confirm delete' }).click();
     const alert = page.locator('.danger-zone [role="alert"]');

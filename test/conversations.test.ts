@@ -481,8 +481,10 @@ describe.each(dialects())('conversations (%s)', (dialect) => {
     const items = document.paths['/v1/conversations/{conversation_id}/items'];
     expect(Object.keys(items.post.responses).sort()).toEqual(['200', '400', '401', '403', '404', '409', '413']);
     expect(Object.keys(items.get.responses).sort()).toEqual(['200', '400', '401', '403', '404']);
-    expect(items.post.description).toContain('Required scope: tasks:write.');
-    expect(document.paths['/v1/conversations/{conversation_id}'].get.description).toContain('tasks:read');
+    expect(items.post.description).toContain('Required scope: sessions:write (or tasks:write).');
+    expect(document.paths['/v1/conversations/{conversation_id}'].get.description).toContain(
+      'sessions:read (or tasks:read)',
+    );
     expect(document.paths['/v1/conversations/{conversation_id}/items/{item_id}'].get).toBeDefined();
   });
 });

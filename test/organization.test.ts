@@ -29,6 +29,10 @@ describe.each(dialects())('organization (%s)', (dialect) => {
           'accounts:write',
           'files:read',
           'files:write',
+          'agents:read',
+          'agents:write',
+          'sessions:read',
+          'sessions:write',
         ],
       },
     });

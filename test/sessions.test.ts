@@ -26,11 +26,39 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
       agentId,
       title: 'Support chat',
       status: 'idle',
+      endUser: null,
       conversationId: `conv_${session.id}`,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       updatedAt: session.createdAt,
     });
     expect(json(await h.request('GET', `/v1/sessions/${session.id}`))).toEqual({ session });
+  });
+
+  it('records the end user named at creation', async () => {
+    const { session } = json(await create({ agentId, endUser: 'user-42' }));
+    expect(session.endUser).toBe('user-42');
+    expect(json(await h.request('GET', `/v1/sessions/${session.id}`)).session.endUser).toBe('user-42');
+  });
+
+  it('records the end user a Response names (safety_identifier, else user) on the session it creates', async () => {
+    const named: [string, string][] = [
+      ['safety_identifier', 'safe-1'],
+      ['user', 'legacy-user'],
+    ];
+    for (const [field, value] of named) {
+      const response = await h.request('POST', '/v1/responses', {
+        body: { model: `agent:one`, input: 'hello', [field]: value },
+      });
+      expect(response.status, response.text).toBe(200);
+      const sessionId = json(response).id.replace(/^resp_/, '');
+      const row = await h.deps.storage.db
+        .selectFrom('messages')
+        .innerJoin('sessions', 'sessions.id', 'messages.session_id')
+        .select('sessions.end_user')
+        .where('messages.id', '=', sessionId)
+        .executeTakeFirstOrThrow();
+      expect(row.end_user).toBe(value);
+    }
   });
 
   it('defaults title to null', async () => {
@@ -45,6 +73,10 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
     [{ title: '   ' }, 'title'],
     [{ title: 'x'.repeat(201) }, 'title'],
     [{ title: 5 }, 'title'],
+    [{ endUser: '' }, 'endUser'],
+    [{ endUser: 'a\u0000b' }, 'endUser'],
+    [{ endUser: 'x'.repeat(513) }, 'endUser'],
+    [{ endUser: 7 }, 'endUser'],
     [{ extra: true }, 'extra'],
   ])('rejects %j naming %s', async (fields, param) => {
     const body = 'agentId' in fields || Object.keys(fields).length === 0 ? fields : { agentId, ...fields };

@@ -165,6 +165,7 @@ function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
       orgId: message.org_id,
       agentId: message.agent_id,
       sessionId: message.session_id,
+      endUser: turn.lease.endUser,
       messageId: message.id,
       runId: message.run_id,
       callId: call.callId,

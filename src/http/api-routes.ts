@@ -12,6 +12,7 @@ import { consoleRoutes } from './routes/console.ts';
 import { conversationRoutes } from './routes/conversations.ts';
 import { fileRoutes } from './routes/files.ts';
 import { legacyWebhookRoutes } from './routes/legacy-webhooks.ts';
+import { mcpEndpointRoutes } from './routes/mcp-server.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { messageRoutes } from './routes/messages.ts';
 import { modelRoutes } from './routes/models.ts';
@@ -44,6 +45,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   modelRoutes(app, deps);
   webhookRoutes(app, deps);
   mcpServerRoutes(app, deps);
+  mcpEndpointRoutes(app, deps);
   reportRoutes(app, deps);
   scheduleRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);

@@ -3,6 +3,7 @@
  * `config.scopes` says what it needs; routes marked `public` need nothing.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { describeScope } from '../domain/auth/scopes.ts';
 import type { Authenticator } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -36,7 +37,7 @@ export function createAuthHook(deps: { auth: Authenticator; clock: Clock }) {
     if (missing.length > 0) {
       throw new AppError(
         'insufficient_scopes',
-        `This API key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`,
+        `This API key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.map(describeScope).join(', ')}`,
       );
     }
     request.principal = principal;

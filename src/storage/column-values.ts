@@ -25,6 +25,7 @@ export const RUN_SOURCES = [
   'console',
   'schedule',
   'chat_completions',
+  'mcp',
 ] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];
 

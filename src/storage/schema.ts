@@ -96,6 +96,8 @@ export interface SessionsTable {
   metadata: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 for the workspace Session of legacy Tasks: not listed or readable through the Sessions API. */
   hidden: ColumnType<number, number | undefined, number>;
+  /** The end user the session serves (migration 0029); null when none was named. */
+  end_user: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface MessagesTable {

@@ -45,6 +45,8 @@ export interface ToolCallContext {
   orgId: string;
   agentId: string;
   sessionId: string;
+  /** The end user the session serves, if it names one: per-user data (memories, credentials) is theirs alone. */
+  endUser: string | null;
   messageId: string;
   runId: string;
   callId: string;

@@ -11,13 +11,13 @@ import { useApiKey, useOrganization } from '../auth/session.tsx';
 import { Loading } from './ui.tsx';
 
 const NAV: { to: string; label: string; scope: Scope }[] = [
-  { to: '/agents', label: 'Agents', scope: 'tasks:read' },
-  { to: '/sessions', label: 'Sessions', scope: 'tasks:read' },
-  { to: '/runs', label: 'Runs', scope: 'tasks:read' },
-  { to: '/connectors', label: 'Connectors', scope: 'tasks:read' },
+  { to: '/agents', label: 'Agents', scope: 'agents:read' },
+  { to: '/sessions', label: 'Sessions', scope: 'sessions:read' },
+  { to: '/runs', label: 'Runs', scope: 'sessions:read' },
+  { to: '/connectors', label: 'Connectors', scope: 'agents:read' },
   { to: '/webhooks', label: 'Webhooks', scope: 'webhooks:read' },
   { to: '/files', label: 'Files', scope: 'files:read' },
-  { to: '/usage', label: 'Usage', scope: 'tasks:read' },
+  { to: '/usage', label: 'Usage', scope: 'sessions:read' },
 ];
 
 export function Shell() {

@@ -56,6 +56,22 @@ function AgentVersions({ agent }: { agent: Agent }) {
   );
 }
 
+/** Where MCP clients reach this agent as a tool (docs/mcp-server.md). */
+function AgentMcp({ agent }: { agent: Agent }) {
+  const url = `${window.location.origin}/v1/agents/${agent.id}/mcp`;
+  return (
+    <section aria-labelledby="mcp">
+      <h2 id="mcp">MCP</h2>
+      <p>
+        MCP clients (Claude, VS Code, Cursor…) reach this agent as a <code>message</code> tool at{' '}
+        <code data-testid="agent-mcp-url">{url}</code>, with an API key holding sessions:read and sessions:write as{' '}
+        <code>Authorization: Bearer</code>. Every agent of the organization:{' '}
+        <code>{window.location.origin}/v1/mcp</code>.
+      </p>
+    </section>
+  );
+}
+
 function DeleteAgent({ agent }: { agent: Agent }) {
   const [confirming, setConfirming] = useState(false);
   const navigate = useNavigate();
@@ -107,7 +123,8 @@ function DeleteAgent({ agent }: { agent: Agent }) {
 export default function AgentEditorPage() {
   const { id } = useParams();
   const creating = id === undefined;
-  const canWrite = useCan('tasks:write');
+  const canWrite = useCan('agents:write');
+  const canChat = useCan('sessions:write');
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const agent = useQuery({
@@ -199,7 +216,7 @@ export default function AgentEditorPage() {
         <h1>{creating ? 'New agent' : current?.name}</h1>
         {current === undefined ? null : (
           <div className="row">
-            {canWrite ? (
+            {canChat ? (
               <Link className="button primary" to={`/agents/${current.id}/chat`}>
                 Open playground
               </Link>
@@ -235,7 +252,7 @@ export default function AgentEditorPage() {
             )}
           </div>
         ) : (
-          <p className="muted">This key can read agents but not change them (it lacks tasks:write).</p>
+          <p className="muted">This key can read agents but not change them (it lacks agents:write).</p>
         )}
         {warnings.map((warning) => (
           <p key={`${warning.code} ${warning.message}`} className="note warning" role="status">
@@ -246,6 +263,7 @@ export default function AgentEditorPage() {
       {current === undefined ? null : (
         <>
           <AgentVersions agent={current} />
+          <AgentMcp agent={current} />
           {canWrite ? <DeleteAgent agent={current} /> : null}
         </>
       )}

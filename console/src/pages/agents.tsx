@@ -14,7 +14,8 @@ export const agentsQuery = {
 export default function AgentsPage() {
   usePageTitle('Agents');
   const agents = useQuery(agentsQuery);
-  const canWrite = useCan('tasks:write');
+  const canWrite = useCan('agents:write');
+  const canChat = useCan('sessions:write');
   return (
     <section>
       <div className="page-head">
@@ -60,7 +61,7 @@ export default function AgentsPage() {
                   <When at={agent.updatedAt} />
                 </td>
                 <td className="actions">
-                  {canWrite ? (
+                  {canChat ? (
                     <Link to={`/agents/${agent.id}/chat`} aria-label={`Chat with ${agent.name}`}>
                       Chat
                     </Link>

@@ -74,7 +74,7 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
 
 export default function ConnectorsPage() {
   usePageTitle('Connectors');
-  const canWrite = useCan('tasks:write');
+  const canWrite = useCan('agents:write');
   const queryClient = useQueryClient();
   const servers = useQuery({
     queryKey: ['mcp_servers', 'all'],

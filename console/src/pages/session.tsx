@@ -12,7 +12,7 @@ import { Badge, ErrorNote, Loading, When } from '../components/ui.tsx';
 export default function SessionPage() {
   const { id = '' } = useParams();
   usePageTitle('Session');
-  const canWrite = useCan('tasks:write');
+  const canWrite = useCan('sessions:write');
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState(false);

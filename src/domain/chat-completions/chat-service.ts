@@ -70,6 +70,15 @@ export interface StartedCompletion {
 /** How long a turn whose request is over is followed to hand it back (a turn rarely runs that long). */
 const FOLLOW_LIMIT_MS = 6 * 3600_000;
 
+/**
+ * A completion's turn that waits for input this long after its last change was left by its request (the process
+ * serving it stopped before handing it back): a live request hands its turn back as soon as it waits.
+ */
+export const ABANDONED_AFTER_MS = 5 * 60_000;
+
+/** How many abandoned turns one sweep settles at most (the next sweep takes the rest). */
+const ABANDONED_BATCH = 100;
+
 /** A user message's attachments with the param each came from (checked in the accepting transaction). */
 type Attached = { attachment: Attachment; param: string }[];
 
@@ -154,7 +163,14 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       for (const { attachment, param } of attached.flat()) {
         attachment.kind = await deps.checkAttachment(trx, orgId, attachment, param);
       }
-      await createHiddenSession(trx, { id: sessionId, orgId, agentId: agent.id, title: null, now });
+      await createHiddenSession(trx, {
+        id: sessionId,
+        orgId,
+        agentId: agent.id,
+        title: null,
+        now,
+        endUser: request.endUser,
+      });
       markCreated(trx, sessionId);
       const { history, text, attachments } = splitConversation(request.entries, attached);
       const agentOf = (inner: Executor, id: string): Promise<Agent> =>
@@ -246,6 +262,34 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
       const events = await storedResponseEvents(deps, message, { vendorEvents: false, startingAfter: null });
       const late = `the turn of chatcmpl-${message.id} did not end within ${FOLLOW_LIMIT_MS} ms of its request`;
       await handBack(message, await finalResponse(events, FOLLOW_LIMIT_MS, late));
+    },
+
+    /**
+     * Settles the completions' turns that wait for input with no request left to hand them back (the process that
+     * served the request stopped first): one waiting only for client tool calls is completed as a handed-back turn
+     * would be, one waiting for anything else (an approval nobody can give) is cancelled. Returns how many it
+     * settled; run periodically by every process that serves turns.
+     */
+    async settleAbandoned(olderThanMs: number = ABANDONED_AFTER_MS): Promise<number> {
+      const waiting = await db
+        .selectFrom('messages')
+        .selectAll()
+        .where('status', '=', 'requires_action')
+        .where('updated_at', '<', clock.now() - olderThanMs)
+        .where('source', '=', 'chat_completions')
+        .orderBy('updated_at')
+        .limit(ABANDONED_BATCH)
+        .execute();
+      for (const message of waiting) {
+        const events = await db
+          .transaction()
+          .execute((trx) =>
+            completeHandedBackTurn(trx, listeners, { sessionId: message.session_id, now: clock.now() }, message.id),
+          );
+        afterCommit(deps.bus, message.session_id, events, true);
+        if (events.length === 0) await deps.messages.cancelMessage(message.org_id, message.id);
+      }
+      return waiting.length;
     },
 
     /** The completion as `chat.completion.chunk`s (see chat-view.ts). */

@@ -4,7 +4,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { sha256Hex } from '../../lib/hash.ts';
 import { newId, randomBase62 } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
-import { isScope, type Scope } from '../auth/scopes.ts';
+import { effectiveScopes, isScope, type Scope } from '../auth/scopes.ts';
 
 export const KEY_PATTERN = /^agk_[A-Za-z0-9]{40}$/;
 const PREFIX_LENGTH = 12;
@@ -12,6 +12,7 @@ const PREFIX_LENGTH = 12;
 export interface Principal {
   orgId: string;
   keyId: string;
+  /** What the key may do: its granted scopes and the narrower ones they include (domain/auth/scopes.ts). */
   scopes: ReadonlySet<Scope>;
   /** The key's Responses validation mode; null follows the deployment's AGENTRY_RESPONSES_COMPAT. */
   compat: CompatSetting | null;
@@ -74,7 +75,7 @@ async function lookupKey(
   return {
     orgId: row.org_id,
     keyId: row.id,
-    scopes: new Set(row.scopes.split(' ').filter(isScope)),
+    scopes: effectiveScopes(row.scopes.split(' ').filter(isScope)),
     compat: compatOf(row.compat),
     expiresAt: row.expires_at,
   };

@@ -150,7 +150,13 @@ export function createResponseService(deps: ResponseServiceDeps) {
     let sessionId = await sessionOf(trx, orgId, request, agent.id);
     const fresh = sessionId === null;
     if (sessionId === null)
-      sessionId = (await deps.sessions.create(orgId, { agentId: agent.id, id: newSessionId }, trx)).id;
+      sessionId = (
+        await deps.sessions.create(
+          orgId,
+          { agentId: agent.id, id: newSessionId, endUser: request.echo.safetyIdentifier ?? null },
+          trx,
+        )
+      ).id;
     const target = { orgId, sessionId, now };
 
     // What the conversation already holds: replayed items are skipped by id and by call_id.

@@ -20,6 +20,8 @@ export interface Session {
   agentId: string | null;
   title: string | null;
   status: SessionStatus;
+  /** The end user the session serves (per-user memories and credentials are theirs), null when none was named. */
+  endUser: string | null;
   conversationId: string;
   createdAt: string;
   updatedAt: string;
@@ -39,7 +41,8 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 );
 
 export function sessionFromRow(
-  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'>,
+  row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> &
+    Partial<Pick<SessionRow, 'end_user'>>,
 ): Session {
   return {
     id: row.id,
@@ -47,6 +50,7 @@ export function sessionFromRow(
     agentId: row.agent_id,
     title: row.title,
     status: row.status,
+    endUser: row.end_user ?? null,
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -85,7 +89,13 @@ export function createSessionService(deps: SessionServiceDeps) {
      */
     async create(
       orgId: string,
-      input: { agentId: string | null; title?: string; id?: string; metadata?: Record<string, string> },
+      input: {
+        agentId: string | null;
+        title?: string;
+        id?: string;
+        metadata?: Record<string, string>;
+        endUser?: string | null;
+      },
       db: Executor = deps.db,
     ): Promise<Session> {
       const agentId = input.agentId === null ? null : input.agentId.toLowerCase();
@@ -99,6 +109,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         org_id: orgId,
         agent_id: agentId,
         title: input.title ?? null,
+        end_user: input.endUser ?? null,
         status: 'idle' as const,
         created_at: now,
         updated_at: now,

@@ -58,6 +58,8 @@ export interface Lease {
   orgId: string;
   token: number;
   owner: string;
+  /** The end user the session serves (sessions.end_user), read with the claim: per-user tools use it. */
+  endUser: string | null;
   /** Set when a turn's last write also gave the session up (releaseWhenIdle): the worker holds nothing any more. */
   released?: boolean;
 }
@@ -132,7 +134,7 @@ const claimQuery = (named: boolean) =>
         // Re-checked here: on SQLite the sub-select and the update are one statement, on Postgres the row is locked.
         .where('work_pending', '=', 1)
         .where((eb) => claimable(eb, p))
-        .returning(['id', 'org_id', 'lease_token'])
+        .returning(['id', 'org_id', 'lease_token', 'end_user'])
     );
   });
 const claimNamed = claimQuery(true);
@@ -142,7 +144,8 @@ export async function claimSession(deps: LeaseDeps, now: number, sessionId?: str
   const params: ClaimParams = { now, owner: deps.owner, expiresAt: now + deps.leaseMs, sessionId: sessionId ?? '' };
   if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
   const row = await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
-  return row === undefined ? null : { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner };
+  if (row === undefined) return null;
+  return { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner, endUser: row.end_user };
 }
 
 /** Checks and extends the lease; on Postgres this also locks the session row for the rest of the transaction. */
@@ -193,10 +196,16 @@ export async function releaseWhenIdle(trx: Executor, lease: Lease): Promise<bool
 export async function leasesHeldBy(db: Executor, owner: string): Promise<Lease[]> {
   const rows = await db
     .selectFrom('sessions')
-    .select(['id', 'org_id', 'lease_token'])
+    .select(['id', 'org_id', 'lease_token', 'end_user'])
     .where('lease_owner', '=', owner)
     .execute();
-  return rows.map((row) => ({ sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner }));
+  return rows.map((row) => ({
+    sessionId: row.id,
+    orgId: row.org_id,
+    token: row.lease_token,
+    owner,
+    endUser: row.end_user,
+  }));
 }
 
 /** Lets another worker take the session at once (shutdown), keeping its work pending. */

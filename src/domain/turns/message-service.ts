@@ -43,7 +43,7 @@ export interface SubmitInput {
   sessionId: string;
   parts: { type: 'text'; text: string }[];
   idempotencyKey: string;
-  source?: 'sessions' | 'responses' | 'tasks';
+  source?: 'sessions' | 'responses' | 'tasks' | 'mcp';
   /** The structure of the reply (domain/output-format.ts wire shape); absent: the agent's output format. */
   outputFormat?: Record<string, unknown>;
 }

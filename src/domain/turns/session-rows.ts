@@ -21,7 +21,7 @@ export async function createSession(db: Executor, row: Insertable<SessionsTable>
  */
 export async function createHiddenSession(
   db: Executor,
-  session: { id: string; orgId: string; agentId: string; title: string | null; now: number },
+  session: { id: string; orgId: string; agentId: string; title: string | null; now: number; endUser?: string | null },
 ): Promise<void> {
   await createSession(db, {
     id: session.id,
@@ -32,6 +32,7 @@ export async function createHiddenSession(
     created_at: session.now,
     updated_at: session.now,
     hidden: 1,
+    end_user: session.endUser ?? null,
   });
 }
 

@@ -25,7 +25,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: { summary: 'List agents', tags, response: { 200: AgentList, ...errorResponses(401, 403) } },
     handler: async (request) => ({ data: await deps.agents.list(orgOf(request)) }),
   });
@@ -33,7 +33,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/agents',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Create an agent',
       description:
@@ -54,7 +54,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get an agent',
       description:
@@ -69,7 +69,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'PATCH',
     url: '/v1/agents/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Update an agent',
       description:
@@ -86,7 +86,7 @@ export function agentRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/agents/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Delete an agent',
       description: "409 while sessions reference the agent, and for the organization's default agent.",

@@ -62,7 +62,7 @@ export function chatCompletionRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/chat/completions',
-    config: { scopes: ['tasks:write', 'tasks:read'], openaiParameters: true },
+    config: { scopes: ['sessions:write', 'sessions:read'], openaiParameters: true },
     schema: {
       summary: 'Create a chat completion',
       description:

@@ -33,7 +33,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/conversations',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Create a conversation',
       description:
@@ -55,7 +55,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/conversations/:conversation_id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a conversation',
       description: 'The Conversation of a Session (conv_ + the session id).',
@@ -70,7 +70,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/conversations/:conversation_id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Update a conversation',
       description: "Replaces the Conversation's metadata.",
@@ -90,7 +90,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/conversations/:conversation_id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Delete a conversation',
       description: 'Deletes the Conversation and its Session, cancelling its unfinished turns first.',
@@ -106,7 +106,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/conversations/:conversation_id/items',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'List conversation items',
       description:
@@ -129,7 +129,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/conversations/:conversation_id/items/:item_id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a conversation item',
       description: 'One item of the item list, by its id.',
@@ -148,7 +148,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/conversations/:conversation_id/items/:item_id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Delete a conversation item',
       description:
@@ -169,7 +169,7 @@ export function conversationRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/conversations/:conversation_id/items',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Add conversation items',
       description:

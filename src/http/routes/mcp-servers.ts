@@ -21,7 +21,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/mcp_servers',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Register an MCP server',
       description:
@@ -36,7 +36,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/mcp_servers',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List MCP servers',
       description: 'Newest first; pass last_id as after for the next page.',
@@ -53,7 +53,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/mcp_servers/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get an MCP server',
       description: 'With its cached tool list and when it was fetched; header values are never returned.',
@@ -67,7 +67,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/mcp_servers/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Update an MCP server',
       description:
@@ -83,7 +83,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/mcp_servers/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Delete an MCP server',
       description: '409 mcp_server_in_use while an agent uses it (the message names the agents).',
@@ -97,7 +97,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/mcp_servers/:id/refresh',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'List the tools of an MCP server again',
       description:

@@ -23,7 +23,7 @@ export function messageRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/sessions/:id/messages',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'List messages',
       description: 'The transcript in submission order.',
@@ -38,7 +38,7 @@ export function messageRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/sessions/:id/messages',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Submit a message',
       description:
@@ -69,7 +69,7 @@ export function messageRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/sessions/:id/messages/:messageId',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a message',
       description:
@@ -113,7 +113,7 @@ export function messageRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/sessions/:id/messages/:messageId/answer',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Answer a question or decide a tool approval',
       description:
@@ -136,7 +136,7 @@ export function messageRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/sessions/:id/interrupt',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Interrupt the active turn',
       description: 'interrupting when a turn is active (it ends cancelled within a second), no_turn otherwise.',

@@ -60,7 +60,7 @@ export function modelRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/models',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'List models',
       description:
@@ -74,7 +74,7 @@ export function modelRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/models/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a model',
       description:

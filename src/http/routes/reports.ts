@@ -21,7 +21,7 @@ export function reportRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/reports',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List the reports of an agent',
       description: 'The Markdown and HTML files in reports/ of the agent workspace (written by build_report), by name.',
@@ -35,7 +35,7 @@ export function reportRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/:id/reports/:name',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Download a report of an agent',
       tags,

@@ -138,7 +138,7 @@ export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/responses',
-    config: { scopes: ['tasks:write', 'tasks:read'] },
+    config: { scopes: ['sessions:write', 'sessions:read'] },
     schema: {
       summary: 'Create a response',
       description:
@@ -187,7 +187,7 @@ export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/responses/input_tokens',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Count input tokens',
       description:
@@ -210,7 +210,7 @@ export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/responses/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a response',
       description:
@@ -248,7 +248,7 @@ export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/responses/:id/input_items',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'List the input items of a response',
       description:
@@ -271,7 +271,7 @@ export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/responses/:id/cancel',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Cancel a response',
       description:
@@ -287,7 +287,7 @@ export function responseRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/responses/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Delete a response',
       description:

@@ -15,7 +15,7 @@ export function runRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/runs',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'List runs',
       description:
@@ -40,7 +40,7 @@ export function runRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/runs/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a run',
       description: 'Identity, status, bounded input/output previews, usage and cost of one run.',
@@ -54,7 +54,7 @@ export function runRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/runs/:id/trace',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get the trace of a run',
       description: 'Agent steps, model calls and tool calls of the run, parent-first (pre-order), cursor-paginated.',
@@ -76,7 +76,7 @@ export function runRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/responses/:id/trace',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get the trace of a response',
       description: 'The trace of the run behind a Response (resp_ + its message id); same spans as the run trace.',

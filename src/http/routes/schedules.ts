@@ -29,7 +29,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/schedules',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Create a schedule',
       description:
@@ -49,7 +49,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/schedules',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List schedules',
       description: 'Newest first. Cursor-paginated: pass next_cursor as cursor while has_more is true.',
@@ -63,7 +63,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/schedules/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get a schedule',
       description: 'With next_run_at and the next few fire times.',
@@ -77,7 +77,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/schedules/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Update a schedule',
       description:
@@ -93,7 +93,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/schedules/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Delete a schedule',
       description: 'Deletes the schedule and its run history; turns already submitted finish in their sessions.',
@@ -107,7 +107,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/schedules/:id/run',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Run a schedule now',
       description:
@@ -128,7 +128,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/schedules/:schedule_id/runs',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List the runs of a schedule',
       description: 'Newest first. Cursor-paginated: pass next_cursor as cursor while has_more is true.',
@@ -143,7 +143,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/schedules/:schedule_id/runs/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'Get a schedule run',
       description:

@@ -22,7 +22,7 @@ export function sessionFollowUpRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/agents/sessions/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a session (webhook follow-up)',
       description: `Beta: requires the header ${BETA_HEADER}: ${BETA_VALUE}. The Session a notification names, with required_actions listing the pending calls of its waiting turns.`,

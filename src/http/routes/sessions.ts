@@ -10,7 +10,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/sessions',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'List sessions',
       description: 'Newest first; filter by agentId.',
@@ -27,7 +27,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/sessions',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Create a session',
       description: 'Creates an idle Session of an Agent; execution starts with its first Message.',
@@ -50,7 +50,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/sessions/:id',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Get a session',
       tags,
@@ -63,7 +63,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/sessions/:id',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['sessions:write'] },
     schema: {
       summary: 'Delete a session',
       description: 'Interrupts its active turn first; the agent and its workspace remain.',

@@ -25,7 +25,7 @@ export function streamRoutes(app: App, deps: Deps, hub: StreamHub): void {
   app.route({
     method: 'GET',
     url: '/v1/sessions/:id/stream',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['sessions:read'] },
     schema: {
       summary: 'Stream session events',
       description: `text/event-stream of SessionEvent JSON objects, one per data line, with heartbeat comments. Send Last-Event-ID to replay missed persisted events (up to ${REPLAY_LIMIT}).`,

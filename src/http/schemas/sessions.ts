@@ -11,6 +11,10 @@ export const Session = Type.Object(
     }),
     title: Type.Union([Type.String(), Type.Null()]),
     status: StringEnum(SESSION_STATUSES),
+    endUser: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it",
+    }),
     conversationId: Type.String({ description: 'conv_ + the session id; the Conversation of /v1/responses' }),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
@@ -33,6 +37,17 @@ export const SessionListQuery = Type.Object(
 );
 
 export const SessionCreateBody = Type.Object(
-  { agentId: Uuid, title: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK })) },
+  {
+    agentId: Uuid,
+    title: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK })),
+    endUser: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        pattern: NON_BLANK,
+        description: 'Extension: the end user the session serves (their memories and credentials are used)',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );

@@ -23,6 +23,8 @@ import { withoutRowid } from './0021-without-rowid.ts';
 import { agentContextPolicy } from './0022-agent-context-policy.ts';
 import { cachedInputTokens } from './0023-cached-input-tokens.ts';
 import { compaction } from './0024-compaction.ts';
+import { sessionEndUser } from './0029-session-end-user.ts';
+import { waitingMessages } from './0030-waiting-messages.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -51,6 +53,8 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0022-agent-context-policy': agentContextPolicy,
   '0023-cached-input-tokens': cachedInputTokens,
   '0024-compaction': compaction,
+  '0029-session-end-user': sessionEndUser,
+  '0030-waiting-messages': waitingMessages,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -42,6 +42,7 @@ describe('built-in tool arguments', () => {
       orgId: 'o',
       agentId: 'a',
       sessionId: 's',
+      endUser: null,
       messageId: 'm',
       runId: 'r',
       callId: 'c',

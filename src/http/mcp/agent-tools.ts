@@ -1,0 +1,351 @@
+/**
+ * The MCP tools Agentry serves (docs/mcp-server.md): at /v1/mcp, `list_agents` and `message_agent` over every agent
+ * of the key's organization; at /v1/agents/{id}/mcp, one `message` tool for that agent. A call runs one turn of the
+ * agent (domain/protocol-turns/), in a new Session or in the `session_id` the caller continues, and answers its
+ * reply with the ids to read or continue it.
+ *
+ * While the turn runs, a caller that sent a progressToken gets the turn's tool events (and a beat every few seconds)
+ * as progress notifications, which also keep its request alive. A cancelled call cancels the turn. A question the
+ * agent asks becomes an elicitation (an `input_required` result, which the SDK turns into an elicitation request on
+ * 2025-era sessions) when the client can elicit; otherwise the result says what is pending and how to answer it.
+ */
+import {
+  type CallToolResult,
+  fromJsonSchema,
+  type InputRequests,
+  type InputRequiredResult,
+  inputRequired,
+  inputResponse,
+  McpServer,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import type { Agent } from '../../domain/agents/agent-types.ts';
+import type { ProtocolTurns, TurnToolEvent } from '../../domain/protocol-turns/protocol-turns.ts';
+import type { Message, RequiredAction } from '../../domain/turns/message-types.ts';
+import { AppError } from '../../errors/app-error.ts';
+import { errorCatalog } from '../../errors/catalog.ts';
+import { isArrayOf, isJsonObject } from '../../lib/guards.ts';
+
+export interface AgentToolDeps {
+  turns: ProtocolTurns;
+  /** The agents of an organization (for `list_agents` and to resolve `agent`). */
+  listAgents(orgId: string): Promise<Agent[]>;
+  /** Logs what a caller must not see (an internal error of a call). */
+  logError(error: unknown): void;
+  /** How often a progress beat is sent while the turn shows nothing (ms). */
+  beatMs: number;
+  version: string;
+}
+
+/** What an endpoint serves: the whole organization, or one of its agents. */
+export type ToolScope = { orgId: string; agent: null } | { orgId: string; agent: Agent };
+
+type ToolResult = CallToolResult | InputRequiredResult;
+
+const SESSION_ID = {
+  type: 'string',
+  maxLength: 100,
+  description:
+    'Continue this Session (returned as session_id by an earlier call); omit to start a new conversation with the agent.',
+};
+const MESSAGE = { type: 'string', minLength: 1, maxLength: 1_000_000, description: 'What to tell the agent.' };
+
+const OUTPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    session_id: { type: 'string', description: 'The Session of the turn: pass it back to continue the conversation' },
+    message_id: { type: 'string', description: 'The turn: GET /v1/sessions/{session_id}/messages/{message_id}' },
+    run_id: { type: 'string', description: 'The Run that records and traces the turn (source `mcp`)' },
+    status: { type: 'string', enum: ['completed', 'failed', 'cancelled', 'requires_action', 'running', 'queued'] },
+    text: { type: ['string', 'null'], description: "The agent's reply (null unless completed)" },
+    error: { type: ['object', 'null'] },
+    pending: { type: 'array', description: 'What the turn waits for (status requires_action)' },
+  },
+  required: ['session_id', 'message_id', 'run_id', 'status', 'text'],
+};
+
+/** The state an `input_required` result hands the client, echoed back with its answers. */
+interface QuestionState {
+  sessionId: string;
+  messageId: string;
+  actionIds: number[];
+}
+
+function parseState(raw: unknown): QuestionState | null {
+  if (typeof raw !== 'string' || raw.length > 1000) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!isJsonObject(value)) return null;
+  const { sessionId, messageId, actionIds } = value;
+  if (typeof sessionId !== 'string' || typeof messageId !== 'string') return null;
+  if (!isArrayOf(actionIds, (id): id is number => Number.isInteger(id))) return null;
+  return { sessionId, messageId, actionIds };
+}
+
+const questionKey = (actionId: number) => `question_${actionId}`;
+
+function replyText(message: Message): string {
+  return (message.response?.parts ?? []).map((part) => part.text).join('');
+}
+
+function describeEvent(event: TurnToolEvent): string {
+  if (event.type === 'tool_call') return `calling ${event.name}`;
+  if (event.type === 'tool_result') return `${event.name} ${event.isError ? 'failed' : 'done'}`;
+  return event.message === undefined ? `${event.name} running` : `${event.name}: ${event.message}`;
+}
+
+function pendingText(sessionId: string, message: Message): string {
+  const lines = message.requiredActions.map((action: RequiredAction) => {
+    if (action.type === 'ask_user_question') return `- question (actionId ${action.actionId}): ${action.question}`;
+    if (action.type === 'tool_approval') {
+      return `- approval of ${action.tool} (actionId ${action.actionId}) with arguments ${action.arguments}`;
+    }
+    return `- output of the client tool ${action.name} (call ${action.callId})`;
+  });
+  const base = `/v1/sessions/${sessionId}/messages/${message.id}`;
+  return [
+    'The agent is waiting for:',
+    ...lines,
+    `Answer a question or decide an approval with POST ${base}/answer {"actionId": <id>, "answer": <answer>}, then read the reply with GET ${base}?wait=60 (see docs/mcp-server.md).`,
+  ].join('\n');
+}
+
+/** The tool result for a settled (or abandoned) turn. */
+function resultOf(sessionId: string, message: Message): CallToolResult {
+  const text = message.status === 'completed' ? replyText(message) : null;
+  const structured: Record<string, unknown> = {
+    session_id: sessionId,
+    message_id: message.id,
+    run_id: message.runId,
+    status: message.status,
+    text,
+    error: message.error,
+  };
+  if (message.status === 'completed') {
+    return { content: [{ type: 'text', text: text ?? '' }], structuredContent: structured };
+  }
+  if (message.status === 'requires_action') {
+    structured.pending = message.requiredActions;
+    return { content: [{ type: 'text', text: pendingText(sessionId, message) }], structuredContent: structured };
+  }
+  const reason =
+    message.status === 'failed'
+      ? `The turn failed: ${message.error?.message ?? 'no reason given'}`
+      : message.status === 'cancelled'
+        ? 'The turn was cancelled.'
+        : `The turn is still ${message.status}; read it with GET /v1/sessions/${sessionId}/messages/${message.id}?wait=60.`;
+  return { content: [{ type: 'text', text: reason }], structuredContent: structured, isError: true };
+}
+
+const errorResult = (text: string): CallToolResult => ({ content: [{ type: 'text', text }], isError: true });
+
+/** The elicitation of every question the turn waits for, or null when it waits for something else too. */
+function questionsOf(sessionId: string, message: Message): ToolResult | null {
+  const questions = message.requiredActions.flatMap((action) => (action.type === 'ask_user_question' ? [action] : []));
+  if (questions.length === 0 || questions.length !== message.requiredActions.length) return null;
+  const inputRequests: InputRequests = {};
+  for (const question of questions) {
+    const options = (question.options ?? []).filter((option): option is string => typeof option === 'string');
+    inputRequests[questionKey(question.actionId)] = inputRequired.elicit({
+      message: question.question,
+      requestedSchema: {
+        type: 'object',
+        properties: {
+          answer: {
+            type: 'string',
+            title: 'Answer',
+            description: question.question,
+            ...(options.length === 0 ? {} : { enum: options }),
+          },
+        },
+        required: ['answer'],
+      },
+    });
+  }
+  const state: QuestionState = { sessionId, messageId: message.id, actionIds: questions.map((q) => q.actionId) };
+  return inputRequired({ inputRequests, requestState: JSON.stringify(state) });
+}
+
+export function createAgentTools(deps: AgentToolDeps) {
+  const { turns } = deps;
+
+  /** Follows the turn to where it settles, with progress for the caller and cancellation when the call is. */
+  async function follow(ctx: ServerContext, server: McpServer, orgId: string, sessionId: string, messageId: string) {
+    const signal = ctx.mcpReq.signal;
+    const token = ctx.mcpReq._meta?.progressToken;
+    let progress = 0;
+    const notify = (message: string) => {
+      if (token === undefined) return;
+      progress += 1;
+      ctx.mcpReq
+        .notify({ method: 'notifications/progress', params: { progressToken: token, progress, message } })
+        .catch(() => {});
+    };
+    // First, where the turn is: a client that loses the call (a closed connection, a restart) reads it there.
+    notify(`session_id ${sessionId} message_id ${messageId}`);
+    const beat = token === undefined ? null : setInterval(() => notify('running'), deps.beatMs);
+    const target = { sessionId, messageId };
+    try {
+      const message = await turns.follow(orgId, target, {
+        signal,
+        ...(token === undefined ? {} : { onToolEvent: (event: TurnToolEvent) => notify(describeEvent(event)) }),
+      });
+      if (signal.aborted && message.status !== 'completed') {
+        await turns.cancel(orgId, messageId);
+        return errorResult('The call was cancelled; so is the turn.');
+      }
+      if (message.status === 'requires_action' && server.server.getClientCapabilities()?.elicitation !== undefined) {
+        const asked = questionsOf(sessionId, message);
+        if (asked !== null) return asked;
+      }
+      return resultOf(sessionId, message);
+    } finally {
+      if (beat !== null) clearInterval(beat);
+    }
+  }
+
+  /** A retried call carrying the answers to the questions of an earlier `input_required` result. */
+  async function resume(ctx: ServerContext, server: McpServer, orgId: string, state: QuestionState) {
+    // The state only names a turn of the caller's organization (answer() checks it); a key that can call these
+    // tools can answer any question of its organization through the HTTP API as well.
+    for (const actionId of state.actionIds) {
+      const view = inputResponse(ctx.mcpReq.inputResponses, questionKey(actionId));
+      const answer = view.kind === 'elicit' && view.action === 'accept' ? view.content?.answer : undefined;
+      if (typeof answer !== 'string') {
+        await turns.cancel(orgId, state.messageId);
+        return errorResult('The question was not answered; the turn is cancelled.');
+      }
+      await turns.answer(orgId, state, actionId, answer);
+    }
+    return follow(ctx, server, orgId, state.sessionId, state.messageId);
+  }
+
+  /** Runs one turn of `agent` for a call (or resumes the one whose questions the call answers). */
+  async function message(
+    ctx: ServerContext,
+    server: McpServer,
+    scope: { orgId: string; agent: Agent },
+    args: { message: string; session_id?: string | undefined },
+  ): Promise<ToolResult> {
+    const { orgId } = scope;
+    try {
+      const state = ctx.mcpReq.inputResponses === undefined ? null : parseState(ctx.mcpReq.requestState());
+      if (state !== null) return await resume(ctx, server, orgId, state);
+      const started = await turns.start({
+        orgId,
+        agentId: scope.agent.id,
+        sessionId: args.session_id === undefined ? null : args.session_id.toLowerCase(),
+        text: args.message,
+        source: 'mcp',
+      });
+      return await follow(ctx, server, orgId, started.sessionId, started.message.id);
+    } catch (error) {
+      if (error instanceof AppError && errorCatalog[error.code].status < 500) return errorResult(error.message);
+      deps.logError(error);
+      return errorResult('The call failed on the server; it can be retried.');
+    }
+  }
+
+  function agentTool(server: McpServer, scope: { orgId: string; agent: Agent }) {
+    const { agent } = scope;
+    server.registerTool(
+      'message',
+      {
+        title: agent.name,
+        description: `Send a message to the agent "${agent.name}"${agent.description === null ? '' : ` (${agent.description})`} and get its reply. Each call without session_id starts a new conversation.`,
+        inputSchema: fromJsonSchema<{ message: string; session_id?: string }>({
+          type: 'object',
+          properties: { message: MESSAGE, session_id: SESSION_ID },
+          required: ['message'],
+          additionalProperties: false,
+        }),
+        outputSchema: fromJsonSchema<Record<string, unknown>>(OUTPUT_SCHEMA),
+      },
+      (args, ctx) => message(ctx, server, scope, args),
+    );
+  }
+
+  function orgTools(server: McpServer, orgId: string) {
+    server.registerTool(
+      'list_agents',
+      {
+        title: 'List agents',
+        description: 'The agents you can message with message_agent: id, name, description and model.',
+        inputSchema: fromJsonSchema<Record<string, never>>({ type: 'object', additionalProperties: false }),
+        annotations: { readOnlyHint: true },
+      },
+      async () => {
+        const agents = (await deps.listAgents(orgId)).map((agent) => ({
+          id: agent.id,
+          name: agent.name,
+          description: agent.description,
+          model: agent.model,
+        }));
+        return {
+          content: [{ type: 'text', text: JSON.stringify(agents) }],
+          structuredContent: { agents },
+        };
+      },
+    );
+    server.registerTool(
+      'message_agent',
+      {
+        title: 'Message an agent',
+        description:
+          'Send a message to one of your agents (by id or name, see list_agents) and get its reply. Each call without session_id starts a new conversation.',
+        inputSchema: fromJsonSchema<{ agent: string; message: string; session_id?: string }>({
+          type: 'object',
+          properties: {
+            agent: { type: 'string', minLength: 1, maxLength: 200, description: 'The id or the name of the agent' },
+            message: MESSAGE,
+            session_id: SESSION_ID,
+          },
+          required: ['agent', 'message'],
+          additionalProperties: false,
+        }),
+        outputSchema: fromJsonSchema<Record<string, unknown>>(OUTPUT_SCHEMA),
+      },
+      async (args, ctx) => {
+        const agents = await deps.listAgents(orgId);
+        const wanted = args.agent.toLowerCase();
+        const byId = agents.find((agent) => agent.id === wanted);
+        const named = agents.filter((agent) => agent.name === args.agent);
+        const agent = byId ?? (named.length === 1 ? named[0] : undefined);
+        if (agent === undefined) {
+          return errorResult(
+            named.length > 1
+              ? `several agents are named ${JSON.stringify(args.agent)}: use the id (list_agents)`
+              : `no agent has the id or name ${JSON.stringify(args.agent.slice(0, 200))} (list_agents lists them)`,
+          );
+        }
+        return message(ctx, server, { orgId, agent }, args);
+      },
+    );
+  }
+
+  return {
+    /** A fresh server for one request (or one 2025-era session) of `scope`. */
+    server(scope: ToolScope): McpServer {
+      const name = scope.agent === null ? 'agentry' : `agentry-agent-${scope.agent.name}`;
+      const server = new McpServer(
+        { name, version: deps.version },
+        {
+          capabilities: { tools: {} },
+          instructions:
+            scope.agent === null
+              ? 'Agentry: list your agents with list_agents, talk to one with message_agent.'
+              : `Agentry agent "${scope.agent.name}": talk to it with the message tool.`,
+        },
+      );
+      if (scope.agent === null) orgTools(server, scope.orgId);
+      else agentTool(server, { orgId: scope.orgId, agent: scope.agent });
+      return server;
+    },
+  };
+}
+
+export type AgentTools = ReturnType<typeof createAgentTools>;

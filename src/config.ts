@@ -94,6 +94,11 @@ export interface Config {
   sseHeartbeatMs: number;
   allowInsecureDestinations: boolean;
   /**
+   * AGENTRY_PUBLIC_URL: where people and other servers reach this deployment (no trailing slash). MCP sign-in
+   * redirects to `<it>/v1/oauth/callback`; null: MCP servers cannot be connected with OAuth.
+   */
+  publicUrl: string | null;
+  /**
    * Which validation the Responses and Conversations routes apply when neither the request (Agentry-Compat) nor its
    * API key fixes it: `auto` (the default) and `openai` give every client compatibility mode, `strict` the spec body.
    */
@@ -704,6 +709,7 @@ export function loadConfig(env: Env = process.env): Config {
     mcpAllowedOrigins: hostNames(env, 'AGENTRY_MCP_ALLOWED_ORIGINS'),
     sseHeartbeatMs: int(env, 'AGENTRY_SSE_HEARTBEAT_MS', 15_000, 10, 3600_000),
     allowInsecureDestinations: bool(env, 'AGENTRY_ALLOW_INSECURE_DESTINATIONS', false),
+    publicUrl: url(env, 'AGENTRY_PUBLIC_URL', ['https:', 'http:'])?.replace(/\/+$/, '') ?? null,
     responsesCompat: oneOf(env, 'AGENTRY_RESPONSES_COMPAT', COMPAT_SETTINGS, 'auto'),
     responsesStreamEvents: oneOf(env, 'AGENTRY_RESPONSES_STREAM_EVENTS', ['all', 'standard'] as const, 'all'),
     workerConcurrency: int(env, 'AGENTRY_WORKER_CONCURRENCY', 64, 1, 10_000),

@@ -14,6 +14,8 @@ import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
 import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
+import { type CredentialVault, createCredentialVault } from './domain/mcp-servers/credential-vault.ts';
+import { createMcpOAuthService, type McpOAuthService } from './domain/mcp-servers/mcp-oauth-service.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { type Authenticator, createAuthenticator } from './domain/orgs/api-keys.ts';
@@ -98,6 +100,10 @@ export interface Deps {
   /** Encrypts the secrets stored in the database (connector headers, webhook secrets) and opens them for use. */
   secrets: SecretBox;
   mcpServers: McpServerService;
+  /** MCP sign-in (docs/mcp-auth.md): starting an authorization, its callback, the client metadata document. */
+  mcpOAuth: McpOAuthService;
+  /** The credential vault of MCP connectors. */
+  mcpCredentials: CredentialVault;
   /** The tool layer: every turn's tools and every accepted message's tool warnings. */
   tools: ToolRegistry;
   /** Agent workspaces and sandboxed commands (docs/sandbox.md). */
@@ -278,12 +284,25 @@ export async function buildDeps(
   const connectorPool = createMcpPool({ ...mcpClient, fetch: guardedFetch });
   const toolkitPool = createMcpPool({ ...mcpClient, fetch: toolkitFetch });
   const pools: McpPool[] = [connectorPool, toolkitPool];
+  const discover = createDiscover({ ...mcpClient, fetch: guardedFetch });
   const mcpServers = createMcpServerService({
     db,
     clock,
     store: mcpStore,
-    discover: createDiscover({ ...mcpClient, fetch: guardedFetch }),
+    discover,
     allowInsecureDestinations: config.allowInsecureDestinations,
+  });
+  // OAuth requests (discovery, registration, tokens) go through the same egress guard as the connections.
+  const mcpCredentials = createCredentialVault({ secrets, clock, fetch: guardedFetch, subscriptions, logger });
+  const mcpOAuth = createMcpOAuthService({
+    db,
+    clock,
+    secrets,
+    store: mcpStore,
+    vault: mcpCredentials,
+    discover,
+    fetch: guardedFetch,
+    publicUrl: config.publicUrl,
   });
   const sandbox = await createSandboxRuntime({
     dataDir: config.dataDir,
@@ -312,6 +331,7 @@ export async function buildDeps(
       clock,
       logger,
       store: mcpStore,
+      credentials: mcpCredentials,
       cache: createToolListCache({ clock, defaultTtlMs: config.mcpToolsTtlMs, logger }),
       connectorPool,
       toolkitPool,
@@ -430,6 +450,8 @@ export async function buildDeps(
     webhooks,
     secrets,
     mcpServers,
+    mcpOAuth,
+    mcpCredentials,
     tools,
     sandbox,
     reports: createReportService({ agents, runtime: sandbox }),

@@ -127,6 +127,15 @@ async function writeWebhookEvents(
   );
 }
 
+/** Webhook events of a change that concerns no session (e.g. a connector's credential failed). */
+export async function recordWebhookEvents(
+  trx: Executor,
+  target: { orgId: string; now: number },
+  webhooks: WebhookBatch,
+): Promise<void> {
+  if (webhooks.events.length > 0) await writeWebhookEvents(trx, target, webhooks);
+}
+
 const eventRows = (db: Executor, sessionId: string, afterSeq: number, order: 'asc' | 'desc', limit: number) =>
   db
     .selectFrom('session_events')

@@ -102,7 +102,12 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
   const resolved = await configFor(deps.db, message);
   const tools = await deps.tools.resolve(
     resolved.agent,
-    { orgId: message.org_id, agentId: message.agent_id, db: deps.db },
+    {
+      orgId: message.org_id,
+      agentId: message.agent_id,
+      db: deps.db,
+      endUser: context.lease.endUser ?? endUserOf(message),
+    },
     context.signal,
   );
   const turn: Turn = Object.assign(context, resolved, { tools });
@@ -111,6 +116,15 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
     await reportToolFailures(turn, tools.failures);
   }
   return turn;
+}
+
+/**
+ * The end user a turn's own request names (a Response's or chat completion's `safety_identifier`, or `user`): the
+ * turn acts for it when its session names none.
+ */
+function endUserOf(message: MessageRow): string | null {
+  if (message.options === null) return null;
+  return parseJsonColumn(message.options, isMessageOptions, 'messages.options').echo?.safetyIdentifier ?? null;
 }
 
 /** The agent's config at turn start plus this message's own options (Responses compatibility mode). */

@@ -107,6 +107,18 @@ export const errorCatalog = {
     description:
       'The organization already has an MCP server at this URL (one connector per URL; agents with that URL reuse it).',
   },
+  mcp_oauth_not_configured: {
+    status: 409,
+    type: 'conflict_error',
+    description:
+      'MCP servers cannot be connected with OAuth on this deployment: AGENTRY_PUBLIC_URL (where the authorization server sends the browser back) is not set.',
+  },
+  mcp_authorization_failed: {
+    status: 400,
+    type: 'invalid_request_error',
+    description:
+      'GET /v1/oauth/callback could not complete a sign-in: the state is unknown, used or expired, the authorization server answered an error or the wrong issuer, or it refused the code; the message says which. Start again with POST /v1/mcp_servers/{id}/connect.',
+  },
   mcp_server_in_use: {
     status: 409,
     type: 'conflict_error',
@@ -163,6 +175,12 @@ export const errorCatalog = {
     type: 'server_error',
     description:
       "POST /v1/mcp_servers/{id}/refresh could not list the server's tools (connection, authentication, protocol or timeout); the message says which, and the connector keeps its last list and shows the error in last_error.",
+  },
+  mcp_authorization_unavailable: {
+    status: 502,
+    type: 'server_error',
+    description:
+      'POST /v1/mcp_servers/{id}/connect could not start a sign-in: the MCP server or its authorization server could not be discovered, or client registration failed; the message says which.',
   },
   internal_error: {
     status: 500,

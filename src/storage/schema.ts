@@ -305,8 +305,44 @@ export interface McpServersTable {
   tools_ttl_ms: number | null;
   /** JSON {code, message}. */
   last_error: string | null;
+  /** `none` | `oauth` (migration 0028). */
+  auth: ColumnType<string, string | undefined, string>;
+  /** Sealed JSON OAuth client {client_id, client_secret?, issuer?, registered?}; never returned. */
+  oauth_client: ColumnType<string | null, string | null | undefined, string | null>;
+  oauth_scope: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Millis;
   updated_at: Millis;
+}
+
+/** The credential vault (migration 0028): one credential per (connector, end user; '' = the organization). */
+export interface McpCredentialsTable {
+  id: string;
+  org_id: string;
+  server_id: string;
+  end_user: string;
+  /** The connector URL the credential was issued for. */
+  server_url: string;
+  kind: string;
+  /** Sealed JSON tokens or headers; never logged, never returned. */
+  secret: string;
+  expires_at: Millis | null;
+  status: string;
+  /** Held by a worker refreshing the credential until then. */
+  lock_until: Millis | null;
+  version: number;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+/** Authorizations started and not yet completed (migration 0028). */
+export interface McpOauthStatesTable {
+  state: string;
+  org_id: string;
+  server_id: string;
+  end_user: string;
+  secret: string;
+  expires_at: Millis;
+  created_at: Millis;
 }
 
 export interface AgentMcpServersTable {
@@ -497,6 +533,8 @@ export interface Database {
   files: FilesTable;
   mcp_servers: McpServersTable;
   agent_mcp_servers: AgentMcpServersTable;
+  mcp_credentials: McpCredentialsTable;
+  mcp_oauth_states: McpOauthStatesTable;
   tasks: TasksTable;
   task_prompts: TaskPromptsTable;
   legacy_webhooks: LegacyWebhooksTable;
@@ -524,6 +562,8 @@ export type SpanRow = Selectable<SpansTable>;
 export type FileRow = Selectable<FilesTable>;
 export type ToolApprovalRow = Selectable<ToolApprovalsTable>;
 export type McpServerRow = Selectable<McpServersTable>;
+export type McpCredentialRow = Selectable<McpCredentialsTable>;
+export type McpOauthStateRow = Selectable<McpOauthStatesTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

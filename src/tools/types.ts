@@ -101,6 +101,8 @@ export interface ToolScope {
   orgId: string;
   agentId: string;
   db: Executor;
+  /** The end user the turn acts for (a Response's `safety_identifier`/`user`): whose connector credentials apply. */
+  endUser?: string | null;
 }
 
 /** A server's tools, loaded for one turn. */

@@ -19,6 +19,8 @@ export interface ShellRequest {
 
 export interface ShellOptions {
   auth?: string | undefined;
+  /** Runs before the Authorization check: true when it answered the request itself (e.g. an OAuth bearer check). */
+  guard?: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
   port?: number | undefined;
   state: McpServerState;
   route(request: ShellRequest): Promise<void>;
@@ -68,6 +70,7 @@ export async function startShell(options: ShellOptions): Promise<Shell> {
         return;
       }
       options.state.http.push(`${req.method ?? 'GET'} ${url.pathname}`);
+      if (options.guard?.(req, res) === true) return;
       if (options.auth !== undefined && req.headers.authorization !== options.auth) {
         res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="mcp-test"' });
         res.end(JSON.stringify({ error: 'unauthorized' }));

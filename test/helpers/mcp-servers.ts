@@ -9,7 +9,7 @@
  */
 import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
 import { WAIT_MS } from './deadlines.ts';
-import { type Shell, type ShellRequest, serveWeb, startShell } from './mcp-http-shell.ts';
+import { type Shell, type ShellOptions, type ShellRequest, serveWeb, startShell } from './mcp-http-shell.ts';
 import { startLegacyRoutes } from './mcp-legacy-server.ts';
 import {
   emptyState,
@@ -32,6 +32,8 @@ export interface McpTestServerOptions extends ToolTableOptions {
   auth?: string;
   /** Port on 127.0.0.1 (default 0: any free port). */
   port?: number;
+  /** Answers a request before the MCP code when it returns true (an OAuth resource server's checks). */
+  guard?: ShellOptions['guard'];
 }
 
 export interface ModernMcpServerOptions extends McpTestServerOptions {
@@ -167,6 +169,7 @@ export async function startModernMcpServer(options: ModernMcpServerOptions = {})
   });
   const shell = await startShell({
     auth: options.auth,
+    guard: options.guard,
     port: options.port,
     state: core.state,
     route: async (request: ShellRequest) => {

@@ -5734,6 +5734,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: {
+                                /** @description oauth: connections carry a credential from the vault (POST /v1/mcp_servers/{id}/connect) */
+                                auth: "none" | "oauth";
                                 /** @description Unix time in seconds */
                                 created_at: number;
                                 /** @description Names of the static headers; values are never returned */
@@ -5749,6 +5751,14 @@ export interface paths {
                                     message: string;
                                 } | null;
                                 name: string;
+                                /** @description OAuth settings (auth oauth); secrets are never returned */
+                                oauth: {
+                                    /** @description The client Agentry uses at the authorization server, once known */
+                                    client_id: string | null;
+                                    /** @description How the client is known to the authorization server; null: not yet, or by the Client ID Metadata Document */
+                                    registration: "pre_registered" | "dynamic" | null;
+                                    scope: string | null;
+                                } | null;
                                 /** @enum {string} */
                                 object: "mcp_server";
                                 /** @description The MCP protocol negotiated: 2026-07-28, streamable-http-2025 or sse-2024 */
@@ -5828,6 +5838,15 @@ export interface paths {
                             [key: string]: string;
                         };
                         name: string;
+                        /** @description The server signs in with OAuth (docs/mcp-auth.md): it is registered without listing its tools, which happens once connected. Without client_id Agentry registers itself (Client ID Metadata Document, else dynamic registration). */
+                        oauth?: {
+                            /** @description A client id registered beforehand at the authorization server */
+                            client_id?: string;
+                            /** @description Its secret, for a confidential client. Stored encrypted; never returned */
+                            client_secret?: string;
+                            /** @description Space-separated scopes to ask for */
+                            scope?: string;
+                        };
                         /**
                          * Format: uri
                          * @description Streamable-HTTP (or legacy SSE) MCP endpoint: public HTTPS, no credentials, no fragment, no private destination
@@ -5844,6 +5863,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description oauth: connections carry a credential from the vault (POST /v1/mcp_servers/{id}/connect) */
+                            auth: "none" | "oauth";
                             /** @description Unix time in seconds */
                             created_at: number;
                             /** @description Names of the static headers; values are never returned */
@@ -5859,6 +5880,14 @@ export interface paths {
                                 message: string;
                             } | null;
                             name: string;
+                            /** @description OAuth settings (auth oauth); secrets are never returned */
+                            oauth: {
+                                /** @description The client Agentry uses at the authorization server, once known */
+                                client_id: string | null;
+                                /** @description How the client is known to the authorization server; null: not yet, or by the Client ID Metadata Document */
+                                registration: "pre_registered" | "dynamic" | null;
+                                scope: string | null;
+                            } | null;
                             /** @enum {string} */
                             object: "mcp_server";
                             /** @description The MCP protocol negotiated: 2026-07-28, streamable-http-2025 or sse-2024 */
@@ -5965,6 +5994,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description oauth: connections carry a credential from the vault (POST /v1/mcp_servers/{id}/connect) */
+                            auth: "none" | "oauth";
                             /** @description Unix time in seconds */
                             created_at: number;
                             /** @description Names of the static headers; values are never returned */
@@ -5980,6 +6011,14 @@ export interface paths {
                                 message: string;
                             } | null;
                             name: string;
+                            /** @description OAuth settings (auth oauth); secrets are never returned */
+                            oauth: {
+                                /** @description The client Agentry uses at the authorization server, once known */
+                                client_id: string | null;
+                                /** @description How the client is known to the authorization server; null: not yet, or by the Client ID Metadata Document */
+                                registration: "pre_registered" | "dynamic" | null;
+                                scope: string | null;
+                            } | null;
                             /** @enum {string} */
                             object: "mcp_server";
                             /** @description The MCP protocol negotiated: 2026-07-28, streamable-http-2025 or sse-2024 */
@@ -6064,6 +6103,15 @@ export interface paths {
                             [key: string]: string;
                         } | null;
                         name?: string;
+                        /** @description Replaces the OAuth settings (stored credentials stay); null: the server no longer signs in */
+                        oauth?: {
+                            /** @description A client id registered beforehand at the authorization server */
+                            client_id?: string;
+                            /** @description Its secret, for a confidential client. Stored encrypted; never returned */
+                            client_secret?: string;
+                            /** @description Space-separated scopes to ask for */
+                            scope?: string;
+                        } | null;
                         /**
                          * Format: uri
                          * @description Streamable-HTTP (or legacy SSE) MCP endpoint: public HTTPS, no credentials, no fragment, no private destination
@@ -6080,6 +6128,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description oauth: connections carry a credential from the vault (POST /v1/mcp_servers/{id}/connect) */
+                            auth: "none" | "oauth";
                             /** @description Unix time in seconds */
                             created_at: number;
                             /** @description Names of the static headers; values are never returned */
@@ -6095,6 +6145,14 @@ export interface paths {
                                 message: string;
                             } | null;
                             name: string;
+                            /** @description OAuth settings (auth oauth); secrets are never returned */
+                            oauth: {
+                                /** @description The client Agentry uses at the authorization server, once known */
+                                client_id: string | null;
+                                /** @description How the client is known to the authorization server; null: not yet, or by the Client ID Metadata Document */
+                                registration: "pre_registered" | "dynamic" | null;
+                                scope: string | null;
+                            } | null;
                             /** @enum {string} */
                             object: "mcp_server";
                             /** @description The MCP protocol negotiated: 2026-07-28, streamable-http-2025 or sse-2024 */
@@ -6270,6 +6328,311 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mcp_servers/{id}/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start signing an MCP server in (OAuth)
+         * @description Discovers the server's authorization server, registers Agentry as a client when needed and returns the URL to send the person to. After they approve, the authorization server sends the browser to GET /v1/oauth/callback, which stores the credential (the organization's, or the named user's) and lists the server's tools. 409 mcp_oauth_not_configured without AGENTRY_PUBLIC_URL; 502 mcp_authorization_unavailable when discovery or registration fails.
+         *
+         *     Required scope: tasks:write.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Whose credential this sign-in creates: an end user's, or (absent, null) the organization's */
+                        user?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Send the person here to sign in; valid until expires_at */
+                            authorization_url: string;
+                            /** @description Unix time in seconds */
+                            expires_at: number;
+                            /** @enum {string} */
+                            object: "mcp_server.authorization";
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            server_id: string;
+                            user: string | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp_servers/{id}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List who holds a credential for an MCP server
+         * @description The organization (user null) and end users signed in to the server, and the state of each; tokens are never returned.
+         *
+         *     Required scope: tasks:read.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Who holds a credential for the server; tokens are never returned */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description When the access token expires */
+                                expires_at: number | null;
+                                /** @enum {string} */
+                                object: "mcp_server.credential";
+                                status: "active" | "authorization_required";
+                                /** @description Unix time in seconds */
+                                updated_at: number;
+                                /** @description The server URL the credential was issued for */
+                                url: string;
+                                /** @description null: the organization's credential */
+                                user: string | null;
+                            }[];
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Remove a credential of an MCP server
+         * @description Removes the named user's credential, or without user the organization's. 404 when there is none.
+         *
+         *     Required scope: tasks:write.
+         */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description An end user's id (a Response's safety_identifier or user) */
+                    user?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            deleted: true;
+                            /** @enum {string} */
+                            object: "mcp_server.credential.deleted";
+                            user: string | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp_servers/{id}/refresh": {
         parameters: {
             query?: never;
@@ -6304,6 +6667,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description oauth: connections carry a credential from the vault (POST /v1/mcp_servers/{id}/connect) */
+                            auth: "none" | "oauth";
                             /** @description Unix time in seconds */
                             created_at: number;
                             /** @description Names of the static headers; values are never returned */
@@ -6319,6 +6684,14 @@ export interface paths {
                                 message: string;
                             } | null;
                             name: string;
+                            /** @description OAuth settings (auth oauth); secrets are never returned */
+                            oauth: {
+                                /** @description The client Agentry uses at the authorization server, once known */
+                                client_id: string | null;
+                                /** @description How the client is known to the authorization server; null: not yet, or by the Client ID Metadata Document */
+                                registration: "pre_registered" | "dynamic" | null;
+                                scope: string | null;
+                            } | null;
                             /** @enum {string} */
                             object: "mcp_server";
                             /** @description The MCP protocol negotiated: 2026-07-28, streamable-http-2025 or sse-2024 */
@@ -6633,6 +7006,125 @@ export interface paths {
                 };
                 /** @description Error */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth callback of MCP sign-in
+         * @description Where authorization servers send the browser back (public: the state names the sign-in). Completes it once: stores the credential and lists the tools. 400 mcp_authorization_failed for an unknown, used or expired state, an error answer, a wrong issuer or a refused code.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    code?: string;
+                    error?: string;
+                    error_description?: string;
+                    error_uri?: string;
+                    iss?: string;
+                    state?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page telling the person the server is connected */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/client-metadata.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth Client ID Metadata Document of this deployment
+         * @description Authorization servers that accept Client ID Metadata Documents read Agentry as a client here (its URL is the client_id, when AGENTRY_PUBLIC_URL is https). 409 mcp_oauth_not_configured without AGENTRY_PUBLIC_URL.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OAuth Client ID Metadata Document of this deployment */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            client_id: string;
+                            client_name: string;
+                            grant_types: string[];
+                            redirect_uris: string[];
+                            response_types: string[];
+                            token_endpoint_auth_method: string;
+                        };
+                    };
+                };
+                /** @description Error */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -11562,7 +12054,7 @@ export interface paths {
                             data: {
                                 /** @description Unix time in seconds */
                                 created_at: number;
-                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                                 /** @description A webhook endpoint id (we_…) */
                                 id: string;
                                 name: string;
@@ -11630,7 +12122,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description The complete list of event types to receive */
-                        event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                        event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                         name: string;
                         /**
                          * Format: uri
@@ -11650,7 +12142,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -11744,7 +12236,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -11817,7 +12309,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description The complete list of event types to receive */
-                        event_types?: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                        event_types?: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                         name?: string;
                         /**
                          * Format: uri
@@ -11837,7 +12329,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -12383,7 +12875,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -12484,7 +12976,7 @@ export interface paths {
                          * @description A supported event type (GET /v1/webhook_event_types)
                          * @enum {string}
                          */
-                        event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped";
+                        event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
                     };
                 };
             };
@@ -12503,7 +12995,7 @@ export interface paths {
                              * @description A supported event type (GET /v1/webhook_event_types)
                              * @enum {string}
                              */
-                            event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped";
+                            event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
                             /** @enum {string} */
                             object: "webhook_endpoint.test";
                             /** @description The receiver's HTTP status, whatever it was */
@@ -12610,7 +13102,7 @@ export interface paths {
                                  * @description A supported event type (GET /v1/webhook_event_types)
                                  * @enum {string}
                                  */
-                                type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped";
+                                type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
                             }[];
                             /** @enum {string} */
                             object: "list";
@@ -14172,6 +14664,22 @@ export interface components {
             object: "event";
             /** @enum {string} */
             type: "schedule.run.skipped";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                id: string;
+                name: string;
+                reason: string;
+                /** @description The end user whose credential failed, or null for the organization credential */
+                user: string | null;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "mcp_server.authorization_required";
         };
     };
     responses: never;

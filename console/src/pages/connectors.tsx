@@ -1,6 +1,8 @@
 /**
  * /console/connectors: the organization's MCP servers (/v1/mcp_servers): register one (with static headers,
- * which are never shown again), see its tools, list them again, delete it (a 409 names the agents using it).
+ * which are never shown again, or signing in with OAuth), connect an OAuth one (the browser goes to its sign-in
+ * page and comes back to the API's callback), see its tools, list them again, delete it (a 409 names the agents
+ * using it).
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
@@ -31,12 +33,23 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
     mutationFn: () => unwrap(api.DELETE('/v1/mcp_servers/{id}', { params: { path: { id: server.id } } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['mcp_servers'] }),
   });
+  const connect = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/v1/mcp_servers/{id}/connect', { params: { path: { id: server.id } }, body: {} })),
+    // The sign-in page of the server's authorization server; its callback lands on the API.
+    onSuccess: (started) => window.open(started.authorization_url, '_blank', 'noopener'),
+  });
   return (
     <li className="card">
       <div className="page-head">
         <h2>{server.name}</h2>
         {canWrite ? (
           <div className="row">
+            {server.auth === 'oauth' ? (
+              <button type="button" onClick={() => connect.mutate()} disabled={connect.isPending}>
+                Connect
+              </button>
+            ) : null}
             <button type="button" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
               List tools again
             </button>
@@ -50,6 +63,7 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
         <code>{server.url}</code> · protocol {server.protocol ?? 'unknown'} · tools fetched{' '}
         <When at={server.tools_fetched_at} />
         {server.header_names.length > 0 ? ` · headers: ${server.header_names.join(', ')}` : ''}
+        {server.auth === 'oauth' ? ' · signs in with OAuth' : ''}
       </p>
       {server.last_error === null ? null : (
         <p className="note warning small">
@@ -63,7 +77,7 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
           </li>
         ))}
       </ul>
-      <ErrorNote error={refresh.error ?? remove.error}>
+      <ErrorNote error={connect.error ?? refresh.error ?? remove.error}>
         {remove.error instanceof ApiError && remove.error.code === 'mcp_server_in_use' ? (
           <p>Remove it from those agents first (edit each agent's MCP servers), then delete it.</p>
         ) : null}
@@ -83,11 +97,14 @@ export default function ConnectorsPage() {
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
   const [headers, setHeaders] = useState('');
+  const [oauth, setOauth] = useState(false);
   const create = useMutation({
     mutationFn: () => {
       const parsed = parseHeaders(headers);
       return unwrap(
-        api.POST('/v1/mcp_servers', { body: parsed === undefined ? { name, url } : { name, url, headers: parsed } }),
+        api.POST('/v1/mcp_servers', {
+          body: { name, url, ...(parsed === undefined ? {} : { headers: parsed }), ...(oauth ? { oauth: {} } : {}) },
+        }),
       );
     },
     onSuccess: async () => {
@@ -135,6 +152,10 @@ export default function ConnectorsPage() {
               />
             )}
           </Field>
+          <label className="row small">
+            <input type="checkbox" checked={oauth} onChange={(e) => setOauth(e.target.checked)} /> Signs in with OAuth
+            (connect it after registering)
+          </label>
           {error?.param == null ? <ErrorNote error={create.error} /> : null}
           <button type="submit" className="primary" disabled={create.isPending}>
             Register

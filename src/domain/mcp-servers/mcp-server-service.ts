@@ -16,7 +16,7 @@ import { isForeignKeyViolation, isUniqueViolation } from '../../storage/errors.t
 import { reservedServerNameProblem } from '../../tools/naming.ts';
 import type { McpServer } from '../agents/agent-types.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
-import { type McpServerStore, viewOf } from './mcp-server-store.ts';
+import type { McpServerStore } from './mcp-server-store.ts';
 import {
   type Discover,
   type Discovery,
@@ -84,10 +84,12 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
           param: 'url',
         });
       }
-      const discovery = await discoverOrThrow({ url: input.url, headers }, null, 'url');
+      // A server that signs in is listed once connected (POST /v1/mcp_servers/{id}/connect).
+      const discovery =
+        input.oauth === undefined ? await discoverOrThrow({ url: input.url, headers }, null, 'url') : null;
       const { row, created } = await store.insert(
         db,
-        { orgId, name: input.name, url: input.url, headers, discovery },
+        { orgId, name: input.name, url: input.url, headers, discovery, oauth: input.oauth },
         clock.now(),
       );
       if (!created) {
@@ -95,7 +97,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
           param: 'url',
         });
       }
-      return viewOf(row);
+      return store.view(row);
     },
 
     async list(orgId: string, query: CursorQuery): Promise<CursorPage<McpServerView>> {
@@ -110,12 +112,12 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
             .where('id', '=', after)
             .executeTakeFirst(),
         unknownAfter: (after) => `after names no MCP server of this organization: ${after}`,
-        view: viewOf,
+        view: store.view,
       });
     },
 
     async get(orgId: string, id: string): Promise<McpServerView> {
-      return viewOf(await mustFind(orgId, id));
+      return store.view(await mustFind(orgId, id));
     },
 
     /** Changes name, url or headers; a new url or new headers are discovered first (a failure changes nothing). */
@@ -126,7 +128,8 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
       const url = input.url ?? row.url;
       const headers = input.headers === undefined ? undefined : (input.headers ?? {});
       let discovery: Discovery | undefined;
-      if (url !== row.url || headers !== undefined) {
+      const signsIn = input.oauth === undefined ? row.auth === 'oauth' : input.oauth !== null;
+      if (!signsIn && (url !== row.url || headers !== undefined)) {
         discovery = await discoverOrThrow(
           { url, headers: headers ?? store.openHeaders(row.headers) },
           url === row.url ? row.protocol : null,
@@ -142,6 +145,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
             ...(url === row.url ? {} : { url }),
             ...(headers === undefined ? {} : { headers }),
             ...(discovery === undefined ? {} : { discovery }),
+            ...(input.oauth === undefined ? {} : { oauth: input.oauth }),
           },
           Math.max(clock.now(), row.updated_at + 1),
         );
@@ -154,7 +158,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
         }
         throw error;
       }
-      return viewOf(await mustFind(orgId, id));
+      return store.view(await mustFind(orgId, id));
     },
 
     async delete(orgId: string, id: string): Promise<{ id: string; object: 'mcp_server.deleted'; deleted: true }> {
@@ -199,7 +203,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
         });
       }
       await store.recordListing(db, row.id, discovery, clock.now());
-      return viewOf(await mustFind(orgId, id));
+      return store.view(await mustFind(orgId, id));
     },
 
     async prepareEntries(orgId: string, entries: McpServer[]): Promise<PreparedEntries> {

@@ -10,7 +10,7 @@ import type { Executor } from '../../storage/db.ts';
 import { readJsonColumn } from '../../storage/json-column.ts';
 import type { McpServerRow } from '../../storage/schema.ts';
 import { type Connector, TOOLS_TRUNCATED } from '../../tools/mcp/connectors.ts';
-import type { Discovery, ListedMcpTool, McpServerView } from './mcp-server-types.ts';
+import type { Discovery, ListedMcpTool, McpOAuthInput, McpServerView } from './mcp-server-types.ts';
 
 function parseTools(text: string | null): ListedMcpTool[] {
   if (text === null) return [];
@@ -64,11 +64,25 @@ export function connectorFromRow(row: McpServerRow): Connector {
     toolsFetchedAt: row.tools_fetched_at,
     toolsTtlMs: row.tools_ttl_ms,
     toolsNote: lastError?.code === TOOLS_TRUNCATED ? lastError.message : null,
+    auth: row.auth === 'oauth' ? 'oauth' : 'none',
+    oauthScope: row.oauth_scope,
     updatedAt: row.updated_at,
   };
 }
 
-export function viewOf(row: McpServerRow): McpServerView {
+/** The OAuth client a connector stores, sealed; null when it has none. */
+export interface StoredOAuthClient {
+  client_id: string;
+  client_secret?: string | undefined;
+  registration: 'pre_registered' | 'dynamic';
+  issuer?: string | undefined;
+}
+
+export function viewOf(row: McpServerRow, secrets?: SecretBox): McpServerView {
+  const client =
+    row.oauth_client === null || secrets === undefined
+      ? null
+      : (JSON.parse(secrets.open(row.oauth_client)) as StoredOAuthClient);
   return {
     id: row.id,
     object: 'mcp_server',
@@ -83,6 +97,15 @@ export function viewOf(row: McpServerRow): McpServerView {
       input_schema: tool.inputSchema,
     })),
     tools_fetched_at: row.tools_fetched_at === null ? null : unixSeconds(row.tools_fetched_at),
+    auth: row.auth === 'oauth' ? 'oauth' : 'none',
+    oauth:
+      row.auth !== 'oauth'
+        ? null
+        : {
+            client_id: client?.client_id ?? null,
+            registration: client?.registration ?? null,
+            scope: row.oauth_scope,
+          },
     last_error: parseError(row.last_error),
     created_at: unixSeconds(row.created_at),
     updated_at: unixSeconds(row.updated_at),
@@ -92,6 +115,22 @@ export function viewOf(row: McpServerRow): McpServerView {
 export function createMcpServerStore(secrets: SecretBox) {
   const sealHeaders = (headers: Record<string, string>): string | null =>
     Object.keys(headers).length === 0 ? null : secrets.seal(JSON.stringify(headers));
+
+  /** The columns of a connector's OAuth settings (`undefined`: it does not sign in). */
+  const oauthColumns = (oauth: McpOAuthInput | undefined) => ({
+    auth: oauth === undefined ? 'none' : 'oauth',
+    oauth_client:
+      oauth?.client_id === undefined
+        ? null
+        : secrets.seal(
+            JSON.stringify({
+              client_id: oauth.client_id,
+              client_secret: oauth.client_secret,
+              registration: 'pre_registered',
+            } satisfies StoredOAuthClient),
+          ),
+    oauth_scope: oauth?.scope ?? null,
+  });
 
   async function findMany(db: Executor, orgId: string, ids: string[]): Promise<McpServerRow[]> {
     if (ids.length === 0) return [];
@@ -127,6 +166,9 @@ export function createMcpServerStore(secrets: SecretBox) {
     findMany,
     findByUrls,
 
+    /** The API view of a connector (its OAuth client id, never its secret). */
+    view: (row: McpServerRow): McpServerView => viewOf(row, secrets),
+
     /** The connectors with these ids, as the tool layer reads them (tools/mcp/connectors.ts). */
     async connectors(db: Executor, orgId: string, ids: string[]): Promise<Connector[]> {
       return (await findMany(db, orgId, ids)).map(connectorFromRow);
@@ -143,7 +185,14 @@ export function createMcpServerStore(secrets: SecretBox) {
      */
     async insert(
       db: Executor,
-      input: { orgId: string; name: string; url: string; headers: Record<string, string>; discovery: Discovery | null },
+      input: {
+        orgId: string;
+        name: string;
+        url: string;
+        headers: Record<string, string>;
+        discovery: Discovery | null;
+        oauth?: McpOAuthInput | undefined;
+      },
       now: number,
     ): Promise<{ row: McpServerRow; created: boolean }> {
       const id = newId();
@@ -161,6 +210,7 @@ export function createMcpServerStore(secrets: SecretBox) {
           tools_fetched_at: input.discovery === null ? null : now,
           tools_ttl_ms: input.discovery?.ttlMs ?? null,
           last_error: input.discovery === null ? null : listingNote(input.discovery),
+          ...oauthColumns(input.oauth),
           created_at: now,
           updated_at: now,
         })
@@ -178,7 +228,13 @@ export function createMcpServerStore(secrets: SecretBox) {
     async update(
       db: Executor,
       id: string,
-      change: { name?: string; url?: string; headers?: Record<string, string>; discovery?: Discovery },
+      change: {
+        name?: string;
+        url?: string;
+        headers?: Record<string, string>;
+        discovery?: Discovery;
+        oauth?: McpOAuthInput | null;
+      },
       now: number,
     ): Promise<void> {
       await db
@@ -189,6 +245,7 @@ export function createMcpServerStore(secrets: SecretBox) {
           ...(change.headers === undefined
             ? {}
             : { headers: sealHeaders(change.headers), header_names: JSON.stringify(Object.keys(change.headers)) }),
+          ...(change.oauth === undefined ? {} : oauthColumns(change.oauth ?? undefined)),
           ...(change.discovery === undefined
             ? {}
             : {

@@ -23,15 +23,25 @@ export interface McpServerView {
   tools: { name: string; title: string | null; description: string | null; input_schema: Record<string, unknown> }[];
   /** When the tool list was fetched (Unix seconds), or null. */
   tools_fetched_at: number | null;
+  auth: 'none' | 'oauth';
+  oauth: { client_id: string | null; registration: 'pre_registered' | 'dynamic' | null; scope: string | null } | null;
   last_error: { code: string; message: string } | null;
   created_at: number;
   updated_at: number;
+}
+
+/** OAuth settings of a connector: a pre-registered client (optional) and the scope to ask for. */
+export interface McpOAuthInput {
+  client_id?: string;
+  client_secret?: string;
+  scope?: string;
 }
 
 export interface McpServerCreateInput {
   name: string;
   url: string;
   headers?: Record<string, string>;
+  oauth?: McpOAuthInput;
 }
 
 export interface McpServerUpdateInput {
@@ -39,4 +49,6 @@ export interface McpServerUpdateInput {
   url?: string;
   /** Replaces every header; null removes them all. */
   headers?: Record<string, string> | null;
+  /** Replaces the OAuth settings; null: the server no longer signs in. */
+  oauth?: McpOAuthInput | null;
 }

@@ -72,6 +72,12 @@ const TEST_DATA: { [K in WebhookEventType]: WebhookEventData<K> } = {
   'schedule.run.failed': { ...testRun('failed'), session_id: TEST_ID, turn_id: TEST_ID },
   'schedule.run.cancelled': { ...testRun('cancelled'), session_id: TEST_ID, turn_id: TEST_ID },
   'schedule.run.skipped': testRun('skipped'),
+  'mcp_server.authorization_required': {
+    id: TEST_ID,
+    name: 'test',
+    user: null,
+    reason: 'a test delivery: no credential changed',
+  },
 };
 
 /** Told that an endpoint has a delivery due now (a redelivery), so an in-process dispatcher need not wait to poll. */

@@ -27,6 +27,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'schedule.run.failed',
   'schedule.run.cancelled',
   'schedule.run.skipped',
+  'mcp_server.authorization_required',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -75,6 +76,15 @@ const ScheduleRunData = Type.Object({
   ]),
 });
 
+const AuthorizationRequiredData = Type.Object({
+  id: Id,
+  name: Type.String(),
+  user: Type.Union([Type.String(), Type.Null()], {
+    description: 'The end user whose credential failed, or null for the organization credential',
+  }),
+  reason: Type.String(),
+});
+
 /** The `data` of each webhook event type. */
 const DATA = {
   'agent.session.created': SessionData,
@@ -97,6 +107,7 @@ const DATA = {
   'schedule.run.failed': ScheduleRunData,
   'schedule.run.cancelled': ScheduleRunData,
   'schedule.run.skipped': ScheduleRunData,
+  'mcp_server.authorization_required': AuthorizationRequiredData,
 } as const satisfies Record<WebhookEventType, TSchema>;
 
 /** The `data` of a webhook event of type `K`. */
@@ -133,6 +144,7 @@ export const WebhookEventSchema = Type.Union(
     envelope('schedule.run.failed'),
     envelope('schedule.run.cancelled'),
     envelope('schedule.run.skipped'),
+    envelope('mcp_server.authorization_required'),
   ],
   {
     $id: 'WebhookEvent',

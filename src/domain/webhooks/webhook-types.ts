@@ -26,6 +26,8 @@ export const EVENT_TYPE_DESCRIPTIONS: Record<WebhookEventType, string> = {
   'schedule.run.failed': 'A Schedule Run failed (its turn failed, timed out, or could not start)',
   'schedule.run.cancelled': "A Schedule Run's turn was cancelled",
   'schedule.run.skipped': 'A tick was skipped because the previous run was unfinished (overlap skip)',
+  'mcp_server.authorization_required':
+    "An MCP server's credential can no longer be used (refresh refused, more scope needed); data.id is the connector, data.user the end user (null: the organization). Connect it again.",
 };
 
 export function isWebhookEventType(value: string): value is WebhookEventType {

@@ -23,6 +23,7 @@ import { withoutRowid } from './0021-without-rowid.ts';
 import { agentContextPolicy } from './0022-agent-context-policy.ts';
 import { cachedInputTokens } from './0023-cached-input-tokens.ts';
 import { compaction } from './0024-compaction.ts';
+import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
 import type { MigrationContext } from './context.ts';
@@ -53,6 +54,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0022-agent-context-policy': agentContextPolicy,
   '0023-cached-input-tokens': cachedInputTokens,
   '0024-compaction': compaction,
+  '0028-mcp-credentials': mcpCredentials,
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
 });

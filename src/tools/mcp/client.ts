@@ -50,6 +50,11 @@ export interface McpEndpoint {
   url: string;
   /** Sent on every request (e.g. Authorization). Secret: never logged. */
   headers: Record<string, string>;
+  /**
+   * Told the `WWW-Authenticate` header of every 401/403 answer (an OAuth server names the scope it needs there).
+   * Not part of the endpoint's identity: the pool keeps the first one given for a connection.
+   */
+  onChallenge?: ((status: number, header: string | null) => void) | undefined;
 }
 
 export interface McpClientOptions {
@@ -163,7 +168,7 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
  */
 function endpointFetch(
   base: typeof fetch,
-  headers: Record<string, string>,
+  { headers, onChallenge }: McpEndpoint,
   observed: Observed,
   bounds: ReadBounds,
   hooks: ConnectionParts['hooks'],
@@ -179,6 +184,9 @@ function endpointFetch(
     } catch (error) {
       if (error instanceof EgressError) observed.egress = error;
       throw error;
+    }
+    if (onChallenge !== undefined && (response.status === 401 || response.status === 403)) {
+      onChallenge(response.status, response.headers.get('www-authenticate'));
     }
     return boundedResponse(response, rpcRequestOf(init?.method, init?.body), bounds, (error) => hooks.tooLarge(error));
   };
@@ -199,7 +207,7 @@ async function openStep(step: Step, endpoint: McpEndpoint, options: McpConnectOp
   const url = new URL(endpoint.url);
   const hooks: ConnectionParts['hooks'] = { toolsChanged: () => undefined, tooLarge: () => undefined };
   const bounds = { maxBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, listed: { bytes: 0 } };
-  const transportFetch = endpointFetch(options.fetch, endpoint.headers, observed, bounds, hooks);
+  const transportFetch = endpointFetch(options.fetch, endpoint, observed, bounds, hooks);
   const [{ Client, SSEClientTransport, StreamableHTTPClientTransport }, { classifyMcpFailure }] = await Promise.all([
     sdk(),
     failures(),

@@ -22,7 +22,33 @@ export interface Connector {
   toolsTtlMs: number | null;
   /** What its last listing left out (`TOOLS_TRUNCATED`), or null. */
   toolsNote: string | null;
+  /** `oauth`: connections carry a credential from the vault (`ConnectorCredentials`); `none`: only `sealedHeaders`. */
+  auth: 'none' | 'oauth';
+  /** The scope asked for at sign-in (grown by step-up), or null. */
+  oauthScope: string | null;
   updatedAt: number;
+}
+
+/** The code of a tool result whose server needs a person to sign in again. */
+export const AUTHORIZATION_REQUIRED = 'authorization_required';
+
+export type CredentialResult =
+  /** `key` names the credential and its version: the pool keeps one connection per key. */
+  { ok: true; key: string; headers: Record<string, string> } | { ok: false; message: string };
+
+/**
+ * The credential vault as the MCP provider uses it (domain/mcp-servers/credential-vault.ts provides it). A turn
+ * uses its end user's credential for a connector when one exists, the organization's otherwise, never another
+ * user's.
+ */
+export interface ConnectorCredentials {
+  /**
+   * The headers of a connection as `endUser`: refreshed first when the token expires within a minute, or when
+   * `rejected` (the key of a credential a server just answered 401) is still the current one.
+   */
+  headersFor(db: Executor, connector: Connector, endUser: string | null, rejected?: string): Promise<CredentialResult>;
+  /** The server asked for more scope than the credential has: a person must connect again (returns the message). */
+  needsScope(db: Executor, connector: Connector, endUser: string | null, key: string, scope: string): Promise<string>;
 }
 
 export interface ConnectorStore {

@@ -7,6 +7,10 @@
  *   the organization has one, else directly.
  * Tool lists come from the list cache; calls go through pooled connections, with the call's signal (an interrupt
  * cancels the call on the server too), its deadline, `_meta` for correlation and progress to live listeners.
+ * A connector that signs in with OAuth (docs/mcp-auth.md) is reached with a credential of the vault: the turn's
+ * end user's, else the organization's, one pooled connection per credential. A 401 refreshes the credential and
+ * retries once; a credential that cannot be used makes that call's result `authorization_required` (other tools
+ * are unaffected).
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,10 +18,18 @@ import type { ToolkitEndpoint } from '../../config.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { McpServer } from '../tool-config.ts';
-import type { ResolvedTool, ToolProvider, ToolSource } from '../types.ts';
-import { isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
-import { type Connector, type ConnectorStore, TOOLS_TRUNCATED } from './connectors.ts';
+import type { ResolvedTool, ToolProvider, ToolScope, ToolSource } from '../types.ts';
+import { isMcpError, isMcpProtocol, type McpConnection, type McpEndpoint } from './client.ts';
+import {
+  AUTHORIZATION_REQUIRED,
+  type Connector,
+  type ConnectorCredentials,
+  type ConnectorStore,
+  type CredentialResult,
+  TOOLS_TRUNCATED,
+} from './connectors.ts';
 import type { Discovery, ListedMcpTool } from './discovery-types.ts';
+import { challengeOf } from './oauth.ts';
 import type { McpPool } from './pool.ts';
 import type { ToolListCache } from './tool-cache.ts';
 import { boundToolList } from './tool-list-bounds.ts';
@@ -27,6 +39,8 @@ export interface McpProviderDeps {
   clock: Clock;
   logger: Logger;
   store: ConnectorStore;
+  /** The credential vault, for connectors that sign in with OAuth. */
+  credentials: ConnectorCredentials;
   cache: ToolListCache;
   /** Connections to organization connectors (through the egress guard). */
   connectorPool: McpPool;
@@ -48,6 +62,22 @@ interface Target {
   endpoint(): McpEndpoint;
   prefer: string | null;
   connector: Connector | null;
+  /** Set for OAuth connectors: the turn's credential (`rejected`: the key a server just refused). */
+  credential?: (rejected?: string) => Promise<CredentialResult>;
+  endUser?: string | null;
+}
+
+/** The credential of an OAuth connector cannot be used: the call's result says so. */
+class AuthorizationRequired extends Error {}
+
+/** Where a connection goes, and with which credential (OAuth connectors). */
+interface Prepared {
+  /** The pool key: the target's, plus the credential's id. */
+  key: string;
+  endpoint: McpEndpoint;
+  credentialKey: string | null;
+  /** The last 401/403 challenge its server sent since `prepare`. */
+  challenge(): { status: number; header: string | null } | null;
 }
 
 /** How long after the call's deadline the client gives up on its own, should the signal not reach it. */
@@ -63,18 +93,81 @@ function parametersOf(schema: Record<string, unknown>): Record<string, unknown> 
 export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   const { store, cache, clock } = deps;
   const watched = new Set<string>();
+  const challenges = new Map<string, { status: number; header: string | null }>();
 
-  /** The pooled connection of a target; its tool-list changes (across reconnects) end the cached list. */
-  async function connect(target: Target, signal?: AbortSignal): Promise<McpConnection> {
-    if (!watched.has(target.key)) {
-      watched.add(target.key);
-      target.pool.onToolsChanged(target.key, () => {
+  /**
+   * Where a target's connection goes and with which credential (OAuth connectors: the vault's, one pooled
+   * connection per credential, replaced when its token changes).
+   */
+  async function prepare(target: Target, rejected?: string): Promise<Prepared> {
+    const base = target.endpoint();
+    if (target.credential === undefined) {
+      return { key: target.key, endpoint: base, credentialKey: null, challenge: () => null };
+    }
+    const credential = await target.credential(rejected);
+    if (!credential.ok) throw new AuthorizationRequired(credential.message);
+    const key = `${target.key}:${credential.key.split(':')[0] ?? ''}`;
+    challenges.delete(key);
+    return {
+      key,
+      credentialKey: credential.key,
+      endpoint: {
+        ...base,
+        headers: { ...base.headers, ...credential.headers },
+        onChallenge: (status, header) => challenges.set(key, { status, header }),
+      },
+      challenge: () => challenges.get(key) ?? null,
+    };
+  }
+
+  /** The pooled connection; its tool-list changes (across reconnects) end the cached list. */
+  async function connect(target: Target, prepared: Prepared, signal?: AbortSignal): Promise<McpConnection> {
+    if (!watched.has(prepared.key)) {
+      watched.add(prepared.key);
+      target.pool.onToolsChanged(prepared.key, () => {
         cache.invalidate(target.key);
         if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
       });
     }
     const prefer = isMcpProtocol(target.prefer) ? target.prefer : undefined;
-    return target.pool.get(target.key, target.endpoint(), prefer, signal);
+    return target.pool.get(prepared.key, prepared.endpoint, prefer, signal);
+  }
+
+  /**
+   * Runs `operation` on the target's connection. An OAuth connector's 401 (connecting or later) refreshes the
+   * credential and runs it again, once; a 403 `insufficient_scope` asks a person to connect again with the
+   * larger scope.
+   */
+  async function withConnection<T>(
+    target: Target,
+    signal: AbortSignal | undefined,
+    operation: (connection: McpConnection) => Promise<T>,
+  ): Promise<T> {
+    let rejected: string | undefined;
+    for (let attempt = 0; ; attempt++) {
+      const prepared = await prepare(target, rejected);
+      try {
+        return await operation(await connect(target, prepared, signal));
+      } catch (error) {
+        const key = prepared.credentialKey;
+        const connector = target.connector;
+        if (key === null || connector === null) throw error;
+        const challenge = prepared.challenge();
+        const wanted = challengeOf(challenge?.header ?? null);
+        if (challenge?.status === 403 && wanted.error === 'insufficient_scope') {
+          throw new AuthorizationRequired(
+            await deps.credentials.needsScope(deps.db, connector, target.endUser ?? null, key, wanted.scope ?? ''),
+          );
+        }
+        if (challenge?.status !== 401 && !(isMcpError(error) && error.status === 401)) throw error;
+        if (attempt > 0) {
+          throw new AuthorizationRequired(
+            `the MCP server "${target.label}" refused its credential again after a refresh; connect it again`,
+          );
+        }
+        rejected = key;
+      }
+    }
   }
 
   function toolOf(target: Target, listed: ListedMcpTool): ResolvedTool {
@@ -86,15 +179,21 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       kind: 'server',
       origin: { serverId: target.serverId, serverLabel: target.label, tool: listed.name },
       async execute(args, context) {
-        const connection = await connect(target, context.signal);
-        const result = await connection.callTool(listed.name, args, {
-          signal: context.signal,
-          // The call's signal fires at the deadline (and cancels on the server); the client's own bound is a backstop.
-          timeoutMs: Math.max(1, context.deadline - clock.now()) + CLIENT_TIMEOUT_GRACE_MS,
-          meta: context.meta,
-          onProgress: (progress) => context.progress(progress),
-        });
-        return { output: result.text, isError: result.isError };
+        try {
+          const result = await withConnection(target, context.signal, (connection) =>
+            connection.callTool(listed.name, args, {
+              signal: context.signal,
+              // The call's signal fires at the deadline (and cancels on the server); the client's bound is a backstop.
+              timeoutMs: Math.max(1, context.deadline - clock.now()) + CLIENT_TIMEOUT_GRACE_MS,
+              meta: context.meta,
+              onProgress: (progress) => context.progress(progress),
+            }),
+          );
+          return { output: result.text, isError: result.isError };
+        } catch (error) {
+          if (!(error instanceof AuthorizationRequired)) throw error;
+          return { output: `${AUTHORIZATION_REQUIRED}: ${error.message}`, isError: true };
+        }
       },
     };
   }
@@ -117,8 +216,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
                     ttlMs: target.connector.toolsTtlMs,
                   },
             list: async (listSignal): Promise<Discovery> => {
-              const connection = await connect(target, listSignal);
-              const listed = await connection.listTools(listSignal);
+              const { connection, listed } = await withConnection(target, listSignal, async (connection) => ({
+                connection,
+                listed: await connection.listTools(listSignal),
+              }));
               if (listed.note !== null && target.connector === null) {
                 deps.logger.warn({ server: target.label }, `MCP server "${target.label}" ${listed.note}`);
               }
@@ -143,8 +244,8 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   }
 
   /** The connector's source, with a warning when its last listing left tools out. */
-  function connectorSources(connector: Connector, label: string): ToolSource[] {
-    const available = source(connectorTarget(connector, label));
+  function connectorSources(connector: Connector, label: string, scope: ToolScope): ToolSource[] {
+    const available = source(connectorTarget(connector, label, scope.endUser ?? null));
     if (connector.toolsNote === null) return [available];
     const warned = `MCP server "${label}"`;
     return [
@@ -157,8 +258,16 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
     ];
   }
 
-  function connectorTarget(connector: Connector, label: string): Target {
+  function connectorTarget(connector: Connector, label: string, endUser: string | null): Target {
+    const oauth =
+      connector.auth !== 'oauth'
+        ? {}
+        : {
+            endUser,
+            credential: (rejected?: string) => deps.credentials.headersFor(deps.db, connector, endUser, rejected),
+          };
     return {
+      ...oauth,
       key: `connector:${connector.id}:${digest(`${connector.url}\n${connector.sealedHeaders ?? ''}`)}`,
       version: connector.updatedAt,
       label,
@@ -204,7 +313,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       return claimed.flatMap((entry): ToolSource | ToolSource[] => {
         if ('type' in entry) {
           const connector = byUrl.get(entry.url);
-          if (connector !== undefined) return connectorSources(connector, entry.name);
+          if (connector !== undefined) return connectorSources(connector, entry.name, scope);
           return source({
             key: `url:${digest(entry.url)}`,
             version: 0,
@@ -242,7 +351,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
             },
           };
         }
-        return connectorSources(connector, custom.name ?? connector.name);
+        return connectorSources(connector, custom.name ?? connector.name, scope);
       });
     },
   };

@@ -154,7 +154,7 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     expect(models.stub.refused).toBe(0);
   }, 480_000);
 
-  it('shows each compaction in the trace, with its tokens, usage and cost billed to the run, and as a session event', async () => {
+  it('shows each compaction in the trace, with its tokens, usage and cost billed to the run', async () => {
     const agentId = await createAgent({ compactThreshold: 8_000 });
     const { failed, responses } = await session(agentId, 4);
     expect(failed).toBe(0);

@@ -272,7 +272,7 @@ const valid: [string, Body][] = [
 ];
 
 const configFields =
-  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals outputFormat contextPolicy'.split(
+  'name description instructions model maxSteps mcpServers clientTools skills networkPolicy toolApprovals outputFormat contextPolicy compactThreshold'.split(
     ' ',
   );
 const configOf = (agent: Json) => Object.fromEntries(configFields.map((field) => [field, agent[field]]));
@@ -364,6 +364,7 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         toolApprovals: { default: 'auto', overrides: {} },
         outputFormat: null,
         contextPolicy: 'truncation',
+        compactThreshold: null,
         isDefault: false,
         version: 1,
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
@@ -500,6 +501,8 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         { outputFormat: null },
         { contextPolicy: 'none' },
         { contextPolicy: 'truncation' },
+        { contextPolicy: 'compaction', compactThreshold: 50_000 },
+        { compactThreshold: null },
         { name: 'Final', maxSteps: 9, skills: [] },
       ];
       const snapshots = [first];

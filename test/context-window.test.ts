@@ -10,19 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contextTokens, fitContext, messageTokens } from '../src/models/context-fit.ts';
 import { createModelRegistry } from '../src/models/registry.ts';
 import type { ContextMessage, ModelError } from '../src/models/types.ts';
-import {
-  chunk,
-  contextLengthExceeded,
-  type Responder,
-  type Stub,
-  sse,
-  startStub,
-  stubTokens,
-  textReply,
-  usageChunk,
-  windowed,
-} from './helpers/chat-completions-stub.ts';
+import { contextLengthExceeded, type Stub, startStub, stubTokens, windowed } from './helpers/chat-completions-stub.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
+import { agentLoop, windowedSessions } from './helpers/windowed-sessions.ts';
 
 const user = (text: string): ContextMessage => ({ role: 'user', content: [{ type: 'text', text }] });
 const calls = (...ids: string[]): ContextMessage => ({
@@ -162,32 +152,6 @@ describe("a provider's context-length refusal", () => {
   });
 });
 
-/**
- * The stub's answer: a call of `lookup` to a user input, a short text to the call's output; the usage reports the
- * input tokens as the stub counts them (`charsPerToken` characters a token).
- */
-const agentLoop =
-  (charsPerToken = 4) =>
-  (body: Record<string, unknown>): Responder => {
-    const messages = body.messages as { role: string }[];
-    const usage = usageChunk(stubTokens(body, charsPerToken), 5);
-    if (messages.at(-1)?.role === 'tool') return textReply(['noted'], usage);
-    const id = `call_${messages.length}_${Math.random().toString(36).slice(2, 8)}`;
-    return sse([
-      chunk({ role: 'assistant', content: null }),
-      chunk({ tool_calls: [{ index: 0, id, type: 'function', function: { name: 'lookup', arguments: '{}' } }] }),
-      chunk({}, 'tool_calls'),
-      usage,
-    ]);
-  };
-
-const LOOKUP = {
-  type: 'function',
-  name: 'lookup',
-  description: 'Looks something up',
-  parameters: { type: 'object', properties: {}, additionalProperties: false },
-};
-
 /** The stub's window, in its own count (characters / 4). */
 const WINDOW = 16_000;
 
@@ -224,38 +188,10 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
     await Promise.all(Object.values(servers).map((server) => server.close()));
   });
 
-  async function createAgent(fields: Record<string, unknown> = {}): Promise<string> {
-    const created = await h.request('POST', '/v1/agents', { body: { name: 'reader', model: 'stub/m', ...fields } });
-    expect(created.status, created.text).toBe(201);
-    return json(created).agent.id;
-  }
-
-  const respond = (body: Record<string, unknown>) =>
-    h.request('POST', '/v1/responses', { body: { tools: [LOOKUP], ...body }, headers: { 'agentry-compat': 'openai' } });
-
-  /** One exchange: an input the model answers with a call, then the call's large output the model answers. */
-  async function exchange(agentId: string, previous: string | null, index: number, extra = {}) {
-    const asked = json(
-      await respond({ model: agentId, input: `question ${index}`, previous_response_id: previous, ...extra }),
-    );
-    const call = asked.output?.find((item: { type: string }) => item.type === 'function_call');
-    if (asked.status !== 'completed' || call === undefined) {
-      return { failed: 1, last: asked };
-    }
-    const output = `${index}:${'y'.repeat(20_000)}`;
-    const answered = json(
-      await respond({
-        model: agentId,
-        previous_response_id: asked.id,
-        input: [{ type: 'function_call_output', call_id: call.call_id, output }],
-        ...extra,
-      }),
-    );
-    return { failed: answered.status === 'completed' ? 0 : 1, last: answered };
-  }
+  const { createAgent, respond, exchange } = windowedSessions(() => h);
 
   it('runs 200 turns with 20k-character tool outputs and no failed turn under truncation', async () => {
-    const agentId = await createAgent();
+    const agentId = await createAgent({ contextPolicy: 'truncation' });
     let previous: string | null = null;
     let failed = 0;
     const before = stub.bodies.length;
@@ -277,7 +213,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it('fits a refused context smaller and calls once more, running no tool twice', async () => {
-    const agentId = await createAgent({ model: 'tight/m' });
+    const agentId = await createAgent({ model: 'tight/m', contextPolicy: 'truncation' });
     const first = await exchange(agentId, null, 1);
     expect(first.failed).toBe(0);
     // The call's output took the context past the model's window (not Agentry's): refused once, then sent cut.
@@ -301,7 +237,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it("fits later steps to the provider's reported count when it counts more tokens than estimated", async () => {
-    const agentId = await createAgent({ model: 'dense/m' });
+    const agentId = await createAgent({ model: 'dense/m', contextPolicy: 'truncation' });
     let previous: string | null = null;
     for (let index = 0; index < 6; index++) {
       const result = await exchange(agentId, previous, index);
@@ -314,7 +250,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it('fails the turn with model_context_exceeded when the retry is refused too', async () => {
-    const agentId = await createAgent({ model: 'tiny/m' });
+    const agentId = await createAgent({ model: 'tiny/m', contextPolicy: 'truncation' });
     const failed = json(await respond({ model: agentId, input: 'hello there' }));
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'model_context_exceeded' } });
     expect(failed.error.message).toContain(`This model's maximum context length is ${TINY} tokens`);
@@ -351,7 +287,7 @@ describe.each(dialects())('sessions against a model with a small window (%s)', (
   });
 
   it('refuses an unknown contextPolicy naming the field', async () => {
-    const response = await h.request('POST', '/v1/agents', { body: { name: 'a', contextPolicy: 'compaction' } });
+    const response = await h.request('POST', '/v1/agents', { body: { name: 'a', contextPolicy: 'summary' } });
     expect(response.status).toBe(400);
     expect(json(response).error).toMatchObject({ code: 'validation_error', param: 'contextPolicy' });
   });

@@ -130,6 +130,20 @@ export const MessageEventDataSchema = Type.Union([
     total: Type.Optional(Type.Number()),
     message: Type.Optional(Type.String()),
   }),
+  Type.Object(
+    {
+      type: Type.Literal('compaction'),
+      sourceType: Type.Literal('context'),
+      itemId: Type.String({ description: 'The compaction item written to the log' }),
+      reason: Type.Union([Type.Literal('threshold'), Type.Literal('overflow'), Type.Literal('request')], {
+        description:
+          'threshold: the context passed the compaction threshold; overflow: the provider refused it as too long; request: POST /v1/responses/compact',
+      }),
+      tokensBefore: Type.Integer({ description: 'Estimated tokens of the conversation before' }),
+      tokensAfter: Type.Integer({ description: 'Estimated tokens of the conversation after' }),
+    },
+    { description: 'The older conversation was summarised into a compaction item (docs/context.md)' },
+  ),
   Type.Object({
     type: Type.Literal('warning'),
     sourceType: Type.Literal('tool_server'),

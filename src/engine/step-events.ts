@@ -164,6 +164,21 @@ export function toolWarningEvent(message: EventOwner, warning: Warning): Session
   return messageEvent(message, { type: 'warning', sourceType: 'tool_server', ...warning });
 }
 
+/** The older conversation summarised into the compaction item `item`. */
+export function compactionEvent(message: EventOwner, item: Item): SessionEventInput {
+  const content = item.content;
+  if (content.type !== 'compaction') throw new TypeError('not a compaction item');
+  const { reason, tokensBefore, tokensAfter } = content;
+  return messageEvent(message, {
+    type: 'compaction',
+    sourceType: 'context',
+    itemId: item.id,
+    reason,
+    tokensBefore,
+    tokensAfter,
+  });
+}
+
 /** A piece of the step's assistant text, for live listeners only. */
 export function textDeltaEvent(message: LiveOwner, step: number, text: string): DeltaEvent {
   return {

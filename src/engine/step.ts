@@ -12,7 +12,6 @@ import {
   appendItems,
   assistantItemId,
   type CallServer,
-  type ContextBuilder,
   callItemId,
   type Item,
   type NewItem,
@@ -38,6 +37,7 @@ import {
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
+import { compactIfDue, compactLog } from './compaction.ts';
 import { contextRoom, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
 import { stepItemEvents, textDeltaEvent } from './step-events.ts';
@@ -83,23 +83,22 @@ const callsLeft = (settings: ModelSettings | undefined, made: number): number =>
   settings?.maxToolCalls === undefined ? Number.POSITIVE_INFINITY : Math.max(0, settings.maxToolCalls - made);
 
 /**
- * Calls the model for the step `trace` describes, streaming its text to live listeners, and counts the call. `made`
- * is the count of tool calls the turn made so far: once it reaches the turn's `maxToolCalls`, the model is offered
- * no tools, so it answers. The context is fitted to the model's window (context-window.ts); when the provider
- * still refuses it as too long, it is fitted to a smaller room and the call is made once more. No tool has run in
- * the step yet (its calls run once it is stored), so the retry repeats nothing.
+ * Calls the model for the step `trace` describes, on the log `items`, streaming its text to live listeners, and
+ * counts the call. `made` is the count of tool calls the turn made so far: once it reaches the turn's
+ * `maxToolCalls`, the model is offered no tools, so it answers. Under the compaction policy the log is compacted
+ * first when it passes the threshold (compaction.ts). The context is fitted to the model's window
+ * (context-window.ts); when the provider still refuses it as too long, it is compacted (compaction policy) and
+ * fitted to a smaller room, and the call is made once more. No tool has run in the step yet (its calls run once it
+ * is stored), so the retry repeats nothing.
  */
-export async function callModel(
-  turn: Turn,
-  trace: StepTrace,
-  context: ContextBuilder,
-  made: number,
-): Promise<StepOutput> {
+export async function callModel(turn: Turn, trace: StepTrace, items: Item[], made: number): Promise<StepOutput> {
   const frame = {
     instructions: instructionsWithTools(turn.agent.instructions, turn.tools),
     tools: stepTools(turn, made),
   };
-  const files = await attachedFiles(turn, context.attachmentIds());
+  let log = (await compactIfDue(turn, frame, items)) ?? items;
+  let context = turn.log.contextOf(log);
+  let files = await attachedFiles(turn, context.attachmentIds());
   const room = contextRoom(turn, frame);
   const fitted = context.fit(room, files);
   let sent = fitted;
@@ -112,6 +111,12 @@ export async function callModel(
       { room, sent: fitted.tokens },
       'the provider refused the context as too long: fitting it smaller',
     );
+    const compacted = turn.contextPolicy === 'compaction' ? await compactLog(turn, frame, log, 'overflow') : null;
+    if (compacted !== null) {
+      log = compacted;
+      context = turn.log.contextOf(log);
+      files = await attachedFiles(turn, context.attachmentIds());
+    }
     sent = context.fit(smallerRoom(turn, frame, error, fitted.tokens), files);
     output = await streamStep(turn, trace, { ...frame, context: sent.context }, made);
   }

@@ -142,6 +142,7 @@ async function configFor(
     agent: {
       ...agent,
       ...(options.model === undefined ? {} : { model: options.model }),
+      ...(options.compactThreshold === undefined ? {} : { compactThreshold: options.compactThreshold }),
       instructions: withOwnInstructions(agent.instructions, options.instructions),
       clientTools: [
         ...agent.clientTools.filter((tool) => !names.has(tool.name)),
@@ -194,7 +195,7 @@ async function runSteps(turn: Turn): Promise<void> {
     turn.fresh = false;
     const trace = beginModelCall(turn, items);
     const made = ownItems(items, messageId).filter((item) => item.content.type === 'function_call').length;
-    const output = await callModel(turn, trace, turn.log.contextOf(items), made);
+    const output = await callModel(turn, trace, items, made);
     // The start goes into this step's transaction, unless it is being written (or was) on its own already.
     const start = takeStart(turn);
     if (start === null && !(await ensureStarted(turn))) return;

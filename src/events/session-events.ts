@@ -88,7 +88,16 @@ export type MessageEventData =
       total?: number;
       message?: string;
     }
-  | ({ type: 'warning'; sourceType: 'tool_server' } & Warning);
+  | ({ type: 'warning'; sourceType: 'tool_server' } & Warning)
+  /** The older conversation was summarised into the compaction item `itemId` (docs/context.md). */
+  | {
+      type: 'compaction';
+      sourceType: 'context';
+      itemId: string;
+      reason: 'threshold' | 'overflow' | 'request';
+      tokensBefore: number;
+      tokensAfter: number;
+    };
 
 /** What a session event says, by kind. */
 export type SessionEventBody =

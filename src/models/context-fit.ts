@@ -14,9 +14,11 @@ import type { ContextMessage, ToolResult, ToolSpec } from './types.ts';
 
 /**
  * How a turn keeps its context within the model's window: `truncation` drops the oldest messages (the default),
- * `none` sends the whole log (a context too long fails the turn with `model_context_exceeded`).
+ * `compaction` summarises the older part of the log into a compaction item once the context passes a threshold
+ * (engine/compaction.ts), `none` sends the whole log (a context too long fails the turn with
+ * `model_context_exceeded`).
  */
-export const CONTEXT_POLICIES = ['truncation', 'none'] as const;
+export const CONTEXT_POLICIES = ['truncation', 'compaction', 'none'] as const;
 export type ContextPolicy = (typeof CONTEXT_POLICIES)[number];
 export const DEFAULT_CONTEXT_POLICY: ContextPolicy = 'truncation';
 
@@ -96,7 +98,7 @@ export const contextTokens = (context: readonly ContextMessage[]): number =>
   context.reduce((sum, message) => sum + messageTokens(message), 0);
 
 /** Where a unit of the context starts: a tool message belongs to the assistant step before it. */
-function unitStart(context: readonly ContextMessage[], end: number): number {
+export function unitStart(context: readonly ContextMessage[], end: number): number {
   const last = context[end - 1];
   return last?.role === 'tool' && end >= 2 && context[end - 2]?.role === 'assistant' ? end - 2 : end - 1;
 }

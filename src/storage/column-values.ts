@@ -31,7 +31,7 @@ export const RUN_SOURCES = [
 export type RunSource = (typeof RUN_SOURCES)[number];
 
 /** spans.kind */
-export const SPAN_KINDS = ['agent_step', 'model_call', 'tool_call'] as const;
+export const SPAN_KINDS = ['agent_step', 'model_call', 'tool_call', 'compaction'] as const;
 export type SpanKind = (typeof SPAN_KINDS)[number];
 
 /** spans.status */

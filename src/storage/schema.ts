@@ -63,6 +63,7 @@ export interface AgentsTable {
   output_format: ColumnType<string | null, string | null | undefined, string | null>;
   /** How turns keep their context within the model's window (`truncation`, `none`); null in older rows: truncation. */
   context_policy: ColumnType<string | null, string | null | undefined, string | null>;
+  compact_threshold: ColumnType<number | null, number | null | undefined, number | null>;
   is_default: number;
   version: number;
   workspace_provisioned_at: Millis | null;

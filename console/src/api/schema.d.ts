@@ -1563,11 +1563,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -1709,11 +1711,13 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /** @description Extension field: null for 80 % of the window less the output reserved */
+                        compactThreshold?: number | null;
                         /**
-                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                          * @enum {string}
                          */
-                        contextPolicy?: "truncation" | "none";
+                        contextPolicy?: "truncation" | "compaction" | "none";
                         description?: string;
                         instructions?: string;
                         maxSteps?: number;
@@ -1809,11 +1813,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -2015,11 +2021,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -2271,11 +2279,13 @@ export interface paths {
                             /** @enum {string} */
                             type: "function";
                         }[];
+                        /** @description Extension field: null for 80 % of the window less the output reserved */
+                        compactThreshold?: number | null;
                         /**
-                         * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                         * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                          * @enum {string}
                          */
-                        contextPolicy?: "truncation" | "none";
+                        contextPolicy?: "truncation" | "compaction" | "none";
                         description?: string | null;
                         instructions?: string;
                         maxSteps?: number;
@@ -2373,11 +2383,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -5390,11 +5402,13 @@ export interface paths {
                                         /** @enum {string} */
                                         type: "function";
                                     }[];
+                                    /** @description Extension field: null for 80 % of the window less the output reserved */
+                                    compactThreshold: number | null;
                                     /**
-                                     * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                     * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                      * @enum {string}
                                      */
-                                    contextPolicy: "truncation" | "none";
+                                    contextPolicy: "truncation" | "compaction" | "none";
                                     description: string | null;
                                     instructions: string;
                                     maxSteps: number;
@@ -5595,11 +5609,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 description: string | null;
                                 instructions: string;
                                 maxSteps: number;
@@ -5788,11 +5804,13 @@ export interface paths {
                                     /** @enum {string} */
                                     type: "function";
                                 }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold: number | null;
                                 /**
-                                 * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                                  * @enum {string}
                                  */
-                                contextPolicy: "truncation" | "none";
+                                contextPolicy: "truncation" | "compaction" | "none";
                                 /** Format: date-time */
                                 createdAt: string;
                                 description: string | null;
@@ -6121,11 +6139,13 @@ export interface paths {
                                 /** @enum {string} */
                                 type: "function";
                             }[];
+                            /** @description Extension field: null for 80 % of the window less the output reserved */
+                            compactThreshold?: number | null;
                             /**
-                             * @description Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                             * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
                              * @enum {string}
                              */
-                            contextPolicy?: "truncation" | "none";
+                            contextPolicy?: "truncation" | "compaction" | "none";
                             description?: string;
                             instructions?: string;
                             /** @enum {string} */
@@ -6945,6 +6965,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: ({
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            } | {
                                 content: {
                                     text: string;
                                     /** @enum {string} */
@@ -7119,6 +7149,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: ({
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            } | {
                                 content: {
                                     text: string;
                                     /** @enum {string} */
@@ -7318,6 +7358,16 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @enum {string} */
+                            created_by: "agentry";
+                            /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                            encrypted_content: string;
+                            id: string;
+                            /** @description Extension field: the summary of the older conversation */
+                            summary: string;
+                            /** @enum {string} */
+                            type: "compaction";
+                        } | {
                             content: {
                                 text: string;
                                 /** @enum {string} */
@@ -10240,8 +10290,12 @@ export interface paths {
                         agent_version?: number;
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
-                        /** @description Refused unless null: nothing is compacted */
-                        context_management?: unknown;
+                        /** @description [{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model's window less the output reserved); see docs/context.md */
+                        context_management?: {
+                            compact_threshold?: number | null;
+                            /** @enum {string} */
+                            type: "compaction";
+                        }[] | null;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         frequency_penalty?: number | null;
@@ -10811,6 +10865,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: ({
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            } | {
                                 content: {
                                     text: string;
                                     /** @enum {string} */
@@ -11012,7 +11076,7 @@ export interface paths {
                                 id: string;
                                 input_preview: string | null;
                                 /** @enum {string} */
-                                kind: "agent_step" | "model_call" | "tool_call";
+                                kind: "agent_step" | "model_call" | "tool_call" | "compaction";
                                 /** @description step <n>, the model id, or the tool name */
                                 name: string;
                                 output_preview: string | null;
@@ -11140,8 +11204,12 @@ export interface paths {
                         agent_version?: number;
                         /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
                         background?: boolean | null;
-                        /** @description Refused unless null: nothing is compacted */
-                        context_management?: unknown;
+                        /** @description [{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model's window less the output reserved); see docs/context.md */
+                        context_management?: {
+                            compact_threshold?: number | null;
+                            /** @enum {string} */
+                            type: "compaction";
+                        }[] | null;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
                         frequency_penalty?: number | null;
@@ -11623,7 +11691,7 @@ export interface paths {
                                 id: string;
                                 input_preview: string | null;
                                 /** @enum {string} */
-                                kind: "agent_step" | "model_call" | "tool_call";
+                                kind: "agent_step" | "model_call" | "tool_call" | "compaction";
                                 /** @description step <n>, the model id, or the tool name */
                                 name: string;
                                 output_preview: string | null;
@@ -17176,6 +17244,19 @@ export interface components {
                 total?: number;
                 /** @enum {string} */
                 type: "tool_progress";
+            } | {
+                /** @description The compaction item written to the log */
+                itemId: string;
+                /** @description threshold: the context passed the compaction threshold; overflow: the provider refused it as too long; request: POST /v1/responses/compact */
+                reason: "threshold" | "overflow" | "request";
+                /** @enum {string} */
+                sourceType: "context";
+                /** @description Estimated tokens of the conversation after */
+                tokensAfter: number;
+                /** @description Estimated tokens of the conversation before */
+                tokensBefore: number;
+                /** @enum {string} */
+                type: "compaction";
             } | {
                 callId?: string;
                 code: string;

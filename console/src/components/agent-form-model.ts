@@ -130,8 +130,10 @@ function toolApprovalsOf(form: AgentForm, local: LocalErrors): ToolApprovals {
 export type LocalErrors = Record<string, string>;
 
 interface Built {
-  /** What the form edits; `contextPolicy` and `outputFormat` are set through the API and left as they are here. */
-  body: Required<Omit<AgentCreate, 'description' | 'networkPolicy' | 'contextPolicy' | 'outputFormat'>> & {
+  /** What the form edits; `contextPolicy`, `compactThreshold` and `outputFormat` are set through the API and left as they are here. */
+  body: Required<
+    Omit<AgentCreate, 'description' | 'networkPolicy' | 'contextPolicy' | 'compactThreshold' | 'outputFormat'>
+  > & {
     description: string | null;
     networkPolicy: NetworkPolicyInput | null;
   };

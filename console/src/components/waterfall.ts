@@ -29,6 +29,12 @@ export function layout(spans: Span[], runStartedAt: number | null, nowMs: number
       const width = runningWidth(span, stepStart);
       bars.push({ span, depth: 0, offsetMs: stepStart, widthMs: width });
       cursor = stepStart + width;
+    } else if (span.kind === 'compaction') {
+      // The older conversation summarised before the next step: a bar of its own, between the steps.
+      const start = Math.max(cursor, fromSeconds);
+      const width = runningWidth(span, start);
+      bars.push({ span, depth: 0, offsetMs: start, widthMs: width });
+      cursor = start + width;
     } else if (span.kind === 'model_call') {
       const width = runningWidth(span, stepStart);
       bars.push({ span, depth: 1, offsetMs: stepStart, widthMs: width });

@@ -60,6 +60,7 @@ export function agentFromRow(row: AgentRow): Agent {
     toolApprovals: toolApprovalsOf(row.tool_approvals),
     outputFormat: outputFormatOf(row.output_format),
     contextPolicy: contextPolicyOf(row.context_policy),
+    compactThreshold: row.compact_threshold,
     isDefault: row.is_default === 1,
     version: row.version,
     createdAt: iso(row.created_at),
@@ -81,12 +82,13 @@ export function configColumns(config: AgentConfig) {
     tool_approvals: JSON.stringify(config.toolApprovals),
     output_format: config.outputFormat === null ? null : JSON.stringify(config.outputFormat),
     context_policy: config.contextPolicy,
+    compact_threshold: config.compactThreshold,
   };
 }
 
 export function configOf(agent: Agent): AgentConfig {
   const { name, description, instructions, model, maxSteps, mcpServers, clientTools, skills, networkPolicy } = agent;
-  const { toolApprovals, outputFormat, contextPolicy } = agent;
+  const { toolApprovals, outputFormat, contextPolicy, compactThreshold } = agent;
   return {
     name,
     description,
@@ -100,6 +102,7 @@ export function configOf(agent: Agent): AgentConfig {
     toolApprovals,
     outputFormat,
     contextPolicy,
+    compactThreshold,
   };
 }
 
@@ -176,6 +179,7 @@ function configFromColumn(text: string): AgentConfig {
     toolApprovals: config.toolApprovals ?? toolApprovalsOf(null),
     outputFormat: config.outputFormat ?? null,
     contextPolicy: config.contextPolicy ?? DEFAULT_CONTEXT_POLICY,
+    compactThreshold: config.compactThreshold ?? null,
   };
 }
 

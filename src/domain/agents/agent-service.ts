@@ -37,7 +37,7 @@ import type {
   NetworkPolicyInput,
   ToolApprovals,
 } from './agent-types.ts';
-import { DEFAULT_CONTEXT_POLICY, DEFAULT_MAX_STEPS } from './agent-types.ts';
+import { DEFAULT_MAX_STEPS, defaultContextPolicy } from './agent-types.ts';
 import { checkAgentConfig, parseMcpServers, type ValidationContext } from './agent-validation.ts';
 
 export interface AgentServiceDeps {
@@ -149,7 +149,8 @@ export function createAgentService(deps: AgentServiceDeps) {
       networkPolicy: input.networkPolicy === undefined ? null : networkPolicy(input.networkPolicy),
       toolApprovals: input.toolApprovals === undefined ? toolApprovalsOf(null) : toolApprovals(input.toolApprovals),
       outputFormat: outputFormat(input.outputFormat),
-      contextPolicy: input.contextPolicy ?? DEFAULT_CONTEXT_POLICY,
+      contextPolicy: input.contextPolicy ?? defaultContextPolicy(input.model ?? deps.defaultModel),
+      compactThreshold: input.compactThreshold ?? null,
     };
     checkAgentConfig(config, validation);
     return config;
@@ -380,6 +381,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         toolApprovals: input.toolApprovals === undefined ? current.toolApprovals : toolApprovals(input.toolApprovals),
         outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
         contextPolicy: input.contextPolicy ?? current.contextPolicy,
+        compactThreshold: input.compactThreshold === undefined ? current.compactThreshold : input.compactThreshold,
       }));
     },
 

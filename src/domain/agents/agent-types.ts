@@ -1,6 +1,6 @@
 /** The Agent as the API speaks it (DESIGN section 5), and the inputs that create and change it. */
 
-import { isAbsentOr, isArrayOf, isJsonObject, isNullableString, isOneOf } from '../../lib/guards.ts';
+import { isAbsentOr, isArrayOf, isJsonObject, isNullableNumber, isNullableString, isOneOf } from '../../lib/guards.ts';
 import type { JsonChange } from '../../lib/json-diff.ts';
 import { CONTEXT_POLICIES, type ContextPolicy } from '../../models/context-fit.ts';
 import { isResponseFormat, type ResponseFormat } from '../../models/types.ts';
@@ -18,6 +18,13 @@ import {
 } from '../../tools/tool-config.ts';
 
 export { CONTEXT_POLICIES, type ContextPolicy, DEFAULT_CONTEXT_POLICY } from '../../models/context-fit.ts';
+
+/**
+ * The policy of an agent created without one: compaction on a real model, truncation on `scripted` (whose replies
+ * are written in advance and has no window of its own).
+ */
+export const defaultContextPolicy = (model: string): ContextPolicy =>
+  model === 'scripted' ? 'truncation' : 'compaction';
 export {
   type AgentToolConfig,
   APPROVAL_MODES,
@@ -51,16 +58,25 @@ export interface AgentConfig extends AgentToolConfig {
   outputFormat: ResponseFormat | null;
   /** How a turn keeps its context within the model's window (docs/context.md). */
   contextPolicy: ContextPolicy;
+  /**
+   * Under the compaction policy, the estimated input tokens past which the older conversation is summarised; null:
+   * 80 % of the window less the output reserved (docs/context.md).
+   */
+  compactThreshold: number | null;
 }
 
 /**
  * An AgentConfig as `agent_versions.config` holds it: versions written before approvals or output formats existed
  * have none.
  */
-export type StoredAgentConfig = Omit<AgentConfig, 'toolApprovals' | 'outputFormat' | 'contextPolicy'> & {
+export type StoredAgentConfig = Omit<
+  AgentConfig,
+  'toolApprovals' | 'outputFormat' | 'contextPolicy' | 'compactThreshold'
+> & {
   toolApprovals?: ToolApprovals;
   outputFormat?: ResponseFormat | null;
   contextPolicy?: ContextPolicy;
+  compactThreshold?: number | null;
 };
 
 export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig {
@@ -77,7 +93,8 @@ export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig 
     (value.networkPolicy === null || isNetworkPolicy(value.networkPolicy)) &&
     isAbsentOr(value.toolApprovals, isToolApprovals) &&
     isAbsentOr(value.outputFormat, (format) => format === null || isResponseFormat(format)) &&
-    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy))
+    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy)) &&
+    isAbsentOr(value.compactThreshold, isNullableNumber)
   );
 }
 
@@ -107,6 +124,7 @@ export interface AgentCreateInput {
   /** The wire shape (domain/output-format.ts); `{type: "text"}` or null for free text. */
   outputFormat?: Record<string, unknown> | null;
   contextPolicy?: ContextPolicy;
+  compactThreshold?: number | null;
 }
 
 export interface AgentUpdateInput {
@@ -122,6 +140,7 @@ export interface AgentUpdateInput {
   toolApprovals?: ToolApprovals;
   outputFormat?: Record<string, unknown> | null;
   contextPolicy?: ContextPolicy;
+  compactThreshold?: number | null;
 }
 
 /** A kept version of an Agent (GET /v1/agents/{id}/versions/{n}). */

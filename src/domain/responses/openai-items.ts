@@ -44,7 +44,12 @@ export type OpenAIItem =
       tools: { name: string; description?: string; input_schema: Record<string, unknown> }[];
       /** Left out when the tools were listed (the AI SDK's schema refuses `null` here). */
       error?: string;
-    };
+    }
+  /**
+   * The older conversation summarised (docs/context.md). Self-hosted, so not encrypted: `encrypted_content` holds
+   * the summary as plain text (a client can send the item back as it is), and `summary` repeats it.
+   */
+  | { id: string; type: 'compaction'; encrypted_content: string; summary: string; created_by: 'agentry' };
 
 /** Label of server calls that name no server (logs written before tool servers existed, unknown tools). */
 export const SERVER_LABEL = 'agentry';
@@ -146,6 +151,15 @@ export function toOpenAIItems(items: Item[], options: { messageId?: string } = {
             ...(tool.description === null ? {} : { description: tool.description }),
             input_schema: tool.inputSchema,
           })),
+        });
+        break;
+      case 'compaction':
+        out.push({
+          id: item.id,
+          type: 'compaction',
+          encrypted_content: content.summary,
+          summary: content.summary,
+          created_by: 'agentry',
         });
         break;
       case 'approval_decision':

@@ -15,6 +15,7 @@ import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
 import type { Attachment } from '../turns/items.ts';
 import { type AgentRef, agentRefOf } from './agent-ref.ts';
 import {
+  compactionOf,
   contextPolicyOf,
   metadataOf,
   optionalNumber,
@@ -67,8 +68,10 @@ export interface ResponseRequest {
   settings: ModelSettings;
   /** `text.format` (compatibility mode): null asks for free text; absent leaves the agent's output format. */
   responseFormat?: ResponseFormat | null;
-  /** `truncation` (compatibility mode): absent leaves the agent's context policy. */
+  /** `truncation` or `context_management` (compatibility mode): absent leaves the agent's context policy. */
   contextPolicy?: ContextPolicy;
+  /** `context_management`'s `compact_threshold` (null: the default threshold). */
+  compactThreshold?: number | null;
   metadata: Record<string, string>;
   /** Echoed in the Response object (with the metadata and the tools, added when the agent is known). */
   echo: Omit<ResponseEcho, 'metadata' | 'tools'>;
@@ -299,7 +302,8 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
   const choice = toolChoice(body.tool_choice);
   if (choice.setting !== undefined) settings.toolChoice = choice.setting;
   const format = isRecord(body.text) ? body.text.format : undefined;
-  const policy = contextPolicyOf(body.truncation);
+  const compaction = compactionOf(body.context_management);
+  const policy = compaction === undefined ? contextPolicyOf(body.truncation) : 'compaction';
   const joined = [typeof body.instructions === 'string' ? body.instructions : '', ...systemTexts]
     .filter((part) => part !== '')
     .join('\n\n');
@@ -317,6 +321,7 @@ export function parseResponseRequest(body: unknown, compat: boolean): ResponseRe
     settings,
     ...(format === undefined || format === null ? {} : { responseFormat: parseResponseFormat(format, 'text.format') }),
     ...(policy === undefined ? {} : { contextPolicy: policy }),
+    ...(compaction === undefined ? {} : { compactThreshold: compaction.compactThreshold }),
     metadata: metadataOf(body.metadata),
     echo: {
       toolChoice: choice.echo,

@@ -309,6 +309,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
           ...(Object.keys(request.settings).length === 0 ? {} : { settings: request.settings }),
           ...(request.responseFormat === undefined ? {} : { responseFormat: request.responseFormat }),
           ...(request.contextPolicy === undefined ? {} : { contextPolicy: request.contextPolicy }),
+          ...(request.compactThreshold === undefined ? {} : { compactThreshold: request.compactThreshold }),
           echo: {
             metadata: request.metadata,
             ...request.echo,

@@ -107,9 +107,33 @@ const UNSUPPORTED: Record<string, (value: unknown) => string | null> = {
     !isRecord(value) || Object.values(value).every((entry) => entry === null)
       ? null
       : "reasoning settings are not supported per request: the agent's model decides",
-  context_management: (value) =>
-    value === null ? null : 'context_management is not supported: the conversation is not compacted',
 };
+
+/**
+ * `context_management`: `[{type: "compaction", compact_threshold?: N}]` turns on the compaction policy for the
+ * Response (N: its threshold in tokens, else the default), null or `[]` leaves the context policy as it is.
+ * Anything else is a 400 naming the field.
+ */
+export function compactionOf(value: unknown): { compactThreshold: number | null } | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) throw validationError('context_management', 'context_management must be an array or null');
+  let found: { compactThreshold: number | null } | undefined;
+  value.forEach((entry: unknown, index) => {
+    const field = `context_management[${index}]`;
+    if (!isRecord(entry) || entry.type !== 'compaction')
+      throw validationError(`${field}.type`, 'the one context management offered is {"type": "compaction"}');
+    const extra = Object.keys(entry).find((key) => key !== 'type' && key !== 'compact_threshold');
+    if (extra !== undefined) throw validationError(`${field}.${extra}`, `unknown field ${extra}`);
+    const threshold = entry.compact_threshold;
+    if (threshold !== undefined && threshold !== null && !(Number.isInteger(threshold) && Number(threshold) >= 1_000))
+      throw validationError(
+        `${field}.compact_threshold`,
+        'compact_threshold must be an integer of at least 1000 (tokens)',
+      );
+    found = { compactThreshold: typeof threshold === 'number' ? threshold : null };
+  });
+  return found;
+}
 
 /** Throws a 400 naming the first field (or `include` entry) of a compatibility-mode body that cannot be honoured. */
 export function refuseUnsupported(body: Record<string, unknown>): void {

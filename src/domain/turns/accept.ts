@@ -57,6 +57,8 @@ export interface MessageOptions {
   model?: string;
   /** How this turn keeps its context within the model's window, in place of the agent's (Responses `truncation`). */
   contextPolicy?: ContextPolicy;
+  /** The compaction threshold of this turn, in place of the agent's (Responses `context_management`). */
+  compactThreshold?: number | null;
 }
 
 /** Request settings a Response object repeats (absent fields of older rows take their defaults). */
@@ -123,7 +125,8 @@ export function isMessageOptions(value: unknown): value is MessageOptions {
     isAbsentOr(value.responseFormat, (format) => format === null || isResponseFormat(format)) &&
     isAbsentOr(value.echo, isResponseEcho) &&
     isAbsentOr(value.model, isString) &&
-    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy))
+    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy)) &&
+    isAbsentOr(value.compactThreshold, isNullableNumber)
   );
 }
 

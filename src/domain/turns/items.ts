@@ -104,6 +104,20 @@ export type ItemContent =
    * this marker tells the logs processes keep (context-cache.ts) to drop them too. Not model context, not listed.
    */
   | { type: 'item_removed'; itemIds: string[] }
+  /**
+   * The older part of the log summarised (docs/context.md): a step's context is the latest compaction's summary,
+   * then the items from `keptFrom` on (null: none of the items before the compaction are kept). Written by the
+   * compaction policy (engine/compaction.ts) with its span and usage in one transaction.
+   */
+  | {
+      type: 'compaction';
+      summary: string;
+      keptFrom: string | null;
+      reason: CompactionReason;
+      /** Estimated tokens of the conversation before and after. */
+      tokensBefore: number;
+      tokensAfter: number;
+    }
   | {
       type: 'function_call_output';
       name: string;
@@ -113,6 +127,13 @@ export type ItemContent =
       /** The answer exactly as submitted (any JSON value), for questions. */
       answer?: unknown;
     };
+
+/**
+ * Why the log was compacted: it passed the threshold, the provider refused it as too long, or a client asked for
+ * it (POST /v1/responses/compact).
+ */
+export const COMPACTION_REASONS = ['threshold', 'overflow', 'request'] as const;
+export type CompactionReason = (typeof COMPACTION_REASONS)[number];
 
 const DECISION_SOURCES = ['answer', 'responses', 'timeout'] as const;
 type DecisionSource = (typeof DECISION_SOURCES)[number];
@@ -186,6 +207,14 @@ export function isItemContent(value: unknown): value is ItemContent {
       );
     case 'item_removed':
       return isArrayOf(value.itemIds, isString);
+    case 'compaction':
+      return (
+        typeof value.summary === 'string' &&
+        isNullableString(value.keptFrom) &&
+        isOneOf(COMPACTION_REASONS, value.reason) &&
+        typeof value.tokensBefore === 'number' &&
+        typeof value.tokensAfter === 'number'
+      );
     default:
       return false;
   }
@@ -209,6 +238,7 @@ const PREFIX: Record<ItemContent['type'], string> = {
   tool_list: 'mcpl',
   approval_decision: 'mcpa',
   item_removed: 'rm',
+  compaction: 'cmp',
 };
 
 export function itemFromRow(row: ItemRow): Item {
@@ -525,6 +555,14 @@ const NO_FILES: ReadonlyMap<string, AttachedFile> = new Map();
 
 const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step === b.step;
 
+/** How the model reads a compaction's summary: a user entry opening the context. */
+export const SUMMARY_HEADER = '[Summary of the earlier conversation, written when it no longer fitted the context]';
+
+export const summaryMessage = (summary: string): ContextMessage => ({
+  role: 'user',
+  content: [{ type: 'text', text: `${SUMMARY_HEADER}\n${summary}` }],
+});
+
 /**
  * The model context of a log, built item by item so that a session's next step only adds what is new: one user
  * entry per input, one assistant entry per step (its text and tool calls), one tool entry per step's outputs. The
@@ -533,14 +571,16 @@ const sameStep = (a: Item, b: Item) => a.messageId === b.messageId && a.step ===
  */
 export class ContextBuilder {
   #count = 0;
-  readonly #closed: ContextMessage[] = [];
+  #closed: ContextMessage[] = [];
+  /** The id of the first item of each entry of `#closed`. */
+  #closedIds: string[] = [];
   /** The estimated tokens of `#closed` (models/context-fit.ts), kept as it grows so a fit need not sum them. */
   #closedTokens = 0;
   #assistant: { item: Item; text: string; toolCalls: ToolCall[] } | null = null;
   #results: { item: Item; results: ToolResult[] } | null = null;
-  readonly #attachments = new Set<string>();
+  #attachments = new Set<string>();
   /** Entries of `#closed` that show files: rendered by `build`. */
-  readonly #withFiles: { index: number; text: string; attachments: Attachment[] }[] = [];
+  #withFiles: { index: number; text: string; attachments: Attachment[] }[] = [];
 
   /** Items appended so far. */
   get count(): number {
@@ -551,6 +591,10 @@ export class ContextBuilder {
     this.#count += 1;
     const content = item.content;
     if (content.type === 'tool_list' || content.type === 'approval_decision' || content.type === 'item_removed') return;
+    if (content.type === 'compaction') {
+      this.#compact(item.id, content.summary, content.keptFrom);
+      return;
+    }
     if (content.type === 'user_message') {
       this.#close();
       const attachments = content.attachments ?? [];
@@ -558,7 +602,7 @@ export class ContextBuilder {
         for (const attachment of attachments) this.#attachments.add(attachment.fileId);
         this.#withFiles.push({ index: this.#closed.length, text: content.text, attachments });
       }
-      this.#push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) });
+      this.#push({ role: 'user', content: userContent(content.text, undefined, NO_FILES) }, item.id);
       return;
     }
     if (content.type === 'function_call_output') {
@@ -583,6 +627,31 @@ export class ContextBuilder {
     const assistant = this.#assistant;
     if (content.type === 'assistant_message') assistant.text += content.text;
     else assistant.toolCalls.push({ callId: item.callId ?? '', name: content.name, arguments: content.arguments });
+  }
+
+  /**
+   * A compaction: the entries before the one that starts with the item `keptFrom` (all of them when null or gone)
+   * give way to the summary.
+   */
+  #compact(itemId: string, summary: string, keptFrom: string | null): void {
+    this.#close();
+    const found = keptFrom === null ? -1 : this.#closedIds.indexOf(keptFrom);
+    const from = found === -1 ? this.#closed.length : found;
+    this.#closed = [summaryMessage(summary), ...this.#closed.slice(from)];
+    this.#closedIds = [itemId, ...this.#closedIds.slice(from)];
+    this.#closedTokens = this.#closed.reduce((sum, message) => sum + messageTokens(message), 0);
+    this.#withFiles = this.#withFiles
+      .filter((entry) => entry.index >= from)
+      .map((entry) => ({ ...entry, index: entry.index - from + 1 }));
+    this.#attachments = new Set(this.#withFiles.flatMap((entry) => entry.attachments.map((file) => file.fileId)));
+  }
+
+  /** The id of the first item of each entry `build` returns (a summary's: its compaction item). */
+  entryItemIds(): string[] {
+    const ids = this.#closedIds.slice();
+    if (this.#assistant !== null) ids.push(this.#assistant.item.id);
+    if (this.#results !== null) ids.push(this.#results.item.id);
+    return ids;
   }
 
   /** File ids attached to user input in the items appended. */
@@ -634,15 +703,18 @@ export class ContextBuilder {
     return tokens;
   }
 
-  #push(message: ContextMessage): void {
+  #push(message: ContextMessage, itemId: string): void {
     this.#closed.push(message);
+    this.#closedIds.push(itemId);
     this.#closedTokens += messageTokens(message);
   }
 
   #close(): void {
-    if (this.#assistant !== null)
-      this.#push({ role: 'assistant', text: this.#assistant.text, toolCalls: this.#assistant.toolCalls });
-    if (this.#results !== null) this.#push({ role: 'tool', results: this.#results.results });
+    if (this.#assistant !== null) {
+      const { item, text, toolCalls } = this.#assistant;
+      this.#push({ role: 'assistant', text, toolCalls }, item.id);
+    }
+    if (this.#results !== null) this.#push({ role: 'tool', results: this.#results.results }, this.#results.item.id);
     this.#assistant = null;
     this.#results = null;
   }

@@ -143,6 +143,28 @@ export async function addStepUsage(
 }
 
 /**
+ * Adds the tokens and cost of a compaction's model calls to its message and run (billed like a step's, without
+ * counting a step: maxSteps counts the agent's own steps).
+ */
+export async function addCompactionUsage(
+  trx: Executor,
+  message: Pick<MessageRow, 'id' | 'run_id'>,
+  usage: Omit<StepUsage, 'cachedInputTokens'>,
+  now: number,
+): Promise<void> {
+  const fields = { ...usage, cachedInputTokens: 0 };
+  await trx
+    .updateTable('messages')
+    .set((eb) => {
+      const { step_count: _counted, ...messageFields } = messageUsageFields({ ...fields, now })(eb);
+      return messageFields;
+    })
+    .where('id', '=', message.id)
+    .execute();
+  await trx.updateTable('runs').set(runUsageFields(fields)).where('id', '=', message.run_id).execute();
+}
+
+/**
  * Adds a warning to the message and its run (the message row as read in this transaction, under the lease: the
  * calls of a step end one fenced transaction at a time, so none overwrites another's warning).
  */

@@ -126,7 +126,19 @@ const fields = {
   ]),
   contextPolicy: StringEnum(
     CONTEXT_POLICIES,
-    "Extension field: how turns keep their context within the model's context window. truncation (default) drops the oldest messages; none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md",
+    "Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md",
+  ),
+  compactThreshold: Type.Union(
+    [
+      Type.Integer({
+        minimum: 1_000,
+        maximum: 100_000_000,
+        description:
+          "Extension field: under the compaction policy, the estimated input tokens past which the older conversation is summarised; null: 80 % of the model's window less the output reserved. See docs/context.md",
+      }),
+      Type.Null(),
+    ],
+    { description: 'Extension field: null for 80 % of the window less the output reserved' },
   ),
 };
 
@@ -144,6 +156,7 @@ export const AgentCreateBody = Type.Object(
     toolApprovals: Type.Optional(ToolApprovals),
     outputFormat: Type.Optional(fields.outputFormat),
     contextPolicy: Type.Optional(fields.contextPolicy),
+    compactThreshold: Type.Optional(fields.compactThreshold),
   },
   { additionalProperties: false },
 );
@@ -170,6 +183,7 @@ export const AgentUpdateBody = Type.Object(
           'Extension field: the version this change expects to replace, as If-Match says it; another one current is a 409 version_conflict',
       }),
     ),
+    compactThreshold: Type.Optional(fields.compactThreshold),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -202,6 +216,7 @@ export const Agent = Type.Object(
       description: 'Extension field: the structure of replies to messages that ask for none; null for free text',
     }),
     contextPolicy: fields.contextPolicy,
+    compactThreshold: fields.compactThreshold,
     isDefault: Type.Boolean(),
     version: Type.Integer({ description: 'Rises on every change; each version is kept' }),
     createdAt: Type.String({ format: 'date-time' }),

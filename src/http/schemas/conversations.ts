@@ -169,8 +169,25 @@ const McpListTools = Type.Object(
   { description: "An MCP server's tools, recorded when the conversation first used them" },
 );
 
+export const CompactionItem = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('compaction'),
+    encrypted_content: Type.String({
+      description: 'The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md)',
+    }),
+    summary: Type.String({ description: 'Extension field: the summary of the older conversation' }),
+    created_by: Type.Literal('agentry'),
+  },
+  {
+    description:
+      'The older part of the conversation summarised by the compaction policy: the model reads the summary in place of the items before it',
+  },
+);
+
 export const ConversationItem = Type.Union(
   [
+    CompactionItem,
     UserMessage,
     AssistantMessage,
     FunctionCall,

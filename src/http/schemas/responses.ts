@@ -364,7 +364,21 @@ export const ResponseCreateCompat = Type.Object(
     stream_options: Type.Optional(
       Type.Unknown({ description: 'Accepted; streams carry no obfuscation padding whatever it says' }),
     ),
-    context_management: Type.Optional(Type.Unknown({ description: 'Refused unless null: nothing is compacted' })),
+    context_management: Type.Optional(
+      raw({
+        type: ['array', 'null'],
+        items: {
+          type: 'object',
+          properties: {
+            type: { type: 'string', enum: ['compaction'] },
+            compact_threshold: { type: ['integer', 'null'], minimum: 1000 },
+          },
+          required: ['type'],
+        },
+        description:
+          '[{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model\'s window less the output reserved); see docs/context.md',
+      }),
+    ),
     prompt: Type.Optional(Type.Unknown({ description: 'Refused unless null: prompt templates are not stored here' })),
     prompt_cache_retention: Type.Optional(
       Type.Unknown({ description: 'Accepted: a caching hint, with no effect on the answer' }),

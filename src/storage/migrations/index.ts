@@ -22,6 +22,7 @@ import { agentOutputFormat } from './0020-agent-output-format.ts';
 import { withoutRowid } from './0021-without-rowid.ts';
 import { agentContextPolicy } from './0022-agent-context-policy.ts';
 import { cachedInputTokens } from './0023-cached-input-tokens.ts';
+import { compaction } from './0024-compaction.ts';
 import { memories } from './0025-memories.ts';
 import { agentVersionPins } from './0026-agent-version-pins.ts';
 import { mcpCredentials } from './0028-mcp-credentials.ts';
@@ -54,6 +55,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0021-without-rowid': withoutRowid,
   '0022-agent-context-policy': agentContextPolicy,
   '0023-cached-input-tokens': cachedInputTokens,
+  '0024-compaction': compaction,
   '0025-memories': memories,
   '0026-agent-version-pins': agentVersionPins,
   '0028-mcp-credentials': mcpCredentials,

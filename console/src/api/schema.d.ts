@@ -9288,7 +9288,7 @@ export interface paths {
          * Start signing an MCP server in (OAuth)
          * @description Discovers the server's authorization server, registers Agentry as a client when needed and returns the URL to send the person to. After they approve, the authorization server sends the browser to GET /v1/oauth/callback, which stores the credential (the organization's, or the named user's) and lists the server's tools. 409 mcp_oauth_not_configured without AGENTRY_PUBLIC_URL; 502 mcp_authorization_unavailable when discovery or registration fails.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         post: {
             parameters: {
@@ -9413,7 +9413,7 @@ export interface paths {
          * List who holds a credential for an MCP server
          * @description The organization (user null) and end users signed in to the server, and the state of each; tokens are never returned.
          *
-         *     Required scope: tasks:read.
+         *     Required scope: agents:read (or tasks:read).
          */
         get: {
             parameters: {
@@ -9496,7 +9496,7 @@ export interface paths {
          * Remove a credential of an MCP server
          * @description Removes the named user's credential, or without user the organization's. 404 when there is none.
          *
-         *     Required scope: tasks:write.
+         *     Required scope: agents:write (or tasks:write).
          */
         delete: {
             parameters: {

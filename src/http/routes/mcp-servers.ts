@@ -128,7 +128,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'POST',
     url: '/v1/mcp_servers/:id/connect',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Start signing an MCP server in (OAuth)',
       description:
@@ -145,7 +145,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'GET',
     url: '/v1/mcp_servers/:id/credentials',
-    config: { scopes: ['tasks:read'] },
+    config: { scopes: ['agents:read'] },
     schema: {
       summary: 'List who holds a credential for an MCP server',
       description:
@@ -160,7 +160,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   app.route({
     method: 'DELETE',
     url: '/v1/mcp_servers/:id/credentials',
-    config: { scopes: ['tasks:write'] },
+    config: { scopes: ['agents:write'] },
     schema: {
       summary: 'Remove a credential of an MCP server',
       description: "Removes the named user's credential, or without user the organization's. 404 when there is none.",

@@ -238,9 +238,13 @@ describe.skipIf(!available)('web console', () => {
     expect((await fetch(url('/console/assets/../../package.json'))).status).not.toBe(200);
     // Not part of the API: the OpenAPI document does not list the console's pages.
     const document = (await (await fetch(url('/v1/openapi.json'))).json()) as { paths: Record<string, unknown> };
-    // (The older API under /api/sdk is API.)
+    // (The older API under /api/sdk is API, and so are the metadata documents under /.well-known.)
     const pages = Object.keys(document.paths).filter(
-      (path) => !path.startsWith('/v1/') && !path.startsWith('/api/sdk/') && !path.endsWith('z'),
+      (path) =>
+        !path.startsWith('/v1/') &&
+        !path.startsWith('/api/sdk/') &&
+        !path.startsWith('/.well-known/') &&
+        !path.endsWith('z'),
     );
     expect(pages).toEqual([]);
     expect(shared.process().output()).toContain(`web console: ${shared.url}/console/`);

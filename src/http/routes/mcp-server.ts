@@ -9,28 +9,16 @@
  * says a bearer API key is how to call. An Origin header naming a foreign host is refused (DNS rebinding).
  */
 import { Readable } from 'node:stream';
-import {
-  createMcpHandler,
-  isLegacyRequest,
-  localhostAllowedOrigins,
-  originValidationResponse,
-} from '@modelcontextprotocol/server';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { orgOf } from '../auth.ts';
-import { type AgentTools, createAgentTools, type ToolScope } from '../mcp/agent-tools.ts';
-import { createLegacySessions } from '../mcp/legacy-sessions.ts';
+import type { McpEndpoint, ToolScope } from '../mcp/endpoint.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
 const tags = ['MCP'];
 const METADATA_PREFIX = '/.well-known/oauth-protected-resource';
-/** 2025-era sessions idle this long are closed (their client re-initializes on the 404 that follows). */
-const LEGACY_IDLE_MS = 30 * 60_000;
-const LEGACY_MAX_SESSIONS = 10_000;
-/** A progress beat this often while a turn shows nothing, so clients that reset their timeout on progress wait. */
-const BEAT_MS = 10_000;
 
 const McpBody = Type.Unknown({ description: 'A JSON-RPC message (or a batch of them) of the MCP protocol' });
 
@@ -108,36 +96,20 @@ function sendWeb(reply: FastifyReply, response: Response): FastifyReply {
 }
 
 export function mcpEndpointRoutes(app: App, deps: Deps): void {
-  const allowedOrigins = [...localhostAllowedOrigins(), ...deps.config.mcpAllowedOrigins];
-  const tools: AgentTools = createAgentTools({
-    turns: deps.protocolTurns,
-    listAgents: (orgId) => deps.agents.list(orgId),
-    logError: (error) => app.log.error({ err: error }, 'MCP tool call failed'),
-    beatMs: BEAT_MS,
-    version: '1.0.0',
-  });
-  /** The scope of each request the modern handler serves (its factory sees the Request only). */
-  const scopes = new WeakMap<Request, ToolScope>();
-  const modern = createMcpHandler(
-    ({ requestInfo }) => {
-      const scope = requestInfo === undefined ? undefined : scopes.get(requestInfo);
-      if (scope === undefined) throw new Error('MCP request without a scope');
-      return tools.server(scope);
-    },
-    {
-      legacy: 'reject',
-      keepAliveMs: deps.config.sseHeartbeatMs,
-      maxRequestBodySize: deps.config.bodyLimitBytes,
-      onerror: (error) => app.log.debug({ err: error }, 'MCP request rejected'),
-    },
-  );
-  const legacy = createLegacySessions({
-    idleMs: LEGACY_IDLE_MS,
-    max: LEGACY_MAX_SESSIONS,
-    keepAliveMs: deps.config.sseHeartbeatMs,
-  });
+  /** The SDK side, loaded on the first MCP request (http/mcp/endpoint.ts). */
+  let endpoint: Promise<McpEndpoint> | null = null;
+  const load = (): Promise<McpEndpoint> => {
+    endpoint ??= import('../mcp/endpoint.ts').then(({ createMcpEndpoint }) =>
+      createMcpEndpoint(
+        deps,
+        (error) => app.log.error({ err: error }, 'MCP tool call failed'),
+        (error) => app.log.debug({ err: error }, 'MCP request rejected'),
+      ),
+    );
+    return endpoint;
+  };
   app.addHook('preClose', async () => {
-    await Promise.all([modern.close(), legacy.close()]);
+    if (endpoint !== null) await (await endpoint).close();
   });
 
   async function serve(request: FastifyRequest, reply: FastifyReply, scope: ToolScope, owner: string) {
@@ -148,14 +120,8 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
     };
     reply.raw.once('close', onClose);
     const web = webRequest(request, gone.signal);
-    const refused = originValidationResponse(web, allowedOrigins);
-    if (refused !== undefined) return sendWeb(reply, refused);
-    const body = request.body ?? undefined;
-    if (await isLegacyRequest(web, body)) {
-      return sendWeb(reply, await legacy.handle(web, body, owner, () => tools.server(scope)));
-    }
-    scopes.set(web, scope);
-    return sendWeb(reply, await modern.fetch(web, body === undefined ? {} : { parsedBody: body }));
+    const served = await load();
+    return sendWeb(reply, await served.serve(web, request.body ?? undefined, scope, owner));
   }
 
   const responses = { 200: McpResponse, 202: Type.Null({ description: 'A notification or response accepted' }) };

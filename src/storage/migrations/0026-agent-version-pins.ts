@@ -8,8 +8,12 @@ import type { Migration } from 'kysely/migration';
 export const agentVersionPins: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await db.schema.alterTable('agent_versions').addColumn('actor', 'text').execute();
-    for (const table of ['sessions', 'schedules']) {
-      await db.schema.alterTable(table).addColumn('agent_version', 'integer').execute();
+    await db.schema.alterTable('sessions').addColumn('agent_version', 'integer').execute();
+    // Migrations may be applied out of order (storage/db.ts allows it): a database that lacks 0011 (the schedules
+    // table) is not refused here. Every released database has had 0011 since long before this one.
+    const tables = await db.introspection.getTables();
+    if (tables.some((table) => table.name === 'schedules')) {
+      await db.schema.alterTable('schedules').addColumn('agent_version', 'integer').execute();
     }
   },
 };

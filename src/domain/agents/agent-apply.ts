@@ -6,6 +6,7 @@
  */
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
+import type { AuditContext } from '../audit/audit-log.ts';
 import { configOf } from './agent-repo.ts';
 import type { AgentService, WriteOptions } from './agent-service.ts';
 import type { AgentCreateInput } from './agent-types.ts';
@@ -90,7 +91,7 @@ export function createAgentApplier(deps: { agents: AgentService }) {
     async apply(
       orgId: string,
       documents: AgentDocument[],
-      options: { dryRun: boolean; force: boolean; lock: ApplyLock | null; actor: string | null },
+      options: { dryRun: boolean; force: boolean; lock: ApplyLock | null; actor: string | null; audit?: AuditContext },
     ): Promise<ApplyResult> {
       const planned = await plan(orgId, documents);
       const lock: ApplyLock = { agents: { ...options.lock?.agents } };
@@ -116,12 +117,16 @@ export function createAgentApplier(deps: { agents: AgentService }) {
         for (const { planned: p } of planned) if (p.version !== null) lock.agents[p.name] = p.version;
         return { dryRun: true, plan: planned.map(({ planned: p }) => p), lock };
       }
-      const write: WriteOptions = { actor: options.actor };
+      const write: WriteOptions = {
+        actor: options.actor,
+        ...(options.audit === undefined ? {} : { audit: options.audit }),
+        auditAction: 'agent.applied',
+      };
       for (const entry of planned) {
         const { planned: p, document } = entry;
         const { kind: _kind, ...input } = document;
         if (p.action === 'create') {
-          const created = await agents.create(orgId, input, undefined, options.actor);
+          const created = await agents.create(orgId, input, undefined, options.actor, options.audit, 'agent.applied');
           p.id = created.body.agent.id;
           p.version = created.body.agent.version;
         } else if (p.action === 'update' && p.id !== null && entry.expected !== null) {

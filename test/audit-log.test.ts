@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDACTED, redact } from '../src/domain/audit/audit-log.ts';
-import { flows, type Json } from './helpers/fixtures.ts';
+import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
@@ -310,6 +310,42 @@ describe.each(dialects())('audit log (%s)', (dialect) => {
       });
       await flow.waitForMessage(sessionId, accepted.id);
     }
+  });
+
+  it('records a decision sent on /v1/responses, and a timeout as the system’s', async () => {
+    const agentId = await flow.createAgent({
+      mcpServers: [{ type: 'url', name: 'ops', url: mcp.url }],
+      toolApprovals: { default: 'always_ask', overrides: {}, timeoutSeconds: 1 },
+    });
+    const first = await call('POST', '/v1/responses', { model: agentId, input: 'call count {"key":"audit-r"}' });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const request = first.body.output.find((item: Json) => item.type === 'mcp_approval_request');
+    expect(request?.id).toMatch(/^mcpr_/);
+    const second = await call('POST', '/v1/responses', {
+      model: agentId,
+      previous_response_id: first.body.id,
+      input: [{ type: 'mcp_approval_response', approval_request_id: request.id, approve: false, reason: 'no' }],
+    });
+    expect(second.status, JSON.stringify(second.body)).toBe(200);
+    expect(await entryOf('tool_approval.denied', request.id)).toMatchObject({
+      ...byKey(second.requestId),
+      after: { status: 'denied', decided_by: 'responses', reason: 'no' },
+    });
+
+    const sessionId = await flow.createSession(agentId);
+    const accepted = await flow.submit(sessionId, 'call count {"key":"audit-late"}');
+    const waiting = await flow.waitForMessage(sessionId, accepted.id, ['requires_action', 'completed', 'failed']);
+    const [action] = waiting.requiredActions;
+    const expired = await waitUntil(
+      async () => (await log(`action=tool_approval.denied&target_id=${action.approvalId}`))[0],
+      { what: 'the timeout to deny the call', everyMs: 100 },
+    );
+    expect(expired).toMatchObject({
+      actor: { type: 'system', api_key_id: null, api_key_prefix: null },
+      request_id: null,
+      after: { decided_by: 'timeout' },
+    });
+    await flow.waitForMessage(sessionId, accepted.id);
   });
 
   it('records keys and credits changed by the CLI’s services as the CLI', async () => {

@@ -437,6 +437,7 @@ export async function buildDeps(
       messages,
       subscriptions,
       turnHooks,
+      models,
     }),
     chatCompletions: createChatCompletionService({
       db,

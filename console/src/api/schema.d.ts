@@ -7604,6 +7604,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export agent documents
+         * @description Agents as code (docs/agents-as-code.md): every agent of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first, and the lock of the versions they are at now.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            documents: {
+                                clientTools?: {
+                                    description: string;
+                                    name: string;
+                                    /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                    parameters: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description true: every declared property must be required */
+                                    strict: boolean;
+                                    /** @enum {string} */
+                                    type: "function";
+                                }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold?: number | null;
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy?: "truncation" | "compaction" | "none";
+                                description?: string;
+                                instructions?: string;
+                                /** @enum {string} */
+                                kind: "agent";
+                                maxSteps?: number;
+                                mcpServers?: ({
+                                    /** @enum {string} */
+                                    kind: "internal";
+                                    /** @enum {string} */
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "composio";
+                                    toolkit: string;
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "custom";
+                                    name?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    serverId: string;
+                                } | {
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "url";
+                                    /**
+                                     * Format: uri
+                                     * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                     */
+                                    url: string;
+                                })[];
+                                /** @description provider/model, e.g. openai/gpt-4.1 or scripted */
+                                model?: string;
+                                name: string;
+                                networkPolicy?: {
+                                    additional_allowed_domains?: string[];
+                                    allow_network_egress: boolean;
+                                    allow_public_traffic?: boolean;
+                                    /** @enum {string} */
+                                    domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                                };
+                                outputFormat?: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
+                                skills?: {
+                                    /** @description relative folder of the skill inside the repo */
+                                    path: string;
+                                    /** @description owner/name, without .git */
+                                    repo: string;
+                                }[];
+                                /**
+                                 * ToolApprovals
+                                 * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                                 */
+                                toolApprovals?: {
+                                    /** @enum {string} */
+                                    default: "auto" | "always_ask";
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                    overrides: {
+                                        [key: string]: "auto" | "always_ask";
+                                    };
+                                    /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                    timeoutSeconds?: number;
+                                };
+                            }[];
+                            /** @description The content of agentry.lock.json */
+                            lock: {
+                                /** @description Per agent name, the version the last apply left it at */
+                                agents: {
+                                    [key: string]: number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;

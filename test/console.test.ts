@@ -642,6 +642,38 @@ describe.skipIf(!available)('web console', () => {
     expect((await shared.api('GET', `/v1/agents/${agentId}/memories/${gone}`)).status).toBe(404);
   });
 
+  test("shows an agent's versions with what each changed, and restores one as a new version", async ({ page }) => {
+    const agentId = await createAgent({ name: 'Versioned', instructions: 'First words.' });
+    const patched = await shared.api('PATCH', `/v1/agents/${agentId}`, {
+      instructions: 'Second words.',
+      maxSteps: 9,
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    await page.goto(url(`/console/agents/${agentId}`));
+    const list = page.getByRole('list', { name: 'Versions' });
+    await expect.poll(() => list.locator('> li').count(), WAIT).toBe(2);
+    const newest = list.locator('> li').first();
+    expect(await newest.textContent()).toContain('v2');
+    expect(await newest.textContent()).toContain('current');
+    await newest.getByRole('button', { name: 'Show changes' }).click();
+    const changes = page.getByRole('table', { name: 'Changes in v2' });
+    await expect.poll(() => changes.textContent(), WAIT).toContain('/instructions');
+    expect(await changes.textContent()).toContain('"First words."');
+    expect(await changes.textContent()).toContain('"Second words."');
+    expect(await changes.textContent()).toContain('/maxSteps');
+    await accessible(page, 'agent versions');
+
+    const first = list.locator('> li').last();
+    await first.getByRole('button', { name: 'Restore v1' }).click();
+    expect(await first.textContent()).toContain('as v3?');
+    await first.getByRole('button', { name: 'Confirm restore' }).click();
+    await expect.poll(() => list.locator('> li').count(), WAIT).toBe(3);
+    const stored = await shared.api('GET', `/v1/agents/${agentId}`);
+    expect(stored.body.agent).toMatchObject({ version: 3, instructions: 'First words.', maxSteps: 32 });
+    // The form shows the restored configuration.
+    await expect.poll(() => page.getByLabel('Instructions').inputValue(), WAIT).toBe('First words.');
+  });
+
   test("shows on the agent's page the tools it configures that this deployment cannot run", async ({ page }) => {
     const overreaching = await createAgent({
       name: 'Overreaching',

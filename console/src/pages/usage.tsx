@@ -10,6 +10,7 @@ import { api, toApiError, unwrap } from '../api/client.ts';
 import type { UsageGroup as Group, UsageList } from '../api/types.ts';
 import { readKey } from '../auth/key-store.ts';
 import { useOrganization } from '../auth/session.tsx';
+import { saveFile } from '../components/save-file.ts';
 import { usePageTitle } from '../components/title.ts';
 import { ErrorNote, Field, Loading, usd } from '../components/ui.tsx';
 
@@ -69,12 +70,7 @@ async function downloadCsv(range: { start: number; end: number; name: string }):
     headers: { authorization: `Bearer ${readKey() ?? ''}`, accept: 'text/csv' },
   });
   if (!response.ok) throw toApiError(response.status, await response.json().catch(() => null));
-  const url = URL.createObjectURL(await response.blob());
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = range.name;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  saveFile(await response.blob(), range.name);
 }
 
 export default function UsagePage() {

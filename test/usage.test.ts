@@ -1,6 +1,6 @@
 /**
  * Usage reports (`GET /v1/usage`, docs/usage.md) over HTTP, once per dialect: turns submitted through the
- * Sessions API and Responses with two keys and by a schedule (no key), on two UTC days (a test clock), with and
+ * Sessions API, Responses and Chat Completions with two keys and by a schedule (no key), on two UTC days (a test clock), with and
  * without end users; each grouping's sums checked against the runs themselves; time range edges; paging through
  * every group; CSV (RFC 4180 quoting, formula injection, a report longer than one internal page); organization
  * isolation; bad input answered 400 naming the field; the time range read through the index.
@@ -208,6 +208,15 @@ describe.each(dialects())('usage (%s)', (dialect) => {
       keyId: chatKeyId,
       endUser: FORMULA_USER,
     });
+    const chat = await h.request('POST', '/v1/chat/completions', {
+      body: {
+        model: alpha,
+        messages: [{ role: 'user', content: 'Hi from carol over Chat Completions' }],
+        user: 'carol',
+      },
+      key: chatKey,
+    });
+    expect(chat.status, chat.text).toBe(200);
     const schedule = await h.request('POST', '/v1/schedules', {
       body: { name: 'nightly', agent_id: beta, input: 'scheduled hello', interval_seconds: 86400, enabled: false },
     });
@@ -228,11 +237,16 @@ describe.each(dialects())('usage (%s)', (dialect) => {
     bySession.set(scheduled.session_id, { keyId: null, endUser: null });
 
     for (const run of await allRuns()) {
-      const who = bySession.get(run.session_id) ?? { keyId: chatKeyId, endUser: 'bob' };
+      // Responses and Chat Completions sessions are not known here: one turn each, with the chat key.
+      const who = bySession.get(run.session_id) ?? {
+        keyId: chatKeyId,
+        endUser: run.source === 'responses' ? 'bob' : 'carol',
+      };
       expect(['completed']).toContain(run.status);
       known.push({ run, ...who });
     }
-    expect(known.length).toBe(6);
+    expect(known.length).toBe(7);
+    expect(known.filter((k) => k.run.source === 'chat_completions')).toHaveLength(1);
   });
   afterAll(() => h?.close());
 
@@ -276,7 +290,7 @@ describe.each(dialects())('usage (%s)', (dialect) => {
   it('orders newest day first and splits days at UTC midnight', async () => {
     const report = await usage('?group_by=day');
     expect(report.data.map((group: Json) => group.day)).toEqual(['2031-01-11', '2031-01-10']);
-    expect(report.data.map((group: Json) => group.turns)).toEqual([3, 3]);
+    expect(report.data.map((group: Json) => group.turns)).toEqual([4, 3]);
   });
 
   it('filters by agent, key, model, source and end user', async () => {
@@ -288,6 +302,7 @@ describe.each(dialects())('usage (%s)', (dialect) => {
     await check(`&api_key_id=${chatKeyId}`, (k) => k.keyId === chatKeyId);
     await check('&model=scripted/priced', (k) => k.run.model === 'scripted/priced');
     await check('&source=responses', (k) => k.run.source === 'responses');
+    await check('&end_user=carol', (k) => k.endUser === 'carol');
     await check('&end_user=alice', (k) => k.endUser === 'alice');
     await check(`&end_user=${encodeURIComponent(FORMULA_USER)}`, (k) => k.endUser === FORMULA_USER);
     await check(`&agent_id=${beta}&end_user=alice`, (k) => k.run.agent_id === beta && k.endUser === 'alice');
@@ -309,15 +324,15 @@ describe.each(dialects())('usage (%s)', (dialect) => {
       return report.data[0].turns;
     };
     const count = (start: number, end: number) => seconds.filter((s) => s >= start && s < end).length;
-    expect(await turnsIn(first, last + 1)).toBe(6);
+    expect(await turnsIn(first, last + 1)).toBe(7);
     expect(await turnsIn(first + 1, last + 1)).toBe(count(first + 1, last + 1));
     expect(await turnsIn(first, last)).toBe(count(first, last));
     expect(await turnsIn(last, last)).toBe(0);
     expect(await turnsIn(last + 1, null)).toBe(0);
     expect(await turnsIn(null, first)).toBe(0);
-    expect(await turnsIn(DAY2_START, null)).toBe(3);
+    expect(await turnsIn(DAY2_START, null)).toBe(4);
     expect(await turnsIn(null, DAY2_START)).toBe(3);
-    expect(await turnsIn(0, Number.MAX_SAFE_INTEGER)).toBe(6);
+    expect(await turnsIn(0, Number.MAX_SAFE_INTEGER)).toBe(7);
     const day2 = await usage(`?group_by=day&start_time=${DAY2_START}`);
     expect(day2.data.map((group: Json) => group.day)).toEqual(['2031-01-11']);
   });
@@ -462,7 +477,7 @@ describe.each(dialects())('usage (%s)', (dialect) => {
     expect((await usage(`?agent_id=${theirAgent}`)).data[0].turns).toBe(0);
     expect((await usage(`?agent_id=${alpha}`, other.key)).data[0].turns).toBe(0);
     const total = await usage('');
-    expect(total.data[0].turns).toBe(6);
+    expect(total.data[0].turns).toBe(7);
   });
 
   it('needs sessions:read', async () => {

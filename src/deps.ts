@@ -441,6 +441,7 @@ export async function buildDeps(
       messages,
       subscriptions,
       turnHooks,
+      models,
     }),
     chatCompletions: createChatCompletionService({
       db,

@@ -11154,6 +11154,251 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses/compact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Compact a conversation
+         * @description The conversation the body names (previous_response_id or conversation, then input; the body of POST /v1/responses, of which stream, background and store have no effect here) summarised by the agent's model: the user messages, then one compaction item. Nothing is stored; send the output back as the input of the next Response, whose turn reads the summary instead of what precedes it. The summary's cost is taken off the credits (docs/context.md).
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client) */
+                    "agentry-compat"?: "openai" | "strict";
+                    /** @description standard leaves out response.agentry_tool_call.* events; all keeps them. Default: all, except for SDK stream helpers (X-Stainless-Helper-Method) and when AGENTRY_RESPONSES_STREAM_EVENTS=standard */
+                    "agentry-stream-events"?: "standard" | "all";
+                    "idempotency-key"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            /** @description The body of POST /v1/responses with input optional, in strict mode or OpenAI compatibility mode (docs/responses.md) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        /** @description As in POST /v1/responses, or null or absent when previous_response_id or conversation names the conversation */
+                        input?: unknown;
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
+                        model: string;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean;
+                        stream?: boolean;
+                    } | {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean | null;
+                        /** @description [{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model's window less the output reserved); see docs/context.md */
+                        context_management?: {
+                            compact_threshold?: number | null;
+                            /** @enum {string} */
+                            type: "compaction";
+                        }[] | null;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        frequency_penalty?: number | null;
+                        /** @description Accepted: reasoning.encrypted_content, file_search_call.results, web_search_call.results, web_search_call.action.sources, code_interpreter_call.outputs, computer_call_output.output.image_url (Agentry produces none of those items); other values are refused */
+                        include?: string[] | null;
+                        /** @description As in POST /v1/responses, or null or absent when previous_response_id or conversation names the conversation */
+                        input?: unknown;
+                        instructions?: string | null;
+                        max_output_tokens?: number | null;
+                        /** @description Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools */
+                        max_tool_calls?: number | null;
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
+                        model: string;
+                        /** @description false: at most one tool call per model step (the first; others are not run) */
+                        parallel_tool_calls?: boolean | null;
+                        presence_penalty?: number | null;
+                        previous_response_id?: string | null;
+                        /** @description Refused unless null: prompt templates are not stored here */
+                        prompt?: unknown;
+                        prompt_cache_key?: string | null;
+                        /** @description Accepted: a caching hint, with no effect on the answer */
+                        prompt_cache_retention?: unknown;
+                        /** @description Refused unless its fields are null: reasoning is the agent model's own */
+                        reasoning?: unknown;
+                        safety_identifier?: string | null;
+                        /** @description auto or default (one tier serves every request); other tiers are refused */
+                        service_tier?: string | null;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean | null;
+                        stream?: boolean | null;
+                        /** @description Accepted; streams carry no obfuscation padding whatever it says */
+                        stream_options?: unknown;
+                        temperature?: number | null;
+                        /** @description format is used; verbosity and other fields are accepted and ignored */
+                        text?: {
+                            format?: ({
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } | null;
+                        tool_choice?: unknown;
+                        tools?: unknown[] | null;
+                        /** @description 0 or null: responses carry no logprobs */
+                        top_logprobs?: number | null;
+                        top_p?: number | null;
+                        /**
+                         * @description auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)
+                         * @enum {unknown}
+                         */
+                        truncation?: "disabled" | "auto" | null;
+                        user?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Unix time, seconds */
+                            created_at: number;
+                            /** @description resp_ + a new id; not a stored Response */
+                            id: string;
+                            /** @enum {string} */
+                            object: "response.compaction";
+                            /** @description The user messages since the last compaction, then one compaction item */
+                            output: ({
+                                content: {
+                                    text: string;
+                                    /** @enum {string} */
+                                    type: "input_text";
+                                }[];
+                                id: string;
+                                /** @enum {string} */
+                                role: "user";
+                                /** @enum {string} */
+                                status: "completed";
+                                /** @enum {string} */
+                                type: "message";
+                            } | {
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            })[];
+                            usage: {
+                                input_tokens: number;
+                                input_tokens_details: {
+                                    cached_tokens: number;
+                                };
+                                output_tokens: number;
+                                output_tokens_details: {
+                                    reasoning_tokens: number;
+                                };
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/responses/input_tokens": {
         parameters: {
             query?: never;

@@ -15399,6 +15399,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get usage
+         * @description Turns, input, cached input and output tokens and cost of the organization, summed per group of day (UTC), agent, API key, model, source and end user, over runs accepted in [start_time, end_time). Cursor-paginated (after = last_id). format=csv or Accept: text/csv answers the whole report as CSV instead.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The last_id of the previous page (JSON only) */
+                    after?: string;
+                    /** @description A UUID */
+                    agent_id?: string;
+                    /** @description A UUID */
+                    api_key_id?: string;
+                    /** @description Runs accepted before this time (Unix seconds, exclusive) */
+                    end_time?: number;
+                    /** @description The end user of your application (as sessions name it); memories of one are never shown to another */
+                    end_user?: string;
+                    /** @description csv: the whole report as text/csv (as Accept: text/csv asks) */
+                    format?: "json" | "csv";
+                    /** @description Comma-separated, each at most once, keys in this order: day, agent, api_key, model, source, end_user (e.g. day,agent). Absent: one row, the sums of the whole range. */
+                    group_by?: string;
+                    limit?: number;
+                    model?: string;
+                    /** @description The surface that started the runs */
+                    source?: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
+                    /** @description Runs accepted at or after this time (Unix seconds) */
+                    start_time?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                agent_id?: string;
+                                /** @description The key whose requests submitted the turns; null: none did (scheduled turns) */
+                                api_key_id?: string | null;
+                                /** @description The key's displayed prefix (group_by api_key) */
+                                api_key_prefix?: string | null;
+                                /** @description Of input_tokens, read from the prompt cache */
+                                cached_input_tokens: number;
+                                /** @description Cost in USD (micro-dollar precision) */
+                                cost_usd: number;
+                                /** @description UTC day, YYYY-MM-DD (group_by day) */
+                                day?: string;
+                                /** @description The sessions' end user; null: none named */
+                                end_user?: string | null;
+                                /** @description The group's key, opaque: pass as after to page past it */
+                                id: string;
+                                input_tokens: number;
+                                model?: string;
+                                /** @enum {string} */
+                                object: "usage.group";
+                                output_tokens: number;
+                                /** @enum {string} */
+                                source?: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
+                                total_tokens: number;
+                                /** @description Runs (turns) accepted */
+                                turns: number;
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            /** @description Pass as `after` for the next page */
+                            last_id: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                        "text/csv": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhook_endpoints": {
         parameters: {
             query?: never;

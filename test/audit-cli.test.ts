@@ -3,6 +3,9 @@
  * are recorded as the CLI's, a change made over HTTP shows its key prefix and request id, filters narrow the table,
  * --json prints one entry per line, and no key ever appears in the output.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, dialects, type Harness, json, testEnvironment } from './helpers/harness.ts';
 import { runCli, startsTimeout } from './helpers/server-process.ts';
@@ -72,11 +75,27 @@ describe.each(dialects())('agentry audit (%s)', (dialect) => {
       expect(everyone.stdout.split('\n')[0]).toMatch(/^TIME\s+ORG\s+ACTOR/);
       expect(everyone.stdout).toContain(org);
       expect(everyone.stdout).not.toContain('agent.updated');
+      expect(everyone.stdout).toContain('organization.created');
       const future = cli('audit', '--since', '2999-01-01', '--json');
       expect(future.status).toBe(0);
       expect(future.stdout).toBe('');
       const limited = cli('audit', '--org', org, '--limit', '2', '--json');
       expect(limited.stdout.trim().split('\n')).toHaveLength(2);
+      // agentry apply: each agent it creates is recorded as the CLI's.
+      const dir = mkdtempSync(join(tmpdir(), 'agentry-audit-apply-'));
+      try {
+        writeFileSync(join(dir, 'helper.agent.yaml'), 'kind: agent\nname: from-yaml\ninstructions: Help.\n');
+        const applied = cli('apply', '--org', org, '-f', dir);
+        expect(applied.status, applied.stderr).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const [appliedEntry] = cli('audit', '--org', org, '--action', 'agent.applied', '--json')
+        .stdout.trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(appliedEntry).toMatchObject({ actor: { type: 'cli' }, request_id: null, after: { name: 'from-yaml' } });
+
       const unknown = cli('audit', '--org', 'nobody');
       expect(unknown.status).toBe(1);
       expect(unknown.stderr).toContain('nobody');

@@ -14,7 +14,21 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { COMMANDS, type Command, type OptionName, type Output, UsageError } from './commands.ts';
 
-const OPTION_NAMES: readonly OptionName[] = ['org', 'scopes', 'compat', 'role'];
+const OPTION_NAMES: readonly OptionName[] = [
+  'org',
+  'scopes',
+  'compat',
+  'role',
+  'agents',
+  'read-only',
+  'sessions',
+  'runs',
+  'session-events',
+  'files',
+  'webhooks',
+];
+/** The options that take no value: present or not (`true` in the command's input). */
+const FLAGS: readonly OptionName[] = ['read-only'];
 const COLUMN = 40;
 
 function version(): string {
@@ -92,7 +106,9 @@ function parseOptions(argv: string[]) {
     args: argv,
     allowPositionals: true,
     options: {
-      ...Object.fromEntries(OPTION_NAMES.map((name) => [name, { type: 'string' as const }])),
+      ...Object.fromEntries(
+        OPTION_NAMES.map((name) => [name, { type: FLAGS.includes(name) ? ('boolean' as const) : ('string' as const) }]),
+      ),
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -103,7 +119,8 @@ function parseOptions(argv: string[]) {
 function inputFor(command: Command, values: Record<string, unknown>, positionals: string[]) {
   const options: Partial<Record<OptionName, string>> = {};
   for (const name of OPTION_NAMES) {
-    const value = values[name];
+    const raw = values[name];
+    const value = raw === true ? 'true' : raw;
     if (typeof value !== 'string') continue;
     if (!command.options.includes(name)) throw new UsageError(`${command.words.join(' ')} takes no --${name}`);
     options[name] = value;

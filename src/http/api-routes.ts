@@ -22,6 +22,7 @@ import { modelRoutes } from './routes/models.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { reportRoutes } from './routes/reports.ts';
 import { responseRoutes } from './routes/responses.ts';
+import { retentionRoutes } from './routes/retention.ts';
 import { runRoutes } from './routes/runs.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sdkRoutes } from './routes/sdk.ts';
@@ -54,6 +55,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   scheduleRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
+  retentionRoutes(app, deps);
   taskRoutes(app, deps);
   a2aRoutes(app, deps);
   legacyWebhookRoutes(app, deps);

@@ -201,8 +201,8 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['keys', 'list'],
     synopsis: '--org <name>',
-    summary: "list an organization's keys: prefix, scopes, created, last used",
-    details: `One line per key: its prefix (never the key), scopes, creation, last use and status. ${ORG}`,
+    summary: "list an organization's keys: prefix, scopes, created, last used, agents",
+    details: `One line per key: its prefix (never the key), scopes, creation, last use, status and the agents it is limited to. ${ORG}`,
     options: ['org'],
     required: ['org'],
     args: [],
@@ -218,8 +218,9 @@ export const COMMANDS: readonly Command[] = [
         formatTime(key.createdAt),
         key.lastUsedAt === null ? 'never' : formatTime(key.lastUsedAt),
         key.revokedAt !== null ? 'revoked' : key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'active',
+        key.agentIds === null ? 'all' : key.agentIds.join(','),
       ]);
-      output.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS'], rows));
+      output.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS', 'AGENTS'], rows));
     },
   },
   {

@@ -136,6 +136,8 @@ export interface ApiKeySummary {
   lastUsedAt: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** The agents the key is limited to; null: every agent. */
+  agentIds: string[] | null;
 }
 
 /** The keys of an organization, oldest first, revoked ones included. */
@@ -155,6 +157,7 @@ export async function listApiKeys(db: Executor, orgId: string): Promise<ApiKeySu
     lastUsedAt: row.last_used_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
+    agentIds: row.agent_ids === null ? null : [...(agentIdsOf(row.agent_ids) ?? [])],
   }));
 }
 

@@ -57,7 +57,15 @@ describe.each(dialects())('agent-limited and read-only keys (%s)', (dialect) => 
     into.schedule = json(schedule).id;
     const task = await h.request('POST', '/v1/tasks', { body: { prompt: 'hello', agentId } });
     expect(task.status, task.text).toBeLessThan(300);
-    into.task = json(task).id;
+    const taskId: string = json(task).id;
+    into.task = taskId;
+    into.workspace = (
+      await h.deps.storage.db
+        .selectFrom('tasks')
+        .select('workspace_id')
+        .where('id', '=', taskId)
+        .executeTakeFirstOrThrow()
+    ).workspace_id;
   }
 
   /** The path with its parameters filled with the resources of `of`. */
@@ -174,7 +182,18 @@ describe.each(dialects())('agent-limited and read-only keys (%s)', (dialect) => 
       ['PATCH', `/v1/schedules/${ofA.schedule}`, { agent_id: agentB }, 404],
       ['POST', '/v1/conversations', { agent: agentB }, 404],
       ['POST', '/v1/tasks', { prompt: 'hi' }, 404],
+      ['POST', '/v1/tasks', { prompt: 'hi', agentId: agentA, workspaceId: ofB.workspace }, 404],
+      [
+        'POST',
+        '/v1/schedules',
+        { name: 'x', agent_id: agentA, input: 'hi', interval_seconds: 60, session_id: ofB.session },
+        404,
+      ],
       ['GET', `/v1/runs?agent_id=${agentB}`, {}, 404],
+      ['GET', `/v1/runs?conversation_id=${ofB.conversation}`, {}, 404],
+      ['GET', `/v1/sessions?agentId=${agentB}`, {}, 404],
+      ['GET', '/v1/models/bravo', {}, 404],
+      ['GET', `/v1/models/${agentB}`, {}, 404],
       ['POST', '/v1/agents', { name: 'charlie' }, 403],
       ['POST', '/v1/apply', { agents: [] }, 403],
       ['POST', '/v1/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, 403],

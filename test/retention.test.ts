@@ -8,10 +8,12 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteExpiredSessions } from '../src/domain/turns/retention.ts';
-import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
+import { flows, httpClient, type Json, waitUntil } from './helpers/fixtures.ts';
+import { createHarness, dialects, type Harness, json, testEnvironment, testKey } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 const DAY_MS = 86_400_000;
 const BATCH = 5;
@@ -340,5 +342,45 @@ describe.each(dialects())('data retention (%s)', (dialect) => {
     const counts = await h.deps.retention.sweep();
     expect(counts.sessions).toBe(BATCH + 3);
     for (const id of created) expect((await h.request('GET', `/v1/sessions/${id}`)).status).toBe(404);
+  });
+});
+
+describe('the sweeper of a server process', () => {
+  let server: ServerProcess;
+  const environment = testEnvironment('sqlite');
+  const key = testKey();
+
+  beforeAll(async () => {
+    server = await startServerProcess({
+      ...environment.env,
+      AGENTRY_BOOTSTRAP_KEY: key,
+      AGENTRY_RETENTION_SESSIONS_DAYS: '30',
+      AGENTRY_RETENTION_SWEEP_MS: '1000',
+    });
+  }, startsTimeout(1));
+  afterAll(async () => {
+    await server.stop('SIGKILL');
+    await environment.cleanup();
+  });
+
+  it('deletes by the environment default, every AGENTRY_RETENTION_SWEEP_MS, and logs each sweep', async () => {
+    const call = httpClient(server.url, key);
+    const agent = await call('POST', '/v1/agents', { name: 'swept' });
+    expect(agent.status).toBe(201);
+    const created = await Promise.all([0, 1].map(() => call('POST', '/v1/sessions', { agentId: agent.body.agent.id })));
+    const [old, recent] = created.map((response) => response.body.session.id as string);
+    const file = new DatabaseSync(join(environment.env.AGENTRY_DATA_DIR ?? '', 'agentry.db'));
+    try {
+      file.prepare('update sessions set updated_at = ? where id = ?').run(Date.now() - 31 * DAY_MS, old ?? '');
+    } finally {
+      file.close();
+    }
+    await waitUntil(async () => ((await call('GET', `/v1/sessions/${old}`)).status === 404 ? true : null), {
+      what: 'the server to sweep the old session',
+    });
+    expect((await call('GET', `/v1/sessions/${recent}`)).status).toBe(200);
+    await waitUntil(async () => (server.output().includes('retention sweep deleted 1 rows') ? true : null), {
+      what: 'the log line of the sweep',
+    });
   });
 });

@@ -115,6 +115,7 @@ const LISTS = new Set([
   '/v1/tasks',
   '/v1/models',
   '/v1/models/:id',
+  '/api/sdk/threads/:thread_id/messages',
 ]);
 
 /** Routes a limited key may not call: `METHOD url`, or `* url` for every method. */
@@ -181,6 +182,10 @@ function namedResources(value: unknown): [lookup: Lookup, id: string][] {
     const field = fields[name];
     if (typeof field === 'string' && field !== '') found.push([LOOKUPS.agent, field]);
   }
+  for (const name of ['sessionId', 'session_id', 'workspaceId']) {
+    const field = fields[name];
+    if (typeof field === 'string' && field !== '') found.push([LOOKUPS.session, field]);
+  }
   const conversation = fields.conversation ?? fields.conversation_id;
   const conversationId =
     typeof conversation === 'string'
@@ -240,7 +245,10 @@ export function createAgentLimitHook(deps: Pick<Deps, 'storage' | 'agents'>) {
         if (typeof value === 'string') refuse(await lookup(db(), orgId, value));
         break;
       }
-      if (url === '/v1/models/:id' && UUID.test(params.id ?? '')) refuse(params.id);
+      if (url === '/v1/models/:id' && typeof params.id === 'string') {
+        const ref = agentRefOf(params.id);
+        for (const id of 'id' in ref ? [ref.id] : await deps.agents.idsNamed(orgId, ref.name)) refuse(id);
+      }
       for (const source of [request.body, request.query]) {
         for (const [lookup, value] of namedResources(source)) refuse(await lookup(db(), orgId, value));
       }

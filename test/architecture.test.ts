@@ -75,6 +75,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
     'turn-hooks.ts',
     'turn-store.ts',
   ],
+  usage: [],
   webhooks: ['subscriptions.ts', 'webhook-events.ts', 'webhook-retention.ts'],
   workflows: ['workflow-service.ts'],
 };

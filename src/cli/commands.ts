@@ -11,13 +11,16 @@ export type OptionName =
   | 'scopes'
   | 'compat'
   | 'role'
+  | 'file'
+  | 'out'
   | 'agents'
-  | 'read-only'
   | 'sessions'
   | 'runs'
   | 'session-events'
   | 'files'
   | 'webhooks';
+/** Options that take no value. */
+export type FlagName = 'dry-run' | 'force' | 'read-only';
 
 /** The retention options of `retention set`, by the kind of data each sets (docs/retention.md). */
 const RETENTION_OPTIONS = {
@@ -49,6 +52,7 @@ export interface CommandInput {
   /** The positional arguments after the command's words, as many as `args` names. */
   args: string[];
   options: Partial<Record<OptionName, string>>;
+  flags: Partial<Record<FlagName, true>>;
   output: Output;
 }
 
@@ -62,6 +66,8 @@ export interface Command {
   /** What `<command> --help` adds below the usage line. */
   details: string;
   options: readonly OptionName[];
+  /** The flags it takes (none when absent). */
+  flags?: readonly FlagName[];
   /** Options it cannot run without. */
   required: readonly OptionName[];
   /** Its positional arguments, by the names the synopsis uses; each is required. */
@@ -171,13 +177,14 @@ export const COMMANDS: readonly Command[] = [
       `--read-only gives it the read scopes only (${READ_SCOPES.join(' ')}), or those of --scopes.\n` +
       '--agents a,b limits it to those agents of the organization: it sees and uses no other.\n' +
       '--compat fixes how its /v1/responses requests are validated (default: AGENTRY_RESPONSES_COMPAT).',
-    options: ['org', 'scopes', 'compat', 'agents', 'read-only'],
+    options: ['org', 'scopes', 'compat', 'agents'],
+    flags: ['read-only'],
     required: ['org'],
     args: [],
-    async run({ options, output }) {
+    async run({ options, flags, output }) {
       const parsed = options.scopes === undefined ? { scopes: [...SCOPES], unknown: [] } : parseScopes(options.scopes);
       if (parsed.unknown.length > 0) throw new UsageError(`unknown scopes: ${parsed.unknown.join(', ')}`);
-      if (options['read-only'] !== undefined) {
+      if (flags['read-only'] === true) {
         const writes = options.scopes === undefined ? [] : parsed.scopes.filter((scope) => !isReadScope(scope));
         if (writes.length > 0) throw new UsageError(`--read-only takes no write scopes: ${writes.join(', ')}`);
         parsed.scopes = parsed.scopes.filter(isReadScope);
@@ -314,6 +321,51 @@ export const COMMANDS: readonly Command[] = [
         ([name, kind]) => `${name} ${days(retention.effective[kind])}`,
       );
       output.stdout.write(`retention of ${options.org}: ${summary.join(', ')}\n`);
+    },
+  },
+  {
+    words: ['export'],
+    synopsis: '--org <name> --out <dir>',
+    summary: "write the organization's agents as YAML files, with their lock",
+    details:
+      `Writes one <name>.agent.yaml per agent into the folder (made if missing), the lock of their versions\n(agentry.lock.json) and the JSON Schema editors validate the files with. ${ORG}\n` +
+      'Applying the folder back (agentry apply -f <dir>) changes nothing. See docs/agents-as-code.md.',
+    options: ['org', 'out'],
+    required: ['org', 'out'],
+    args: [],
+    async run({ options, output }) {
+      const { withDeps, orgId } = await database();
+      const { exportAgents } = await import('./agents-as-code.ts');
+      const files = await withDeps(output, async (deps) =>
+        exportAgents(deps, await orgId(deps, options.org), options.out ?? ''),
+      );
+      output.stdout.write(`exported ${files.length} agent${files.length === 1 ? '' : 's'} to ${options.out}\n`);
+    },
+  },
+  {
+    words: ['apply'],
+    synopsis: '--org <name> -f <dir|file> [--dry-run] [--force]',
+    summary: 'create or update agents from YAML files, printing the plan',
+    details:
+      `Applies the agent documents of a YAML file, or of every .yaml/.yml file of a folder, matching agents by name,\nand prints what it did. ${ORG}\n` +
+      '--dry-run prints the plan and writes nothing. The versions applied are kept in agentry.lock.json next to the\n' +
+      'documents; an agent changed since (in the console or the API) is refused unless --force. See\n' +
+      'docs/agents-as-code.md.',
+    options: ['org', 'file'],
+    flags: ['dry-run', 'force'],
+    required: ['org', 'file'],
+    args: [],
+    async run({ options, flags, output }) {
+      const { withDeps, orgId } = await database();
+      const { applyDocuments, planLines } = await import('./agents-as-code.ts');
+      const dryRun = flags['dry-run'] === true;
+      const result = await withDeps(output, async (deps) =>
+        applyDocuments(deps, await orgId(deps, options.org), options.file ?? '', {
+          dryRun,
+          force: flags.force === true,
+        }),
+      );
+      output.stdout.write(planLines(result.plan, dryRun));
     },
   },
   {

@@ -4,8 +4,8 @@
  * - `agent`: the URL names an agent, or a resource of one (a session, conversation, Response, run, schedule,
  *   Task, workflow run): another agent's is a 404, as another organization's is;
  * - `list`: the answer lists agents or what belongs to them: the other agents' entries are left out;
- * - `refused`: what acts on agents the key is not limited to (creating agents, agents as code, the organization's
- *   MCP endpoint, which serves every agent): 403;
+ * - `refused`: what acts on agents the key is not limited to (creating agents, agents as code and its export,
+ *   the organization's MCP endpoint, which serves every agent, usage over every agent): 403;
  * - `free`: touches no agent (files, webhooks, connectors, the organization, the probes).
  * On every route, an agent named in the body or query (`agentId`, `agent_id`, `agent`, the `model` of the
  * OpenAI-shaped doors, a `conversation` or `previous_response_id`) must be one of the key's, and a request that
@@ -119,7 +119,7 @@ const LISTS = new Set([
 ]);
 
 /** Routes a limited key may not call: `METHOD url`, or `* url` for every method. */
-const REFUSED = new Set(['POST /v1/agents', 'POST /v1/apply', '* /v1/mcp']);
+const REFUSED = new Set(['POST /v1/agents', 'POST /v1/apply', '* /v1/export', '* /v1/mcp', '* /v1/usage']);
 
 /**
  * Routes with no agent in their URL: they touch none (files, webhooks, connectors, the organization), or name
@@ -206,7 +206,12 @@ const DEFAULT_AGENT_FIELDS: Record<string, string> = {
   'POST /v1/tasks': 'agentId',
 };
 /** The routes whose body's `model` names the agent (agent-ref.ts). */
-const MODEL_ROUTES = new Set(['POST /v1/responses', 'POST /v1/responses/input_tokens', 'POST /v1/chat/completions']);
+const MODEL_ROUTES = new Set([
+  'POST /v1/responses',
+  'POST /v1/responses/input_tokens',
+  'POST /v1/responses/compact',
+  'POST /v1/chat/completions',
+]);
 
 export function createAgentLimitHook(deps: Pick<Deps, 'storage' | 'agents'>) {
   const db = () => deps.storage.db;

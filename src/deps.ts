@@ -415,6 +415,7 @@ export async function buildDeps(
       defaults: config.retention,
       dataDir: config.dataDir,
       batch: config.retentionBatch,
+      onSweep: (counts) => metrics.retentionDeleted(counts),
     }),
     listModels: (orgId) => listModels({ db, providers, catalogue }, orgId),
     getModel: (orgId, id) => getModel({ db, providers, catalogue }, orgId, id),

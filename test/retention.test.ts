@@ -29,6 +29,7 @@ describe.each(dialects())('data retention (%s)', (dialect) => {
     h = await createHarness(dialect, {
       AGENTRY_RETENTION_BATCH: String(BATCH),
       AGENTRY_RETENTION_RUNS_DAYS: '3650',
+      AGENTRY_METRICS: 'true',
     });
     base = await h.listen();
     const principal = await h.deps.auth.authenticate(h.key, Date.now());
@@ -264,6 +265,9 @@ describe.each(dialects())('data retention (%s)', (dialect) => {
     expect(counts.files).toBe(1);
     expect(counts.sessionEvents).toBe(recentEvents - 1);
     expect(counts.webhooks).toBeGreaterThanOrEqual(2);
+    const metrics = (await h.deps.metrics.scrape()).body;
+    expect(metrics).toMatch(/^agentry_retention_deleted_total\{kind="sessions"\} 1$/m);
+    expect(metrics).toMatch(/^agentry_retention_deleted_total\{kind="files"\} 1$/m);
 
     // Gone from the routes…
     expect((await h.request('GET', `/v1/sessions/${old.sessionId}`)).status).toBe(404);

@@ -52,6 +52,8 @@ export interface RetentionDeps {
   dataDir: string;
   /** Rows per batch (AGENTRY_RETENTION_BATCH). */
   batch: number;
+  /** Told the counts of each sweep (the metrics). */
+  onSweep?: (counts: SweepCounts) => void;
 }
 
 /** Rows deleted by one sweep, per kind. */
@@ -132,6 +134,7 @@ export function createRetentionService(deps: RetentionDeps) {
     }
     const total = RETENTION_KINDS.reduce((sum, kind) => sum + counts[kind], 0);
     const log = { deleted: counts, batches, orgs: orgs.length, durationMs: deps.clock.now() - started };
+    deps.onSweep?.(counts);
     if (total > 0) deps.logger.info(log, `retention sweep deleted ${total} rows`);
     else deps.logger.debug(log, 'retention sweep: nothing past its retention');
     return counts;

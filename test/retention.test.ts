@@ -157,6 +157,18 @@ describe.each(dialects())('data retention (%s)', (dialect) => {
     await backdateSession(busySession, 40);
 
     await backdateSession(old.sessionId, 40);
+    // A stored Response in its conversation, as old.
+    const response = await h.request('POST', '/v1/responses', { body: { model: agentId, input: 'an old question' } });
+    expect(response.status, response.text).toBe(200);
+    const responseId = json(response).id as string;
+    const responseSession = (
+      await db()
+        .selectFrom('messages')
+        .select('session_id')
+        .where('id', '=', responseId.slice('resp_'.length))
+        .executeTakeFirstOrThrow()
+    ).session_id;
+    await backdateSession(responseSession, 40);
     await db()
       .updateTable('runs')
       .set({ created_at: ago(40) })
@@ -260,13 +272,13 @@ describe.each(dialects())('data retention (%s)', (dialect) => {
     });
     expect(set.status, set.text).toBe(200);
     const counts = await h.deps.retention.sweep();
-    expect(counts.sessions).toBe(1);
+    expect(counts.sessions).toBe(2);
     expect(counts.runs).toBe(1);
     expect(counts.files).toBe(1);
     expect(counts.sessionEvents).toBe(recentEvents - 1);
     expect(counts.webhooks).toBeGreaterThanOrEqual(2);
     const metrics = (await h.deps.metrics.scrape()).body;
-    expect(metrics).toMatch(/^agentry_retention_deleted_total\{kind="sessions"\} 1$/m);
+    expect(metrics).toMatch(/^agentry_retention_deleted_total\{kind="sessions"\} 2$/m);
     expect(metrics).toMatch(/^agentry_retention_deleted_total\{kind="files"\} 1$/m);
 
     // Gone from the routes…
@@ -278,6 +290,9 @@ describe.each(dialects())('data retention (%s)', (dialect) => {
     expect((await h.request('GET', `/v1/files/${oldFile.id}`)).status).toBe(404);
     expect((await h.request('GET', `/v1/files/${oldFile.id}/content`)).status).toBe(404);
     expect((await h.request('GET', manualDelivery)).status).toBe(404);
+    expect((await h.request('GET', `/v1/responses/${responseId}`)).status).toBe(404);
+    expect((await h.request('GET', `/v1/responses/${responseId}/input_items`)).status).toBe(404);
+    expect((await h.request('GET', `/v1/conversations/conv_${responseSession}`)).status).toBe(404);
     const listed = json(await h.request('GET', '/v1/sessions?limit=50')).data as Json[];
     expect(listed.map((session) => session.id)).not.toContain(old.sessionId);
     const runs = json(await h.request('GET', '/v1/runs?limit=50')).data as Json[];

@@ -4,13 +4,14 @@
  * by http/agent-limits.ts; every route whose URL names an agent or a resource of one answers a key limited to
  * agent A with 404 for agent B's (as for another organization's); the lists leave B out; the bodies that name B
  * (sessions, Responses, Chat Completions, schedules) are refused; what acts on every agent is 403. And every write
- * route (POST, PUT, PATCH, DELETE) refuses a read-only key with 403.
+ * route (POST, PUT, PATCH, DELETE) refuses a read-only key with 403. The CLI makes such keys.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../src/domain/auth/scopes.ts';
 import { routeClass } from '../src/http/agent-limits.ts';
 import { flows, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
+import { runCli } from './helpers/server-process.ts';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
@@ -237,5 +238,27 @@ describe.each(dialects())('agent-limited and read-only keys (%s)', (dialect) => 
       const response = await h.request('GET', path, { key: readOnly });
       expect(response.status, `${path}: ${response.text}`).toBe(200);
     }
+  });
+
+  it('agentry keys create --agents --read-only makes such a key; an unknown agent is refused', async () => {
+    const { config } = h.deps;
+    const env: Record<string, string> = { AGENTRY_DATA_DIR: config.dataDir, LOG_LEVEL: 'warn' };
+    if (config.databaseUrl !== null) env.DATABASE_URL = config.databaseUrl;
+    if (config.databaseSchema !== null) env.AGENTRY_DATABASE_SCHEMA = config.databaseSchema;
+    const made = runCli(['keys', 'create', '--org', 'default', '--agents', agentA, '--read-only'], env);
+    expect(made.status, made.stderr).toBe(0);
+    const key = made.stdout.trim();
+    const unknown = runCli(['keys', 'create', '--org', 'default', '--agents', `${agentA},${UNKNOWN}`], env);
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toContain(UNKNOWN);
+    const listed = runCli(['keys', 'list', '--org', 'default'], env);
+    expect(listed.stdout).toContain(agentA);
+    const agents = JSON.stringify(json(await h.request('GET', '/v1/agents', { key })));
+    expect(agents).toContain(agentA);
+    expect(agents).not.toContain(agentB);
+    expect((await h.request('GET', `/v1/agents/${agentB}`, { key })).status).toBe(404);
+    expect((await h.request('POST', '/v1/sessions', { key, body: { agentId: agentA } })).status).toBe(403);
+    const organization = json(await h.request('GET', '/v1/organization', { key }));
+    expect(organization.api_key.scopes.every((scope: string) => scope.endsWith(':read'))).toBe(true);
   });
 });

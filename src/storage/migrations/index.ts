@@ -29,6 +29,7 @@ import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
 import { usage } from './0033-usage.ts';
+import { retention } from './0035-retention.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -63,6 +64,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
   '0033-usage': usage,
+  '0035-retention': retention,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -8,6 +8,7 @@
 import {
   type AgentCard as AgentCardData,
   AgentCard as AgentCardJson,
+  ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
   SendMessageRequest,
   SendMessageResponse,
@@ -97,7 +98,13 @@ export function a2aRoutes(app: App, deps: Deps): void {
     const orgId = orgOf(request);
     const agent = await deps.agents.get(orgId, agentId.toLowerCase());
     const report = (error: unknown) => request.log.error({ err: error }, 'A2A call failed');
-    return createA2aHandler(deps.a2a, { orgId, agentId: agent.id }, agentCardOf(agent, baseUrlOf(request)), report);
+    return createA2aHandler(
+      deps.a2a,
+      { orgId, agentId: agent.id },
+      agentCardOf(agent, baseUrlOf(request)),
+      report,
+      deps.a2aPush,
+    );
   }
 
   function contextOf(request: FastifyRequest, reply: FastifyReply): ServerCallContext {
@@ -177,7 +184,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'A2A JSON-RPC binding',
       description:
-        'A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.',
+        'A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the TaskPushNotificationConfig methods. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.',
       tags,
       params: AgentParams,
       body: JsonRpcRequest,
@@ -373,7 +380,8 @@ function registerRest(
   });
 
   const pushSummary = 'A2A push notification configs (HTTP+JSON)';
-  const pushDescription = 'Push notifications are not offered yet: answered with PushNotificationNotSupportedError.';
+  const pushDescription =
+    "POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).";
   app.route({
     method: 'POST',
     url: `${base}/tasks/:taskRef/pushNotificationConfigs`,
@@ -417,7 +425,7 @@ function registerRest(
             ? TaskPushNotificationConfig.toJSON(
                 await handler.getTaskPushNotificationConfig(ids, contextOf(request, reply)),
               )
-            : handler.deleteTaskPushNotificationConfig(ids, contextOf(request, reply)),
+            : handler.deleteTaskPushNotificationConfig(ids, contextOf(request, reply)).then(() => ({})),
         );
       },
     });
@@ -438,7 +446,9 @@ function registerRest(
       const handler = await handlerFor(request, request.params.id);
       const params = { tenant: '', taskId: request.params.taskRef, pageSize: 0, pageToken: '' };
       return answer(request, reply, 200, async () =>
-        handler.listTaskPushNotificationConfigs(params, contextOf(request, reply)),
+        ListTaskPushNotificationConfigsResponse.toJSON(
+          await handler.listTaskPushNotificationConfigs(params, contextOf(request, reply)),
+        ),
       );
     },
   });

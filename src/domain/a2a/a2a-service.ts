@@ -14,7 +14,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import type { MessageStatus, Message as TurnMessage } from '../turns/message-types.ts';
-import { endsStream } from './task-view.ts';
+import { endsStream } from './task-end.ts';
 
 export interface A2aServiceDeps {
   db: Executor;

@@ -44,10 +44,7 @@ export function statusesOf(state: TaskState): MessageStatus[] {
   }
 }
 
-/** Terminal and interrupted states end a stream (A2A 1.0, section 3.1.2). */
-export function endsStream(status: MessageStatus): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled' || status === 'requires_action';
-}
+export { endsStream } from './task-end.ts';
 
 export const textPart = (text: string): Part => ({
   content: { $case: 'text', value: text },

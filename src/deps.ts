@@ -668,6 +668,7 @@ export function buildA2aPushNotifier(deps: Deps): A2aPushNotifier {
       clock: deps.clock,
       logger: deps.logger,
       messages: deps.messages,
+      reportsOf: (orgId, taskId) => deps.a2a.reportsOf(orgId, taskId),
       secrets: deps.secrets,
       allowInsecureDestinations: config.allowInsecureDestinations,
       retryBaseMs: config.webhookRetryBaseMs,

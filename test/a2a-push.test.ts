@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Task, type TaskPushNotificationConfig, TaskState } from '@a2a-js/sdk';
+import { type StreamResponse, type Task, type TaskPushNotificationConfig, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildA2aPushNotifier } from '../src/deps.ts';
@@ -82,7 +82,10 @@ describe.each(dialects())('A2A push notifications (%s)', (dialect) => {
       body: {
         name: 'a2a-push',
         model: 'scripted',
-        mcpServers: [{ kind: 'internal', name: 'ask_user_question' }],
+        mcpServers: [
+          { kind: 'internal', name: 'ask_user_question' },
+          { kind: 'internal', name: 'report_builder' },
+        ],
       },
     });
     agentId = json(created).agent.id;
@@ -192,6 +195,56 @@ describe.each(dialects())('A2A push notifications (%s)', (dialect) => {
       }
       expect(receiver.received.filter((item) => item.path === '/spare')).toEqual([]);
       expect(partText(done.artifacts[0]?.parts[0])).toBe('Thanks.');
+    });
+
+    it('shows the reports a turn wrote as file artifacts (a URL served with the same key), in the task, the stream and the notification', async () => {
+      const path = `/report-${binding}`;
+      const title = `Quarterly ${binding === 'JSONRPC' ? 'rpc' : 'rest'}`;
+      const name = `quarterly-${binding === 'JSONRPC' ? 'rpc' : 'rest'}.md`;
+      const script = `call build_report ${JSON.stringify({ title, content: '# Q3\nup 4%' })}\n---\nReport written.`;
+      const request = {
+        ...send(userMessage(script)),
+        configuration: {
+          acceptedOutputModes: [],
+          returnImmediately: false,
+          taskPushNotificationConfig: config('', `${receiver.url}${path}`),
+        },
+      };
+      const task = asTask(await client.sendMessage(request));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(task.artifacts.map((artifact) => artifact.name)).toEqual(['response', name]);
+      const report = task.artifacts[1];
+      const part = report?.parts[0];
+      expect(part?.mediaType).toBe('text/markdown');
+      expect(part?.filename).toBe(name);
+      if (part?.content?.$case !== 'url') throw new Error('expected a URL file part');
+      expect(part.content.value).toBe(`${baseUrl}/v1/agents/${agentId}/reports/${name}`);
+      const download = await fetch(part.content.value, { headers: { authorization: `Bearer ${h.key}` } });
+      expect(download.status).toBe(200);
+      expect(await download.text()).toContain('up 4%');
+      expect((await fetch(part.content.value)).status).toBe(401);
+      expect((await fetch(part.content.value, { headers: { authorization: `Bearer ${other.key}` } })).status).toBe(404);
+
+      const again = await client.getTask({ tenant: '', id: task.id });
+      expect(again.artifacts.map((artifact) => artifact.name)).toEqual(['response', name]);
+
+      const events: StreamResponse[] = [];
+      for await (const event of client.sendMessageStream(send(userMessage(script.replace(title, `${title} 2`))))) {
+        events.push(event);
+      }
+      const streamed = events.flatMap((event) =>
+        event.payload?.$case === 'artifactUpdate' ? [event.payload.value.artifact?.name] : [],
+      );
+      expect(streamed.sort()).toEqual(['response', name.replace('.md', '-2.md')].sort());
+
+      const notified = await waitUntil(
+        async () =>
+          receiver.received.find((item) => item.path === path && stateOf(item) === 'TASK_STATE_COMPLETED') ?? null,
+        { what: 'the completed notification' },
+      );
+      const names = notified.body.task.artifacts.map((artifact: Record<string, any>) => artifact.name);
+      expect(names).toEqual(['response', name]);
+      expect(notified.body.task.artifacts[1].parts[0].url).toBe(`${baseUrl}/v1/agents/${agentId}/reports/${name}`);
     });
 
     it('refuses bad configs naming the field, and another organization gets nothing', async () => {

@@ -283,6 +283,9 @@ export interface A2aPushConfigsTable {
   /** The A2A task: a message id. */
   task_id: string;
   session_id: string;
+  agent_id: string;
+  /** The address the config was set through: notifications' report URLs are built on it. */
+  base_url: string;
   /** The A2A config id, unique per task. */
   config_id: string;
   url: string;

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import type { TurnReport } from '../domain/a2a/a2a-service.ts';
 import type { MessageService } from '../domain/turns/message-service.ts';
 import { nextAttemptAt } from '../domain/webhooks/schedule.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -30,6 +31,8 @@ export interface A2aPushDeps {
   clock: Clock;
   logger: Logger;
   messages: Pick<MessageService, 'get'>;
+  /** The reports a task's turn wrote (the A2A service's). */
+  reportsOf(orgId: string, taskId: string): Promise<TurnReport[]>;
   secrets: Pick<SecretBox, 'open'>;
   allowInsecureDestinations: boolean;
   retryBaseMs: number;
@@ -72,13 +75,20 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
   let stopping = false;
 
   /** The notification body: the task as it stands, as a StreamResponse (A2A 1.0 push notification payload). */
-  async function bodyOf(orgId: string, sessionId: string, taskId: string): Promise<string> {
-    const [{ StreamResponse }, { taskOf }] = await Promise.all([
+  async function bodyOf(row: {
+    org_id: string;
+    agent_id: string;
+    base_url: string;
+    session_id: string;
+    task_id: string;
+  }): Promise<string> {
+    const [{ StreamResponse }, { reportFiles, taskOf }] = await Promise.all([
       import('@a2a-js/sdk'),
       import('../domain/a2a/task-view.ts'),
     ]);
-    const turn = await deps.messages.get(orgId, sessionId, taskId);
-    return JSON.stringify(StreamResponse.toJSON({ payload: { $case: 'task', value: taskOf(turn) } }));
+    const turn = await deps.messages.get(row.org_id, row.session_id, row.task_id);
+    const files = reportFiles(await deps.reportsOf(row.org_id, row.task_id), row.agent_id, row.base_url);
+    return JSON.stringify(StreamResponse.toJSON({ payload: { $case: 'task', value: taskOf(turn, undefined, files) } }));
   }
 
   async function notice(): Promise<void> {
@@ -89,6 +99,8 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
         'c.id',
         'c.org_id',
         'c.session_id',
+        'c.agent_id',
+        'c.base_url',
         'c.task_id',
         'c.notified_status',
         'c.seq',
@@ -104,7 +116,7 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
       if (row.task_org !== row.org_id) continue;
       const now = deps.clock.now();
       const notify = NOTIFIED.has(row.status);
-      const body = notify ? await bodyOf(row.org_id, row.session_id, row.task_id) : null;
+      const body = notify ? await bodyOf(row) : null;
       await db.transaction().execute(async (trx) => {
         const moved = await trx
           .updateTable('a2a_push_configs')

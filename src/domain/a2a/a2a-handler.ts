@@ -36,7 +36,7 @@ import type { Message as TurnMessage } from '../turns/message-types.ts';
 import { isTerminal } from '../turns/message-types.ts';
 import type { A2aService, A2aTarget } from './a2a-service.ts';
 import type { PushConfigInput, PushConfigs, PushConfigView, PushTask } from './push-configs.ts';
-import { artifactsOf, endsStream, statusesOf, statusOf, taskOf } from './task-view.ts';
+import { artifactsOf, endsStream, reportFiles, statusesOf, statusOf, type TurnFile, taskOf } from './task-view.ts';
 
 /** The key of the request's AbortSignal in the call context's state (set by the route). */
 export const SIGNAL_KEY = 'agentry.signal';
@@ -105,10 +105,18 @@ export function createA2aHandler(
 ): A2ARequestHandler {
   const pushTask = (turn: TurnMessage): PushTask => ({
     orgId: target.orgId,
+    agentId: target.agentId,
+    baseUrl: card.provider?.url ?? '',
     id: turn.id,
     sessionId: turn.sessionId,
     status: turn.status,
   });
+  const baseUrl = card.provider?.url ?? '';
+  /** The reports the task's turn wrote, as files to download. */
+  const filesOf = async (turn: TurnMessage): Promise<TurnFile[]> =>
+    reportFiles(await service.reportsOf(target.orgId, turn.id), target.agentId, baseUrl);
+  const view = async (turn: TurnMessage, historyLength?: number) => taskOf(turn, historyLength, await filesOf(turn));
+
   async function guarded<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
@@ -140,14 +148,20 @@ export function createA2aHandler(
 
   async function* events(taskId: string, signal: AbortSignal, first: boolean): AsyncGenerator<StreamResponse> {
     let sentTask = !first;
+    const sentArtifacts = new Set<string>();
     for await (const turn of service.follow(target, taskId, signal)) {
+      const files = await filesOf(turn);
       if (!sentTask) {
         sentTask = true;
-        yield { payload: { $case: 'task', value: taskOf(turn) } };
+        const task = taskOf(turn, undefined, files);
+        for (const artifact of task.artifacts) sentArtifacts.add(artifact.artifactId);
+        yield { payload: { $case: 'task', value: task } };
         if (endsStream(turn.status)) return;
         continue;
       }
-      for (const artifact of artifactsOf(turn)) {
+      for (const artifact of artifactsOf(turn, files)) {
+        if (sentArtifacts.has(artifact.artifactId)) continue;
+        sentArtifacts.add(artifact.artifactId);
         yield {
           payload: {
             $case: 'artifactUpdate',
@@ -181,11 +195,11 @@ export function createA2aHandler(
       const accepted = await accept(params);
       const historyLength = params.configuration?.historyLength;
       if (params.configuration?.returnImmediately === true || endsStream(accepted.status)) {
-        return taskOf(accepted, historyLength);
+        return view(accepted, historyLength);
       }
       let last = accepted;
       for await (const turn of service.follow(target, accepted.id, signalOf(context))) last = turn;
-      return taskOf(last, historyLength);
+      return view(last, historyLength);
     },
 
     async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext) {
@@ -205,7 +219,7 @@ export function createA2aHandler(
       if (params.historyLength !== undefined && params.historyLength < 0) {
         throw new RequestMalformedError('historyLength must be non-negative');
       }
-      return taskOf(await guarded(() => service.read(target, params.id)), params.historyLength);
+      return view(await guarded(() => service.read(target, params.id)), params.historyLength);
     },
 
     async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
@@ -230,10 +244,13 @@ export function createA2aHandler(
       );
       const next = offset + page.tasks.length;
       return {
-        tasks: page.tasks.map((turn) => {
-          const task = taskOf(turn, params.historyLength ?? 0);
-          return params.includeArtifacts === true ? task : { ...task, artifacts: [] };
-        }),
+        tasks: await Promise.all(
+          page.tasks.map(async (turn) =>
+            params.includeArtifacts === true
+              ? view(turn, params.historyLength ?? 0)
+              : { ...taskOf(turn, params.historyLength ?? 0), artifacts: [] },
+          ),
+        ),
         nextPageToken: next < page.total ? Buffer.from(String(next)).toString('base64url') : '',
         pageSize,
         totalSize: page.total,
@@ -245,7 +262,7 @@ export function createA2aHandler(
       if (isTerminal(before.status)) {
         throw new TaskNotCancelableError(`task ${before.id} has already ended (${before.status})`);
       }
-      return taskOf(await guarded(() => service.cancel(target, params.id)));
+      return view(await guarded(() => service.cancel(target, params.id)));
     },
 
     async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {

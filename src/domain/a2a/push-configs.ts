@@ -49,6 +49,9 @@ export interface PushConfigDeps {
 /** The task a config belongs to, as the caller's A2A service found it in its organization. */
 export interface PushTask {
   orgId: string;
+  agentId: string;
+  /** The address the caller reached this server by. */
+  baseUrl: string;
   id: string;
   sessionId: string;
   status: MessageStatus;
@@ -170,6 +173,8 @@ export function createPushConfigs(deps: PushConfigDeps) {
             org_id: task.orgId,
             task_id: task.id,
             session_id: task.sessionId,
+            agent_id: task.agentId,
+            base_url: task.baseUrl,
             config_id: id,
             ...values,
             notified_status: status,

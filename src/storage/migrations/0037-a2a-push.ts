@@ -19,6 +19,9 @@ export const a2aPush: Migration = {
       .addColumn('org_id', 'text', (col) => col.notNull().references('orgs.id').onDelete('cascade'))
       .addColumn('task_id', 'text', (col) => col.notNull())
       .addColumn('session_id', 'text', (col) => col.notNull())
+      .addColumn('agent_id', 'text', (col) => col.notNull())
+      // The address the config was set through: the notifications' report URLs are built on it.
+      .addColumn('base_url', 'text', (col) => col.notNull())
       .addColumn('config_id', 'text', (col) => col.notNull())
       .addColumn('url', 'text', (col) => col.notNull())
       .addColumn('sealed_token', 'text')

@@ -7604,6 +7604,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export agent documents
+         * @description Agents as code (docs/agents-as-code.md): every agent of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first, and the lock of the versions they are at now.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            documents: {
+                                clientTools?: {
+                                    description: string;
+                                    name: string;
+                                    /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                    parameters: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description true: every declared property must be required */
+                                    strict: boolean;
+                                    /** @enum {string} */
+                                    type: "function";
+                                }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold?: number | null;
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy?: "truncation" | "compaction" | "none";
+                                description?: string;
+                                instructions?: string;
+                                /** @enum {string} */
+                                kind: "agent";
+                                maxSteps?: number;
+                                mcpServers?: ({
+                                    /** @enum {string} */
+                                    kind: "internal";
+                                    /** @enum {string} */
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "composio";
+                                    toolkit: string;
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "custom";
+                                    name?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    serverId: string;
+                                } | {
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "url";
+                                    /**
+                                     * Format: uri
+                                     * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                     */
+                                    url: string;
+                                })[];
+                                /** @description provider/model, e.g. openai/gpt-4.1 or scripted */
+                                model?: string;
+                                name: string;
+                                networkPolicy?: {
+                                    additional_allowed_domains?: string[];
+                                    allow_network_egress: boolean;
+                                    allow_public_traffic?: boolean;
+                                    /** @enum {string} */
+                                    domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                                };
+                                outputFormat?: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
+                                skills?: {
+                                    /** @description relative folder of the skill inside the repo */
+                                    path: string;
+                                    /** @description owner/name, without .git */
+                                    repo: string;
+                                }[];
+                                /**
+                                 * ToolApprovals
+                                 * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                                 */
+                                toolApprovals?: {
+                                    /** @enum {string} */
+                                    default: "auto" | "always_ask";
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                    overrides: {
+                                        [key: string]: "auto" | "always_ask";
+                                    };
+                                    /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                    timeoutSeconds?: number;
+                                };
+                            }[];
+                            /** @description The content of agentry.lock.json */
+                            lock: {
+                                /** @description Per agent name, the version the last apply left it at */
+                                agents: {
+                                    [key: string]: number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;
@@ -15232,6 +15393,134 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get usage
+         * @description Turns, input, cached input and output tokens and cost of the organization, summed per group of day (UTC), agent, API key, model, source and end user, over runs accepted in [start_time, end_time). Cursor-paginated (after = last_id). format=csv or Accept: text/csv answers the whole report as CSV instead.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The last_id of the previous page (JSON only) */
+                    after?: string;
+                    /** @description A UUID */
+                    agent_id?: string;
+                    /** @description A UUID */
+                    api_key_id?: string;
+                    /** @description Runs accepted before this time (Unix seconds, exclusive) */
+                    end_time?: number;
+                    /** @description The end user of your application (as sessions name it); memories of one are never shown to another */
+                    end_user?: string;
+                    /** @description csv: the whole report as text/csv (as Accept: text/csv asks) */
+                    format?: "json" | "csv";
+                    /** @description Comma-separated, each at most once, keys in this order: day, agent, api_key, model, source, end_user (e.g. day,agent). Absent: one row, the sums of the whole range. */
+                    group_by?: string;
+                    limit?: number;
+                    model?: string;
+                    /** @description The surface that started the runs */
+                    source?: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
+                    /** @description Runs accepted at or after this time (Unix seconds) */
+                    start_time?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                agent_id?: string;
+                                /** @description The key whose requests submitted the turns; null: none did (scheduled turns) */
+                                api_key_id?: string | null;
+                                /** @description The key's displayed prefix (group_by api_key) */
+                                api_key_prefix?: string | null;
+                                /** @description Of input_tokens, read from the prompt cache */
+                                cached_input_tokens: number;
+                                /** @description Cost in USD (micro-dollar precision) */
+                                cost_usd: number;
+                                /** @description UTC day, YYYY-MM-DD (group_by day) */
+                                day?: string;
+                                /** @description The sessions' end user; null: none named */
+                                end_user?: string | null;
+                                /** @description The group's key, opaque: pass as after to page past it */
+                                id: string;
+                                input_tokens: number;
+                                model?: string;
+                                /** @enum {string} */
+                                object: "usage.group";
+                                output_tokens: number;
+                                /** @enum {string} */
+                                source?: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
+                                total_tokens: number;
+                                /** @description Runs (turns) accepted */
+                                turns: number;
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            /** @description Pass as `after` for the next page */
+                            last_id: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                        "text/csv": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -15,6 +15,7 @@ import {
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
+import { currentApiKeyId } from '../../lib/request-key.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
 import { CONTEXT_POLICIES, type ContextPolicy, messageTokens } from '../../models/context-fit.ts';
 import {
@@ -166,6 +167,11 @@ export interface AcceptInput {
    * `agent_required`.
    */
   bindAgent?: string;
+  /**
+   * The API key the turn is billed to (runs.api_key_id). Absent: the key of the request in progress, if any; null:
+   * none (a scheduled turn, whoever's request fires it).
+   */
+  apiKeyId?: string | null;
 }
 
 /**
@@ -385,6 +391,8 @@ export async function acceptMessage(
       started_at: null,
       completed_at: null,
       warnings: row.warnings,
+      api_key_id: input.apiKeyId === undefined ? currentApiKeyId() : input.apiKeyId,
+      end_user: session.end_user,
     },
   ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.

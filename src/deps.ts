@@ -677,6 +677,7 @@ export function buildA2aPushNotifier(deps: Deps): A2aPushNotifier {
       allowInsecureDestinations: config.allowInsecureDestinations,
       retryBaseMs: config.webhookRetryBaseMs,
       retryWindowMs: config.webhookRetryWindowMs,
+      historyRetentionMs: config.webhookHistoryRetentionMs,
       space: deps.storage.space,
     },
     {

@@ -11,7 +11,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildA2aPushNotifier } from '../src/deps.ts';
 import { createPushConfigs } from '../src/domain/a2a/push-configs.ts';
-import type { A2aPushNotifier } from '../src/webhooks/a2a-push.ts';
+import { type A2aPushNotifier, createA2aPushNotifier } from '../src/webhooks/a2a-push.ts';
 import { asTask, BINDINGS, clientFor, partText, send, userMessage } from './helpers/a2a-client.ts';
 import { waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
@@ -330,6 +330,40 @@ describe.each(dialects())('A2A push notifications (%s)', (dialect) => {
     } finally {
       await second.stop(1000);
     }
+  });
+
+  it('deletes ended notifications past the history retention', async () => {
+    const before = await h.deps.storage.db
+      .selectFrom('a2a_push_deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('status', '=', 'delivered')
+      .executeTakeFirstOrThrow();
+    expect(Number(before.n)).toBeGreaterThan(0);
+    const sweeper = createA2aPushNotifier(
+      {
+        db: h.deps.storage.db,
+        dialect: h.deps.storage.dialect,
+        clock: h.deps.clock,
+        logger: h.deps.logger,
+        messages: h.deps.messages,
+        reportsOf: (orgId, taskId) => h.deps.a2a.reportsOf(orgId, taskId),
+        secrets: h.deps.secrets,
+        allowInsecureDestinations: true,
+        retryBaseMs: 50,
+        retryWindowMs: 60_000,
+        historyRetentionMs: 1,
+        space: h.deps.storage.space,
+      },
+      { pollMs: 1000, timeoutMs: 1000, leaseMs: 20_000, concurrency: 4 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sweeper.tick();
+    const after = await h.deps.storage.db
+      .selectFrom('a2a_push_deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('completed_at', 'is not', null)
+      .executeTakeFirstOrThrow();
+    expect(Number(after.n)).toBe(0);
   });
 
   it('refuses a private destination unless the deployment allows insecure ones', async () => {

@@ -37,6 +37,8 @@ export interface A2aPushDeps {
   allowInsecureDestinations: boolean;
   retryBaseMs: number;
   retryWindowMs: number;
+  /** Ended notifications are deleted this long after they ended (the webhooks' history retention). */
+  historyRetentionMs: number;
   resolver?: Resolver;
   space: WriteState;
 }
@@ -60,6 +62,8 @@ export interface A2aPushNotifier {
 }
 
 const NOTICE_BATCH = 100;
+/** How often ended notifications past the retention are deleted. */
+const SWEEP_EVERY_MS = 10 * 60_000;
 /** The statuses that are notified (queued is not a change a client needs to hear of). */
 const NOTIFIED = new Set(['running', 'requires_action', 'completed', 'failed', 'cancelled']);
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
@@ -73,6 +77,7 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
   let stopping = false;
+  let sweptAt = 0;
 
   /** The notification body: the task as it stands, as a StreamResponse (A2A 1.0 push notification payload). */
   async function bodyOf(row: {
@@ -356,6 +361,14 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
     try {
       await notice();
       await deliver();
+      const now = deps.clock.now();
+      if (now - sweptAt >= SWEEP_EVERY_MS) {
+        sweptAt = now;
+        await db
+          .deleteFrom('a2a_push_deliveries')
+          .where('completed_at', '<', now - deps.historyRetentionMs)
+          .execute();
+      }
     } catch (error) {
       if (!isStorageFull(error)) log.error({ err: error }, 'A2A push notification pass failed');
     }

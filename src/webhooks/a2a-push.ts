@@ -114,6 +114,7 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
       ])
       .where('c.done', '=', 0)
       .where('c.deleted_at', 'is', null)
+      .where('m.deleted_at', 'is', null)
       .whereRef('m.status', '<>', 'c.notified_status')
       .limit(NOTICE_BATCH)
       .execute();
@@ -121,7 +122,14 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
       if (row.task_org !== row.org_id) continue;
       const now = deps.clock.now();
       const notify = NOTIFIED.has(row.status);
-      const body = notify ? await bodyOf(row) : null;
+      let body: string | null = null;
+      try {
+        body = notify ? await bodyOf(row) : null;
+      } catch (error) {
+        // One task that cannot be read (deleted meanwhile) must not hold up the others: it is looked at again.
+        log.warn({ err: error, taskId: row.task_id }, 'reading an A2A task for its push notification failed');
+        continue;
+      }
       await db.transaction().execute(async (trx) => {
         const moved = await trx
           .updateTable('a2a_push_configs')

@@ -5,7 +5,15 @@
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
+import {
+  buildA2aPushNotifier,
+  buildDeps,
+  buildDispatcher,
+  buildEngine,
+  buildScheduler,
+  buildTaskNotifier,
+  type Deps,
+} from './deps.ts';
 import { agentModelIds } from './domain/agents/agent-repo.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import type { Lifecycle } from './http/lifecycle.ts';
@@ -87,6 +95,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const engine = config.role === 'api' ? null : buildEngine(deps);
   const dispatcher = config.role === 'api' ? null : buildDispatcher(deps);
   const taskNotifier = config.role === 'api' ? null : buildTaskNotifier(deps);
+  const a2aPush = config.role === 'api' ? null : buildA2aPushNotifier(deps);
   const scheduler = config.role === 'api' ? null : buildScheduler(deps);
   logger.info(
     {
@@ -119,6 +128,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   await database.until('registering the engine', async () => engine?.start());
   dispatcher?.start();
   taskNotifier?.start();
+  a2aPush?.start();
   scheduler?.start();
   // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
   // A worker serves only the probes; the console lives on processes that serve the API.
@@ -175,6 +185,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         engine?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         dispatcher?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         taskNotifier?.stop(),
+        a2aPush?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         scheduler?.stop(),
         deps.retention.stop(),
       ]);

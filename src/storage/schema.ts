@@ -294,6 +294,55 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
 }
 
+export interface A2aPushConfigsTable {
+  id: string;
+  org_id: string;
+  /** The A2A task: a message id. */
+  task_id: string;
+  session_id: string;
+  agent_id: string;
+  /** The address the config was set through: notifications' report URLs are built on it. */
+  base_url: string;
+  /** The A2A config id, unique per task. */
+  config_id: string;
+  url: string;
+  /** Sealed (lib/secret-box.ts); sent as X-A2A-Notification-Token. */
+  sealed_token: string | null;
+  /** `Bearer` when the config carries authentication. */
+  auth_scheme: string | null;
+  sealed_credentials: string | null;
+  /** The task status last turned into a notification. */
+  notified_status: string;
+  seq: ColumnType<number, number | undefined, number>;
+  /** 1 once the task ended and its end was notified. */
+  done: ColumnType<number, number | undefined, number>;
+  created_at: Millis;
+  deleted_at: Millis | null;
+}
+
+export interface A2aPushDeliveriesTable {
+  id: string;
+  org_id: string;
+  config_id: string;
+  seq: number;
+  task_status: string;
+  /** The notification body, fixed when the state change was noticed. */
+  body: string;
+  status: DeliveryStatus;
+  attempts: ColumnType<number, number | undefined, number>;
+  status_code: number | null;
+  error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+  next_attempt_at: Millis | null;
+  deadline_at: Millis;
+  last_attempt_at: Millis | null;
+  completed_at: Millis | null;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_expires_at: ColumnType<Millis | null, Millis | null | undefined, Millis | null>;
+  lease_token: ColumnType<number, number | undefined, number>;
+}
+
 export interface FilesTable {
   id: string;
   org_id: string;
@@ -564,6 +613,8 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  a2a_push_configs: A2aPushConfigsTable;
+  a2a_push_deliveries: A2aPushDeliveriesTable;
   files: FilesTable;
   mcp_servers: McpServersTable;
   agent_mcp_servers: AgentMcpServersTable;

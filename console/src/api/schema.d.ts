@@ -2639,7 +2639,7 @@ export interface paths {
         put?: never;
         /**
          * A2A JSON-RPC binding
-         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
+         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the TaskPushNotificationConfig methods. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -3429,7 +3429,7 @@ export interface paths {
         };
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:read (or tasks:read).
          */
@@ -3580,7 +3580,7 @@ export interface paths {
         put?: never;
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -3759,7 +3759,7 @@ export interface paths {
         };
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:read (or tasks:read).
          */
@@ -3912,7 +3912,7 @@ export interface paths {
         post?: never;
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:write (or tasks:write).
          */

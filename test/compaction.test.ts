@@ -209,7 +209,8 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     expect(found.output_preview).toMatch(/^Summary: questions 0 to/);
     expect(runCost).toBeGreaterThan(found.cost_usd);
     // The session's channel told its listeners when and why, naming the compaction item.
-    const sessionId = String((responses[0]?.conversation as { id: string }).id).replace(/^conv_/, '');
+    const conversation = responses[0]?.conversation as { id: string } | undefined;
+    const sessionId = String(conversation?.id).replace(/^conv_/, '');
     const rows = await h.deps.storage.db
       .selectFrom('session_events')
       .select(['kind', 'data'])

@@ -5,6 +5,7 @@
  * silently overwrites a change made in the console or the API. docs/agents-as-code.md describes the format.
  */
 import { AppError, validationError } from '../../errors/app-error.ts';
+import { jsonEqual } from '../../lib/hash.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
 import { configOf } from './agent-repo.ts';
 import type { AgentService, WriteOptions } from './agent-service.ts';
@@ -66,6 +67,10 @@ export function createAgentApplier(deps: { agents: AgentService }) {
       }
       const current = await agents.get(orgId, id);
       const changes = jsonDiff(configOf(current), desired).map((change) => change.path);
+      // A document without a budget leaves the agent's alone: budgets are operated, not part of the definition.
+      if (document.budget !== undefined && !jsonEqual(agents.budgetFor(document.budget), current.budget)) {
+        changes.push('/budget');
+      }
       out.push({
         planned: {
           kind: 'agent',
@@ -126,10 +131,15 @@ export function createAgentApplier(deps: { agents: AgentService }) {
           p.version = created.body.agent.version;
         } else if (p.action === 'update' && p.id !== null && entry.expected !== null) {
           const full = agents.configFor(input);
+          const budget = input.budget === undefined ? {} : { budget: input.budget };
+          // A change of the budget alone is no new version (Agent.budget).
+          const onlyBudget = p.changes.every((path) => path === '/budget');
           const updated = await agents.update(
             orgId,
             p.id,
-            { ...full, mcpServers: input.mcpServers ?? [], outputFormat: input.outputFormat ?? null },
+            onlyBudget
+              ? budget
+              : { ...full, mcpServers: input.mcpServers ?? [], outputFormat: input.outputFormat ?? null, ...budget },
             { ...write, expectedVersion: entry.expected },
           );
           p.version = updated.agent.version;

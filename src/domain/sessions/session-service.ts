@@ -7,6 +7,7 @@ import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
+import { type BudgetInput, type BudgetView, budgetOf, budgetView, parseBudget } from '../billing/budgets.ts';
 import { writeEvents } from '../outbox.ts';
 import { createSession } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -25,6 +26,8 @@ export interface Session {
   status: SessionStatus;
   /** The end user the session serves (per-user memories and credentials are theirs), null when none was named. */
   endUser: string | null;
+  /** The session's lifetime spend cap (docs/budgets.md); null: none. */
+  budget: BudgetView | null;
   conversationId: string;
   createdAt: string;
   updatedAt: string;
@@ -45,7 +48,7 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 
 export function sessionFromRow(
   row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> &
-    Partial<Pick<SessionRow, 'end_user' | 'agent_version'>>,
+    Partial<Pick<SessionRow, 'end_user' | 'agent_version' | 'budget_limit_micros'>>,
 ): Session {
   return {
     id: row.id,
@@ -55,6 +58,7 @@ export function sessionFromRow(
     title: row.title,
     status: row.status,
     endUser: row.end_user ?? null,
+    budget: budgetView(budgetOf(row.budget_limit_micros, 'lifetime')),
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -100,6 +104,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         id?: string;
         metadata?: Record<string, string>;
         endUser?: string | null;
+        budget?: BudgetInput | null;
       },
       db: Executor = deps.db,
     ): Promise<Session> {
@@ -112,6 +117,10 @@ export function createSessionService(deps: SessionServiceDeps) {
         if (agentId === null) throw validationError('agentVersion', 'a version can be pinned only with an agent');
         await requireAgentVersion(db, agentId, input.agentVersion, 'agentVersion');
       }
+      const budget = parseBudget(
+        input.budget == null ? null : { limit: input.budget.limitUsd, period: input.budget.period },
+        { field: 'budget', limit: 'limitUsd', periods: ['lifetime'], defaultPeriod: 'lifetime' },
+      );
       const now = deps.clock.now();
       const row = {
         id: input.id ?? newId(),
@@ -120,6 +129,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         agent_version: input.agentVersion ?? null,
         title: input.title ?? null,
         end_user: input.endUser ?? null,
+        budget_limit_micros: budget?.limitMicros ?? null,
         status: 'idle' as const,
         created_at: now,
         updated_at: now,

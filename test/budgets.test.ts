@@ -245,37 +245,105 @@ describe.each(dialects())('budgets (%s)', (dialect) => {
   });
 
   it("keeps two sessions of one agent running at once within one step's cost of the agent's cap", async () => {
-    // Each turn is one slow step, so the two sessions' model calls overlap.
-    const text = 'sleep 150\nworking on it';
     const probe = await agent({ name: 'concurrent' });
-    const probeSession = (await session(probe.id)).id;
-    const stepCost = await costOf((await turn(probeSession, text)).message.id);
-    const limitMicros = Math.round(stepCost * 5.5);
+    const stepCost = await costOf((await turn((await session(probe.id)).id, SLOW)).message.id);
+    const limitMicros = Math.round(stepCost * 4.5);
     const capped = await agent({ name: 'concurrent', budget: { limitUsd: limitMicros / 1e6, period: 'lifetime' } });
-    const run = async (sessionId: string) => {
-      const costs: number[] = [];
-      for (let i = 0; i < 20; i++) {
-        const result = await turn(sessionId, text);
-        if (result.status === 402) return costs;
-        costs.push(await costOf(result.message.id));
-        if (result.message.status !== 'completed') return costs;
-      }
-      return costs;
-    };
-    const [a, b] = await Promise.all([run((await session(capped.id)).id), run((await session(capped.id)).id)]);
-    const all = [...a, ...b];
-    const spent = all.reduce((sum, cost) => sum + cost, 0);
-    // Both sessions ran, the cap was reached, and passed by less than the largest step.
-    expect(a.length).toBeGreaterThan(0);
-    expect(b.length).toBeGreaterThan(0);
-    expect(spent).toBeGreaterThanOrEqual(limitMicros);
-    expect(spent - limitMicros).toBeLessThan(Math.max(...all));
-    const row = await db()
-      .selectFrom('budget_spend')
-      .select('spent_micros')
-      .where('scope', '=', 'agent')
-      .where('scope_id', '=', capped.id)
-      .executeTakeFirstOrThrow();
-    expect(Number(row.spent_micros)).toBe(spent);
+    const costs = await inLockstep([flow, flow], capped.id, org.key, (id) => costOf(id));
+    expectWithinOneStep(costs, limitMicros);
+  });
+});
+
+/** One slow step per turn (the scripted model sleeps), so the model calls of turns started together overlap. */
+const SLOW = 'sleep 150\nworking on it';
+
+/**
+ * Rounds of two turns started together, each in a new session of the agent (every turn costs the same) through its
+ * own flow, until a turn is refused or fails: the costs of the turns that ran. Without holds the two calls of the
+ * round that reaches the cap would both run.
+ */
+async function inLockstep(
+  through: [ReturnType<typeof flows>, ReturnType<typeof flows>],
+  agentId: string,
+  key: string,
+  costOf: (messageId: string) => Promise<number>,
+): Promise<number[]> {
+  const costs: number[] = [];
+  for (let round = 0; round < 20; round++) {
+    const sessions = await Promise.all(through.map((flow) => flow.createSession(agentId, key)));
+    const ended = await Promise.all(
+      through.map(async (flow, i) => {
+        const sessionId = sessions[i] ?? '';
+        const response = await flow.postMessage(sessionId, textParts(SLOW), { key });
+        if (response.status === 402) {
+          expect(json(response).error.code).toBe('budget_exceeded');
+          return false;
+        }
+        expect(response.status, response.text).toBe(202);
+        const message = await flow.waitForMessage(sessionId, json(response).id, TERMINAL_STATUSES, key);
+        costs.push(await costOf(message.id));
+        if (message.status === 'completed') return true;
+        expect(message.error.code).toBe('budget_exceeded');
+        return false;
+      }),
+    );
+    if (ended.includes(false)) return costs;
+  }
+  return costs;
+}
+
+/** The cap was reached and passed by less than one step. */
+function expectWithinOneStep(costs: number[], limitMicros: number): void {
+  const spent = costs.reduce((sum, cost) => sum + cost, 0);
+  const step = Math.max(...costs);
+  expect(costs.length).toBeGreaterThan(2);
+  expect(spent).toBeGreaterThanOrEqual(limitMicros);
+  expect(spent - limitMicros, `spent ${spent} of ${limitMicros} in steps of ${costs.join(', ')}`).toBeLessThan(step);
+}
+
+describe.skipIf(!dialects().includes('postgres'))('budgets across two servers on one Postgres', () => {
+  let a: Harness;
+  let b: Harness;
+
+  beforeAll(async () => {
+    // No polling: each engine runs only the turns its own server's wake-ups name, so each session has its engine.
+    a = await createHarness('postgres', { AGENTRY_POLL_MS: '600000' });
+    const { databaseUrl, databaseSchema } = a.deps.config;
+    if (databaseUrl === null || databaseSchema === null) throw new Error('a Postgres harness has a database URL');
+    // A second server (its own engine, pool and in-process bus) over the same database, as a second worker is.
+    b = await createHarness('postgres', {
+      DATABASE_URL: databaseUrl,
+      AGENTRY_DATABASE_SCHEMA: databaseSchema,
+      AGENTRY_BOOTSTRAP_KEY: a.key,
+      AGENTRY_POLL_MS: '600000',
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it("keeps the turns of one agent run by two engines within one step's cost of its cap", async () => {
+    const flowA = flows(() => a);
+    const flowB = flows(() => b);
+    const costOf = async (messageId: string) =>
+      Number(
+        (
+          await a.deps.storage.db
+            .selectFrom('messages')
+            .select('cost_micros')
+            .where('id', '=', messageId)
+            .executeTakeFirstOrThrow()
+        ).cost_micros,
+      );
+    const probe = await flowA.createAgent({ model: PRICED });
+    const stepCost = await costOf((await flowA.turn(probe, SLOW)).message.id);
+    const limitMicros = Math.round(stepCost * 4.5);
+    const agentId = await flowA.createAgent({
+      model: PRICED,
+      budget: { limitUsd: limitMicros / 1e6, period: 'lifetime' },
+    });
+    // Each session is written to through its own server, whose engine is woken and runs its turns.
+    expectWithinOneStep(await inLockstep([flowA, flowB], agentId, a.key, costOf), limitMicros);
   });
 });

@@ -127,6 +127,32 @@ describe.each(dialects())('budgets (%s)', (dialect) => {
     });
   });
 
+  it('applies a budget from an agent document without a new version, and leaves it when a document names none', async () => {
+    const apply = async (documents: Json[]) => {
+      const response = await request('POST', '/v1/apply', { documents });
+      expect(response.status, response.text).toBe(200);
+      return json(response).plan[0] as Json;
+    };
+    const document = { kind: 'agent', name: 'as-code', model: PRICED, instructions: 'Be brief.' };
+    const created = await apply([{ ...document, budget: { limitUsd: 3 } }]);
+    expect(created.action).toBe('create');
+    const agentId = created.id;
+    expect(json(await request('GET', `/v1/agents/${agentId}`)).agent.budget).toEqual({ limitUsd: 3, period: 'month' });
+    const raised = await apply([{ ...document, budget: { limitUsd: 4, period: 'lifetime' } }]);
+    expect(raised).toMatchObject({ action: 'update', changes: ['/budget'], version: 1 });
+    const after = json(await request('GET', `/v1/agents/${agentId}`)).agent;
+    expect(after.budget).toEqual({ limitUsd: 4, period: 'lifetime' });
+    expect(after.version).toBe(1);
+    expect(await apply([document])).toMatchObject({ action: 'unchanged', version: 1 });
+    expect(json(await request('GET', `/v1/agents/${agentId}`)).agent.budget).toEqual({
+      limitUsd: 4,
+      period: 'lifetime',
+    });
+    const bad = await request('POST', '/v1/apply', { documents: [{ ...document, budget: { limitUsd: -1 } }] });
+    expect(bad.status).toBe(400);
+    expect(json(bad).error.param).toMatch(/budget\.limitUsd$/);
+  });
+
   it('announces 80 % and 100 % once, fails nothing below the cap and refuses a turn once it is spent', async () => {
     // The cost of one turn, measured on an agent without a budget (the same instructions and input cost the same).
     const probe = await agent({ name: 'probe' });
@@ -208,6 +234,18 @@ describe.each(dialects())('budgets (%s)', (dialect) => {
     expect((await webhooks(capped.id)).map((event) => event.type)).toEqual(['budget.threshold', 'budget.exceeded']);
     // Another session of the same agent is not capped.
     expect((await turn((await session(free.id)).id, 'hello')).message.status).toBe('completed');
+    // PATCH changes a session's budget: raised, it runs again; refused input names the field; another org's is 404.
+    const bad = await request('PATCH', `/v1/sessions/${capped.id}`, { budget: { limitUsd: Number.MAX_VALUE } });
+    expect(bad.status, bad.text).toBe(400);
+    expect(json(bad).error.param).toBe('budget.limitUsd');
+    const other = await h.request('PATCH', `/v1/sessions/${capped.id}`, { body: { budget: null } });
+    expect(other.status).toBe(404);
+    const raised = await request('PATCH', `/v1/sessions/${capped.id}`, { budget: { limitUsd: 1 } });
+    expect(raised.status, raised.text).toBe(200);
+    expect(json(raised).session.budget).toEqual({ limitUsd: 1, period: 'lifetime' });
+    expect((await turn(capped.id, 'hello again')).message.status).toBe('completed');
+    const removed = await request('PATCH', `/v1/sessions/${capped.id}`, { budget: null });
+    expect(json(removed).session.budget).toBeNull();
   });
 
   it("fails a schedule's runs with budget_exceeded once its budget is spent", async () => {

@@ -13401,7 +13401,130 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a session
+         * @description Extension: changes the session's budget (null removes it); its spend is recomputed from the session's stored cost. See docs/budgets.md.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description Extension: the fields of a session that can change */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                        budget: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description A session budget is for its whole life
+                             * @enum {string}
+                             */
+                            period?: "lifetime";
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            session: {
+                                /** @description null for a Conversation created without an agent, until its first Response fixes one */
+                                agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
+                                /** @description conv_ + the session id; the Conversation of /v1/responses */
+                                conversationId: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @enum {string} */
+                                object: "session";
+                                /** @enum {string} */
+                                status: "idle" | "running" | "requires_action" | "failed";
+                                title: string | null;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/sessions/{id}/interrupt": {

@@ -7,9 +7,17 @@ import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
-import { type BudgetInput, type BudgetView, budgetOf, budgetView, parseBudget } from '../billing/budgets.ts';
+import {
+  type Budget,
+  type BudgetInput,
+  type BudgetView,
+  budgetOf,
+  budgetView,
+  parseBudget,
+  resetSpend,
+} from '../billing/budgets.ts';
 import { writeEvents } from '../outbox.ts';
-import { createSession } from '../turns/session-rows.ts';
+import { createSession, setSessionBudget } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { markCreated } from './new-sessions.ts';
 
@@ -65,6 +73,16 @@ export function sessionFromRow(
   };
 }
 
+/** A session's budget from a request (a 400 naming `budget.limitUsd` or `budget.period`): lifetime only. */
+function sessionBudget(input: BudgetInput | null | undefined): Budget | null | undefined {
+  return parseBudget(input == null ? input : { limit: input.limitUsd, period: input.period }, {
+    field: 'budget',
+    limit: 'limitUsd',
+    periods: ['lifetime'],
+    defaultPeriod: 'lifetime',
+  });
+}
+
 export interface SessionServiceDeps {
   db: Executor;
   clock: Clock;
@@ -117,10 +135,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         if (agentId === null) throw validationError('agentVersion', 'a version can be pinned only with an agent');
         await requireAgentVersion(db, agentId, input.agentVersion, 'agentVersion');
       }
-      const budget = parseBudget(
-        input.budget == null ? null : { limit: input.budget.limitUsd, period: input.budget.period },
-        { field: 'budget', limit: 'limitUsd', periods: ['lifetime'], defaultPeriod: 'lifetime' },
-      );
+      const budget = sessionBudget(input.budget);
       const now = deps.clock.now();
       const row = {
         id: input.id ?? newId(),
@@ -145,6 +160,19 @@ export function createSessionService(deps: SessionServiceDeps) {
         events: [{ type: 'agent.session.created', data: { id: row.id } }],
       });
       return sessionFromRow(row);
+    },
+
+    /** Changes the session's budget (docs/budgets.md); its running total is recomputed from its stored cost. */
+    async update(orgId: string, id: string, change: { budget: BudgetInput | null }): Promise<Session> {
+      const budget = sessionBudget(change.budget);
+      const sessionId = id.toLowerCase();
+      await deps.db.transaction().execute(async (trx) => {
+        const now = deps.clock.now();
+        const limitMicros = budget?.limitMicros ?? null;
+        if (!(await setSessionBudget(trx, { sessionId, orgId, limitMicros, now }))) throw notFound('session', id);
+        if (budget != null) await resetSpend(trx, { ...budget, scope: 'session', id: sessionId, orgId, now });
+      });
+      return this.get(orgId, sessionId);
     },
 
     async get(orgId: string, id: string): Promise<Session> {

@@ -64,3 +64,8 @@ export const SessionCreateBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const SessionUpdateBody = Type.Object(
+  { budget: SessionBudgetInput },
+  { additionalProperties: false, description: 'Extension: the fields of a session that can change' },
+);

@@ -29,6 +29,7 @@ import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
 import { budgets } from './0032-budgets.ts';
+import { usage } from './0033-usage.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -63,6 +64,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
   '0032-budgets': budgets,
+  '0033-usage': usage,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -144,6 +144,10 @@ describe.each(dialects())('budgets (%s)', (dialect) => {
     expect(after.budget).toEqual({ limitUsd: 4, period: 'lifetime' });
     expect(after.version).toBe(1);
     expect(await apply([document])).toMatchObject({ action: 'unchanged', version: 1 });
+    // An export writes the budget, and applied back it changes nothing.
+    const exported = json(await request('GET', '/v1/export')).documents.find((doc: Json) => doc.name === 'as-code');
+    expect(exported.budget).toEqual({ limitUsd: 4, period: 'lifetime' });
+    expect(await apply([exported])).toMatchObject({ action: 'unchanged', version: 1 });
     expect(json(await request('GET', `/v1/agents/${agentId}`)).agent.budget).toEqual({
       limitUsd: 4,
       period: 'lifetime',

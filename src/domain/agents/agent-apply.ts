@@ -60,6 +60,8 @@ export function documentOf(agent: Agent): ExportedDocument {
     ...(networkPolicy === null ? {} : { networkPolicy }),
     outputFormat: outputFormat === null ? null : responseFormatEcho(outputFormat),
     ...(compactThreshold === null ? {} : { compactThreshold }),
+    // A budget is written when there is one; a document without one leaves the agent's as it is.
+    ...(agent.budget === null ? {} : { budget: agent.budget }),
   };
 }
 

@@ -19,8 +19,13 @@ export const budgets: Migration = {
     await db.schema.alterTable('agents').addColumn('budget_limit_micros', 'bigint').execute();
     await db.schema.alterTable('agents').addColumn('budget_period', 'text').execute();
     await db.schema.alterTable('sessions').addColumn('budget_limit_micros', 'bigint').execute();
-    await db.schema.alterTable('schedules').addColumn('budget_limit_micros', 'bigint').execute();
-    await db.schema.alterTable('schedules').addColumn('budget_period', 'text').execute();
+    // Migrations may be applied out of order (storage/db.ts allows it): a database that lacks 0011 (the schedules
+    // table) is not refused here, as 0026 does not refuse it. Every released database has had 0011 for long.
+    const tables = await db.introspection.getTables();
+    if (tables.some((table) => table.name === 'schedules')) {
+      await db.schema.alterTable('schedules').addColumn('budget_limit_micros', 'bigint').execute();
+      await db.schema.alterTable('schedules').addColumn('budget_period', 'text').execute();
+    }
     await db.schema
       .createTable('budget_spend')
       .addColumn('scope', 'text', (col) => col.notNull())

@@ -26,6 +26,7 @@ import { contextTokens, fixedTokens, messageTokens, unitStart } from '../models/
 import { costMicros } from '../models/pricing.ts';
 import { type Summary, summariseConversation } from '../models/summarise.ts';
 import type { ContextMessage } from '../models/types.ts';
+import { attachedFiles } from './attached-files.ts';
 import { recordBudgetSpend } from './budget-gate.ts';
 import { contextRoom, type StepFrame } from './context-window.ts';
 import { compactionEvent } from './step-events.ts';
@@ -174,7 +175,9 @@ export async function compactLog(
   const builder: ContextBuilder = turn.log.contextOf(items);
   const room = contextRoom(turn, frame) ?? Number.MAX_SAFE_INTEGER;
   const keep = Math.floor(compactionThreshold(turn, frame) * KEPT_SHARE);
-  const plan = planOf(builder.build(), builder.entryItemIds(), keep);
+  // The summary reads the attached files as the step would send them.
+  const whole = builder.build(await attachedFiles(turn, builder.attachmentIds()));
+  const plan = planOf(whole, builder.entryItemIds(), keep);
   if (plan === null) return null;
   let summary: Summary;
   try {
@@ -192,7 +195,8 @@ export async function compactLog(
 /** Compacts the log before a step when the turn's policy is compaction and its conversation passes the threshold. */
 export async function compactIfDue(turn: Turn, frame: StepFrame, items: Item[]): Promise<Item[] | null> {
   if (turn.contextPolicy !== 'compaction') return null;
-  const whole = turn.log.contextOf(items).build();
+  const builder = turn.log.contextOf(items);
+  const whole = builder.build(await attachedFiles(turn, builder.attachmentIds()));
   if (contextTokens(whole) <= compactionThreshold(turn, frame)) return null;
   return compactLog(turn, frame, items, 'threshold');
 }

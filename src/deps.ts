@@ -36,6 +36,7 @@ import {
   type ModelObject,
 } from './domain/responses/models.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
+import { createRetentionService, type RetentionService } from './domain/retention/retention-service.ts';
 import { createRunService, type RunService } from './domain/runs/run-service.ts';
 import { createScheduleRunner, type ScheduleRunner } from './domain/schedules/schedule-runner.ts';
 import { createScheduleService, type ScheduleService } from './domain/schedules/schedule-service.ts';
@@ -144,6 +145,8 @@ export interface Deps {
   usage: UsageService;
   /** Uploaded files, for /v1/files and the older API's files. */
   files: FileService;
+  /** Each organization's data retention and the sweeper that enforces it (docs/retention.md). */
+  retention: RetentionService;
   /** The organization's agents and the configured model providers, as /v1/models lists them. */
   listModels(orgId: string): Promise<ModelList>;
   getModel(orgId: string, id: string): Promise<ModelObject>;
@@ -405,6 +408,15 @@ export async function buildDeps(
     runs: createRunService({ db }),
     usage: createUsageService({ db }),
     files: createFileService({ db, clock, dataDir: config.dataDir, maxUploadBytes: config.maxUploadBytes }),
+    retention: createRetentionService({
+      db,
+      clock,
+      logger: logger.child({ component: 'retention' }),
+      defaults: config.retention,
+      dataDir: config.dataDir,
+      batch: config.retentionBatch,
+      onSweep: (counts) => metrics.retentionDeleted(counts),
+    }),
     listModels: (orgId) => listModels({ db, providers, catalogue }, orgId),
     getModel: (orgId, id) => getModel({ db, providers, catalogue }, orgId, id),
     sessionEvents: {

@@ -148,6 +148,18 @@ export async function startServer(config: Config, logger: Logger = createLogger(
           });
         }, ABANDONED_SWEEP_MS);
   settle?.unref();
+  // Retention: in the processes that run background jobs (not role api); every one of them may sweep, the deletes
+  // are safe to run at once (domain/retention), every AGENTRY_RETENTION_SWEEP_MS.
+  const retain =
+    engine === null
+      ? null
+      : setInterval(() => {
+          if (!deps.storage.space.writable) return;
+          deps.retention.sweep().catch((error: unknown) => {
+            if (!isStorageFull(error)) logger.warn({ err: error }, 'retention sweep failed');
+          });
+        }, config.retentionSweepMs);
+  retain?.unref();
 
   let stopping: Promise<void> | null = null;
   const stop = () => {
@@ -155,6 +167,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       lifecycle.accepting = false;
       clearInterval(sweep);
       if (settle !== null) clearInterval(settle);
+      if (retain !== null) clearInterval(retain);
       // Turns in flight get most of the grace period; what is left over is handed to another process.
       // Webhook attempts in flight finish (or time out) too; pending deliveries stay pending for the next start.
       await Promise.all([
@@ -163,6 +176,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         dispatcher?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         taskNotifier?.stop(),
         scheduler?.stop(),
+        deps.retention.stop(),
       ]);
       await deps.close();
       await deps.bus.close();

@@ -43,6 +43,19 @@ export interface ApiKeysTable {
   /** Responses validation mode of this key: auto | strict | openai; null follows AGENTRY_RESPONSES_COMPAT. */
   compat: ColumnType<string | null, string | null | undefined, string | null>;
   last_used_at: Millis | null;
+  /** JSON array of the agent ids the key is limited to (migration 0035); null: every agent of its organization. */
+  agent_ids: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An organization's retention in days per kind of data: null follows the deployment's default, 0 keeps forever. */
+export interface OrgRetentionTable {
+  org_id: string;
+  sessions_days: number | null;
+  runs_days: number | null;
+  session_events_days: number | null;
+  files_days: number | null;
+  webhooks_days: number | null;
+  updated_at: Millis;
 }
 
 export interface AgentsTable {
@@ -605,6 +618,7 @@ export interface Database {
   memories: MemoriesTable;
   budget_spend: BudgetSpendTable;
   budget_holds: BudgetHoldsTable;
+  org_retention: OrgRetentionTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;

@@ -10495,6 +10495,219 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the organization's data retention
+         * @description How many days each kind of data is kept before the retention sweeper deletes it (docs/retention.md): what applies, what the organization set and the deployment defaults.
+         *
+         *     Required scope: accounts:write.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The deployment's defaults, for what the organization did not set */
+                            defaults: {
+                                /** @description Uploaded files, rows and bytes, by upload: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Uploaded files, rows and bytes, by upload: days kept; null keeps forever. What applies now. */
+                            files_days: number | null;
+                            /** @enum {string} */
+                            object: "organization.retention";
+                            /** @description What the organization set */
+                            organization: {
+                                /** @description Uploaded files, rows and bytes, by upload: the organization's own setting: days, 0 forever, null the default */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the organization's own setting: days, 0 forever, null the default */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the organization's own setting: days, 0 forever, null the default */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the organization's own setting: days, 0 forever, null the default */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the organization's own setting: days, 0 forever, null the default */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Ended runs with their traces (spans), by creation: days kept; null keeps forever. What applies now. */
+                            runs_days: number | null;
+                            /** @description Session events (the event history of a session; its newest event stays), by creation: days kept; null keeps forever. What applies now. */
+                            session_events_days: number | null;
+                            /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days kept; null keeps forever. What applies now. */
+                            sessions_days: number | null;
+                            /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days kept; null keeps forever. What applies now. */
+                            webhooks_days: number | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the organization's data retention
+         * @description Sets the days each kind given is kept (0: forever; null: back to the deployment default); kinds not given stay. Data older than the new retention is deleted by the next sweep.
+         *
+         *     Required scope: accounts:write.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Uploaded files, rows and bytes, by upload: days to keep; 0 keeps forever; null follows the default */
+                        files_days?: number | null;
+                        /** @description Ended runs with their traces (spans), by creation: days to keep; 0 keeps forever; null follows the default */
+                        runs_days?: number | null;
+                        /** @description Session events (the event history of a session; its newest event stays), by creation: days to keep; 0 keeps forever; null follows the default */
+                        session_events_days?: number | null;
+                        /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days to keep; 0 keeps forever; null follows the default */
+                        sessions_days?: number | null;
+                        /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days to keep; 0 keeps forever; null follows the default */
+                        webhooks_days?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The deployment's defaults, for what the organization did not set */
+                            defaults: {
+                                /** @description Uploaded files, rows and bytes, by upload: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Uploaded files, rows and bytes, by upload: days kept; null keeps forever. What applies now. */
+                            files_days: number | null;
+                            /** @enum {string} */
+                            object: "organization.retention";
+                            /** @description What the organization set */
+                            organization: {
+                                /** @description Uploaded files, rows and bytes, by upload: the organization's own setting: days, 0 forever, null the default */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the organization's own setting: days, 0 forever, null the default */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the organization's own setting: days, 0 forever, null the default */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the organization's own setting: days, 0 forever, null the default */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the organization's own setting: days, 0 forever, null the default */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Ended runs with their traces (spans), by creation: days kept; null keeps forever. What applies now. */
+                            runs_days: number | null;
+                            /** @description Session events (the event history of a session; its newest event stays), by creation: days kept; null keeps forever. What applies now. */
+                            session_events_days: number | null;
+                            /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days kept; null keeps forever. What applies now. */
+                            sessions_days: number | null;
+                            /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days kept; null keeps forever. What applies now. */
+                            webhooks_days: number | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v1/responses": {
         parameters: {
             query?: never;

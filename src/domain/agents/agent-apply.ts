@@ -65,6 +65,22 @@ export function documentOf(agent: Agent): ExportedDocument {
   };
 }
 
+/** Runs a check of the document at `index`, naming its field as `documents[index].field` when it fails. */
+function inDocument<T>(index: number, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== 'validation_error' || error.param === null) throw error;
+    const param = `documents[${index}].${error.param}`;
+    throw validationError(
+      param,
+      error.message.startsWith(`${error.param} `)
+        ? `${param}${error.message.slice(error.param.length)}`
+        : error.message,
+    );
+  }
+}
+
 export function createAgentApplier(deps: { agents: AgentService }) {
   const { agents } = deps;
 
@@ -77,7 +93,7 @@ export function createAgentApplier(deps: { agents: AgentService }) {
       }
       seen.add(document.name);
       const { kind: _kind, ...input } = document;
-      const desired = agents.configFor(input);
+      const desired = inDocument(index, () => agents.configFor(input));
       const ids = await agents.idsNamed(orgId, document.name);
       if (ids.length > 1) {
         throw validationError(

@@ -30,6 +30,7 @@ import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
 import { budgets } from './0032-budgets.ts';
 import { usage } from './0033-usage.ts';
+import { retention } from './0035-retention.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -65,6 +66,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0030-waiting-messages': waitingMessages,
   '0032-budgets': budgets,
   '0033-usage': usage,
+  '0035-retention': retention,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -135,14 +135,13 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     expect(json(low).error).toMatchObject({ code: 'validation_error', param: 'compactThreshold' });
   });
 
-  it('runs a long session (500 turns on SQLite, 200 on Postgres) with 20k-character tool outputs, files, and no failed turn, under compaction then truncation', async () => {
+  it('runs a 500-turn session with 20k-character tool outputs, files, and no failed turn, under compaction then truncation', async () => {
     const agentId = await createAgent();
     const before = stub.bodies.length;
     // Every 10th input carries a 6,000-character text file (the model reads it inline, 1,500 tokens).
     const notes = `FILE-NOTES ${'f'.repeat(6_000)}`;
     const files = { id: await uploadText('notes.txt', notes), every: 10 };
-    // Postgres turns cost several times SQLite's here: a shorter session keeps the test within its time.
-    const exchanges = dialect === 'sqlite' ? 250 : 100;
+    const exchanges = 250;
     const compacted = await session(agentId, exchanges, {}, files);
     expect(compacted.failed).toBe(0);
     expect(models.stub.refused).toBe(0);

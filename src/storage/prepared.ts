@@ -8,7 +8,7 @@
  * SQL's shape (an `in` list of varying length, an identifier) cannot be a parameter here. Writes to the tables the
  * change signal watches (change-signal.ts) must not be prepared: the signal sees writes while they are compiled.
  */
-import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { type Compilable, type CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely';
 import { SIGNALLED_TABLES } from './change-signal.ts';
 import type { Database } from './schema.ts';
 
@@ -127,6 +127,71 @@ export function prepareInsert(table: Table): PreparedInsert {
         for (const column of columns) params[slotOf(index, column)] = row[column];
       });
       await query.run(db, params);
+    },
+  };
+}
+
+export interface PreparedNumberedInsert {
+  /**
+   * Inserts rows that all have the same columns (`seq` not among them), numbered on after the last `seq` of the
+   * rows whose `scope` column holds `scope`, in the same statement; answers that last seq (0: there was none).
+   */
+  run(db: Executor, scope: string, rows: readonly Row[]): Promise<number>;
+}
+
+/**
+ * A multi-row insert into `table` whose rows are numbered by `seq` within their `scope` column: each row's seq is
+ * the scope's `max(seq)` read in the insert itself, plus its place in the batch (every row's read sees the table
+ * as the statement found it, on both dialects), so a writer that does not know the last seq needs no read of its
+ * own before the insert. Callers hold what keeps others from numbering the scope meanwhile (the session's row).
+ * Compiled once per column list and row count.
+ */
+export function prepareNumberedInsert(table: 'session_events' | 'items', scope: 'session_id'): PreparedNumberedInsert {
+  assertUnsignalled(table);
+  const shapes = new Map<string, Prepared<Record<string, unknown>, { seq: number }>>();
+  return {
+    async run(db, scopeValue, rows) {
+      const first = rows[0];
+      if (first === undefined) return 0;
+      const columns = Object.keys(first);
+      if (rows.length > MAX_PREPARED_ROWS) {
+        // A large batch (rare): the last seq read first, then the rows inserted through the builder.
+        const last = await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+          .where(scope, '=', scopeValue)
+          .executeTakeFirst();
+        const base = Number(last?.seq ?? 0);
+        await db
+          .insertInto(table)
+          .values(rows.map((row, index) => ({ ...row, seq: base + index + 1 })) as never)
+          .execute();
+        return base;
+      }
+      const key = `${rows.length}:${columns.join(',')}`;
+      let query = shapes.get(key);
+      if (query === undefined) {
+        const count = rows.length;
+        query = prepare((builder, p: Record<string, unknown>) =>
+          builder
+            .insertInto(table)
+            .values(
+              Array.from({ length: count }, (_, index) => ({
+                ...Object.fromEntries(columns.map((column) => [column, p[slotOf(index, column)]])),
+                seq: sql<number>`(select coalesce(max(${sql.ref('seq')}), 0) from ${sql.table(table)} where ${sql.ref(scope)} = ${p[slotOf(index, 'scope')]}) + ${sql.lit(index + 1)}`,
+              })) as never,
+            )
+            .returning(sql<number>`${sql.ref('seq')}`.as('seq')),
+        );
+        shapes.set(key, query);
+      }
+      const params: Record<string, unknown> = {};
+      rows.forEach((row, index) => {
+        for (const column of columns) params[slotOf(index, column)] = row[column];
+        params[slotOf(index, 'scope')] = scopeValue;
+      });
+      const numbered = await query.all(db, params);
+      return Math.min(...numbered.map((row) => Number(row.seq))) - 1;
     },
   };
 }

@@ -153,6 +153,8 @@ export interface AcceptInput {
    * `agent_required`.
    */
   bindAgent?: string;
+  /** The Sessions API's own accept: a hidden session (a workspace of legacy Tasks and tool runs) is not found. */
+  visibleOnly?: boolean;
 }
 
 /**
@@ -276,7 +278,9 @@ export async function acceptMessage(
   const { orgId, sessionId, now } = target;
   // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
   const session = await markWorkPending(trx, { sessionId, orgId, now });
-  if (session === undefined) throw notFound('session', sessionId);
+  if (session === undefined || (input.visibleOnly === true && session.hidden !== 0)) {
+    throw notFound('session', sessionId);
+  }
   let agentId = session.agent_id;
   if (agentId === null) {
     if (input.bindAgent === undefined) {

@@ -143,6 +143,8 @@ const NOT_THE_TURN = [
   'select "id", "org_id", "session_id", "message_id" from "tool_approvals" where "status" = $1',
 ];
 
+const CLAIM = 'update "sessions" set "lease_owner" = $1, "lease_expires_at" = $2, "lease_token" = "lease_token" + $3';
+
 describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () => {
   let pgh: Harness;
   const pgFlow = flows(() => pgh);
@@ -169,7 +171,14 @@ describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () 
     } finally {
       pgCounting = false;
     }
-    const turn = sent.filter((text) => !NOT_THE_TURN.some((other) => text.startsWith(other)));
+    // A second wake-up for the same session (the accept's own and its notification) may try to claim it again
+    // while the worker holds it, and claim nothing: one claim is the turn's.
+    const claims = sent.filter((text) => text.startsWith(CLAIM));
+    expect(claims.length).toBeGreaterThanOrEqual(1);
+    const turn = [
+      ...sent.filter((text) => !text.startsWith(CLAIM) && !NOT_THE_TURN.some((other) => text.startsWith(other))),
+      CLAIM,
+    ];
     expect(
       turn.filter((text) => text === 'begin' || text.startsWith('begin;')),
       turn.join('\n'),

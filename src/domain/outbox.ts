@@ -46,8 +46,7 @@ export interface WebhookBatch {
   events: WebhookEventInput[];
 }
 
-const insertSessionEvents = prepareInsert('session_events');
-const insertNumberedEvents = prepareNumberedInsert('session_events', 'session_id');
+const insertEvents = prepareNumberedInsert('session_events', 'session_id');
 const insertWebhookEvents = prepareInsert('webhook_events');
 
 /**
@@ -83,17 +82,8 @@ export async function writeEvents(
       },
     }));
     const rows = drafts.map((draft) => draft.row);
-    const known = knownSeqBase(trx, target.sessionId);
-    // Unknown: numbered by the insert itself, with no read of the last seq before it.
-    const base =
-      known === undefined
-        ? await insertNumberedEvents.run(trx, target.sessionId, rows)
-        : await insertSessionEvents
-            .run(
-              trx,
-              rows.map((row, index) => ({ ...row, seq: known + index + 1 })),
-            )
-            .then(() => known);
+    // Unknown to this transaction: numbered by the insert itself, with no read of the last seq before it.
+    const base = await insertEvents.run(trx, target.sessionId, rows, knownSeqBase(trx, target.sessionId));
     drafts.forEach(({ input: { messageId, runId, ...body }, row }, index) => {
       const event: SessionEvent = {
         ...body,

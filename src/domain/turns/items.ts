@@ -19,14 +19,13 @@ import { type FitResult, fitContext, fittedContext, messageTokens, withKnownToke
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
-import { prepare, prepareInsert, prepareNumberedInsert } from '../../storage/prepared.ts';
+import { prepare, prepareNumberedInsert } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
 import { transactionMemo } from '../../storage/transaction-memo.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { firstOpenMessage } from './open-messages.ts';
 
-const insertItems = prepareInsert('items');
-const insertNumberedItems = prepareNumberedInsert('items', 'session_id');
+const insertItems = prepareNumberedInsert('items', 'session_id');
 
 /** The last item seq a session got from the open transaction (which holds the session: no one else appends). */
 const writtenSeqs = transactionMemo<number>();
@@ -281,16 +280,8 @@ export async function appendItems(
     content: JSON.stringify(item.content),
     created_at: target.now,
   }));
-  // Unknown: numbered by the insert itself, with no read of the last seq before it.
-  const base =
-    known === undefined
-      ? await insertNumberedItems.run(trx, target.sessionId, unnumbered)
-      : await insertItems
-          .run(
-            trx,
-            unnumbered.map((row, index) => ({ ...row, seq: known + index + 1 })),
-          )
-          .then(() => known);
+  // Unknown to this transaction: numbered by the insert itself, with no read of the last seq before it.
+  const base = await insertItems.run(trx, target.sessionId, unnumbered, known);
   const rows: ItemRow[] = unnumbered.map((row, index) => ({ ...row, seq: base + index + 1 }));
   writtenSeqs.set(trx, target.sessionId, base + rows.length);
   return rows.map(itemFromRow);

@@ -47,6 +47,7 @@ import { createTaskService, type TaskService } from './domain/tasks/task-service
 import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
 import { createMessageService, type MessageService } from './domain/turns/message-service.ts';
 import type { TurnHooks } from './domain/turns/turn-hooks.ts';
+import { createUsageService, type UsageService } from './domain/usage/usage-service.ts';
 import { type FollowUpSession, followUpSession } from './domain/webhooks/followup.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
 import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
@@ -139,6 +140,8 @@ export interface Deps {
   scheduleRunner: ScheduleRunner;
   /** Runs and their traces (read only). */
   runs: RunService;
+  /** Usage reports over the runs (docs/usage.md). */
+  usage: UsageService;
   /** Uploaded files, for /v1/files and the older API's files. */
   files: FileService;
   /** The organization's agents and the configured model providers, as /v1/models lists them. */
@@ -400,6 +403,7 @@ export async function buildDeps(
   const providers = configuredProviders(config);
   return {
     runs: createRunService({ db }),
+    usage: createUsageService({ db }),
     files: createFileService({ db, clock, dataDir: config.dataDir, maxUploadBytes: config.maxUploadBytes }),
     listModels: (orgId) => listModels({ db, providers, catalogue }, orgId),
     getModel: (orgId, id) => getModel({ db, providers, catalogue }, orgId, id),
@@ -437,6 +441,7 @@ export async function buildDeps(
       messages,
       subscriptions,
       turnHooks,
+      models,
     }),
     chatCompletions: createChatCompletionService({
       db,

@@ -73,6 +73,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
     'turn-hooks.ts',
     'turn-store.ts',
   ],
+  usage: [],
   webhooks: ['subscriptions.ts', 'webhook-events.ts'],
   workflows: ['workflow-service.ts'],
 };

@@ -6,7 +6,9 @@
 import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
 import { formatTable, formatTime } from './table.ts';
 
-export type OptionName = 'org' | 'scopes' | 'compat' | 'role';
+export type OptionName = 'org' | 'scopes' | 'compat' | 'role' | 'file' | 'out';
+/** Options that take no value. */
+export type FlagName = 'dry-run' | 'force';
 
 /** Where a command writes: the process's streams, or a test's. */
 export interface Output {
@@ -18,6 +20,7 @@ export interface CommandInput {
   /** The positional arguments after the command's words, as many as `args` names. */
   args: string[];
   options: Partial<Record<OptionName, string>>;
+  flags: Partial<Record<FlagName, true>>;
   output: Output;
 }
 
@@ -31,6 +34,8 @@ export interface Command {
   /** What `<command> --help` adds below the usage line. */
   details: string;
   options: readonly OptionName[];
+  /** The flags it takes (none when absent). */
+  flags?: readonly FlagName[];
   /** Options it cannot run without. */
   required: readonly OptionName[];
   /** Its positional arguments, by the names the synopsis uses; each is required. */
@@ -215,6 +220,51 @@ export const COMMANDS: readonly Command[] = [
       const { withDeps, orgId } = await database();
       await withDeps(output, async (deps) => deps.orgs.setCredits(await orgId(deps, options.org), usd));
       output.stdout.write(`credits of ${options.org}: ${usd === null ? 'unlimited' : `$${usd}`}\n`);
+    },
+  },
+  {
+    words: ['export'],
+    synopsis: '--org <name> --out <dir>',
+    summary: "write the organization's agents as YAML files, with their lock",
+    details:
+      `Writes one <name>.agent.yaml per agent into the folder (made if missing), the lock of their versions\n(agentry.lock.json) and the JSON Schema editors validate the files with. ${ORG}\n` +
+      'Applying the folder back (agentry apply -f <dir>) changes nothing. See docs/agents-as-code.md.',
+    options: ['org', 'out'],
+    required: ['org', 'out'],
+    args: [],
+    async run({ options, output }) {
+      const { withDeps, orgId } = await database();
+      const { exportAgents } = await import('./agents-as-code.ts');
+      const files = await withDeps(output, async (deps) =>
+        exportAgents(deps, await orgId(deps, options.org), options.out ?? ''),
+      );
+      output.stdout.write(`exported ${files.length} agent${files.length === 1 ? '' : 's'} to ${options.out}\n`);
+    },
+  },
+  {
+    words: ['apply'],
+    synopsis: '--org <name> -f <dir|file> [--dry-run] [--force]',
+    summary: 'create or update agents from YAML files, printing the plan',
+    details:
+      `Applies the agent documents of a YAML file, or of every .yaml/.yml file of a folder, matching agents by name,\nand prints what it did. ${ORG}\n` +
+      '--dry-run prints the plan and writes nothing. The versions applied are kept in agentry.lock.json next to the\n' +
+      'documents; an agent changed since (in the console or the API) is refused unless --force. See\n' +
+      'docs/agents-as-code.md.',
+    options: ['org', 'file'],
+    flags: ['dry-run', 'force'],
+    required: ['org', 'file'],
+    args: [],
+    async run({ options, flags, output }) {
+      const { withDeps, orgId } = await database();
+      const { applyDocuments, planLines } = await import('./agents-as-code.ts');
+      const dryRun = flags['dry-run'] === true;
+      const result = await withDeps(output, async (deps) =>
+        applyDocuments(deps, await orgId(deps, options.org), options.file ?? '', {
+          dryRun,
+          force: flags.force === true,
+        }),
+      );
+      output.stdout.write(planLines(result.plan, dryRun));
     },
   },
   {

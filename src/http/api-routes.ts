@@ -31,6 +31,7 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { usageRoutes } from './routes/usage.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { workflowRunRoutes } from './routes/workflow-runs.ts';
 import type { App } from './types.ts';
@@ -62,4 +63,5 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   workflowRunRoutes(app, deps);
   consoleRoutes(app);
   streamRoutes(app, deps, hub);
+  usageRoutes(app, deps);
 }

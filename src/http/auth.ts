@@ -7,6 +7,7 @@ import { describeScope } from '../domain/auth/scopes.ts';
 import type { Authenticator } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { Clock } from '../lib/clock.ts';
+import { runWithApiKey } from '../lib/request-key.ts';
 
 function presentedKey(request: FastifyRequest): string | null {
   const authorization = request.headers.authorization;
@@ -42,6 +43,18 @@ export function createAuthHook(deps: { auth: Authenticator; clock: Clock }) {
     }
     request.principal = principal;
   };
+}
+
+/**
+ * A preHandler hook (after the body is parsed, so the handler and everything it awaits see it): the request's API
+ * key, for what records the key that submitted it (runs.api_key_id).
+ */
+export function bindRequestKey(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  if (request.principal === null) {
+    done();
+    return;
+  }
+  runWithApiKey(request.principal.keyId, done);
 }
 
 /** The authenticated organization of a request on a route that requires a key. */

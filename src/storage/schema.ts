@@ -165,6 +165,10 @@ export interface RunsTable {
   exported_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** The warnings of its message (messages.warnings), kept with the run. */
   warnings: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The API key whose request submitted the turn; null for scheduled turns and runs older than migration 0033. */
+  api_key_id: ColumnType<string | null, string | null | undefined, never>;
+  /** Its session's end user when the turn was accepted (runs outlive sessions); null when the session names none. */
+  end_user: ColumnType<string | null, string | null | undefined, never>;
 }
 
 export interface SpansTable {

@@ -14,8 +14,21 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { COMMANDS, type Command, type FlagName, type OptionName, type Output, UsageError } from './commands.ts';
 
-const OPTION_NAMES: readonly OptionName[] = ['org', 'scopes', 'compat', 'role', 'file', 'out'];
-const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force'];
+const OPTION_NAMES: readonly OptionName[] = [
+  'org',
+  'scopes',
+  'compat',
+  'role',
+  'file',
+  'out',
+  'agents',
+  'sessions',
+  'runs',
+  'session-events',
+  'files',
+  'webhooks',
+];
+const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only'];
 /** Options with a one-letter form. */
 const SHORT: Partial<Record<OptionName, string>> = { file: 'f' };
 const COLUMN = 40;

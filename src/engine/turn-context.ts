@@ -14,6 +14,7 @@ import type { ContextCache } from '../domain/turns/context-cache.ts';
 import type { AttachedFile } from '../domain/turns/items.ts';
 import { fenced, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { RUNNABLE_STATUSES } from '../domain/turns/message-types.ts';
+import { statusWritten } from '../domain/turns/transitions.ts';
 import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
 import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
@@ -131,7 +132,8 @@ export function openTurn(
 /**
  * A state change of the turn's message, fenced by the lease and conditional on the message still being in one of
  * the `expected` statuses (else nothing is written and the result is null). The events `write` returns are
- * published after the commit; the result is the message after the change.
+ * published after the commit; the result is the message after the change (of a turn that ended in it, only its
+ * status is new).
  */
 export async function change(
   turn: TurnContext,
@@ -145,7 +147,12 @@ export async function change(
     const message = await loadMessage(trx, messageId);
     if (message === undefined || !expected.includes(message.status)) return null;
     const events = await write(trx, message, now);
-    const after = (await loadMessage(trx, messageId)) ?? message;
+    // A turn that ended here is not read again: its callers look at nothing but the status it ended in.
+    const ended = statusWritten(trx, messageId);
+    const after =
+      ended !== undefined && !RUNNABLE_STATUSES.includes(ended)
+        ? { ...message, status: ended }
+        : ((await loadMessage(trx, messageId)) ?? message);
     // A turn that no longer needs a worker gives its session up in the same transaction when nothing else in it
     // can run, instead of a transaction of its own after it.
     if (!RUNNABLE_STATUSES.includes(after.status) && (await releaseWhenIdle(trx, lease))) lease.released = true;

@@ -232,28 +232,43 @@ export function createAgentService(deps: AgentServiceDeps) {
   const cache = new Map<string, Agent>();
   let cachedAt: number | null = null;
 
+  /** The cached agent, if the cache holds it at change version `version` (null: nothing is cached). */
+  function cachedAgent(key: string, version: number | null): Agent | undefined {
+    if (version === null) return undefined;
+    if (version !== cachedAt) {
+      cache.clear();
+      cachedAt = version;
+    }
+    return cache.get(key);
+  }
+
+  /** Reads the agent in `db`; kept at `version` only if nothing changed while it was read. */
+  async function readAgent(db: Executor, orgId: string, id: string, version: number | null): Promise<Agent> {
+    const row = await findAgentRow(db, orgId, id);
+    if (row === undefined) throw notFound('agent', id);
+    const agent = agentFromRow(row);
+    if (version !== null && deps.changeVersion?.() === version) {
+      if (cache.size >= AGENT_CACHE_MAX) cache.clear();
+      cache.set(`${orgId}/${id}`, deepFreeze(agent));
+    }
+    return agent;
+  }
+
   /** The agent (frozen when it comes from the cache: callers never change what they are given). */
   async function get(orgId: string, id: string, db: Executor = deps.db): Promise<Agent> {
     // Inside a transaction the row is read there, as the transaction sees it.
     const version = db === deps.db ? (deps.changeVersion?.() ?? null) : null;
-    const key = `${orgId}/${id}`;
-    if (version !== null) {
-      if (version !== cachedAt) {
-        cache.clear();
-        cachedAt = version;
-      }
-      const cached = cache.get(key);
-      if (cached !== undefined) return cached;
-    }
-    const row = await findAgentRow(db, orgId, id);
-    if (row === undefined) throw notFound('agent', id);
-    const agent = agentFromRow(row);
-    // Kept only if nothing changed while it was read.
-    if (version !== null && deps.changeVersion?.() === version) {
-      if (cache.size >= AGENT_CACHE_MAX) cache.clear();
-      cache.set(key, deepFreeze(agent));
-    }
-    return agent;
+    return cachedAgent(`${orgId}/${id}`, version) ?? readAgent(db, orgId, id, version);
+  }
+
+  /**
+   * The agent for a transaction that reads it and does not write it (accepting a message): the cached one while
+   * the cache holds it at the storage's current change version, as if read just before the transaction began;
+   * else read in `trx`, and cached when nothing changed while it was read (frozen when it comes from the cache).
+   */
+  async function getIn(orgId: string, id: string, trx: Executor): Promise<Agent> {
+    const version = deps.changeVersion?.() ?? null;
+    return cachedAgent(`${orgId}/${id}`, version) ?? readAgent(trx, orgId, id, version);
   }
 
   /**
@@ -351,6 +366,7 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   return {
     get,
+    getIn,
 
     /** The configuration a create with `input` would store, validated (a 400 naming the field), without writing. */
     configFor: configFromCreate,

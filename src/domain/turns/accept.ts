@@ -168,6 +168,8 @@ export interface AcceptInput {
    * `agent_required`.
    */
   bindAgent?: string;
+  /** The Sessions API's own accept: a hidden session (a workspace of legacy Tasks and tool runs) is not found. */
+  visibleOnly?: boolean;
   /** The schedule whose run this turn is: its budget is checked with the agent's and the session's. */
   scheduleId?: string;
   /**
@@ -307,7 +309,9 @@ export async function acceptMessage(
   const { orgId, sessionId, now } = target;
   // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
   const session = await markWorkPending(trx, { sessionId, orgId, now });
-  if (session === undefined) throw notFound('session', sessionId);
+  if (session === undefined || (input.visibleOnly === true && session.hidden !== 0)) {
+    throw notFound('session', sessionId);
+  }
   let agentId = session.agent_id;
   if (agentId === null) {
     if (input.bindAgent === undefined) {

@@ -1,8 +1,9 @@
 /**
  * Approvals across restarts, with real processes: Agentry is stopped (SIGTERM) or killed (SIGKILL) while a call
  * waits for approval and right after the approval, while the MCP server that counts every execution lives on in
- * its own process. The approval survives the restart, and the approved call runs exactly once; a call killed
- * while running is not run a second time.
+ * its own process. The approval survives the restart, and the approved call runs at most once (exactly once
+ * unless the kill came after its start, which the message then reports); a call killed while running is not run a
+ * second time.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { httpClient, type Json, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
@@ -105,8 +106,14 @@ describe.each(dialects())('tool approvals across restarts (%s)', (dialect) => {
       const recovered = await waitFor(api, sessionId, second, TERMINAL_STATUSES as string[]);
       expect(recovered.status).toBe('completed');
       const state = await mcp.state();
-      expect(state.counts.killed).toBe(1);
-      expect(state.calls.filter((call) => call.tool === 'count' && call.arguments.key === 'killed')).toHaveLength(1);
+      const runs = state.calls.filter((call) => call.tool === 'count' && call.arguments.key === 'killed').length;
+      expect(state.counts.killed ?? 0).toBe(runs);
+      // The kill lands before the worker starts the approved call (it runs once after the restart), or after the
+      // worker marked it started and before its output was stored: then it is not run again (an approval allows
+      // one execution) and the message says so. Never twice.
+      const abandoned = (recovered.warnings as { code: string }[]).some((w) => w.code === 'tool_call_abandoned');
+      expect(runs).toBeLessThanOrEqual(1);
+      if (!abandoned) expect(runs).toBe(1);
       const again = await api('POST', `/v1/sessions/${sessionId}/messages/${second}/answer`, {
         actionId: asked.requiredActions[0].actionId,
         answer: { approved: true },

@@ -10,6 +10,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { Deps } from '../deps.ts';
 import type { ApplyLock, ApplyResult, PlannedChange } from '../domain/agents/agent-apply.ts';
 import { CLI_AUDIT } from '../domain/audit/audit-log.ts';
+import { AppError } from '../errors/app-error.ts';
 import { AgentDocument, ApplyBody } from '../http/schemas/agents.ts';
 import { createValidatorCompiler, describeValidationError, requestPartSchema } from '../http/validation.ts';
 
@@ -127,16 +128,21 @@ function checkBody(body: Record<string, unknown>, sources: Source[], lockFile: s
     { ...error, params: error.params ?? {}, message: error.message ?? 'is invalid' },
     'body',
   );
+  throw located(problem, sources, lockFile);
+}
+
+/** A problem with the field `param` of the documents (or the lock), named by the file it is in. */
+function located(problem: { param: string; message: string }, sources: Source[], lockFile: string): Error {
   const at = /^documents\[(\d+)\]\.?/.exec(problem.param);
   if (at === null) {
     const where = problem.param.startsWith('lock') ? lockFile : 'documents';
-    throw new Error(`${where}: ${problem.message}`);
+    return new Error(`${where}: ${problem.message}`);
   }
   const source = sources[Number(at[1])];
   const field = problem.param.slice(at[0].length);
   const place =
     source === undefined ? 'documents' : `${source.file}${source.index > 0 ? ` (document ${source.index + 1})` : ''}`;
-  throw new Error(`${place}: ${problem.message.replace(problem.param, field === '' ? 'the document' : field)}`);
+  return new Error(`${place}: ${problem.message.replace(problem.param, field === '' ? 'the document' : field)}`);
 }
 
 /** Reads the documents at `path`, applies them (or plans only), and writes the new lock next to them. */
@@ -152,13 +158,19 @@ export async function applyDocuments(
   const lock = readLock(lockFile);
   const body: Record<string, unknown> = { documents, dry_run: options.dryRun, force: options.force, lock };
   checkBody(body, sources, basename(lockFile));
-  const result = await deps.agentApply.apply(orgId, body.documents as never, {
-    dryRun: options.dryRun,
-    force: options.force,
-    lock,
-    actor: 'cli',
-    audit: CLI_AUDIT,
-  });
+  let result: ApplyResult;
+  try {
+    result = await deps.agentApply.apply(orgId, body.documents as never, {
+      dryRun: options.dryRun,
+      force: options.force,
+      lock,
+      actor: 'cli',
+      audit: CLI_AUDIT,
+    });
+  } catch (error) {
+    if (!(error instanceof AppError) || error.param === null) throw error;
+    throw located({ param: error.param, message: error.message }, sources, basename(lockFile));
+  }
   if (!options.dryRun) writeFileSync(lockFile, `${JSON.stringify(result.lock, null, 2)}\n`);
   return result;
 }

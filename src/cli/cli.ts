@@ -21,13 +21,19 @@ const OPTION_NAMES: readonly OptionName[] = [
   'role',
   'file',
   'out',
+  'agents',
+  'sessions',
+  'runs',
+  'session-events',
+  'files',
+  'webhooks',
   'since',
   'until',
   'action',
   'actor',
   'limit',
 ];
-const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'json'];
+const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only', 'json'];
 /** Options with a one-letter form. */
 const SHORT: Partial<Record<OptionName, string>> = { file: 'f' };
 const COLUMN = 40;

@@ -13,7 +13,7 @@ import { isJsonObject } from '../lib/guards.ts';
 import { newId } from '../lib/ids.ts';
 import type { Executor } from '../storage/db.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
-import { prepare, prepareInsert } from '../storage/prepared.ts';
+import { prepare, prepareInsert, prepareNumberedInsert } from '../storage/prepared.ts';
 import type { SessionEventRow } from '../storage/schema.ts';
 import { transactionMemo } from '../storage/transaction-memo.ts';
 import { createdInTransaction } from './sessions/new-sessions.ts';
@@ -46,7 +46,7 @@ export interface WebhookBatch {
   events: WebhookEventInput[];
 }
 
-const insertSessionEvents = prepareInsert('session_events');
+const insertEvents = prepareNumberedInsert('session_events', 'session_id');
 const insertWebhookEvents = prepareInsert('webhook_events');
 
 /**
@@ -56,12 +56,9 @@ const insertWebhookEvents = prepareInsert('webhook_events');
  */
 const writtenSeqs = transactionMemo<number>();
 
-async function nextSeqBase(trx: Executor, sessionId: string): Promise<number> {
-  const known = writtenSeqs.get(trx, sessionId);
-  if (known !== undefined) return known;
-  if (createdInTransaction(trx, sessionId)) return 0;
-  const last = await lastSeq.first(trx, { sessionId });
-  return Number(last?.seq ?? 0);
+/** The last event seq of the session when this transaction knows it without a read; undefined otherwise. */
+function knownSeqBase(trx: Executor, sessionId: string): number | undefined {
+  return writtenSeqs.get(trx, sessionId) ?? (createdInTransaction(trx, sessionId) ? 0 : undefined);
 }
 
 export async function writeEvents(
@@ -72,34 +69,34 @@ export async function writeEvents(
 ): Promise<SessionEvent[]> {
   const written: SessionEvent[] = [];
   if (sessionEvents.length > 0) {
-    let seq = await nextSeqBase(trx, target.sessionId);
-    for (const { messageId, runId, ...body } of sessionEvents) {
-      seq += 1;
-      const event: SessionEvent = {
-        ...body,
+    const drafts = sessionEvents.map((input) => ({
+      input,
+      row: {
         id: newId(),
         session_id: target.sessionId,
-        seq,
+        kind: input.kind,
+        message_id: input.messageId ?? null,
+        run_id: input.runId ?? null,
+        data: JSON.stringify(input.data),
+        created_at: target.now,
+      },
+    }));
+    const rows = drafts.map((draft) => draft.row);
+    // Unknown to this transaction: numbered by the insert itself, with no read of the last seq before it.
+    const base = await insertEvents.run(trx, target.sessionId, rows, knownSeqBase(trx, target.sessionId));
+    drafts.forEach(({ input: { messageId, runId, ...body }, row }, index) => {
+      const event: SessionEvent = {
+        ...body,
+        id: row.id,
+        session_id: target.sessionId,
+        seq: base + index + 1,
         ...(messageId == null ? {} : { message_id: messageId }),
         ...(runId == null ? {} : { run_id: runId }),
         created_at: unixSeconds(target.now),
       };
       written.push(event);
-    }
-    await insertSessionEvents.run(
-      trx,
-      written.map((event) => ({
-        id: event.id,
-        session_id: event.session_id,
-        seq: event.seq,
-        kind: event.kind,
-        message_id: event.message_id ?? null,
-        run_id: event.run_id ?? null,
-        data: JSON.stringify(event.data),
-        created_at: target.now,
-      })),
-    );
-    writtenSeqs.set(trx, target.sessionId, seq);
+    });
+    writtenSeqs.set(trx, target.sessionId, base + rows.length);
   }
   if (webhooks !== undefined && webhooks.events.length > 0) await writeWebhookEvents(trx, target, webhooks);
   return written;

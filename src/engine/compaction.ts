@@ -8,6 +8,7 @@
  * The item, the compaction's span, its usage and cost, and its event are written in one transaction: a step that
  * starts again after a crash finds the compaction done (the log ends with it) or not started, never half.
  */
+
 import { debitCredits } from '../domain/billing/credits.ts';
 import { writeEvents } from '../domain/outbox.ts';
 import { insertSpans, type NewSpan, SPAN_BLOCK, spanSeq } from '../domain/runs/spans.ts';
@@ -25,6 +26,8 @@ import { contextTokens, fixedTokens, messageTokens, unitStart } from '../models/
 import { costMicros } from '../models/pricing.ts';
 import { type Summary, summariseConversation } from '../models/summarise.ts';
 import type { ContextMessage } from '../models/types.ts';
+import { attachedFiles } from './attached-files.ts';
+import { recordBudgetSpend } from './budget-gate.ts';
 import { contextRoom, type StepFrame } from './context-window.ts';
 import { compactionEvent } from './step-events.ts';
 import { change, type Turn } from './turn-context.ts';
@@ -149,6 +152,7 @@ async function record(turn: Turn, done: Done): Promise<boolean> {
     await insertSpans(trx, { orgId: current.org_id, runId: current.run_id }, [span]);
     await addCompactionUsage(trx, current, { ...done.summary.usage, costMicros: cost }, now);
     await debitCredits(trx, current.org_id, cost);
+    await recordBudgetSpend(turn, trx, { costMicros: cost, now, release: false });
     return created === undefined ? [] : writeEvents(trx, target, [compactionEvent(current, created)]);
   });
   if (after === null) return false;
@@ -171,7 +175,9 @@ export async function compactLog(
   const builder: ContextBuilder = turn.log.contextOf(items);
   const room = contextRoom(turn, frame) ?? Number.MAX_SAFE_INTEGER;
   const keep = Math.floor(compactionThreshold(turn, frame) * KEPT_SHARE);
-  const plan = planOf(builder.build(), builder.entryItemIds(), keep);
+  // The summary reads the attached files as the step would send them.
+  const whole = builder.build(await attachedFiles(turn, builder.attachmentIds()));
+  const plan = planOf(whole, builder.entryItemIds(), keep);
   if (plan === null) return null;
   let summary: Summary;
   try {
@@ -189,7 +195,8 @@ export async function compactLog(
 /** Compacts the log before a step when the turn's policy is compaction and its conversation passes the threshold. */
 export async function compactIfDue(turn: Turn, frame: StepFrame, items: Item[]): Promise<Item[] | null> {
   if (turn.contextPolicy !== 'compaction') return null;
-  const whole = turn.log.contextOf(items).build();
+  const builder = turn.log.contextOf(items);
+  const whole = builder.build(await attachedFiles(turn, builder.attachmentIds()));
   if (contextTokens(whole) <= compactionThreshold(turn, frame)) return null;
   return compactLog(turn, frame, items, 'threshold');
 }

@@ -4,14 +4,17 @@
  * the session's cached log, and (once resolved) the agent, model settings and tools. Also the turn's one way to
  * change its message: a write fenced by the lease and conditional on the message's status.
  */
+
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
+import type { ScopedBudget } from '../domain/billing/budgets.ts';
 import { afterCommit, type SessionEvent } from '../domain/outbox.ts';
 import type { ContextCache } from '../domain/turns/context-cache.ts';
 import type { AttachedFile } from '../domain/turns/items.ts';
 import { fenced, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { RUNNABLE_STATUSES } from '../domain/turns/message-types.ts';
+import { statusWritten } from '../domain/turns/transitions.ts';
 import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
 import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
@@ -100,6 +103,8 @@ export interface TurnContext {
   starter: LazyStart | null;
   /** The model call in flight, if any: written as a failed or cancelled step when the turn ends during it. */
   inFlight: StepTrace | null;
+  /** The budgets the last model call was admitted under (budget-gate.ts): its step's cost is added to them. */
+  budgets: ScopedBudget[];
 }
 
 /** A turn whose agent, model settings and tools are resolved: what each step runs with. */
@@ -121,13 +126,14 @@ export function openTurn(
   initial: MessageRow,
   run: { signal: AbortSignal; trace: RunTrace; log: ContextCache },
 ): TurnContext {
-  return { deps, lease, ...run, initial, message: initial, fresh: true, starter: null, inFlight: null };
+  return { deps, lease, ...run, initial, message: initial, fresh: true, starter: null, inFlight: null, budgets: [] };
 }
 
 /**
  * A state change of the turn's message, fenced by the lease and conditional on the message still being in one of
  * the `expected` statuses (else nothing is written and the result is null). The events `write` returns are
- * published after the commit; the result is the message after the change.
+ * published after the commit; the result is the message after the change (of a turn that ended in it, only its
+ * status is new).
  */
 export async function change(
   turn: TurnContext,
@@ -141,7 +147,12 @@ export async function change(
     const message = await loadMessage(trx, messageId);
     if (message === undefined || !expected.includes(message.status)) return null;
     const events = await write(trx, message, now);
-    const after = (await loadMessage(trx, messageId)) ?? message;
+    // A turn that ended here is not read again: its callers look at nothing but the status it ended in.
+    const ended = statusWritten(trx, messageId);
+    const after =
+      ended !== undefined && !RUNNABLE_STATUSES.includes(ended)
+        ? { ...message, status: ended }
+        : ((await loadMessage(trx, messageId)) ?? message);
     // A turn that no longer needs a worker gives its session up in the same transaction when nothing else in it
     // can run, instead of a transaction of its own after it.
     if (!RUNNABLE_STATUSES.includes(after.status) && (await releaseWhenIdle(trx, lease))) lease.released = true;

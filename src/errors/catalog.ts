@@ -48,6 +48,12 @@ export const errorCatalog = {
     type: 'billing_error',
     description: "The organization's credit balance is spent and the agent's model is priced.",
   },
+  budget_exceeded: {
+    status: 402,
+    type: 'billing_error',
+    description:
+      "A budget of the turn's agent, session or schedule is spent: the message is refused, or the turn ends failed before its next model call.",
+  },
   client_tool_output_required: {
     status: 409,
     type: 'conflict_error',

@@ -13,6 +13,7 @@ import { createPrivateFile } from '../lib/private-files.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { type ChangeSignal, postgresChangeSignal, sqliteChangeSignal } from './change-signal.ts';
 import { migrationProvider } from './migrations/index.ts';
+import { beginWithFirstStatement } from './postgres-begin.ts';
 import type { Database } from './schema.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-adapter.ts';
 import { createStorageSpace, reportFailures, type StorageSpace } from './storage-space.ts';
@@ -204,8 +205,14 @@ export async function openStorage(
     const connectionLost = (error: unknown) => options.onConnectionError?.(error);
     // The Postgres driver loads only for a Postgres database.
     const { default: driver } = await import('pg');
-    const pool = (settings: pg.PoolConfig) => {
-      const created = new driver.Pool({ ...settings, types: postgresTypes(driver.types) });
+    // The pools of requests and turns send a transaction's BEGIN with its first statement (postgres-begin.ts).
+    const Client = beginWithFirstStatement(driver.Client);
+    const pool = (settings: pg.PoolConfig, held = true) => {
+      const created = new driver.Pool({
+        ...settings,
+        types: postgresTypes(driver.types),
+        ...(held ? { Client } : {}),
+      });
       // A pooled connection that breaks while idle is dropped from the pool and reported here; unheard, the
       // error would end the process.
       created.on('error', connectionLost);
@@ -232,7 +239,7 @@ export async function openStorage(
     const unbounded = postgresConnection(url, schema, timeoutMs, false);
     migrationDb = () =>
       new Kysely<Database>({
-        dialect: new PostgresDialect({ pool: pool({ ...unbounded, max: 2 }), onCreateConnection }),
+        dialect: new PostgresDialect({ pool: pool({ ...unbounded, max: 2 }, false), onCreateConnection }),
         plugins: [signal.plugin],
       });
     dialect = 'postgres';

@@ -8,7 +8,7 @@
  * SQL's shape (an `in` list of varying length, an identifier) cannot be a parameter here. Writes to the tables the
  * change signal watches (change-signal.ts) must not be prepared: the signal sees writes while they are compiled.
  */
-import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { type Compilable, type CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely';
 import { SIGNALLED_TABLES } from './change-signal.ts';
 import type { Database } from './schema.ts';
 
@@ -82,6 +82,19 @@ function assertUnsignalled(table: string): void {
 /** Positional parameter names of a row of a batch (`2.seq`: the seq of the third row). */
 const slotOf = (row: number, column: string) => `${row}.${column}`;
 
+/** Row `index` of a batch, each column's value the parameter of its slot. */
+const rowOfSlots = (index: number, columns: readonly string[], p: Record<string, unknown>) =>
+  Object.fromEntries(columns.map((column) => [column, p[slotOf(index, column)]]));
+
+/** The parameters of a batch of rows, by slot. */
+function slotsOf(rows: readonly Row[], columns: readonly string[]): Record<string, unknown> {
+  const params: Record<string, unknown> = {};
+  rows.forEach((row, index) => {
+    for (const column of columns) params[slotOf(index, column)] = row[column];
+  });
+  return params;
+}
+
 export interface PreparedInsert {
   /** Inserts rows that all have the same columns, in the same order. */
   run(db: Executor, rows: readonly Row[]): Promise<void>;
@@ -114,19 +127,75 @@ export function prepareInsert(table: Table): PreparedInsert {
         query = prepare((builder, p: Record<string, unknown>) =>
           builder
             .insertInto(table)
-            .values(
-              Array.from({ length: count }, (_, index) =>
-                Object.fromEntries(columns.map((column) => [column, p[slotOf(index, column)]])),
-              ) as never,
-            ),
+            .values(Array.from({ length: count }, (_, index) => rowOfSlots(index, columns, p)) as never),
         );
         shapes.set(key, query);
       }
-      const params: Record<string, unknown> = {};
-      rows.forEach((row, index) => {
-        for (const column of columns) params[slotOf(index, column)] = row[column];
-      });
-      await query.run(db, params);
+      await query.run(db, slotsOf(rows, columns));
+    },
+  };
+}
+
+export interface PreparedNumberedInsert {
+  /**
+   * Inserts rows that all have the same columns (`seq` not among them), numbered on after `last`, the last `seq`
+   * of the rows whose `scope` column holds `scope`; when the caller does not know it (undefined), after the one
+   * the insert itself finds. Answers that last seq (0: there was none).
+   */
+  run(db: Executor, scope: string, rows: readonly Row[], last: number | undefined): Promise<number>;
+}
+
+/**
+ * A multi-row insert into `table` whose rows are numbered by `seq` within their `scope` column. When the last seq
+ * is not known, each row's seq is the scope's `max(seq)` read in the insert itself plus its place in the batch
+ * (every row's read sees the table as the statement found it, on both dialects), so the writer needs no read of
+ * its own before it. Callers hold what keeps others from numbering the scope meanwhile (the session's row).
+ * Compiled once per column list and row count.
+ */
+export function prepareNumberedInsert(table: 'session_events' | 'items', scope: 'session_id'): PreparedNumberedInsert {
+  const insert = prepareInsert(table);
+  const shapes = new Map<string, Prepared<Record<string, unknown>, { seq: number }>>();
+  const numberedFrom = async (db: Executor, rows: readonly Row[], last: number) => {
+    await insert.run(
+      db,
+      rows.map((row, index) => ({ ...row, seq: last + index + 1 })),
+    );
+    return last;
+  };
+  return {
+    async run(db, scopeValue, rows, last) {
+      const first = rows[0];
+      if (first === undefined) return last ?? 0;
+      if (last !== undefined) return numberedFrom(db, rows, last);
+      if (rows.length > MAX_PREPARED_ROWS) {
+        // A large batch (rare): the last seq read first.
+        const found = await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
+          .where(scope, '=', scopeValue)
+          .executeTakeFirst();
+        return numberedFrom(db, rows, Number(found?.seq ?? 0));
+      }
+      const columns = Object.keys(first);
+      const key = `${rows.length}:${columns.join(',')}`;
+      let query = shapes.get(key);
+      if (query === undefined) {
+        const count = rows.length;
+        query = prepare((builder, p: Record<string, unknown>) =>
+          builder
+            .insertInto(table)
+            .values(
+              Array.from({ length: count }, (_, index) => ({
+                ...rowOfSlots(index, columns, p),
+                seq: sql<number>`(select coalesce(max(${sql.ref('seq')}), 0) from ${sql.table(table)} where ${sql.ref(scope)} = ${p.scope}) + ${sql.lit(index + 1)}`,
+              })) as never,
+            )
+            .returning(sql<number>`${sql.ref('seq')}`.as('seq')),
+        );
+        shapes.set(key, query);
+      }
+      const numbered = await query.all(db, { ...slotsOf(rows, columns), scope: scopeValue });
+      return Math.min(...numbered.map((row) => Number(row.seq))) - 1;
     },
   };
 }

@@ -43,6 +43,19 @@ export interface ApiKeysTable {
   /** Responses validation mode of this key: auto | strict | openai; null follows AGENTRY_RESPONSES_COMPAT. */
   compat: ColumnType<string | null, string | null | undefined, string | null>;
   last_used_at: Millis | null;
+  /** JSON array of the agent ids the key is limited to (migration 0035); null: every agent of its organization. */
+  agent_ids: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An organization's retention in days per kind of data: null follows the deployment's default, 0 keeps forever. */
+export interface OrgRetentionTable {
+  org_id: string;
+  sessions_days: number | null;
+  runs_days: number | null;
+  session_events_days: number | null;
+  files_days: number | null;
+  webhooks_days: number | null;
+  updated_at: Millis;
 }
 
 export interface AgentsTable {
@@ -64,6 +77,10 @@ export interface AgentsTable {
   /** How turns keep their context within the model's window (`truncation`, `none`); null in older rows: truncation. */
   context_policy: ColumnType<string | null, string | null | undefined, string | null>;
   compact_threshold: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The agent's spend cap in micro-dollars (migration 0032, docs/budgets.md); null: none. Not versioned. */
+  budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** `month` (calendar month, UTC) or `lifetime`; null when there is no cap. */
+  budget_period: ColumnType<string | null, string | null | undefined, string | null>;
   is_default: number;
   version: number;
   workspace_provisioned_at: Millis | null;
@@ -102,6 +119,8 @@ export interface SessionsTable {
   agent_version: ColumnType<number | null, number | null | undefined, number | null>;
   /** The end user the session serves (migration 0029); null when none was named. */
   end_user: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The session's lifetime spend cap in micro-dollars (migration 0032); null: none. */
+  budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface MessagesTable {
@@ -279,6 +298,55 @@ export interface WebhookAttemptsTable {
   status_code: number | null;
   error: string | null;
   duration_ms: number;
+}
+
+export interface A2aPushConfigsTable {
+  id: string;
+  org_id: string;
+  /** The A2A task: a message id. */
+  task_id: string;
+  session_id: string;
+  agent_id: string;
+  /** The address the config was set through: notifications' report URLs are built on it. */
+  base_url: string;
+  /** The A2A config id, unique per task. */
+  config_id: string;
+  url: string;
+  /** Sealed (lib/secret-box.ts); sent as X-A2A-Notification-Token. */
+  sealed_token: string | null;
+  /** `Bearer` when the config carries authentication. */
+  auth_scheme: string | null;
+  sealed_credentials: string | null;
+  /** The task status last turned into a notification. */
+  notified_status: string;
+  seq: ColumnType<number, number | undefined, number>;
+  /** 1 once the task ended and its end was notified. */
+  done: ColumnType<number, number | undefined, number>;
+  created_at: Millis;
+  deleted_at: Millis | null;
+}
+
+export interface A2aPushDeliveriesTable {
+  id: string;
+  org_id: string;
+  config_id: string;
+  seq: number;
+  task_status: string;
+  /** The notification body, fixed when the state change was noticed. */
+  body: string;
+  status: DeliveryStatus;
+  attempts: ColumnType<number, number | undefined, number>;
+  status_code: number | null;
+  error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+  next_attempt_at: Millis | null;
+  deadline_at: Millis;
+  last_attempt_at: Millis | null;
+  completed_at: Millis | null;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_expires_at: ColumnType<Millis | null, Millis | null | undefined, Millis | null>;
+  lease_token: ColumnType<number, number | undefined, number>;
 }
 
 export interface FilesTable {
@@ -497,8 +565,37 @@ export interface SchedulesTable {
   version: number;
   /** The agent version the schedule's runs use; null follows the latest. */
   agent_version: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The schedule's spend cap in micro-dollars over all its runs (migration 0032); null: none. */
+  budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** `month` (calendar month, UTC) or `lifetime`; null when there is no cap. */
+  budget_period: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Millis;
   updated_at: Millis;
+}
+
+/** The running spend of a budgeted scope in one period (migration 0032, domain/billing/budgets.ts). */
+export interface BudgetSpendTable {
+  scope: string;
+  scope_id: string;
+  /** `YYYY-MM` for a monthly budget, '' for a lifetime one. */
+  period_key: string;
+  org_id: string;
+  spent_micros: ColumnType<number, number | undefined, number>;
+  /** The largest step cost seen: the estimate that admits concurrent model calls near the cap. */
+  max_step_micros: ColumnType<number, number | undefined, number>;
+  /** The limit whose 80 % crossing was announced (budget.threshold); null: none yet. */
+  threshold_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The limit whose crossing was announced (budget.exceeded); null: none yet. */
+  exceeded_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  updated_at: Millis;
+}
+
+/** A model call in flight under a budgeted scope (one per message), until its step is stored or it expires. */
+export interface BudgetHoldsTable {
+  scope: string;
+  scope_id: string;
+  holder: string;
+  expires_at: Millis;
 }
 
 export interface ScheduleRunsTable {
@@ -570,6 +667,8 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  a2a_push_configs: A2aPushConfigsTable;
+  a2a_push_deliveries: A2aPushDeliveriesTable;
   files: FilesTable;
   mcp_servers: McpServersTable;
   agent_mcp_servers: AgentMcpServersTable;
@@ -588,6 +687,9 @@ export interface Database {
   storage_probe: StorageProbeTable;
   memories: MemoriesTable;
   audit_log: AuditLogTable;
+  budget_spend: BudgetSpendTable;
+  budget_holds: BudgetHoldsTable;
+  org_retention: OrgRetentionTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;

@@ -1551,6 +1551,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -1699,6 +1708,16 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         clientTools?: {
                             description: string;
                             name: string;
@@ -1801,6 +1820,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -2009,6 +2037,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -2247,7 +2284,7 @@ export interface paths {
         head?: never;
         /**
          * Update an agent
-         * @description Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
+         * @description Changes the given fields (at least one) and stores a new version (a change of budget alone keeps the version: budgets are not versioned, docs/budgets.md); affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
          *
          *     Required scope: agents:write (or tasks:write).
          */
@@ -2267,6 +2304,16 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         clientTools?: {
                             description: string;
                             name: string;
@@ -2371,6 +2418,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -2639,7 +2695,7 @@ export interface paths {
         put?: never;
         /**
          * A2A JSON-RPC binding
-         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
+         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the TaskPushNotificationConfig methods. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -3429,7 +3485,7 @@ export interface paths {
         };
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:read (or tasks:read).
          */
@@ -3580,7 +3636,7 @@ export interface paths {
         put?: never;
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -3759,7 +3815,7 @@ export interface paths {
         };
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:read (or tasks:read).
          */
@@ -3912,7 +3968,7 @@ export interface paths {
         post?: never;
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -5792,6 +5848,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -6007,6 +6072,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -6127,6 +6201,16 @@ export interface paths {
                 content: {
                     "application/json": {
                         documents: {
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                            budget?: {
+                                /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                                limitUsd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period?: "month" | "lifetime";
+                            } | null;
                             clientTools?: {
                                 description: string;
                                 name: string;
@@ -7761,6 +7845,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             documents: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                                budget?: {
+                                    /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period?: "month" | "lifetime";
+                                } | null;
                                 clientTools?: {
                                     description: string;
                                     name: string;
@@ -10528,6 +10622,219 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the organization's data retention
+         * @description How many days each kind of data is kept before the retention sweeper deletes it (docs/retention.md): what applies, what the organization set and the deployment defaults.
+         *
+         *     Required scope: accounts:write.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The deployment's defaults, for what the organization did not set */
+                            defaults: {
+                                /** @description Uploaded files, rows and bytes, by upload: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Uploaded files, rows and bytes, by upload: days kept; null keeps forever. What applies now. */
+                            files_days: number | null;
+                            /** @enum {string} */
+                            object: "organization.retention";
+                            /** @description What the organization set */
+                            organization: {
+                                /** @description Uploaded files, rows and bytes, by upload: the organization's own setting: days, 0 forever, null the default */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the organization's own setting: days, 0 forever, null the default */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the organization's own setting: days, 0 forever, null the default */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the organization's own setting: days, 0 forever, null the default */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the organization's own setting: days, 0 forever, null the default */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Ended runs with their traces (spans), by creation: days kept; null keeps forever. What applies now. */
+                            runs_days: number | null;
+                            /** @description Session events (the event history of a session; its newest event stays), by creation: days kept; null keeps forever. What applies now. */
+                            session_events_days: number | null;
+                            /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days kept; null keeps forever. What applies now. */
+                            sessions_days: number | null;
+                            /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days kept; null keeps forever. What applies now. */
+                            webhooks_days: number | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the organization's data retention
+         * @description Sets the days each kind given is kept (0: forever; null: back to the deployment default); kinds not given stay. Data older than the new retention is deleted by the next sweep.
+         *
+         *     Required scope: accounts:write.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Uploaded files, rows and bytes, by upload: days to keep; 0 keeps forever; null follows the default */
+                        files_days?: number | null;
+                        /** @description Ended runs with their traces (spans), by creation: days to keep; 0 keeps forever; null follows the default */
+                        runs_days?: number | null;
+                        /** @description Session events (the event history of a session; its newest event stays), by creation: days to keep; 0 keeps forever; null follows the default */
+                        session_events_days?: number | null;
+                        /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days to keep; 0 keeps forever; null follows the default */
+                        sessions_days?: number | null;
+                        /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days to keep; 0 keeps forever; null follows the default */
+                        webhooks_days?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The deployment's defaults, for what the organization did not set */
+                            defaults: {
+                                /** @description Uploaded files, rows and bytes, by upload: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Uploaded files, rows and bytes, by upload: days kept; null keeps forever. What applies now. */
+                            files_days: number | null;
+                            /** @enum {string} */
+                            object: "organization.retention";
+                            /** @description What the organization set */
+                            organization: {
+                                /** @description Uploaded files, rows and bytes, by upload: the organization's own setting: days, 0 forever, null the default */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the organization's own setting: days, 0 forever, null the default */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the organization's own setting: days, 0 forever, null the default */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the organization's own setting: days, 0 forever, null the default */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the organization's own setting: days, 0 forever, null the default */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Ended runs with their traces (spans), by creation: days kept; null keeps forever. What applies now. */
+                            runs_days: number | null;
+                            /** @description Session events (the event history of a session; its newest event stays), by creation: days kept; null keeps forever. What applies now. */
+                            session_events_days: number | null;
+                            /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days kept; null keeps forever. What applies now. */
+                            sessions_days: number | null;
+                            /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days kept; null keeps forever. What applies now. */
+                            webhooks_days: number | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v1/responses": {
         parameters: {
             query?: never;
@@ -12343,6 +12650,15 @@ export interface paths {
                                 agent_id: string;
                                 /** @description The pinned agent version; null: the latest */
                                 agent_version: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                                budget: {
+                                    limit_usd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @enum {string} */
                                 catch_up: "skip" | "run_once";
                                 /** @description Unix time in seconds */
@@ -12436,6 +12752,16 @@ export interface paths {
                         agent_id: string;
                         /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
                         agent_version?: number | null;
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. The spend is that of all the schedule's runs; a run past it fails with budget_exceeded */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limit_usd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         /**
                          * @description Ticks missed while no worker ran: skip them (default) or run once for them
                          * @enum {string}
@@ -12477,6 +12803,15 @@ export interface paths {
                             agent_id: string;
                             /** @description The pinned agent version; null: the latest */
                             agent_version: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                            budget: {
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period: "month" | "lifetime";
+                            } | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -12599,6 +12934,15 @@ export interface paths {
                             agent_id: string;
                             /** @description The pinned agent version; null: the latest */
                             agent_version: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                            budget: {
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period: "month" | "lifetime";
+                            } | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -12695,6 +13039,16 @@ export interface paths {
                         agent_id?: string;
                         /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
                         agent_version?: number | null;
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. The spend is that of all the schedule's runs; a run past it fails with budget_exceeded */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limit_usd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         /**
                          * @description Ticks missed while no worker ran: skip them (default) or run once for them
                          * @enum {string}
@@ -12736,6 +13090,15 @@ export interface paths {
                             agent_id: string;
                             /** @description The pinned agent version; null: the latest */
                             agent_version: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                            budget: {
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period: "month" | "lifetime";
+                            } | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -13402,6 +13765,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -13483,6 +13855,16 @@ export interface paths {
                         agentId: string;
                         /** @description Pins the session to this version of the agent (400 when the agent has no such version) */
                         agentVersion?: number;
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description A session budget is for its whole life
+                             * @enum {string}
+                             */
+                            period?: "lifetime";
+                        } | null;
                         /** @description Extension: the end user the session serves (their memories and credentials are used) */
                         endUser?: string;
                         title?: string;
@@ -13502,6 +13884,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -13621,6 +14012,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -13757,7 +14157,130 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a session
+         * @description Extension: changes the session's budget (null removes it); its spend is recomputed from the session's stored cost. See docs/budgets.md.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description Extension: the fields of a session that can change */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                        budget: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description A session budget is for its whole life
+                             * @enum {string}
+                             */
+                            period?: "lifetime";
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            session: {
+                                /** @description null for a Conversation created without an agent, until its first Response fixes one */
+                                agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
+                                /** @description conv_ + the session id; the Conversation of /v1/responses */
+                                conversationId: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @enum {string} */
+                                object: "session";
+                                /** @enum {string} */
+                                status: "idle" | "running" | "requires_action" | "failed";
+                                title: string | null;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/sessions/{id}/interrupt": {
@@ -15690,7 +16213,7 @@ export interface paths {
                             data: {
                                 /** @description Unix time in seconds */
                                 created_at: number;
-                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                                 /** @description A webhook endpoint id (we_…) */
                                 id: string;
                                 name: string;
@@ -15758,7 +16281,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description The complete list of event types to receive */
-                        event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                        event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                         name: string;
                         /**
                          * Format: uri
@@ -15778,7 +16301,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -15872,7 +16395,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -15945,7 +16468,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description The complete list of event types to receive */
-                        event_types?: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                        event_types?: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                         name?: string;
                         /**
                          * Format: uri
@@ -15965,7 +16488,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -16511,7 +17034,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -16612,7 +17135,7 @@ export interface paths {
                          * @description A supported event type (GET /v1/webhook_event_types)
                          * @enum {string}
                          */
-                        event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
+                        event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded";
                     };
                 };
             };
@@ -16631,7 +17154,7 @@ export interface paths {
                              * @description A supported event type (GET /v1/webhook_event_types)
                              * @enum {string}
                              */
-                            event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
+                            event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded";
                             /** @enum {string} */
                             object: "webhook_endpoint.test";
                             /** @description The receiver's HTTP status, whatever it was */
@@ -16738,7 +17261,7 @@ export interface paths {
                                  * @description A supported event type (GET /v1/webhook_event_types)
                                  * @enum {string}
                                  */
-                                type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
+                                type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded";
                             }[];
                             /** @enum {string} */
                             object: "list";
@@ -18320,6 +18843,46 @@ export interface components {
             object: "event";
             /** @enum {string} */
             type: "mcp_server.authorization_required";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                /** @description The agent, session or schedule id */
+                id: string;
+                limit_usd: number;
+                period: "month" | "lifetime";
+                period_key: string | null;
+                scope: "agent" | "session" | "schedule";
+                spent_usd: number;
+                /** @description The fraction of the limit crossed: 0.8 or 1 */
+                threshold: number;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "budget.threshold";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                /** @description The agent, session or schedule id */
+                id: string;
+                limit_usd: number;
+                period: "month" | "lifetime";
+                period_key: string | null;
+                scope: "agent" | "session" | "schedule";
+                spent_usd: number;
+                /** @description The fraction of the limit crossed: 0.8 or 1 */
+                threshold: number;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "budget.exceeded";
         };
     };
     responses: never;

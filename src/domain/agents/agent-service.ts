@@ -10,6 +10,16 @@ import type { ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
 import { type AuditContext, appendAudit, changedFields, SYSTEM_AUDIT } from '../audit/audit-log.ts';
+import {
+  BUDGET_PERIODS,
+  type Budget,
+  type BudgetInput,
+  type BudgetView,
+  budgetColumns,
+  budgetView,
+  parseBudget,
+  resetSpend,
+} from '../billing/budgets.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import type { McpServerService, PreparedEntries } from '../mcp-servers/mcp-server-service.ts';
 import { parseResponseFormat } from '../output-format.ts';
@@ -71,7 +81,18 @@ const AGENT_CACHE_MAX = 10_000;
 /** A validated create whose URL entries were discovered, ready to be written in a transaction. */
 interface PreparedAgent {
   config: AgentConfig;
+  budget: Budget | null;
   entries: PreparedEntries;
+}
+
+/** An agent's budget from a request (a 400 naming `budget.limitUsd` or `budget.period`); monthly unless named. */
+function agentBudget(input: BudgetInput | null | undefined): Budget | null | undefined {
+  return parseBudget(input === undefined || input === null ? input : { limit: input.limitUsd, period: input.period }, {
+    field: 'budget',
+    limit: 'limitUsd',
+    periods: BUDGET_PERIODS,
+    defaultPeriod: 'month',
+  });
 }
 
 const DEFAULT_AGENT_NAME = 'Default Agent';
@@ -164,7 +185,8 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   async function prepare(orgId: string, input: AgentCreateInput): Promise<PreparedAgent> {
     const config = configFromCreate(input);
-    return { config, entries: await deps.connectors.prepareEntries(orgId, config.mcpServers) };
+    const budget = agentBudget(input.budget) ?? null;
+    return { config, budget, entries: await deps.connectors.prepareEntries(orgId, config.mcpServers) };
   }
 
   async function insertPrepared(
@@ -174,7 +196,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     actor: string | null,
   ): Promise<Agent> {
     const { entries, serverIds } = await deps.connectors.commitEntries(db, orgId, prepared.entries);
-    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false, actor);
+    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false, actor, prepared.budget);
     await deps.connectors.linkAgent(db, agent.id, serverIds);
     return agent;
   }
@@ -185,12 +207,14 @@ export function createAgentService(deps: AgentServiceDeps) {
     config: AgentConfig,
     isDefault: boolean,
     actor: string | null,
+    budget: Budget | null = null,
   ): Promise<Agent> {
     const now = clock.now();
     const row = {
       id: newId(),
       org_id: orgId,
       ...configColumns(config),
+      ...budgetColumns(budget),
       is_default: isDefault ? 1 : 0,
       version: 1,
       workspace_provisioned_at: null,
@@ -214,28 +238,43 @@ export function createAgentService(deps: AgentServiceDeps) {
   const cache = new Map<string, Agent>();
   let cachedAt: number | null = null;
 
+  /** The cached agent, if the cache holds it at change version `version` (null: nothing is cached). */
+  function cachedAgent(key: string, version: number | null): Agent | undefined {
+    if (version === null) return undefined;
+    if (version !== cachedAt) {
+      cache.clear();
+      cachedAt = version;
+    }
+    return cache.get(key);
+  }
+
+  /** Reads the agent in `db`; kept at `version` only if nothing changed while it was read. */
+  async function readAgent(db: Executor, orgId: string, id: string, version: number | null): Promise<Agent> {
+    const row = await findAgentRow(db, orgId, id);
+    if (row === undefined) throw notFound('agent', id);
+    const agent = agentFromRow(row);
+    if (version !== null && deps.changeVersion?.() === version) {
+      if (cache.size >= AGENT_CACHE_MAX) cache.clear();
+      cache.set(`${orgId}/${id}`, deepFreeze(agent));
+    }
+    return agent;
+  }
+
   /** The agent (frozen when it comes from the cache: callers never change what they are given). */
   async function get(orgId: string, id: string, db: Executor = deps.db): Promise<Agent> {
     // Inside a transaction the row is read there, as the transaction sees it.
     const version = db === deps.db ? (deps.changeVersion?.() ?? null) : null;
-    const key = `${orgId}/${id}`;
-    if (version !== null) {
-      if (version !== cachedAt) {
-        cache.clear();
-        cachedAt = version;
-      }
-      const cached = cache.get(key);
-      if (cached !== undefined) return cached;
-    }
-    const row = await findAgentRow(db, orgId, id);
-    if (row === undefined) throw notFound('agent', id);
-    const agent = agentFromRow(row);
-    // Kept only if nothing changed while it was read.
-    if (version !== null && deps.changeVersion?.() === version) {
-      if (cache.size >= AGENT_CACHE_MAX) cache.clear();
-      cache.set(key, deepFreeze(agent));
-    }
-    return agent;
+    return cachedAgent(`${orgId}/${id}`, version) ?? readAgent(db, orgId, id, version);
+  }
+
+  /**
+   * The agent for a transaction that reads it and does not write it (accepting a message): the cached one while
+   * the cache holds it at the storage's current change version, as if read just before the transaction began;
+   * else read in `trx`, and cached when nothing changed while it was read (frozen when it comes from the cache).
+   */
+  async function getIn(orgId: string, id: string, trx: Executor): Promise<Agent> {
+    const version = deps.changeVersion?.() ?? null;
+    return cachedAgent(`${orgId}/${id}`, version) ?? readAgent(trx, orgId, id, version);
   }
 
   /**
@@ -324,11 +363,37 @@ export function createAgentService(deps: AgentServiceDeps) {
     throw new AppError('service_unavailable', 'the agent is being changed concurrently; retry', { retriable: true });
   }
 
+  /**
+   * Sets or removes the agent's budget, without a new version (Agent.budget), honouring If-Match; the running total
+   * of the budget's period is recomputed from the agent's stored cost.
+   */
+  async function setBudget(orgId: string, id: string, budget: Budget | null, expected?: number): Promise<void> {
+    await deps.db.transaction().execute(async (trx) => {
+      const row = await findAgentRow(trx, orgId, id);
+      if (row === undefined) throw notFound('agent', id);
+      if (expected !== undefined && expected !== row.version) throw versionConflict(id, expected, row.version);
+      const now = Math.max(clock.now(), row.updated_at);
+      await trx
+        .updateTable('agents')
+        .set({ ...budgetColumns(budget), updated_at: now })
+        .where('id', '=', id)
+        .where('org_id', '=', orgId)
+        .execute();
+      if (budget !== null) await resetSpend(trx, { ...budget, scope: 'agent', id, orgId, now });
+    });
+  }
+
   return {
     get,
+    getIn,
 
     /** The configuration a create with `input` would store, validated (a 400 naming the field), without writing. */
     configFor: configFromCreate,
+
+    /** The budget a request's `budget` sets, as the Agent shows it (validated: a 400 naming the field). */
+    budgetFor(input: BudgetInput | null): BudgetView | null {
+      return budgetView(agentBudget(input) ?? null);
+    },
 
     /** The agent with its warnings (GET /v1/agents/{id}). */
     async view(orgId: string, id: string): Promise<AgentView> {
@@ -391,7 +456,14 @@ export function createAgentService(deps: AgentServiceDeps) {
      * Applies a partial change and stores it as the next version (see `write`). Answers with the new version's
      * warnings.
      */
-    async update(orgId: string, id: string, input: AgentUpdateInput, options: WriteOptions = {}): Promise<AgentView> {
+    async update(orgId: string, id: string, update: AgentUpdateInput, options: WriteOptions = {}): Promise<AgentView> {
+      const { budget: budgetInput, ...input } = update;
+      const budget = agentBudget(budgetInput);
+      if (Object.keys(input).length === 0 && budget !== undefined) {
+        // A budget alone is not a new version.
+        await setBudget(orgId, id, budget, options.expectedVersion);
+        return viewOf(deps.db, orgId, await get(orgId, id));
+      }
       const entries =
         input.mcpServers === undefined
           ? null
@@ -415,7 +487,11 @@ export function createAgentService(deps: AgentServiceDeps) {
         outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
         contextPolicy: input.contextPolicy ?? current.contextPolicy,
         compactThreshold: input.compactThreshold === undefined ? current.compactThreshold : input.compactThreshold,
-      }));
+      })).then(async (view) => {
+        if (budget === undefined) return view;
+        await setBudget(orgId, id, budget);
+        return viewOf(deps.db, orgId, await get(orgId, id));
+      });
     },
 
     /**

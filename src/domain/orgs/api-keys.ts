@@ -18,6 +18,14 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   /** The key's Responses validation mode; null follows the deployment's AGENTRY_RESPONSES_COMPAT. */
   compat: CompatSetting | null;
+  /** The agents a key limited to named agents may see and use; null for a key that may use every agent. */
+  agentIds: ReadonlySet<string> | null;
+}
+
+function agentIdsOf(value: string | null): ReadonlySet<string> | null {
+  if (value === null) return null;
+  const parsed: unknown = JSON.parse(value);
+  return new Set(Array.isArray(parsed) ? parsed.filter((id): id is string => typeof id === 'string') : []);
 }
 
 const compatOf = (value: string | null): CompatSetting | null =>
@@ -38,6 +46,8 @@ export async function insertApiKey(
     name?: string;
     expiresAt?: number;
     compat?: CompatSetting | null;
+    /** The agents the key is limited to; null or absent: every agent. */
+    agentIds?: readonly string[] | null;
   },
   clock: Clock,
 ): Promise<{ id: string; prefix: string }> {
@@ -56,6 +66,7 @@ export async function insertApiKey(
       expires_at: input.expiresAt ?? null,
       revoked_at: null,
       compat: input.compat ?? null,
+      agent_ids: input.agentIds == null ? null : JSON.stringify(input.agentIds),
     })
     .execute();
   return { id, prefix };
@@ -69,7 +80,7 @@ async function lookupKey(
 ): Promise<(Principal & { expiresAt: number | null }) | null> {
   const row = await db
     .selectFrom('api_keys')
-    .select(['id', 'prefix', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'compat'])
+    .select(['id', 'prefix', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'compat', 'agent_ids'])
     .where('key_hash', '=', hash)
     .executeTakeFirst();
   if (row === undefined || row.revoked_at !== null) return null;
@@ -80,6 +91,7 @@ async function lookupKey(
     keyPrefix: row.prefix,
     scopes: effectiveScopes(row.scopes.split(' ').filter(isScope)),
     compat: compatOf(row.compat),
+    agentIds: agentIdsOf(row.agent_ids),
     expiresAt: row.expires_at,
   };
 }
@@ -128,6 +140,8 @@ export interface ApiKeySummary {
   lastUsedAt: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** The agents the key is limited to; null: every agent. */
+  agentIds: string[] | null;
 }
 
 /** The keys of an organization, oldest first, revoked ones included. */
@@ -147,6 +161,7 @@ export async function listApiKeys(db: Executor, orgId: string): Promise<ApiKeySu
     lastUsedAt: row.last_used_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
+    agentIds: row.agent_ids === null ? null : [...(agentIdsOf(row.agent_ids) ?? [])],
   }));
 }
 

@@ -125,17 +125,39 @@ export function createOrgService(deps: OrgServiceDeps) {
       }
     },
 
-    /** `compat` fixes the key's Responses validation mode (auto, strict, openai); null follows the deployment. */
+    /**
+     * `compat` fixes the key's Responses validation mode (auto, strict, openai); null follows the deployment.
+     * `agentIds` limits the key to those agents of the organization (each must exist); null: every agent.
+     */
     async createKey(
       orgId: string,
       scopes: readonly Scope[] = SCOPES,
       key = generateApiKey(),
       compat: CompatSetting | null = null,
+      agentIds: readonly string[] | null = null,
       audit: AuditContext = CLI_AUDIT,
     ): Promise<string> {
+      if (agentIds !== null) {
+        const wanted = agentIds.map((id) => id.toLowerCase());
+        const found = await deps.db
+          .selectFrom('agents')
+          .select('id')
+          .where('org_id', '=', orgId)
+          .where('id', 'in', wanted)
+          .execute();
+        const known = new Set(found.map((row) => row.id));
+        const unknown = wanted.filter((id) => !known.has(id));
+        if (unknown.length > 0) {
+          throw new AppError('validation_error', `no such agent in the organization: ${unknown.join(', ')}`, {
+            param: 'agents',
+          });
+        }
+        agentIds = wanted;
+      }
+      const limited = agentIds;
       await deps.db.transaction().execute(async (trx) => {
-        const created = await insertApiKey(trx, { orgId, key, scopes, compat }, deps.clock);
-        await appendAudit(trx, audit, keyCreated(orgId, created, scopes, compat), deps.clock);
+        const created = await insertApiKey(trx, { orgId, key, scopes, compat, agentIds: limited }, deps.clock);
+        await appendAudit(trx, audit, keyCreated(orgId, created, scopes, compat, limited), deps.clock);
       });
       return key;
     },
@@ -198,13 +220,14 @@ function keyCreated(
   key: { id: string; prefix: string },
   scopes: readonly Scope[],
   compat: CompatSetting | null = null,
+  agentIds: readonly string[] | null = null,
 ) {
   return {
     orgId,
     action: 'api_key.created',
     targetType: 'api_key',
     targetId: key.id,
-    after: { prefix: key.prefix, scopes: [...scopes], compat },
+    after: { prefix: key.prefix, scopes: [...scopes], compat, agent_ids: agentIds === null ? null : [...agentIds] },
   };
 }
 

@@ -19,23 +19,16 @@ import { type FitResult, fitContext, fittedContext, messageTokens, withKnownToke
 import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
-import { prepare, prepareInsert } from '../../storage/prepared.ts';
+import { prepare, prepareNumberedInsert } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
 import { transactionMemo } from '../../storage/transaction-memo.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { firstOpenMessage } from './open-messages.ts';
 
-const insertItems = prepareInsert('items');
+const insertItems = prepareNumberedInsert('items', 'session_id');
 
 /** The last item seq a session got from the open transaction (which holds the session: no one else appends). */
 const writtenSeqs = transactionMemo<number>();
-
-const lastItemSeq = prepare((db, p: { sessionId: string }) =>
-  db
-    .selectFrom('items')
-    .select((eb) => eb.fn.max<number | null>('seq').as('seq'))
-    .where('session_id', '=', p.sessionId),
-);
 
 const itemsAfter = prepare((db, p: { sessionId: string; afterSeq: number }) =>
   db
@@ -275,28 +268,22 @@ export async function appendItems(
   items: NewItem[],
 ): Promise<Item[]> {
   if (items.length === 0) return [];
-  let seq =
-    writtenSeqs.get(trx, target.sessionId) ??
-    (createdInTransaction(trx, target.sessionId)
-      ? 0
-      : Number((await lastItemSeq.first(trx, { sessionId: target.sessionId }))?.seq ?? 0));
-  const rows: ItemRow[] = items.map((item) => {
-    seq += 1;
-    return {
-      id: item.id ?? `${PREFIX[item.content.type]}_${newId().replaceAll('-', '')}`,
-      org_id: target.orgId,
-      session_id: target.sessionId,
-      message_id: item.messageId,
-      seq,
-      step: item.step,
-      type: item.content.type,
-      call_id: item.callId ?? null,
-      content: JSON.stringify(item.content),
-      created_at: target.now,
-    };
-  });
-  await insertItems.run(trx, rows);
-  writtenSeqs.set(trx, target.sessionId, seq);
+  const known = writtenSeqs.get(trx, target.sessionId) ?? (createdInTransaction(trx, target.sessionId) ? 0 : undefined);
+  const unnumbered = items.map((item) => ({
+    id: item.id ?? `${PREFIX[item.content.type]}_${newId().replaceAll('-', '')}`,
+    org_id: target.orgId,
+    session_id: target.sessionId,
+    message_id: item.messageId,
+    step: item.step,
+    type: item.content.type,
+    call_id: item.callId ?? null,
+    content: JSON.stringify(item.content),
+    created_at: target.now,
+  }));
+  // Unknown to this transaction: numbered by the insert itself, with no read of the last seq before it.
+  const base = await insertItems.run(trx, target.sessionId, unnumbered, known);
+  const rows: ItemRow[] = unnumbered.map((row, index) => ({ ...row, seq: base + index + 1 }));
+  writtenSeqs.set(trx, target.sessionId, base + rows.length);
   return rows.map(itemFromRow);
 }
 

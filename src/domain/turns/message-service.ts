@@ -66,15 +66,6 @@ const messageOfSession = prepare((db, p: { orgId: string; sessionId: string; mes
     .where('org_id', '=', p.orgId),
 );
 
-const hiddenSession = prepare((db, p: { orgId: string; sessionId: string }) =>
-  db
-    .selectFrom('sessions')
-    .select('id')
-    .where('id', '=', p.sessionId)
-    .where('org_id', '=', p.orgId)
-    .where('hidden', '=', 1),
-);
-
 export async function findMessage(
   db: Executor,
   orgId: string,
@@ -124,9 +115,6 @@ export function createMessageService(deps: MessageServiceDeps) {
       agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
     ): Promise<{ body: AcceptedMessage; replayed: boolean }> {
       const { orgId, sessionId } = input;
-      // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
-      const hidden = await hiddenSession.first(db, { orgId, sessionId });
-      if (hidden !== undefined) throw notFound('session', sessionId);
       let events: SessionEvent[] = [];
       const { outputFormat } = input;
       const responseFormat = outputFormat === undefined ? undefined : parseResponseFormat(outputFormat, 'outputFormat');
@@ -142,6 +130,8 @@ export function createMessageService(deps: MessageServiceDeps) {
               parts: input.parts,
               text: input.parts.map((part) => part.text).join('\n'),
               source: input.source ?? 'sessions',
+              // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
+              visibleOnly: true,
               ...(responseFormat === undefined ? {} : { options: { responseFormat } }),
             },
             agentOf,

@@ -66,26 +66,29 @@ const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: nu
     .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: p.now }))
     .where('id', '=', p.sessionId)
     .where('org_id', '=', p.orgId)
-    .returning(['agent_id', 'agent_version', 'end_user']),
+    .returning(['agent_id', 'agent_version', 'end_user', 'hidden']),
 );
 const pending = prepare((db, p: { sessionId: string }) =>
   db
     .updateTable('sessions')
     .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
     .where('id', '=', p.sessionId)
-    .returning(['agent_id', 'agent_version', 'end_user']),
+    .returning(['agent_id', 'agent_version', 'end_user', 'hidden']),
 );
 
 /**
  * Marks the session's work pending, so a worker claims it (after commit, a wake-up), and bumps `work_version`, so
  * a worker releasing the session at this moment sees the new work. The update locks the row: submit calls it
  * first, with `orgId` and `now` (the session must be the organization's; its `updated_at` moves). Returns the
- * session's agent, the version it is pinned to and its end user, undefined when there is no such session.
+ * session's agent, the version it is pinned to, its end user and whether it is hidden, undefined when there is no
+ * such session.
  */
 export async function markWorkPending(
   trx: Executor,
   target: { sessionId: string } | { sessionId: string; orgId: string; now: number },
-): Promise<{ agent_id: string | null; agent_version: number | null; end_user: string | null } | undefined> {
+): Promise<
+  { agent_id: string | null; agent_version: number | null; end_user: string | null; hidden: number } | undefined
+> {
   return 'orgId' in target ? pendingOfOrg.first(trx, target) : pending.first(trx, { sessionId: target.sessionId });
 }
 
@@ -111,4 +114,22 @@ export async function setSessionMetadata(
 /** Deletes the session row; what references it goes with it (the caller cancels its open turns first). */
 export async function deleteSessionRow(trx: Executor, orgId: string, sessionId: string): Promise<void> {
   await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
+}
+
+/**
+ * Sets a session's budget (null removes it), in the caller's transaction; false when the organization has no such
+ * visible session.
+ */
+export async function setSessionBudget(
+  trx: Executor,
+  target: { sessionId: string; orgId: string; limitMicros: number | null; now: number },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('sessions')
+    .set({ budget_limit_micros: target.limitMicros, updated_at: target.now })
+    .where('id', '=', target.sessionId)
+    .where('org_id', '=', target.orgId)
+    .where('hidden', '=', 0)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }

@@ -46,6 +46,17 @@ const moveSessionStatus = prepare((db, p: { id: string; status: SessionStatus; n
 const writtenStatuses = transactionMemo<{ status: SessionStatus; hidden: number }>();
 const updateMessage = prepareUpdate('messages');
 const updateRun = prepareUpdate('runs');
+/** The status each message got from the last transition of this transaction. */
+const writtenMessageStatuses = transactionMemo<MessageStatus>();
+
+/**
+ * The status the message got from this transaction's last transition, if one moved it (every change of a
+ * message's status is a transition of this file): a writer that only needs to know whether the turn ended need
+ * not read the message again.
+ */
+export function statusWritten(trx: Kysely<Database>, messageId: string): MessageStatus | undefined {
+  return writtenMessageStatuses.get(trx, messageId);
+}
 
 /**
  * Moves the session to `status`, with its event and webhook. Returns whether the session is hidden (the
@@ -134,6 +145,7 @@ async function setStatus(
   run: Partial<Pick<RunRow, 'agent_version' | 'output_preview' | 'error'>> = {},
 ): Promise<void> {
   const { trx, message, now } = change;
+  writtenMessageStatuses.set(trx, message.id, status);
   await updateMessageAndRun(
     trx,
     { messageId: message.id, runId: message.run_id },

@@ -59,7 +59,7 @@ export function messageRoutes(app: App, deps: Deps): void {
           idempotencyKey: request.headers['idempotency-key'],
           ...(request.body.outputFormat === undefined ? {} : { outputFormat: request.body.outputFormat }),
         },
-        (trx, agentId) => deps.agents.get(orgId, agentId, trx),
+        (trx, agentId) => deps.agents.getIn(orgId, agentId, trx),
       );
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(202).send(result.body);

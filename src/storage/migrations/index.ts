@@ -28,8 +28,11 @@ import { agentVersionPins } from './0026-agent-version-pins.ts';
 import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
+import { budgets } from './0032-budgets.ts';
 import { usage } from './0033-usage.ts';
 import { auditLog } from './0034-audit-log.ts';
+import { retention } from './0035-retention.ts';
+import { a2aPush } from './0037-a2a-push.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -63,8 +66,11 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0028-mcp-credentials': mcpCredentials,
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
+  '0032-budgets': budgets,
   '0033-usage': usage,
   '0034-audit-log': auditLog,
+  '0035-retention': retention,
+  '0037-a2a-push': a2aPush,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -1,0 +1,143 @@
+/**
+ * A transaction's BEGIN sent with its first statement on Postgres (storage/postgres-begin.ts), against the real
+ * server through Kysely as the storage uses it: one round trip fewer per transaction, the same values stored and
+ * read back (quotes, backslashes, placeholders inside values, numbers, nulls, booleans), values that cannot be
+ * written as literals sent as parameters after a BEGIN of their own, a failed first statement rolled back, and an
+ * empty transaction that sends nothing.
+ */
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beginWithFirstStatement, inlineParameters } from '../src/storage/postgres-begin.ts';
+
+const quote = (text: string) => pg.escapeLiteral(text);
+
+describe('inlineParameters', () => {
+  it('writes each placeholder as a quoted literal', () => {
+    expect(inlineParameters('select $1, $2, $10', [1, "it's", null, 4, 5, 6, 7, 8, 9, true], quote)).toBe(
+      "select  '1' ,  'it''s' ,  'true' ",
+    );
+  });
+
+  it('leaves quoted text alone and refuses what it cannot write safely', () => {
+    expect(inlineParameters(`select '$1', "$2" from t where a = $1`, ['x'], quote)).toBe(
+      `select '$1', "$2" from t where a =  'x' `,
+    );
+    expect(inlineParameters('select $1', [new Date(0)], quote)).toBeNull();
+    expect(inlineParameters('select $1', [Buffer.from('x')], quote)).toBeNull();
+    expect(inlineParameters('select $2', ['x'], quote)).toBeNull();
+    expect(inlineParameters('select $$x$$', [], quote)).toBeNull();
+    expect(inlineParameters("select E'\\n' || $1", ['x'], quote)).toBeNull();
+    expect(inlineParameters('select 1 -- $1', ['x'], quote)).toBeNull();
+    expect(inlineParameters('select $1', ['x'.repeat(20_000)], quote)).toBeNull();
+  });
+});
+
+const url = inject('postgresUrl');
+
+/** What node-postgres sends, counted by wrapping its query in this test's process only. */
+const sent: string[] = [];
+const send = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
+Object.defineProperty(pg.Client.prototype, 'query', {
+  configurable: true,
+  writable: true,
+  value(this: pg.Client, ...args: unknown[]) {
+    if (typeof args[0] === 'string') sent.push(args[0]);
+    return send.apply(this, args);
+  },
+});
+
+describe.skipIf(url === null)('a transaction on Postgres', () => {
+  const schema = `begin_test_${process.pid}`;
+  let admin: pg.Client;
+  let db: Kysely<{ t: { id: string; n: number | null; flag: boolean | null; at: Date | null } }>;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: url ?? '' });
+    await admin.connect();
+    await admin.query(`create schema "${schema}"`);
+    await admin.query(`create table "${schema}".t (id text primary key, n bigint, flag boolean, at timestamptz)`);
+    // The admin client's statements are not the transactions'.
+    db = new Kysely({
+      dialect: new PostgresDialect({
+        pool: new pg.Pool({
+          connectionString: url ?? '',
+          max: 1,
+          Client: beginWithFirstStatement(pg.Client),
+          options: `-c search_path=${schema}`,
+        }),
+      }),
+    });
+  });
+
+  afterAll(async () => {
+    await db?.destroy();
+    await admin?.query(`drop schema if exists "${schema}" cascade`);
+    await admin?.end();
+  });
+
+  it('sends the BEGIN with the first statement and stores the same values', async () => {
+    sent.length = 0;
+    const tricky = `it's a \\back\\slash, $1 and "quotes" and ünïcode`;
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ id: 'a', n: 42, flag: true, at: null }).execute();
+      await trx.insertInto('t').values({ id: tricky, n: -7, flag: false, at: null }).execute();
+    });
+    expect(sent).toHaveLength(3);
+    expect(sent[0]).toMatch(/^begin;insert into "t"/);
+    expect(sent[2]).toBe('commit');
+    const rows = await db.selectFrom('t').select(['id', 'n', 'flag']).orderBy('n').execute();
+    expect(rows).toEqual([
+      { id: tricky, n: '-7', flag: false },
+      { id: 'a', n: '42', flag: true },
+    ]);
+  });
+
+  it('answers the first statement as its own result (rows, counts, returning)', async () => {
+    const result = await db.transaction().execute(async (trx) =>
+      trx
+        .updateTable('t')
+        .set({ n: sql`n + ${1}` })
+        .where('id', '=', 'a')
+        .returning(['id', 'n'])
+        .execute(),
+    );
+    expect(result).toEqual([{ id: 'a', n: '43' }]);
+    const counted = await db
+      .transaction()
+      .execute(async (trx) =>
+        trx.updateTable('t').set({ flag: null }).where('id', 'in', ['a', 'none']).executeTakeFirst(),
+      );
+    expect(counted.numUpdatedRows).toBe(1n);
+  });
+
+  it('sends a value it cannot write as a literal as a parameter, after a BEGIN of its own', async () => {
+    sent.length = 0;
+    const at = new Date('2026-01-02T03:04:05Z');
+    await db.transaction().execute(async (trx) => {
+      await trx.updateTable('t').set({ at }).where('id', '=', 'a').execute();
+    });
+    expect(sent.slice(0, 2)).toEqual(['begin', 'update "t" set "at" = $1 where "id" = $2']);
+    const row = await db.selectFrom('t').select('at').where('id', '=', 'a').executeTakeFirstOrThrow();
+    expect(row.at?.toISOString()).toBe(at.toISOString());
+  });
+
+  it('rolls back a transaction whose first statement fails, and the connection goes on', async () => {
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ id: 'a', n: 1, flag: null, at: null }).execute();
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ id: 'b', n: 1, flag: null, at: null }).execute();
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    const ids = await db.selectFrom('t').select('id').orderBy('id').execute();
+    expect(ids.map((row) => row.id)).not.toContain('b');
+    sent.length = 0;
+    await db.transaction().execute(async () => undefined);
+    expect(sent).toEqual([]);
+  });
+});

@@ -348,6 +348,18 @@ describe.each(dialects())('audit log (%s)', (dialect) => {
     await flow.waitForMessage(sessionId, accepted.id);
   });
 
+  it('records a change of the organization’s settings (retention)', async () => {
+    const changed = await call('PATCH', '/v1/organization/retention', { sessions_days: 30 });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    const [entry] = await log('action=organization.retention_updated');
+    expect(entry).toMatchObject({
+      ...byKey(changed.requestId),
+      target: { type: 'organization' },
+      before: { sessions: null },
+      after: { sessions: 30 },
+    });
+  });
+
   it('records keys and credits changed by the CLI’s services as the CLI', async () => {
     const other = await h.createOrg(`audit-cli-${dialect}`);
     secrets.push(other.key);

@@ -10,7 +10,7 @@ import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
 import { describeScope } from './domain/auth/scopes.ts';
 import { AppError } from './errors/app-error.ts';
-import { createAuthHook } from './http/auth.ts';
+import { createAuthHook, requestKeyHook } from './http/auth.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
 import { createJsonBodyParser } from './http/json-body.ts';
@@ -109,7 +109,12 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       declareCommonErrors(route);
     }
     const scopes = route.config?.scopes;
-    if (scopes !== undefined && route.schema !== undefined) {
+    if (route.config?.admin === true && route.schema !== undefined) {
+      route.schema.security = [{ AdminToken: [] }];
+      const note = 'Operator only: `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`; 404 when that is not configured.';
+      route.schema.description =
+        route.schema.description === undefined ? note : `${route.schema.description}\n\n${note}`;
+    } else if (scopes !== undefined && route.schema !== undefined) {
       route.schema.security = [{ BearerAuth: [] }, { ApiKey: [] }];
       const note =
         scopes.length === 0
@@ -139,6 +144,11 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
             name: 'API_KEY',
             description: 'API_KEY: agk_… (X-API-Key also accepted)',
           },
+          AdminToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: "Authorization: Bearer <AGENTRY_ADMIN_TOKEN>: the operator's token for /v1/admin routes",
+          },
         },
       },
     },
@@ -166,7 +176,16 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     lifecycle.accepting = false;
   });
   registerObservabilityHooks(app, deps.tracing, deps.metrics);
-  app.addHook('onRequest', createAuthHook({ auth: deps.auth, clock: deps.clock }));
+  app.addHook(
+    'onRequest',
+    createAuthHook({
+      auth: deps.auth,
+      clock: deps.clock,
+      rateLimiter: deps.rateLimiter,
+      adminToken: deps.config.adminToken,
+    }),
+  );
+  app.addHook('preHandler', requestKeyHook);
   registerStorageGate(app, deps.storage.space);
 
   if (options.role === 'worker') {

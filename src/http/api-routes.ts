@@ -8,6 +8,7 @@ import type { StreamHub } from '../bus/live-hub.ts';
 import type { Deps } from '../deps.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { a2aRoutes } from './routes/a2a.ts';
+import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -54,6 +55,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   scheduleRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
+  adminRoutes(app, deps);
   taskRoutes(app, deps);
   a2aRoutes(app, deps);
   legacyWebhookRoutes(app, deps);

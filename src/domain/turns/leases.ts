@@ -6,7 +6,7 @@
  * SQLite serializes writers anyway.
  */
 
-import { type ExpressionBuilder, PostgresAdapter } from 'kysely';
+import { type ExpressionBuilder, PostgresAdapter, sql } from 'kysely';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { Database } from '../../storage/schema.ts';
@@ -76,11 +76,24 @@ export interface LeaseDeps {
   dialect: Dialect;
   owner: string;
   leaseMs: number;
+  /** Limits of concurrent turns (domain/limits); none when absent. */
+  turnLimits?: TurnLimits;
 }
 
 /**
- * Claims one session with runnable work (the given one when named), or returns null. Claimable: no lease, a
- * lapsed lease, or a lease held by a process the registry no longer knows as alive.
+ * What a claim needs to know of the limits of concurrent turns (docs/operations.md, "Limits"). A session runs one
+ * turn at a time, so an organization's (or key's) running turns are its leased sessions.
+ */
+export interface TurnLimits {
+  /** AGENTRY_DEFAULT_CONCURRENT_TURNS: the limit of an organization or key that has none of its own; null: none. */
+  defaultConcurrentTurns: number | null;
+  /** Whether any limit of concurrent turns may be in force (a default, or a row of `limits`); cheap, cached. */
+  inForce(): Promise<boolean>;
+}
+
+/**
+ * Claims one session with runnable work (preferring the given one, when named: see claimQuery), or returns null.
+ * Claimable: no lease, a lapsed lease, or a lease held by a process the registry no longer knows as alive.
  */
 interface ClaimParams {
   now: number;
@@ -88,6 +101,8 @@ interface ClaimParams {
   expiresAt: number;
   /** The session to claim; ignored by the queries that claim any session. */
   sessionId: string;
+  /** TurnLimits.defaultConcurrentTurns; read by the claims that respect limits. */
+  defaultLimit: number | null;
 }
 
 /** Sessions whose lease is free: none, expired, or held by a process that is no longer alive. */
@@ -117,13 +132,50 @@ const candidates = (db: Executor, p: ClaimParams) =>
     .where('work_pending', '=', 1)
     .where((eb) => claimable(eb, p));
 
+/**
+ * The turns running for the candidate session's organization (with `byKey`, for its key): the leased sessions
+ * (partial index `sessions_leased`), the candidate itself left out (a lapsed lease of its own is no running turn).
+ */
+const runningTurns = (p: ClaimParams, byKey: boolean) =>
+  sql<number>`(select count(*) from sessions as running
+    where running.org_id = sessions.org_id and running.lease_owner is not null
+    and running.lease_expires_at >= ${p.now} and running.id <> sessions.id
+    ${byKey ? sql`and running.turn_key_id = sessions.turn_key_id` : sql``})`;
+
+/** The concurrent-turn limit of the candidate's organization or key: its own, else the default (null: none). */
+const turnLimit = (p: ClaimParams, kind: 'organization' | 'api_key') =>
+  sql<number | null>`coalesce((select limits.concurrent_turns from limits
+    where limits.kind = ${kind} and limits.subject_id = ${kind === 'organization' ? sql.ref('sessions.org_id') : sql.ref('sessions.turn_key_id')}),
+    ${p.defaultLimit})`;
+
+/**
+ * Claimable sessions whose organization and key are below their limits of concurrent turns; a session whose
+ * lease lapsed (a takeover) continues a turn already counted and is always claimable. Each count is read only
+ * when there is a limit to compare it with (CASE evaluates in order).
+ */
+const withinLimits = (p: ClaimParams) =>
+  sql<boolean>`(sessions.lease_owner is not null or (
+    (case when ${turnLimit(p, 'organization')} is null then 1
+      when ${runningTurns(p, false)} < ${turnLimit(p, 'organization')} then 1 else 0 end) = 1
+    and (case when sessions.turn_key_id is null then 1
+      when ${turnLimit(p, 'api_key')} is null then 1
+      when ${runningTurns(p, true)} < ${turnLimit(p, 'api_key')} then 1 else 0 end) = 1))`;
+
 // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
 const anyClaimable = prepare((db, p: ClaimParams) => candidates(db, p).limit(1));
 
-const claimQuery = (named: boolean) =>
+/**
+ * The claim. Fair between organizations: the session of the organization with the fewest running turns first,
+ * then the named one (a wake-up's), then the longest waiting; so one organization's backlog (and the wake-ups of
+ * its sessions, queued before another's) does not hold another organization's turns back. A named session that
+ * gives way stays pending for a later claim. With `limited`, only sessions within their limits of concurrent turns.
+ */
+const claimQuery = (named: boolean, limited: boolean) =>
   prepare((db, p: ClaimParams) => {
     let candidate = candidates(db, p);
-    if (named) candidate = candidate.where('id', '=', p.sessionId);
+    if (limited) candidate = candidate.where(withinLimits(p));
+    candidate = candidate.orderBy(runningTurns(p, false));
+    if (named) candidate = candidate.orderBy(sql`case when sessions.id = ${p.sessionId} then 0 else 1 end`);
     candidate = candidate.orderBy('updated_at').limit(1);
     if (db.getExecutor().adapter instanceof PostgresAdapter) candidate = candidate.forUpdate().skipLocked();
     return (
@@ -137,13 +189,36 @@ const claimQuery = (named: boolean) =>
         .returning(['id', 'org_id', 'lease_token', 'end_user'])
     );
   });
-const claimNamed = claimQuery(true);
-const claimAny = claimQuery(false);
+const claimNamed = claimQuery(true, false);
+const claimAny = claimQuery(false, false);
+const claimNamedLimited = claimQuery(true, true);
+const claimAnyLimited = claimQuery(false, true);
+
+/** Postgres: claims under limits are serialized, so two workers never both take an organization's last slot. */
+const CLAIM_LOCK = 0x61676c6d;
 
 export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
-  const params: ClaimParams = { now, owner: deps.owner, expiresAt: now + deps.leaseMs, sessionId: sessionId ?? '' };
+  const params: ClaimParams = {
+    now,
+    owner: deps.owner,
+    expiresAt: now + deps.leaseMs,
+    sessionId: sessionId ?? '',
+    defaultLimit: deps.turnLimits?.defaultConcurrentTurns ?? null,
+  };
   if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
-  const row = await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
+  const limited = deps.turnLimits !== undefined && (await deps.turnLimits.inForce());
+  let row: { id: string; org_id: string; lease_token: number; end_user: string | null } | undefined;
+  if (!limited) row = await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
+  else {
+    const claim = sessionId === undefined ? claimAnyLimited : claimNamedLimited;
+    row =
+      deps.dialect === 'postgres'
+        ? await deps.db.transaction().execute(async (trx) => {
+            await sql`select pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(trx);
+            return claim.first(trx, params);
+          })
+        : await claim.first(deps.db, params);
+  }
   if (row === undefined) return null;
   return { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner, endUser: row.end_user };
 }

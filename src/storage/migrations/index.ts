@@ -28,6 +28,7 @@ import { agentVersionPins } from './0026-agent-version-pins.ts';
 import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
+import { limits } from './0031-limits.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -61,6 +62,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0028-mcp-credentials': mcpCredentials,
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
+  '0031-limits': limits,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

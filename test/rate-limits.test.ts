@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flows, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, json, type Response } from './helpers/harness.ts';
+import { createHarness, dialects, type Harness, json, type Response, testEnvironment } from './helpers/harness.ts';
+import { runCli, startsTimeout } from './helpers/server-process.ts';
 import { type TestClock, testClock } from './helpers/test-clock.ts';
 
 const ADMIN_TOKEN = 'operator-secret-token-for-tests';
@@ -374,4 +375,40 @@ describe.each(dialects())('limits by default and without an admin token (%s)', (
     });
     expect(header(response, 'ratelimit-policy')).toBe('"organization";q=1000;w=60, "api_key";q=1000;w=60');
   });
+});
+
+describe.each(dialects())('agentry limits (%s)', (dialect) => {
+  it(
+    "sets and shows an organization's and a key's limits",
+    async () => {
+      const environment = testEnvironment(dialect);
+      const env = { ...environment.env, AGENTRY_DEFAULT_RPM: '500' };
+      try {
+        expect(runCli(['orgs', 'create', 'acme'], env).status).toBe(0);
+        const created = runCli(['keys', 'create', '--org', 'acme'], env);
+        expect(created.status, created.stderr).toBe(0);
+        const prefix = created.stdout.trim().slice(0, 12);
+        const org = runCli(['limits', 'set', '--org', 'acme', '--turns', '3'], env);
+        expect(org.status, org.stderr).toBe(0);
+        expect(org.stdout).toBe('limits of organization acme: 500 (default) requests/min, 3 concurrent turns\n');
+        const key = runCli(['limits', 'set', '--org', 'acme', '--key', prefix, '--rpm', '30'], env);
+        expect(key.status, key.stderr).toBe(0);
+        expect(key.stdout).toBe(`limits of key ${prefix}: 30 requests/min, unlimited concurrent turns\n`);
+        const show = runCli(['limits', 'show', '--org', 'acme'], env);
+        expect(show.status, show.stderr).toBe(0);
+        expect(show.stdout).toMatch(/^SUBJECT\s+REQUESTS\/MIN\s+CONCURRENT TURNS\n/);
+        expect(show.stdout).toMatch(/\norganization\s+500 \(default\)\s+3\n/);
+        expect(show.stdout).toMatch(new RegExp(`\\nkey ${prefix}\\s+30\\s+unlimited\\n`));
+        const usage = runCli(['limits', 'set', '--org', 'acme', '--turns', 'lots'], env);
+        expect(usage.status).toBe(2);
+        expect(usage.stderr).toContain('--turns must be a positive integer or "default"');
+        const missing = runCli(['limits', 'set', '--org', 'acme', '--key', 'agk_nothere', '--rpm', '5'], env);
+        expect(missing.status).toBe(1);
+        expect(missing.stderr).toContain('no active key of acme matches agk_nothere');
+      } finally {
+        await environment.cleanup();
+      }
+    },
+    startsTimeout(7),
+  );
 });

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { COMMANDS, type Command, type OptionName, type Output, UsageError } from './commands.ts';
 
-const OPTION_NAMES: readonly OptionName[] = ['org', 'scopes', 'compat', 'role'];
+const OPTION_NAMES: readonly OptionName[] = ['org', 'scopes', 'compat', 'role', 'key', 'rpm', 'turns'];
 const COLUMN = 40;
 
 function version(): string {

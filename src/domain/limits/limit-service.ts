@@ -87,6 +87,18 @@ export function createLimitService(deps: {
       const own = await writeLimits(db, { kind: 'api_key', subjectId: keyId, orgId }, patch, deps.clock.now());
       return { orgId, ...view(own) };
     },
+    /** The active keys of an organization whose prefix starts with `prefix` (the CLI names keys by prefix). */
+    async keysByPrefix(orgId: string, prefix: string): Promise<{ id: string; prefix: string }[]> {
+      const keys = await db
+        .selectFrom('api_keys')
+        .select(['id', 'prefix'])
+        .where('org_id', '=', orgId)
+        .where('revoked_at', 'is', null)
+        .orderBy('created_at')
+        .execute();
+      // Matched in code: LIKE would treat `_` as a wildcard.
+      return keys.filter((key) => key.prefix.startsWith(prefix.slice(0, key.prefix.length)));
+    },
     /** The limits that apply to a key's requests and turns, from what its principal carries. */
     applying(limits: { organization: Limits; apiKey: Limits }): { organization: Limits; apiKey: Limits } {
       return {

@@ -1,6 +1,7 @@
 /**
  * Request counters in Redis, shared by every process of the deployment: the rate limiter's windows
- * (domain/limits/rate-limiter.ts) when REDIS_URL is set. One INCR and one PEXPIRE per count, in one round trip.
+ * (domain/limits/rate-limiter.ts) when REDIS_URL is set. One INCR and one PEXPIRE per counter, all in one
+ * MULTI: one round trip per request.
  * Commands are refused at once while Redis is disconnected, and time out soon: the limiter then counts in the
  * database instead.
  */
@@ -11,7 +12,7 @@ import { shut, throttledWarning } from './redis-bus.ts';
 const COMMAND_TIMEOUT_MS = 500;
 
 export interface RedisCounter {
-  increment(bucket: string, windowStart: number, ttlMs: number): Promise<number>;
+  increment(buckets: readonly string[], windowStart: number, ttlMs: number): Promise<number[]>;
   close(): Promise<void>;
 }
 
@@ -33,12 +34,20 @@ export function createRedisCounter(url: string, prefix: string, logger: Logger):
   });
   connection.on('ready', () => warning.recover('redis rate counter connection restored'));
   return {
-    async increment(bucket, windowStart, ttlMs) {
-      const key = `${prefix}rate:${bucket}:${windowStart}`;
-      const results = await connection.multi().incr(key).pexpire(key, ttlMs).exec();
-      const [failure, hits] = results?.[0] ?? [new Error('redis transaction was discarded'), null];
-      if (failure !== null) throw failure;
-      return Number(hits);
+    async increment(buckets, windowStart, ttlMs) {
+      const transaction = connection.multi();
+      for (const bucket of buckets) {
+        const key = `${prefix}rate:${bucket}:${windowStart}`;
+        transaction.incr(key).pexpire(key, ttlMs);
+      }
+      const results = await transaction.exec();
+      if (results === null) throw new Error('redis transaction was discarded');
+      // Each bucket's INCR answer, skipping the PEXPIREs.
+      return buckets.map((_bucket, index) => {
+        const [failure, hits] = results[index * 2] ?? [new Error('redis answered too little'), null];
+        if (failure !== null) throw failure;
+        return Number(hits);
+      });
     },
     async close() {
       closed = true;

@@ -15,8 +15,11 @@ export const WINDOW_MS = 60_000;
 
 /** A shared counter of requests per window (Redis: bus/redis-counter.ts). */
 export interface RateCounter {
-  /** Counts one request in the window and returns the window's count so far; rejects when it cannot count. */
-  increment(bucket: string, windowStart: number, ttlMs: number): Promise<number>;
+  /**
+   * Counts one request in the window of each bucket, in one round trip, and returns each window's count so far
+   * (in the order of `buckets`); rejects when it cannot count.
+   */
+  increment(buckets: readonly string[], windowStart: number, ttlMs: number): Promise<number[]>;
 }
 
 /** The limits of the request's organization and key, as the key's principal carries them. */
@@ -44,19 +47,20 @@ export interface RateDecision {
 
 const NOT_LIMITED: RateDecision = { policies: [], exceeded: null };
 
-/** Counts in the database: one row per organization or key and minute, upserted. */
+/** Counts in the database: one row per organization or key and minute, upserted (one statement for all). */
 export function databaseCounter(db: Executor): RateCounter & { sweep(before: number): Promise<void> } {
   return {
-    async increment(bucket, windowStart) {
-      const row = await db
+    async increment(buckets, windowStart) {
+      const rows = await db
         .insertInto('rate_windows')
-        .values({ bucket, window_start: windowStart, hits: 1 })
+        .values(buckets.map((bucket) => ({ bucket, window_start: windowStart, hits: 1 })))
         .onConflict((conflict) =>
           conflict.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ hits: eb('rate_windows.hits', '+', 1) })),
         )
-        .returning('hits')
-        .executeTakeFirstOrThrow();
-      return Number(row.hits);
+        .returning(['bucket', 'hits'])
+        .execute();
+      const hits = new Map(rows.map((row) => [row.bucket, Number(row.hits)]));
+      return buckets.map((bucket) => hits.get(bucket) ?? 1);
     },
     async sweep(before) {
       await db.deleteFrom('rate_windows').where('window_start', '<', before).execute();
@@ -79,11 +83,11 @@ export function createRateLimiter(deps: RateLimiterDeps) {
   const database = databaseCounter(deps.db);
   let sweptWindow = 0;
 
-  async function count(bucket: string, windowStart: number): Promise<number> {
+  async function count(buckets: string[], windowStart: number): Promise<number[]> {
     const shared = deps.shared();
     if (shared !== null) {
       try {
-        return await shared.increment(bucket, windowStart, WINDOW_MS * 2);
+        return await shared.increment(buckets, windowStart, WINDOW_MS * 2);
       } catch (error) {
         deps.onSharedFailure?.(error);
       }
@@ -93,20 +97,7 @@ export function createRateLimiter(deps: RateLimiterDeps) {
       sweptWindow = windowStart;
       database.sweep(windowStart - WINDOW_MS).catch(() => {});
     }
-    return database.increment(bucket, windowStart, WINDOW_MS * 2);
-  }
-
-  async function state(
-    name: RatePolicyState['name'],
-    bucket: string,
-    quota: number,
-    windowStart: number,
-    now: number,
-  ): Promise<{ policy: RatePolicyState; over: boolean }> {
-    const hits = await count(bucket, windowStart);
-    const resetS = Math.max(1, Math.ceil((windowStart + WINDOW_MS - now) / 1000));
-    // Over the limit when this request is beyond the quota.
-    return { policy: { name, quota, remaining: Math.max(0, quota - hits), resetS }, over: hits > quota };
+    return database.increment(buckets, windowStart, WINDOW_MS * 2);
   }
 
   return {
@@ -116,14 +107,23 @@ export function createRateLimiter(deps: RateLimiterDeps) {
       const keyLimit = subject.limits.apiKey.requestsPerMinute ?? deps.defaults.requestsPerMinute;
       if (orgLimit === null && keyLimit === null) return NOT_LIMITED;
       const windowStart = now - (now % WINDOW_MS);
-      const pending: Promise<{ policy: RatePolicyState; over: boolean }>[] = [];
-      if (orgLimit !== null) pending.push(state('organization', `o:${subject.orgId}`, orgLimit, windowStart, now));
-      if (keyLimit !== null) pending.push(state('api_key', `k:${subject.keyId}`, keyLimit, windowStart, now));
-      const states = await Promise.all(pending);
-      return {
-        policies: states.map((state) => state.policy),
-        exceeded: states.find((state) => state.over)?.policy ?? null,
-      };
+      const limits: { name: RatePolicyState['name']; bucket: string; quota: number }[] = [];
+      if (orgLimit !== null) limits.push({ name: 'organization', bucket: `o:${subject.orgId}`, quota: orgLimit });
+      if (keyLimit !== null) limits.push({ name: 'api_key', bucket: `k:${subject.keyId}`, quota: keyLimit });
+      const counts = await count(
+        limits.map((limit) => limit.bucket),
+        windowStart,
+      );
+      const resetS = Math.max(1, Math.ceil((windowStart + WINDOW_MS - now) / 1000));
+      let exceeded: RatePolicyState | null = null;
+      const policies = limits.map(({ name, quota }, index) => {
+        const hits = counts[index] ?? 0;
+        const policy = { name, quota, remaining: Math.max(0, quota - hits), resetS };
+        // Over the limit when this request is beyond the quota; the first such policy is the one named.
+        if (hits > quota && exceeded === null) exceeded = policy;
+        return policy;
+      });
+      return { policies, exceeded };
     },
   };
 }

@@ -136,16 +136,23 @@ const candidates = (db: Executor, p: ClaimParams) =>
  * The turns running for the candidate session's organization (with `byKey`, for its key): the leased sessions
  * (partial index `sessions_leased`), the candidate itself left out (a lapsed lease of its own is no running turn).
  */
-const runningTurns = (p: ClaimParams, byKey: boolean) =>
+const runningOf = (now: number, byKey: boolean) =>
   sql<number>`(select count(*) from sessions as running
     where running.org_id = sessions.org_id and running.lease_owner is not null
-    and running.lease_expires_at >= ${p.now} and running.id <> sessions.id
+    and running.lease_expires_at >= ${now} and running.id <> sessions.id
     ${byKey ? sql`and running.turn_key_id = sessions.turn_key_id` : sql``})`;
+const runningTurns = (p: ClaimParams, byKey: boolean) => runningOf(p.now, byKey);
+
+/** The concurrent-turn limit set for an organization or key (null: none set). */
+const turnLimitOf = (kind: 'organization' | 'api_key', subject: ReturnType<typeof sql.ref>) =>
+  sql<number | null>`(select limits.concurrent_turns from limits
+    where limits.kind = ${kind} and limits.subject_id = ${subject})`;
 
 /** The concurrent-turn limit of the candidate's organization or key: its own, else the default (null: none). */
 const turnLimit = (p: ClaimParams, kind: 'organization' | 'api_key') =>
-  sql<number | null>`coalesce((select limits.concurrent_turns from limits
-    where limits.kind = ${kind} and limits.subject_id = ${kind === 'organization' ? sql.ref('sessions.org_id') : sql.ref('sessions.turn_key_id')}),
+  sql<
+    number | null
+  >`coalesce(${turnLimitOf(kind, sql.ref(kind === 'organization' ? 'sessions.org_id' : 'sessions.turn_key_id'))},
     ${p.defaultLimit})`;
 
 /**
@@ -187,6 +194,22 @@ const claimQuery = (named: boolean, limited: boolean) =>
         .where('work_pending', '=', 1)
         .where((eb) => claimable(eb, p))
         .returning(['id', 'org_id', 'lease_token', 'end_user'])
+        // Under limits, what the claim saw of the claimed session's limits (verifyLastSlot).
+        .returning(
+          limited
+            ? [
+                turnLimitOf('organization', sql.ref('sessions.org_id')).as('org_limit'),
+                runningOf(p.now, false).as('org_running'),
+                turnLimitOf('api_key', sql.ref('sessions.turn_key_id')).as('key_limit'),
+                runningOf(p.now, true).as('key_running'),
+              ]
+            : [
+                sql<null>`null`.as('org_limit'),
+                sql<number>`0`.as('org_running'),
+                sql<null>`null`.as('key_limit'),
+                sql<number>`0`.as('key_running'),
+              ],
+        )
     );
   });
 const claimNamed = claimQuery(true, false);
@@ -194,8 +217,64 @@ const claimAny = claimQuery(false, false);
 const claimNamedLimited = claimQuery(true, true);
 const claimAnyLimited = claimQuery(false, true);
 
-/** Postgres: claims under limits are serialized, so two workers never both take an organization's last slot. */
+/**
+ * Postgres: the claimed session's limits and the turns running besides it (as of the statement's snapshot), as
+ * the claim under limits returns them, and as verifyLastSlot reads them again under its lock.
+ */
+interface ClaimedLimits {
+  org_limit: number | null;
+  org_running: number;
+  key_limit: number | null;
+  key_running: number;
+}
+
+const claimedLimits = (sessionId: string, now: number) =>
+  sql<ClaimedLimits>`
+    select
+      ${turnLimitOf('organization', sql.ref('sessions.org_id'))} as org_limit,
+      ${runningOf(now, false)} as org_running,
+      ${turnLimitOf('api_key', sql.ref('sessions.turn_key_id'))} as key_limit,
+      ${runningOf(now, true)} as key_running
+    from sessions where sessions.id = ${sessionId}`;
+
+/** Serializes the checks of verifyLastSlot between processes. */
 const CLAIM_LOCK = 0x61676c6d;
+
+/**
+ * Postgres: two workers claiming at once each see the other's claim only once committed, so both may take an
+ * organization's (or key's) last slot. A claim that took a last slot checks, under a lock all such checks share,
+ * whether its organization and key are now over their limits, and if so gives the session back (it stays pending).
+ * Of two claims of one last slot, the first check sees both and gives its session back, the second sees one. A claim
+ * below the last slot needs no check: no other claim can have pushed it over.
+ */
+async function verifyLastSlot(
+  deps: LeaseDeps,
+  lease: Lease,
+  now: number,
+  defaultLimit: number | null,
+  seen: ClaimedLimits,
+): Promise<boolean> {
+  const orgLimit = seen.org_limit ?? defaultLimit;
+  const keyLimit = seen.key_limit ?? defaultLimit;
+  const lastOrgSlot = orgLimit !== null && Number(seen.org_running) + 1 >= Number(orgLimit);
+  const lastKeySlot = keyLimit !== null && Number(seen.key_running) + 1 >= Number(keyLimit);
+  if (!lastOrgSlot && !lastKeySlot) return true;
+  return deps.db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(trx);
+    const [now2] = (await claimedLimits(lease.sessionId, now).execute(trx)).rows;
+    if (now2 === undefined) return true;
+    const overOrg = orgLimit !== null && Number(now2.org_running) + 1 > Number(orgLimit);
+    const overKey = keyLimit !== null && Number(now2.key_running) + 1 > Number(keyLimit);
+    if (!overOrg && !overKey) return true;
+    await trx
+      .updateTable('sessions')
+      .set({ lease_owner: null, lease_expires_at: null })
+      .where('id', '=', lease.sessionId)
+      .where('lease_token', '=', lease.token)
+      .execute();
+    return false;
+  });
+}
 
 export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
   const params: ClaimParams = {
@@ -207,20 +286,27 @@ export async function claimSession(deps: LeaseDeps, now: number, sessionId?: str
   };
   if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
   const limited = deps.turnLimits !== undefined && (await deps.turnLimits.inForce());
-  let row: { id: string; org_id: string; lease_token: number; end_user: string | null } | undefined;
-  if (!limited) row = await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
-  else {
-    const claim = sessionId === undefined ? claimAnyLimited : claimNamedLimited;
-    row =
-      deps.dialect === 'postgres'
-        ? await deps.db.transaction().execute(async (trx) => {
-            await sql`select pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(trx);
-            return claim.first(trx, params);
-          })
-        : await claim.first(deps.db, params);
-  }
+  const claim = limited
+    ? sessionId === undefined
+      ? claimAnyLimited
+      : claimNamedLimited
+    : sessionId === undefined
+      ? claimAny
+      : claimNamed;
+  const row = await claim.first(deps.db, params);
   if (row === undefined) return null;
-  return { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner, endUser: row.end_user };
+  const lease = {
+    sessionId: row.id,
+    orgId: row.org_id,
+    token: row.lease_token,
+    owner: deps.owner,
+    endUser: row.end_user,
+  };
+  // SQLite runs one claim at a time, each seeing every committed lease: nothing to check.
+  if (limited && deps.dialect === 'postgres' && !(await verifyLastSlot(deps, lease, now, params.defaultLimit, row))) {
+    return null;
+  }
+  return lease;
 }
 
 /** Checks and extends the lease; on Postgres this also locks the session row for the rest of the transaction. */

@@ -10,7 +10,7 @@ import type { ServeRole } from './config.ts';
 import type { Deps } from './deps.ts';
 import { describeScope } from './domain/auth/scopes.ts';
 import { AppError } from './errors/app-error.ts';
-import { createAuthHook, requestKeyHook } from './http/auth.ts';
+import { bindRequestKey, createAuthHook } from './http/auth.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { handleError, handleFrameworkError, handleNotFound } from './http/error-handler.ts';
 import { createJsonBodyParser } from './http/json-body.ts';
@@ -185,7 +185,7 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       adminToken: deps.config.adminToken,
     }),
   );
-  app.addHook('preHandler', requestKeyHook);
+  app.addHook('preHandler', bindRequestKey);
   registerStorageGate(app, deps.storage.space);
 
   if (options.role === 'worker') {

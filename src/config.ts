@@ -27,6 +27,14 @@ export type ServeRole = 'api' | 'worker' | 'all';
 export const COMPAT_SETTINGS = ['auto', 'strict', 'openai'] as const;
 export type CompatSetting = (typeof COMPAT_SETTINGS)[number];
 
+/** The kinds of data an organization's retention covers (docs/retention.md). */
+export const RETENTION_KINDS = ['sessions', 'runs', 'sessionEvents', 'files', 'webhooks'] as const;
+export type RetentionKind = (typeof RETENTION_KINDS)[number];
+/** Days each kind is kept; null keeps forever. */
+export type RetentionDays = Record<RetentionKind, number | null>;
+/** The longest retention that can be set: 100 years. */
+export const MAX_RETENTION_DAYS = 36_500;
+
 export interface ProviderConfig {
   baseURL: string;
   apiKey?: string;
@@ -81,6 +89,15 @@ export interface Config {
   webhookRetryWindowMs: number;
   /** How long delivery details (status, attempts) stay readable after a delivery ends. */
   webhookHistoryRetentionMs: number;
+  /**
+   * Default retention in days per kind of data (AGENTRY_RETENTION_*_DAYS), for the organizations that set none
+   * (docs/retention.md); null keeps forever.
+   */
+  retention: RetentionDays;
+  /** How often a process that runs background jobs sweeps data past its retention. */
+  retentionSweepMs: number;
+  /** Rows (sessions, runs, events, files, webhook attempts) deleted per transaction by the retention sweeper. */
+  retentionBatch: number;
   /** Webhook requests in flight per process, over all endpoints. */
   webhookConcurrency: number;
   /** Webhook requests in flight per process to any one endpoint. */
@@ -284,6 +301,12 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
 /** An integer that is null when unset. */
 function optionalInt(env: Env, name: string, min: number, max: number): number | null {
   return optional(env, name) === null ? null : int(env, name, min, min, max);
+}
+
+/** Retention in days: unset, empty or 0 keeps forever (null). */
+function days(env: Env, name: string): number | null {
+  const value = int(env, name, 0, 0, MAX_RETENTION_DAYS);
+  return value === 0 ? null : value;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -720,6 +743,15 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryBaseMs: int(env, 'AGENTRY_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3600_000),
     webhookRetryWindowMs: int(env, 'AGENTRY_WEBHOOK_RETRY_WINDOW_MS', 7_200_000, 1, 7 * 24 * 3600_000),
     webhookHistoryRetentionMs: int(env, 'AGENTRY_WEBHOOK_HISTORY_RETENTION_MS', 30 * DAY_MS, 1, 3650 * DAY_MS),
+    retention: {
+      sessions: days(env, 'AGENTRY_RETENTION_SESSIONS_DAYS'),
+      runs: days(env, 'AGENTRY_RETENTION_RUNS_DAYS'),
+      sessionEvents: days(env, 'AGENTRY_RETENTION_SESSION_EVENTS_DAYS'),
+      files: days(env, 'AGENTRY_RETENTION_FILES_DAYS'),
+      webhooks: days(env, 'AGENTRY_RETENTION_WEBHOOKS_DAYS'),
+    },
+    retentionSweepMs: int(env, 'AGENTRY_RETENTION_SWEEP_MS', 600_000, 1000, 7 * DAY_MS),
+    retentionBatch: int(env, 'AGENTRY_RETENTION_BATCH', 500, 1, 100_000),
     webhookConcurrency: int(env, 'AGENTRY_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     webhookEndpointConcurrency: int(env, 'AGENTRY_WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 10_000),
     responsesSyncTimeoutMs: int(env, 'AGENTRY_RESPONSES_SYNC_TIMEOUT_MS', 300_000, 1, 3600_000),

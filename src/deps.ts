@@ -10,6 +10,7 @@ import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
 import type { RedisCounter } from './bus/redis-counter.ts';
 import type { Config } from './config.ts';
 import { type A2aService, createA2aService } from './domain/a2a/a2a-service.ts';
+import { createPushConfigs, type PushConfigs } from './domain/a2a/push-configs.ts';
 import { type AgentApplier, createAgentApplier } from './domain/agents/agent-apply.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
 import { type ChatCompletionService, createChatCompletionService } from './domain/chat-completions/chat-service.ts';
@@ -39,6 +40,7 @@ import {
   type ModelObject,
 } from './domain/responses/models.ts';
 import { createResponseService, type ResponseService } from './domain/responses/response-service.ts';
+import { createRetentionService, type RetentionService } from './domain/retention/retention-service.ts';
 import { createRunService, type RunService } from './domain/runs/run-service.ts';
 import { createScheduleRunner, type ScheduleRunner } from './domain/schedules/schedule-runner.ts';
 import { createScheduleService, type ScheduleService } from './domain/schedules/schedule-service.ts';
@@ -50,6 +52,7 @@ import { createTaskService, type TaskService } from './domain/tasks/task-service
 import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
 import { createMessageService, type MessageService } from './domain/turns/message-service.ts';
 import type { TurnHooks } from './domain/turns/turn-hooks.ts';
+import { createUsageService, type UsageService } from './domain/usage/usage-service.ts';
 import { type FollowUpSession, followUpSession } from './domain/webhooks/followup.ts';
 import { createWebhookServices, type WebhookServices } from './domain/webhooks/webhook-services.ts';
 import { DELIVERY_TIMEOUT_MS } from './domain/webhooks/webhook-types.ts';
@@ -77,6 +80,7 @@ import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
 import { describeIdentity } from './tools/sandbox/sandbox-identity.ts';
 import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
+import { type A2aPushNotifier, createA2aPushNotifier } from './webhooks/a2a-push.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
 
 export interface Deps {
@@ -134,6 +138,8 @@ export interface Deps {
   tasks: TaskService;
   /** Agents as A2A servers: tasks are turns of sessions (docs/a2a.md). */
   a2a: A2aService;
+  /** A2A push notification configs, per task (docs/a2a.md); the notifier delivers them. */
+  a2aPush: PushConfigs;
   /** Legacy organization webhooks (/v1/webhooks): task.* notifications, best-effort. */
   legacyWebhooks: LegacyWebhookService;
   /** Threads of the older API (/api/sdk/threads). */
@@ -146,8 +152,12 @@ export interface Deps {
   scheduleRunner: ScheduleRunner;
   /** Runs and their traces (read only). */
   runs: RunService;
+  /** Usage reports over the runs (docs/usage.md). */
+  usage: UsageService;
   /** Uploaded files, for /v1/files and the older API's files. */
   files: FileService;
+  /** Each organization's data retention and the sweeper that enforces it (docs/retention.md). */
+  retention: RetentionService;
   /** The organization's agents and the configured model providers, as /v1/models lists them. */
   listModels(orgId: string): Promise<ModelList>;
   getModel(orgId: string, id: string): Promise<ModelObject>;
@@ -420,7 +430,17 @@ export async function buildDeps(
   });
   return {
     runs: createRunService({ db }),
+    usage: createUsageService({ db }),
     files: createFileService({ db, clock, dataDir: config.dataDir, maxUploadBytes: config.maxUploadBytes }),
+    retention: createRetentionService({
+      db,
+      clock,
+      logger: logger.child({ component: 'retention' }),
+      defaults: config.retention,
+      dataDir: config.dataDir,
+      batch: config.retentionBatch,
+      onSweep: (counts) => metrics.retentionDeleted(counts),
+    }),
     listModels: (orgId) => listModels({ db, providers, catalogue }, orgId),
     getModel: (orgId, id) => getModel({ db, providers, catalogue }, orgId, id),
     sessionEvents: {
@@ -457,6 +477,7 @@ export async function buildDeps(
       messages,
       subscriptions,
       turnHooks,
+      models,
     }),
     chatCompletions: createChatCompletionService({
       db,
@@ -496,6 +517,12 @@ export async function buildDeps(
       db,
       defaults: config.limitDefaults,
       shared: () => rateCounter,
+    }),
+    a2aPush: createPushConfigs({
+      db,
+      clock,
+      secrets,
+      allowInsecureDestinations: config.allowInsecureDestinations,
     }),
     a2a: createA2aService({
       db,
@@ -675,6 +702,33 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
       leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
       // Across processes (Redis) live events would bring every text delta here; cluster workers poll instead.
       wakeOnLive: config.redisUrl === null,
+    },
+  );
+}
+
+/** The A2A push notification sender of this process (roles `all` and `worker`), beside the webhook dispatcher. */
+export function buildA2aPushNotifier(deps: Deps): A2aPushNotifier {
+  const { config } = deps;
+  return createA2aPushNotifier(
+    {
+      db: deps.storage.db,
+      dialect: deps.storage.dialect,
+      clock: deps.clock,
+      logger: deps.logger,
+      messages: deps.messages,
+      reportsOf: (orgId, taskId) => deps.a2a.reportsOf(orgId, taskId),
+      secrets: deps.secrets,
+      allowInsecureDestinations: config.allowInsecureDestinations,
+      retryBaseMs: config.webhookRetryBaseMs,
+      retryWindowMs: config.webhookRetryWindowMs,
+      historyRetentionMs: config.webhookHistoryRetentionMs,
+      space: deps.storage.space,
+    },
+    {
+      pollMs: Math.min(config.pollMs, WEBHOOK_POLL_MS),
+      timeoutMs: DELIVERY_TIMEOUT_MS,
+      leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
+      concurrency: config.webhookConcurrency,
     },
   );
 }

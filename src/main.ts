@@ -5,7 +5,15 @@
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { buildDeps, buildDispatcher, buildEngine, buildScheduler, buildTaskNotifier, type Deps } from './deps.ts';
+import {
+  buildA2aPushNotifier,
+  buildDeps,
+  buildDispatcher,
+  buildEngine,
+  buildScheduler,
+  buildTaskNotifier,
+  type Deps,
+} from './deps.ts';
 import { agentModelIds } from './domain/agents/agent-repo.ts';
 import { type BootstrapResult, bootstrap } from './domain/orgs/org-service.ts';
 import type { Lifecycle } from './http/lifecycle.ts';
@@ -87,6 +95,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const engine = config.role === 'api' ? null : buildEngine(deps);
   const dispatcher = config.role === 'api' ? null : buildDispatcher(deps);
   const taskNotifier = config.role === 'api' ? null : buildTaskNotifier(deps);
+  const a2aPush = config.role === 'api' ? null : buildA2aPushNotifier(deps);
   const scheduler = config.role === 'api' ? null : buildScheduler(deps);
   logger.info(
     {
@@ -119,6 +128,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   await database.until('registering the engine', async () => engine?.start());
   dispatcher?.start();
   taskNotifier?.start();
+  a2aPush?.start();
   scheduler?.start();
   // Only now that the port is ours: a start that fails to listen must not use up the one showing of the first key.
   // A worker serves only the probes; the console lives on processes that serve the API.
@@ -148,6 +158,18 @@ export async function startServer(config: Config, logger: Logger = createLogger(
           });
         }, ABANDONED_SWEEP_MS);
   settle?.unref();
+  // Retention: in the processes that run background jobs (not role api); every one of them may sweep, the deletes
+  // are safe to run at once (domain/retention), every AGENTRY_RETENTION_SWEEP_MS.
+  const retain =
+    engine === null
+      ? null
+      : setInterval(() => {
+          if (!deps.storage.space.writable) return;
+          deps.retention.sweep().catch((error: unknown) => {
+            if (!isStorageFull(error)) logger.warn({ err: error }, 'retention sweep failed');
+          });
+        }, config.retentionSweepMs);
+  retain?.unref();
 
   let stopping: Promise<void> | null = null;
   const stop = () => {
@@ -155,6 +177,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       lifecycle.accepting = false;
       clearInterval(sweep);
       if (settle !== null) clearInterval(settle);
+      if (retain !== null) clearInterval(retain);
       // Turns in flight get most of the grace period; what is left over is handed to another process.
       // Webhook attempts in flight finish (or time out) too; pending deliveries stay pending for the next start.
       await Promise.all([
@@ -162,7 +185,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         engine?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         dispatcher?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         taskNotifier?.stop(),
+        a2aPush?.stop(Math.floor(config.shutdownGraceMs * 0.8)),
         scheduler?.stop(),
+        deps.retention.stop(),
       ]);
       await deps.close();
       await deps.bus.close();

@@ -1,8 +1,11 @@
 /**
  * An A2A task survives a crash like every turn: kill -9 a real server while the task works, restart it, and the
  * task completes once; the client reads it with GetTask afterwards (over the other binding, from the restarted
- * server's card), its reply once in the artifact and once in the context's transcript.
+ * server's card), its reply once in the artifact and once in the context's transcript; its push notification
+ * config survives too, and the receiver gets each state change once.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { TaskState } from '@a2a-js/sdk';
 import { afterAll, describe, expect, it } from 'vitest';
 import { asTask, clientFor, partText, send, userMessage } from './helpers/a2a-client.ts';
@@ -13,10 +16,27 @@ import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout }
 describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {
   const environment = testEnvironment(dialect);
   const key = testKey();
-  const env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
+  const env = {
+    ...environment.env,
+    ...CRASH_TEST_ENV,
+    AGENTRY_BOOTSTRAP_KEY: key,
+    AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
+  };
   let server: ServerProcess | null = null;
+  const received: { token: string | undefined; state: string }[] = [];
+  const receiver = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const token = request.headers['x-a2a-notification-token'];
+      received.push({ token: typeof token === 'string' ? token : undefined, state: body.task.status.state });
+      response.writeHead(204).end();
+    });
+  });
   afterAll(async () => {
     await server?.stop('SIGKILL');
+    receiver.close();
     await environment.cleanup();
   });
 
@@ -26,7 +46,25 @@ describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {
       server = await startServerProcess(env);
       const agentId = (await httpClient(server.url, key)('GET', '/v1/agents')).body?.data[0].id;
       const before = await clientFor(server.url, agentId, key, 'JSONRPC');
-      const started = asTask(await before.sendMessage(send(userMessage('sleep 2500\ntask survived'), true)));
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notify`;
+      const request = send(userMessage('sleep 2500\ntask survived'), true);
+      const started = asTask(
+        await before.sendMessage({
+          ...request,
+          configuration: {
+            ...request.configuration,
+            taskPushNotificationConfig: {
+              tenant: '',
+              id: 'survives',
+              taskId: '',
+              url: hook,
+              token: 'crash-token',
+              authentication: undefined,
+            },
+          },
+        }),
+      );
       await waitUntil(
         async () => {
           const task = await before.getTask({ tenant: '', id: started.id });
@@ -34,6 +72,9 @@ describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {
         },
         { what: 'the task working', everyMs: 100 },
       );
+      await waitUntil(async () => (received.length > 0 ? true : null), { what: 'the working notification' });
+      // Past the moment the delivery is recorded (at least once: a kill between the answer and its record repeats it).
+      await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop('SIGKILL');
 
       server = await startServerProcess(env);
@@ -53,6 +94,19 @@ describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {
       expect(transcript?.total).toBe(1);
       expect(transcript?.data[0]).toMatchObject({ id: started.id, status: 'completed' });
       expect(transcript?.data[0].response.parts.map((part: { text: string }) => part.text)).toEqual(['task survived']);
+      await waitUntil(async () => (received.length >= 2 ? true : null), { what: 'the completed notification' });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(received).toEqual([
+        { token: 'crash-token', state: 'TASK_STATE_WORKING' },
+        { token: 'crash-token', state: 'TASK_STATE_COMPLETED' },
+      ]);
+      const configs = await after.listTaskPushNotificationConfig({
+        tenant: '',
+        taskId: started.id,
+        pageSize: 0,
+        pageToken: '',
+      });
+      expect(configs.configs.map((config) => config.id)).toEqual(['survives']);
     },
     startsTimeout(2),
   );

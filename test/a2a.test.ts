@@ -253,7 +253,7 @@ describe.each(dialects())('A2A server (%s)', (dialect) => {
           statusTimestampAfter: undefined,
         }),
       ).rejects.toThrow(/pageToken/);
-      // The card says pushNotifications: false, so the client refuses before calling (the server refuses too, below).
+      // A push notification config of a task that does not exist (test/a2a-push.test.ts covers the rest).
       await expect(
         (async () =>
           client.createTaskPushNotificationConfig({
@@ -264,7 +264,7 @@ describe.each(dialects())('A2A server (%s)', (dialect) => {
             token: '',
             authentication: undefined,
           }))(),
-      ).rejects.toMatchObject({ name: expect.stringMatching(/PushNotificationNotSupported/) });
+      ).rejects.toMatchObject({ name: expect.stringMatching(/TaskNotFound/) });
     });
   });
 
@@ -317,7 +317,7 @@ describe.each(dialects())('A2A server (%s)', (dialect) => {
     );
     expect(push.status).toBeGreaterThanOrEqual(400);
     expect(json(push).error.status).toBeDefined();
-    expect(json(push).error.details[0].reason).toMatch(/PUSH_NOTIFICATION_NOT_SUPPORTED/);
+    expect(json(push).error.details[0].reason).toMatch(/TASK_NOT_FOUND/);
     const rpcPush = json(
       await h.request('POST', url, {
         body: {

@@ -94,12 +94,28 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     return spans.filter((span) => span.kind === 'compaction').map((span) => span.attributes.reason);
   }
 
-  async function session(agentId: string, exchanges: number, extra = {}) {
+  /** Uploads a text file of the organization; its id. */
+  async function uploadText(name: string, text: string): Promise<string> {
+    const form = new FormData();
+    form.append('file', new Blob([text], { type: 'text/plain' }), name);
+    const response = await fetch(`${await h.listen()}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.key}` },
+      body: form,
+    });
+    const body = (await response.json()) as { id: string };
+    expect(response.status, JSON.stringify(body)).toBe(201);
+    return body.id;
+  }
+
+  /** Exchanges in one conversation; every `files.every`th input carries the file `files.id`. */
+  async function session(agentId: string, exchanges: number, extra = {}, files?: { id: string; every: number }) {
     let previous: string | null = null;
     let failed = 0;
     const responses: Record<string, unknown>[] = [];
     for (let index = 0; index < exchanges; index++) {
-      const result = await exchange(agentId, previous, index, extra);
+      const attach = files !== undefined && index % files.every === files.every - 1 ? files.id : undefined;
+      const result = await exchange(agentId, previous, index, extra, attach);
       failed += result.failed;
       previous = result.last.id;
       responses.push(result.last);
@@ -119,15 +135,24 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     expect(json(low).error).toMatchObject({ code: 'validation_error', param: 'compactThreshold' });
   });
 
-  it('runs a long session (500 turns on SQLite, 200 on Postgres) with 20k-character tool outputs and no failed turn, under compaction then truncation', async () => {
+  it('runs a long session (500 turns on SQLite, 200 on Postgres) with 20k-character tool outputs, files, and no failed turn, under compaction then truncation', async () => {
     const agentId = await createAgent();
     const before = stub.bodies.length;
+    // Every 10th input carries a 6,000-character text file (the model reads it inline, 1,500 tokens).
+    const notes = `FILE-NOTES ${'f'.repeat(6_000)}`;
+    const files = { id: await uploadText('notes.txt', notes), every: 10 };
     // Postgres turns cost several times SQLite's here: a shorter session keeps the test within its time.
     const exchanges = dialect === 'sqlite' ? 250 : 100;
-    const compacted = await session(agentId, exchanges);
+    const compacted = await session(agentId, exchanges, {}, files);
     expect(compacted.failed).toBe(0);
     expect(models.stub.refused).toBe(0);
     const bodies = stub.bodies.slice(before);
+    // The files reached the model with the inputs that carried them, and were summarised like the rest.
+    const withFile = bodies.filter((body) => !isSummary(body) && textOf(body).includes(notes));
+    expect(withFile.length).toBeGreaterThanOrEqual(exchanges / files.every);
+    const summaryBodies = bodies.filter(isSummary);
+    expect(summaryBodies.some((body) => textOf(body).includes('--- notes.txt ---\\nFILE-NOTES'))).toBe(true);
+    expect(summaryBodies.some((body) => textOf(body).includes('is no longer available'))).toBe(false);
     const summaries = bodies.filter(isSummary);
     expect(bodies.length - summaries.length).toBe(2 * exchanges);
     expect(summaries.length).toBeGreaterThan(10);
@@ -149,7 +174,7 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
 
     // A long session under truncation: no failed turn either.
     const truncating = await createAgent({ contextPolicy: 'truncation' });
-    const truncated = await session(truncating, exchanges / 2);
+    const truncated = await session(truncating, exchanges / 2, {}, files);
     expect(truncated.failed).toBe(0);
     expect(models.stub.refused).toBe(0);
   }, 480_000);
@@ -183,6 +208,22 @@ describe.each(dialects())('compaction against a model with a small window (%s)',
     expect(found.cost_usd).toBeGreaterThan(0);
     expect(found.output_preview).toMatch(/^Summary: questions 0 to/);
     expect(runCost).toBeGreaterThan(found.cost_usd);
+    // The session's channel told its listeners when and why, naming the compaction item.
+    const sessionId = String((responses[0]?.conversation as { id: string }).id).replace(/^conv_/, '');
+    const rows = await h.deps.storage.db
+      .selectFrom('session_events')
+      .select(['kind', 'data'])
+      .where('session_id', '=', sessionId)
+      .orderBy('seq')
+      .execute();
+    const events = rows.map((row) => ({ kind: row.kind, data: JSON.parse(row.data) as Record<string, unknown> }));
+    const compactions = events.filter((event) => event.kind === 'message.event' && event.data.type === 'compaction');
+    expect(compactions.length).toBeGreaterThan(0);
+    const event = compactions.at(-1)?.data ?? {};
+    expect(event).toMatchObject({ sourceType: 'context', reason: 'threshold', itemId: expect.stringMatching(/^cmp_/) });
+    expect(event.tokensBefore).toBeGreaterThan(event.tokensAfter as number);
+    const items = json(await h.request('GET', `/v1/conversations/conv_${sessionId}/items?limit=100`)).data;
+    expect(items.some((item: { id: string }) => item.id === event.itemId)).toBe(true);
   });
 
   it('falls back to truncation for the step when the summary fails, failing no turn', async () => {

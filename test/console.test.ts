@@ -642,6 +642,38 @@ describe.skipIf(!available)('web console', () => {
     expect((await shared.api('GET', `/v1/agents/${agentId}/memories/${gone}`)).status).toBe(404);
   });
 
+  test("shows an agent's versions with what each changed, and restores one as a new version", async ({ page }) => {
+    const agentId = await createAgent({ name: 'Versioned', instructions: 'First words.' });
+    const patched = await shared.api('PATCH', `/v1/agents/${agentId}`, {
+      instructions: 'Second words.',
+      maxSteps: 9,
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    await page.goto(url(`/console/agents/${agentId}`));
+    const list = page.getByRole('list', { name: 'Versions' });
+    await expect.poll(() => list.locator('> li').count(), WAIT).toBe(2);
+    const newest = list.locator('> li').first();
+    expect(await newest.textContent()).toContain('v2');
+    expect(await newest.textContent()).toContain('current');
+    await newest.getByRole('button', { name: 'Show changes' }).click();
+    const changes = page.getByRole('table', { name: 'Changes in v2' });
+    await expect.poll(() => changes.textContent(), WAIT).toContain('/instructions');
+    expect(await changes.textContent()).toContain('"First words."');
+    expect(await changes.textContent()).toContain('"Second words."');
+    expect(await changes.textContent()).toContain('/maxSteps');
+    await accessible(page, 'agent versions');
+
+    const first = list.locator('> li').last();
+    await first.getByRole('button', { name: 'Restore v1' }).click();
+    expect(await first.textContent()).toContain('as v3?');
+    await first.getByRole('button', { name: 'Confirm restore' }).click();
+    await expect.poll(() => list.locator('> li').count(), WAIT).toBe(3);
+    const stored = await shared.api('GET', `/v1/agents/${agentId}`);
+    expect(stored.body.agent).toMatchObject({ version: 3, instructions: 'First words.', maxSteps: 32 });
+    // The form shows the restored configuration.
+    await expect.poll(() => page.getByLabel('Instructions').inputValue(), WAIT).toBe('First words.');
+  });
+
   test("shows on the agent's page the tools it configures that this deployment cannot run", async ({ page }) => {
     const overreaching = await createAgent({
       name: 'Overreaching',
@@ -698,6 +730,59 @@ describe.skipIf(!available)('web console', () => {
     await page.locator('li.turn').first().waitFor();
     expect(await page.title()).toMatch(/^Session/);
     await accessible(page, 'session');
+  });
+
+  test('draws usage by agent and by model over a range, with its table and CSV', async ({ page }) => {
+    const name = `Ledger-${randomUUID().slice(0, 6)}`;
+    const { agentId } = await agentWithTurn(name);
+    const day = new Date().toISOString().slice(0, 10);
+    await page.goto(url('/console/usage'));
+    await page.getByRole('img', { name: /Daily cost per agent/ }).waitFor();
+    const row = page.locator('tbody tr', { hasText: name });
+    await row.waitFor();
+    // Turns, input, cached input, output tokens, cost: the agent's one turn.
+    const cells = await row.locator('td').allTextContents();
+    expect(cells[0]).toBe(name);
+    expect(cells[1]).toBe('1');
+    expect(Number(cells[2])).toBeGreaterThan(0);
+    expect(Number(cells[4])).toBeGreaterThan(0);
+    // The scripted model is free: its turns draw bars of tokens, not of cost.
+    await page.getByLabel('Chart').selectOption('tokens');
+    await page.getByRole('img', { name: /Daily tokens per agent/ }).waitFor();
+    await page.locator('svg rect title', { hasText: `${day} · ${name}: ` }).waitFor({ state: 'attached' });
+
+    await page.getByLabel('View by').selectOption('model');
+    await page.getByRole('img', { name: /Daily tokens per model/ }).waitFor();
+    await page.locator('tbody tr', { hasText: 'scripted' }).first().waitFor();
+    await page.locator('svg rect title', { hasText: `${day} · scripted: ` }).waitFor({ state: 'attached' });
+    expect(page.url()).toContain('by=model');
+    await accessible(page, 'usage by model');
+    await snap(page, 'usage-by-model');
+
+    // A range that ends before today has none of it.
+    await page.getByLabel('To (UTC)').fill('2020-01-31');
+    await page.getByLabel('From (UTC)').fill('2020-01-01');
+    await page.getByText('No usage in this range.').waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(0);
+    await page.getByLabel('Range').selectOption('7');
+    await page.locator('tbody tr', { hasText: 'scripted' }).first().waitFor();
+    await page.getByLabel('View by').selectOption('agent');
+    await page.locator('tbody tr', { hasText: name }).waitFor();
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download CSV' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/^usage-\d{4}-\d{2}-\d{2}-to-\d{4}-\d{2}-\d{2}\.csv$/);
+    const csv = readFileSync((await download.path()) ?? '', 'utf8');
+    const [header, ...records] = csv.trimEnd().split('\r\n');
+    expect(header).toBe(
+      'day,agent_id,api_key_id,api_key_prefix,model,source,end_user,turns,input_tokens,cached_input_tokens,output_tokens,total_tokens,cost_usd',
+    );
+    const mine = records.filter((record) => record.split(',')[1] === agentId);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]?.startsWith(`${day},${agentId},`)).toBe(true);
+    expect(mine[0]).toContain(',sessions,,1,');
   });
 
   test('follows the system dark theme', async ({ newPage }) => {

@@ -121,6 +121,8 @@ describe('shell examples of the README and docs', () => {
           PATH: process.env.PATH ?? '/usr/bin:/bin',
           HOME: process.env.HOME ?? workDir,
           KEY: key,
+          // The CLI runs with the server's configuration, as docs/operations.md asks.
+          AGENTRY_PROVIDERS: PROVIDERS,
           ...environment.env,
         },
       });

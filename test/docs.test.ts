@@ -35,6 +35,7 @@ describe('documentation stays in step with the code', () => {
       'docs/sessions.md',
       'docs/models.md',
       'docs/runs.md',
+      'docs/usage.md',
       'docs/responses.md',
       'docs/files.md',
       'docs/webhooks.md',

@@ -59,6 +59,14 @@ interface Parts {
 const text = (value: unknown): string => (typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
 /** URLs and headers carry bytes: a lone surrogate cannot be encoded, so it is replaced the way a client would. */
 const encode = (value: unknown) => encodeURIComponent(text(value).toWellFormed());
+/**
+ * A path parameter as one segment. `.` and `..` (also percent-encoded) are dot-segments, which URL parsers remove
+ * (RFC 3986 5.2.4, WHATWG URL), so no client can send them as a value: they become `.x` and `..x`.
+ */
+const segment = (value: unknown) => {
+  const encoded = encode(value);
+  return encoded === '.' || encoded === '..' ? `${encoded}x` : encoded;
+};
 const headerSafe = (value: string) => value.replace(/[^\x20-\x7e]/g, '?');
 
 /** Every operation of the document, deletions last (so the fixtures the others reach exist while they run). */
@@ -224,7 +232,7 @@ describe.each(dialects())('property-based checks from the OpenAPI document (%s)'
   }
 
   function build(op: Operation, mediaType: string | undefined, parts: Parts): FuzzRequest {
-    const path = op.path.replace(/\{([^}]+)\}/g, (_match, name: string) => encode(parts.path[name] ?? 'x'));
+    const path = op.path.replace(/\{([^}]+)\}/g, (_match, name: string) => segment(parts.path[name] ?? 'x'));
     const query = Object.entries(parts.query)
       .flatMap(([name, value]) => (Array.isArray(value) ? value.map((entry) => [name, entry]) : [[name, value]]))
       .map(([name, value]) => `${encodeURIComponent(String(name))}=${encode(value)}`)

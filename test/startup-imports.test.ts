@@ -1,6 +1,6 @@
 /**
  * A command loads only what it needs (docs/performance.md, start-up): `--help`, `--version` and a group's listing
- * load the command table and nothing else; a server loads none of what only turns, MCP servers, Redis or Postgres
+ * load the command table and nothing else; a server loads none of what only turns, MCP servers, A2A, Redis or Postgres
  * need until they are used, and a `worker` none of the API's routes. Each process runs with a hook that records
  * every module it resolves (helpers/record-modules.ts), so these checks count modules, not milliseconds.
  */
@@ -43,11 +43,12 @@ const HEAVY = [
   'zod',
 ];
 
-/** What a server loads only when it is used: turns' models and tools, MCP servers, Redis, Postgres, a terminal. */
+/** What a server loads only when it is used: turns' models and tools, MCP servers, A2A, Redis, Postgres, a terminal. */
 const LOADED_ON_USE = [
   'ai',
   '@ai-sdk/',
   '@modelcontextprotocol/',
+  '@a2a-js/',
   'undici',
   'ioredis',
   'pg',
@@ -153,7 +154,7 @@ describe('what a server loads by the time it is ready (sqlite)', () => {
   }
 
   it(
-    'all: nothing that only turns, MCP servers, Redis, Postgres or a terminal need',
+    'all: nothing that only turns, MCP servers, A2A, Redis, Postgres or a terminal need',
     async () => {
       const modules = await serve('all');
       expect(modules).toContain('src/http/api-routes.ts');

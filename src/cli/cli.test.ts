@@ -83,6 +83,20 @@ describe('the CLI command line', () => {
     [['keys', 'create', '--org', 'x', '--scopes', 'root'], 'unknown scopes: root', 'agentry keys create'],
     [['keys', 'revoke', 'agk_'], 'the prefix needs at least 8 characters', 'agentry keys revoke <prefix|key>'],
     [['credits', 'set', '--org', 'x', 'lots'], 'the amount must be a number', 'agentry credits set'],
+    [
+      ['keys', 'create', '--org', 'x', '--read-only', '--scopes', 'files:read,files:write'],
+      '--read-only takes no write scopes: files:write',
+      'agentry keys create',
+    ],
+    [['keys', 'create', '--org', 'x', '--agents', ','], '--agents needs at least one agent id', 'agentry keys create'],
+    [['retention', 'set', '--org', 'x'], 'give at least one of --sessions', 'agentry retention set'],
+    [
+      ['retention', 'set', '--org', 'x', '--files', 'week'],
+      '--files must be a number of days (1 to 36500), "forever" or "default"',
+      'agentry retention set',
+    ],
+    [['retention', 'set', '--org', 'x', '--runs', '0'], '--runs must be a number of days', 'agentry retention set'],
+    [['retention', 'show', '--org', 'x', '--runs', '3'], 'retention show takes no --runs', 'agentry retention show'],
     [['orgs', 'list', '--orgs'], "Unknown option '--orgs'", null],
     [['keys', 'list', '--org'], "Option '--org <value>' argument missing", null],
   ])('%j is a usage error: exit 2, the message, the usage', async (argv, message, usage) => {

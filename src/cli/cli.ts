@@ -1,5 +1,5 @@
 /**
- * What `agentry <command>` does with its command line: serve, migrate, orgs, keys, credits, schedules (the table
+ * What `agentry <command>` does with its command line: serve, migrate, orgs, keys, credits, export, apply, schedules (the table
  * in commands.ts). Uses the same configuration as the server (AGENTRY_DATA_DIR or DATABASE_URL) and is safe to run
  * while it runs: every change is one transaction, and SQLite writers queue on the busy timeout. Every command names the database it used on
  * standard error (a path, or a URL without credentials), so a key made in the wrong data directory is noticed at
@@ -12,9 +12,28 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { COMMANDS, type Command, type OptionName, type Output, UsageError } from './commands.ts';
+import { COMMANDS, type Command, type FlagName, type OptionName, type Output, UsageError } from './commands.ts';
 
-const OPTION_NAMES: readonly OptionName[] = ['org', 'scopes', 'compat', 'role', 'key', 'rpm', 'turns'];
+const OPTION_NAMES: readonly OptionName[] = [
+  'org',
+  'scopes',
+  'compat',
+  'role',
+  'file',
+  'out',
+  'agents',
+  'sessions',
+  'runs',
+  'session-events',
+  'files',
+  'webhooks',
+  'key',
+  'rpm',
+  'turns',
+];
+const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only'];
+/** Options with a one-letter form. */
+const SHORT: Partial<Record<OptionName, string>> = { file: 'f' };
 const COLUMN = 40;
 
 function version(): string {
@@ -92,7 +111,13 @@ function parseOptions(argv: string[]) {
     args: argv,
     allowPositionals: true,
     options: {
-      ...Object.fromEntries(OPTION_NAMES.map((name) => [name, { type: 'string' as const }])),
+      ...Object.fromEntries(
+        OPTION_NAMES.map((name) => {
+          const short = SHORT[name];
+          return [name, short === undefined ? { type: 'string' as const } : { type: 'string' as const, short }];
+        }),
+      ),
+      ...Object.fromEntries(FLAG_NAMES.map((name) => [name, { type: 'boolean' as const }])),
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -111,10 +136,16 @@ function inputFor(command: Command, values: Record<string, unknown>, positionals
   for (const name of command.required) {
     if (options[name] === undefined) throw new UsageError(`--${name} is required`);
   }
+  const flags: Partial<Record<FlagName, true>> = {};
+  for (const name of FLAG_NAMES) {
+    if (values[name] !== true) continue;
+    if (!(command.flags ?? []).includes(name)) throw new UsageError(`${command.words.join(' ')} takes no --${name}`);
+    flags[name] = true;
+  }
   const args = positionals.slice(command.words.length);
   if (args.length < command.args.length) throw new UsageError(`${command.args[args.length]} is missing`);
   if (args.length > command.args.length) throw new UsageError(`unexpected argument: ${args[command.args.length]}`);
-  return { args, options };
+  return { args, options, flags };
 }
 
 /** Runs one command line, writing to `output`; resolves to the exit status. */

@@ -3,10 +3,47 @@
  * parses the command line against this table and prints every help text from it, so a command and its help
  * cannot part ways.
  */
-import { parseScopes, SCOPES } from '../domain/auth/scopes.ts';
+import { isReadScope, parseScopes, READ_SCOPES, SCOPES } from '../domain/auth/scopes.ts';
 import { formatTable, formatTime } from './table.ts';
 
-export type OptionName = 'org' | 'scopes' | 'compat' | 'role' | 'key' | 'rpm' | 'turns';
+export type OptionName =
+  | 'org'
+  | 'scopes'
+  | 'compat'
+  | 'role'
+  | 'file'
+  | 'out'
+  | 'agents'
+  | 'sessions'
+  | 'runs'
+  | 'session-events'
+  | 'files'
+  | 'webhooks'
+  | 'key'
+  | 'rpm'
+  | 'turns';
+/** Options that take no value. */
+export type FlagName = 'dry-run' | 'force' | 'read-only';
+
+/** The retention options of `retention set`, by the kind of data each sets (docs/retention.md). */
+const RETENTION_OPTIONS = {
+  sessions: 'sessions',
+  runs: 'runs',
+  'session-events': 'sessionEvents',
+  files: 'files',
+  webhooks: 'webhooks',
+} as const;
+
+/** `30` → 30 days, `forever` → 0, `default` → null; undefined for anything else. */
+function retentionValue(text: string): number | null | undefined {
+  if (text === 'forever') return 0;
+  if (text === 'default') return null;
+  if (!/^\d+$/.test(text)) return undefined;
+  const days = Number(text);
+  return days >= 1 && days <= 36_500 ? days : undefined;
+}
+
+const days = (value: number | null) => (value === null ? 'forever' : `${value} days`);
 
 /** Where a command writes: the process's streams, or a test's. */
 export interface Output {
@@ -18,6 +55,7 @@ export interface CommandInput {
   /** The positional arguments after the command's words, as many as `args` names. */
   args: string[];
   options: Partial<Record<OptionName, string>>;
+  flags: Partial<Record<FlagName, true>>;
   output: Output;
 }
 
@@ -31,6 +69,8 @@ export interface Command {
   /** What `<command> --help` adds below the usage line. */
   details: string;
   options: readonly OptionName[];
+  /** The flags it takes (none when absent). */
+  flags?: readonly FlagName[];
   /** Options it cannot run without. */
   required: readonly OptionName[];
   /** Its positional arguments, by the names the synopsis uses; each is required. */
@@ -146,19 +186,30 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     words: ['keys', 'create'],
-    synopsis: '--org <name> [--scopes a,b] [--compat auto|strict|openai]',
+    synopsis: '--org <name> [--scopes a,b] [--read-only] [--agents agt_1,agt_2] [--compat auto|strict|openai]',
     summary: 'create an API key; prints only the key',
     details:
       `Creates an API key of the organization and prints only the key on standard output.\n${ORG}\n` +
       `--scopes a,b gives it only those scopes (default: all of them):\n  ${SCOPES.join(' ')}\n` +
+      `--read-only gives it the read scopes only (${READ_SCOPES.join(' ')}), or those of --scopes.\n` +
+      '--agents a,b limits it to those agents of the organization: it sees and uses no other.\n' +
       '--compat fixes how its /v1/responses requests are validated (default: AGENTRY_RESPONSES_COMPAT).',
-    options: ['org', 'scopes', 'compat'],
+    options: ['org', 'scopes', 'compat', 'agents'],
+    flags: ['read-only'],
     required: ['org'],
     args: [],
-    async run({ options, output }) {
+    async run({ options, flags, output }) {
       const parsed = options.scopes === undefined ? { scopes: [...SCOPES], unknown: [] } : parseScopes(options.scopes);
       if (parsed.unknown.length > 0) throw new UsageError(`unknown scopes: ${parsed.unknown.join(', ')}`);
+      if (flags['read-only'] === true) {
+        const writes = options.scopes === undefined ? [] : parsed.scopes.filter((scope) => !isReadScope(scope));
+        if (writes.length > 0) throw new UsageError(`--read-only takes no write scopes: ${writes.join(', ')}`);
+        parsed.scopes = parsed.scopes.filter(isReadScope);
+      }
       if (parsed.scopes.length === 0) throw new UsageError('--scopes needs at least one scope');
+      const agentIds =
+        options.agents === undefined ? null : [...new Set(options.agents.split(/[\s,]+/).filter((id) => id !== ''))];
+      if (agentIds !== null && agentIds.length === 0) throw new UsageError('--agents needs at least one agent id');
       const { COMPAT_SETTINGS } = await import('../config.ts');
       const compat = COMPAT_SETTINGS.find((setting) => setting === options.compat) ?? null;
       if (options.compat !== undefined && compat === null) {
@@ -166,7 +217,7 @@ export const COMMANDS: readonly Command[] = [
       }
       const { withDeps, orgId } = await database();
       const key = await withDeps(output, async (deps) =>
-        deps.orgs.createKey(await orgId(deps, options.org), parsed.scopes, undefined, compat),
+        deps.orgs.createKey(await orgId(deps, options.org), parsed.scopes, undefined, compat, agentIds),
       );
       output.stdout.write(`${key}\n`);
     },
@@ -174,8 +225,8 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['keys', 'list'],
     synopsis: '--org <name>',
-    summary: "list an organization's keys: prefix, scopes, created, last used",
-    details: `One line per key: its prefix (never the key), scopes, creation, last use and status. ${ORG}`,
+    summary: "list an organization's keys: prefix, scopes, created, last used, agents",
+    details: `One line per key: its prefix (never the key), scopes, creation, last use, status and the agents it is limited to. ${ORG}`,
     options: ['org'],
     required: ['org'],
     args: [],
@@ -191,8 +242,9 @@ export const COMMANDS: readonly Command[] = [
         formatTime(key.createdAt),
         key.lastUsedAt === null ? 'never' : formatTime(key.lastUsedAt),
         key.revokedAt !== null ? 'revoked' : key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'active',
+        key.agentIds === null ? 'all' : key.agentIds.join(','),
       ]);
-      output.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS'], rows));
+      output.stdout.write(formatTable(['PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'STATUS', 'AGENTS'], rows));
     },
   },
   {
@@ -229,6 +281,108 @@ export const COMMANDS: readonly Command[] = [
       const { withDeps, orgId } = await database();
       await withDeps(output, async (deps) => deps.orgs.setCredits(await orgId(deps, options.org), usd));
       output.stdout.write(`credits of ${options.org}: ${usd === null ? 'unlimited' : `$${usd}`}\n`);
+    },
+  },
+  {
+    words: ['retention', 'show'],
+    synopsis: '--org <name>',
+    summary: "show an organization's data retention",
+    details:
+      'One line per kind of data: the days it is kept (or forever), and whether the organization set it or it\n' +
+      `follows the deployment default (AGENTRY_RETENTION_*_DAYS; docs/retention.md). ${ORG}`,
+    options: ['org'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const { withDeps, orgId } = await database();
+      const retention = await withDeps(output, async (deps) => deps.retention.get(await orgId(deps, options.org)));
+      const rows = Object.entries(RETENTION_OPTIONS).map(([name, kind]) => [
+        name,
+        days(retention.effective[kind]),
+        retention.own[kind] === null ? 'default' : 'organization',
+      ]);
+      output.stdout.write(formatTable(['DATA', 'KEPT', 'SET BY'], rows));
+    },
+  },
+  {
+    words: ['retention', 'set'],
+    synopsis:
+      '--org <name> [--sessions N] [--runs N] [--session-events N] [--files N] [--webhooks N] (N: days|forever|default)',
+    summary: "set how long an organization's data is kept",
+    details:
+      'Sets the days each kind given is kept before the retention sweeper deletes it: sessions (with their\n' +
+      'messages, items, events), runs (with their traces), session events, files (rows and bytes), webhook\n' +
+      `delivery history. "forever" keeps it; "default" follows AGENTRY_RETENTION_*_DAYS. ${ORG}`,
+    options: ['org', 'sessions', 'runs', 'session-events', 'files', 'webhooks'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const change: Partial<Record<(typeof RETENTION_OPTIONS)[keyof typeof RETENTION_OPTIONS], number | null>> = {};
+      for (const [name, kind] of Object.entries(RETENTION_OPTIONS)) {
+        const text = options[name as keyof typeof RETENTION_OPTIONS];
+        if (text === undefined) continue;
+        const value = retentionValue(text);
+        if (value === undefined) {
+          throw new UsageError(`--${name} must be a number of days (1 to 36500), "forever" or "default"`);
+        }
+        change[kind] = value;
+      }
+      if (Object.keys(change).length === 0) {
+        throw new UsageError('give at least one of --sessions, --runs, --session-events, --files, --webhooks');
+      }
+      const { withDeps, orgId } = await database();
+      const retention = await withDeps(output, async (deps) =>
+        deps.retention.update(await orgId(deps, options.org), change),
+      );
+      const summary = Object.entries(RETENTION_OPTIONS).map(
+        ([name, kind]) => `${name} ${days(retention.effective[kind])}`,
+      );
+      output.stdout.write(`retention of ${options.org}: ${summary.join(', ')}\n`);
+    },
+  },
+  {
+    words: ['export'],
+    synopsis: '--org <name> --out <dir>',
+    summary: "write the organization's agents as YAML files, with their lock",
+    details:
+      `Writes one <name>.agent.yaml per agent into the folder (made if missing), the lock of their versions\n(agentry.lock.json) and the JSON Schema editors validate the files with. ${ORG}\n` +
+      'Applying the folder back (agentry apply -f <dir>) changes nothing. See docs/agents-as-code.md.',
+    options: ['org', 'out'],
+    required: ['org', 'out'],
+    args: [],
+    async run({ options, output }) {
+      const { withDeps, orgId } = await database();
+      const { exportAgents } = await import('./agents-as-code.ts');
+      const files = await withDeps(output, async (deps) =>
+        exportAgents(deps, await orgId(deps, options.org), options.out ?? ''),
+      );
+      output.stdout.write(`exported ${files.length} agent${files.length === 1 ? '' : 's'} to ${options.out}\n`);
+    },
+  },
+  {
+    words: ['apply'],
+    synopsis: '--org <name> -f <dir|file> [--dry-run] [--force]',
+    summary: 'create or update agents from YAML files, printing the plan',
+    details:
+      `Applies the agent documents of a YAML file, or of every .yaml/.yml file of a folder, matching agents by name,\nand prints what it did. ${ORG}\n` +
+      '--dry-run prints the plan and writes nothing. The versions applied are kept in agentry.lock.json next to the\n' +
+      'documents; an agent changed since (in the console or the API) is refused unless --force. See\n' +
+      'docs/agents-as-code.md.',
+    options: ['org', 'file'],
+    flags: ['dry-run', 'force'],
+    required: ['org', 'file'],
+    args: [],
+    async run({ options, flags, output }) {
+      const { withDeps, orgId } = await database();
+      const { applyDocuments, planLines } = await import('./agents-as-code.ts');
+      const dryRun = flags['dry-run'] === true;
+      const result = await withDeps(output, async (deps) =>
+        applyDocuments(deps, await orgId(deps, options.org), options.file ?? '', {
+          dryRun,
+          force: flags.force === true,
+        }),
+      );
+      output.stdout.write(planLines(result.plan, dryRun));
     },
   },
   {

@@ -21,32 +21,20 @@ import {
 } from '../domain/turns/items.ts';
 import { addCompactionUsage } from '../domain/turns/turn-store.ts';
 import { newId } from '../lib/ids.ts';
-import { storableText } from '../lib/storable-text.ts';
-import { CHARS_PER_TOKEN, contextTokens, fixedTokens, messageTokens, unitStart } from '../models/context-fit.ts';
+import { contextTokens, fixedTokens, messageTokens, unitStart } from '../models/context-fit.ts';
 import { costMicros } from '../models/pricing.ts';
-import type { ContextMessage, Usage } from '../models/types.ts';
+import { type Summary, summariseConversation } from '../models/summarise.ts';
+import type { ContextMessage } from '../models/types.ts';
+import { attachedFiles } from './attached-files.ts';
 import { contextRoom, type StepFrame } from './context-window.ts';
 import { compactionEvent } from './step-events.ts';
 import { change, type Turn } from './turn-context.ts';
 import { ensureStarted } from './turn-start.ts';
 
-/** What the summariser is told (docs/context.md quotes it). */
-export const COMPACTION_INSTRUCTIONS = [
-  'You write the working memory of an AI agent whose conversation no longer fits its context window.',
-  'Summarise the conversation you are given (and the summary so far, when there is one) so that the agent can go on',
-  'from your summary alone: what the user asked for and still wants, decisions and facts established, what each tool',
-  'call found (names, identifiers, numbers, paths, errors), what is done and what remains. Keep exact values; leave',
-  'out pleasantries and repetition. Write plain text, in the language of the conversation, and nothing else.',
-].join('\n');
-
 /** The share of the window (less the output reserved) past which the conversation is compacted by default. */
 const DEFAULT_THRESHOLD_SHARE = 0.8;
 /** The share of the threshold the newest units kept as they are may take. */
 const KEPT_SHARE = 0.3;
-/** The longest summary, in tokens (at most an eighth of the room). */
-const SUMMARY_MAX_TOKENS = 2_000;
-/** How long one summarising call may take. */
-const SUMMARY_TIMEOUT_MS = 120_000;
 
 /** The conversation tokens past which a step compacts: the agent's `compactThreshold`, else 80 % of the room. */
 export function compactionThreshold(turn: Turn, frame: StepFrame): number {
@@ -90,90 +78,16 @@ function planOf(whole: ContextMessage[], ids: string[], keep: number): Plan | nu
   };
 }
 
-/** One entry of the conversation as the summariser reads it, cut to `max` characters with a note. */
-function transcript(message: ContextMessage, max: number): string {
-  let text: string;
-  if (message.role === 'user') {
-    const parts = message.content.map((part) =>
-      part.type === 'text' ? part.text : part.type === 'image' ? '[image]' : `[file ${part.filename}]`,
-    );
-    text = `User: ${parts.join('\n')}`;
-  } else if (message.role === 'assistant') {
-    const calls = message.toolCalls.map((call) => `Assistant called ${call.name}(${call.arguments}) [${call.callId}]`);
-    text = [message.text === '' ? [] : [`Assistant: ${message.text}`], calls].flat().join('\n');
-  } else {
-    text = message.results.map((result) => `Output of ${result.name} [${result.callId}]: ${result.output}`).join('\n');
-  }
-  if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n[cut for the summary: ${max} of ${text.length} characters kept]`;
-}
-
-/** The conversation as text, in chunks of at most `chars` characters each. */
-function chunksOf(messages: ContextMessage[], chars: number): string[] {
-  const chunks: string[] = [];
-  let current = '';
-  for (const message of messages) {
-    const text = transcript(message, chars - 100);
-    if (current !== '' && current.length + text.length + 2 > chars) {
-      chunks.push(current);
-      current = '';
-    }
-    current = current === '' ? text : `${current}\n\n${text}`;
-  }
-  if (current !== '') chunks.push(current);
-  return chunks;
-}
-
-interface Summary {
-  text: string;
-  usage: Usage;
-  calls: number;
-  startedAt: number;
-}
-
-/** One summarising call: the running summary and the next chunk in, the new summary out. */
-async function summaryCall(turn: Turn, running: string, chunk: string, maxTokens: number): Promise<Summary> {
+/** The summary of `plan`, written by the agent's model within the turn's signal. */
+function summarise(turn: Turn, plan: Plan, room: number): Promise<Summary> {
   const { deps, agent } = turn;
-  const startedAt = deps.clock.now();
-  const text =
-    running === ''
-      ? `Conversation:\n${chunk}`
-      : `Summary so far:\n${running}\n\nThe conversation that follows it:\n${chunk}`;
-  let out = '';
-  let usage: Usage = { inputTokens: 0, outputTokens: 0 };
-  for await (const event of deps.models.adapter(agent.model).stream({
+  const by = {
+    adapter: deps.models.adapter(agent.model),
     model: agent.model,
-    instructions: COMPACTION_INSTRUCTIONS,
-    context: [{ role: 'user', content: [{ type: 'text', text }] }],
-    tools: [],
-    settings: { maxOutputTokens: maxTokens },
-    signal: AbortSignal.any([turn.signal, AbortSignal.timeout(SUMMARY_TIMEOUT_MS)]),
-  })) {
-    if (event.type === 'text-delta') out += event.text;
-    else if (event.type === 'finish') usage = event.usage;
-  }
-  const summary = storableText(out.trim()).slice(0, maxTokens * CHARS_PER_TOKEN);
-  if (summary === '') throw new Error('the model wrote an empty summary');
-  return { text: summary, usage, calls: 1, startedAt };
-}
-
-/** The summary of `plan`, chunk by chunk, each call within `room` conversation tokens. */
-async function summarise(turn: Turn, plan: Plan, room: number): Promise<Summary> {
-  const maxTokens = Math.max(64, Math.min(SUMMARY_MAX_TOKENS, Math.floor(room / 8)));
-  const prompt = fixedTokens(COMPACTION_INSTRUCTIONS, []) + 64;
-  const chars = Math.max(400, (room - 2 * maxTokens - prompt) * CHARS_PER_TOKEN);
-  const total: Summary = { text: '', usage: { inputTokens: 0, outputTokens: 0 }, calls: 0, startedAt: 0 };
-  for (const chunk of chunksOf(plan.summarised, chars)) {
-    const next = await summaryCall(turn, total.text, chunk, maxTokens);
-    if (total.calls === 0) total.startedAt = next.startedAt;
-    total.text = next.text;
-    total.calls += 1;
-    total.usage = {
-      inputTokens: total.usage.inputTokens + next.usage.inputTokens,
-      outputTokens: total.usage.outputTokens + next.usage.outputTokens,
-    };
-  }
-  return total;
+    signal: turn.signal,
+    now: () => deps.clock.now(),
+  };
+  return summariseConversation(by, plan.summarised, room);
 }
 
 /** The compaction's span: before the agent_step of the step it precedes, with its calls' usage and cost. */
@@ -258,7 +172,9 @@ export async function compactLog(
   const builder: ContextBuilder = turn.log.contextOf(items);
   const room = contextRoom(turn, frame) ?? Number.MAX_SAFE_INTEGER;
   const keep = Math.floor(compactionThreshold(turn, frame) * KEPT_SHARE);
-  const plan = planOf(builder.build(), builder.entryItemIds(), keep);
+  // The summary reads the attached files as the step would send them.
+  const whole = builder.build(await attachedFiles(turn, builder.attachmentIds()));
+  const plan = planOf(whole, builder.entryItemIds(), keep);
   if (plan === null) return null;
   let summary: Summary;
   try {
@@ -276,7 +192,8 @@ export async function compactLog(
 /** Compacts the log before a step when the turn's policy is compaction and its conversation passes the threshold. */
 export async function compactIfDue(turn: Turn, frame: StepFrame, items: Item[]): Promise<Item[] | null> {
   if (turn.contextPolicy !== 'compaction') return null;
-  const whole = turn.log.contextOf(items).build();
+  const builder = turn.log.contextOf(items);
+  const whole = builder.build(await attachedFiles(turn, builder.attachmentIds()));
   if (contextTokens(whole) <= compactionThreshold(turn, frame)) return null;
   return compactLog(turn, frame, items, 'threshold');
 }

@@ -8,7 +8,6 @@ import { insertApprovals, type NewApproval, newApprovalId } from '../domain/appr
 import { debitCredits } from '../domain/billing/credits.ts';
 import { writeEvents } from '../domain/outbox.ts';
 import {
-  type AttachedFile,
   appendItems,
   assistantItemId,
   type CallServer,
@@ -37,6 +36,7 @@ import {
 import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
+import { attachedFiles } from './attached-files.ts';
 import { compactIfDue, compactLog } from './compaction.ts';
 import { contextRoom, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
@@ -55,18 +55,6 @@ export interface StepOutput {
 
 /** A step's tool call as stored: classified by the turn's tools, with the server that runs it. */
 type ClassifiedCall = ToolCall & { kind: ReturnType<TurnTools['kindOf']>; server: CallServer | undefined };
-
-/** Loads the files attached to user input in the context (missing ones are left out). */
-async function attachedFiles(turn: Turn, fileIds: string[]): Promise<Map<string, AttachedFile>> {
-  const files = new Map<string, AttachedFile>();
-  const reader = turn.deps.files;
-  if (reader === undefined) return files;
-  for (const fileId of fileIds) {
-    const file = await reader.read(turn.message.org_id, fileId);
-    if (file !== null) files.set(fileId, file);
-  }
-  return files;
-}
 
 /**
  * The calls of a step the turn makes, of those the model asked for: none past the turn's `maxToolCalls` (counting

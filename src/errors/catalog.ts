@@ -188,6 +188,12 @@ export const errorCatalog = {
     description:
       "The model's final reply did not have the structure the turn asked for (Responses `text.format`, a message's or agent's `outputFormat`): not JSON, or not matching the schema; the message names the first violation. It ends a turn `failed` (its Response `failed` with this error code), keeping the text; an API that answers with a turn's outcome answers with it.",
   },
+  compaction_failed: {
+    status: 502,
+    type: 'server_error',
+    description:
+      "POST /v1/responses/compact: the agent's model could not write the summary (the provider's error, the 120 s limit of a call, or an empty summary); the message says which. Nothing is charged.",
+  },
   mcp_server_unreachable: {
     status: 502,
     type: 'server_error',

@@ -6,6 +6,7 @@ import (test/startup-imports.test.ts).
  */
 import type { StreamHub } from '../bus/live-hub.ts';
 import type { Deps } from '../deps.ts';
+import { createAgentLimitHook } from './agent-limits.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { a2aRoutes } from './routes/a2a.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -23,6 +24,7 @@ import { modelRoutes } from './routes/models.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { reportRoutes } from './routes/reports.ts';
 import { responseRoutes } from './routes/responses.ts';
+import { retentionRoutes } from './routes/retention.ts';
 import { runRoutes } from './routes/runs.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sdkRoutes } from './routes/sdk.ts';
@@ -32,11 +34,16 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/stream.ts';
 import { systemRoutes } from './routes/system.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { usageRoutes } from './routes/usage.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { workflowRunRoutes } from './routes/workflow-runs.ts';
 import type { App } from './types.ts';
 
 export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hub: StreamHub): void {
+  // Keys limited to named agents: before the routes, so that every one of them has the hooks.
+  const agentLimits = createAgentLimitHook(deps);
+  app.addHook('preValidation', agentLimits.check);
+  app.addHook('preSerialization', agentLimits.filter);
   systemRoutes(app, deps, lifecycle);
   agentRoutes(app, deps);
   memoryRoutes(app, deps);
@@ -56,6 +63,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
   adminRoutes(app, deps);
+  retentionRoutes(app, deps);
   taskRoutes(app, deps);
   a2aRoutes(app, deps);
   legacyWebhookRoutes(app, deps);
@@ -64,4 +72,5 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   workflowRunRoutes(app, deps);
   consoleRoutes(app);
   streamRoutes(app, deps, hub);
+  usageRoutes(app, deps);
 }

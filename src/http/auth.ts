@@ -10,7 +10,7 @@ import { policyHeader, type RateLimiter, stateHeader } from '../domain/limits/ra
 import type { Authenticator } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { Clock } from '../lib/clock.ts';
-import { runWithRequestKey } from '../lib/request-key.ts';
+import { runWithApiKey } from '../lib/request-key.ts';
 
 function presentedKey(request: FastifyRequest): string | null {
   const authorization = request.headers.authorization;
@@ -81,12 +81,16 @@ export function createAuthHook(deps: {
 }
 
 /**
- * Runs the rest of an authenticated request with its key's id at hand (lib/request-key.ts): a turn it submits
- * records the key, for the key's limit of concurrent turns. After the body is parsed, so the handler sees it.
+ * A preHandler hook (after the body is parsed, so the handler and everything it awaits see it): the request's API
+ * key, for what records the key that submitted it (runs.api_key_id, and sessions.turn_key_id for the key's limit of
+ * concurrent turns).
  */
-export function requestKeyHook(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
-  if (request.principal === null) done();
-  else runWithRequestKey(request.principal.keyId, done);
+export function bindRequestKey(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  if (request.principal === null) {
+    done();
+    return;
+  }
+  runWithApiKey(request.principal.keyId, done);
 }
 
 /** The authenticated organization of a request on a route that requires a key. */

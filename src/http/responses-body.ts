@@ -7,7 +7,12 @@ import type { FastifySchemaCompiler } from 'fastify';
 import { AGENTS_LISTED, quoted } from '../domain/responses/response-request.ts';
 import { validationError } from '../errors/app-error.ts';
 import type { CompatMode } from './client-mode.ts';
-import { ResponseCreateCompat, ResponseCreateStrict } from './schemas/responses.ts';
+import {
+  ResponseCompactCompat,
+  ResponseCompactStrict,
+  ResponseCreateCompat,
+  ResponseCreateStrict,
+} from './schemas/responses.ts';
 import {
   createValidatorCompiler,
   describeValidationError,
@@ -41,18 +46,25 @@ const NOTES: Record<string, string> = {
 export const responsesValidatorCompiler: FastifySchemaCompiler<unknown> = (route) =>
   route.httpPart === 'body' ? () => true : compiler(route);
 
+/** The two bodies: POST /v1/responses, and POST /v1/responses/compact (the same with `input` optional). */
+export type ResponseBodyKind = 'create' | 'compact';
+
 /** The schema each mode validates with: the branches of the body the route declares (and the OpenAPI document shows). */
 export const responseBodySchemas: Record<CompatMode, unknown> = {
   strict: requestPartSchema(ResponseCreateStrict, 'body'),
   openai: requestPartSchema(ResponseCreateCompat, 'body'),
 };
+const compactBodySchemas: Record<CompatMode, unknown> = {
+  strict: requestPartSchema(ResponseCompactStrict, 'body'),
+  openai: requestPartSchema(ResponseCompactCompat, 'body'),
+};
 const compile = (schema: unknown) => compiler({ schema, httpPart: 'body', method: 'POST', url: '/v1/responses' });
 type Validator = ReturnType<typeof compile>;
 /** Compiled on first use, so a server starts without paying for them. */
-const compiled: Partial<Record<CompatMode, Validator>> = {};
-const validator = (mode: CompatMode): Validator => {
-  compiled[mode] ??= compile(responseBodySchemas[mode]);
-  return compiled[mode];
+const compiled: Partial<Record<`${ResponseBodyKind}:${CompatMode}`, Validator>> = {};
+const validator = (mode: CompatMode, kind: ResponseBodyKind = 'create'): Validator => {
+  compiled[`${kind}:${mode}`] ??= compile((kind === 'create' ? responseBodySchemas : compactBodySchemas)[mode]);
+  return compiled[`${kind}:${mode}`] as Validator;
 };
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -76,8 +88,8 @@ function modelProblem(model: unknown): string {
 }
 
 /** Throws a 400 naming the first field of `body` that the mode's schema refuses. */
-export function validateResponseBody(body: unknown, mode: CompatMode): void {
-  const validate = validator(mode);
+export function validateResponseBody(body: unknown, mode: CompatMode, kind: ResponseBodyKind = 'create'): void {
+  const validate = validator(mode, kind);
   if (validate(body) !== false) return;
   const [error] = validate.errors ?? [];
   if (error === undefined) throw validationError('body', 'body is invalid');
@@ -91,7 +103,7 @@ export function validateResponseBody(body: unknown, mode: CompatMode): void {
   const value =
     error.keyword === 'enum' || error.keyword === 'const' ? JSON.stringify(at(body, error.instancePath)) : null;
   const refused = error.keyword === 'additionalProperties' || error.keyword === 'false schema' || value !== null;
-  if (mode === 'strict' && refused && acceptedInCompatMode(body, error.instancePath, param)) {
+  if (mode === 'strict' && refused && acceptedInCompatMode(body, error.instancePath, param, kind)) {
     const note = NOTES[value ?? param.split('.').at(-1) ?? ''];
     const what = `${param}${value === null ? '' : ` ${value}`}${note === undefined ? '' : ` (${note})`}`;
     throw validationError(param, `${what} is not part of the strict Responses body; ${COMPAT_HINT}`);
@@ -105,9 +117,9 @@ export function validateResponseBody(body: unknown, mode: CompatMode): void {
  * Whether compatibility mode takes what strict mode refused: a top-level field it declares, or anything else in a
  * body it accepts as a whole.
  */
-function acceptedInCompatMode(body: unknown, pointer: string, param: string): boolean {
+function acceptedInCompatMode(body: unknown, pointer: string, param: string, kind: ResponseBodyKind): boolean {
   if (pointer === '' && !param.includes('.') && !param.includes('[')) {
     return Object.hasOwn(ResponseCreateCompat.properties, param);
   }
-  return validator('openai')(body) !== false;
+  return validator('openai', kind)(body) !== false;
 }

@@ -25,6 +25,8 @@ export interface Metrics {
   /** Deliveries settled: delivered, failed (given up or expired), retry (scheduled again). */
   webhookOutcomes(counts: { delivered: number; failed: number; retry: number }): void;
   leaseTakeover(): void;
+  /** Rows one retention sweep deleted, by kind of data (docs/retention.md). */
+  retentionDeleted(counts: Readonly<Record<string, number>>): void;
   httpRequest(labels: { method: string; route: string; status: number }, durationMs: number): void;
   /** Reads the gauges that live in the database (webhook backlog) from this executor at scrape time. */
   watchDatabase(db: Executor): void;
@@ -44,6 +46,7 @@ export const noopMetrics: Metrics = {
   webhookAttempt: noop,
   webhookOutcomes: noop,
   leaseTakeover: noop,
+  retentionDeleted: noop,
   httpRequest: noop,
   watchDatabase: noop,
   scrape: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: '' }),

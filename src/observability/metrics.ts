@@ -96,6 +96,12 @@ export function createMetrics(): Metrics {
     buckets: SECONDS,
     registers: [registry],
   });
+  const retentionDeleted = new Counter({
+    name: 'agentry_retention_deleted_total',
+    help: 'Rows the retention sweeper deleted, by kind: sessions, runs, sessionEvents, files, webhooks',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   const takeovers = new Counter({
     name: 'agentry_lease_takeovers_total',
     help: 'Turns resumed by this worker after the worker running them stopped or died',
@@ -155,6 +161,9 @@ export function createMetrics(): Metrics {
       for (const outcome of ['delivered', 'failed', 'retry'] as const) {
         if (counts[outcome] > 0) webhookAttempts.inc({ outcome }, counts[outcome]);
       }
+    },
+    retentionDeleted(counts) {
+      for (const [kind, count] of Object.entries(counts)) if (count > 0) retentionDeleted.inc({ kind }, count);
     },
     leaseTakeover() {
       takeovers.inc();

@@ -28,6 +28,8 @@ const run: RunRow = {
   completed_at: 1_900,
   exported_at: null,
   warnings: null,
+  api_key_id: null,
+  end_user: null,
 };
 
 const span = (fields: Partial<SpanRow>): SpanRow => ({

@@ -44,6 +44,19 @@ export interface ApiKeysTable {
   /** Responses validation mode of this key: auto | strict | openai; null follows AGENTRY_RESPONSES_COMPAT. */
   compat: ColumnType<string | null, string | null | undefined, string | null>;
   last_used_at: Millis | null;
+  /** JSON array of the agent ids the key is limited to (migration 0035); null: every agent of its organization. */
+  agent_ids: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An organization's retention in days per kind of data: null follows the deployment's default, 0 keeps forever. */
+export interface OrgRetentionTable {
+  org_id: string;
+  sessions_days: number | null;
+  runs_days: number | null;
+  session_events_days: number | null;
+  files_days: number | null;
+  webhooks_days: number | null;
+  updated_at: Millis;
 }
 
 export interface AgentsTable {
@@ -168,6 +181,10 @@ export interface RunsTable {
   exported_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** The warnings of its message (messages.warnings), kept with the run. */
   warnings: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The API key whose request submitted the turn; null for scheduled turns and runs older than migration 0033. */
+  api_key_id: ColumnType<string | null, string | null | undefined, never>;
+  /** Its session's end user when the turn was accepted (runs outlive sessions); null when the session names none. */
+  end_user: ColumnType<string | null, string | null | undefined, never>;
 }
 
 export interface SpansTable {
@@ -278,6 +295,55 @@ export interface WebhookAttemptsTable {
   status_code: number | null;
   error: string | null;
   duration_ms: number;
+}
+
+export interface A2aPushConfigsTable {
+  id: string;
+  org_id: string;
+  /** The A2A task: a message id. */
+  task_id: string;
+  session_id: string;
+  agent_id: string;
+  /** The address the config was set through: notifications' report URLs are built on it. */
+  base_url: string;
+  /** The A2A config id, unique per task. */
+  config_id: string;
+  url: string;
+  /** Sealed (lib/secret-box.ts); sent as X-A2A-Notification-Token. */
+  sealed_token: string | null;
+  /** `Bearer` when the config carries authentication. */
+  auth_scheme: string | null;
+  sealed_credentials: string | null;
+  /** The task status last turned into a notification. */
+  notified_status: string;
+  seq: ColumnType<number, number | undefined, number>;
+  /** 1 once the task ended and its end was notified. */
+  done: ColumnType<number, number | undefined, number>;
+  created_at: Millis;
+  deleted_at: Millis | null;
+}
+
+export interface A2aPushDeliveriesTable {
+  id: string;
+  org_id: string;
+  config_id: string;
+  seq: number;
+  task_status: string;
+  /** The notification body, fixed when the state change was noticed. */
+  body: string;
+  status: DeliveryStatus;
+  attempts: ColumnType<number, number | undefined, number>;
+  status_code: number | null;
+  error: string | null;
+  created_at: Millis;
+  updated_at: Millis;
+  next_attempt_at: Millis | null;
+  deadline_at: Millis;
+  last_attempt_at: Millis | null;
+  completed_at: Millis | null;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_expires_at: ColumnType<Millis | null, Millis | null | undefined, Millis | null>;
+  lease_token: ColumnType<number, number | undefined, number>;
 }
 
 export interface FilesTable {
@@ -568,6 +634,8 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  a2a_push_configs: A2aPushConfigsTable;
+  a2a_push_deliveries: A2aPushDeliveriesTable;
   files: FilesTable;
   mcp_servers: McpServersTable;
   agent_mcp_servers: AgentMcpServersTable;
@@ -587,6 +655,7 @@ export interface Database {
   memories: MemoriesTable;
   limits: LimitsTable;
   rate_windows: RateWindowsTable;
+  org_retention: OrgRetentionTable;
 }
 
 export type OrgRow = Selectable<OrgsTable>;

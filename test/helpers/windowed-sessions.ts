@@ -1,7 +1,7 @@
 /**
  * Long sessions through the Responses API against a local model with a small window (context-window.test.ts,
  * compaction.test.ts): each exchange is an input the model answers with a call of `lookup`, then the call's large
- * output, which the model answers with text.
+ * output, which the model answers with text; some inputs may carry a file.
  */
 import { expect } from 'vitest';
 import { chunk, type Responder, sse, stubTokens, textReply, usageChunk } from './chat-completions-stub.ts';
@@ -47,11 +47,25 @@ export function windowedSessions(harness: () => Harness) {
       headers: { 'agentry-compat': 'openai' },
     });
 
-  /** One exchange: an input the model answers with a call, then the call's large output (20k characters). */
-  async function exchange(agentId: string, previous: string | null, index: number, extra = {}) {
-    const asked = json(
-      await respond({ model: agentId, input: `question ${index}`, previous_response_id: previous, ...extra }),
-    );
+  /**
+   * One exchange: an input the model answers with a call, then the call's large output (20k characters). With
+   * `fileId`, the input carries that file (`input_file`) beside its text.
+   */
+  async function exchange(agentId: string, previous: string | null, index: number, extra = {}, fileId?: string) {
+    const text = `question ${index}`;
+    const input =
+      fileId === undefined
+        ? text
+        : [
+            {
+              role: 'user',
+              content: [
+                { type: 'input_text', text },
+                { type: 'input_file', file_id: fileId },
+              ],
+            },
+          ];
+    const asked = json(await respond({ model: agentId, input, previous_response_id: previous, ...extra }));
     const call = asked.output?.find((item: { type: string }) => item.type === 'function_call');
     if (asked.status !== 'completed' || call === undefined) return { failed: 1, last: asked };
     const output = `${index}:${'y'.repeat(20_000)}`;

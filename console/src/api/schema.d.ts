@@ -2997,7 +2997,7 @@ export interface paths {
         put?: never;
         /**
          * A2A JSON-RPC binding
-         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
+         * @description A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the TaskPushNotificationConfig methods. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -3787,7 +3787,7 @@ export interface paths {
         };
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:read (or tasks:read).
          */
@@ -3938,7 +3938,7 @@ export interface paths {
         put?: never;
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -4117,7 +4117,7 @@ export interface paths {
         };
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:read (or tasks:read).
          */
@@ -4270,7 +4270,7 @@ export interface paths {
         post?: never;
         /**
          * A2A push notification configs (HTTP+JSON)
-         * @description Push notifications are not offered yet: answered with PushNotificationNotSupportedError.
+         * @description POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -7962,6 +7962,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export agent documents
+         * @description Agents as code (docs/agents-as-code.md): every agent of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first, and the lock of the versions they are at now.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            documents: {
+                                clientTools?: {
+                                    description: string;
+                                    name: string;
+                                    /** @description JSON Schema of the arguments: root type object with additionalProperties false; see docs/agents.md for the accepted subset */
+                                    parameters: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description true: every declared property must be required */
+                                    strict: boolean;
+                                    /** @enum {string} */
+                                    type: "function";
+                                }[];
+                                /** @description Extension field: null for 80 % of the window less the output reserved */
+                                compactThreshold?: number | null;
+                                /**
+                                 * @description Extension field: how turns keep their context within the model's context window. truncation drops the oldest messages; compaction summarises the older conversation into a compaction item once the context passes compactThreshold (the default for agents created on a model other than scripted); none sends the whole conversation (a turn past the window fails with model_context_exceeded). See docs/context.md
+                                 * @enum {string}
+                                 */
+                                contextPolicy?: "truncation" | "compaction" | "none";
+                                description?: string;
+                                instructions?: string;
+                                /** @enum {string} */
+                                kind: "agent";
+                                maxSteps?: number;
+                                mcpServers?: ({
+                                    /** @enum {string} */
+                                    kind: "internal";
+                                    /** @enum {string} */
+                                    name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "composio";
+                                    toolkit: string;
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "custom";
+                                    name?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    serverId: string;
+                                } | {
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "url";
+                                    /**
+                                     * Format: uri
+                                     * @description Public HTTPS Streamable-HTTP or SSE MCP endpoint
+                                     */
+                                    url: string;
+                                })[];
+                                /** @description provider/model, e.g. openai/gpt-4.1 or scripted */
+                                model?: string;
+                                name: string;
+                                networkPolicy?: {
+                                    additional_allowed_domains?: string[];
+                                    allow_network_egress: boolean;
+                                    allow_public_traffic?: boolean;
+                                    /** @enum {string} */
+                                    domain_allowlist: "none" | "package_managers_only" | "all_domains";
+                                };
+                                outputFormat?: {
+                                    description?: string;
+                                    name?: string;
+                                    /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                    schema?: Record<string, unknown>;
+                                    /** @description Default false */
+                                    strict?: boolean | null;
+                                    /** @enum {string} */
+                                    type: "text" | "json_object" | "json_schema";
+                                } | null;
+                                skills?: {
+                                    /** @description relative folder of the skill inside the repo */
+                                    path: string;
+                                    /** @description owner/name, without .git */
+                                    repo: string;
+                                }[];
+                                /**
+                                 * ToolApprovals
+                                 * @description Extension field: approval of server tool calls (MCP tools and built-in tools that change things; read-only calls never ask). Default {"default":"auto","overrides":{}}. See docs/tools.md
+                                 */
+                                toolApprovals?: {
+                                    /** @enum {string} */
+                                    default: "auto" | "always_ask";
+                                    /** @description Per tool: keys are a built-in tool name (e.g. sandbox_run), <server name>__<tool> for an MCP tool, or <server name>__* for every tool of a server; the tool wins over the wildcard, the wildcard over default. A bare MCP tool name can only make calls ask (docs/tools.md) */
+                                    overrides: {
+                                        [key: string]: "auto" | "always_ask";
+                                    };
+                                    /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
+                                    timeoutSeconds?: number;
+                                };
+                            }[];
+                            /** @description The content of agentry.lock.json */
+                            lock: {
+                                /** @description Per agent name, the version the last apply left it at */
+                                agents: {
+                                    [key: string]: number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;
@@ -10615,6 +10776,219 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the organization's data retention
+         * @description How many days each kind of data is kept before the retention sweeper deletes it (docs/retention.md): what applies, what the organization set and the deployment defaults.
+         *
+         *     Required scope: accounts:write.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The deployment's defaults, for what the organization did not set */
+                            defaults: {
+                                /** @description Uploaded files, rows and bytes, by upload: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Uploaded files, rows and bytes, by upload: days kept; null keeps forever. What applies now. */
+                            files_days: number | null;
+                            /** @enum {string} */
+                            object: "organization.retention";
+                            /** @description What the organization set */
+                            organization: {
+                                /** @description Uploaded files, rows and bytes, by upload: the organization's own setting: days, 0 forever, null the default */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the organization's own setting: days, 0 forever, null the default */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the organization's own setting: days, 0 forever, null the default */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the organization's own setting: days, 0 forever, null the default */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the organization's own setting: days, 0 forever, null the default */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Ended runs with their traces (spans), by creation: days kept; null keeps forever. What applies now. */
+                            runs_days: number | null;
+                            /** @description Session events (the event history of a session; its newest event stays), by creation: days kept; null keeps forever. What applies now. */
+                            session_events_days: number | null;
+                            /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days kept; null keeps forever. What applies now. */
+                            sessions_days: number | null;
+                            /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days kept; null keeps forever. What applies now. */
+                            webhooks_days: number | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the organization's data retention
+         * @description Sets the days each kind given is kept (0: forever; null: back to the deployment default); kinds not given stay. Data older than the new retention is deleted by the next sweep.
+         *
+         *     Required scope: accounts:write.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Uploaded files, rows and bytes, by upload: days to keep; 0 keeps forever; null follows the default */
+                        files_days?: number | null;
+                        /** @description Ended runs with their traces (spans), by creation: days to keep; 0 keeps forever; null follows the default */
+                        runs_days?: number | null;
+                        /** @description Session events (the event history of a session; its newest event stays), by creation: days to keep; 0 keeps forever; null follows the default */
+                        session_events_days?: number | null;
+                        /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days to keep; 0 keeps forever; null follows the default */
+                        sessions_days?: number | null;
+                        /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days to keep; 0 keeps forever; null follows the default */
+                        webhooks_days?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The deployment's defaults, for what the organization did not set */
+                            defaults: {
+                                /** @description Uploaded files, rows and bytes, by upload: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the deployment's default (AGENTRY_RETENTION_*_DAYS); null keeps forever */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Uploaded files, rows and bytes, by upload: days kept; null keeps forever. What applies now. */
+                            files_days: number | null;
+                            /** @enum {string} */
+                            object: "organization.retention";
+                            /** @description What the organization set */
+                            organization: {
+                                /** @description Uploaded files, rows and bytes, by upload: the organization's own setting: days, 0 forever, null the default */
+                                files_days: number | null;
+                                /** @description Ended runs with their traces (spans), by creation: the organization's own setting: days, 0 forever, null the default */
+                                runs_days: number | null;
+                                /** @description Session events (the event history of a session; its newest event stays), by creation: the organization's own setting: days, 0 forever, null the default */
+                                session_events_days: number | null;
+                                /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: the organization's own setting: days, 0 forever, null the default */
+                                sessions_days: number | null;
+                                /** @description Webhook delivery attempts and ended redeliveries, by when they were made: the organization's own setting: days, 0 forever, null the default */
+                                webhooks_days: number | null;
+                            };
+                            /** @description Ended runs with their traces (spans), by creation: days kept; null keeps forever. What applies now. */
+                            runs_days: number | null;
+                            /** @description Session events (the event history of a session; its newest event stays), by creation: days kept; null keeps forever. What applies now. */
+                            session_events_days: number | null;
+                            /** @description Sessions (and Conversations, Responses) with their messages, items, events and approvals, by their last change: days kept; null keeps forever. What applies now. */
+                            sessions_days: number | null;
+                            /** @description Webhook delivery attempts and ended redeliveries, by when they were made: days kept; null keeps forever. What applies now. */
+                            webhooks_days: number | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v1/responses": {
         parameters: {
             query?: never;
@@ -11523,6 +11897,251 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/compact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Compact a conversation
+         * @description The conversation the body names (previous_response_id or conversation, then input; the body of POST /v1/responses, of which stream, background and store have no effect here) summarised by the agent's model: the user messages, then one compaction item. Nothing is stored; send the output back as the input of the next Response, whose turn reads the summary instead of what precedes it. The summary's cost is taken off the credits (docs/context.md).
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description openai accepts what OpenAI clients send; strict the spec body only. Default: the API key setting, then AGENTRY_RESPONSES_COMPAT (auto, the default: openai for every client) */
+                    "agentry-compat"?: "openai" | "strict";
+                    /** @description standard leaves out response.agentry_tool_call.* events; all keeps them. Default: all, except for SDK stream helpers (X-Stainless-Helper-Method) and when AGENTRY_RESPONSES_STREAM_EVENTS=standard */
+                    "agentry-stream-events"?: "standard" | "all";
+                    "idempotency-key"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            /** @description The body of POST /v1/responses with input optional, in strict mode or OpenAI compatibility mode (docs/responses.md) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        /** @description As in POST /v1/responses, or null or absent when previous_response_id or conversation names the conversation */
+                        input?: unknown;
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
+                        model: string;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean;
+                        stream?: boolean;
+                    } | {
+                        /** @description Extension field: run this version of the agent (a 400 when it has none); absent: the conversation's pin, else the latest */
+                        agent_version?: number;
+                        /** @description true: answered at once with status queued while the turn runs on; follow it with GET /v1/responses/{id} (stream=true to stream it), stop it with POST /v1/responses/{id}/cancel. Default false */
+                        background?: boolean | null;
+                        /** @description [{type: "compaction", compact_threshold?: N}]: the older conversation is summarised into a compaction item once the context passes N tokens (default: 80 % of the model's window less the output reserved); see docs/context.md */
+                        context_management?: {
+                            compact_threshold?: number | null;
+                            /** @enum {string} */
+                            type: "compaction";
+                        }[] | null;
+                        /** @description conv_… id, or {id: "conv_…"} */
+                        conversation?: unknown;
+                        frequency_penalty?: number | null;
+                        /** @description Accepted: reasoning.encrypted_content, file_search_call.results, web_search_call.results, web_search_call.action.sources, code_interpreter_call.outputs, computer_call_output.output.image_url (Agentry produces none of those items); other values are refused */
+                        include?: string[] | null;
+                        /** @description As in POST /v1/responses, or null or absent when previous_response_id or conversation names the conversation */
+                        input?: unknown;
+                        instructions?: string | null;
+                        max_output_tokens?: number | null;
+                        /** @description Tool calls the Response may make in all; the calls a model asks for past it are not run, and the next model call is offered no tools */
+                        max_tool_calls?: number | null;
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
+                        model: string;
+                        /** @description false: at most one tool call per model step (the first; others are not run) */
+                        parallel_tool_calls?: boolean | null;
+                        presence_penalty?: number | null;
+                        previous_response_id?: string | null;
+                        /** @description Refused unless null: prompt templates are not stored here */
+                        prompt?: unknown;
+                        prompt_cache_key?: string | null;
+                        /** @description Accepted: a caching hint, with no effect on the answer */
+                        prompt_cache_retention?: unknown;
+                        /** @description Refused unless its fields are null: reasoning is the agent model's own */
+                        reasoning?: unknown;
+                        safety_identifier?: string | null;
+                        /** @description auto or default (one tier serves every request); other tiers are refused */
+                        service_tier?: string | null;
+                        /** @description false: the Response is answered but not kept (GET answers 404; its conversation is deleted when the turn ends); not with conversation, previous_response_id or background. Default true */
+                        store?: boolean | null;
+                        stream?: boolean | null;
+                        /** @description Accepted; streams carry no obfuscation padding whatever it says */
+                        stream_options?: unknown;
+                        temperature?: number | null;
+                        /** @description format is used; verbosity and other fields are accepted and ignored */
+                        text?: {
+                            format?: ({
+                                description?: string;
+                                name?: string;
+                                /** @description A JSON Schema (2020-12) with "type": "object"; at most 100,000 characters */
+                                schema?: Record<string, unknown>;
+                                /** @description Default false */
+                                strict?: boolean | null;
+                                /** @enum {string} */
+                                type: "text" | "json_object" | "json_schema";
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                        } | null;
+                        tool_choice?: unknown;
+                        tools?: unknown[] | null;
+                        /** @description 0 or null: responses carry no logprobs */
+                        top_logprobs?: number | null;
+                        top_p?: number | null;
+                        /**
+                         * @description auto fits the conversation to the model's context window, dropping the oldest items; disabled sends it whole (too long fails the response with context_length_exceeded). Absent: the agent's contextPolicy (truncation by default: auto)
+                         * @enum {unknown}
+                         */
+                        truncation?: "disabled" | "auto" | null;
+                        user?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Unix time, seconds */
+                            created_at: number;
+                            /** @description resp_ + a new id; not a stored Response */
+                            id: string;
+                            /** @enum {string} */
+                            object: "response.compaction";
+                            /** @description The user messages since the last compaction, then one compaction item */
+                            output: ({
+                                content: {
+                                    text: string;
+                                    /** @enum {string} */
+                                    type: "input_text";
+                                }[];
+                                id: string;
+                                /** @enum {string} */
+                                role: "user";
+                                /** @enum {string} */
+                                status: "completed";
+                                /** @enum {string} */
+                                type: "message";
+                            } | {
+                                /** @enum {string} */
+                                created_by: "agentry";
+                                /** @description The summary as plain text: not encrypted on a self-hosted deployment (docs/context.md) */
+                                encrypted_content: string;
+                                id: string;
+                                /** @description Extension field: the summary of the older conversation */
+                                summary: string;
+                                /** @enum {string} */
+                                type: "compaction";
+                            })[];
+                            usage: {
+                                input_tokens: number;
+                                input_tokens_details: {
+                                    cached_tokens: number;
+                                };
+                                output_tokens: number;
+                                output_tokens_details: {
+                                    reasoning_tokens: number;
+                                };
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -15362,6 +15981,134 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get usage
+         * @description Turns, input, cached input and output tokens and cost of the organization, summed per group of day (UTC), agent, API key, model, source and end user, over runs accepted in [start_time, end_time). Cursor-paginated (after = last_id). format=csv or Accept: text/csv answers the whole report as CSV instead.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The last_id of the previous page (JSON only) */
+                    after?: string;
+                    /** @description A UUID */
+                    agent_id?: string;
+                    /** @description A UUID */
+                    api_key_id?: string;
+                    /** @description Runs accepted before this time (Unix seconds, exclusive) */
+                    end_time?: number;
+                    /** @description The end user of your application (as sessions name it); memories of one are never shown to another */
+                    end_user?: string;
+                    /** @description csv: the whole report as text/csv (as Accept: text/csv asks) */
+                    format?: "json" | "csv";
+                    /** @description Comma-separated, each at most once, keys in this order: day, agent, api_key, model, source, end_user (e.g. day,agent). Absent: one row, the sums of the whole range. */
+                    group_by?: string;
+                    limit?: number;
+                    model?: string;
+                    /** @description The surface that started the runs */
+                    source?: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
+                    /** @description Runs accepted at or after this time (Unix seconds) */
+                    start_time?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                agent_id?: string;
+                                /** @description The key whose requests submitted the turns; null: none did (scheduled turns) */
+                                api_key_id?: string | null;
+                                /** @description The key's displayed prefix (group_by api_key) */
+                                api_key_prefix?: string | null;
+                                /** @description Of input_tokens, read from the prompt cache */
+                                cached_input_tokens: number;
+                                /** @description Cost in USD (micro-dollar precision) */
+                                cost_usd: number;
+                                /** @description UTC day, YYYY-MM-DD (group_by day) */
+                                day?: string;
+                                /** @description The sessions' end user; null: none named */
+                                end_user?: string | null;
+                                /** @description The group's key, opaque: pass as after to page past it */
+                                id: string;
+                                input_tokens: number;
+                                model?: string;
+                                /** @enum {string} */
+                                object: "usage.group";
+                                output_tokens: number;
+                                /** @enum {string} */
+                                source?: "responses" | "sessions" | "tasks" | "sdk" | "console" | "schedule" | "chat_completions" | "mcp" | "a2a";
+                                total_tokens: number;
+                                /** @description Runs (turns) accepted */
+                                turns: number;
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            /** @description Pass as `after` for the next page */
+                            last_id: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                        "text/csv": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

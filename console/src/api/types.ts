@@ -34,6 +34,8 @@ export type RequiredAction = Message['requiredActions'][number];
 
 export type Run = Ok<paths['/v1/runs/{id}']['get']>;
 export type Span = Ok<paths['/v1/runs/{id}/trace']['get']>['data'][number];
+export type UsageList = Ok<paths['/v1/usage']['get']>;
+export type UsageGroup = UsageList['data'][number];
 
 export type WebhookEndpoint = Ok<paths['/v1/webhook_endpoints/{id}']['get']>;
 export type WebhookEvent = Ok<paths['/v1/webhook_endpoints/{id}/events']['get']>['data'][number];

@@ -20,42 +20,9 @@ import {
   updateBody,
 } from '../components/agent-form-model.ts';
 import { AgentMemories } from '../components/agent-memories.tsx';
+import { AgentVersions } from '../components/agent-versions.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Loading, When } from '../components/ui.tsx';
-
-function AgentVersions({ agent }: { agent: Agent }) {
-  const runs = useQuery({
-    queryKey: ['runs', { agent: agent.id, limit: 50 }],
-    queryFn: () => unwrap(api.GET('/v1/runs', { params: { query: { agent_id: agent.id, limit: 50 } } })),
-  });
-  const counts = new Map<number, number>();
-  for (const run of runs.data?.data ?? []) {
-    if (run.agent_version !== null) counts.set(run.agent_version, (counts.get(run.agent_version) ?? 0) + 1);
-  }
-  return (
-    <section aria-labelledby="versions">
-      <h2 id="versions">Versions</h2>
-      <p>
-        Current version <strong>v{agent.version}</strong>, saved <When at={agent.updatedAt} /> (created{' '}
-        <When at={agent.createdAt} />
-        ). Every change is stored as a new version; turns already running keep theirs.
-      </p>
-      {counts.size === 0 ? (
-        <p className="muted">No runs yet.</p>
-      ) : (
-        <ul className="inline-list">
-          {[...counts.entries()]
-            .sort((a, b) => b[0] - a[0])
-            .map(([version, count]) => (
-              <li key={version}>
-                v{version}: {count} of the latest runs
-              </li>
-            ))}
-        </ul>
-      )}
-    </section>
-  );
-}
+import { ErrorNote, Loading } from '../components/ui.tsx';
 
 /** Where MCP clients reach this agent as a tool (docs/mcp-server.md). */
 function AgentMcp({ agent }: { agent: Agent }) {
@@ -269,7 +236,7 @@ export default function AgentEditorPage() {
       </form>
       {current === undefined ? null : (
         <>
-          <AgentVersions agent={current} />
+          <AgentVersions agent={current} canWrite={canWrite} />
           <AgentMcp agent={current} />
           <AgentMemories agentId={current.id} canWrite={canWrite} />
           {canWrite ? <DeleteAgent agent={current} /> : null}

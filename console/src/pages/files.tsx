@@ -6,6 +6,7 @@ import { api, toApiError, unwrap } from '../api/client.ts';
 import type { FileObject } from '../api/types.ts';
 import { readKey } from '../auth/key-store.ts';
 import { useCan } from '../auth/session.tsx';
+import { saveFile } from '../components/save-file.ts';
 import { usePageTitle } from '../components/title.ts';
 import { ErrorNote, Field, Loading, When } from '../components/ui.tsx';
 
@@ -21,12 +22,7 @@ async function download(file: FileObject): Promise<void> {
     headers: { authorization: `Bearer ${readKey() ?? ''}` },
   });
   if (!response.ok) throw toApiError(response.status, await response.json().catch(() => null));
-  const url = URL.createObjectURL(await response.blob());
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = file.filename;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  saveFile(await response.blob(), file.filename);
 }
 
 export default function FilesPage() {

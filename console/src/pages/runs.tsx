@@ -142,7 +142,10 @@ export default function RunsPage() {
                         <code>{shortId(run.id)}</code>
                       </Link>
                     </td>
-                    <td>{run.agent_id === null ? '—' : (names.get(run.agent_id) ?? shortId(run.agent_id))}</td>
+                    <td>
+                      {run.agent_id === null ? '—' : (names.get(run.agent_id) ?? shortId(run.agent_id))}
+                      {run.agent_version === null ? null : <span className="muted small"> v{run.agent_version}</span>}
+                    </td>
                     <td>
                       <Badge value={run.status} />
                     </td>

@@ -25,7 +25,6 @@ import {
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -33,9 +32,11 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { AppError } from '../../errors/app-error.ts';
+import type { Message as TurnMessage } from '../turns/message-types.ts';
 import { isTerminal } from '../turns/message-types.ts';
 import type { A2aService, A2aTarget } from './a2a-service.ts';
-import { artifactsOf, endsStream, statusesOf, statusOf, taskOf } from './task-view.ts';
+import type { PushConfigInput, PushConfigs, PushConfigView, PushTask } from './push-configs.ts';
+import { artifactsOf, endsStream, reportFiles, statusesOf, statusOf, type TurnFile, taskOf } from './task-view.ts';
 
 /** The key of the request's AbortSignal in the call context's state (set by the route). */
 export const SIGNAL_KEY = 'agentry.signal';
@@ -53,7 +54,7 @@ export function protocolError(error: unknown, report: (error: unknown) => void):
     return new A2AError('internal error');
   }
   if (error.code === 'not_found') {
-    return /^task /.test(error.message)
+    return /^(task|push notification config) /.test(error.message)
       ? new TaskNotFoundError(error.message)
       : new RequestMalformedError(error.message);
   }
@@ -64,6 +65,26 @@ export function protocolError(error: unknown, report: (error: unknown) => void):
 function signalOf(context: ServerCallContext): AbortSignal {
   const signal = context.state.get(SIGNAL_KEY);
   return signal instanceof AbortSignal ? signal : new AbortController().signal;
+}
+
+function inputOf(config: TaskPushNotificationConfig): PushConfigInput {
+  return {
+    id: config.id,
+    url: config.url,
+    token: config.token,
+    ...(config.authentication === undefined ? {} : { authentication: config.authentication }),
+  };
+}
+
+function configOf(view: PushConfigView): TaskPushNotificationConfig {
+  return {
+    tenant: '',
+    id: view.id,
+    taskId: view.taskId,
+    url: view.url,
+    token: view.token,
+    authentication: view.authentication,
+  };
 }
 
 /** A2A page tokens are opaque: ours is the offset. */
@@ -80,7 +101,22 @@ export function createA2aHandler(
   target: A2aTarget,
   card: AgentCard,
   report: (error: unknown) => void,
+  push: PushConfigs,
 ): A2ARequestHandler {
+  const pushTask = (turn: TurnMessage): PushTask => ({
+    orgId: target.orgId,
+    agentId: target.agentId,
+    baseUrl: card.provider?.url ?? '',
+    id: turn.id,
+    sessionId: turn.sessionId,
+    status: turn.status,
+  });
+  const baseUrl = card.provider?.url ?? '';
+  /** The reports the task's turn wrote, as files to download. */
+  const filesOf = async (turn: TurnMessage): Promise<TurnFile[]> =>
+    reportFiles(await service.reportsOf(target.orgId, turn.id), target.agentId, baseUrl);
+  const view = async (turn: TurnMessage, historyLength?: number) => taskOf(turn, historyLength, await filesOf(turn));
+
   async function guarded<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
@@ -92,7 +128,10 @@ export function createA2aHandler(
   async function accept(params: SendMessageRequest) {
     const message = params.message;
     if (message === undefined) throw new RequestMalformedError('message is required');
-    return guarded(() =>
+    const config = params.configuration?.taskPushNotificationConfig;
+    const field = 'configuration.taskPushNotificationConfig';
+    if (config !== undefined) await guarded(() => push.check(inputOf(config), field));
+    const accepted = await guarded(() =>
       service.send(target, {
         messageId: message.messageId,
         parts: message.parts,
@@ -100,18 +139,29 @@ export function createA2aHandler(
         ...(message.taskId === '' ? {} : { taskId: message.taskId }),
       }),
     );
+    if (config === undefined) return accepted;
+    // Notifications start after the state the task was accepted in: a new task is submitted, an answered one resumes.
+    const since = message.taskId === '' ? 'queued' : 'requires_action';
+    await guarded(() => push.set(pushTask(accepted), inputOf(config), field, since));
+    return accepted;
   }
 
   async function* events(taskId: string, signal: AbortSignal, first: boolean): AsyncGenerator<StreamResponse> {
     let sentTask = !first;
+    const sentArtifacts = new Set<string>();
     for await (const turn of service.follow(target, taskId, signal)) {
+      const files = await filesOf(turn);
       if (!sentTask) {
         sentTask = true;
-        yield { payload: { $case: 'task', value: taskOf(turn) } };
+        const task = taskOf(turn, undefined, files);
+        for (const artifact of task.artifacts) sentArtifacts.add(artifact.artifactId);
+        yield { payload: { $case: 'task', value: task } };
         if (endsStream(turn.status)) return;
         continue;
       }
-      for (const artifact of artifactsOf(turn)) {
+      for (const artifact of artifactsOf(turn, files)) {
+        if (sentArtifacts.has(artifact.artifactId)) continue;
+        sentArtifacts.add(artifact.artifactId);
         yield {
           payload: {
             $case: 'artifactUpdate',
@@ -145,11 +195,11 @@ export function createA2aHandler(
       const accepted = await accept(params);
       const historyLength = params.configuration?.historyLength;
       if (params.configuration?.returnImmediately === true || endsStream(accepted.status)) {
-        return taskOf(accepted, historyLength);
+        return view(accepted, historyLength);
       }
       let last = accepted;
       for await (const turn of service.follow(target, accepted.id, signalOf(context))) last = turn;
-      return taskOf(last, historyLength);
+      return view(last, historyLength);
     },
 
     async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext) {
@@ -169,7 +219,7 @@ export function createA2aHandler(
       if (params.historyLength !== undefined && params.historyLength < 0) {
         throw new RequestMalformedError('historyLength must be non-negative');
       }
-      return taskOf(await guarded(() => service.read(target, params.id)), params.historyLength);
+      return view(await guarded(() => service.read(target, params.id)), params.historyLength);
     },
 
     async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
@@ -194,10 +244,13 @@ export function createA2aHandler(
       );
       const next = offset + page.tasks.length;
       return {
-        tasks: page.tasks.map((turn) => {
-          const task = taskOf(turn, params.historyLength ?? 0);
-          return params.includeArtifacts === true ? task : { ...task, artifacts: [] };
-        }),
+        tasks: await Promise.all(
+          page.tasks.map(async (turn) =>
+            params.includeArtifacts === true
+              ? view(turn, params.historyLength ?? 0)
+              : { ...taskOf(turn, params.historyLength ?? 0), artifacts: [] },
+          ),
+        ),
         nextPageToken: next < page.total ? Buffer.from(String(next)).toString('base64url') : '',
         pageSize,
         totalSize: page.total,
@@ -209,22 +262,27 @@ export function createA2aHandler(
       if (isTerminal(before.status)) {
         throw new TaskNotCancelableError(`task ${before.id} has already ended (${before.status})`);
       }
-      return taskOf(await guarded(() => service.cancel(target, params.id)));
+      return view(await guarded(() => service.cancel(target, params.id)));
     },
 
-    createTaskPushNotificationConfig: async (_params: TaskPushNotificationConfig) => {
-      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+      const turn = await guarded(() => service.read(target, params.taskId));
+      return configOf(await guarded(() => push.set(pushTask(turn), inputOf(params))));
     },
-    getTaskPushNotificationConfig: async (_params: GetTaskPushNotificationConfigRequest) => {
-      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest) {
+      const turn = await guarded(() => service.read(target, params.taskId));
+      return configOf(await guarded(() => push.get(pushTask(turn), params.id)));
     },
-    listTaskPushNotificationConfigs: async (
-      _params: ListTaskPushNotificationConfigsRequest,
-    ): Promise<ListTaskPushNotificationConfigsResponse> => {
-      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    async listTaskPushNotificationConfigs(
+      params: ListTaskPushNotificationConfigsRequest,
+    ): Promise<ListTaskPushNotificationConfigsResponse> {
+      const turn = await guarded(() => service.read(target, params.taskId));
+      const configs = await guarded(() => push.list(pushTask(turn)));
+      return { configs: configs.map(configOf), nextPageToken: '' };
     },
-    deleteTaskPushNotificationConfig: async (_params: DeleteTaskPushNotificationConfigRequest) => {
-      throw new PushNotificationNotSupportedError('push notifications are not offered by this server yet');
+    async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest) {
+      const turn = await guarded(() => service.read(target, params.taskId));
+      await guarded(() => push.delete(pushTask(turn), params.id));
     },
   };
 }

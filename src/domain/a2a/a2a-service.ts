@@ -14,7 +14,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import type { MessageStatus, Message as TurnMessage } from '../turns/message-types.ts';
-import { endsStream } from './task-view.ts';
+import { endsStream } from './task-end.ts';
 
 export interface A2aServiceDeps {
   db: Executor;
@@ -70,6 +70,36 @@ function readParts(parts: Part[]): { text: string; data: Record<string, unknown>
 }
 
 const MAX_MESSAGE_ID = 200;
+
+/** A report a turn wrote. */
+export interface TurnReport {
+  name: string;
+  path: string;
+  format: 'markdown' | 'html';
+  bytes: number;
+}
+
+/** What build_report answers when it saved a report (tools/builtin/report-builder.ts). */
+const SAVED_REPORT = /^saved (reports\/([^/\s]+\.(md|html))) \((\d+) bytes\)/;
+
+function reportOf(content: string): TurnReport | null {
+  let item: unknown;
+  try {
+    item = JSON.parse(content);
+  } catch {
+    return null;
+  }
+  if (!isJsonObject(item) || item.isError === true || typeof item.output !== 'string') return null;
+  if (typeof item.name !== 'string' || !item.name.endsWith('build_report')) return null;
+  const match = SAVED_REPORT.exec(item.output);
+  if (match === null) return null;
+  return {
+    path: match[1] ?? '',
+    name: match[2] ?? '',
+    format: match[3] === 'html' ? 'html' : 'markdown',
+    bytes: Number(match[4]),
+  };
+}
 
 export function createA2aService(deps: A2aServiceDeps) {
   const { db } = deps;
@@ -134,6 +164,27 @@ export function createA2aService(deps: A2aServiceDeps) {
 
   return {
     read,
+
+    /**
+     * The reports the task's turn wrote with build_report (its successful calls, by the path their output names),
+     * in the order written; a report written twice is listed once.
+     */
+    async reportsOf(orgId: string, taskId: string): Promise<TurnReport[]> {
+      const rows = await db
+        .selectFrom('items')
+        .select('content')
+        .where('org_id', '=', orgId)
+        .where('message_id', '=', taskId)
+        .where('type', '=', 'function_call_output')
+        .orderBy('seq')
+        .execute();
+      const reports = new Map<string, TurnReport>();
+      for (const row of rows) {
+        const report = reportOf(row.content);
+        if (report !== null) reports.set(report.name, report);
+      }
+      return [...reports.values()];
+    },
 
     /**
      * Accepts a message: a new task in the given context (or a new one), or, naming an input-required task, the

@@ -64,7 +64,7 @@ export function agentCardOf(agent: Agent, baseUrl: string): AgentCard {
     provider: { organization: 'Agentry', url: baseUrl },
     version: String(agent.version),
     documentationUrl: undefined,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       [SCHEME]: {
         scheme: {

@@ -44,10 +44,7 @@ export function statusesOf(state: TaskState): MessageStatus[] {
   }
 }
 
-/** Terminal and interrupted states end a stream (A2A 1.0, section 3.1.2). */
-export function endsStream(status: MessageStatus): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled' || status === 'requires_action';
-}
+export { endsStream } from './task-end.ts';
 
 export const textPart = (text: string): Part => ({
   content: { $case: 'text', value: text },
@@ -104,9 +101,55 @@ export function statusOf(turn: TurnMessage): TaskStatus {
   return { state: taskStateOf(turn.status), message, timestamp };
 }
 
-export function artifactsOf(turn: TurnMessage): Artifact[] {
+/** A report the turn wrote (build_report), as the task shows it: a file part with the URL to download it. */
+export interface TurnFile {
+  name: string;
+  /** Relative to the agent's workspace (`reports/…`). */
+  path: string;
+  mediaType: string;
+  bytes: number;
+  /** Absolute; served with the same API key (scope agents:read). */
+  url: string;
+}
+
+/** The reports a turn wrote (named by the A2A service) as files of the agent on `baseUrl`. */
+export function reportFiles(
+  reports: { name: string; path: string; format: 'markdown' | 'html'; bytes: number }[],
+  agentId: string,
+  baseUrl: string,
+): TurnFile[] {
+  return reports.map((report) => ({
+    name: report.name,
+    path: report.path,
+    mediaType: report.format === 'html' ? 'text/html' : 'text/markdown',
+    bytes: report.bytes,
+    url: `${baseUrl}/v1/agents/${agentId}/reports/${encodeURIComponent(report.name)}`,
+  }));
+}
+
+function fileArtifact(turn: TurnMessage, file: TurnFile): Artifact {
+  return {
+    artifactId: `${turn.id}-report-${file.name}`,
+    name: file.name,
+    description: `A report the agent wrote (${file.path}); download it with the same API key`,
+    parts: [
+      {
+        content: { $case: 'url', value: file.url },
+        metadata: undefined,
+        filename: file.name,
+        mediaType: file.mediaType,
+      },
+    ],
+    metadata: { path: file.path, bytes: file.bytes },
+    extensions: [],
+  };
+}
+
+/** The reply (once completed) and the reports the turn wrote so far. */
+export function artifactsOf(turn: TurnMessage, files: TurnFile[] = []): Artifact[] {
   const text = turn.status === 'completed' ? replyText(turn) : null;
-  if (text === null) return [];
+  const artifacts = files.map((file) => fileArtifact(turn, file));
+  if (text === null) return artifacts;
   return [
     {
       artifactId: `${turn.id}-response`,
@@ -116,11 +159,12 @@ export function artifactsOf(turn: TurnMessage): Artifact[] {
       metadata: undefined,
       extensions: [],
     },
+    ...artifacts,
   ];
 }
 
 /** The task of a turn; `historyLength` keeps the newest messages of its history (0: none). */
-export function taskOf(turn: TurnMessage, historyLength?: number): Task {
+export function taskOf(turn: TurnMessage, historyLength?: number, files: TurnFile[] = []): Task {
   const history: Message[] = [
     {
       messageId: `${turn.id}-request`,
@@ -139,7 +183,7 @@ export function taskOf(turn: TurnMessage, historyLength?: number): Task {
     id: turn.id,
     contextId: turn.sessionId,
     status: statusOf(turn),
-    artifacts: artifactsOf(turn),
+    artifacts: artifactsOf(turn, files),
     history: historyLength === undefined ? history : historyLength === 0 ? [] : history.slice(-historyLength),
     metadata: { runId: turn.runId, usage: turn.usage },
   };

@@ -6,9 +6,11 @@
  */
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
+import type { McpServer } from '../../tools/tool-config.ts';
+import { responseFormatEcho } from '../output-format.ts';
 import { configOf } from './agent-repo.ts';
 import type { AgentService, WriteOptions } from './agent-service.ts';
-import type { AgentCreateInput } from './agent-types.ts';
+import type { Agent, AgentCreateInput } from './agent-types.ts';
 
 /** An agent document: the create body of POST /v1/agents (its name is its key). */
 export type AgentDocument = AgentCreateInput & { kind: 'agent' };
@@ -35,6 +37,47 @@ export interface ApplyResult {
   lock: ApplyLock;
 }
 
+/** A document as an export writes it: its MCP servers as the agent stores them. */
+export type ExportedDocument = AgentDocument & { mcpServers: McpServer[] };
+
+/** What `agentry export` and GET /v1/export write: a document per agent, and the lock of their versions now. */
+export interface ExportedAgents {
+  documents: ExportedDocument[];
+  lock: ApplyLock;
+}
+
+/**
+ * The document that describes `agent` whole: applied to the organization it came from, it changes nothing. Fields
+ * at their null value are left out (a document's absent field takes the create default, which is that value).
+ */
+export function documentOf(agent: Agent): ExportedDocument {
+  const { description, networkPolicy, outputFormat, compactThreshold, ...rest } = configOf(agent);
+  return {
+    kind: 'agent',
+    ...rest,
+    ...(description === null ? {} : { description }),
+    ...(networkPolicy === null ? {} : { networkPolicy }),
+    outputFormat: outputFormat === null ? null : responseFormatEcho(outputFormat),
+    ...(compactThreshold === null ? {} : { compactThreshold }),
+  };
+}
+
+/** Runs a check of the document at `index`, naming its field as `documents[index].field` when it fails. */
+function inDocument<T>(index: number, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== 'validation_error' || error.param === null) throw error;
+    const param = `documents[${index}].${error.param}`;
+    throw validationError(
+      param,
+      error.message.startsWith(`${error.param} `)
+        ? `${param}${error.message.slice(error.param.length)}`
+        : error.message,
+    );
+  }
+}
+
 export function createAgentApplier(deps: { agents: AgentService }) {
   const { agents } = deps;
 
@@ -47,7 +90,7 @@ export function createAgentApplier(deps: { agents: AgentService }) {
       }
       seen.add(document.name);
       const { kind: _kind, ...input } = document;
-      const desired = agents.configFor(input);
+      const desired = inDocument(index, () => agents.configFor(input));
       const ids = await agents.idsNamed(orgId, document.name);
       if (ids.length > 1) {
         throw validationError(
@@ -83,6 +126,15 @@ export function createAgentApplier(deps: { agents: AgentService }) {
   }
 
   return {
+    /** The organization's agents as documents, oldest first, with the lock of the versions they are at. */
+    async exportAgents(orgId: string): Promise<ExportedAgents> {
+      const listed = await agents.list(orgId);
+      return {
+        documents: listed.map(documentOf),
+        lock: { agents: Object.fromEntries(listed.map((agent) => [agent.name, agent.version])) },
+      };
+    },
+
     /**
      * Plans the documents and, unless `dryRun`, applies them. Refuses (409 version_conflict, nothing written) when
      * an agent the lock names was changed since the lock's version, unless `force`.

@@ -26,6 +26,13 @@ const INCLUDES: Partial<Record<Scope, readonly Scope[]>> = {
   'tasks:write': ['agents:write', 'sessions:write'],
 };
 
+/** The scopes that only read: a read-only key (`keys create --read-only`) holds these alone. */
+export const READ_SCOPES: readonly Scope[] = SCOPES.filter((scope) => scope.endsWith(':read'));
+
+export function isReadScope(scope: Scope): boolean {
+  return scope.endsWith(':read');
+}
+
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }

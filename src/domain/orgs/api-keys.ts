@@ -21,6 +21,14 @@ export interface Principal {
   compat: CompatSetting | null;
   /** The limits the operator set for the key's organization and for the key (nulls: the defaults apply). */
   limits: { organization: Limits; apiKey: Limits };
+  /** The agents a key limited to named agents may see and use; null for a key that may use every agent. */
+  agentIds: ReadonlySet<string> | null;
+}
+
+function agentIdsOf(value: string | null): ReadonlySet<string> | null {
+  if (value === null) return null;
+  const parsed: unknown = JSON.parse(value);
+  return new Set(Array.isArray(parsed) ? parsed.filter((id): id is string => typeof id === 'string') : []);
 }
 
 const limitOf = (value: number | string | null): number | null => (value === null ? null : Number(value));
@@ -43,6 +51,8 @@ export async function insertApiKey(
     name?: string;
     expiresAt?: number;
     compat?: CompatSetting | null;
+    /** The agents the key is limited to; null or absent: every agent. */
+    agentIds?: readonly string[] | null;
   },
   clock: Clock,
 ): Promise<{ id: string; prefix: string }> {
@@ -61,6 +71,7 @@ export async function insertApiKey(
       expires_at: input.expiresAt ?? null,
       revoked_at: null,
       compat: input.compat ?? null,
+      agent_ids: input.agentIds == null ? null : JSON.stringify(input.agentIds),
     })
     .execute();
   return { id, prefix };
@@ -89,6 +100,7 @@ async function lookupKey(
       'api_keys.expires_at',
       'api_keys.revoked_at',
       'api_keys.compat',
+      'api_keys.agent_ids',
       'org_limits.requests_per_minute as org_rpm',
       'org_limits.concurrent_turns as org_turns',
       'key_limits.requests_per_minute as key_rpm',
@@ -108,6 +120,7 @@ async function lookupKey(
       organization: { requestsPerMinute: limitOf(row.org_rpm), concurrentTurns: limitOf(row.org_turns) },
       apiKey: { requestsPerMinute: limitOf(row.key_rpm), concurrentTurns: limitOf(row.key_turns) },
     },
+    agentIds: agentIdsOf(row.agent_ids),
     expiresAt: row.expires_at,
   };
 }
@@ -152,6 +165,8 @@ export interface ApiKeySummary {
   lastUsedAt: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** The agents the key is limited to; null: every agent. */
+  agentIds: string[] | null;
 }
 
 /** The keys of an organization, oldest first, revoked ones included. */
@@ -171,6 +186,7 @@ export async function listApiKeys(db: Executor, orgId: string): Promise<ApiKeySu
     lastUsedAt: row.last_used_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
+    agentIds: row.agent_ids === null ? null : [...(agentIdsOf(row.agent_ids) ?? [])],
   }));
 }
 

@@ -120,14 +120,35 @@ export function createOrgService(deps: OrgServiceDeps) {
       }
     },
 
-    /** `compat` fixes the key's Responses validation mode (auto, strict, openai); null follows the deployment. */
+    /**
+     * `compat` fixes the key's Responses validation mode (auto, strict, openai); null follows the deployment.
+     * `agentIds` limits the key to those agents of the organization (each must exist); null: every agent.
+     */
     async createKey(
       orgId: string,
       scopes: readonly Scope[] = SCOPES,
       key = generateApiKey(),
       compat: CompatSetting | null = null,
+      agentIds: readonly string[] | null = null,
     ): Promise<string> {
-      await insertApiKey(deps.db, { orgId, key, scopes, compat }, deps.clock);
+      if (agentIds !== null) {
+        const wanted = agentIds.map((id) => id.toLowerCase());
+        const found = await deps.db
+          .selectFrom('agents')
+          .select('id')
+          .where('org_id', '=', orgId)
+          .where('id', 'in', wanted)
+          .execute();
+        const known = new Set(found.map((row) => row.id));
+        const unknown = wanted.filter((id) => !known.has(id));
+        if (unknown.length > 0) {
+          throw new AppError('validation_error', `no such agent in the organization: ${unknown.join(', ')}`, {
+            param: 'agents',
+          });
+        }
+        agentIds = wanted;
+      }
+      await insertApiKey(deps.db, { orgId, key, scopes, compat, agentIds }, deps.clock);
       return key;
     },
 

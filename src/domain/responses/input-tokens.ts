@@ -29,6 +29,8 @@ function itemChars(item: Item): number {
       return content.name.length + content.arguments.length;
     case 'function_call_output':
       return content.output.length;
+    case 'compaction':
+      return content.summary.length;
     default:
       return 0;
   }
@@ -43,6 +45,7 @@ function inputChars(item: InputItem): number {
     case 'history': {
       const history = item.item;
       if (history.type === 'function_call') return history.name.length + history.arguments.length;
+      if (history.type === 'compaction') return history.summary.length;
       return history.type === 'function_call_output' ? history.output.length : history.text.length;
     }
     default:

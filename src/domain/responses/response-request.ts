@@ -155,6 +155,8 @@ function inputItem(raw: unknown, param: string): ParsedItem | null {
       };
       return { kind: 'history', item: call, id };
     }
+    case 'compaction':
+      return { kind: 'history', item: { type: 'compaction', summary: stringOr(raw.encrypted_content, '') }, id };
     case 'mcp_approval_response':
       return {
         kind: 'approval',
@@ -216,6 +218,8 @@ function crossFieldRules(
 }
 
 function input(value: unknown): { items: InputItem[]; instructions: string[] } {
+  // Absent only where the body may leave it out (POST /v1/responses/compact).
+  if (value === undefined || value === null) return { items: [], instructions: [] };
   if (!Array.isArray(value)) {
     const text = stringOr(value, '');
     return {

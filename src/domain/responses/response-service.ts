@@ -10,6 +10,9 @@ import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { newId } from '../../lib/ids.ts';
+import { costMicros } from '../../models/pricing.ts';
+import type { ModelRegistry } from '../../models/registry.ts';
+import { type Summary, summariseConversation } from '../../models/summarise.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
@@ -17,6 +20,7 @@ import type { MessageRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import { decide, findApproval } from '../approvals/approvals.ts';
+import { debitCredits, requireCredits } from '../billing/credits.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
@@ -26,7 +30,9 @@ import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/acce
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
 import {
   type Attachment,
+  type Item,
   itemFromRow,
+  loadContextItems,
   loadLogItems,
   loadMessageItems,
   type PendingCall,
@@ -40,6 +46,7 @@ import { resolveAgentId } from './agent-ref.ts';
 import { type ConversationItemList, type ItemPage, pageOf } from './conversations.ts';
 import { estimateInputTokens, type InputTokens } from './input-tokens.ts';
 import { toOpenAIItems } from './openai-items.ts';
+import { type CompactedResponse, compactedResponse, compactionWindow, summaryRoom } from './response-compact.ts';
 import type { ResponseStreamWireEvent } from './response-events.ts';
 import type { ResponseRequest } from './response-request.ts';
 import { finalResponse, responseEvents, storedResponseEvents } from './response-stream.ts';
@@ -62,6 +69,8 @@ export interface ResponseServiceDeps {
   subscriptions: WebhookSubscriptions;
   /** What the features add to the state changes of turns (src/deps.ts). */
   turnHooks: TurnHooks;
+  /** The models that write the summaries of POST /v1/responses/compact. */
+  models: Pick<ModelRegistry, 'adapter' | 'window'>;
 }
 
 /** How long POST /v1/responses/{id}/cancel waits for a running turn to stop before answering. */
@@ -554,6 +563,38 @@ export function createResponseService(deps: ResponseServiceDeps) {
         log: sessionId === null ? [] : await loadLogItems(db, sessionId),
         input: request.items,
       });
+    },
+
+    /**
+     * The conversation the request names, summarised by its agent's model (response-compact.ts); stores nothing.
+     * The summary's cost is taken off the organization's credits.
+     */
+    async compact(orgId: string, request: ResponseRequest, signal: AbortSignal): Promise<CompactedResponse> {
+      const agent = await deps.agents.get(orgId, await resolveAgentId(deps.agents, db, orgId, request.agent));
+      let log: Item[] = [];
+      if (request.previousResponse !== null) {
+        const previous = await findMessage(db, orgId, request.previousResponse);
+        log = await loadContextItems(db, previous.session_id, previous.seq);
+      } else {
+        const sessionId = await sessionOf(db, orgId, request, agent.id);
+        if (sessionId !== null) log = await loadLogItems(db, sessionId);
+      }
+      const window = compactionWindow(log, request.items);
+      if (window.context.length === 0) {
+        throw validationError('input', 'there is nothing to compact: give input, previous_response_id or conversation');
+      }
+      await requireCredits(db, orgId, agent.model);
+      let summary: Summary;
+      try {
+        const by = { adapter: deps.models.adapter(agent.model), model: agent.model, signal, now: () => clock.now() };
+        summary = await summariseConversation(by, window.context, summaryRoom(deps.models.window(agent.model)));
+      } catch (error) {
+        if (signal.aborted) throw error;
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new AppError('compaction_failed', `the model ${agent.model} could not write the summary: ${reason}`);
+      }
+      await debitCredits(db, orgId, costMicros(agent.model, summary.usage));
+      return compactedResponse(newId, window, summary, clock.now());
     },
 
     /** The items the Response's turn took as input: its user input and the history replayed with it. */

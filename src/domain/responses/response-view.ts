@@ -50,14 +50,25 @@ export interface ResponseObject {
   text: { format: Record<string, unknown> };
   /** `auto`: the context was fitted to the model's window; `disabled`: sent whole. */
   truncation: 'auto' | 'disabled';
-  usage: {
-    input_tokens: number;
-    input_tokens_details: { cached_tokens: number };
-    output_tokens: number;
-    output_tokens_details: { reasoning_tokens: number };
-    total_tokens: number;
-  } | null;
+  usage: ResponseUsage | null;
 }
+
+/** A Response's token counts, as OpenAI writes them. */
+export interface ResponseUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+export const responseUsage = (tokens: { input: number; cachedInput: number; output: number }): ResponseUsage => ({
+  input_tokens: tokens.input,
+  input_tokens_details: { cached_tokens: tokens.cachedInput },
+  output_tokens: tokens.output,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: tokens.input + tokens.output,
+});
 
 export const responseIdOf = (messageId: string): string => `resp_${messageId}`;
 
@@ -161,13 +172,11 @@ export function projectResponse(
     text: { format: responseFormatEcho(options.responseFormat) },
     truncation: echo?.truncation ?? 'disabled',
     usage: finished
-      ? {
-          input_tokens: message.input_tokens,
-          input_tokens_details: { cached_tokens: message.cached_input_tokens },
-          output_tokens: message.output_tokens,
-          output_tokens_details: { reasoning_tokens: 0 },
-          total_tokens: message.input_tokens + message.output_tokens,
-        }
+      ? responseUsage({
+          input: message.input_tokens,
+          cachedInput: message.cached_input_tokens,
+          output: message.output_tokens,
+        })
       : null,
   };
 }

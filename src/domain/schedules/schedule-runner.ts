@@ -86,6 +86,8 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
             parts: [{ type: 'text', text: schedule.input }],
             text: schedule.input,
             source: 'schedule',
+            // Billed to no key, also when a request's "run now" fires it (docs/usage.md).
+            apiKeyId: null,
             ...(schedule.agent_version === null ? {} : { agentVersion: Number(schedule.agent_version) }),
             // A Conversation created without an agent takes the schedule's at its first turn.
             bindAgent: schedule.agent_id,

@@ -15,8 +15,9 @@ import {
   isString,
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
+import { currentApiKeyId } from '../../lib/request-key.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
-import { CONTEXT_POLICIES, type ContextPolicy } from '../../models/context-fit.ts';
+import { CONTEXT_POLICIES, type ContextPolicy, messageTokens } from '../../models/context-fit.ts';
 import {
   isModelSettings,
   isResponseFormat,
@@ -36,7 +37,15 @@ import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
-import { type Attachment, adoptUnattachedItems, appendItems, type NewItem, UNATTACHED } from './items.ts';
+import {
+  type Attachment,
+  adoptUnattachedItems,
+  appendItems,
+  type ItemContent,
+  type NewItem,
+  summaryMessage,
+  UNATTACHED,
+} from './items.ts';
 import { storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
@@ -135,7 +144,12 @@ export type HistoryItem =
   | { type: 'user_message'; text: string; attachments?: Attachment[] }
   | { type: 'assistant_message'; text: string }
   | { type: 'function_call'; callId: string; name: string; arguments: string }
-  | { type: 'function_call_output'; callId: string; output: string };
+  | { type: 'function_call_output'; callId: string; output: string }
+  /**
+   * A summary of the conversation before it, as POST /v1/responses/compact returns it (a `compaction` input item):
+   * the model reads the summary instead of what precedes it.
+   */
+  | { type: 'compaction'; summary: string };
 
 export interface AcceptInput {
   /** What the Message shows as its parts. */
@@ -153,6 +167,11 @@ export interface AcceptInput {
    * `agent_required`.
    */
   bindAgent?: string;
+  /**
+   * The API key the turn is billed to (runs.api_key_id). Absent: the key of the request in progress, if any; null:
+   * none (a scheduled turn, whoever's request fires it).
+   */
+  apiKeyId?: string | null;
 }
 
 /**
@@ -174,13 +193,22 @@ export interface Accepted {
  * History items get steps of their own (negative, so they never meet the turn's steps): consecutive assistant
  * items form one step, and an output joins the step of its call.
  */
+/** A compaction the client gives back: everything before it gives way to its summary (`keptFrom` null). */
+function compactionGiven(summary: string): ItemContent {
+  const tokens = messageTokens(summaryMessage(summary));
+  return { type: 'compaction', summary, keptFrom: null, reason: 'request', tokensBefore: tokens, tokensAfter: tokens };
+}
+
 export function historyItems(messageId: string, history: HistoryItem[]): NewItem[] {
   const out: NewItem[] = [];
   const stepOfCall = new Map<string, number>();
   let step = 0;
   let open = false;
   for (const item of history) {
-    if (item.type === 'user_message') {
+    if (item.type === 'compaction') {
+      open = false;
+      out.push({ messageId, step: 0, content: compactionGiven(item.summary) });
+    } else if (item.type === 'user_message') {
       open = false;
       const { text, attachments } = item;
       out.push({
@@ -363,6 +391,8 @@ export async function acceptMessage(
       started_at: null,
       completed_at: null,
       warnings: row.warnings,
+      api_key_id: input.apiKeyId === undefined ? currentApiKeyId() : input.apiKeyId,
+      end_user: session.end_user,
     },
   ]);
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.

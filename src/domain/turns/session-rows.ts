@@ -4,7 +4,7 @@
  * feature that makes or changes a session calls these; none writes the table itself.
  */
 import type { Insertable } from 'kysely';
-import { currentRequestKey } from '../../lib/request-key.ts';
+import { currentApiKeyId } from '../../lib/request-key.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
@@ -72,14 +72,14 @@ const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: nu
     }))
     .where('id', '=', p.sessionId)
     .where('org_id', '=', p.orgId)
-    .returning(['agent_id', 'agent_version']),
+    .returning(['agent_id', 'agent_version', 'end_user']),
 );
 const pending = prepare((db, p: { sessionId: string }) =>
   db
     .updateTable('sessions')
     .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1) }))
     .where('id', '=', p.sessionId)
-    .returning(['agent_id', 'agent_version']),
+    .returning(['agent_id', 'agent_version', 'end_user']),
 );
 
 /**
@@ -87,14 +87,14 @@ const pending = prepare((db, p: { sessionId: string }) =>
  * a worker releasing the session at this moment sees the new work. The update locks the row: submit calls it
  * first, with `orgId` and `now` (the session must be the organization's; its `updated_at` moves, and it records
  * the API key of the request, for the key's limit of concurrent turns: lib/request-key.ts). Returns the
- * session's agent and the version it is pinned to, undefined when there is no such session.
+ * session's agent, the version it is pinned to and its end user, undefined when there is no such session.
  */
 export async function markWorkPending(
   trx: Executor,
   target: { sessionId: string } | { sessionId: string; orgId: string; now: number },
-): Promise<{ agent_id: string | null; agent_version: number | null } | undefined> {
+): Promise<{ agent_id: string | null; agent_version: number | null; end_user: string | null } | undefined> {
   return 'orgId' in target
-    ? pendingOfOrg.first(trx, { ...target, keyId: currentRequestKey() })
+    ? pendingOfOrg.first(trx, { ...target, keyId: currentApiKeyId() })
     : pending.first(trx, { sessionId: target.sessionId });
 }
 

@@ -5,23 +5,11 @@
  * protocol types. The agent is found in the caller's organization first, so another organization's agent is an
  * ordinary 404 before any protocol is spoken.
  */
-import {
-  type AgentCard as AgentCardData,
-  AgentCard as AgentCardJson,
-  ListTasksResponse,
-  SendMessageRequest,
-  SendMessageResponse,
-  StreamResponse,
-  Task as TaskJson,
-  TaskPushNotificationConfig,
-  taskStateFromJSON,
-} from '@a2a-js/sdk';
-import { A2AError, RequestMalformedError, restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
-import { type A2ARequestHandler, JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import type { AgentCard as AgentCardData, StreamResponse } from '@a2a-js/sdk';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import { createA2aHandler, protocolError, SIGNAL_KEY } from '../../domain/a2a/a2a-handler.ts';
 import { agentCardOf } from '../../domain/a2a/agent-card.ts';
 import { isJsonObject } from '../../lib/guards.ts';
 import { orgOf } from '../auth.ts';
@@ -58,9 +46,17 @@ const ObjectOrStream = Type.Unsafe<Record<string, unknown>>({
   },
 });
 
+type Protocol = typeof import('../a2a/protocol.ts');
+let loading: Promise<Protocol> | null = null;
+/** The SDK side, loaded on the first A2A request (a server that serves no A2A never loads the SDK). */
+const protocol = (): Promise<Protocol> => {
+  loading ??= import('../a2a/protocol.ts');
+  return loading;
+};
+
 /** A card in the protocol's JSON form (always an object). */
-function cardJson(card: AgentCardData): Record<string, unknown> {
-  const json = AgentCardJson.toJSON(card);
+function cardJson(p: Protocol, card: AgentCardData): Record<string, unknown> {
+  const json = p.AgentCard.toJSON(card);
   return isJsonObject(json) ? json : {};
 }
 
@@ -97,14 +93,22 @@ export function a2aRoutes(app: App, deps: Deps): void {
     const orgId = orgOf(request);
     const agent = await deps.agents.get(orgId, agentId.toLowerCase());
     const report = (error: unknown) => request.log.error({ err: error }, 'A2A call failed');
-    return createA2aHandler(deps.a2a, { orgId, agentId: agent.id }, agentCardOf(agent, baseUrlOf(request)), report);
+    return (await protocol()).createA2aHandler(
+      deps.a2a,
+      { orgId, agentId: agent.id },
+      agentCardOf(agent, baseUrlOf(request)),
+      report,
+      deps.a2aPush,
+    );
   }
 
-  function contextOf(request: FastifyRequest, reply: FastifyReply): ServerCallContext {
+  /** The call's context; the protocol is loaded by then (handlerFor comes first). */
+  async function contextOf(request: FastifyRequest, reply: FastifyReply): Promise<ServerCallContext> {
+    const p = await protocol();
     const version = request.headers['a2a-version'];
-    return new ServerCallContext({
+    return new p.ServerCallContext({
       ...(typeof version === 'string' ? { requestedVersion: version } : {}),
-      state: new Map([[SIGNAL_KEY, requestSignal(reply)]]),
+      state: new Map([[p.SIGNAL_KEY, requestSignal(reply)]]),
     });
   }
 
@@ -119,6 +123,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
     frame: (value: T) => unknown,
     fail: (error: unknown) => Promise<unknown>,
   ): Promise<FastifyReply> {
+    const p = await protocol();
     let first: IteratorResult<T, void>;
     try {
       first = await events.next();
@@ -132,7 +137,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
       try {
         await stream.pipe({ [Symbol.asyncIterator]: () => events }, (value) => stream.send({ data: frame(value) }));
       } catch (error) {
-        stream.send({ event: 'error', data: toRestErrorBody(error, restStatusFor(error)) });
+        stream.send({ event: 'error', data: p.toRestErrorBody(error, p.restStatusFor(error)) });
       }
     });
     return reply;
@@ -150,7 +155,10 @@ export function a2aRoutes(app: App, deps: Deps): void {
       params: AgentParams,
       response: { 200: AgentCard, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => cardJson(await (await handlerFor(request, request.params.id)).getAgentCard()),
+    handler: async (request) => {
+      const handler = await handlerFor(request, request.params.id);
+      return cardJson(await protocol(), await handler.getAgentCard());
+    },
   });
 
   app.route({
@@ -166,7 +174,8 @@ export function a2aRoutes(app: App, deps: Deps): void {
     handler: async (request) => {
       const agents = await deps.agents.list(orgOf(request));
       const base = baseUrlOf(request);
-      return { object: 'list' as const, data: agents.map((agent) => cardJson(agentCardOf(agent, base))) };
+      const p = await protocol();
+      return { object: 'list' as const, data: agents.map((agent) => cardJson(p, agentCardOf(agent, base))) };
     },
   });
 
@@ -177,7 +186,7 @@ export function a2aRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'A2A JSON-RPC binding',
       description:
-        'A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.',
+        'A2A 1.0 over JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the TaskPushNotificationConfig methods. Protocol errors are JSON-RPC errors in a 200 answer; streaming methods answer text/event-stream.',
       tags,
       params: AgentParams,
       body: JsonRpcRequest,
@@ -185,14 +194,15 @@ export function a2aRoutes(app: App, deps: Deps): void {
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
-      const answer = await new JsonRpcTransportHandler(handler).handle(request.body, contextOf(request, reply));
+      const p = await protocol();
+      const answer = await new p.JsonRpcTransportHandler(handler).handle(request.body, await contextOf(request, reply));
       if (!(Symbol.asyncIterator in answer)) return answer;
       const id = request.body.id ?? null;
       return streamEvents(
         reply,
         answer,
         (value) => value,
-        async (error) => reply.send({ jsonrpc: '2.0', id, error: toJsonRpcError(error) }),
+        async (error) => reply.send({ jsonrpc: '2.0', id, error: p.toJsonRpcError(error) }),
       );
     },
   });
@@ -206,7 +216,7 @@ type HandlerFor = (request: FastifyRequest, agentId: string) => Promise<A2AReque
 function registerRest(
   app: App,
   handlerFor: HandlerFor,
-  contextOf: (request: FastifyRequest, reply: FastifyReply) => ServerCallContext,
+  contextOf: (request: FastifyRequest, reply: FastifyReply) => Promise<ServerCallContext>,
   streamEvents: <T>(
     reply: FastifyReply,
     events: AsyncGenerator<T, void, undefined>,
@@ -219,9 +229,10 @@ function registerRest(
 
   /** A protocol error as the binding answers it; our own errors (401, 404 of the agent) went out before. */
   const failWith = (reply: FastifyReply, request: FastifyRequest) => async (error: unknown) => {
-    const protocol = error instanceof A2AError ? error : protocolError(error, report(request));
-    const status = restStatusFor(protocol);
-    return reply.code(status).send(toRestErrorBody(protocol, status));
+    const p = await protocol();
+    const failure = error instanceof p.A2AError ? error : p.protocolError(error, report(request));
+    const status = p.restStatusFor(failure);
+    return reply.code(status).send(p.toRestErrorBody(failure, status));
   };
 
   async function answer(request: FastifyRequest, reply: FastifyReply, status: number, work: () => Promise<unknown>) {
@@ -233,8 +244,10 @@ function registerRest(
   }
 
   const restErrors = { 400: OursOrA2aError, 404: OursOrA2aError, 409: A2aError, 500: A2aError, 501: A2aError };
-  const stream = (request: FastifyRequest, reply: FastifyReply, events: AsyncGenerator<StreamResponse>) =>
-    streamEvents(reply, events, (event) => StreamResponse.toJSON(event), failWith(reply, request));
+  const stream = async (request: FastifyRequest, reply: FastifyReply, events: AsyncGenerator<StreamResponse>) => {
+    const p = await protocol();
+    return streamEvents(reply, events, (event) => p.StreamResponse.toJSON(event), failWith(reply, request));
+  };
 
   // `message:send` and `message:stream` are one route: a literal colon in a path would not survive the OpenAPI
   // document's path templates.
@@ -253,13 +266,14 @@ function registerRest(
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
-      const params = SendMessageRequest.fromJSON(request.body);
+      const p = await protocol();
+      const params = p.SendMessageRequest.fromJSON(request.body);
       if (request.params.call === 'message:stream') {
-        return stream(request, reply, handler.sendMessageStream(params, contextOf(request, reply)));
+        return stream(request, reply, handler.sendMessageStream(params, await contextOf(request, reply)));
       }
       return answer(request, reply, 200, async () => {
-        const result = await handler.sendMessage(params, contextOf(request, reply));
-        return SendMessageResponse.toJSON({
+        const result = await handler.sendMessage(params, await contextOf(request, reply));
+        return p.SendMessageResponse.toJSON({
           payload: 'messageId' in result ? { $case: 'message', value: result } : { $case: 'task', value: result },
         });
       });
@@ -280,21 +294,22 @@ function registerRest(
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
+      const p = await protocol();
       const query = request.query;
       return answer(request, reply, 200, async () =>
-        ListTasksResponse.toJSON(
+        p.ListTasksResponse.toJSON(
           await handler.listTasks(
             {
               tenant: '',
               contextId: query.contextId ?? '',
-              status: query.status === undefined ? 0 : taskStateFromJSON(query.status),
+              status: query.status === undefined ? 0 : p.taskStateFromJSON(query.status),
               pageSize: query.pageSize,
               pageToken: query.pageToken ?? '',
               historyLength: query.historyLength,
               statusTimestampAfter: query.statusTimestampAfter,
               includeArtifacts: query.includeArtifacts,
             },
-            contextOf(request, reply),
+            await contextOf(request, reply),
           ),
         ),
       );
@@ -307,12 +322,14 @@ function registerRest(
     return at === -1 ? { taskId: ref, verb: '' } : { taskId: ref.slice(0, at), verb: ref.slice(at + 1) };
   };
   const unknownMethod = (reply: FastifyReply, request: FastifyRequest, verb: string) =>
-    failWith(
-      reply,
-      request,
-    )(
-      new RequestMalformedError(
-        `taskRef: '${verb === '' ? '(none)' : `:${verb}`}' is not a method here; use :cancel or :subscribe`,
+    protocol().then((p) =>
+      failWith(
+        reply,
+        request,
+      )(
+        new p.RequestMalformedError(
+          `taskRef: '${verb === '' ? '(none)' : `:${verb}`}' is not a method here; use :cancel or :subscribe`,
+        ),
       ),
     );
 
@@ -333,15 +350,15 @@ function registerRest(
       const handler = await handlerFor(request, request.params.id);
       const { taskId, verb } = splitRef(request.params.taskRef);
       if (verb === 'subscribe') {
-        return stream(request, reply, handler.resubscribe({ tenant: '', id: taskId }, contextOf(request, reply)));
+        return stream(request, reply, handler.resubscribe({ tenant: '', id: taskId }, await contextOf(request, reply)));
       }
       if (verb !== '') return unknownMethod(reply, request, verb);
       return answer(request, reply, 200, async () => {
         const task = await handler.getTask(
           { tenant: '', id: taskId, historyLength: request.query.historyLength },
-          contextOf(request, reply),
+          await contextOf(request, reply),
         );
-        return TaskJson.toJSON(task);
+        return (await protocol()).Task.toJSON(task);
       });
     },
   });
@@ -362,18 +379,22 @@ function registerRest(
       const handler = await handlerFor(request, request.params.id);
       const { taskId, verb } = splitRef(request.params.taskRef);
       if (verb === 'subscribe') {
-        return stream(request, reply, handler.resubscribe({ tenant: '', id: taskId }, contextOf(request, reply)));
+        return stream(request, reply, handler.resubscribe({ tenant: '', id: taskId }, await contextOf(request, reply)));
       }
       if (verb !== 'cancel') return unknownMethod(reply, request, verb);
       return answer(request, reply, 200, async () => {
-        const task = await handler.cancelTask({ tenant: '', id: taskId, metadata: {} }, contextOf(request, reply));
-        return TaskJson.toJSON(task);
+        const task = await handler.cancelTask(
+          { tenant: '', id: taskId, metadata: {} },
+          await contextOf(request, reply),
+        );
+        return (await protocol()).Task.toJSON(task);
       });
     },
   });
 
   const pushSummary = 'A2A push notification configs (HTTP+JSON)';
-  const pushDescription = 'Push notifications are not offered yet: answered with PushNotificationNotSupportedError.';
+  const pushDescription =
+    "POST sets a push notification config of the task (its id, url, token, Bearer authentication); GET lists the task's configs or answers one; DELETE removes one. Each later change of the task's state is POSTed to the config's url (docs/a2a.md).";
   app.route({
     method: 'POST',
     url: `${base}/tasks/:taskRef/pushNotificationConfigs`,
@@ -388,10 +409,11 @@ function registerRest(
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
-      const config = TaskPushNotificationConfig.fromJSON({ ...request.body, taskId: request.params.taskRef });
+      const p = await protocol();
+      const config = p.TaskPushNotificationConfig.fromJSON({ ...request.body, taskId: request.params.taskRef });
       return answer(request, reply, 201, async () =>
-        TaskPushNotificationConfig.toJSON(
-          await handler.createTaskPushNotificationConfig(config, contextOf(request, reply)),
+        p.TaskPushNotificationConfig.toJSON(
+          await handler.createTaskPushNotificationConfig(config, await contextOf(request, reply)),
         ),
       );
     },
@@ -411,13 +433,14 @@ function registerRest(
       },
       handler: async (request, reply) => {
         const handler = await handlerFor(request, request.params.id);
+        const p = await protocol();
         const ids = { tenant: '', taskId: request.params.taskRef, id: request.params.configId };
         return answer(request, reply, 200, async () =>
           method === 'GET'
-            ? TaskPushNotificationConfig.toJSON(
-                await handler.getTaskPushNotificationConfig(ids, contextOf(request, reply)),
+            ? p.TaskPushNotificationConfig.toJSON(
+                await handler.getTaskPushNotificationConfig(ids, await contextOf(request, reply)),
               )
-            : handler.deleteTaskPushNotificationConfig(ids, contextOf(request, reply)),
+            : handler.deleteTaskPushNotificationConfig(ids, await contextOf(request, reply)).then(() => ({})),
         );
       },
     });
@@ -436,9 +459,12 @@ function registerRest(
     },
     handler: async (request, reply) => {
       const handler = await handlerFor(request, request.params.id);
+      const p = await protocol();
       const params = { tenant: '', taskId: request.params.taskRef, pageSize: 0, pageToken: '' };
       return answer(request, reply, 200, async () =>
-        handler.listTaskPushNotificationConfigs(params, contextOf(request, reply)),
+        p.ListTaskPushNotificationConfigsResponse.toJSON(
+          await handler.listTaskPushNotificationConfigs(params, await contextOf(request, reply)),
+        ),
       );
     },
   });

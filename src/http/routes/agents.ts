@@ -16,6 +16,7 @@ import {
   AgentView,
   ApplyBody,
   ApplyResult,
+  ExportResult,
 } from '../schemas/agents.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
 import type { App } from '../types.ts';
@@ -204,6 +205,20 @@ export function agentRoutes(app: App, deps: Deps): void {
       await deps.agents.delete(orgOf(request), request.params.id.toLowerCase());
       return reply.code(204).send(null);
     },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/export',
+    config: { scopes: ['agents:read'] },
+    schema: {
+      summary: 'Export agent documents',
+      description:
+        'Agents as code (docs/agents-as-code.md): every agent of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first, and the lock of the versions they are at now.',
+      tags,
+      response: { 200: ExportResult, ...errorResponses(401, 403) },
+    },
+    handler: async (request) => deps.agentApply.exportAgents(orgOf(request)),
   });
 
   app.route({

@@ -17,11 +17,11 @@ import { orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
-import { responsesValidatorCompiler, validateResponseBody } from '../responses-body.ts';
+import { type ResponseBodyKind, responsesValidatorCompiler, validateResponseBody } from '../responses-body.ts';
 import { errorResponses, VISIBLE_ASCII } from '../schemas/common.ts';
-import { ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
+import { CompactionItem, ConversationItemList, ItemListQuery } from '../schemas/conversations.ts';
 import { OutputFormatView } from '../schemas/output-format.ts';
-import { ResponseCreateBody } from '../schemas/responses.ts';
+import { ResponseCompactBody, ResponseCreateBody } from '../schemas/responses.ts';
 import { streamSse } from '../sse.ts';
 import type { App } from '../types.ts';
 
@@ -63,6 +63,38 @@ const ResponseParams = Type.Object({
 
 const ResponseDeleted = Type.Object(
   { id: Type.String(), object: Type.Literal('response'), deleted: Type.Literal(true) },
+  { additionalProperties: false },
+);
+
+const CompactedResponseSchema = Type.Object(
+  {
+    id: Type.String({ description: 'resp_ + a new id; not a stored Response' }),
+    object: Type.Literal('response.compaction'),
+    created_at: Type.Integer({ description: 'Unix time, seconds' }),
+    output: Type.Array(
+      Type.Union([
+        Type.Object(
+          {
+            id: Type.String(),
+            type: Type.Literal('message'),
+            role: Type.Literal('user'),
+            status: Type.Literal('completed'),
+            content: Type.Array(Type.Object({ type: Type.Literal('input_text'), text: Type.String() })),
+          },
+          { additionalProperties: false },
+        ),
+        CompactionItem,
+      ]),
+      { description: 'The user messages since the last compaction, then one compaction item' },
+    ),
+    usage: Type.Object({
+      input_tokens: Type.Integer({ minimum: 0 }),
+      input_tokens_details: Type.Object({ cached_tokens: Type.Integer({ minimum: 0 }) }),
+      output_tokens: Type.Integer({ minimum: 0 }),
+      output_tokens_details: Type.Object({ reasoning_tokens: Type.Integer({ minimum: 0 }) }),
+      total_tokens: Type.Integer({ minimum: 0 }),
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -127,10 +159,15 @@ async function streamEvents(reply: FastifyReply, deps: Deps, events: AsyncIterab
 }
 
 /** The body in the request's mode (echoed in the Agentry-Compat response header), validated and parsed. */
-function parseBody(request: FastifyRequest, reply: FastifyReply, deps: Deps): ResponseRequest {
+function parseBody(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: Deps,
+  kind: ResponseBodyKind = 'create',
+): ResponseRequest {
   const mode = compatModeOf(request, deps.config.responsesCompat);
   reply.header('agentry-compat', mode);
-  validateResponseBody(request.body, mode);
+  validateResponseBody(request.body, mode, kind);
   return parseResponseRequest(request.body, mode === 'openai');
 }
 
@@ -205,6 +242,35 @@ export function responseRoutes(app: App, deps: Deps): void {
     },
     validatorCompiler: responsesValidatorCompiler,
     handler: async (request, reply) => deps.responses.inputTokens(orgOf(request), parseBody(request, reply, deps)),
+  });
+
+  app.route({
+    method: 'POST',
+    url: '/v1/responses/compact',
+    config: { scopes: ['sessions:write'] },
+    schema: {
+      summary: 'Compact a conversation',
+      description:
+        "The conversation the body names (previous_response_id or conversation, then input; the body of POST /v1/responses, of which stream, background and store have no effect here) summarised by the agent's model: the user messages, then one compaction item. Nothing is stored; send the output back as the input of the next Response, whose turn reads the summary instead of what precedes it. The summary's cost is taken off the credits (docs/context.md).",
+      tags,
+      headers: ResponseHeaders,
+      body: ResponseCompactBody,
+      response: { 200: CompactedResponseSchema, ...errorResponses(400, 401, 402, 403, 404, 502) },
+    },
+    validatorCompiler: responsesValidatorCompiler,
+    handler: async (request, reply) => {
+      const body = parseBody(request, reply, deps, 'compact');
+      const abort = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableEnded) abort.abort(new Error('the client closed the connection'));
+      };
+      reply.raw.once('close', onClose);
+      try {
+        return await deps.responses.compact(orgOf(request), body, abort.signal);
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    },
   });
 
   app.route({

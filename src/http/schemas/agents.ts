@@ -331,6 +331,14 @@ export const ApplyBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const ExportResult = Type.Object(
+  {
+    documents: Type.Array(AgentDocument),
+    lock: ApplyLock,
+  },
+  { additionalProperties: false },
+);
+
 export const ApplyResult = Type.Object(
   {
     dry_run: Type.Boolean(),

@@ -159,22 +159,41 @@ function inputItems(compat: boolean): Schema {
     ['type', 'approval_request_id', 'approve'],
     true,
   );
+  const compaction = object(
+    {
+      type: { const: 'compaction' },
+      encrypted_content: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 1_000_000,
+        description: 'The summary, as POST /v1/responses/compact returns it',
+      },
+    },
+    ['type', 'encrypted_content'],
+    true,
+  );
   const replayed = ['mcp_call', 'mcp_list_tools', 'mcp_approval_request', 'reasoning', 'item_reference'];
   return byType(
     [
       ['function_call_output', output],
       ['function_call', functionCall],
       ['mcp_approval_response', approval],
+      // The window POST /v1/responses/compact returned: the model reads its summary instead of what precedes it.
+      ['compaction', compaction],
       // Items the service produced itself carry nothing the turn needs: accepted and skipped.
       [replayed, { type: 'object' }],
       ['message', message],
     ],
-    otherType([...strictTypes, 'function_call', 'mcp_approval_response', ...replayed], message),
+    otherType([...strictTypes, 'function_call', 'mcp_approval_response', 'compaction', ...replayed], message),
   );
 }
 
 function input(compat: boolean) {
-  return raw({
+  return raw(inputSchema(compat));
+}
+
+function inputSchema(compat: boolean) {
+  return {
     if: { type: 'string' },
     // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
     then: { minLength: 1, maxLength: MAX_TEXT },
@@ -182,7 +201,7 @@ function input(compat: boolean) {
     description: compat
       ? `A string (1-${MAX_TEXT} characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items)`
       : `A string (1-${MAX_TEXT} characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required)`,
-  });
+  };
 }
 
 const conversation = raw({
@@ -390,6 +409,39 @@ export const ResponseCreateCompat = Type.Object(
     description: 'What OpenAI clients send (the default; Agentry-Compat: openai)',
   },
 );
+
+/**
+ * POST /v1/responses/compact takes the body of POST /v1/responses with `input` optional: previous_response_id or
+ * conversation may name the conversation alone.
+ */
+const compactInput = (compat: boolean) =>
+  Type.Optional(
+    raw({
+      if: { type: 'null' },
+      // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword
+      then: {},
+      else: inputSchema(compat),
+      description:
+        'As in POST /v1/responses, or null or absent when previous_response_id or conversation names the conversation',
+    }),
+  );
+export const ResponseCompactStrict = Type.Object(
+  { ...ResponseCreateStrict.properties, input: compactInput(false) },
+  { additionalProperties: false, title: 'Strict mode', description: 'The spec body, input optional' },
+);
+export const ResponseCompactCompat = Type.Object(
+  { ...ResponseCreateCompat.properties, input: compactInput(true) },
+  {
+    additionalProperties: false,
+    title: 'OpenAI compatibility mode',
+    description: 'What OpenAI clients send, input optional',
+  },
+);
+export const ResponseCompactBody = Type.Unsafe<unknown>({
+  anyOf: [ResponseCompactStrict, ResponseCompactCompat],
+  description:
+    'The body of POST /v1/responses with input optional, in strict mode or OpenAI compatibility mode (docs/responses.md)',
+});
 
 /** The body as the route declares it: one of the two, by the request's mode (see docs/responses.md). */
 export const ResponseCreateBody = Type.Unsafe<unknown>({

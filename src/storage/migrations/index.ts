@@ -29,6 +29,9 @@ import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
 import { limits } from './0031-limits.ts';
+import { usage } from './0033-usage.ts';
+import { retention } from './0035-retention.ts';
+import { a2aPush } from './0037-a2a-push.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -63,6 +66,9 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
   '0031-limits': limits,
+  '0033-usage': usage,
+  '0035-retention': retention,
+  '0037-a2a-push': a2aPush,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

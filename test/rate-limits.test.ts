@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimSession, handOver } from '../src/domain/turns/leases.ts';
 import { flows, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json, type Response, testEnvironment } from './helpers/harness.ts';
 import { runCli, startsTimeout } from './helpers/server-process.ts';
@@ -412,3 +413,68 @@ describe.each(dialects())('agentry limits (%s)', (dialect) => {
     startsTimeout(7),
   );
 });
+
+describe.each(dialects().filter((dialect) => dialect === 'postgres'))(
+  'claims of a last slot at the same instant (%s)',
+  (dialect) => {
+    let h: Harness;
+    beforeAll(async () => {
+      h = await createHarness(dialect);
+      // The claims are made here, by three workers at once; the harness's own engine stays out of the way.
+      await h.engine.stop(5000);
+    });
+    afterAll(() => h.close());
+
+    it('lets only one of them keep it', async () => {
+      const f = flows(() => h);
+      const { orgId, key } = await h.createOrg(`race-${dialect}`);
+      await h.deps.limits.setOrganization(orgId, { concurrentTurns: 1 });
+      const agentId = await f.createAgent({}, key);
+      for (let i = 0; i < 6; i += 1) await f.submit(await f.createSession(agentId, key), 'Hello.', { key });
+      const { db } = h.deps.storage;
+      const workers = ['a', 'b', 'c'].map((name) => ({
+        db,
+        dialect: 'postgres' as const,
+        owner: `race-${name}`,
+        leaseMs: 60_000,
+        turnLimits: h.deps.limits.turnLimits,
+      }));
+      // Live in the process registry, as an engine is: a lease of theirs is not taken over.
+      const started = Date.now();
+      await db
+        .insertInto('engine_processes')
+        .values(
+          workers.map((worker) => ({
+            id: worker.owner,
+            role: 'worker',
+            started_at: started,
+            heartbeat_at: started,
+            expires_at: started + 3600_000,
+          })),
+        )
+        .execute();
+      let kept = 0;
+      for (let round = 0; round < 10; round += 1) {
+        const now = Date.now();
+        const leases = (await Promise.all(workers.map((worker) => claimSession(worker, now)))).filter(
+          (lease) => lease !== null,
+        );
+        expect(leases.length, `round ${round}`).toBeLessThanOrEqual(1);
+        const leased = await db
+          .selectFrom('sessions')
+          .select('id')
+          .where('org_id', '=', orgId)
+          .where('lease_owner', 'is not', null)
+          .execute();
+        expect(leased.length, `round ${round}`).toBe(leases.length);
+        kept += leases.length;
+        for (const lease of leases) {
+          const worker = workers.find((candidate) => candidate.owner === lease.owner);
+          if (worker !== undefined) await handOver(worker, lease);
+        }
+      }
+      // The slot was taken, not refused every time.
+      expect(kept).toBeGreaterThan(0);
+    });
+  },
+);

@@ -164,6 +164,14 @@ describe.each(dialects())('A2A push notifications (%s)', (dialect) => {
       expect(created.authentication).toEqual({ scheme: 'Bearer', credentials: '' });
       const spare = await client.createTaskPushNotificationConfig(config(waiting.id, `${receiver.url}/spare`));
       expect(spare.id).toMatch(/^[0-9a-f-]{36}$/);
+      // The same new id set by several requests at once: each succeeds, one config stays.
+      const racing = await Promise.all(
+        [1, 2, 3].map(() =>
+          client.createTaskPushNotificationConfig(config(waiting.id, `${receiver.url}/race`, { id: 'race' })),
+        ),
+      );
+      expect(racing.map((item) => item.id)).toEqual(['race', 'race', 'race']);
+      await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: waiting.id, id: 'race' });
       const read = await client.getTaskPushNotificationConfig({ tenant: '', taskId: waiting.id, id: 'bearer' });
       expect(read.url).toBe(`${receiver.url}${path}`);
       const listed = await client.listTaskPushNotificationConfig({

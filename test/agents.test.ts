@@ -365,6 +365,7 @@ describe.each(dialects())('agents (%s)', (dialect) => {
         outputFormat: null,
         contextPolicy: 'truncation',
         compactThreshold: null,
+        budget: null,
         isDefault: false,
         version: 1,
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),

@@ -144,6 +144,7 @@ describe('API contract', () => {
     // A valid request for each route, so that only ownership can make it fail.
     const valid: Record<string, { body?: unknown; headers?: Record<string, string> }> = {
       'PATCH /v1/agents/:id': { body: { name: 'mine now' } },
+      'PATCH /v1/sessions/:id': { body: { budget: { limitUsd: 1 } } },
       'POST /v1/agents/:id/memories': { body: { content: 'mine now' } },
       'PATCH /v1/agents/:id/memories/:memoryId': { body: { content: 'mine now' } },
       'POST /v1/sessions/:id/messages': {

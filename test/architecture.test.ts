@@ -46,7 +46,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   agents: ['agent-repo.ts', 'agent-service.ts', 'agent-types.ts'],
   approvals: ['approvals.ts'],
   auth: ['scopes.ts'],
-  billing: ['credits.ts'],
+  billing: ['budgets.ts', 'credits.ts'],
   'chat-completions': [],
   files: ['file-retention.ts', 'image-import.ts'],
   limits: ['limit-store.ts'],

@@ -28,6 +28,7 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
       title: 'Support chat',
       status: 'idle',
       endUser: null,
+      budget: null,
       conversationId: `conv_${session.id}`,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       updatedAt: session.createdAt,

@@ -8,6 +8,7 @@
  * The item, the compaction's span, its usage and cost, and its event are written in one transaction: a step that
  * starts again after a crash finds the compaction done (the log ends with it) or not started, never half.
  */
+
 import { debitCredits } from '../domain/billing/credits.ts';
 import { writeEvents } from '../domain/outbox.ts';
 import { insertSpans, type NewSpan, SPAN_BLOCK, spanSeq } from '../domain/runs/spans.ts';
@@ -26,6 +27,7 @@ import { costMicros } from '../models/pricing.ts';
 import { type Summary, summariseConversation } from '../models/summarise.ts';
 import type { ContextMessage } from '../models/types.ts';
 import { attachedFiles } from './attached-files.ts';
+import { recordBudgetSpend } from './budget-gate.ts';
 import { contextRoom, type StepFrame } from './context-window.ts';
 import { compactionEvent } from './step-events.ts';
 import { change, type Turn } from './turn-context.ts';
@@ -150,6 +152,7 @@ async function record(turn: Turn, done: Done): Promise<boolean> {
     await insertSpans(trx, { orgId: current.org_id, runId: current.run_id }, [span]);
     await addCompactionUsage(trx, current, { ...done.summary.usage, costMicros: cost }, now);
     await debitCredits(trx, current.org_id, cost);
+    await recordBudgetSpend(turn, trx, { costMicros: cost, now, release: false });
     return created === undefined ? [] : writeEvents(trx, target, [compactionEvent(current, created)]);
   });
   if (after === null) return false;

@@ -37,6 +37,7 @@ import type { MessageRow } from '../storage/schema.ts';
 import { needsApproval } from '../tools/approval-policy.ts';
 import type { TurnTools } from '../tools/registry.ts';
 import { attachedFiles } from './attached-files.ts';
+import { recordBudgetSpend } from './budget-gate.ts';
 import { compactIfDue, compactLog } from './compaction.ts';
 import { contextRoom, learnInputCount, type StepFrame, smallerRoom } from './context-window.ts';
 import { type StepTrace, writeStep } from './spans.ts';
@@ -312,6 +313,7 @@ export function persistStep(
     await writeStep(trx, current, trace, { ...output, calls: records.calls, costMicros: cost }, now);
     await addStepUsage(trx, current, { ...output.usage, costMicros: cost }, now);
     await debitCredits(trx, current.org_id, cost);
+    await recordBudgetSpend(turn, trx, { costMicros: cost, now, release: true });
     const events = await writeEvents(trx, target, stepItemEvents(current, created));
     if (output.calls.length === 0) {
       const text = turnText([...ownItems(items, current.id), ...created]);

@@ -4,9 +4,11 @@
  * the session's cached log, and (once resolved) the agent, model settings and tools. Also the turn's one way to
  * change its message: a write fenced by the lease and conditional on the message's status.
  */
+
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
+import type { ScopedBudget } from '../domain/billing/budgets.ts';
 import { afterCommit, type SessionEvent } from '../domain/outbox.ts';
 import type { ContextCache } from '../domain/turns/context-cache.ts';
 import type { AttachedFile } from '../domain/turns/items.ts';
@@ -100,6 +102,8 @@ export interface TurnContext {
   starter: LazyStart | null;
   /** The model call in flight, if any: written as a failed or cancelled step when the turn ends during it. */
   inFlight: StepTrace | null;
+  /** The budgets the last model call was admitted under (budget-gate.ts): its step's cost is added to them. */
+  budgets: ScopedBudget[];
 }
 
 /** A turn whose agent, model settings and tools are resolved: what each step runs with. */
@@ -121,7 +125,7 @@ export function openTurn(
   initial: MessageRow,
   run: { signal: AbortSignal; trace: RunTrace; log: ContextCache },
 ): TurnContext {
-  return { deps, lease, ...run, initial, message: initial, fresh: true, starter: null, inFlight: null };
+  return { deps, lease, ...run, initial, message: initial, fresh: true, starter: null, inFlight: null, budgets: [] };
 }
 
 /**

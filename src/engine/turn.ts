@@ -19,6 +19,7 @@ import type { TurnOutcome } from '../observability/metrics-types.ts';
 import type { Executor } from '../storage/db.ts';
 import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
+import { admitUnderBudgets, releaseBudgetHolds } from './budget-gate.ts';
 import { modelInputOf, type StepTrace } from './spans.ts';
 import { callModel, persistStep } from './step.ts';
 import { reportToolFailures, runServerCalls, serverCallsToRun } from './tool-calls.ts';
@@ -76,6 +77,9 @@ async function runTurnSteps(context: TurnContext): Promise<void> {
   } finally {
     // Whatever ended the turn, a start not written by now is not written later by its timer.
     context.starter?.take();
+    await releaseBudgetHolds(context).catch((error: unknown) => {
+      context.deps.logger.warn({ err: error }, 'could not release the budget holds of a turn: they expire');
+    });
   }
 }
 
@@ -193,6 +197,7 @@ async function runSteps(turn: Turn): Promise<void> {
       if (turn.message.status !== (turn.starter === null ? 'running' : 'queued')) return;
     }
     turn.fresh = false;
+    if (!(await admitUnderBudgets(turn))) return;
     const trace = beginModelCall(turn, items);
     const made = ownItems(items, messageId).filter((item) => item.content.type === 'function_call').length;
     const output = await callModel(turn, trace, items, made);

@@ -60,6 +60,12 @@ export const errorCatalog = {
     description:
       'The API key or its organization sent more requests this minute than its limit allows (docs/operations.md, Limits). `Retry-After` says when the window resets; the `RateLimit` and `RateLimit-Policy` headers give the limit and what is left.',
   },
+  budget_exceeded: {
+    status: 402,
+    type: 'billing_error',
+    description:
+      "A budget of the turn's agent, session or schedule is spent: the message is refused, or the turn ends failed before its next model call.",
+  },
   client_tool_output_required: {
     status: 409,
     type: 'conflict_error',

@@ -78,6 +78,10 @@ export interface AgentsTable {
   /** How turns keep their context within the model's window (`truncation`, `none`); null in older rows: truncation. */
   context_policy: ColumnType<string | null, string | null | undefined, string | null>;
   compact_threshold: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The agent's spend cap in micro-dollars (migration 0032, docs/budgets.md); null: none. Not versioned. */
+  budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** `month` (calendar month, UTC) or `lifetime`; null when there is no cap. */
+  budget_period: ColumnType<string | null, string | null | undefined, string | null>;
   is_default: number;
   version: number;
   workspace_provisioned_at: Millis | null;
@@ -118,6 +122,8 @@ export interface SessionsTable {
   end_user: ColumnType<string | null, string | null | undefined, string | null>;
   /** The API key that submitted the pending work (migration 0031), for its limit of concurrent turns; null: none. */
   turn_key_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The session's lifetime spend cap in micro-dollars (migration 0032); null: none. */
+  budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface MessagesTable {
@@ -562,8 +568,37 @@ export interface SchedulesTable {
   version: number;
   /** The agent version the schedule's runs use; null follows the latest. */
   agent_version: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The schedule's spend cap in micro-dollars over all its runs (migration 0032); null: none. */
+  budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** `month` (calendar month, UTC) or `lifetime`; null when there is no cap. */
+  budget_period: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Millis;
   updated_at: Millis;
+}
+
+/** The running spend of a budgeted scope in one period (migration 0032, domain/billing/budgets.ts). */
+export interface BudgetSpendTable {
+  scope: string;
+  scope_id: string;
+  /** `YYYY-MM` for a monthly budget, '' for a lifetime one. */
+  period_key: string;
+  org_id: string;
+  spent_micros: ColumnType<number, number | undefined, number>;
+  /** The largest step cost seen: the estimate that admits concurrent model calls near the cap. */
+  max_step_micros: ColumnType<number, number | undefined, number>;
+  /** The limit whose 80 % crossing was announced (budget.threshold); null: none yet. */
+  threshold_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The limit whose crossing was announced (budget.exceeded); null: none yet. */
+  exceeded_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  updated_at: Millis;
+}
+
+/** A model call in flight under a budgeted scope (one per message), until its step is stored or it expires. */
+export interface BudgetHoldsTable {
+  scope: string;
+  scope_id: string;
+  holder: string;
+  expires_at: Millis;
 }
 
 export interface ScheduleRunsTable {
@@ -655,6 +690,8 @@ export interface Database {
   memories: MemoriesTable;
   limits: LimitsTable;
   rate_windows: RateWindowsTable;
+  budget_spend: BudgetSpendTable;
+  budget_holds: BudgetHoldsTable;
   org_retention: OrgRetentionTable;
 }
 

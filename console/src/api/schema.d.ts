@@ -1909,6 +1909,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -2057,6 +2066,16 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         clientTools?: {
                             description: string;
                             name: string;
@@ -2159,6 +2178,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -2367,6 +2395,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -2605,7 +2642,7 @@ export interface paths {
         head?: never;
         /**
          * Update an agent
-         * @description Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
+         * @description Changes the given fields (at least one) and stores a new version (a change of budget alone keeps the version: budgets are not versioned, docs/budgets.md); affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).
          *
          *     Required scope: agents:write (or tasks:write).
          */
@@ -2625,6 +2662,16 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         clientTools?: {
                             description: string;
                             name: string;
@@ -2729,6 +2776,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -6150,6 +6206,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             agent: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: it caps the turns of every version */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 clientTools: {
                                     description: string;
                                     name: string;
@@ -6365,6 +6430,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -6485,6 +6559,16 @@ export interface paths {
                 content: {
                     "application/json": {
                         documents: {
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                            budget?: {
+                                /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                                limitUsd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period?: "month" | "lifetime";
+                            } | null;
                             clientTools?: {
                                 description: string;
                                 name: string;
@@ -7992,6 +8076,16 @@ export interface paths {
                     content: {
                         "application/json": {
                             documents: {
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
+                                budget?: {
+                                    /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period?: "month" | "lifetime";
+                                } | null;
                                 clientTools?: {
                                     description: string;
                                     name: string;
@@ -12804,6 +12898,15 @@ export interface paths {
                                 agent_id: string;
                                 /** @description The pinned agent version; null: the latest */
                                 agent_version: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                                budget: {
+                                    limit_usd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @enum {string} */
                                 catch_up: "skip" | "run_once";
                                 /** @description Unix time in seconds */
@@ -12897,6 +13000,16 @@ export interface paths {
                         agent_id: string;
                         /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
                         agent_version?: number | null;
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. The spend is that of all the schedule's runs; a run past it fails with budget_exceeded */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limit_usd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         /**
                          * @description Ticks missed while no worker ran: skip them (default) or run once for them
                          * @enum {string}
@@ -12938,6 +13051,15 @@ export interface paths {
                             agent_id: string;
                             /** @description The pinned agent version; null: the latest */
                             agent_version: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                            budget: {
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period: "month" | "lifetime";
+                            } | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -13060,6 +13182,15 @@ export interface paths {
                             agent_id: string;
                             /** @description The pinned agent version; null: the latest */
                             agent_version: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                            budget: {
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period: "month" | "lifetime";
+                            } | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -13156,6 +13287,16 @@ export interface paths {
                         agent_id?: string;
                         /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
                         agent_version?: number | null;
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. The spend is that of all the schedule's runs; a run past it fails with budget_exceeded */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limit_usd: number;
+                            /**
+                             * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                             * @enum {string}
+                             */
+                            period?: "month" | "lifetime";
+                        } | null;
                         /**
                          * @description Ticks missed while no worker ran: skip them (default) or run once for them
                          * @enum {string}
@@ -13197,6 +13338,15 @@ export interface paths {
                             agent_id: string;
                             /** @description The pinned agent version; null: the latest */
                             agent_version: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                            budget: {
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period: "month" | "lifetime";
+                            } | null;
                             /** @enum {string} */
                             catch_up: "skip" | "run_once";
                             /** @description Unix time in seconds */
@@ -13863,6 +14013,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -13944,6 +14103,16 @@ export interface paths {
                         agentId: string;
                         /** @description Pins the session to this version of the agent (400 when the agent has no such version) */
                         agentVersion?: number;
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                        budget?: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description A session budget is for its whole life
+                             * @enum {string}
+                             */
+                            period?: "lifetime";
+                        } | null;
                         /** @description Extension: the end user the session serves (their memories and credentials are used) */
                         endUser?: string;
                         title?: string;
@@ -13963,6 +14132,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -14082,6 +14260,15 @@ export interface paths {
                                 agentId: string | null;
                                 /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
                                 agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
                                 /** @description conv_ + the session id; the Conversation of /v1/responses */
                                 conversationId: string;
                                 /** Format: date-time */
@@ -14218,7 +14405,130 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a session
+         * @description Extension: changes the session's budget (null removes it); its spend is recomputed from the session's stored cost. See docs/budgets.md.
+         *
+         *     Required scope: sessions:write (or tasks:write).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description Extension: the fields of a session that can change */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
+                        budget: {
+                            /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                            limitUsd: number;
+                            /**
+                             * @description A session budget is for its whole life
+                             * @enum {string}
+                             */
+                            period?: "lifetime";
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            session: {
+                                /** @description null for a Conversation created without an agent, until its first Response fixes one */
+                                agentId: string | null;
+                                /** @description The agent version every turn runs (pinned at create); null follows the agent's latest version */
+                                agentVersion: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. A session's period is always lifetime */
+                                budget: {
+                                    limitUsd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period: "month" | "lifetime";
+                                } | null;
+                                /** @description conv_ + the session id; the Conversation of /v1/responses */
+                                conversationId: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it */
+                                endUser: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @enum {string} */
+                                object: "session";
+                                /** @enum {string} */
+                                status: "idle" | "running" | "requires_action" | "failed";
+                                title: string | null;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/sessions/{id}/interrupt": {
@@ -16151,7 +16461,7 @@ export interface paths {
                             data: {
                                 /** @description Unix time in seconds */
                                 created_at: number;
-                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                                 /** @description A webhook endpoint id (we_…) */
                                 id: string;
                                 name: string;
@@ -16219,7 +16529,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description The complete list of event types to receive */
-                        event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                        event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                         name: string;
                         /**
                          * Format: uri
@@ -16239,7 +16549,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -16333,7 +16643,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -16406,7 +16716,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description The complete list of event types to receive */
-                        event_types?: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                        event_types?: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                         name?: string;
                         /**
                          * Format: uri
@@ -16426,7 +16736,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -16972,7 +17282,7 @@ export interface paths {
                         "application/json": {
                             /** @description Unix time in seconds */
                             created_at: number;
-                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required")[];
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
                             /** @description A webhook endpoint id (we_…) */
                             id: string;
                             name: string;
@@ -17073,7 +17383,7 @@ export interface paths {
                          * @description A supported event type (GET /v1/webhook_event_types)
                          * @enum {string}
                          */
-                        event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
+                        event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded";
                     };
                 };
             };
@@ -17092,7 +17402,7 @@ export interface paths {
                              * @description A supported event type (GET /v1/webhook_event_types)
                              * @enum {string}
                              */
-                            event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
+                            event_type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded";
                             /** @enum {string} */
                             object: "webhook_endpoint.test";
                             /** @description The receiver's HTTP status, whatever it was */
@@ -17199,7 +17509,7 @@ export interface paths {
                                  * @description A supported event type (GET /v1/webhook_event_types)
                                  * @enum {string}
                                  */
-                                type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required";
+                                type: "agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded";
                             }[];
                             /** @enum {string} */
                             object: "list";
@@ -18781,6 +19091,46 @@ export interface components {
             object: "event";
             /** @enum {string} */
             type: "mcp_server.authorization_required";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                /** @description The agent, session or schedule id */
+                id: string;
+                limit_usd: number;
+                period: "month" | "lifetime";
+                period_key: string | null;
+                scope: "agent" | "session" | "schedule";
+                spent_usd: number;
+                /** @description The fraction of the limit crossed: 0.8 or 1 */
+                threshold: number;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "budget.threshold";
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                /** @description The agent, session or schedule id */
+                id: string;
+                limit_usd: number;
+                period: "month" | "lifetime";
+                period_key: string | null;
+                scope: "agent" | "session" | "schedule";
+                spent_usd: number;
+                /** @description The fraction of the limit crossed: 0.8 or 1 */
+                threshold: number;
+            };
+            /** @description evt_… */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @enum {string} */
+            type: "budget.exceeded";
         };
     };
     responses: never;

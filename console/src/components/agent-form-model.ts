@@ -130,9 +130,15 @@ function toolApprovalsOf(form: AgentForm, local: LocalErrors): ToolApprovals {
 export type LocalErrors = Record<string, string>;
 
 interface Built {
-  /** What the form edits; `contextPolicy`, `compactThreshold` and `outputFormat` are set through the API and left as they are here. */
+  /**
+   * What the form edits; `contextPolicy`, `compactThreshold`, `outputFormat` and `budget` are set through the API and
+   * left as they are here.
+   */
   body: Required<
-    Omit<AgentCreate, 'description' | 'networkPolicy' | 'contextPolicy' | 'compactThreshold' | 'outputFormat'>
+    Omit<
+      AgentCreate,
+      'description' | 'networkPolicy' | 'contextPolicy' | 'compactThreshold' | 'outputFormat' | 'budget'
+    >
   > & {
     description: string | null;
     networkPolicy: NetworkPolicyInput | null;

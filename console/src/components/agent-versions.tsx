@@ -82,7 +82,7 @@ function RestoreVersion({ agent, version }: { agent: Agent; version: number }) {
   return (
     <>
       {confirming ? (
-        <div className="row" role="group" aria-label={`Restore v${version}`}>
+        <fieldset className="row plain" aria-label={`Restore v${version}`}>
           <span>
             Save v{version}'s configuration as v{agent.version + 1}? Sessions that follow the latest version run it from
             their next turn; pinned sessions keep their version, and every version stays in this list.
@@ -93,7 +93,7 @@ function RestoreVersion({ agent, version }: { agent: Agent; version: number }) {
           <button type="button" onClick={() => setConfirming(false)}>
             Cancel
           </button>
-        </div>
+        </fieldset>
       ) : (
         <button type="button" onClick={() => setConfirming(true)}>
           Restore v{version}

@@ -184,6 +184,10 @@ export function createPushConfigs(deps: PushConfigDeps) {
             created_at: now,
             deleted_at: null,
           })
+          // Two requests setting the same new id at once: the second replaces the first, as a later set would.
+          .onConflict((conflict) =>
+            conflict.columns(['task_id', 'config_id']).doUpdateSet({ ...values, deleted_at: null }),
+          )
           .execute();
       });
       const stored = await live(task.orgId, task.id).selectAll().where('config_id', '=', id).executeTakeFirstOrThrow();

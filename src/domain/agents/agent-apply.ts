@@ -5,6 +5,7 @@
  * silently overwrites a change made in the console or the API. docs/agents-as-code.md describes the format.
  */
 import { AppError, validationError } from '../../errors/app-error.ts';
+import { jsonEqual } from '../../lib/hash.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
 import type { McpServer } from '../../tools/tool-config.ts';
 import { responseFormatEcho } from '../output-format.ts';
@@ -59,6 +60,8 @@ export function documentOf(agent: Agent): ExportedDocument {
     ...(networkPolicy === null ? {} : { networkPolicy }),
     outputFormat: outputFormat === null ? null : responseFormatEcho(outputFormat),
     ...(compactThreshold === null ? {} : { compactThreshold }),
+    // A budget is written when there is one; a document without one leaves the agent's as it is.
+    ...(agent.budget === null ? {} : { budget: agent.budget }),
   };
 }
 
@@ -109,6 +112,10 @@ export function createAgentApplier(deps: { agents: AgentService }) {
       }
       const current = await agents.get(orgId, id);
       const changes = jsonDiff(configOf(current), desired).map((change) => change.path);
+      // A document without a budget leaves the agent's alone: budgets are operated, not part of the definition.
+      if (document.budget !== undefined && !jsonEqual(agents.budgetFor(document.budget), current.budget)) {
+        changes.push('/budget');
+      }
       out.push({
         planned: {
           kind: 'agent',
@@ -178,10 +185,15 @@ export function createAgentApplier(deps: { agents: AgentService }) {
           p.version = created.body.agent.version;
         } else if (p.action === 'update' && p.id !== null && entry.expected !== null) {
           const full = agents.configFor(input);
+          const budget = input.budget === undefined ? {} : { budget: input.budget };
+          // A change of the budget alone is no new version (Agent.budget).
+          const onlyBudget = p.changes.every((path) => path === '/budget');
           const updated = await agents.update(
             orgId,
             p.id,
-            { ...full, mcpServers: input.mcpServers ?? [], outputFormat: input.outputFormat ?? null },
+            onlyBudget
+              ? budget
+              : { ...full, mcpServers: input.mcpServers ?? [], outputFormat: input.outputFormat ?? null, ...budget },
             { ...write, expectedVersion: entry.expected },
           );
           p.version = updated.agent.version;

@@ -8,6 +8,7 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { AgentRow, NewAgentRow } from '../../storage/schema.ts';
+import { budgetOf, budgetView } from '../billing/budgets.ts';
 import {
   type Agent,
   type AgentConfig,
@@ -61,6 +62,7 @@ export function agentFromRow(row: AgentRow): Agent {
     outputFormat: outputFormatOf(row.output_format),
     contextPolicy: contextPolicyOf(row.context_policy),
     compactThreshold: row.compact_threshold,
+    budget: budgetView(budgetOf(row.budget_limit_micros, row.budget_period)),
     isDefault: row.is_default === 1,
     version: row.version,
     createdAt: iso(row.created_at),

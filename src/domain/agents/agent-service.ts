@@ -8,6 +8,16 @@ import { jsonDiff } from '../../lib/json-diff.ts';
 import type { ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
+import {
+  BUDGET_PERIODS,
+  type Budget,
+  type BudgetInput,
+  type BudgetView,
+  budgetColumns,
+  budgetView,
+  parseBudget,
+  resetSpend,
+} from '../billing/budgets.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import type { McpServerService, PreparedEntries } from '../mcp-servers/mcp-server-service.ts';
 import { parseResponseFormat } from '../output-format.ts';
@@ -69,7 +79,18 @@ const AGENT_CACHE_MAX = 10_000;
 /** A validated create whose URL entries were discovered, ready to be written in a transaction. */
 interface PreparedAgent {
   config: AgentConfig;
+  budget: Budget | null;
   entries: PreparedEntries;
+}
+
+/** An agent's budget from a request (a 400 naming `budget.limitUsd` or `budget.period`); monthly unless named. */
+function agentBudget(input: BudgetInput | null | undefined): Budget | null | undefined {
+  return parseBudget(input === undefined || input === null ? input : { limit: input.limitUsd, period: input.period }, {
+    field: 'budget',
+    limit: 'limitUsd',
+    periods: BUDGET_PERIODS,
+    defaultPeriod: 'month',
+  });
 }
 
 const DEFAULT_AGENT_NAME = 'Default Agent';
@@ -158,7 +179,8 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   async function prepare(orgId: string, input: AgentCreateInput): Promise<PreparedAgent> {
     const config = configFromCreate(input);
-    return { config, entries: await deps.connectors.prepareEntries(orgId, config.mcpServers) };
+    const budget = agentBudget(input.budget) ?? null;
+    return { config, budget, entries: await deps.connectors.prepareEntries(orgId, config.mcpServers) };
   }
 
   async function insertPrepared(
@@ -168,7 +190,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     actor: string | null,
   ): Promise<Agent> {
     const { entries, serverIds } = await deps.connectors.commitEntries(db, orgId, prepared.entries);
-    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false, actor);
+    const agent = await insert(db, orgId, { ...prepared.config, mcpServers: entries }, false, actor, prepared.budget);
     await deps.connectors.linkAgent(db, agent.id, serverIds);
     return agent;
   }
@@ -179,12 +201,14 @@ export function createAgentService(deps: AgentServiceDeps) {
     config: AgentConfig,
     isDefault: boolean,
     actor: string | null,
+    budget: Budget | null = null,
   ): Promise<Agent> {
     const now = clock.now();
     const row = {
       id: newId(),
       org_id: orgId,
       ...configColumns(config),
+      ...budgetColumns(budget),
       is_default: isDefault ? 1 : 0,
       version: 1,
       workspace_provisioned_at: null,
@@ -305,11 +329,36 @@ export function createAgentService(deps: AgentServiceDeps) {
     throw new AppError('service_unavailable', 'the agent is being changed concurrently; retry', { retriable: true });
   }
 
+  /**
+   * Sets or removes the agent's budget, without a new version (Agent.budget), honouring If-Match; the running total
+   * of the budget's period is recomputed from the agent's stored cost.
+   */
+  async function setBudget(orgId: string, id: string, budget: Budget | null, expected?: number): Promise<void> {
+    await deps.db.transaction().execute(async (trx) => {
+      const row = await findAgentRow(trx, orgId, id);
+      if (row === undefined) throw notFound('agent', id);
+      if (expected !== undefined && expected !== row.version) throw versionConflict(id, expected, row.version);
+      const now = Math.max(clock.now(), row.updated_at);
+      await trx
+        .updateTable('agents')
+        .set({ ...budgetColumns(budget), updated_at: now })
+        .where('id', '=', id)
+        .where('org_id', '=', orgId)
+        .execute();
+      if (budget !== null) await resetSpend(trx, { ...budget, scope: 'agent', id, orgId, now });
+    });
+  }
+
   return {
     get,
 
     /** The configuration a create with `input` would store, validated (a 400 naming the field), without writing. */
     configFor: configFromCreate,
+
+    /** The budget a request's `budget` sets, as the Agent shows it (validated: a 400 naming the field). */
+    budgetFor(input: BudgetInput | null): BudgetView | null {
+      return budgetView(agentBudget(input) ?? null);
+    },
 
     /** The agent with its warnings (GET /v1/agents/{id}). */
     async view(orgId: string, id: string): Promise<AgentView> {
@@ -358,7 +407,14 @@ export function createAgentService(deps: AgentServiceDeps) {
      * Applies a partial change and stores it as the next version (see `write`). Answers with the new version's
      * warnings.
      */
-    async update(orgId: string, id: string, input: AgentUpdateInput, options: WriteOptions = {}): Promise<AgentView> {
+    async update(orgId: string, id: string, update: AgentUpdateInput, options: WriteOptions = {}): Promise<AgentView> {
+      const { budget: budgetInput, ...input } = update;
+      const budget = agentBudget(budgetInput);
+      if (Object.keys(input).length === 0 && budget !== undefined) {
+        // A budget alone is not a new version.
+        await setBudget(orgId, id, budget, options.expectedVersion);
+        return viewOf(deps.db, orgId, await get(orgId, id));
+      }
       const entries =
         input.mcpServers === undefined
           ? null
@@ -382,7 +438,11 @@ export function createAgentService(deps: AgentServiceDeps) {
         outputFormat: input.outputFormat === undefined ? current.outputFormat : outputFormat(input.outputFormat),
         contextPolicy: input.contextPolicy ?? current.contextPolicy,
         compactThreshold: input.compactThreshold === undefined ? current.compactThreshold : input.compactThreshold,
-      }));
+      })).then(async (view) => {
+        if (budget === undefined) return view;
+        await setBudget(orgId, id, budget);
+        return viewOf(deps.db, orgId, await get(orgId, id));
+      });
     },
 
     /**

@@ -16,6 +16,7 @@ import {
   type Skill,
   type ToolApprovals,
 } from '../../tools/tool-config.ts';
+import type { BudgetInput, BudgetView } from '../billing/budgets.ts';
 
 export { CONTEXT_POLICIES, type ContextPolicy, DEFAULT_CONTEXT_POLICY } from '../../models/context-fit.ts';
 
@@ -101,6 +102,11 @@ export function isStoredAgentConfig(value: unknown): value is StoredAgentConfig 
 export interface Agent extends AgentConfig {
   id: string;
   object: 'agent';
+  /**
+   * The agent's spend cap (docs/budgets.md); null: none. Not part of a version: it caps every version's turns, so
+   * changing it leaves `version` as it is.
+   */
+  budget: BudgetView | null;
   isDefault: boolean;
   version: number;
   createdAt: string;
@@ -125,6 +131,7 @@ export interface AgentCreateInput {
   outputFormat?: Record<string, unknown> | null;
   contextPolicy?: ContextPolicy;
   compactThreshold?: number | null;
+  budget?: BudgetInput | null;
 }
 
 export interface AgentUpdateInput {
@@ -141,6 +148,8 @@ export interface AgentUpdateInput {
   outputFormat?: Record<string, unknown> | null;
   contextPolicy?: ContextPolicy;
   compactThreshold?: number | null;
+  /** Set without a new version (see Agent.budget); null removes it. */
+  budget?: BudgetInput | null;
 }
 
 /** A kept version of an Agent (GET /v1/agents/{id}/versions/{n}). */

@@ -91,6 +91,8 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps) {
             ...(schedule.agent_version === null ? {} : { agentVersion: Number(schedule.agent_version) }),
             // A Conversation created without an agent takes the schedule's at its first turn.
             bindAgent: schedule.agent_id,
+            // A spent budget of the schedule fails the run before its turn (budget_exceeded).
+            scheduleId: schedule.id,
           },
           (inner, agentId) => deps.agents.get(orgId, agentId, inner),
         );

@@ -11,6 +11,14 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Database, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
+import {
+  BUDGET_PERIODS,
+  type Budget,
+  type BudgetPeriod,
+  budgetColumns,
+  parseBudget,
+  resetSpend,
+} from '../billing/budgets.ts';
 import type { Idempotency, IdempotentResult } from '../idempotency.ts';
 import { messagesWithActions } from '../turns/message-view.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
@@ -43,6 +51,18 @@ export interface ScheduleInput {
   timeout_seconds?: number | null;
   catch_up?: CatchUpPolicy;
   enabled?: boolean;
+  /** The spend cap over the schedule's runs; null removes it (docs/budgets.md). */
+  budget?: { limit_usd: number; period?: BudgetPeriod } | null;
+}
+
+/** A schedule's budget from a request (a 400 naming `budget.limit_usd` or `budget.period`); monthly unless named. */
+function scheduleBudget(input: ScheduleInput['budget']): Budget | null | undefined {
+  return parseBudget(input === undefined || input === null ? input : { limit: input.limit_usd, period: input.period }, {
+    field: 'budget',
+    limit: 'limit_usd',
+    periods: BUDGET_PERIODS,
+    defaultPeriod: 'month',
+  });
 }
 
 export type ScheduleUpdate = Partial<ScheduleInput>;
@@ -156,6 +176,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     return db.transaction().execute(async (trx) => {
       const current = await findSchedule(trx, orgId, id);
       const now = clock.now();
+      const budget = scheduleBudget(change.budget);
       if (change.cron != null && change.interval_seconds != null) {
         throw validationError('cron', 'exactly one of cron or interval_seconds is required');
       }
@@ -221,6 +242,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         anchor_at: anchorAt,
         version: current.version + 1,
         updated_at: now,
+        ...(budget === undefined ? {} : budgetColumns(budget)),
       };
       // Conditional on the version read: a tick claimed meanwhile (or another change) makes this one retry.
       const written = await trx
@@ -230,6 +252,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         .where('version', '=', current.version)
         .executeTakeFirst();
       if (written.numUpdatedRows === 0n) return null;
+      if (budget != null) await resetSpend(trx, { ...budget, scope: 'schedule', id: current.id, orgId, now });
       return scheduleFromRow({ ...current, ...fields });
     });
   }
@@ -246,6 +269,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         const agentVersion = input.agent_version ?? null;
         if (agentVersion !== null) await requireAgentVersion(trx, agentId, agentVersion, 'agent_version');
         const enabled = input.enabled ?? true;
+        const budget = scheduleBudget(input.budget) ?? null;
         const full: Timing = { ...timing, anchorAt: now };
         const row: ScheduleRow = {
           id: newId(),
@@ -258,6 +282,7 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
           timezone: timing.timezone,
           session_id: sessionId,
           agent_version: agentVersion,
+          ...budgetColumns(budget),
           overlap: input.overlap ?? 'skip',
           timeout_seconds: input.timeout_seconds ?? null,
           catch_up: input.catch_up ?? 'skip',

@@ -2,6 +2,7 @@
 import { unixSeconds } from '../../lib/clock.ts';
 import type { CatchUpPolicy, OverlapPolicy, RunTrigger, ScheduleRunStatus } from '../../storage/column-values.ts';
 import type { ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
+import { budgetOf } from '../billing/budgets.ts';
 import { nextTicks, type Timing } from './timing.ts';
 
 export {
@@ -40,11 +41,18 @@ export interface Schedule {
   timeout_seconds: number | null;
   catch_up: CatchUpPolicy;
   enabled: boolean;
+  /** The spend cap over the schedule's runs (docs/budgets.md); null: none. */
+  budget: ScheduleBudget | null;
   next_run_at: number | null;
   /** The next fire times (Unix seconds), empty while paused. */
   next_run_times: number[];
   created_at: number;
   updated_at: number;
+}
+
+export interface ScheduleBudget {
+  limit_usd: number;
+  period: 'month' | 'lifetime';
 }
 
 export type ScheduleRunAction =
@@ -83,6 +91,11 @@ export const timingOf = (row: ScheduleRow): Timing => ({
   anchorAt: Number(row.anchor_at),
 });
 
+function scheduleBudget(row: ScheduleRow): ScheduleBudget | null {
+  const budget = budgetOf(row.budget_limit_micros, row.budget_period);
+  return budget === null ? null : { limit_usd: budget.limitMicros / 1_000_000, period: budget.period };
+}
+
 export function scheduleFromRow(row: ScheduleRow): Schedule {
   const next = row.next_run_at === null ? null : Number(row.next_run_at);
   const upcoming = next === null ? [] : [next, ...nextTicks(timingOf(row), next, UPCOMING_COUNT - 1)];
@@ -101,6 +114,7 @@ export function scheduleFromRow(row: ScheduleRow): Schedule {
     timeout_seconds: row.timeout_seconds === null ? null : Number(row.timeout_seconds),
     catch_up: row.catch_up,
     enabled: row.enabled === 1,
+    budget: scheduleBudget(row),
     next_run_at: next === null ? null : unixSeconds(next),
     next_run_times: upcoming.map(unixSeconds),
     created_at: unixSeconds(Number(row.created_at)),

@@ -7,8 +7,17 @@ import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
+import {
+  type Budget,
+  type BudgetInput,
+  type BudgetView,
+  budgetOf,
+  budgetView,
+  parseBudget,
+  resetSpend,
+} from '../billing/budgets.ts';
 import { writeEvents } from '../outbox.ts';
-import { createSession } from '../turns/session-rows.ts';
+import { createSession, setSessionBudget } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { markCreated } from './new-sessions.ts';
 
@@ -25,6 +34,8 @@ export interface Session {
   status: SessionStatus;
   /** The end user the session serves (per-user memories and credentials are theirs), null when none was named. */
   endUser: string | null;
+  /** The session's lifetime spend cap (docs/budgets.md); null: none. */
+  budget: BudgetView | null;
   conversationId: string;
   createdAt: string;
   updatedAt: string;
@@ -45,7 +56,7 @@ const agentOfOrg = prepare((db, p: { orgId: string; id: string }) =>
 
 export function sessionFromRow(
   row: Pick<SessionRow, 'id' | 'agent_id' | 'title' | 'status' | 'created_at' | 'updated_at'> &
-    Partial<Pick<SessionRow, 'end_user' | 'agent_version'>>,
+    Partial<Pick<SessionRow, 'end_user' | 'agent_version' | 'budget_limit_micros'>>,
 ): Session {
   return {
     id: row.id,
@@ -55,10 +66,21 @@ export function sessionFromRow(
     title: row.title,
     status: row.status,
     endUser: row.end_user ?? null,
+    budget: budgetView(budgetOf(row.budget_limit_micros, 'lifetime')),
     conversationId: conversationIdOf(row.id),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
+}
+
+/** A session's budget from a request (a 400 naming `budget.limitUsd` or `budget.period`): lifetime only. */
+function sessionBudget(input: BudgetInput | null | undefined): Budget | null | undefined {
+  return parseBudget(input == null ? input : { limit: input.limitUsd, period: input.period }, {
+    field: 'budget',
+    limit: 'limitUsd',
+    periods: ['lifetime'],
+    defaultPeriod: 'lifetime',
+  });
 }
 
 export interface SessionServiceDeps {
@@ -100,6 +122,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         id?: string;
         metadata?: Record<string, string>;
         endUser?: string | null;
+        budget?: BudgetInput | null;
       },
       db: Executor = deps.db,
     ): Promise<Session> {
@@ -112,6 +135,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         if (agentId === null) throw validationError('agentVersion', 'a version can be pinned only with an agent');
         await requireAgentVersion(db, agentId, input.agentVersion, 'agentVersion');
       }
+      const budget = sessionBudget(input.budget);
       const now = deps.clock.now();
       const row = {
         id: input.id ?? newId(),
@@ -120,6 +144,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         agent_version: input.agentVersion ?? null,
         title: input.title ?? null,
         end_user: input.endUser ?? null,
+        budget_limit_micros: budget?.limitMicros ?? null,
         status: 'idle' as const,
         created_at: now,
         updated_at: now,
@@ -135,6 +160,19 @@ export function createSessionService(deps: SessionServiceDeps) {
         events: [{ type: 'agent.session.created', data: { id: row.id } }],
       });
       return sessionFromRow(row);
+    },
+
+    /** Changes the session's budget (docs/budgets.md); its running total is recomputed from its stored cost. */
+    async update(orgId: string, id: string, change: { budget: BudgetInput | null }): Promise<Session> {
+      const budget = sessionBudget(change.budget);
+      const sessionId = id.toLowerCase();
+      await deps.db.transaction().execute(async (trx) => {
+        const now = deps.clock.now();
+        const limitMicros = budget?.limitMicros ?? null;
+        if (!(await setSessionBudget(trx, { sessionId, orgId, limitMicros, now }))) throw notFound('session', id);
+        if (budget != null) await resetSpend(trx, { ...budget, scope: 'session', id: sessionId, orgId, now });
+      });
+      return this.get(orgId, sessionId);
     },
 
     async get(orgId: string, id: string): Promise<Session> {

@@ -32,6 +32,7 @@ import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { Agent } from '../agents/agent-types.ts';
+import { requireBudgets } from '../billing/budgets.ts';
 import { requireCredits } from '../billing/credits.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { preview } from '../runs/preview.ts';
@@ -167,6 +168,8 @@ export interface AcceptInput {
    * `agent_required`.
    */
   bindAgent?: string;
+  /** The schedule whose run this turn is: its budget is checked with the agent's and the session's. */
+  scheduleId?: string;
   /**
    * The API key the turn is billed to (runs.api_key_id). Absent: the key of the request in progress, if any; null:
    * none (a scheduled turn, whoever's request fires it).
@@ -338,6 +341,13 @@ export async function acceptMessage(
           version: agentVersion,
         };
   await requireCredits(trx, orgId, agent.model);
+  await requireBudgets(trx, {
+    model: agent.model,
+    agentId: agent.id,
+    sessionId,
+    scheduleId: input.scheduleId ?? null,
+    now,
+  });
   const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
   const options = withAgentFormat(input.options, agent);
   const row: MessageRow = {

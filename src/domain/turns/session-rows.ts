@@ -121,3 +121,21 @@ export async function setSessionMetadata(
 export async function deleteSessionRow(trx: Executor, orgId: string, sessionId: string): Promise<void> {
   await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
 }
+
+/**
+ * Sets a session's budget (null removes it), in the caller's transaction; false when the organization has no such
+ * visible session.
+ */
+export async function setSessionBudget(
+  trx: Executor,
+  target: { sessionId: string; orgId: string; limitMicros: number | null; now: number },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('sessions')
+    .set({ budget_limit_micros: target.limitMicros, updated_at: target.now })
+    .where('id', '=', target.sessionId)
+    .where('org_id', '=', target.orgId)
+    .where('hidden', '=', 0)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

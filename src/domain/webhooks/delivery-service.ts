@@ -44,6 +44,15 @@ const testError = { code: 'test_error', message: 'A test event' };
 const testCall = { type: 'function_call', call_id: TEST_ID, name: TEST_ID } as const;
 const testRun = (status: WebhookEventData<'schedule.run.created'>['status']) =>
   ({ id: TEST_ID, schedule_id: TEST_ID, trigger: 'manual', status }) as const;
+const testBudget = (threshold: number, spent: number): WebhookEventData<'budget.threshold'> => ({
+  scope: 'agent',
+  id: TEST_ID,
+  period: 'month',
+  period_key: '2026-01',
+  limit_usd: 10,
+  spent_usd: spent,
+  threshold,
+});
 
 /** The data of a test event: shaped like the real event of that type, with test_resource ids. */
 const TEST_DATA: { [K in WebhookEventType]: WebhookEventData<K> } = {
@@ -78,6 +87,8 @@ const TEST_DATA: { [K in WebhookEventType]: WebhookEventData<K> } = {
     user: null,
     reason: 'a test delivery: no credential changed',
   },
+  'budget.threshold': testBudget(0.8, 8),
+  'budget.exceeded': testBudget(1, 10),
 };
 
 /** Told that an endpoint has a delivery due now (a redelivery), so an in-process dispatcher need not wait to poll. */

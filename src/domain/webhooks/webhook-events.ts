@@ -28,6 +28,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'schedule.run.cancelled',
   'schedule.run.skipped',
   'mcp_server.authorization_required',
+  'budget.threshold',
+  'budget.exceeded',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -85,6 +87,16 @@ const AuthorizationRequiredData = Type.Object({
   reason: Type.String(),
 });
 
+const BudgetData = Type.Object({
+  scope: Type.Union([Type.Literal('agent'), Type.Literal('session'), Type.Literal('schedule')]),
+  id: Type.String({ description: 'The agent, session or schedule id' }),
+  period: Type.Union([Type.Literal('month'), Type.Literal('lifetime')]),
+  period_key: Type.Union([Type.String({ description: 'YYYY-MM (UTC) of a monthly budget' }), Type.Null()]),
+  limit_usd: Type.Number(),
+  spent_usd: Type.Number(),
+  threshold: Type.Number({ description: 'The fraction of the limit crossed: 0.8 or 1' }),
+});
+
 /** The `data` of each webhook event type. */
 const DATA = {
   'agent.session.created': SessionData,
@@ -108,6 +120,8 @@ const DATA = {
   'schedule.run.cancelled': ScheduleRunData,
   'schedule.run.skipped': ScheduleRunData,
   'mcp_server.authorization_required': AuthorizationRequiredData,
+  'budget.threshold': BudgetData,
+  'budget.exceeded': BudgetData,
 } as const satisfies Record<WebhookEventType, TSchema>;
 
 /** The `data` of a webhook event of type `K`. */
@@ -145,6 +159,8 @@ export const WebhookEventSchema = Type.Union(
     envelope('schedule.run.cancelled'),
     envelope('schedule.run.skipped'),
     envelope('mcp_server.authorization_required'),
+    envelope('budget.threshold'),
+    envelope('budget.exceeded'),
   ],
   {
     $id: 'WebhookEvent',

@@ -28,6 +28,10 @@ export const EVENT_TYPE_DESCRIPTIONS: Record<WebhookEventType, string> = {
   'schedule.run.skipped': 'A tick was skipped because the previous run was unfinished (overlap skip)',
   'mcp_server.authorization_required':
     "An MCP server's credential can no longer be used (refresh refused, more scope needed); data.id is the connector, data.user the end user (null: the organization). Connect it again.",
+  'budget.threshold':
+    "The spend of an agent's, session's or schedule's budget crossed 80 % of its limit (once per limit and period); data.scope and data.id name it",
+  'budget.exceeded':
+    "The spend of an agent's, session's or schedule's budget reached its limit (once per limit and period): its turns are refused until it is raised or a new month starts",
 };
 
 export function isWebhookEventType(value: string): value is WebhookEventType {

@@ -108,7 +108,7 @@ export function agentRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Update an agent',
       description:
-        'Changes the given fields (at least one) and stores a new version; affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).',
+        'Changes the given fields (at least one) and stores a new version (a change of budget alone keeps the version: budgets are not versioned, docs/budgets.md); affects future turns of existing and new sessions that are not pinned to a version. With If-Match: "<version>" (or a body `version`) the change applies only if that version is current, else 409 version_conflict with error.details.currentVersion. skills and networkPolicy cannot change once the workspace is provisioned (409 sandbox_provisioned).',
       tags,
       params: IdParams,
       headers: AgentUpdateHeaders,

@@ -1,7 +1,13 @@
 import type { Deps } from '../../deps.ts';
 import { orgOf } from '../auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
-import { SessionCreateBody, SessionEnvelope, SessionList, SessionListQuery } from '../schemas/sessions.ts';
+import {
+  SessionCreateBody,
+  SessionEnvelope,
+  SessionList,
+  SessionListQuery,
+  SessionUpdateBody,
+} from '../schemas/sessions.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Sessions'];
@@ -58,6 +64,24 @@ export function sessionRoutes(app: App, deps: Deps): void {
       response: { 200: SessionEnvelope, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request) => ({ session: await deps.sessions.get(orgOf(request), request.params.id) }),
+  });
+
+  app.route({
+    method: 'PATCH',
+    url: '/v1/sessions/:id',
+    config: { scopes: ['sessions:write'] },
+    schema: {
+      summary: 'Update a session',
+      description:
+        "Extension: changes the session's budget (null removes it); its spend is recomputed from the session's stored cost. See docs/budgets.md.",
+      tags,
+      params: IdParams,
+      body: SessionUpdateBody,
+      response: { 200: SessionEnvelope, ...errorResponses(400, 401, 403, 404, 413) },
+    },
+    handler: async (request) => ({
+      session: await deps.sessions.update(orgOf(request), request.params.id, request.body),
+    }),
   });
 
   app.route({

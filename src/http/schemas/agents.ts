@@ -6,6 +6,7 @@ import {
   INTERNAL_TOOLS,
   TOOLKIT_KINDS,
 } from '../../domain/agents/agent-types.ts';
+import { AgentBudget, AgentBudgetInput } from './budgets.ts';
 import { NON_BLANK, StringEnum, TRIMMED, Uuid } from './common.ts';
 import { OutputFormatView, outputFormatSchema } from './output-format.ts';
 
@@ -157,6 +158,7 @@ export const AgentCreateBody = Type.Object(
     outputFormat: Type.Optional(fields.outputFormat),
     contextPolicy: Type.Optional(fields.contextPolicy),
     compactThreshold: Type.Optional(fields.compactThreshold),
+    budget: Type.Optional(AgentBudgetInput),
   },
   { additionalProperties: false },
 );
@@ -184,6 +186,7 @@ export const AgentUpdateBody = Type.Object(
       }),
     ),
     compactThreshold: Type.Optional(fields.compactThreshold),
+    budget: Type.Optional(AgentBudgetInput),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -217,6 +220,7 @@ export const Agent = Type.Object(
     }),
     contextPolicy: fields.contextPolicy,
     compactThreshold: fields.compactThreshold,
+    budget: AgentBudget,
     isDefault: Type.Boolean(),
     version: Type.Integer({ description: 'Rises on every change; each version is kept' }),
     createdAt: Type.String({ format: 'date-time' }),
@@ -235,7 +239,7 @@ export const AgentView = Type.Object({
 });
 export const AgentList = Type.Object({ data: Type.Array(Agent) });
 
-const versionFields = Type.Omit(Agent, ['id', 'object', 'isDefault', 'version', 'createdAt', 'updatedAt']);
+const versionFields = Type.Omit(Agent, ['id', 'object', 'budget', 'isDefault', 'version', 'createdAt', 'updatedAt']);
 
 export const AgentConfig = Type.Object(versionFields.properties, {
   additionalProperties: false,

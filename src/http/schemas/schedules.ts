@@ -5,6 +5,7 @@ import {
   RUN_TRIGGERS,
   SCHEDULE_RUN_STATUSES,
 } from '../../domain/schedules/schedule-types.ts';
+import { ScheduleBudget, ScheduleBudgetInput } from './budgets.ts';
 import { NON_BLANK, StringEnum, Uuid } from './common.ts';
 
 const UnixSeconds = Type.Integer({ description: 'Unix time in seconds' });
@@ -86,6 +87,7 @@ export const ScheduleCreateBody = Type.Object(
     timeout_seconds: Type.Optional(fields.timeout_seconds),
     catch_up: Type.Optional(fields.catch_up),
     enabled: Type.Optional(fields.enabled),
+    budget: Type.Optional(ScheduleBudgetInput),
   },
   { additionalProperties: false, description: 'Exactly one of cron or interval_seconds' },
 );
@@ -104,6 +106,7 @@ export const ScheduleUpdateBody = Type.Object(
     timeout_seconds: Type.Optional(fields.timeout_seconds),
     catch_up: Type.Optional(fields.catch_up),
     enabled: Type.Optional(fields.enabled),
+    budget: Type.Optional(ScheduleBudgetInput),
   },
   {
     additionalProperties: false,
@@ -129,6 +132,7 @@ export const Schedule = Type.Object(
     timeout_seconds: Type.Union([Type.Integer(), Type.Null()]),
     catch_up: StringEnum(CATCH_UP_POLICIES),
     enabled: Type.Boolean(),
+    budget: ScheduleBudget,
     next_run_at: Type.Union([UnixSeconds, Type.Null()], { description: 'The next tick; null while paused' }),
     next_run_times: Type.Array(UnixSeconds, { description: 'The next five ticks; empty while paused' }),
     created_at: UnixSeconds,

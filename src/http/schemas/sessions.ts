@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { SESSION_STATUSES } from '../../domain/sessions/session-service.ts';
+import { SessionBudget, SessionBudgetInput } from './budgets.ts';
 import { NON_BLANK, OffsetPagination, StringEnum, Uuid } from './common.ts';
 
 export const Session = Type.Object(
@@ -18,6 +19,7 @@ export const Session = Type.Object(
       description:
         "Extension: the end user the session serves, named at creation (`endUser`, or the Response's `safety_identifier` / `user`); per-user memories and credentials are looked up by it",
     }),
+    budget: SessionBudget,
     conversationId: Type.String({ description: 'conv_ + the session id; the Conversation of /v1/responses' }),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
@@ -58,6 +60,12 @@ export const SessionCreateBody = Type.Object(
         description: 'Extension: the end user the session serves (their memories and credentials are used)',
       }),
     ),
+    budget: Type.Optional(SessionBudgetInput),
   },
   { additionalProperties: false },
+);
+
+export const SessionUpdateBody = Type.Object(
+  { budget: SessionBudgetInput },
+  { additionalProperties: false, description: 'Extension: the fields of a session that can change' },
 );

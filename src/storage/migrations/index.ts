@@ -29,6 +29,7 @@ import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
 import { limits } from './0031-limits.ts';
+import { budgets } from './0032-budgets.ts';
 import { usage } from './0033-usage.ts';
 import { retention } from './0035-retention.ts';
 import { a2aPush } from './0037-a2a-push.ts';
@@ -66,6 +67,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
   '0031-limits': limits,
+  '0032-budgets': budgets,
   '0033-usage': usage,
   '0035-retention': retention,
   '0037-a2a-push': a2aPush,

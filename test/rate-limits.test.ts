@@ -275,13 +275,16 @@ describe.each(dialects())('rate and concurrency limits (%s)', (dialect) => {
         body: { concurrent_turns: 1 },
       });
       const agentId = await f.createAgent({}, key);
-      const limited: { sessionId: string; id: string }[] = [];
-      for (let i = 0; i < 3; i += 1) {
-        const sessionId = await f.createSession(agentId, key);
-        limited.push({ sessionId, id: (await f.submit(sessionId, 'sleep 150\nDone.', { key })).id });
-      }
+      // Sessions first, then the turns in quick succession: the other key's turn second, while the first runs.
+      const sessions = [];
+      for (let i = 0; i < 3; i += 1) sessions.push(await f.createSession(agentId, key));
       const freeSession = await f.createSession(agentId, other);
-      const free = { sessionId: freeSession, id: (await f.submit(freeSession, 'sleep 150\nDone.', { key: other })).id };
+      const text = 'sleep 300\nDone.';
+      const limited = [{ sessionId: sessions[0] ?? '', id: (await f.submit(sessions[0] ?? '', text, { key })).id }];
+      const free = { sessionId: freeSession, id: (await f.submit(freeSession, text, { key: other })).id };
+      for (const sessionId of sessions.slice(1)) {
+        limited.push({ sessionId, id: (await f.submit(sessionId, text, { key })).id });
+      }
       for (const { sessionId, id } of [...limited, free]) {
         expect((await f.waitForMessage(sessionId, id, undefined, key)).status).toBe('completed');
       }

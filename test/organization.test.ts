@@ -35,6 +35,10 @@ describe.each(dialects())('organization (%s)', (dialect) => {
           'sessions:write',
         ],
       },
+      limits: {
+        organization: { requests_per_minute: null, concurrent_turns: null },
+        api_key: { requests_per_minute: null, concurrent_turns: null },
+      },
     });
   });
 

@@ -27,6 +27,9 @@ const OPTION_NAMES: readonly OptionName[] = [
   'session-events',
   'files',
   'webhooks',
+  'key',
+  'rpm',
+  'turns',
 ];
 const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only'];
 /** Options with a one-letter form. */

@@ -9,6 +9,7 @@ import type { Deps } from '../deps.ts';
 import { createAgentLimitHook } from './agent-limits.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { a2aRoutes } from './routes/a2a.ts';
+import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -61,6 +62,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   scheduleRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
+  adminRoutes(app, deps);
   retentionRoutes(app, deps);
   taskRoutes(app, deps);
   a2aRoutes(app, deps);

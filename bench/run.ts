@@ -34,6 +34,7 @@ const BENCHES: readonly Bench[] = [
   { name: 'startup', byDefault: true, run: () => import('./startup.ts').then((m) => m.runStartupBench()) },
   { name: 'context', byDefault: true, run: () => import('./context.ts').then((m) => m.runContextBench()) },
   { name: 'turns', byDefault: false, run: () => import('./turns.ts').then((m) => m.runTurnsBench()) },
+  { name: 'limits', byDefault: false, run: () => import('./limits.ts').then((m) => m.runLimitsBench()) },
   {
     name: 'observability',
     byDefault: false,

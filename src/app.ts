@@ -109,7 +109,12 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
       declareCommonErrors(route);
     }
     const scopes = route.config?.scopes;
-    if (scopes !== undefined && route.schema !== undefined) {
+    if (route.config?.admin === true && route.schema !== undefined) {
+      route.schema.security = [{ AdminToken: [] }];
+      const note = 'Operator only: `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`; 404 when that is not configured.';
+      route.schema.description =
+        route.schema.description === undefined ? note : `${route.schema.description}\n\n${note}`;
+    } else if (scopes !== undefined && route.schema !== undefined) {
       route.schema.security = [{ BearerAuth: [] }, { ApiKey: [] }];
       const note =
         scopes.length === 0
@@ -139,6 +144,11 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
             name: 'API_KEY',
             description: 'API_KEY: agk_… (X-API-Key also accepted)',
           },
+          AdminToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: "Authorization: Bearer <AGENTRY_ADMIN_TOKEN>: the operator's token for /v1/admin routes",
+          },
         },
       },
     },
@@ -166,7 +176,15 @@ export async function buildApp(deps: Deps, options: BuildAppOptions = {}): Promi
     lifecycle.accepting = false;
   });
   registerObservabilityHooks(app, deps.tracing, deps.metrics);
-  app.addHook('onRequest', createAuthHook({ auth: deps.auth, clock: deps.clock }));
+  app.addHook(
+    'onRequest',
+    createAuthHook({
+      auth: deps.auth,
+      clock: deps.clock,
+      rateLimiter: deps.rateLimiter,
+      adminToken: deps.config.adminToken,
+    }),
+  );
   app.addHook('preHandler', bindRequestKey);
   registerStorageGate(app, deps.storage.space);
 

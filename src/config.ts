@@ -156,6 +156,10 @@ export interface Config {
   tracing: TracingConfig | null;
   /** GET /metrics (Prometheus text format). */
   metrics: MetricsConfig;
+  /** Rate and concurrency limits where none is set (AGENTRY_DEFAULT_RPM, AGENTRY_DEFAULT_CONCURRENT_TURNS). */
+  limitDefaults: LimitDefaults;
+  /** The bearer token of the operator's /v1/admin routes (AGENTRY_ADMIN_TOKEN); null: those routes answer 404. */
+  adminToken: string | null;
 }
 
 export const OTEL_SAMPLERS = [
@@ -186,6 +190,14 @@ export interface TracingConfig {
     maxExportBatchSize: number;
     exportTimeoutMillis: number;
   };
+}
+
+/** The limits that apply where the operator set none for an organization or key (docs/operations.md, "Limits"). */
+export interface LimitDefaults {
+  /** Requests per minute (AGENTRY_DEFAULT_RPM); null: unlimited. */
+  requestsPerMinute: number | null;
+  /** Turns running at once (AGENTRY_DEFAULT_CONCURRENT_TURNS); null: unlimited. */
+  concurrentTurns: number | null;
 }
 
 export interface MetricsConfig {
@@ -284,6 +296,11 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** An integer that is null when unset. */
+function optionalInt(env: Env, name: string, min: number, max: number): number | null {
+  return optional(env, name) === null ? null : int(env, name, min, min, max);
 }
 
 /** Retention in days: unset, empty or 0 keeps forever (null). */
@@ -774,5 +791,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     tracing: tracingConfig(env),
     metrics: metricsConfig(env),
+    limitDefaults: {
+      requestsPerMinute: optionalInt(env, 'AGENTRY_DEFAULT_RPM', 1, 1_000_000_000),
+      concurrentTurns: optionalInt(env, 'AGENTRY_DEFAULT_CONCURRENT_TURNS', 1, 1_000_000),
+    },
+    adminToken: optional(env, 'AGENTRY_ADMIN_TOKEN'),
   };
 }

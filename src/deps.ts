@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { type Bus, createLocalBus } from './bus/bus.ts';
 import { createLateBus } from './bus/late-bus.ts';
 import { createStreamHub, type StreamHub } from './bus/live-hub.ts';
+import type { RedisCounter } from './bus/redis-counter.ts';
 import type { Config } from './config.ts';
 import { type A2aService, createA2aService } from './domain/a2a/a2a-service.ts';
 import { createPushConfigs, type PushConfigs } from './domain/a2a/push-configs.ts';
@@ -17,6 +18,8 @@ import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
 import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
+import { createLimitService, type LimitService } from './domain/limits/limit-service.ts';
+import { createRateLimiter, type RateLimiter } from './domain/limits/rate-limiter.ts';
 import { type CredentialVault, createCredentialVault } from './domain/mcp-servers/credential-vault.ts';
 import { createMcpOAuthService, type McpOAuthService } from './domain/mcp-servers/mcp-oauth-service.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
@@ -127,6 +130,10 @@ export interface Deps {
   tracing: Tracing | null;
   /** Prometheus metrics (no-ops unless AGENTRY_METRICS is on). */
   metrics: Metrics;
+  /** Rate and concurrency limits of organizations and keys, for the operator's routes and the CLI. */
+  limits: LimitService;
+  /** Counts requests against the limits per minute (in Redis or the database: shared by every process). */
+  rateLimiter: RateLimiter;
   /** Legacy Tasks: prompts run as turns of hidden workspace Sessions (docs/legacy.md). */
   tasks: TaskService;
   /** Agents as A2A servers: tasks are turns of sessions (docs/a2a.md). */
@@ -235,12 +242,19 @@ export async function buildDeps(
   // Cluster mode: the Redis bus is named after the database, so it is bound once the database answers.
   const late = options.bus === undefined && config.redisUrl !== null ? createLateBus() : null;
   const bus = options.bus ?? late ?? createLocalBus();
+  // The rate limiter's counters in Redis, named like the bus's channels; the database counts until then.
+  let rateCounter: RedisCounter | null = null;
   let connected = false;
   const connect = async () => {
     if (connected) return;
     const applied = await storage.migrate(secrets);
     if (applied.length > 0) logger.info({ migrations: applied }, `database migrated (${applied.join(', ')})`);
-    if (late !== null && config.redisUrl !== null) late.bind(await redisBus(config, config.redisUrl, storage, logger));
+    if (late !== null && config.redisUrl !== null && rateCounter === null) {
+      const prefix = await deploymentPrefix(config, storage);
+      late.bind(await redisBus(config.redisUrl, prefix, logger));
+      const { createRedisCounter } = await import('./bus/redis-counter.ts');
+      rateCounter = createRedisCounter(config.redisUrl, prefix, logger);
+    }
     connected = true;
   };
   if (options.deferDatabase !== true) {
@@ -408,6 +422,12 @@ export async function buildDeps(
   });
   const threads = createThreadService({ db, clock });
   const providers = configuredProviders(config);
+  const limits = createLimitService({
+    db,
+    clock,
+    defaults: config.limitDefaults,
+    changeVersion: storage.changeVersion,
+  });
   return {
     runs: createRunService({ db }),
     usage: createUsageService({ db }),
@@ -492,6 +512,12 @@ export async function buildDeps(
     reports: createReportService({ agents, runtime: sandbox }),
     tracing,
     metrics,
+    limits,
+    rateLimiter: createRateLimiter({
+      db,
+      defaults: config.limitDefaults,
+      shared: () => rateCounter,
+    }),
     a2aPush: createPushConfigs({
       db,
       clock,
@@ -547,6 +573,7 @@ export async function buildDeps(
       await cpu.close();
       await Promise.all(pools.map((pool) => pool.close()));
       await Promise.all(fetches.map((fetcher) => fetcher.close()));
+      await rateCounter?.close();
     },
   };
 }
@@ -579,16 +606,20 @@ function logSandbox(logger: Logger, sandbox: SandboxRuntime): void {
  * reports them, so every process of one deployment meets on the same channels however it reaches the database,
  * and deployments sharing a Redis stay apart (AGENTRY_REDIS_PREFIX separates same-named databases).
  */
-async function redisBus(config: Config, url: string, storage: Storage, logger: Logger): Promise<Bus> {
+async function redisBus(url: string, prefix: string, logger: Logger): Promise<Bus> {
+  // ioredis loads only in a process that uses Redis.
+  const { createRedisBus } = await import('./bus/redis-bus.ts');
+  return createRedisBus(url, logger, { channelPrefix: prefix });
+}
+
+/** The start of this deployment's Redis names (channels, counters): see redisBus. */
+async function deploymentPrefix(config: Config, storage: Storage): Promise<string> {
   const { rows } = await sql<{ database: string; schema: string | null }>`
     select current_database() as database, current_schema() as schema`.execute(storage.db);
   const identity = rows[0];
   if (identity === undefined) throw new StartupError('could not read the database identity for REDIS channel names');
-  // ioredis loads only in a process that uses Redis.
-  const { createRedisBus, deploymentChannelPrefix } = await import('./bus/redis-bus.ts');
-  return createRedisBus(url, logger, {
-    channelPrefix: deploymentChannelPrefix(config.redisPrefix, identity.database, identity.schema ?? 'public'),
-  });
+  const { deploymentChannelPrefix } = await import('./bus/redis-bus.ts');
+  return deploymentChannelPrefix(config.redisPrefix, identity.database, identity.schema ?? 'public');
 }
 
 /** The turn engine of this process, over the same storage and bus as the API. */
@@ -599,6 +630,7 @@ export function buildEngine(deps: Deps): Engine {
       dialect: deps.storage.dialect,
       space: deps.storage.space,
       leaseMs: deps.config.leaseMs,
+      turnLimits: deps.limits.turnLimits,
       clock: deps.clock,
       bus: deps.bus,
       models: deps.models,

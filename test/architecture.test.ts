@@ -50,6 +50,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   billing: ['budgets.ts', 'credits.ts'],
   'chat-completions': [],
   files: ['file-retention.ts', 'image-import.ts'],
+  limits: ['limit-store.ts'],
   'mcp-servers': ['mcp-server-service.ts'],
   memories: [],
   'protocol-turns': [],

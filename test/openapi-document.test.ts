@@ -61,12 +61,16 @@ describe('the OpenAPI document matches the server', () => {
     expect((await h.request('GET', `/v1/sessions?offset=${Number.MAX_SAFE_INTEGER + 2}`)).status).toBe(400);
   });
 
-  it('declares 400 and 413 wherever a body is read, and 401 and 403 wherever a key is needed', () => {
+  it('declares 400 and 413 wherever a body is read, 401 and 403 wherever a key is needed, 401 and 404 on admin routes', () => {
     for (const { path, method, operation: op } of operations()) {
       const statuses = Object.keys(op.responses);
       if (BODY_METHODS.has(method))
         expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['400', '413']));
-      if ((op.security ?? []).length > 0) {
+      const security: Record<string, unknown>[] = op.security ?? [];
+      if (security.some((scheme) => 'AdminToken' in scheme)) {
+        expect(path, 'only /v1/admin routes take the admin token').toMatch(/^\/v1\/admin\//);
+        expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['401', '404']));
+      } else if (security.length > 0) {
         expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403']));
       }
       if ((op.parameters ?? []).length > 0) expect(statuses, `${method} ${path}`).toContain('400');

@@ -36,6 +36,10 @@ describe.each(dialects())('organization (%s)', (dialect) => {
           'audit:read',
         ],
       },
+      limits: {
+        organization: { requests_per_minute: null, concurrent_turns: null },
+        api_key: { requests_per_minute: null, concurrent_turns: null },
+      },
     });
   });
 

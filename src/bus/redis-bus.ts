@@ -81,7 +81,7 @@ function parseEnvelope(topic: Topic, raw: string): Envelope | null {
 }
 
 /** Logs a recurring problem once, then at most every WARN_INTERVAL_MS with a count, and its recovery. */
-function throttledWarning(logger: Logger, what: string) {
+export function throttledWarning(logger: Logger, what: string) {
   let failing = false;
   let lastAt = 0;
   let suppressed = 0;
@@ -120,7 +120,7 @@ async function settle(connection: Redis, waitMs: number): Promise<boolean> {
   });
 }
 
-async function shut(connection: Redis): Promise<void> {
+export async function shut(connection: Redis): Promise<void> {
   if (connection.status === 'end') return;
   if (connection.status === 'ready') {
     const quit = connection.quit().then(

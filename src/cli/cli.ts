@@ -32,6 +32,9 @@ const OPTION_NAMES: readonly OptionName[] = [
   'action',
   'actor',
   'limit',
+  'key',
+  'rpm',
+  'turns',
 ];
 const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only', 'json'];
 /** Options with a one-letter form. */

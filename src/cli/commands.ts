@@ -23,7 +23,10 @@ export type OptionName =
   | 'until'
   | 'action'
   | 'actor'
-  | 'limit';
+  | 'limit'
+  | 'key'
+  | 'rpm'
+  | 'turns';
 /** Options that take no value. */
 export type FlagName = 'dry-run' | 'force' | 'read-only' | 'json';
 
@@ -119,6 +122,20 @@ function changesOf(entry: { before: Record<string, unknown> | null; after: Recor
   if (Array.isArray(changed)) return changed.join(',') || '-';
   const text = JSON.stringify(entry.after ?? entry.before ?? {});
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** A limit on the command line: a positive integer, `unlimited` or `default` (null: back to the default). */
+function limitArgument(name: 'rpm' | 'turns', value: string | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'default') return null;
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new UsageError(`--${name} must be a positive integer or "default"`);
+  return Number(value);
+}
+
+/** A limit as `limits show` prints it: its value, or the default's, or unlimited. */
+function describeLimit(own: number | null, effective: number | null): string {
+  if (effective === null) return 'unlimited';
+  return own === null ? `${effective} (default)` : String(effective);
 }
 
 export const COMMANDS: readonly Command[] = [
@@ -396,6 +413,78 @@ export const COMMANDS: readonly Command[] = [
         }),
       );
       output.stdout.write(planLines(result.plan, dryRun));
+    },
+  },
+  {
+    words: ['limits', 'show'],
+    synopsis: '--org <name> [--key <prefix>]',
+    summary: "show an organization's rate and concurrency limits, and its keys'",
+    details:
+      'One line for the organization and one per active key (or only the key of --key <prefix>): requests\n' +
+      'per minute and concurrent turns, "(default)" where AGENTRY_DEFAULT_RPM or AGENTRY_DEFAULT_CONCURRENT_TURNS\n' +
+      `applies. ${ORG}`,
+    options: ['org', 'key'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const { withDeps, orgId } = await database();
+      const rows = await withDeps(output, async (deps) => {
+        const org = await orgId(deps, options.org);
+        const keys = await deps.limits.keysByPrefix(org, options.key ?? '');
+        if (options.key !== undefined && keys.length === 0) throw new Error(`no active key matches ${options.key}`);
+        const subjects = [
+          ...(options.key === undefined ? [{ name: 'organization', view: await deps.limits.organization(org) }] : []),
+          ...(await Promise.all(
+            keys.map(async (key) => ({ name: `key ${key.prefix}`, view: await deps.limits.apiKey(key.id) })),
+          )),
+        ];
+        return subjects.map(({ name, view }) => [
+          name,
+          describeLimit(view.own.requestsPerMinute, view.effective.requestsPerMinute),
+          describeLimit(view.own.concurrentTurns, view.effective.concurrentTurns),
+        ]);
+      });
+      output.stdout.write(formatTable(['SUBJECT', 'REQUESTS/MIN', 'CONCURRENT TURNS'], rows));
+    },
+  },
+  {
+    words: ['limits', 'set'],
+    synopsis: '--org <name> [--key <prefix>] [--rpm <n|default>] [--turns <n|default>]',
+    summary: 'set the rate and concurrency limits of an organization or of one key',
+    details:
+      'Sets the requests per minute (--rpm) and concurrent turns (--turns) of the organization, or of its key\n' +
+      'with that prefix (--key, as `keys list` shows it). "default" clears a limit: AGENTRY_DEFAULT_RPM or\n' +
+      'AGENTRY_DEFAULT_CONCURRENT_TURNS applies again (unlimited when unset). Every process of the deployment\n' +
+      `applies the change at once (docs/operations.md, Limits). ${ORG}`,
+    options: ['org', 'key', 'rpm', 'turns'],
+    required: ['org'],
+    args: [],
+    async run({ options, output }) {
+      const rpm = limitArgument('rpm', options.rpm);
+      const turns = limitArgument('turns', options.turns);
+      if (rpm === undefined && turns === undefined) throw new UsageError('give --rpm, --turns or both');
+      const patch = {
+        ...(rpm === undefined ? {} : { requestsPerMinute: rpm }),
+        ...(turns === undefined ? {} : { concurrentTurns: turns }),
+      };
+      const { withDeps, orgId } = await database();
+      const { subject, view } = await withDeps(output, async (deps) => {
+        const org = await orgId(deps, options.org);
+        if (options.key === undefined) {
+          return { subject: `organization ${options.org}`, view: await deps.limits.setOrganization(org, patch) };
+        }
+        if (options.key.length < 8) throw new UsageError('the key prefix needs at least 8 characters');
+        const keys = await deps.limits.keysByPrefix(org, options.key);
+        // Not usage errors: the command line was right, the database says no (exit 1).
+        if (keys.length > 1) throw new Error(`prefix ${options.key} matches ${keys.length} keys; give more characters`);
+        const [key] = keys;
+        if (key === undefined) throw new Error(`no active key of ${options.org} matches ${options.key}`);
+        return { subject: `key ${key.prefix}`, view: await deps.limits.setApiKey(key.id, patch) };
+      });
+      output.stdout.write(
+        `limits of ${subject}: ${describeLimit(view.own.requestsPerMinute, view.effective.requestsPerMinute)} requests/min, ` +
+          `${describeLimit(view.own.concurrentTurns, view.effective.concurrentTurns)} concurrent turns\n`,
+      );
     },
   },
   {

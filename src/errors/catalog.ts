@@ -31,6 +31,12 @@ export const errorCatalog = {
     description:
       'GET /metrics is protected (AGENTRY_METRICS_TOKEN) and the request did not send `Authorization: Bearer <that token>`.',
   },
+  invalid_admin_token: {
+    status: 401,
+    type: 'authentication_error',
+    description:
+      'A /v1/admin route was called without `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>` or with another token. API keys are not accepted there.',
+  },
   insufficient_scopes: {
     status: 403,
     type: 'permission_error',
@@ -47,6 +53,12 @@ export const errorCatalog = {
     status: 402,
     type: 'billing_error',
     description: "The organization's credit balance is spent and the agent's model is priced.",
+  },
+  rate_limit_exceeded: {
+    status: 429,
+    type: 'rate_limit_error',
+    description:
+      'The API key or its organization sent more requests this minute than its limit allows (docs/operations.md, Limits). `Retry-After` says when the window resets; the `RateLimit` and `RateLimit-Policy` headers give the limit and what is left.',
   },
   budget_exceeded: {
     status: 402,

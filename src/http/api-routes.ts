@@ -9,6 +9,7 @@ import type { Deps } from '../deps.ts';
 import { createAgentLimitHook } from './agent-limits.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { a2aRoutes } from './routes/a2a.ts';
+import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { auditLogRoutes } from './routes/audit-log.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
@@ -63,6 +64,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
   auditLogRoutes(app, deps);
+  adminRoutes(app, deps);
   retentionRoutes(app, deps);
   taskRoutes(app, deps);
   a2aRoutes(app, deps);

@@ -1,10 +1,13 @@
 /**
- * Authentication and scope checks, run on every request before its body is read. The route's
- * `config.scopes` says what it needs; routes marked `public` need nothing.
+ * Authentication, scope checks and rate limits, run on every request before its body is read. The route's
+ * `config.scopes` says what it needs; routes marked `public` need nothing; routes marked `admin` (the operator's
+ * /v1/admin routes) need the AGENTRY_ADMIN_TOKEN, not a key, and do not exist without it.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditContext } from '../domain/audit/audit-log.ts';
 import { describeScope } from '../domain/auth/scopes.ts';
+import { policyHeader, type RateLimiter, stateHeader } from '../domain/limits/rate-limiter.ts';
 import type { Authenticator } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -23,10 +26,31 @@ function presentedKey(request: FastifyRequest): string | null {
   return null;
 }
 
-export function createAuthHook(deps: { auth: Authenticator; clock: Clock }) {
-  return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/** The operator's routes: 404 without AGENTRY_ADMIN_TOKEN, 401 without that token (compared in constant time). */
+function checkAdmin(request: FastifyRequest, expected: Buffer | null): void {
+  if (expected === null) {
+    const path = request.url.split('?')[0] ?? request.url;
+    throw new AppError('route_not_found', `No route ${request.method} ${path}`);
+  }
+  const sent = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1] ?? '';
+  if (!timingSafeEqual(digest(sent), expected)) {
+    throw new AppError('invalid_admin_token', 'This route needs Authorization: Bearer <AGENTRY_ADMIN_TOKEN>');
+  }
+}
+
+export function createAuthHook(deps: {
+  auth: Authenticator;
+  clock: Clock;
+  rateLimiter: RateLimiter;
+  adminToken: string | null;
+}) {
+  const adminDigest = deps.adminToken === null ? null : digest(deps.adminToken);
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     request.principal = null;
     const config = request.routeOptions.config;
+    if (config.admin === true) return checkAdmin(request, adminDigest);
     // Unknown routes fall through to the not-found handler; public routes need no key.
     if (config.public === true || config.scopes === undefined) return;
     const key = presentedKey(request);
@@ -43,12 +67,24 @@ export function createAuthHook(deps: { auth: Authenticator; clock: Clock }) {
       );
     }
     request.principal = principal;
+    const rate = await deps.rateLimiter.check(principal, deps.clock.now());
+    if (rate.policies.length === 0) return;
+    reply.header('ratelimit-policy', policyHeader(rate)).header('ratelimit', stateHeader(rate));
+    if (rate.exceeded !== null) {
+      const { name, quota, resetS } = rate.exceeded;
+      reply.header('retry-after', String(resetS));
+      throw new AppError(
+        'rate_limit_exceeded',
+        `Rate limit of the ${name === 'api_key' ? 'API key' : 'organization'} exceeded: ${quota} requests per minute; retry in ${resetS} s`,
+      );
+    }
   };
 }
 
 /**
  * A preHandler hook (after the body is parsed, so the handler and everything it awaits see it): the request's API
- * key, for what records the key that submitted it (runs.api_key_id).
+ * key, for what records the key that submitted it (runs.api_key_id, and sessions.turn_key_id for the key's limit of
+ * concurrent turns).
  */
 export function bindRequestKey(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   if (request.principal === null) {

@@ -17,6 +17,8 @@ declare module 'fastify' {
     anyKey?: boolean;
     /** True for the few routes that need no key (health, OpenAPI). */
     public?: boolean;
+    /** True for the operator's /v1/admin routes: AGENTRY_ADMIN_TOKEN instead of a key (404 when it is unset). */
+    admin?: boolean;
     /** True for /healthz and /readyz: they answer at once while the server starts (503), where others wait. */
     probe?: boolean;
     /** True for OpenAI-wire routes: an unknown top-level body field is answered as OpenAI does ("Unknown parameter"). */

@@ -1,7 +1,8 @@
 /**
  * The API key of the HTTP request being handled, for code that records who submitted what it creates (a turn's
- * run keeps it, so usage can be reported per key). Set by the request hooks after authentication; work that no
- * request started (schedules, the engine) sees none.
+ * run keeps it, so usage can be reported per key; a session with pending work keeps it, for the key's limit of
+ * concurrent turns). Set by the request hooks after authentication; work that no request started (schedules, the
+ * engine) sees none.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 

@@ -25,8 +25,8 @@ import {
 } from 'kysely';
 import type pg from 'pg';
 
-/** The tables whose writes move the version; the Postgres triggers of migrations 0015 and 0016 cover the same ones. */
-export const SIGNALLED_TABLES: ReadonlySet<string> = new Set(['api_keys', 'agents', 'webhook_endpoints']);
+/** The tables whose writes move the version; the Postgres triggers of migrations 0015, 0016 and 0031 cover the same ones. */
+export const SIGNALLED_TABLES: ReadonlySet<string> = new Set(['api_keys', 'agents', 'webhook_endpoints', 'limits']);
 
 /** The Postgres notification channel; the payload is the schema written to. */
 export const CHANGE_CHANNEL = 'agentry_changes';

@@ -69,3 +69,7 @@ export type TaskNotifiedState = (typeof TASK_NOTIFIED_STATES)[number];
 /** thread_messages.role */
 export const THREAD_ROLES = ['user', 'assistant'] as const;
 export type ThreadRole = (typeof THREAD_ROLES)[number];
+
+/** What a row of `limits` limits (migration 0031). */
+export const LIMIT_SUBJECTS = ['organization', 'api_key'] as const;
+export type LimitSubject = (typeof LIMIT_SUBJECTS)[number];

@@ -7,6 +7,7 @@ import type {
   CatchUpPolicy,
   DeliveryKind,
   DeliveryStatus,
+  LimitSubject,
   MessageStatus,
   OverlapPolicy,
   RunSource,
@@ -119,6 +120,8 @@ export interface SessionsTable {
   agent_version: ColumnType<number | null, number | null | undefined, number | null>;
   /** The end user the session serves (migration 0029); null when none was named. */
   end_user: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The API key that submitted the pending work (migration 0031), for its limit of concurrent turns; null: none. */
+  turn_key_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** The session's lifetime spend cap in micro-dollars (migration 0032); null: none. */
   budget_limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
 }
@@ -651,6 +654,24 @@ export interface AuditLogTable {
   after: string | null;
 }
 
+/** An operator's limits of an organization or an API key (migration 0031); a null column follows the default. */
+export interface LimitsTable {
+  kind: LimitSubject;
+  /** The organization's id (kind `organization`) or the key's (kind `api_key`). */
+  subject_id: string;
+  org_id: string;
+  requests_per_minute: number | null;
+  concurrent_turns: number | null;
+  updated_at: Millis;
+}
+
+/** Requests counted in one minute for one organization or key, where Redis does not count them. */
+export interface RateWindowsTable {
+  bucket: string;
+  window_start: Millis;
+  hits: number;
+}
+
 export interface Database {
   orgs: OrgsTable;
   api_keys: ApiKeysTable;
@@ -687,6 +708,8 @@ export interface Database {
   storage_probe: StorageProbeTable;
   memories: MemoriesTable;
   audit_log: AuditLogTable;
+  limits: LimitsTable;
+  rate_windows: RateWindowsTable;
   budget_spend: BudgetSpendTable;
   budget_holds: BudgetHoldsTable;
   org_retention: OrgRetentionTable;

@@ -1523,6 +1523,364 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/api_keys/{key_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an API key's limits
+         * @description Operator only: `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`; 404 when that is not configured.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    key_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Turns running at once; further turns wait in the queue. null: the default (AGENTRY_DEFAULT_CONCURRENT_TURNS, else unlimited) */
+                            concurrent_turns: number | null;
+                            /** @description The limits that apply: those set, else the defaults */
+                            effective: {
+                                /** @description null: unlimited */
+                                concurrent_turns: number | null;
+                                /** @description null: unlimited */
+                                requests_per_minute: number | null;
+                            };
+                            /** @description The id of the organization or API key */
+                            id: string;
+                            /** @enum {string} */
+                            object: "limits";
+                            organization_id: string;
+                            /** @description Requests per minute; null: the default (AGENTRY_DEFAULT_RPM, else unlimited) */
+                            requests_per_minute: number | null;
+                            subject: "organization" | "api_key";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set an API key's limits
+         * @description Requests per minute and concurrent turns of this key alone; the organization's limits apply as well.
+         *
+         *     Operator only: `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`; 404 when that is not configured.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    key_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description The limits to change: an absent field is kept, null clears it (the default applies again) */
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Turns running at once; further turns wait in the queue. null: the default (AGENTRY_DEFAULT_CONCURRENT_TURNS, else unlimited) */
+                        concurrent_turns?: number | null;
+                        /** @description Requests per minute; null: the default (AGENTRY_DEFAULT_RPM, else unlimited) */
+                        requests_per_minute?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Turns running at once; further turns wait in the queue. null: the default (AGENTRY_DEFAULT_CONCURRENT_TURNS, else unlimited) */
+                            concurrent_turns: number | null;
+                            /** @description The limits that apply: those set, else the defaults */
+                            effective: {
+                                /** @description null: unlimited */
+                                concurrent_turns: number | null;
+                                /** @description null: unlimited */
+                                requests_per_minute: number | null;
+                            };
+                            /** @description The id of the organization or API key */
+                            id: string;
+                            /** @enum {string} */
+                            object: "limits";
+                            organization_id: string;
+                            /** @description Requests per minute; null: the default (AGENTRY_DEFAULT_RPM, else unlimited) */
+                            requests_per_minute: number | null;
+                            subject: "organization" | "api_key";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/organizations/{org_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an organization's limits
+         * @description Operator only: `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`; 404 when that is not configured.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    org_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Turns running at once; further turns wait in the queue. null: the default (AGENTRY_DEFAULT_CONCURRENT_TURNS, else unlimited) */
+                            concurrent_turns: number | null;
+                            /** @description The limits that apply: those set, else the defaults */
+                            effective: {
+                                /** @description null: unlimited */
+                                concurrent_turns: number | null;
+                                /** @description null: unlimited */
+                                requests_per_minute: number | null;
+                            };
+                            /** @description The id of the organization or API key */
+                            id: string;
+                            /** @enum {string} */
+                            object: "limits";
+                            organization_id: string;
+                            /** @description Requests per minute; null: the default (AGENTRY_DEFAULT_RPM, else unlimited) */
+                            requests_per_minute: number | null;
+                            subject: "organization" | "api_key";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set an organization's limits
+         * @description Requests per minute and concurrent turns of all the organization's keys together.
+         *
+         *     Operator only: `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`; 404 when that is not configured.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    org_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description The limits to change: an absent field is kept, null clears it (the default applies again) */
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Turns running at once; further turns wait in the queue. null: the default (AGENTRY_DEFAULT_CONCURRENT_TURNS, else unlimited) */
+                        concurrent_turns?: number | null;
+                        /** @description Requests per minute; null: the default (AGENTRY_DEFAULT_RPM, else unlimited) */
+                        requests_per_minute?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Turns running at once; further turns wait in the queue. null: the default (AGENTRY_DEFAULT_CONCURRENT_TURNS, else unlimited) */
+                            concurrent_turns: number | null;
+                            /** @description The limits that apply: those set, else the defaults */
+                            effective: {
+                                /** @description null: unlimited */
+                                concurrent_turns: number | null;
+                                /** @description null: unlimited */
+                                requests_per_minute: number | null;
+                            };
+                            /** @description The id of the organization or API key */
+                            id: string;
+                            /** @enum {string} */
+                            object: "limits";
+                            organization_id: string;
+                            /** @description Requests per minute; null: the default (AGENTRY_DEFAULT_RPM, else unlimited) */
+                            requests_per_minute: number | null;
+                            subject: "organization" | "api_key";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -10554,7 +10912,7 @@ export interface paths {
         };
         /**
          * Get the organization of the API key
-         * @description The key's organization, its credit balance and the key's scopes. Any valid key may call it.
+         * @description The key's organization, its credit balance, the key's scopes and the rate and concurrency limits that apply. Any valid key may call it.
          *
          *     Any valid API key.
          */
@@ -10584,6 +10942,23 @@ export interface paths {
                             credit_balance_usd: number | null;
                             /** @description The organization id */
                             id: string;
+                            /** @description Rate and concurrency limits, set by the deployment's operator (read only) */
+                            limits: {
+                                /** @description The limits that apply to this key */
+                                api_key: {
+                                    /** @description null: unlimited */
+                                    concurrent_turns: number | null;
+                                    /** @description null: unlimited */
+                                    requests_per_minute: number | null;
+                                };
+                                /** @description The limits that apply to the whole organization */
+                                organization: {
+                                    /** @description null: unlimited */
+                                    concurrent_turns: number | null;
+                                    /** @description null: unlimited */
+                                    requests_per_minute: number | null;
+                                };
+                            };
                             name: string;
                             /** @enum {string} */
                             object: "organization";

@@ -5,6 +5,7 @@ import { sha256Hex } from '../../lib/hash.ts';
 import { newId, randomBase62 } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import { effectiveScopes, isScope, type Scope } from '../auth/scopes.ts';
+import type { Limits } from '../limits/limit-store.ts';
 
 export const KEY_PATTERN = /^agk_[A-Za-z0-9]{40}$/;
 const PREFIX_LENGTH = 12;
@@ -18,6 +19,8 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   /** The key's Responses validation mode; null follows the deployment's AGENTRY_RESPONSES_COMPAT. */
   compat: CompatSetting | null;
+  /** The limits the operator set for the key's organization and for the key (nulls: the defaults apply). */
+  limits: { organization: Limits; apiKey: Limits };
   /** The agents a key limited to named agents may see and use; null for a key that may use every agent. */
   agentIds: ReadonlySet<string> | null;
 }
@@ -27,6 +30,8 @@ function agentIdsOf(value: string | null): ReadonlySet<string> | null {
   const parsed: unknown = JSON.parse(value);
   return new Set(Array.isArray(parsed) ? parsed.filter((id): id is string => typeof id === 'string') : []);
 }
+
+const limitOf = (value: number | string | null): number | null => (value === null ? null : Number(value));
 
 const compatOf = (value: string | null): CompatSetting | null =>
   COMPAT_SETTINGS.find((setting) => setting === value) ?? null;
@@ -78,10 +83,30 @@ async function lookupKey(
   hash: string,
   now: number,
 ): Promise<(Principal & { expiresAt: number | null }) | null> {
+  // The limits come with the key: cached with it, and emptied with it when `limits` changes (change-signal.ts).
   const row = await db
     .selectFrom('api_keys')
-    .select(['id', 'prefix', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'compat', 'agent_ids'])
-    .where('key_hash', '=', hash)
+    .leftJoin('limits as org_limits', (join) =>
+      join.onRef('org_limits.subject_id', '=', 'api_keys.org_id').on('org_limits.kind', '=', 'organization'),
+    )
+    .leftJoin('limits as key_limits', (join) =>
+      join.onRef('key_limits.subject_id', '=', 'api_keys.id').on('key_limits.kind', '=', 'api_key'),
+    )
+    .select([
+      'api_keys.id',
+      'api_keys.prefix',
+      'api_keys.org_id',
+      'api_keys.scopes',
+      'api_keys.expires_at',
+      'api_keys.revoked_at',
+      'api_keys.compat',
+      'api_keys.agent_ids',
+      'org_limits.requests_per_minute as org_rpm',
+      'org_limits.concurrent_turns as org_turns',
+      'key_limits.requests_per_minute as key_rpm',
+      'key_limits.concurrent_turns as key_turns',
+    ])
+    .where('api_keys.key_hash', '=', hash)
     .executeTakeFirst();
   if (row === undefined || row.revoked_at !== null) return null;
   if (row.expires_at !== null && row.expires_at <= now) return null;
@@ -91,6 +116,10 @@ async function lookupKey(
     keyPrefix: row.prefix,
     scopes: effectiveScopes(row.scopes.split(' ').filter(isScope)),
     compat: compatOf(row.compat),
+    limits: {
+      organization: { requestsPerMinute: limitOf(row.org_rpm), concurrentTurns: limitOf(row.org_turns) },
+      apiKey: { requestsPerMinute: limitOf(row.key_rpm), concurrentTurns: limitOf(row.key_turns) },
+    },
     agentIds: agentIdsOf(row.agent_ids),
     expiresAt: row.expires_at,
   };

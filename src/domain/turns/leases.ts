@@ -6,7 +6,7 @@
  * SQLite serializes writers anyway.
  */
 
-import { type ExpressionBuilder, PostgresAdapter } from 'kysely';
+import { type ExpressionBuilder, PostgresAdapter, sql } from 'kysely';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { Database } from '../../storage/schema.ts';
@@ -76,11 +76,24 @@ export interface LeaseDeps {
   dialect: Dialect;
   owner: string;
   leaseMs: number;
+  /** Limits of concurrent turns (domain/limits); none when absent. */
+  turnLimits?: TurnLimits;
 }
 
 /**
- * Claims one session with runnable work (the given one when named), or returns null. Claimable: no lease, a
- * lapsed lease, or a lease held by a process the registry no longer knows as alive.
+ * What a claim needs to know of the limits of concurrent turns (docs/operations.md, "Limits"). A session runs one
+ * turn at a time, so an organization's (or key's) running turns are its leased sessions.
+ */
+export interface TurnLimits {
+  /** AGENTRY_DEFAULT_CONCURRENT_TURNS: the limit of an organization or key that has none of its own; null: none. */
+  defaultConcurrentTurns: number | null;
+  /** Whether any limit of concurrent turns may be in force (a default, or a row of `limits`); cheap, cached. */
+  inForce(): Promise<boolean>;
+}
+
+/**
+ * Claims one session with runnable work (preferring the given one, when named: see claimQuery), or returns null.
+ * Claimable: no lease, a lapsed lease, or a lease held by a process the registry no longer knows as alive.
  */
 interface ClaimParams {
   now: number;
@@ -88,6 +101,8 @@ interface ClaimParams {
   expiresAt: number;
   /** The session to claim; ignored by the queries that claim any session. */
   sessionId: string;
+  /** TurnLimits.defaultConcurrentTurns; read by the claims that respect limits. */
+  defaultLimit: number | null;
 }
 
 /** Sessions whose lease is free: none, expired, or held by a process that is no longer alive. */
@@ -117,13 +132,57 @@ const candidates = (db: Executor, p: ClaimParams) =>
     .where('work_pending', '=', 1)
     .where((eb) => claimable(eb, p));
 
+/**
+ * The turns running for the candidate session's organization (with `byKey`, for its key): the leased sessions
+ * (partial index `sessions_leased`), the candidate itself left out (a lapsed lease of its own is no running turn).
+ */
+const runningOf = (now: number, byKey: boolean) =>
+  sql<number>`(select count(*) from sessions as running
+    where running.org_id = sessions.org_id and running.lease_owner is not null
+    and running.lease_expires_at >= ${now} and running.id <> sessions.id
+    ${byKey ? sql`and running.turn_key_id = sessions.turn_key_id` : sql``})`;
+const runningTurns = (p: ClaimParams, byKey: boolean) => runningOf(p.now, byKey);
+
+/** The concurrent-turn limit set for an organization or key (null: none set). */
+const turnLimitOf = (kind: 'organization' | 'api_key', subject: ReturnType<typeof sql.ref>) =>
+  sql<number | null>`(select limits.concurrent_turns from limits
+    where limits.kind = ${kind} and limits.subject_id = ${subject})`;
+
+/** The concurrent-turn limit of the candidate's organization or key: its own, else the default (null: none). */
+const turnLimit = (p: ClaimParams, kind: 'organization' | 'api_key') =>
+  sql<
+    number | null
+  >`coalesce(${turnLimitOf(kind, sql.ref(kind === 'organization' ? 'sessions.org_id' : 'sessions.turn_key_id'))},
+    ${p.defaultLimit})`;
+
+/**
+ * Claimable sessions whose organization and key are below their limits of concurrent turns; a session whose
+ * lease lapsed (a takeover) continues a turn already counted and is always claimable. Each count is read only
+ * when there is a limit to compare it with (CASE evaluates in order).
+ */
+const withinLimits = (p: ClaimParams) =>
+  sql<boolean>`(sessions.lease_owner is not null or (
+    (case when ${turnLimit(p, 'organization')} is null then 1
+      when ${runningTurns(p, false)} < ${turnLimit(p, 'organization')} then 1 else 0 end) = 1
+    and (case when sessions.turn_key_id is null then 1
+      when ${turnLimit(p, 'api_key')} is null then 1
+      when ${runningTurns(p, true)} < ${turnLimit(p, 'api_key')} then 1 else 0 end) = 1))`;
+
 // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
 const anyClaimable = prepare((db, p: ClaimParams) => candidates(db, p).limit(1));
 
-const claimQuery = (named: boolean) =>
+/**
+ * The claim. Fair between organizations: the session of the organization with the fewest running turns first,
+ * then the named one (a wake-up's), then the longest waiting; so one organization's backlog (and the wake-ups of
+ * its sessions, queued before another's) does not hold another organization's turns back. A named session that
+ * gives way stays pending for a later claim. With `limited`, only sessions within their limits of concurrent turns.
+ */
+const claimQuery = (named: boolean, limited: boolean) =>
   prepare((db, p: ClaimParams) => {
     let candidate = candidates(db, p);
-    if (named) candidate = candidate.where('id', '=', p.sessionId);
+    if (limited) candidate = candidate.where(withinLimits(p));
+    candidate = candidate.orderBy(runningTurns(p, false));
+    if (named) candidate = candidate.orderBy(sql`case when sessions.id = ${p.sessionId} then 0 else 1 end`);
     candidate = candidate.orderBy('updated_at').limit(1);
     if (db.getExecutor().adapter instanceof PostgresAdapter) candidate = candidate.forUpdate().skipLocked();
     return (
@@ -135,17 +194,119 @@ const claimQuery = (named: boolean) =>
         .where('work_pending', '=', 1)
         .where((eb) => claimable(eb, p))
         .returning(['id', 'org_id', 'lease_token', 'end_user'])
+        // Under limits, what the claim saw of the claimed session's limits (verifyLastSlot).
+        .returning(
+          limited
+            ? [
+                turnLimitOf('organization', sql.ref('sessions.org_id')).as('org_limit'),
+                runningOf(p.now, false).as('org_running'),
+                turnLimitOf('api_key', sql.ref('sessions.turn_key_id')).as('key_limit'),
+                runningOf(p.now, true).as('key_running'),
+              ]
+            : [
+                sql<null>`null`.as('org_limit'),
+                sql<number>`0`.as('org_running'),
+                sql<null>`null`.as('key_limit'),
+                sql<number>`0`.as('key_running'),
+              ],
+        )
     );
   });
-const claimNamed = claimQuery(true);
-const claimAny = claimQuery(false);
+const claimNamed = claimQuery(true, false);
+const claimAny = claimQuery(false, false);
+const claimNamedLimited = claimQuery(true, true);
+const claimAnyLimited = claimQuery(false, true);
+
+/**
+ * Postgres: the claimed session's limits and the turns running besides it (as of the statement's snapshot), as
+ * the claim under limits returns them, and as verifyLastSlot reads them again under its lock.
+ */
+interface ClaimedLimits {
+  org_limit: number | null;
+  org_running: number;
+  key_limit: number | null;
+  key_running: number;
+}
+
+const claimedLimits = (sessionId: string, now: number) =>
+  sql<ClaimedLimits>`
+    select
+      ${turnLimitOf('organization', sql.ref('sessions.org_id'))} as org_limit,
+      ${runningOf(now, false)} as org_running,
+      ${turnLimitOf('api_key', sql.ref('sessions.turn_key_id'))} as key_limit,
+      ${runningOf(now, true)} as key_running
+    from sessions where sessions.id = ${sessionId}`;
+
+/** Serializes the checks of verifyLastSlot between processes. */
+const CLAIM_LOCK = 0x61676c6d;
+
+/**
+ * Postgres: two workers claiming at once each see the other's claim only once committed, so both may take an
+ * organization's (or key's) last slot. A claim that took a last slot checks, under a lock all such checks share,
+ * whether its organization and key are now over their limits, and if so gives the session back (it stays pending).
+ * Of two claims of one last slot, the first check sees both and gives its session back, the second sees one. A claim
+ * below the last slot needs no check: no other claim can have pushed it over.
+ */
+async function verifyLastSlot(
+  deps: LeaseDeps,
+  lease: Lease,
+  now: number,
+  defaultLimit: number | null,
+  seen: ClaimedLimits,
+): Promise<boolean> {
+  const orgLimit = seen.org_limit ?? defaultLimit;
+  const keyLimit = seen.key_limit ?? defaultLimit;
+  const lastOrgSlot = orgLimit !== null && Number(seen.org_running) + 1 >= Number(orgLimit);
+  const lastKeySlot = keyLimit !== null && Number(seen.key_running) + 1 >= Number(keyLimit);
+  if (!lastOrgSlot && !lastKeySlot) return true;
+  return deps.db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${CLAIM_LOCK})`.execute(trx);
+    const [now2] = (await claimedLimits(lease.sessionId, now).execute(trx)).rows;
+    if (now2 === undefined) return true;
+    const overOrg = orgLimit !== null && Number(now2.org_running) + 1 > Number(orgLimit);
+    const overKey = keyLimit !== null && Number(now2.key_running) + 1 > Number(keyLimit);
+    if (!overOrg && !overKey) return true;
+    await trx
+      .updateTable('sessions')
+      .set({ lease_owner: null, lease_expires_at: null })
+      .where('id', '=', lease.sessionId)
+      .where('lease_token', '=', lease.token)
+      .execute();
+    return false;
+  });
+}
 
 export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
-  const params: ClaimParams = { now, owner: deps.owner, expiresAt: now + deps.leaseMs, sessionId: sessionId ?? '' };
+  const params: ClaimParams = {
+    now,
+    owner: deps.owner,
+    expiresAt: now + deps.leaseMs,
+    sessionId: sessionId ?? '',
+    defaultLimit: deps.turnLimits?.defaultConcurrentTurns ?? null,
+  };
   if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
-  const row = await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
+  const limited = deps.turnLimits !== undefined && (await deps.turnLimits.inForce());
+  const claim = limited
+    ? sessionId === undefined
+      ? claimAnyLimited
+      : claimNamedLimited
+    : sessionId === undefined
+      ? claimAny
+      : claimNamed;
+  const row = await claim.first(deps.db, params);
   if (row === undefined) return null;
-  return { sessionId: row.id, orgId: row.org_id, token: row.lease_token, owner: deps.owner, endUser: row.end_user };
+  const lease = {
+    sessionId: row.id,
+    orgId: row.org_id,
+    token: row.lease_token,
+    owner: deps.owner,
+    endUser: row.end_user,
+  };
+  // SQLite runs one claim at a time, each seeing every committed lease: nothing to check.
+  if (limited && deps.dialect === 'postgres' && !(await verifyLastSlot(deps, lease, now, params.defaultLimit, row))) {
+    return null;
+  }
+  return lease;
 }
 
 /** Checks and extends the lease; on Postgres this also locks the session row for the rest of the transaction. */

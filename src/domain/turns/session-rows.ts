@@ -4,6 +4,7 @@
  * feature that makes or changes a session calls these; none writes the table itself.
  */
 import type { Insertable } from 'kysely';
+import { currentApiKeyId } from '../../lib/request-key.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
@@ -60,10 +61,15 @@ export async function lockSession(
   return changed > 0n;
 }
 
-const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: number }) =>
+const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: number; keyId: string | null }) =>
   db
     .updateTable('sessions')
-    .set((eb) => ({ work_pending: 1, work_version: eb('work_version', '+', 1), updated_at: p.now }))
+    .set((eb) => ({
+      work_pending: 1,
+      work_version: eb('work_version', '+', 1),
+      updated_at: p.now,
+      turn_key_id: p.keyId,
+    }))
     .where('id', '=', p.sessionId)
     .where('org_id', '=', p.orgId)
     .returning(['agent_id', 'agent_version', 'end_user', 'hidden']),
@@ -79,7 +85,8 @@ const pending = prepare((db, p: { sessionId: string }) =>
 /**
  * Marks the session's work pending, so a worker claims it (after commit, a wake-up), and bumps `work_version`, so
  * a worker releasing the session at this moment sees the new work. The update locks the row: submit calls it
- * first, with `orgId` and `now` (the session must be the organization's; its `updated_at` moves). Returns the
+ * first, with `orgId` and `now` (the session must be the organization's; its `updated_at` moves, and it records
+ * the API key of the request, for the key's limit of concurrent turns: lib/request-key.ts). Returns the
  * session's agent, the version it is pinned to, its end user and whether it is hidden, undefined when there is no
  * such session.
  */
@@ -89,7 +96,9 @@ export async function markWorkPending(
 ): Promise<
   { agent_id: string | null; agent_version: number | null; end_user: string | null; hidden: number } | undefined
 > {
-  return 'orgId' in target ? pendingOfOrg.first(trx, target) : pending.first(trx, { sessionId: target.sessionId });
+  return 'orgId' in target
+    ? pendingOfOrg.first(trx, { ...target, keyId: currentApiKeyId() })
+    : pending.first(trx, { sessionId: target.sessionId });
 }
 
 /** Fixes the agent of a Conversation created without one (its first Response's). */

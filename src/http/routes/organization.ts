@@ -5,9 +5,19 @@
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { SCOPES } from '../../domain/auth/scopes.ts';
+import type { Limits } from '../../domain/limits/limit-store.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { errorResponses, StringEnum } from '../schemas/common.ts';
 import type { App } from '../types.ts';
+
+const AppliedLimits = (whose: string) =>
+  Type.Object(
+    {
+      requests_per_minute: Type.Union([Type.Integer(), Type.Null()], { description: 'null: unlimited' }),
+      concurrent_turns: Type.Union([Type.Integer(), Type.Null()], { description: 'null: unlimited' }),
+    },
+    { additionalProperties: false, description: `The limits that apply to ${whose}` },
+  );
 
 const Organization = Type.Object(
   {
@@ -26,9 +36,21 @@ const Organization = Type.Object(
       },
       { additionalProperties: false },
     ),
+    limits: Type.Object(
+      { organization: AppliedLimits('the whole organization'), api_key: AppliedLimits('this key') },
+      {
+        additionalProperties: false,
+        description: "Rate and concurrency limits, set by the deployment's operator (read only)",
+      },
+    ),
   },
   { additionalProperties: false },
 );
+
+const wire = (limits: Limits) => ({
+  requests_per_minute: limits.requestsPerMinute,
+  concurrent_turns: limits.concurrentTurns,
+});
 
 export function organizationRoutes(app: App, deps: Deps): void {
   app.route({
@@ -37,7 +59,8 @@ export function organizationRoutes(app: App, deps: Deps): void {
     config: { scopes: [], anyKey: true },
     schema: {
       summary: 'Get the organization of the API key',
-      description: "The key's organization, its credit balance and the key's scopes. Any valid key may call it.",
+      description:
+        "The key's organization, its credit balance, the key's scopes and the rate and concurrency limits that apply. Any valid key may call it.",
       tags: ['Organization'],
       response: { 200: Organization, ...errorResponses(401) },
     },
@@ -47,6 +70,7 @@ export function organizationRoutes(app: App, deps: Deps): void {
       // Organizations are few; the org service looks them up by name or lists them.
       const org = (await deps.orgs.list()).find((candidate) => candidate.id === principal.orgId);
       if (org === undefined) throw new AppError('invalid_api_key', 'The API key is invalid, expired or revoked');
+      const applying = deps.limits.applying(principal.limits);
       return {
         object: 'organization' as const,
         id: org.id,
@@ -55,6 +79,7 @@ export function organizationRoutes(app: App, deps: Deps): void {
         projectId: org.projectId,
         credit_balance_usd: org.creditBalanceUsd,
         api_key: { id: principal.keyId, scopes: SCOPES.filter((scope) => principal.scopes.has(scope)) },
+        limits: { organization: wire(applying.organization), api_key: wire(applying.apiKey) },
       };
     },
   });

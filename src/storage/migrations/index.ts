@@ -28,6 +28,7 @@ import { agentVersionPins } from './0026-agent-version-pins.ts';
 import { mcpCredentials } from './0028-mcp-credentials.ts';
 import { sessionEndUser } from './0029-session-end-user.ts';
 import { waitingMessages } from './0030-waiting-messages.ts';
+import { limits } from './0031-limits.ts';
 import { budgets } from './0032-budgets.ts';
 import { usage } from './0033-usage.ts';
 import { auditLog } from './0034-audit-log.ts';
@@ -66,6 +67,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0028-mcp-credentials': mcpCredentials,
   '0029-session-end-user': sessionEndUser,
   '0030-waiting-messages': waitingMessages,
+  '0031-limits': limits,
   '0032-budgets': budgets,
   '0033-usage': usage,
   '0034-audit-log': auditLog,

@@ -473,12 +473,12 @@ describe.each(dialects())('the CLI (%s)', (dialect) => {
       try {
         expect(await get(`${server.url}/v1/agents`, key)).toBe(200);
         const listed = runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout.split('\n');
-        expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS$/);
+        expect(listed[0]).toMatch(/^PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+STATUS\s+AGENTS$/);
         const row = listed[1] ?? '';
         const prefix = key.slice(0, 12);
         expect(row).toMatch(
           new RegExp(
-            `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active$`,
+            `^${prefix}\\s+tasks:read\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\s+active\\s+all$`,
           ),
         );
         expect(row).not.toContain(key);
@@ -487,7 +487,7 @@ describe.each(dialects())('the CLI (%s)', (dialect) => {
         expect(revoke.status, revoke.stderr).toBe(0);
         expect(revoke.stdout).toBe(`revoked ${prefix}\n`);
         expect(await get(`${server.url}/v1/agents`, key)).toBe(401);
-        expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\n$/);
+        expect(runCli(['keys', 'list', '--org', 'listed'], environment.env).stdout).toMatch(/revoked\s+all\n$/);
       } finally {
         await server.stop();
       }

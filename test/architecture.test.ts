@@ -45,6 +45,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   a2a: [],
   agents: ['agent-repo.ts', 'agent-service.ts', 'agent-types.ts'],
   approvals: ['approvals.ts'],
+  audit: ['audit-log.ts'],
   auth: ['scopes.ts'],
   billing: ['budgets.ts', 'credits.ts'],
   'chat-completions': [],

@@ -33,6 +33,7 @@ describe.each(dialects())('organization (%s)', (dialect) => {
           'agents:write',
           'sessions:read',
           'sessions:write',
+          'audit:read',
         ],
       },
       limits: {

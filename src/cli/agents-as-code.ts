@@ -9,6 +9,7 @@ import { basename, dirname, join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Deps } from '../deps.ts';
 import type { ApplyLock, ApplyResult, PlannedChange } from '../domain/agents/agent-apply.ts';
+import { CLI_AUDIT } from '../domain/audit/audit-log.ts';
 import { AppError } from '../errors/app-error.ts';
 import { AgentDocument, ApplyBody } from '../http/schemas/agents.ts';
 import { createValidatorCompiler, describeValidationError, requestPartSchema } from '../http/validation.ts';
@@ -164,6 +165,7 @@ export async function applyDocuments(
       force: options.force,
       lock,
       actor: 'cli',
+      audit: CLI_AUDIT,
     });
   } catch (error) {
     if (!(error instanceof AppError) || error.param === null) throw error;

@@ -99,6 +99,12 @@ describe('the CLI command line', () => {
     [['retention', 'show', '--org', 'x', '--runs', '3'], 'retention show takes no --runs', 'agentry retention show'],
     [['orgs', 'list', '--orgs'], "Unknown option '--orgs'", null],
     [['keys', 'list', '--org'], "Option '--org <value>' argument missing", null],
+    [['keys', 'list', '--org', 'x', '--json'], 'keys list takes no --json', 'agentry keys list'],
+    [['audit', '--limit', '0'], '--limit must be a whole number from 1 to 1000', 'agentry audit [--org'],
+    [['audit', '--since', 'soon'], '--since must be a duration back from now', 'agentry audit [--org'],
+    [['audit', '--until', '2026-13-45'], '--until must be a duration back from now', 'agentry audit [--org'],
+    [['audit', '--since', '1h', '--until', '2d'], '--until must be later than --since', 'agentry audit [--org'],
+    [['audit', '--action', 'Agent Updated'], '--action must be an action', 'agentry audit [--org'],
   ])('%j is a usage error: exit 2, the message, the usage', async (argv, message, usage) => {
     const result = await run(...argv);
     expect(result.status).toBe(2);

@@ -1,5 +1,5 @@
 /**
- * What `agentry <command>` does with its command line: serve, migrate, orgs, keys, credits, export, apply, schedules (the table
+ * What `agentry <command>` does with its command line: serve, migrate, orgs, keys, credits, export, apply, schedules, audit (the table
  * in commands.ts). Uses the same configuration as the server (AGENTRY_DATA_DIR or DATABASE_URL) and is safe to run
  * while it runs: every change is one transaction, and SQLite writers queue on the busy timeout. Every command names the database it used on
  * standard error (a path, or a URL without credentials), so a key made in the wrong data directory is noticed at
@@ -27,11 +27,16 @@ const OPTION_NAMES: readonly OptionName[] = [
   'session-events',
   'files',
   'webhooks',
+  'since',
+  'until',
+  'action',
+  'actor',
+  'limit',
   'key',
   'rpm',
   'turns',
 ];
-const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only'];
+const FLAG_NAMES: readonly FlagName[] = ['dry-run', 'force', 'read-only', 'json'];
 /** Options with a one-letter form. */
 const SHORT: Partial<Record<OptionName, string>> = { file: 'f' };
 const COLUMN = 40;

@@ -19,11 +19,16 @@ export type OptionName =
   | 'session-events'
   | 'files'
   | 'webhooks'
+  | 'since'
+  | 'until'
+  | 'action'
+  | 'actor'
+  | 'limit'
   | 'key'
   | 'rpm'
   | 'turns';
 /** Options that take no value. */
-export type FlagName = 'dry-run' | 'force' | 'read-only';
+export type FlagName = 'dry-run' | 'force' | 'read-only' | 'json';
 
 /** The retention options of `retention set`, by the kind of data each sets (docs/retention.md). */
 const RETENTION_OPTIONS = {
@@ -93,6 +98,31 @@ export class UsageError extends Error {
 const database = () => import('./database.ts');
 
 const ORG = '--org <name> is the organization, as `orgs list` shows it.';
+
+const DURATION = /^(\d+)([smhd])$/;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `--since 7d` (a duration back from now) or `--since 2026-11-01` (ISO 8601 time, UTC unless it says) in epoch ms. */
+export function parseTimeOption(name: string, value: string, now: number): number {
+  const duration = DURATION.exec(value);
+  if (duration !== null) {
+    const unit = duration[2] as keyof typeof UNIT_MS;
+    return now - Number(duration[1]) * UNIT_MS[unit];
+  }
+  const at = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(at)) {
+    throw new UsageError(`--${name} must be a duration back from now (30m, 24h, 7d) or an ISO time (2026-11-01)`);
+  }
+  return at;
+}
+
+/** What the CHANGES column shows of an entry: the fields it changed, or its summary. */
+function changesOf(entry: { before: Record<string, unknown> | null; after: Record<string, unknown> | null }): string {
+  const changed = entry.after?.changed_fields;
+  if (Array.isArray(changed)) return changed.join(',') || '-';
+  const text = JSON.stringify(entry.after ?? entry.before ?? {});
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
 
 /** A limit on the command line: a positive integer, `unlimited` or `default` (null: back to the default). */
 function limitArgument(name: 'rpm' | 'turns', value: string | undefined): number | null | undefined {
@@ -257,8 +287,8 @@ export const COMMANDS: readonly Command[] = [
     args: ['<prefix|key>'],
     async run({ args: [target = ''], output }) {
       if (target.length < 8) throw new UsageError('the prefix needs at least 8 characters');
-      const { withDeps, revokeApiKeys } = await database();
-      const result = await withDeps(output, (deps) => revokeApiKeys(deps.storage.db, target, deps.clock.now()));
+      const { withDeps } = await database();
+      const result = await withDeps(output, (deps) => deps.orgs.revokeKeys(target));
       // Not usage errors: the command line was right, the database says no (exit 1).
       if (result.ambiguous > 0)
         throw new Error(`prefix ${target} matches ${result.ambiguous} keys; give more characters`);
@@ -479,6 +509,68 @@ export const COMMANDS: readonly Command[] = [
           .join(', ') || '-',
       ]);
       output.stdout.write(formatTable(['ID', 'NAME', 'WHEN', 'STATUS', 'NEXT RUNS'], rows));
+    },
+  },
+  {
+    words: ['audit'],
+    synopsis:
+      '[--org <name>] [--since <when>] [--until <when>] [--action <action>] [--actor <who>] [--limit <n>] [--json]',
+    summary: 'read the audit log: who changed what, newest first',
+    details:
+      'One line per change (time, actor, action, target, request id, fields changed), newest first; every\n' +
+      `organization's without --org. ${ORG}\n` +
+      '--since and --until take a duration back from now (30m, 24h, 7d) or an ISO time (2026-11-01T09:00Z).\n' +
+      '--action agent.updated names one action, --action agent every action on agents. --actor is cli, system,\n' +
+      'api_key, or a key by its id or prefix. --limit (default 50, at most 1000). --json prints the entries as JSON\n' +
+      'lines. Secrets are never in the log (docs/audit-log.md).',
+    options: ['org', 'since', 'until', 'action', 'actor', 'limit'],
+    flags: ['json'],
+    required: [],
+    args: [],
+    async run({ options, flags, output }) {
+      const limit = options.limit === undefined ? 50 : Number(options.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+        throw new UsageError('--limit must be a whole number from 1 to 1000');
+      }
+      if (options.action !== undefined && !/^[a-z][a-z0-9_]*(\.([a-z][a-z0-9_]*|\*))?$/.test(options.action)) {
+        throw new UsageError('--action must be an action (agent.updated) or a target type (agent)');
+      }
+      const now = Date.now();
+      const since = options.since === undefined ? undefined : parseTimeOption('since', options.since, now);
+      const until = options.until === undefined ? undefined : parseTimeOption('until', options.until, now);
+      if (since !== undefined && until !== undefined && until <= since) {
+        throw new UsageError('--until must be later than --since');
+      }
+      const { withDeps, orgId, listAuditLog } = await database();
+      const { entries, names } = await withDeps(output, async (deps) => {
+        const org = options.org === undefined ? null : await orgId(deps, options.org);
+        const page = await listAuditLog(deps.storage.db, org, {
+          limit,
+          ...(options.action === undefined ? {} : { action: options.action }),
+          ...(options.actor === undefined ? {} : { actor: options.actor }),
+          ...(since === undefined ? {} : { since }),
+          ...(until === undefined ? {} : { until }),
+        });
+        const orgs = new Map((await deps.orgs.list()).map((each) => [each.id, each.name]));
+        return { entries: page.data, names: orgs };
+      });
+      if (flags.json === true) {
+        for (const entry of entries) {
+          output.stdout.write(`${JSON.stringify({ ...entry, org: names.get(entry.org_id) ?? null })}\n`);
+        }
+        return;
+      }
+      const rows = entries.map((entry) => [
+        formatTime(entry.created_at * 1000),
+        ...(options.org === undefined ? [names.get(entry.org_id) ?? entry.org_id] : []),
+        entry.actor.type === 'api_key' ? (entry.actor.api_key_prefix ?? 'api_key') : entry.actor.type,
+        entry.action,
+        `${entry.target.type} ${entry.target.id}`,
+        entry.request_id ?? '-',
+        changesOf(entry),
+      ]);
+      const header = ['TIME', ...(options.org === undefined ? ['ORG'] : []), 'ACTOR', 'ACTION', 'TARGET', 'REQUEST'];
+      output.stdout.write(formatTable([...header, 'CHANGES'], rows));
     },
   },
 ];

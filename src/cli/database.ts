@@ -13,7 +13,8 @@ import { createLogger } from '../logger.ts';
 import { openStorage } from '../storage/db.ts';
 import type { Output } from './commands.ts';
 
-export { listApiKeys, revokeApiKeys } from '../domain/orgs/api-keys.ts';
+export { listAuditLog } from '../domain/audit/audit-log.ts';
+export { listApiKeys } from '../domain/orgs/api-keys.ts';
 
 export async function withDeps<T>(output: Output, run: (deps: Deps) => Promise<T>): Promise<T> {
   // Commands only change data, in one transaction each; workers pick changes up from the database, so the CLI

@@ -11,6 +11,7 @@ import type { Lifecycle } from './lifecycle.ts';
 import { a2aRoutes } from './routes/a2a.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
+import { auditLogRoutes } from './routes/audit-log.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { conversationRoutes } from './routes/conversations.ts';
@@ -62,6 +63,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   scheduleRoutes(app, deps);
   sessionFollowUpRoutes(app, deps);
   organizationRoutes(app, deps);
+  auditLogRoutes(app, deps);
   adminRoutes(app, deps);
   retentionRoutes(app, deps);
   taskRoutes(app, deps);

@@ -5,6 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditContext } from '../domain/audit/audit-log.ts';
 import { describeScope } from '../domain/auth/scopes.ts';
 import { policyHeader, type RateLimiter, stateHeader } from '../domain/limits/rate-limiter.ts';
 import type { Authenticator } from '../domain/orgs/api-keys.ts';
@@ -103,4 +104,11 @@ export function orgOf(request: FastifyRequest): string {
 export function actorOf(request: FastifyRequest): string {
   if (request.principal === null) throw new AppError('missing_api_key', 'No API key');
   return request.principal.keyPrefix;
+}
+
+/** Who makes a write and the request it comes with, as the audit log records them (domain/audit/audit-log.ts). */
+export function auditOf(request: FastifyRequest): AuditContext {
+  if (request.principal === null) throw new AppError('missing_api_key', 'No API key');
+  const { keyId, keyPrefix } = request.principal;
+  return { actor: { type: 'api_key', keyId, keyPrefix }, requestId: request.id };
 }

@@ -635,6 +635,25 @@ export interface MemoriesTable {
   updated_at: Millis;
 }
 
+/**
+ * One change to an organization's configuration (docs/audit-log.md); inserted only. `actor_type` is `api_key`
+ * (with the key's id and prefix), `cli` or `system`; `before` and `after` are JSON summaries, secrets redacted.
+ */
+export interface AuditLogTable {
+  id: string;
+  org_id: string;
+  created_at: Millis;
+  actor_type: string;
+  actor_key_id: string | null;
+  actor_key_prefix: string | null;
+  request_id: string | null;
+  action: string;
+  target_type: string;
+  target_id: string;
+  before: string | null;
+  after: string | null;
+}
+
 /** An operator's limits of an organization or an API key (migration 0031); a null column follows the default. */
 export interface LimitsTable {
   kind: LimitSubject;
@@ -688,6 +707,7 @@ export interface Database {
   schedule_runs: ScheduleRunsTable;
   storage_probe: StorageProbeTable;
   memories: MemoriesTable;
+  audit_log: AuditLogTable;
   limits: LimitsTable;
   rate_windows: RateWindowsTable;
   budget_spend: BudgetSpendTable;

@@ -6757,6 +6757,133 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit_log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log
+         * @description Changes to the organization's keys, agents, connectors, webhooks, schedules, credits, approvals, memories and settings, newest first, with who made them (API key, CLI or system) and the request id; secrets are redacted. Filters: action (agent.updated, or agent / agent.* for every action on agents), target_type, target_id, actor (cli, system, api_key, a key id or prefix), since and until (Unix seconds, until exclusive). Pass last_id as after for the next page. Needs audit:read (accounts:write includes it).
+         *
+         *     Required scope: audit:read (or accounts:write).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description One action (agent.updated), or every action on a target type (agent or agent.*) */
+                    action?: string;
+                    /** @description cli, system, api_key (any key), or one key by its id or its prefix */
+                    actor?: string;
+                    /** @description A UUID */
+                    after?: string;
+                    limit?: number;
+                    /** @description Unix time in seconds */
+                    since?: number;
+                    target_id?: string;
+                    /** @description agent, api_key, webhook_endpoint, … */
+                    target_type?: string;
+                    /** @description Unix time in seconds */
+                    until?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The organization's audit log, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description What happened, e.g. agent.updated, api_key.revoked (docs/audit-log.md) */
+                                action: string;
+                                actor: {
+                                    api_key_id: string | null;
+                                    /** @description As `agentry keys list` shows it */
+                                    api_key_prefix: string | null;
+                                    /**
+                                     * @description api_key: a request made with a key; cli: the agentry command; system: Agentry
+                                     * @enum {string}
+                                     */
+                                    type: "api_key" | "cli" | "system";
+                                };
+                                /** @description A summary of the target before or after the change; secrets are always "[redacted]" */
+                                after: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description A summary of the target before or after the change; secrets are always "[redacted]" */
+                                before: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Unix time in seconds */
+                                created_at: number;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @enum {string} */
+                                object: "audit_log_entry";
+                                /** @description The x-request-id of the request that made the change; null outside HTTP */
+                                request_id: string | null;
+                                target: {
+                                    id: string;
+                                    type: string;
+                                };
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            /** @description Pass as `after` for the next page */
+                            last_id: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -10809,7 +10936,7 @@ export interface paths {
                                 /** @description The id of the key that made this request */
                                 id: string;
                                 /** @description What the key may do */
-                                scopes: ("tasks:read" | "tasks:write" | "webhooks:read" | "webhooks:write" | "accounts:write" | "files:read" | "files:write" | "agents:read" | "agents:write" | "sessions:read" | "sessions:write")[];
+                                scopes: ("tasks:read" | "tasks:write" | "webhooks:read" | "webhooks:write" | "accounts:write" | "files:read" | "files:write" | "agents:read" | "agents:write" | "sessions:read" | "sessions:write" | "audit:read")[];
                             };
                             /** @description Remaining credits in USD; null when the organization is not limited */
                             credit_balance_usd: number | null;

@@ -8,6 +8,7 @@ import { AppError, validationError } from '../../errors/app-error.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
 import type { McpServer } from '../../tools/tool-config.ts';
+import type { AuditContext } from '../audit/audit-log.ts';
 import { responseFormatEcho } from '../output-format.ts';
 import { configOf } from './agent-repo.ts';
 import type { AgentService, WriteOptions } from './agent-service.ts';
@@ -149,7 +150,7 @@ export function createAgentApplier(deps: { agents: AgentService }) {
     async apply(
       orgId: string,
       documents: AgentDocument[],
-      options: { dryRun: boolean; force: boolean; lock: ApplyLock | null; actor: string | null },
+      options: { dryRun: boolean; force: boolean; lock: ApplyLock | null; actor: string | null; audit?: AuditContext },
     ): Promise<ApplyResult> {
       const planned = await plan(orgId, documents);
       const lock: ApplyLock = { agents: { ...options.lock?.agents } };
@@ -175,12 +176,16 @@ export function createAgentApplier(deps: { agents: AgentService }) {
         for (const { planned: p } of planned) if (p.version !== null) lock.agents[p.name] = p.version;
         return { dryRun: true, plan: planned.map(({ planned: p }) => p), lock };
       }
-      const write: WriteOptions = { actor: options.actor };
+      const write: WriteOptions = {
+        actor: options.actor,
+        ...(options.audit === undefined ? {} : { audit: options.audit }),
+        auditAction: 'agent.applied',
+      };
       for (const entry of planned) {
         const { planned: p, document } = entry;
         const { kind: _kind, ...input } = document;
         if (p.action === 'create') {
-          const created = await agents.create(orgId, input, undefined, options.actor);
+          const created = await agents.create(orgId, input, undefined, options.actor, options.audit, 'agent.applied');
           p.id = created.body.agent.id;
           p.version = created.body.agent.version;
         } else if (p.action === 'update' && p.id !== null && entry.expected !== null) {

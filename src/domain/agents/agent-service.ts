@@ -1,4 +1,5 @@
 /** Agents: create, read, change (keeping every version) and delete, within one organization. */
+
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { deepFreeze } from '../../lib/freeze.ts';
@@ -8,6 +9,7 @@ import { jsonDiff } from '../../lib/json-diff.ts';
 import type { ResponseFormat } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation } from '../../storage/errors.ts';
+import { type AuditContext, appendAudit, changedFields, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import {
   BUDGET_PERIODS,
   type Budget,
@@ -100,6 +102,10 @@ export interface WriteOptions {
   /** The API key's prefix, or `cli`. */
   actor?: string | null;
   expectedVersion?: number;
+  /** Who makes the change, for the audit log; without it the change is recorded as the system's. */
+  audit?: AuditContext;
+  /** The audit log's action: `agent.updated` unless said (`agent.restored`, `agent.applied`). */
+  auditAction?: string;
 }
 
 function versionConflict(id: string, expected: number, current: number): AppError {
@@ -333,6 +339,19 @@ export function createAgentService(deps: AgentServiceDeps) {
             at: now,
             actor: options.actor ?? null,
           });
+          await appendAudit(
+            trx,
+            options.audit ?? SYSTEM_AUDIT,
+            {
+              orgId,
+              action: options.auditAction ?? 'agent.updated',
+              targetType: 'agent',
+              targetId: id,
+              before: { version: row.version },
+              after: { version, changed_fields: changedFields({ ...current }, { ...stored }) },
+            },
+            clock,
+          );
           return true;
         })
         .catch((error: unknown) => {
@@ -403,6 +422,8 @@ export function createAgentService(deps: AgentServiceDeps) {
       input: AgentCreateInput,
       idempotencyKey?: string,
       actor: string | null = null,
+      audit: AuditContext = SYSTEM_AUDIT,
+      auditAction = 'agent.created',
     ): Promise<IdempotentResult<AgentView>> {
       const request = { orgId, scope: 'POST /v1/agents', key: idempotencyKey, request: input };
       const earlier = await deps.idempotency.lookup<AgentView>(request);
@@ -410,6 +431,18 @@ export function createAgentService(deps: AgentServiceDeps) {
       const prepared = await prepare(orgId, input);
       return deps.idempotency.run(request, async (trx) => {
         const agent = await insertPrepared(trx, orgId, prepared, actor);
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: auditAction,
+            targetType: 'agent',
+            targetId: agent.id,
+            after: { name: agent.name, version: agent.version, fields: Object.keys(prepared.config).sort() },
+          },
+          clock,
+        );
         return { status: 201, body: await viewOf(trx, orgId, agent) };
       });
     },
@@ -470,7 +503,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       const record = await findAgentVersionRecord(deps.db, id, version);
       if (record === undefined) throw notFound('agent version', `${id}@${version}`);
       const entries = await deps.connectors.prepareEntries(orgId, record.config.mcpServers);
-      return write(orgId, id, options, entries, () => ({ ...record.config }));
+      return write(orgId, id, { auditAction: 'agent.restored', ...options }, entries, () => ({ ...record.config }));
     },
 
     /** The agent's versions, newest first (GET /v1/agents/{id}/versions). */
@@ -507,7 +540,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       return { ...view, diff: { from: diffFrom, changes: jsonDiff(from.config, record.config) } };
     },
 
-    async delete(orgId: string, id: string): Promise<void> {
+    async delete(orgId: string, id: string, audit: AuditContext = SYSTEM_AUDIT): Promise<void> {
       await deps.db.transaction().execute(async (trx) => {
         const row = await findAgentRow(trx, orgId, id);
         if (row === undefined) throw notFound('agent', id);
@@ -532,6 +565,18 @@ export function createAgentService(deps: AgentServiceDeps) {
           }
           throw error;
         }
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'agent.deleted',
+            targetType: 'agent',
+            targetId: id,
+            before: { name: row.name, version: row.version },
+          },
+          clock,
+        );
       });
     },
   };

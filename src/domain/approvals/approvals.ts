@@ -6,10 +6,12 @@
  * never runs twice. Every function runs in the caller's transaction; callers hold the session's row lock or the
  * worker's lease.
  */
+
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow, ToolApprovalRow } from '../../storage/schema.ts';
+import { type AuditContext, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import { appendItems, type Item, loadMessageItems, type PendingCall, pendingCalls } from '../turns/items.ts';
@@ -26,6 +28,8 @@ export interface Decision {
   approved: boolean;
   reason: string | null;
   by: DecidedBy;
+  /** Who decided, for the audit log; without it the decision is recorded as the system's (a timeout). */
+  audit?: AuditContext;
 }
 
 /** The longest reason kept with a decision (characters). */
@@ -192,6 +196,26 @@ export async function decide(
       param: 'actionId',
     });
   }
+  await appendAudit(
+    trx,
+    decision.audit ?? SYSTEM_AUDIT,
+    {
+      orgId: target.orgId,
+      action: decision.approved ? 'tool_approval.approved' : 'tool_approval.denied',
+      targetType: 'tool_approval',
+      targetId: approvalId,
+      before: { status: 'pending' },
+      after: {
+        status: decision.approved ? 'approved' : 'denied',
+        tool: call.name,
+        session_id: target.sessionId,
+        message_id: call.item.messageId,
+        decided_by: decision.by,
+        reason: decision.reason,
+      },
+    },
+    { now: () => target.now },
+  );
   const items = await appendItems(trx, target, [
     {
       messageId: decisionMessageId,

@@ -3,6 +3,7 @@
  * narrower `agents:*` (agents and what configures them: connectors, schedules) and `sessions:*` (talking to agents:
  * sessions, messages, Responses, Chat Completions, conversations, runs) let a key do one and not the other. A
  * `tasks:*` key holds the narrower scopes of the same access as well, so no existing key changes meaning.
+ * `audit:read` reads the audit log (GET /v1/audit_log); `accounts:write` includes it.
  */
 export const SCOPES = [
   'tasks:read',
@@ -16,6 +17,7 @@ export const SCOPES = [
   'agents:write',
   'sessions:read',
   'sessions:write',
+  'audit:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -24,6 +26,8 @@ export type Scope = (typeof SCOPES)[number];
 const INCLUDES: Partial<Record<Scope, readonly Scope[]>> = {
   'tasks:read': ['agents:read', 'sessions:read'],
   'tasks:write': ['agents:write', 'sessions:write'],
+  // The administrators' scope reads who changed what; `audit:read` alone reads the log and changes nothing.
+  'accounts:write': ['audit:read'],
 };
 
 /** The scopes that only read: a read-only key (`keys create --read-only`) holds these alone. */

@@ -6,6 +6,7 @@
  * sealed in `mcp_oauth_states` under the `state`, so a restart between the two still completes; a state is used
  * once and expires after `STATE_TTL_MS`.
  */
+
 import { randomBytes } from 'node:crypto';
 import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -20,6 +21,7 @@ import {
   type OAuthSettings,
   type PendingAuthorization,
 } from '../../tools/mcp/oauth.ts';
+import { type AuditContext, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import type { CredentialVault } from './credential-vault.ts';
 import type { McpServerStore, StoredOAuthClient } from './mcp-server-store.ts';
 import type { Discover } from './mcp-server-types.ts';
@@ -111,17 +113,36 @@ export function createMcpOAuthService(deps: McpOAuthServiceDeps) {
     },
 
     /** Removes the credential of `user` (null: the organization's); 404 when there is none. */
-    async removeCredential(orgId: string, serverId: string, user: string | null) {
+    async removeCredential(orgId: string, serverId: string, user: string | null, audit: AuditContext = SYSTEM_AUDIT) {
       const row = await store.find(db, orgId, serverId);
       if (row === undefined) throw notFound('mcp server', serverId);
-      if (!(await deps.vault.remove(db, orgId, row.id, user))) {
-        throw notFound('mcp server credential', user ?? 'organization');
-      }
+      await db.transaction().execute(async (trx) => {
+        if (!(await deps.vault.remove(trx, orgId, row.id, user))) {
+          throw notFound('mcp server credential', user ?? 'organization');
+        }
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'mcp_server.credential_removed',
+            targetType: 'mcp_server',
+            targetId: row.id,
+            before: { name: row.name, user },
+          },
+          clock,
+        );
+      });
       return { object: 'mcp_server.credential.deleted' as const, user, deleted: true as const };
     },
 
     /** Starts a sign-in to the connector for `user` (null: the organization's credential). */
-    async connect(orgId: string, serverId: string, user: string | null): Promise<AuthorizationStart> {
+    async connect(
+      orgId: string,
+      serverId: string,
+      user: string | null,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<AuthorizationStart> {
       const row = await store.find(db, orgId, serverId);
       if (row === undefined) throw notFound('mcp server', serverId);
       const current = settings();
@@ -172,6 +193,18 @@ export function createMcpOAuthService(deps: McpOAuthServiceDeps) {
         .execute();
       // Expired authorizations are removed as new ones start.
       await db.deleteFrom('mcp_oauth_states').where('expires_at', '<', now).execute();
+      await appendAudit(
+        db,
+        audit,
+        {
+          orgId,
+          action: 'mcp_server.connect_started',
+          targetType: 'mcp_server',
+          targetId: row.id,
+          after: { name: row.name, user },
+        },
+        clock,
+      );
       return {
         object: 'mcp_server.authorization',
         server_id: row.id,
@@ -228,6 +261,20 @@ export function createMcpOAuthService(deps: McpOAuthServiceDeps) {
       const user = stateRow.end_user === '' ? null : stateRow.end_user;
       await deps.vault.save(db, { orgId: row.org_id, serverId: row.id, serverUrl: row.url, endUser: user, tokens });
       await db.updateTable('mcp_servers').set({ auth: 'oauth' }).where('id', '=', row.id).execute();
+      // The callback carries no API key: the sign-in the person completed is recorded as the system's doing (the
+      // key that started it is on the `mcp_server.connect_started` entry).
+      await appendAudit(
+        db,
+        SYSTEM_AUDIT,
+        {
+          orgId: row.org_id,
+          action: 'mcp_server.credential_connected',
+          targetType: 'mcp_server',
+          targetId: row.id,
+          after: { name: row.name, user },
+        },
+        clock,
+      );
       let tools: number | null = null;
       try {
         const discovery = await deps.discover(

@@ -8,6 +8,7 @@
  *   concurrent creates), checks `custom` entries name a connector of this organization, rewrites URL entries to
  *   `{kind:"custom", serverId, name}`, and returns the connector ids to link to the agent.
  */
+
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { publicHttpsUrlProblem } from '../../lib/url-policy.ts';
@@ -15,6 +16,7 @@ import type { Executor } from '../../storage/db.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../../storage/errors.ts';
 import { reservedServerNameProblem } from '../../tools/naming.ts';
 import type { McpServer } from '../agents/agent-types.ts';
+import { type AuditContext, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import type { McpServerStore } from './mcp-server-store.ts';
 import {
@@ -75,7 +77,11 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
   }
 
   return {
-    async create(orgId: string, input: McpServerCreateInput): Promise<McpServerView> {
+    async create(
+      orgId: string,
+      input: McpServerCreateInput,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<McpServerView> {
       checkName(input.name);
       checkUrl(input.url, 'url');
       const headers = input.headers ?? {};
@@ -87,11 +93,23 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
       // A server that signs in is listed once connected (POST /v1/mcp_servers/{id}/connect).
       const discovery =
         input.oauth === undefined ? await discoverOrThrow({ url: input.url, headers }, null, 'url') : null;
-      const { row, created } = await store.insert(
-        db,
-        { orgId, name: input.name, url: input.url, headers, discovery, oauth: input.oauth },
-        clock.now(),
-      );
+      const { row, created } = await db.transaction().execute(async (trx) => {
+        const inserted = await store.insert(
+          trx,
+          { orgId, name: input.name, url: input.url, headers, discovery, oauth: input.oauth },
+          clock.now(),
+        );
+        if (inserted.created) {
+          const after = { name: input.name, url: input.url, header_names: Object.keys(headers).sort() };
+          await appendAudit(
+            trx,
+            audit,
+            { orgId, action: 'mcp_server.created', ...target(inserted.row.id), after },
+            clock,
+          );
+        }
+        return inserted;
+      });
       if (!created) {
         throw new AppError('mcp_server_exists', `the organization already has an MCP server at ${input.url}`, {
           param: 'url',
@@ -121,7 +139,12 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
     },
 
     /** Changes name, url or headers; a new url or new headers are discovered first (a failure changes nothing). */
-    async update(orgId: string, id: string, input: McpServerUpdateInput): Promise<McpServerView> {
+    async update(
+      orgId: string,
+      id: string,
+      input: McpServerUpdateInput,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<McpServerView> {
       const row = await mustFind(orgId, id);
       checkName(input.name);
       if (input.url !== undefined) checkUrl(input.url, 'url');
@@ -137,18 +160,39 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
         );
       }
       try {
-        await store.update(
-          db,
-          row.id,
-          {
-            ...(input.name === undefined ? {} : { name: input.name }),
-            ...(url === row.url ? {} : { url }),
-            ...(headers === undefined ? {} : { headers }),
-            ...(discovery === undefined ? {} : { discovery }),
-            ...(input.oauth === undefined ? {} : { oauth: input.oauth }),
-          },
-          Math.max(clock.now(), row.updated_at + 1),
-        );
+        await db.transaction().execute(async (trx) => {
+          await store.update(
+            trx,
+            row.id,
+            {
+              ...(input.name === undefined ? {} : { name: input.name }),
+              ...(url === row.url ? {} : { url }),
+              ...(headers === undefined ? {} : { headers }),
+              ...(discovery === undefined ? {} : { discovery }),
+              ...(input.oauth === undefined ? {} : { oauth: input.oauth }),
+            },
+            Math.max(clock.now(), row.updated_at + 1),
+          );
+          // Header values are secrets: only that they changed is recorded, never what they are.
+          const changed = [
+            ...(input.name === undefined || input.name === row.name ? [] : ['name']),
+            ...(url === row.url ? [] : ['url']),
+            ...(headers === undefined ? [] : ['headers']),
+            ...(input.oauth === undefined ? [] : ['oauth']),
+          ];
+          await appendAudit(
+            trx,
+            audit,
+            {
+              orgId,
+              action: 'mcp_server.updated',
+              ...target(row.id),
+              before: { name: row.name, url: row.url },
+              after: { name: input.name ?? row.name, url, changed_fields: changed },
+            },
+            clock,
+          );
+        });
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw new AppError('mcp_server_exists', `the organization already has an MCP server at ${url}`, {
@@ -161,9 +205,13 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
       return store.view(await mustFind(orgId, id));
     },
 
-    async delete(orgId: string, id: string): Promise<{ id: string; object: 'mcp_server.deleted'; deleted: true }> {
+    async delete(
+      orgId: string,
+      id: string,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<{ id: string; object: 'mcp_server.deleted'; deleted: true }> {
       await db.transaction().execute(async (trx) => {
-        await mustFind(orgId, id, trx);
+        const found = await mustFind(orgId, id, trx);
         const users = await store.usedBy(trx, id, 3);
         const inUse = () =>
           new AppError(
@@ -182,6 +230,8 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
           }
           throw error;
         }
+        const before = { name: found.name, url: found.url };
+        await appendAudit(trx, audit, { orgId, action: 'mcp_server.deleted', ...target(found.id), before }, clock);
       });
       return { id, object: 'mcp_server.deleted', deleted: true };
     },
@@ -274,3 +324,5 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
 }
 
 export type McpServerService = ReturnType<typeof createMcpServerService>;
+
+const target = (id: string) => ({ targetType: 'mcp_server', targetId: id });

@@ -3,11 +3,13 @@
  * user's), create, read, change and delete, within one organization (another organization's agent is not found).
  * Writes go through memory-store.ts, as the `memory` tool's do.
  */
+
 import { AppError, notFound } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MemoryRow } from '../../storage/schema.ts';
 import { MAX_MEMORIES_PER_SCOPE } from '../../tools/builtin/memories.ts';
+import { type AuditContext, type AuditSummary, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { deleteMemory, findMemory, insertMemory, updateMemoryContent } from './memory-store.ts';
 
@@ -74,10 +76,21 @@ export function createMemoryService({ db, clock }: MemoryServiceDeps) {
       });
     },
 
-    async create(orgId: string, agentId: string, input: { content: string; endUser?: string | null }): Promise<Memory> {
+    async create(
+      orgId: string,
+      agentId: string,
+      input: { content: string; endUser?: string | null },
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<Memory> {
       const agent = await agentOf(orgId, agentId);
       const scope = { orgId, agentId: agent, endUser: input.endUser ?? null };
-      const row = await insertMemory(db, scope, input.content, clock.now());
+      const row = await db.transaction().execute(async (trx) => {
+        const inserted = await insertMemory(trx, scope, input.content, clock.now());
+        if (inserted !== null) {
+          await appendAudit(trx, audit, entry(inserted, 'memory.created', null, summaryOf(inserted)), clock);
+        }
+        return inserted;
+      });
       if (row === null) {
         throw new AppError(
           'limit_exceeded',
@@ -92,23 +105,53 @@ export function createMemoryService({ db, clock }: MemoryServiceDeps) {
       return memoryFromRow(await mustFind(orgId, agentId, id));
     },
 
-    async update(orgId: string, agentId: string, id: string, input: { content: string }): Promise<Memory> {
+    async update(
+      orgId: string,
+      agentId: string,
+      id: string,
+      input: { content: string },
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<Memory> {
       const row = await mustFind(orgId, agentId, id);
       const now = clock.now();
-      await updateMemoryContent(db, row.id, input.content, now);
-      return memoryFromRow({ ...row, content: input.content, updated_at: now });
+      const updated = { ...row, content: input.content, updated_at: now };
+      await db.transaction().execute(async (trx) => {
+        await updateMemoryContent(trx, row.id, input.content, now);
+        await appendAudit(trx, audit, entry(row, 'memory.updated', summaryOf(row), summaryOf(updated)), clock);
+      });
+      return memoryFromRow(updated);
     },
 
     async delete(
       orgId: string,
       agentId: string,
       id: string,
+      audit: AuditContext = SYSTEM_AUDIT,
     ): Promise<{ id: string; object: 'memory.deleted'; deleted: true }> {
       const row = await mustFind(orgId, agentId, id);
-      await deleteMemory(db, row.id);
+      await db.transaction().execute(async (trx) => {
+        await deleteMemory(trx, row.id);
+        await appendAudit(trx, audit, entry(row, 'memory.deleted', summaryOf(row), null), clock);
+      });
       return { id: row.id, object: 'memory.deleted', deleted: true };
     },
   };
 }
+
+/** What the audit log keeps of a memory: whose it is and its size, not its text. */
+const summaryOf = (row: MemoryRow) => ({
+  agent_id: row.agent_id,
+  end_user: row.end_user,
+  content_chars: row.content.length,
+});
+
+const entry = (row: MemoryRow, action: string, before: AuditSummary | null, after: AuditSummary | null) => ({
+  orgId: row.org_id,
+  action,
+  targetType: 'memory',
+  targetId: row.id,
+  before,
+  after,
+});
 
 export type MemoryService = ReturnType<typeof createMemoryService>;

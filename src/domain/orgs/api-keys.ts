@@ -133,27 +133,31 @@ export async function revokeApiKeys(
   db: Executor,
   prefixOrKey: string,
   now: number,
-): Promise<{ revoked: string[]; ambiguous: number }> {
-  let rows: { id: string; prefix: string }[];
+): Promise<{ revoked: string[]; ambiguous: number; keys: { id: string; prefix: string; orgId: string }[] }> {
+  let rows: { id: string; prefix: string; org_id: string }[];
   if (KEY_PATTERN.test(prefixOrKey)) {
     rows = await db
       .selectFrom('api_keys')
-      .select(['id', 'prefix'])
+      .select(['id', 'prefix', 'org_id'])
       .where('key_hash', '=', sha256Hex(prefixOrKey))
       .execute();
   } else {
-    const active = db.selectFrom('api_keys').select(['id', 'prefix']).where('revoked_at', 'is', null);
+    const active = db.selectFrom('api_keys').select(['id', 'prefix', 'org_id']).where('revoked_at', 'is', null);
     // The stored prefix is 12 characters; a shorter one is matched in code (LIKE would treat `_` as a wildcard).
     rows =
       prefixOrKey.length >= PREFIX_LENGTH
         ? await active.where('prefix', '=', prefixOrKey.slice(0, PREFIX_LENGTH)).execute()
         : (await active.execute()).filter((row) => row.prefix.startsWith(prefixOrKey));
   }
-  if (rows.length > 1) return { revoked: [], ambiguous: rows.length };
+  if (rows.length > 1) return { revoked: [], ambiguous: rows.length, keys: [] };
   for (const row of rows) {
     await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', row.id).execute();
   }
-  return { revoked: rows.map((row) => row.prefix), ambiguous: 0 };
+  return {
+    revoked: rows.map((row) => row.prefix),
+    ambiguous: 0,
+    keys: rows.map((row) => ({ id: row.id, prefix: row.prefix, orgId: row.org_id })),
+  };
 }
 
 /** An API key as `agentry keys list` shows it: never the key, only its prefix. */

@@ -6,9 +6,10 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isUniqueViolation } from '../../storage/errors.ts';
 import type { AgentService } from '../agents/agent-service.ts';
+import { type AuditContext, appendAudit, CLI_AUDIT, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import { SCOPES, type Scope } from '../auth/scopes.ts';
 import { balanceUsd, setCredits } from '../billing/credits.ts';
-import { generateApiKey, insertApiKey } from './api-keys.ts';
+import { generateApiKey, insertApiKey, revokeApiKeys } from './api-keys.ts';
 
 export interface Org {
   id: string;
@@ -81,7 +82,7 @@ export function createOrgService(deps: OrgServiceDeps) {
      * Creates an organization with its default Agent, in one transaction; with `adminKey`, that admin key too (every
      * scope), so that no reader ever sees the organization without its key.
      */
-    async create(name: string, adminKey?: string): Promise<Org> {
+    async create(name: string, adminKey?: string, audit: AuditContext = CLI_AUDIT): Promise<Org> {
       if (!ORG_NAME.test(name)) {
         throw new AppError('validation_error', 'organization names are 1-100 letters, digits, _ . or -', {
           param: 'name',
@@ -105,8 +106,12 @@ export function createOrgService(deps: OrgServiceDeps) {
             })
             .execute();
           await deps.agents.createDefault(trx, org.id);
-          if (adminKey !== undefined)
-            await insertApiKey(trx, { orgId: org.id, key: adminKey, scopes: SCOPES }, deps.clock);
+          const target = { orgId: org.id, targetType: 'organization', targetId: org.id };
+          await appendAudit(trx, audit, { ...target, action: 'organization.created', after: { name } }, deps.clock);
+          if (adminKey !== undefined) {
+            const created = await insertApiKey(trx, { orgId: org.id, key: adminKey, scopes: SCOPES }, deps.clock);
+            await appendAudit(trx, audit, keyCreated(org.id, created, SCOPES), deps.clock);
+          }
           return org;
         });
       } catch (error) {
@@ -130,6 +135,7 @@ export function createOrgService(deps: OrgServiceDeps) {
       key = generateApiKey(),
       compat: CompatSetting | null = null,
       agentIds: readonly string[] | null = null,
+      audit: AuditContext = CLI_AUDIT,
     ): Promise<string> {
       if (agentIds !== null) {
         const wanted = agentIds.map((id) => id.toLowerCase());
@@ -148,18 +154,82 @@ export function createOrgService(deps: OrgServiceDeps) {
         }
         agentIds = wanted;
       }
-      await insertApiKey(deps.db, { orgId, key, scopes, compat, agentIds }, deps.clock);
+      const limited = agentIds;
+      await deps.db.transaction().execute(async (trx) => {
+        const created = await insertApiKey(trx, { orgId, key, scopes, compat, agentIds: limited }, deps.clock);
+        await appendAudit(trx, audit, keyCreated(orgId, created, scopes, compat, limited), deps.clock);
+      });
       return key;
     },
 
+    /** Revokes keys by prefix or key (api-keys.ts `revokeApiKeys`), each revocation with its audit entry. */
+    async revokeKeys(prefixOrKey: string, audit: AuditContext = CLI_AUDIT) {
+      return deps.db.transaction().execute(async (trx) => {
+        const result = await revokeApiKeys(trx, prefixOrKey, deps.clock.now());
+        for (const key of result.keys) {
+          await appendAudit(
+            trx,
+            audit,
+            {
+              orgId: key.orgId,
+              action: 'api_key.revoked',
+              targetType: 'api_key',
+              targetId: key.id,
+              before: { prefix: key.prefix, status: 'active' },
+              after: { prefix: key.prefix, status: 'revoked' },
+            },
+            deps.clock,
+          );
+        }
+        return result;
+      });
+    },
+
     /** Sets the credit balance in USD; null means unlimited. */
-    async setCredits(orgId: string, usd: number | null): Promise<void> {
-      await setCredits(deps.db, orgId, usd);
+    async setCredits(orgId: string, usd: number | null, audit: AuditContext = CLI_AUDIT): Promise<void> {
+      await deps.db.transaction().execute(async (trx) => {
+        const before = await trx
+          .selectFrom('orgs')
+          .select('credit_balance_micros')
+          .where('id', '=', orgId)
+          .executeTakeFirst();
+        await setCredits(trx, orgId, usd);
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'credits.set',
+            targetType: 'organization',
+            targetId: orgId,
+            before: { credit_balance_usd: balanceUsd(before?.credit_balance_micros ?? null) },
+            after: { credit_balance_usd: usd },
+          },
+          deps.clock,
+        );
+      });
     },
   };
 }
 
 export type OrgService = ReturnType<typeof createOrgService>;
+
+/** The audit entry of a new key: its prefix and scopes, never the key. */
+function keyCreated(
+  orgId: string,
+  key: { id: string; prefix: string },
+  scopes: readonly Scope[],
+  compat: CompatSetting | null = null,
+  agentIds: readonly string[] | null = null,
+) {
+  return {
+    orgId,
+    action: 'api_key.created',
+    targetType: 'api_key',
+    targetId: key.id,
+    after: { prefix: key.prefix, scopes: [...scopes], compat, agent_ids: agentIds === null ? null : [...agentIds] },
+  };
+}
 
 export interface BootstrapResult {
   /** True when this call created the organization `default`. */
@@ -179,7 +249,7 @@ export async function bootstrap(orgs: OrgService, bootstrapKey: string | null): 
   if ((await orgs.count()) > 0) return nothing;
   const key = bootstrapKey ?? generateApiKey();
   try {
-    await orgs.create('default', key);
+    await orgs.create('default', key, SYSTEM_AUDIT);
   } catch (error) {
     if (error instanceof AppError && error.code === 'validation_error') return nothing;
     throw error;

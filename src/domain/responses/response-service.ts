@@ -20,6 +20,7 @@ import type { MessageRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import { decide, findApproval } from '../approvals/approvals.ts';
+import type { AuditContext } from '../audit/audit-log.ts';
 import { debitCredits, requireCredits } from '../billing/credits.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
@@ -154,6 +155,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     orgId: string,
     request: ResponseRequest,
     newSessionId: string,
+    audit: AuditContext | undefined,
   ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
     const now = clock.now();
     const current = await deps.agents.get(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
@@ -333,7 +335,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
       (inner, agentId) => (agentId === current.id ? Promise.resolve(current) : deps.agents.get(orgId, agentId, inner)),
     );
     events.push(...accepted.events);
-    if (decisions.length > 0) events.push(...(await applyDecisions(trx, target, decisions, accepted.row.id)));
+    if (decisions.length > 0) {
+      events.push(...(await applyDecisions(trx, target, decisions, accepted.row.id, audit)));
+    }
     return { message: accepted.row, events };
   }
 
@@ -378,11 +382,18 @@ export function createResponseService(deps: ResponseServiceDeps) {
     target: { orgId: string; sessionId: string; now: number },
     decisions: { call: PendingCall; approve: boolean; reason: string | null }[],
     responseMessageId: string,
+    audit: AuditContext | undefined,
   ): Promise<SessionEvent[]> {
     const events: SessionEvent[] = [];
     const decided = new Set<string>();
     for (const { call, approve, reason } of decisions) {
-      const result = await decide(trx, target, call, { approved: approve, reason, by: 'responses' }, responseMessageId);
+      const decision = {
+        approved: approve,
+        reason,
+        by: 'responses' as const,
+        ...(audit === undefined ? {} : { audit }),
+      };
+      const result = await decide(trx, target, call, decision, responseMessageId);
       events.push(...result.events);
       decided.add(call.callId);
     }
@@ -413,6 +424,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       request: ResponseRequest,
       idempotencyKey: string | undefined,
       newSessionId: string = newId(),
+      audit?: AuditContext,
     ): Promise<CreatedResponse> {
       // The request as sent identifies a retry (images by URL become new file ids below).
       const { stream: _stream, ...sent } = request;
@@ -433,7 +445,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const result = await deps.idempotency.run(
         { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
         async (trx) => {
-          const accepted = await accept(trx, orgId, request, newSessionId);
+          const accepted = await accept(trx, orgId, request, newSessionId, audit);
           events = accepted.events;
           written.row = accepted.message;
           return { status: 200, body: { messageId: accepted.message.id } };
@@ -465,7 +477,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       orgId: string,
       request: ResponseRequest,
       idempotencyKey: string | undefined,
-      options: { vendorEvents: boolean },
+      options: { vendorEvents: boolean; audit?: AuditContext },
     ): Promise<StartedResponse> {
       const newSessionId = newId();
       const listenTo = await service.sessionFor(orgId, request, newSessionId);
@@ -474,7 +486,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const feed = deps.live.follow(listenTo);
       let created: CreatedResponse;
       try {
-        created = await service.create(orgId, request, idempotencyKey, newSessionId);
+        created = await service.create(orgId, request, idempotencyKey, newSessionId, options.audit);
       } catch (error) {
         feed.close();
         throw error;
@@ -533,8 +545,9 @@ export function createResponseService(deps: ResponseServiceDeps) {
       orgId: string,
       request: ResponseRequest,
       idempotencyKey: string | undefined,
+      audit?: AuditContext,
     ): Promise<{ response: ResponseObject; replayed: boolean }> {
-      const created = await service.create(orgId, request, idempotencyKey);
+      const created = await service.create(orgId, request, idempotencyKey, undefined, audit);
       created.release();
       return { response: await loadResponse(db, created.message), replayed: created.replayed };
     },

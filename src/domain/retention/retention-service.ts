@@ -11,11 +11,13 @@
  * Several processes may sweep at once (every process that runs background jobs does): each delete picks its rows
  * and deletes them in one statement or transaction, so two sweepers at most both find nothing left to do.
  */
+
 import type { Logger } from 'pino';
 import { RETENTION_KINDS, type RetentionDays, type RetentionKind } from '../../config.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { OrgRetentionTable } from '../../storage/schema.ts';
+import { type AuditContext, appendAudit, CLI_AUDIT } from '../audit/audit-log.ts';
 import { deleteExpiredFiles } from '../files/file-retention.ts';
 import { deleteExpiredRuns, deleteExpiredSessionEvents, deleteExpiredSessions } from '../turns/retention.ts';
 import { deleteExpiredWebhookHistory } from '../webhooks/webhook-retention.ts';
@@ -147,8 +149,13 @@ export function createRetentionService(deps: RetentionDeps) {
      * Changes the organization's settings: each kind given is set (null: back to the default, 0: forever, n:
      * days); the others stay. Resolves to the settings after the change.
      */
-    async update(orgId: string, change: Partial<RetentionSettings>): Promise<OrgRetention> {
-      const own = { ...(await get(orgId)).own, ...change };
+    async update(
+      orgId: string,
+      change: Partial<RetentionSettings>,
+      audit: AuditContext = CLI_AUDIT,
+    ): Promise<OrgRetention> {
+      const before = (await get(orgId)).own;
+      const own = { ...before, ...change };
       const row = {
         org_id: orgId,
         sessions_days: own.sessions,
@@ -159,11 +166,26 @@ export function createRetentionService(deps: RetentionDeps) {
         updated_at: deps.clock.now(),
       };
       const { org_id: _, ...columns } = row;
-      await db
-        .insertInto('org_retention')
-        .values(row)
-        .onConflict((conflict) => conflict.column('org_id').doUpdateSet(columns))
-        .execute();
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('org_retention')
+          .values(row)
+          .onConflict((conflict) => conflict.column('org_id').doUpdateSet(columns))
+          .execute();
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'organization.retention_updated',
+            targetType: 'organization',
+            targetId: orgId,
+            before: { ...before },
+            after: { ...own },
+          },
+          deps.clock,
+        );
+      });
       return get(orgId);
     },
 

@@ -3,6 +3,7 @@
  * their runs. Timing is checked here (cron, time zone, exactly one of cron or interval_seconds) and next_run_at is
  * recomputed whenever the timing changes or the schedule is resumed. Writes go through schedule-store.ts.
  */
+
 import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Logger } from 'pino';
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
@@ -11,6 +12,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Database, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
+import { type AuditContext, appendAudit, changedFields, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import {
   BUDGET_PERIODS,
   type Budget,
@@ -172,7 +174,12 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
    * Changes a schedule. New timing (cron, interval, zone) or a resume recomputes next_run_at from now; a pause
    * clears it. Runs already admitted are not affected. Null when the schedule changed meanwhile (retry).
    */
-  async function updateOnce(orgId: string, id: string, change: ScheduleUpdate): Promise<Schedule | null> {
+  async function updateOnce(
+    orgId: string,
+    id: string,
+    change: ScheduleUpdate,
+    audit: AuditContext,
+  ): Promise<Schedule | null> {
     return db.transaction().execute(async (trx) => {
       const current = await findSchedule(trx, orgId, id);
       const now = clock.now();
@@ -253,12 +260,34 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
         .executeTakeFirst();
       if (written.numUpdatedRows === 0n) return null;
       if (budget != null) await resetSpend(trx, { ...budget, scope: 'schedule', id: current.id, orgId, now });
+      const before = auditSummary(current);
+      const after = auditSummary({ ...current, ...fields });
+      const action =
+        current.enabled === 1 && !enabled ? 'schedule.paused' : resumed ? 'schedule.resumed' : 'schedule.updated';
+      await appendAudit(
+        trx,
+        audit,
+        {
+          orgId,
+          action,
+          targetType: 'schedule',
+          targetId: current.id,
+          before,
+          after: { ...after, changed_fields: changedFields(before, after) },
+        },
+        clock,
+      );
       return scheduleFromRow({ ...current, ...fields });
     });
   }
 
   return {
-    async create(orgId: string, input: ScheduleInput, idempotencyKey?: string): Promise<IdempotentResult<Schedule>> {
+    async create(
+      orgId: string,
+      input: ScheduleInput,
+      idempotencyKey?: string,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<IdempotentResult<Schedule>> {
       const request = { orgId, scope: 'POST /v1/schedules', key: idempotencyKey, request: input };
       return deps.idempotency.run(request, async (trx) => {
         const now = clock.now();
@@ -294,6 +323,12 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
           updated_at: now,
         };
         await trx.insertInto('schedules').values(row).execute();
+        await appendAudit(
+          trx,
+          audit,
+          { orgId, action: 'schedule.created', targetType: 'schedule', targetId: row.id, after: auditSummary(row) },
+          clock,
+        );
         return { status: 201, body: scheduleFromRow(row) };
       });
     },
@@ -308,9 +343,14 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     },
 
     /** Changes a schedule (see updateOnce), retried when a tick is claimed at the same moment. */
-    async update(orgId: string, id: string, change: ScheduleUpdate): Promise<Schedule> {
+    async update(
+      orgId: string,
+      id: string,
+      change: ScheduleUpdate,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<Schedule> {
       for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-        const updated = await updateOnce(orgId, id, change);
+        const updated = await updateOnce(orgId, id, change, audit);
         if (updated !== null) return updated;
       }
       throw new AppError('service_unavailable', 'the schedule is being changed concurrently; retry', {
@@ -319,9 +359,29 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
     },
 
     /** Deletes the schedule and its run history. Turns already submitted finish in their sessions. */
-    async delete(orgId: string, id: string): Promise<Deleted> {
-      const row = await findSchedule(db, orgId, id);
-      await db.deleteFrom('schedules').where('id', '=', row.id).where('org_id', '=', orgId).execute();
+    async delete(orgId: string, id: string, audit: AuditContext = SYSTEM_AUDIT): Promise<Deleted> {
+      const row = await db.transaction().execute(async (trx) => {
+        const found = await findSchedule(trx, orgId, id);
+        const deleted = await trx
+          .deleteFrom('schedules')
+          .where('id', '=', found.id)
+          .where('org_id', '=', orgId)
+          .executeTakeFirst();
+        if (deleted.numDeletedRows === 0n) throw notFound('schedule', id);
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'schedule.deleted',
+            targetType: 'schedule',
+            targetId: found.id,
+            before: auditSummary(found),
+          },
+          clock,
+        );
+        return found;
+      });
       return { id: row.id, object: 'schedule.deleted', deleted: true };
     },
 
@@ -426,6 +486,23 @@ function pageOf<R extends { id: string; created_at: number }, T>(
     has_more: hasMore,
     next_cursor:
       hasMore && last !== undefined ? encodeCursor({ created_at: Number(last.created_at), id: last.id }) : null,
+  };
+}
+
+/** What the audit log keeps of a schedule: its target and timing, not its input. */
+function auditSummary(row: ScheduleRow): Record<string, unknown> {
+  return {
+    name: row.name,
+    agent_id: row.agent_id,
+    agent_version: row.agent_version === null ? null : Number(row.agent_version),
+    session_id: row.session_id,
+    cron: row.cron,
+    interval_seconds: row.interval_seconds === null ? null : Number(row.interval_seconds),
+    timezone: row.timezone,
+    overlap: row.overlap,
+    catch_up: row.catch_up,
+    timeout_seconds: row.timeout_seconds === null ? null : Number(row.timeout_seconds),
+    enabled: row.enabled === 1,
   };
 }
 

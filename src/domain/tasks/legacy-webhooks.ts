@@ -4,6 +4,7 @@
  * own table, limit and routes); the destination passes the same egress guard. This module is the one writer of
  * `legacy_webhooks`.
  */
+
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
@@ -11,6 +12,7 @@ import { newId } from '../../lib/ids.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { LegacyWebhookRow } from '../../storage/schema.ts';
+import { type AuditContext, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import { TASK_EVENT_TYPES, type TaskEventType } from './task-types.ts';
 
 /** The hosted product allows three per organization. */
@@ -98,7 +100,7 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
 
   return {
     /** Creates a webhook; the same URL again updates and returns the existing one (201 either way). */
-    async create(orgId: string, input: LegacyWebhookInput): Promise<LegacyWebhook> {
+    async create(orgId: string, input: LegacyWebhookInput, audit: AuditContext = SYSTEM_AUDIT): Promise<LegacyWebhook> {
       await checkUrl(input.url);
       return db.transaction().execute(async (trx) => {
         if (deps.dialect === 'postgres') {
@@ -122,6 +124,18 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
             .where('id', '=', existing.id)
             .returningAll()
             .executeTakeFirstOrThrow();
+          await appendAudit(
+            trx,
+            audit,
+            {
+              orgId,
+              action: 'legacy_webhook.updated',
+              ...target(row.id),
+              before: summaryOf(existing),
+              after: summaryOf(row),
+            },
+            deps.clock,
+          );
           return view(row);
         }
         const count = await trx
@@ -146,6 +160,12 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
           failure_count: 0,
         };
         await trx.insertInto('legacy_webhooks').values(row).execute();
+        await appendAudit(
+          trx,
+          audit,
+          { orgId, action: 'legacy_webhook.created', ...target(row.id), after: summaryOf(row) },
+          deps.clock,
+        );
         return view(row);
       });
     },
@@ -172,13 +192,22 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
       return view(row);
     },
 
-    async delete(orgId: string, id: string): Promise<void> {
-      const result = await db
-        .deleteFrom('legacy_webhooks')
-        .where('org_id', '=', orgId)
-        .where('id', '=', id.toLowerCase())
-        .executeTakeFirst();
-      if (result.numDeletedRows === 0n) throw notFound('webhook', id);
+    async delete(orgId: string, id: string, audit: AuditContext = SYSTEM_AUDIT): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const row = await trx
+          .deleteFrom('legacy_webhooks')
+          .where('org_id', '=', orgId)
+          .where('id', '=', id.toLowerCase())
+          .returningAll()
+          .executeTakeFirst();
+        if (row === undefined) throw notFound('webhook', id);
+        await appendAudit(
+          trx,
+          audit,
+          { orgId, action: 'legacy_webhook.deleted', ...target(row.id), before: summaryOf(row) },
+          deps.clock,
+        );
+      });
     },
 
     /** Active webhooks of the organization subscribed to `type`, with their secrets (for the notifier only). */
@@ -213,3 +242,13 @@ export function createLegacyWebhookService(deps: LegacyWebhookServiceDeps) {
 }
 
 export type LegacyWebhookService = ReturnType<typeof createLegacyWebhookService>;
+
+const target = (id: string) => ({ targetType: 'legacy_webhook', targetId: id });
+
+/** What the audit log keeps of a legacy webhook: whether it signs, never its secret. */
+const summaryOf = (row: LegacyWebhookRow) => ({
+  url: row.url,
+  events: JSON.parse(row.events) as unknown,
+  description: row.description,
+  signed: row.sealed_secret !== null,
+});

@@ -3,6 +3,7 @@
  * interrupt. Every write is one transaction that locks the session row first (so it orders with the engine's
  * fenced writes) and writes its events through the outbox; wake-ups and live events go out after commit.
  */
+
 import type { Bus } from '../../bus/bus.ts';
 import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -11,6 +12,7 @@ import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approvals.ts';
+import type { AuditContext } from '../audit/audit-log.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, writeEvents } from '../outbox.ts';
@@ -177,7 +179,14 @@ export function createMessageService(deps: MessageServiceDeps) {
      * Answers a question, or decides a tool approval (`{approved, reason?}`); the turn resumes once none of its
      * actions is left waiting.
      */
-    async answer(orgId: string, sessionId: string, messageId: string, actionId: number, answer: unknown) {
+    async answer(
+      orgId: string,
+      sessionId: string,
+      messageId: string,
+      actionId: number,
+      answer: unknown,
+      audit?: AuditContext,
+    ) {
       let events: SessionEvent[] = [];
       const status = await db.transaction().execute(async (trx) => {
         const now = clock.now();
@@ -202,7 +211,8 @@ export function createMessageService(deps: MessageServiceDeps) {
             });
           }
           const target = { orgId, sessionId, now };
-          const decided = await decide(trx, target, call, { ...decision, by: 'answer' }, messageId);
+          const by = { by: 'answer' as const, ...(audit === undefined ? {} : { audit }) };
+          const decided = await decide(trx, target, call, { ...decision, ...by }, messageId);
           events = decided.events;
           if (message.status === 'running') return 'accepted' as const;
           const after = await loadMessageItems(trx, messageId);

@@ -3,12 +3,14 @@
  * egress guard at create and update (public HTTPS, no credentials or fragment, no private destination); the same
  * guard checks again at every attempt, since a name may resolve elsewhere later.
  */
+
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { WebhookEndpointRow } from '../../storage/schema.ts';
+import { type AuditContext, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import { type CursorPage, type CursorQuery, newestFirstPage } from '../pagination.ts';
 import { newEndpointId } from './ids.ts';
 import { generateSecret, secretHint } from './signing.ts';
@@ -54,8 +56,13 @@ export function createEndpointService(deps: EndpointServiceDeps) {
     db.transaction().execute(write).finally(changed);
 
   /** Changes an endpoint that exists and is not deleted; 404 otherwise. */
-  async function updateLive(orgId: string, id: string, set: Partial<WebhookEndpointRow>): Promise<WebhookEndpointRow> {
-    const row = await db
+  async function updateLive(
+    orgId: string,
+    id: string,
+    set: Partial<WebhookEndpointRow>,
+    trx: Executor = db,
+  ): Promise<WebhookEndpointRow> {
+    const row = await trx
       .updateTable('webhook_endpoints')
       .set(set)
       .where('org_id', '=', orgId)
@@ -123,7 +130,11 @@ export function createEndpointService(deps: EndpointServiceDeps) {
       );
     },
 
-    async create(orgId: string, input: EndpointInput): Promise<WebhookEndpointWithSecret> {
+    async create(
+      orgId: string,
+      input: EndpointInput,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<WebhookEndpointWithSecret> {
       await checkUrl(input.url);
       return subscriptionChange(async (trx) => {
         // Serializes creates of one organization so that two concurrent ones cannot both take the 20th place
@@ -157,6 +168,12 @@ export function createEndpointService(deps: EndpointServiceDeps) {
           deleted_at: null,
         };
         await trx.insertInto('webhook_endpoints').values(row).execute();
+        await appendAudit(
+          trx,
+          audit,
+          { orgId, action: 'webhook_endpoint.created', ...target(row.id), after: summaryOf(row) },
+          deps.clock,
+        );
         return endpointWithSecret(row, secret);
       });
     },
@@ -166,20 +183,42 @@ export function createEndpointService(deps: EndpointServiceDeps) {
     },
 
     /** Changes apply from now on: to events fanned out later (event_types) and to later attempts (url). */
-    async update(orgId: string, id: string, patch: EndpointPatch): Promise<WebhookEndpoint> {
-      await load(orgId, id);
+    async update(
+      orgId: string,
+      id: string,
+      patch: EndpointPatch,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<WebhookEndpoint> {
+      const before = await load(orgId, id);
       if (patch.url !== undefined) await checkUrl(patch.url);
       const set: Partial<WebhookEndpointRow> = { updated_at: deps.clock.now() };
       if (patch.name !== undefined) set.name = patch.name;
       if (patch.url !== undefined) set.url = patch.url;
       if (patch.event_types !== undefined) set.event_types = JSON.stringify(patch.event_types);
-      return endpointFromRow(await updateLive(orgId, id, set).finally(changed));
+      const updated = await subscriptionChange(async (trx) => {
+        const after = await updateLive(orgId, id, set, trx);
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'webhook_endpoint.updated',
+            ...target(id),
+            before: summaryOf(before),
+            after: summaryOf(after),
+          },
+          deps.clock,
+        );
+        return after;
+      });
+      return endpointFromRow(updated);
     },
 
     /** Deletes the endpoint; its pending deliveries become `skipped` and are never attempted again. */
     async delete(
       orgId: string,
       id: string,
+      audit: AuditContext = SYSTEM_AUDIT,
     ): Promise<{ id: string; object: 'webhook_endpoint.deleted'; deleted: true }> {
       await subscriptionChange(async (trx) => {
         const now = deps.clock.now();
@@ -189,8 +228,15 @@ export function createEndpointService(deps: EndpointServiceDeps) {
           .where('org_id', '=', orgId)
           .where('id', '=', id)
           .where('deleted_at', 'is', null)
+          .returningAll()
           .executeTakeFirst();
-        if (deleted.numUpdatedRows === 0n) throw notFound('webhook endpoint', id);
+        if (deleted === undefined) throw notFound('webhook endpoint', id);
+        await appendAudit(
+          trx,
+          audit,
+          { orgId, action: 'webhook_endpoint.deleted', ...target(id), before: summaryOf(deleted) },
+          deps.clock,
+        );
         await trx
           .updateTable('webhook_deliveries')
           .set({
@@ -208,11 +254,43 @@ export function createEndpointService(deps: EndpointServiceDeps) {
     },
 
     /** A new secret, returned once; attempts made from now on are signed with it. */
-    async rotateSecret(orgId: string, id: string): Promise<WebhookEndpointWithSecret> {
+    async rotateSecret(
+      orgId: string,
+      id: string,
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<WebhookEndpointWithSecret> {
       const { secret, stored } = newSecret();
-      return endpointWithSecret(await updateLive(orgId, id, { ...stored, updated_at: deps.clock.now() }), secret);
+      const row = await db.transaction().execute(async (trx) => {
+        const before = await load(orgId, id, trx);
+        const after = await updateLive(orgId, id, { ...stored, updated_at: deps.clock.now() }, trx);
+        // Only the hints: the secrets themselves are never recorded.
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'webhook_endpoint.secret_rotated',
+            ...target(id),
+            before: { signing_secret_hint: before.secret_hint },
+            after: { signing_secret_hint: after.secret_hint },
+          },
+          deps.clock,
+        );
+        return after;
+      });
+      return endpointWithSecret(row, secret);
     },
   };
 }
 
 export type EndpointService = ReturnType<typeof createEndpointService>;
+
+const target = (id: string) => ({ targetType: 'webhook_endpoint', targetId: id });
+
+/** What the audit log keeps of an endpoint: never its secret, only the hint the API shows. */
+const summaryOf = (row: WebhookEndpointRow) => ({
+  name: row.name,
+  url: row.url,
+  event_types: JSON.parse(row.event_types) as unknown,
+  signing_secret_hint: row.secret_hint,
+});

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.ts';
 import { parseMcpServers } from '../../domain/agents/agent-validation.ts';
 import { validationError } from '../../errors/app-error.ts';
-import { actorOf, orgOf } from '../auth.ts';
+import { actorOf, auditOf, orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import {
   AgentCreateBody,
@@ -80,6 +80,7 @@ export function agentRoutes(app: App, deps: Deps): void {
         request.body,
         request.headers['idempotency-key'],
         actorOf(request),
+        auditOf(request),
       );
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(201).send(result.body);
@@ -121,6 +122,7 @@ export function agentRoutes(app: App, deps: Deps): void {
       if (Object.keys(change).length === 0) throw validationError('body', 'name at least one field to change');
       return deps.agents.update(orgOf(request), request.params.id.toLowerCase(), change, {
         actor: actorOf(request),
+        audit: auditOf(request),
         ...expecting(expectedVersion(request.headers['if-match'], version)),
       });
     },
@@ -186,6 +188,7 @@ export function agentRoutes(app: App, deps: Deps): void {
     handler: async (request) =>
       deps.agents.restore(orgOf(request), request.params.id.toLowerCase(), request.params.version, {
         actor: actorOf(request),
+        audit: auditOf(request),
         ...expecting(expectedVersion(request.headers['if-match'], undefined)),
       }),
   });
@@ -202,7 +205,7 @@ export function agentRoutes(app: App, deps: Deps): void {
       response: { 204: NoContent, ...errorResponses(400, 401, 403, 404, 409) },
     },
     handler: async (request, reply) => {
-      await deps.agents.delete(orgOf(request), request.params.id.toLowerCase());
+      await deps.agents.delete(orgOf(request), request.params.id.toLowerCase(), auditOf(request));
       return reply.code(204).send(null);
     },
   });
@@ -240,6 +243,7 @@ export function agentRoutes(app: App, deps: Deps): void {
         force,
         lock,
         actor: actorOf(request),
+        audit: auditOf(request),
       });
       return { dry_run: result.dryRun, plan: result.plan, lock: result.lock };
     },

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
 import { MAX_LEGACY_WEBHOOKS_PER_ORG } from '../../domain/tasks/legacy-webhooks.ts';
 import { TASK_EVENT_TYPES } from '../../domain/tasks/task-types.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses, IdParams, NoContent, StringEnum } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
@@ -63,7 +63,8 @@ export function legacyWebhookRoutes(app: App, deps: Deps): void {
       body: LegacyWebhookCreateBody,
       response: { 201: LegacyWebhook, ...errorResponses(400, 401, 403, 413) },
     },
-    handler: async (request, reply) => reply.code(201).send(await service.create(orgOf(request), request.body)),
+    handler: async (request, reply) =>
+      reply.code(201).send(await service.create(orgOf(request), request.body, auditOf(request))),
   });
 
   app.route({
@@ -102,7 +103,7 @@ export function legacyWebhookRoutes(app: App, deps: Deps): void {
       response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request, reply) => {
-      await service.delete(orgOf(request), request.params.id);
+      await service.delete(orgOf(request), request.params.id, auditOf(request));
       return reply.code(204).send(null);
     },
   });

@@ -4,7 +4,7 @@
  */
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses } from '../schemas/common.ts';
 import {
   ClientMetadataDocument,
@@ -46,7 +46,8 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       body: McpServerCreateBody,
       response: { 201: McpServer, ...errorResponses(400, 401, 403, 409, 413) },
     },
-    handler: async (request, reply) => reply.code(201).send(await service.create(orgOf(request), request.body)),
+    handler: async (request, reply) =>
+      reply.code(201).send(await service.create(orgOf(request), request.body, auditOf(request))),
   });
 
   app.route({
@@ -93,7 +94,8 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       body: McpServerUpdateBody,
       response: { 200: McpServer, ...errorResponses(400, 401, 403, 404, 409, 413) },
     },
-    handler: async (request) => service.update(orgOf(request), request.params.id.toLowerCase(), request.body),
+    handler: async (request) =>
+      service.update(orgOf(request), request.params.id.toLowerCase(), request.body, auditOf(request)),
   });
 
   app.route({
@@ -107,7 +109,7 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       params: McpServerParams,
       response: { 200: McpServerDeleted, ...errorResponses(400, 401, 403, 404, 409) },
     },
-    handler: async (request) => service.delete(orgOf(request), request.params.id.toLowerCase()),
+    handler: async (request) => service.delete(orgOf(request), request.params.id.toLowerCase(), auditOf(request)),
   });
 
   app.route({
@@ -139,7 +141,12 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       response: { 200: McpServerAuthorization, ...errorResponses(400, 401, 403, 404, 409, 502) },
     },
     handler: async (request) =>
-      deps.mcpOAuth.connect(orgOf(request), request.params.id.toLowerCase(), request.body?.user ?? null),
+      deps.mcpOAuth.connect(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.body?.user ?? null,
+        auditOf(request),
+      ),
   });
 
   app.route({
@@ -170,7 +177,12 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       response: { 200: McpCredentialDeleted, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request) =>
-      deps.mcpOAuth.removeCredential(orgOf(request), request.params.id.toLowerCase(), request.query.user ?? null),
+      deps.mcpOAuth.removeCredential(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.query.user ?? null,
+        auditOf(request),
+      ),
   });
 
   app.route({

@@ -1,6 +1,6 @@
 /** An agent's memories across sessions (`/v1/agents/{id}/memories`, docs/memory.md), scoped as agents are. */
 import type { Deps } from '../../deps.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
 import {
   Memory,
@@ -57,7 +57,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
     handler: async (request, reply) => {
       const { content, endUser } = request.body;
       const input = endUser === undefined ? { content } : { content, endUser };
-      return reply.code(201).send(await service.create(orgOf(request), request.params.id, input));
+      return reply.code(201).send(await service.create(orgOf(request), request.params.id, input, auditOf(request)));
     },
   });
 
@@ -86,7 +86,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
       response: { 200: Memory, ...errorResponses(400, 401, 403, 404, 413) },
     },
     handler: async (request) =>
-      service.update(orgOf(request), request.params.id, request.params.memoryId, request.body),
+      service.update(orgOf(request), request.params.id, request.params.memoryId, request.body, auditOf(request)),
   });
 
   app.route({
@@ -99,6 +99,7 @@ export function memoryRoutes(app: App, deps: Deps): void {
       params: MemoryParams,
       response: { 200: MemoryDeleted, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => service.delete(orgOf(request), request.params.id, request.params.memoryId),
+    handler: async (request) =>
+      service.delete(orgOf(request), request.params.id, request.params.memoryId, auditOf(request)),
   });
 }

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.ts';
 import { waitForMessage } from '../../domain/turns/message-wait.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses, IdParams } from '../schemas/common.ts';
 import {
   AcceptedMessage,
@@ -130,6 +130,7 @@ export function messageRoutes(app: App, deps: Deps): void {
         request.params.messageId.toLowerCase(),
         request.body.actionId,
         request.body.answer,
+        auditOf(request),
       ),
   });
 

@@ -13,7 +13,7 @@ import {
 } from '../../domain/responses/response-request.ts';
 import { isFinalEvent } from '../../domain/responses/response-stream.ts';
 import { validationError } from '../../errors/app-error.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import { compatModeOf, vendorEventsWanted } from '../client-mode.ts';
 import { noClientRetry } from '../no-retry.ts';
@@ -203,11 +203,12 @@ export function responseRoutes(app: App, deps: Deps): void {
       const orgId = orgOf(request);
       const key = request.headers['idempotency-key'];
       if (parsed.background && !parsed.stream) {
-        const queued = await deps.responses.startInBackground(orgId, parsed, key);
+        const queued = await deps.responses.startInBackground(orgId, parsed, key, auditOf(request));
         if (queued.replayed) reply.header('idempotent-replayed', 'true');
         return queued.response;
       }
       const started = await deps.responses.start(orgId, parsed, key, {
+        audit: auditOf(request),
         vendorEvents: parsed.stream && vendorEventsWanted(request, deps.config.responsesStreamEvents),
       });
       if (started.replayed) reply.header('idempotent-replayed', 'true');

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import { MAX_RETENTION_DAYS, RETENTION_KINDS, type RetentionDays, type RetentionKind } from '../../config.ts';
 import type { Deps } from '../../deps.ts';
 import type { OrgRetention, RetentionSettings } from '../../domain/retention/retention-service.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
@@ -110,7 +110,7 @@ export function retentionRoutes(app: App, deps: Deps): void {
         const value = request.body[FIELDS[kind]];
         if (value !== undefined) change[kind] = value;
       }
-      return view(await deps.retention.update(orgOf(request), change), deps.config.retention);
+      return view(await deps.retention.update(orgOf(request), change, auditOf(request)), deps.config.retention);
     },
   });
 }

@@ -1,6 +1,6 @@
 /** Schedules and their runs (docs/schedules.md): agents that run on a clock. */
 import type { Deps } from '../../deps.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses, IdempotencyHeaders } from '../schemas/common.ts';
 import {
   EmptyRunBody,
@@ -40,7 +40,12 @@ export function scheduleRoutes(app: App, deps: Deps): void {
       response: { 201: Schedule, ...errorResponses(400, 401, 403, 409, 413) },
     },
     handler: async (request, reply) => {
-      const result = await schedules.create(orgOf(request), request.body, request.headers['idempotency-key']);
+      const result = await schedules.create(
+        orgOf(request),
+        request.body,
+        request.headers['idempotency-key'],
+        auditOf(request),
+      );
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(201).send(result.body);
     },
@@ -87,7 +92,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
       body: ScheduleUpdateBody,
       response: { 200: Schedule, ...errorResponses(400, 401, 403, 404, 413) },
     },
-    handler: async (request) => schedules.update(orgOf(request), request.params.id, request.body),
+    handler: async (request) => schedules.update(orgOf(request), request.params.id, request.body, auditOf(request)),
   });
 
   app.route({
@@ -101,7 +106,7 @@ export function scheduleRoutes(app: App, deps: Deps): void {
       params: ScheduleParams,
       response: { 200: ScheduleDeleted, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => schedules.delete(orgOf(request), request.params.id),
+    handler: async (request) => schedules.delete(orgOf(request), request.params.id, auditOf(request)),
   });
 
   app.route({

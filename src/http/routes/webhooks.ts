@@ -1,7 +1,7 @@
 /** Webhook endpoints (spec 4.8): management, history, redelivery and tests. No beta header needed. */
 import type { Deps } from '../../deps.ts';
 import { EVENT_TYPE_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-types.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses } from '../schemas/common.ts';
 import {
   CursorQuery,
@@ -56,7 +56,7 @@ export function webhookRoutes(app: App, deps: Deps): void {
       body: EndpointCreateBody,
       response: { 200: WebhookEndpointWithSecret, ...errorResponses(400, 401, 403, 413) },
     },
-    handler: async (request) => endpoints.create(orgOf(request), request.body),
+    handler: async (request) => endpoints.create(orgOf(request), request.body, auditOf(request)),
   });
 
   app.route({
@@ -100,7 +100,7 @@ export function webhookRoutes(app: App, deps: Deps): void {
       body: EndpointUpdateBody,
       response: { 200: WebhookEndpoint, ...errorResponses(400, 401, 403, 404, 413) },
     },
-    handler: async (request) => endpoints.update(orgOf(request), request.params.id, request.body),
+    handler: async (request) => endpoints.update(orgOf(request), request.params.id, request.body, auditOf(request)),
   });
 
   app.route({
@@ -114,7 +114,7 @@ export function webhookRoutes(app: App, deps: Deps): void {
       params: EndpointParams,
       response: { 200: EndpointDeleted, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => endpoints.delete(orgOf(request), request.params.id),
+    handler: async (request) => endpoints.delete(orgOf(request), request.params.id, auditOf(request)),
   });
 
   app.route({
@@ -129,7 +129,7 @@ export function webhookRoutes(app: App, deps: Deps): void {
       body: EmptyBody,
       response: { 200: WebhookEndpointWithSecret, ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => endpoints.rotateSecret(orgOf(request), request.params.id),
+    handler: async (request) => endpoints.rotateSecret(orgOf(request), request.params.id, auditOf(request)),
   });
 
   app.route({

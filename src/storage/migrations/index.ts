@@ -31,6 +31,7 @@ import { waitingMessages } from './0030-waiting-messages.ts';
 import { limits } from './0031-limits.ts';
 import { budgets } from './0032-budgets.ts';
 import { usage } from './0033-usage.ts';
+import { auditLog } from './0034-audit-log.ts';
 import { retention } from './0035-retention.ts';
 import { a2aPush } from './0037-a2a-push.ts';
 import type { MigrationContext } from './context.ts';
@@ -69,6 +70,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0031-limits': limits,
   '0032-budgets': budgets,
   '0033-usage': usage,
+  '0034-audit-log': auditLog,
   '0035-retention': retention,
   '0037-a2a-push': a2aPush,
 });

@@ -17,6 +17,8 @@ interface Answer {
   requestId: string | null;
 }
 
+const ADMIN_TOKEN = 'audit-test-admin-token-0123456789';
+
 describe.each(dialects())('audit log (%s)', (dialect) => {
   let h: Harness;
   let base: string;
@@ -69,7 +71,11 @@ describe.each(dialects())('audit log (%s)', (dialect) => {
 
   beforeAll(async () => {
     mcp = await startModernMcpServer({ name: 'ops' });
-    h = await createHarness(dialect, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true', AGENTRY_POLL_MS: '100' });
+    h = await createHarness(dialect, {
+      AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
+      AGENTRY_POLL_MS: '100',
+      AGENTRY_ADMIN_TOKEN: ADMIN_TOKEN,
+    });
     base = await h.listen();
     keyPrefix = h.key.slice(0, 12);
     const principal = await h.deps.auth.authenticate(h.key, Date.now());
@@ -357,6 +363,45 @@ describe.each(dialects())('audit log (%s)', (dialect) => {
       target: { type: 'organization' },
       before: { sessions: null },
       after: { sessions: 30 },
+    });
+  });
+
+  it('records limits set by the operator (admin token) and by the CLI, and a session budget set with a key', async () => {
+    const orgId = (await call('GET', '/v1/organization')).body.id as string;
+    secrets.push(ADMIN_TOKEN);
+    const response = await fetch(`${base}/v1/admin/organizations/${orgId}/limits`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        'x-request-id': `audit-admin-${dialect}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ requests_per_minute: 10_000 }),
+    });
+    expect(response.status).toBe(200);
+    const [byAdmin] = await log('action=limits.updated');
+    expect(byAdmin).toMatchObject({
+      actor: { type: 'admin', api_key_id: null },
+      request_id: `audit-admin-${dialect}`,
+      target: { type: 'organization', id: orgId },
+      before: { requestsPerMinute: null },
+      after: { requestsPerMinute: 10_000 },
+    });
+    expect((await log('actor=admin')).map((entry) => entry.action)).toContain('limits.updated');
+    await h.deps.limits.setOrganization(orgId, { requestsPerMinute: null });
+    const [byCli] = await log('action=limits.updated');
+    expect(byCli).toMatchObject({ actor: { type: 'cli' }, after: { requestsPerMinute: null } });
+
+    const agentId = (await call('POST', '/v1/agents', { name: 'budgeted' })).body.agent.id as string;
+    const session = await call('POST', '/v1/sessions', { agentId });
+    const sessionId = session.body.session?.id ?? session.body.id;
+    const budgeted = await call('PATCH', `/v1/sessions/${sessionId}`, { budget: { limitUsd: 2 } });
+    expect(budgeted.status, JSON.stringify(budgeted.body)).toBe(200);
+    const [entry] = await log('action=session.budget_updated');
+    expect(entry).toMatchObject({
+      ...byKey(budgeted.requestId),
+      target: { type: 'session', id: sessionId },
+      after: { budget: { limit_usd: 2 } },
     });
   });
 

@@ -6809,10 +6809,10 @@ export interface paths {
                                     /** @description As `agentry keys list` shows it */
                                     api_key_prefix: string | null;
                                     /**
-                                     * @description api_key: a request made with a key; cli: the agentry command; system: Agentry
+                                     * @description api_key: a request made with a key; cli: the agentry command; admin: the operator, through the /v1/admin routes; system: Agentry
                                      * @enum {string}
                                      */
-                                    type: "api_key" | "cli" | "system";
+                                    type: "api_key" | "cli" | "admin" | "system";
                                 };
                                 /** @description A summary of the target before or after the change; secrets are always "[redacted]" */
                                 after: {

@@ -13,11 +13,18 @@ import type { Executor } from '../../storage/db.ts';
 import type { AuditLogTable } from '../../storage/schema.ts';
 import { type CursorPage, newestFirstPage } from '../pagination.ts';
 
-export const ACTOR_TYPES = ['api_key', 'cli', 'system'] as const;
+export const ACTOR_TYPES = ['api_key', 'cli', 'admin', 'system'] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
 
-/** Who made a change: an API key (its id and displayed prefix), the `agentry` CLI, or Agentry itself. */
-export type AuditActor = { type: 'api_key'; keyId: string; keyPrefix: string } | { type: 'cli' } | { type: 'system' };
+/**
+ * Who made a change: an API key (its id and displayed prefix), the `agentry` CLI, the operator's admin token
+ * (the /v1/admin routes), or Agentry itself.
+ */
+export type AuditActor =
+  | { type: 'api_key'; keyId: string; keyPrefix: string }
+  | { type: 'cli' }
+  | { type: 'admin' }
+  | { type: 'system' };
 
 /** Who made a change and the request it came with (null outside HTTP). */
 export interface AuditContext {
@@ -27,6 +34,8 @@ export interface AuditContext {
 
 export const CLI_AUDIT: AuditContext = { actor: { type: 'cli' }, requestId: null };
 export const SYSTEM_AUDIT: AuditContext = { actor: { type: 'system' }, requestId: null };
+/** A change made through the /v1/admin routes, with the request's id. */
+export const adminAudit = (requestId: string): AuditContext => ({ actor: { type: 'admin' }, requestId });
 
 /** A summary of a resource before or after a change: small JSON, redacted on the way in. */
 export type AuditSummary = Record<string, unknown>;
@@ -186,7 +195,8 @@ export async function listAuditLog(
   if (query.targetId !== undefined) select = select.where('target_id', '=', query.targetId);
   if (query.actor !== undefined) {
     const actor = query.actor;
-    if (actor === 'cli' || actor === 'system' || actor === 'api_key') select = select.where('actor_type', '=', actor);
+    const type = ACTOR_TYPES.find((candidate) => candidate === actor);
+    if (type !== undefined) select = select.where('actor_type', '=', type);
     else select = select.where((eb) => eb.or([eb('actor_key_id', '=', actor), eb('actor_key_prefix', '=', actor)]));
   }
   if (query.since !== undefined) select = select.where('created_at', '>=', query.since);

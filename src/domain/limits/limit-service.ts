@@ -6,6 +6,7 @@ import type { LimitDefaults } from '../../config.ts';
 import { notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
+import { type AuditContext, CLI_AUDIT } from '../audit/audit-log.ts';
 import {
   anyTurnLimit,
   effectiveLimits,
@@ -74,17 +75,19 @@ export function createLimitService(deps: {
       await requireOrg(orgId);
       return view(await readLimits(db, 'organization', orgId));
     },
-    async setOrganization(orgId: string, patch: LimitsPatch): Promise<LimitsView> {
+    async setOrganization(orgId: string, patch: LimitsPatch, audit: AuditContext = CLI_AUDIT): Promise<LimitsView> {
       await requireOrg(orgId);
-      return view(await writeLimits(db, { kind: 'organization', subjectId: orgId, orgId }, patch, deps.clock.now()));
+      const change = { audit, clock: deps.clock };
+      return view(await writeLimits(db, { kind: 'organization', subjectId: orgId, orgId }, patch, change));
     },
     async apiKey(keyId: string): Promise<ApiKeyLimitsView> {
       const orgId = await orgOfKey(keyId);
       return { orgId, ...view(await readLimits(db, 'api_key', keyId)) };
     },
-    async setApiKey(keyId: string, patch: LimitsPatch): Promise<ApiKeyLimitsView> {
+    async setApiKey(keyId: string, patch: LimitsPatch, audit: AuditContext = CLI_AUDIT): Promise<ApiKeyLimitsView> {
       const orgId = await orgOfKey(keyId);
-      const own = await writeLimits(db, { kind: 'api_key', subjectId: keyId, orgId }, patch, deps.clock.now());
+      const change = { audit, clock: deps.clock };
+      const own = await writeLimits(db, { kind: 'api_key', subjectId: keyId, orgId }, patch, change);
       return { orgId, ...view(own) };
     },
     /** The active keys of an organization whose prefix starts with `prefix` (the CLI names keys by prefix). */

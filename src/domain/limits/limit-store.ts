@@ -3,9 +3,12 @@
  * concurrent turns. Set only through the operator's routes (/v1/admin) and the CLI, never by a tenant's key. A
  * field not set (null) follows the deployment's default (AGENTRY_DEFAULT_RPM, AGENTRY_DEFAULT_CONCURRENT_TURNS).
  */
+
 import type { LimitDefaults } from '../../config.ts';
+import type { Clock } from '../../lib/clock.ts';
 import type { LimitSubject } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
+import { type AuditContext, appendAudit } from '../audit/audit-log.ts';
 
 export interface Limits {
   requestsPerMinute: number | null;
@@ -39,19 +42,29 @@ export async function readLimits(db: Executor, kind: LimitSubject, subjectId: st
   return { requestsPerMinute: asLimit(row.requests_per_minute), concurrentTurns: asLimit(row.concurrent_turns) };
 }
 
-/** Applies a change to the limits of an organization or key and returns what is now set. */
+/** Applies a change to the limits of an organization or key, recorded in the audit log; returns what is now set. */
 export async function writeLimits(
   db: Executor,
   target: { kind: LimitSubject; subjectId: string; orgId: string },
   patch: LimitsPatch,
-  now: number,
+  change: { audit: AuditContext; clock: Clock },
 ): Promise<Limits> {
+  const now = change.clock.now();
   return db.transaction().execute(async (trx) => {
     const current = await readLimits(trx, target.kind, target.subjectId);
     const next: Limits = {
       requestsPerMinute: patch.requestsPerMinute === undefined ? current.requestsPerMinute : patch.requestsPerMinute,
       concurrentTurns: patch.concurrentTurns === undefined ? current.concurrentTurns : patch.concurrentTurns,
     };
+    const entry = {
+      orgId: target.orgId,
+      action: 'limits.updated',
+      targetType: target.kind,
+      targetId: target.subjectId,
+      before: { ...current },
+      after: { ...next },
+    };
+    await appendAudit(trx, change.audit, entry, change.clock);
     if (next.requestsPerMinute === null && next.concurrentTurns === null) {
       await trx
         .deleteFrom('limits')

@@ -1,4 +1,5 @@
 /** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
+
 import { notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
@@ -7,6 +8,7 @@ import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
+import { type AuditContext, appendAudit, SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import {
   type Budget,
   type BudgetInput,
@@ -163,7 +165,12 @@ export function createSessionService(deps: SessionServiceDeps) {
     },
 
     /** Changes the session's budget (docs/budgets.md); its running total is recomputed from its stored cost. */
-    async update(orgId: string, id: string, change: { budget: BudgetInput | null }): Promise<Session> {
+    async update(
+      orgId: string,
+      id: string,
+      change: { budget: BudgetInput | null },
+      audit: AuditContext = SYSTEM_AUDIT,
+    ): Promise<Session> {
       const budget = sessionBudget(change.budget);
       const sessionId = id.toLowerCase();
       await deps.db.transaction().execute(async (trx) => {
@@ -171,6 +178,9 @@ export function createSessionService(deps: SessionServiceDeps) {
         const limitMicros = budget?.limitMicros ?? null;
         if (!(await setSessionBudget(trx, { sessionId, orgId, limitMicros, now }))) throw notFound('session', id);
         if (budget != null) await resetSpend(trx, { ...budget, scope: 'session', id: sessionId, orgId, now });
+        const after = { budget: limitMicros === null ? null : { limit_usd: limitMicros / 1_000_000 } };
+        const entry = { orgId, action: 'session.budget_updated', targetType: 'session', targetId: sessionId, after };
+        await appendAudit(trx, audit, { ...entry, before: null }, deps.clock);
       });
       return this.get(orgId, sessionId);
     },

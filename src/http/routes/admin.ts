@@ -3,8 +3,10 @@
  * They take `Authorization: Bearer <AGENTRY_ADMIN_TOKEN>`, never an API key, so no tenant can lift its own
  * limits; without AGENTRY_ADMIN_TOKEN they answer 404 (http/auth.ts).
  */
+
 import { Type } from 'typebox';
 import type { Deps } from '../../deps.ts';
+import { adminAudit } from '../../domain/audit/audit-log.ts';
 import type { Limits, LimitsPatch } from '../../domain/limits/limit-store.ts';
 import { errorResponses, Uuid } from '../schemas/common.ts';
 import type { App } from '../types.ts';
@@ -111,7 +113,7 @@ export function adminRoutes(app: App, deps: Deps): void {
     },
     handler: async (request) => {
       const { org_id: orgId } = request.params;
-      return orgView(orgId, await service.setOrganization(orgId, patchOf(request.body)));
+      return orgView(orgId, await service.setOrganization(orgId, patchOf(request.body), adminAudit(request.id)));
     },
   });
 
@@ -143,7 +145,7 @@ export function adminRoutes(app: App, deps: Deps): void {
     },
     handler: async (request) => {
       const { key_id: keyId } = request.params;
-      return keyView(keyId, await service.setApiKey(keyId, patchOf(request.body)));
+      return keyView(keyId, await service.setApiKey(keyId, patchOf(request.body), adminAudit(request.id)));
     },
   });
 }

@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps.ts';
-import { orgOf } from '../auth.ts';
+import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
 import {
   SessionCreateBody,
@@ -80,7 +80,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
       response: { 200: SessionEnvelope, ...errorResponses(400, 401, 403, 404, 413) },
     },
     handler: async (request) => ({
-      session: await deps.sessions.update(orgOf(request), request.params.id, request.body),
+      session: await deps.sessions.update(orgOf(request), request.params.id, request.body, auditOf(request)),
     }),
   });
 

@@ -14,7 +14,10 @@ export const AuditLogEntry = Type.Object(
     created_at: UnixSeconds,
     actor: Type.Object(
       {
-        type: StringEnum(ACTOR_TYPES, 'api_key: a request made with a key; cli: the agentry command; system: Agentry'),
+        type: StringEnum(
+          ACTOR_TYPES,
+          'api_key: a request made with a key; cli: the agentry command; admin: the operator, through the /v1/admin routes; system: Agentry',
+        ),
         api_key_id: Type.Union([Type.String(), Type.Null()]),
         api_key_prefix: Type.Union([Type.String(), Type.Null()], { description: 'As `agentry keys list` shows it' }),
       },

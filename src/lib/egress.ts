@@ -127,6 +127,28 @@ function bareHostname(url: URL): string {
 }
 
 /**
+ * Why `rawUrl` cannot be a destination a user stores (a webhook endpoint, a push notification URL), worded for the
+ * field `field` that holds it, or null when it can. A name that does not resolve right now passes: it may resolve
+ * later, and every delivery checks again.
+ */
+export async function storedDestinationProblem(
+  rawUrl: string,
+  field: string,
+  options: ResolveOptions,
+): Promise<string | null> {
+  try {
+    await resolveDestination(rawUrl, options);
+    return null;
+  } catch (error) {
+    if (!(error instanceof EgressError)) throw error;
+    if (error.code === 'dns_failed') return null;
+    return error.message.startsWith('URL ')
+      ? `${field} ${error.message.slice(4)}`
+      : `${field} is refused: ${error.message}`;
+  }
+}
+
+/**
  * Validates `rawUrl` (https unless `allowInsecure`; no credentials; no fragment), resolves its host (an IP
  * literal is used as is) and returns the address to connect to. Unless `allowInsecure`, it is refused when ANY
  * address is non-public: a name with one private answer among public ones could be steered to it.

@@ -7,7 +7,7 @@
  */
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
+import { type Resolver, storedDestinationProblem } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -74,17 +74,9 @@ export function createPushConfigs(deps: PushConfigDeps) {
   async function checkUrl(url: string, field: string): Promise<void> {
     if (url === '') throw validationError(field, `${field} is required`);
     if (url.length > MAX_URL) throw validationError(field, `${field}: at most ${MAX_URL} characters`);
-    try {
-      await resolveDestination(url, { allowInsecure: deps.allowInsecureDestinations, resolver: deps.resolver });
-    } catch (error) {
-      if (!(error instanceof EgressError)) throw error;
-      // A name that does not resolve right now may resolve later; every attempt checks again.
-      if (error.code === 'dns_failed') return;
-      const message = error.message.startsWith('URL ')
-        ? `${field} ${error.message.slice(4)}`
-        : `${field} is refused: ${error.message}`;
-      throw validationError(field, message);
-    }
+    const options = { allowInsecure: deps.allowInsecureDestinations, resolver: deps.resolver };
+    const problem = await storedDestinationProblem(url, field, options);
+    if (problem !== null) throw validationError(field, problem);
   }
 
   async function validate(input: PushConfigInput, field: string) {

@@ -6,7 +6,7 @@
 
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
+import { type Resolver, storedDestinationProblem } from '../../lib/egress.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import type { WebhookEndpointRow } from '../../storage/schema.ts';
@@ -81,17 +81,9 @@ export function createEndpointService(deps: EndpointServiceDeps) {
   }
 
   async function checkUrl(url: string): Promise<void> {
-    try {
-      await resolveDestination(url, { allowInsecure: deps.allowInsecureDestinations, resolver: deps.resolver });
-    } catch (error) {
-      if (!(error instanceof EgressError)) throw error;
-      // A name that does not resolve right now may resolve later; every attempt checks again.
-      if (error.code === 'dns_failed') return;
-      const message = error.message.startsWith('URL ')
-        ? `url ${error.message.slice(4)}`
-        : `url is refused: ${error.message}`;
-      throw validationError('url', message);
-    }
+    const options = { allowInsecure: deps.allowInsecureDestinations, resolver: deps.resolver };
+    const problem = await storedDestinationProblem(url, 'url', options);
+    if (problem !== null) throw validationError('url', problem);
   }
 
   async function load(orgId: string, id: string, trx: Executor = db): Promise<WebhookEndpointRow> {

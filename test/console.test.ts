@@ -573,6 +573,11 @@ describe.skipIf(!available)('web console', () => {
 
     const hint = await page.locator('[data-secret-hint]').textContent();
     await page.getByRole('button', { name: 'Rotate secret' }).click();
+    // Disruptive: it says what happens and waits for the confirmation.
+    const asking = page.getByRole('group', { name: 'Rotate secret' });
+    expect(await asking.textContent()).toContain('the current one stops working at once');
+    expect(await page.locator('[data-secret-hint]').textContent()).toBe(hint);
+    await page.getByRole('button', { name: 'Confirm rotate' }).click();
     await expect.poll(() => page.locator('[data-secret]').textContent(), WAIT).toMatch(/^whsec_/);
     await expect.poll(() => page.locator('[data-secret-hint]').textContent(), WAIT).not.toBe(hint);
     await page.getByLabel('Endpoint name').fill('renamed');

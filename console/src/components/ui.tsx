@@ -1,5 +1,5 @@
-/** Small shared pieces: error notes, form fields with their API error, badges, times and money. */
-import { type ReactNode, useId } from 'react';
+/** Small shared pieces: error notes, form fields with their API error, badges, times and money, confirmations. */
+import { type ReactNode, useId, useState } from 'react';
 import { ApiError } from '../api/client.ts';
 
 export function errorText(error: unknown): string {
@@ -88,4 +88,47 @@ export function duration(ms: number | null | undefined): string {
 
 export function shortId(id: string): string {
   return id.length > 13 ? `${id.slice(0, 8)}…` : id;
+}
+
+interface ConfirmProps {
+  /** The button that asks: "Rotate secret", "Delete". */
+  label: string;
+  /** What happens, said before it does: "The current secret stops working at once…". */
+  consequence: string;
+  /** The button that acts: "Confirm rotate". */
+  confirm: string;
+  onConfirm: () => void;
+  pending: boolean;
+  danger?: boolean;
+}
+
+/** A disruptive action in two steps: the button, then the consequence stated with Confirm and Cancel. */
+export function ConfirmButton({ label, consequence, confirm, onConfirm, pending, danger = false }: ConfirmProps) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" className={danger ? 'danger' : undefined} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <fieldset className="row plain" aria-label={label}>
+      <span>{consequence}</span>
+      <button
+        type="button"
+        className={danger ? 'danger' : 'primary'}
+        disabled={pending}
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+      >
+        {confirm}
+      </button>
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </fieldset>
+  );
 }

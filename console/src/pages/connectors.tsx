@@ -10,7 +10,7 @@ import { ApiError, api, unwrap } from '../api/client.ts';
 import type { McpServer } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Field, Loading, When } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, Loading, When } from '../components/ui.tsx';
 
 /** `Name: value` lines into a header map. */
 function parseHeaders(text: string): Record<string, string> | undefined {
@@ -53,9 +53,14 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
             <button type="button" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
               List tools again
             </button>
-            <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
-              Delete
-            </button>
+            <ConfirmButton
+              label="Delete"
+              consequence={`Delete ${server.name} and its stored credentials? Agents can no longer use its tools (one an agent still names cannot be deleted).`}
+              confirm="Confirm delete"
+              onConfirm={() => remove.mutate()}
+              pending={remove.isPending}
+              danger
+            />
           </div>
         ) : null}
       </div>

@@ -9,7 +9,7 @@ import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
 import type { WebhookEvent } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { Badge, ErrorNote, Field, Loading, When } from '../components/ui.tsx';
+import { Badge, ConfirmButton, ErrorNote, Field, Loading, When } from '../components/ui.tsx';
 import { EndpointFields, type EndpointForm, type EventType, SecretOnce } from '../components/webhook-form.tsx';
 
 function Delivery({ endpointId, event, canWrite }: { endpointId: string; event: WebhookEvent; canWrite: boolean }) {
@@ -202,9 +202,13 @@ export default function WebhookPage() {
             >
               Send test
             </button>
-            <button type="button" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
-              Rotate secret
-            </button>
+            <ConfirmButton
+              label="Rotate secret"
+              consequence="A new secret signs every delivery from now on; the current one stops working at once, so update the receiver with the new secret."
+              confirm="Confirm rotate"
+              onConfirm={() => rotate.mutate()}
+              pending={rotate.isPending}
+            />
           </div>
           {test.data === undefined ? null : (
             <p className={test.data.success ? 'note ok' : 'note warning'} role="status">

@@ -143,6 +143,15 @@ const runningOf = (now: number, byKey: boolean) =>
     ${byKey ? sql`and running.turn_key_id = sessions.turn_key_id` : sql``})`;
 const runningTurns = (p: ClaimParams, byKey: boolean) => runningOf(p.now, byKey);
 
+/**
+ * The fair order's key: the turns running in the candidate's organization, counted only while sessions of more
+ * than one organization have work (one uncorrelated look, made once per claim): a deployment with one busy
+ * organization pays no count per candidate.
+ */
+const fairOrder = (p: ClaimParams) =>
+  sql<number>`case when (select min(pending.org_id) <> max(pending.org_id) from sessions as pending
+    where pending.work_pending = 1) then ${runningTurns(p, false)} else 0 end`;
+
 /** The concurrent-turn limit set for an organization or key (null: none set). */
 const turnLimitOf = (kind: 'organization' | 'api_key', subject: ReturnType<typeof sql.ref>) =>
   sql<number | null>`(select limits.concurrent_turns from limits
@@ -181,7 +190,7 @@ const claimQuery = (named: boolean, limited: boolean) =>
   prepare((db, p: ClaimParams) => {
     let candidate = candidates(db, p);
     if (limited) candidate = candidate.where(withinLimits(p));
-    candidate = candidate.orderBy(runningTurns(p, false));
+    candidate = candidate.orderBy(fairOrder(p));
     if (named) candidate = candidate.orderBy(sql`case when sessions.id = ${p.sessionId} then 0 else 1 end`);
     candidate = candidate.orderBy('updated_at').limit(1);
     if (db.getExecutor().adapter instanceof PostgresAdapter) candidate = candidate.forUpdate().skipLocked();

@@ -5,7 +5,8 @@
  *   Task, workflow run): another agent's is a 404, as another organization's is;
  * - `list`: the answer lists agents or what belongs to them: the other agents' entries are left out;
  * - `refused`: what acts on agents the key is not limited to (creating agents, agents as code and its export,
- *   the organization's MCP endpoint, which serves every agent, usage over every agent): 403;
+ *   the organization's MCP endpoint, which serves every agent, usage over every agent, the audit log of the
+ *   whole organization): 403;
  * - `free`: touches no agent (files, webhooks, connectors, the organization, the probes).
  * On every route, an agent named in the body or query (`agentId`, `agent_id`, `agent`, the `model` of the
  * OpenAI-shaped doors, a `conversation` or `previous_response_id`) must be one of the key's, and a request that
@@ -119,7 +120,15 @@ const LISTS = new Set([
 ]);
 
 /** Routes a limited key may not call: `METHOD url`, or `* url` for every method. */
-const REFUSED = new Set(['POST /v1/agents', 'POST /v1/apply', '* /v1/export', '* /v1/mcp', '* /v1/usage']);
+const REFUSED = new Set([
+  'POST /v1/agents',
+  'POST /v1/apply',
+  '* /v1/export',
+  '* /v1/mcp',
+  '* /v1/usage',
+  // Changes to every agent and to the organization, whoever made them.
+  '* /v1/audit_log',
+]);
 
 /**
  * Routes with no agent in their URL: they touch none (files, webhooks, connectors, the organization), or name

@@ -145,12 +145,16 @@ const runningTurns = (p: ClaimParams, byKey: boolean) => runningOf(p.now, byKey)
 
 /**
  * The fair order's key: the turns running in the candidate's organization, counted only while sessions of more
- * than one organization have work (one uncorrelated look, made once per claim): a deployment with one busy
- * organization pays no count per candidate.
+ * than one organization have work: a deployment with one busy organization pays no count per candidate. Whether
+ * they do is one uncorrelated look per claim, over the pending sessions alone (index `sessions_work`): one pending
+ * session's organization, then any pending session of another. (`min(org_id) <> max(org_id)` reads the same, but
+ * both dialects answer it from the organization index, walking every session of the first organization.)
  */
 const fairOrder = (p: ClaimParams) =>
-  sql<number>`case when (select min(pending.org_id) <> max(pending.org_id) from sessions as pending
-    where pending.work_pending = 1) then ${runningTurns(p, false)} else 0 end`;
+  sql<number>`case when exists (select 1 from sessions as pending
+    where pending.work_pending = 1 and pending.org_id <> (select first_pending.org_id from sessions as first_pending
+      where first_pending.work_pending = 1 limit 1))
+    then ${runningTurns(p, false)} else 0 end`;
 
 /** The concurrent-turn limit set for an organization or key (null: none set). */
 const turnLimitOf = (kind: 'organization' | 'api_key', subject: ReturnType<typeof sql.ref>) =>

@@ -514,7 +514,7 @@ export async function buildDeps(
     metrics,
     limits,
     rateLimiter: createRateLimiter({
-      db,
+      db: storage.counterDb,
       defaults: config.limitDefaults,
       shared: () => rateCounter,
     }),

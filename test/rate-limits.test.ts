@@ -6,6 +6,7 @@
  * back another's turn. Two processes sharing one limit: test/rate-limits-cluster.test.ts.
  */
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSession, handOver } from '../src/domain/turns/leases.ts';
 import { flows, waitUntil } from './helpers/fixtures.ts';
@@ -237,6 +238,32 @@ describe.each(dialects())('rate and concurrency limits (%s)', (dialect) => {
       expect((await h.request('GET', '/v1/agents', { key: `agk_${'y'.repeat(40)}` })).status).toBe(401);
       expect((await h.request('GET', '/v1/agents', { key })).status).toBe(200);
       expect((await h.request('GET', '/v1/agents', { key })).status).toBe(429);
+    });
+
+    it("counts in the database on the counters' handle: on Postgres, commits that do not wait for the disk", async () => {
+      const { orgId, key } = await h.createOrg(`rpm-handle-${dialect}`);
+      await h.request('PUT', `/v1/admin/organizations/${orgId}/limits`, {
+        key: null,
+        headers: admin,
+        body: { requests_per_minute: 10 },
+      });
+      freshWindow(clock);
+      expect((await h.request('GET', '/v1/agents', { key })).status).toBe(200);
+      const counted = await h.deps.storage.db
+        .selectFrom('rate_windows')
+        .select('hits')
+        .where('bucket', '=', `o:${orgId}`)
+        .execute();
+      expect(counted.map((row) => Number(row.hits))).toEqual([1]);
+      const { counterDb } = h.deps.storage;
+      if (dialect === 'sqlite') {
+        expect(counterDb).toBe(h.deps.storage.db);
+        return;
+      }
+      const shown = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(counterDb);
+      expect(shown.rows[0]?.synchronous_commit).toBe('off');
+      const requests = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(h.deps.storage.db);
+      expect(requests.rows[0]?.synchronous_commit).toBe('on');
     });
   });
 

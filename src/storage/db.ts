@@ -30,6 +30,14 @@ export interface Storage {
    * polling its messages, many at once) cannot queue a turn's statements behind theirs; on SQLite it is `db`.
    */
   workerDb: Kysely<Database>;
+  /**
+   * The handle of counters that every request writes and that may lose their last increments when the database
+   * server itself crashes: the requests-per-minute windows. On Postgres its connections commit without waiting for
+   * the write-ahead log to reach the disk (`synchronous_commit = off`; the server flushes it within a fraction of a
+   * second), so the requests of one busy key, which all increment the same row, do not queue behind each other's
+   * flushes; on SQLite it is `db`.
+   */
+  counterDb: Kysely<Database>;
   dialect: Dialect;
   /** A human-readable description of where the data lives (no credentials). */
   location: string;
@@ -79,7 +87,12 @@ function postgresConnection(
   schema: string | null,
   timeoutMs: number,
   bounded: boolean,
+  settings: readonly string[] = [],
 ): pg.ClientConfig & pg.PoolConfig {
+  const options = [
+    ...(schema === null ? [] : [`-c search_path="${schema}"`]),
+    ...settings.map((setting) => `-c ${setting}`),
+  ];
   return {
     connectionString: url,
     // Names the process's connections in pg_stat_activity, unless the URL names them already.
@@ -87,7 +100,7 @@ function postgresConnection(
     connectionTimeoutMillis: timeoutMs,
     keepAlive: true,
     ...(bounded ? { query_timeout: timeoutMs, statement_timeout: timeoutMs } : {}),
-    ...(schema === null ? {} : { options: `-c search_path="${schema}"` }),
+    ...(options.length === 0 ? {} : { options: options.join(' ') }),
   };
 }
 
@@ -186,6 +199,7 @@ export async function openStorage(
 ): Promise<Storage> {
   let db: Kysely<Database>;
   let workerDb: Kysely<Database>;
+  let counterDb: Kysely<Database>;
   let dialect: Dialect;
   let location: string;
   let signal: ChangeSignal;
@@ -234,6 +248,12 @@ export async function openStorage(
       dialect: new PostgresDialect({ pool: pool({ ...bounded, max: 10 }), onCreateConnection }),
       plugins: [signal.plugin],
     });
+    counterDb = new Kysely<Database>({
+      dialect: new PostgresDialect({
+        pool: pool({ ...postgresConnection(url, schema, timeoutMs, true, ['synchronous_commit=off']), max: 4 }, false),
+        onCreateConnection,
+      }),
+    });
     // Migrations may rightly take longer than the statement bound (waiting for another process's migration lock,
     // rewriting a table): they run on connections without it.
     const unbounded = postgresConnection(url, schema, timeoutMs, false);
@@ -257,6 +277,7 @@ export async function openStorage(
       plugins: [signal.plugin],
     });
     workerDb = db;
+    counterDb = db;
     dialect = 'sqlite';
     location = path;
   }
@@ -271,6 +292,7 @@ export async function openStorage(
   return {
     db,
     workerDb,
+    counterDb,
     dialect,
     location,
     space,
@@ -295,6 +317,7 @@ export async function openStorage(
       await signal.close();
       await stopCheckpointer();
       if (workerDb !== db) await workerDb.destroy();
+      if (counterDb !== db) await counterDb.destroy();
       await db.destroy();
     },
   };

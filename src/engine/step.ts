@@ -26,6 +26,7 @@ import { chatSpanId, outgoingTraceparent } from '../lib/trace-context.ts';
 import { costMicros } from '../models/pricing.ts';
 import {
   type ContextMessage,
+  type IncompleteReason,
   ModelError,
   type ModelSettings,
   type ResponseFormat,
@@ -52,6 +53,8 @@ export interface StepOutput {
   chunks: number[];
   calls: ToolCall[];
   usage: Usage;
+  /** Why the model's reply was cut short (its output token limit, a content filter); absent when it was not. */
+  incomplete?: IncompleteReason;
 }
 
 /** A step's tool call as stored: classified by the turn's tools, with the server that runs it. */
@@ -132,6 +135,7 @@ async function streamStep(
   const chunks: number[] = [];
   const calls: ToolCall[] = [];
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  let incomplete: IncompleteReason | undefined;
   for await (const event of adapter.stream({
     model: agent.model,
     ...parts,
@@ -149,13 +153,20 @@ async function streamStep(
       calls.push({ ...event.call, name: storableText(event.call.name), arguments: storableText(event.call.arguments) });
     } else {
       usage = event.usage;
+      incomplete = event.incomplete;
     }
   }
   deps.metrics.modelCall({ model: agent.model, outcome: 'completed' }, deps.clock.now() - trace.startedAt, {
     ...usage,
     costMicros: costMicros(agent.model, usage),
   });
-  return { text: storableText(text), chunks, calls: allowedCalls(calls, turn.settings, made), usage };
+  return {
+    text: storableText(text),
+    chunks,
+    calls: allowedCalls(calls, turn.settings, made),
+    usage,
+    ...(incomplete === undefined ? {} : { incomplete }),
+  };
 }
 
 /** Where a call of this turn runs, as its log item records it (server calls only). */
@@ -226,7 +237,12 @@ function stepRecords(turn: Turn, step: number, output: StepOutput, items: Item[]
       id: assistantItemId(messageId, step),
       messageId,
       step,
-      content: { type: 'assistant_message', text: output.text, chunks: output.chunks },
+      content: {
+        type: 'assistant_message',
+        text: output.text,
+        chunks: output.chunks,
+        ...(output.incomplete === undefined ? {} : { incomplete: output.incomplete }),
+      },
     });
   const timeoutSeconds = agent.toolApprovals.timeoutSeconds;
   const expiresAt = timeoutSeconds === undefined ? null : turn.deps.clock.now() + timeoutSeconds * 1000;

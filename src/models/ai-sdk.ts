@@ -14,6 +14,7 @@ import { type LanguageModel, type LanguageModelUsage, streamText, type TextStrea
 import { toModelError, toSdkMessages, toSdkOutput, toSdkSettings, toSdkTools } from './ai-sdk-convert.ts';
 import { type Attempt, DEFAULT_IDLE_TIMEOUT_MS, type ModelAdapterOptions, streamWithRetry } from './retrying-stream.ts';
 import {
+  type IncompleteReason,
   type ModelAdapter,
   ModelError,
   type ModelEvent,
@@ -125,8 +126,10 @@ function openAttempt(model: LanguageModel, target: Target, request: ModelRequest
         const call: ToolCall = { callId: part.toolCallId, name: part.toolName, arguments: argumentsText(part) };
         return [{ type: 'tool-call', call }];
       }
-      case 'finish':
-        return [{ type: 'finish', usage: usageOf(part.totalUsage) }];
+      case 'finish': {
+        const incomplete = incompleteReason(part.finishReason);
+        return [{ type: 'finish', usage: usageOf(part.totalUsage), ...(incomplete === null ? {} : { incomplete }) }];
+      }
       case 'error':
         throw toModelError(part.error, label);
       case 'abort':
@@ -224,4 +227,11 @@ export function createAnthropicAdapter(
     },
     options,
   );
+}
+
+/** The AI SDK's finish reasons that mean the reply was cut short. */
+function incompleteReason(reason: string): IncompleteReason | null {
+  if (reason === 'length') return 'max_output_tokens';
+  if (reason === 'content-filter') return 'content_filter';
+  return null;
 }

@@ -13,7 +13,14 @@ import { isArrayOf, isJsonObject } from '../lib/guards.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { fromStreamError } from './provider-errors.ts';
 import { argumentsFromModel } from './tool-arguments.ts';
-import { ModelError, type ModelEvent, type ModelSettings, type ToolCall, type Usage } from './types.ts';
+import {
+  type IncompleteReason,
+  ModelError,
+  type ModelEvent,
+  type ModelSettings,
+  type ToolCall,
+  type Usage,
+} from './types.ts';
 
 /** One fragment of a tool call in `delta.tool_calls`: the first carries id and name, later ones more arguments. */
 export interface ChatToolCallDelta {
@@ -131,6 +138,12 @@ export interface ChatStreamOptions {
   toolChoice: ModelSettings['toolChoice'];
 }
 
+/** The chat completion finish reasons that mean the reply was cut short. */
+const INCOMPLETE_REASONS = new Map<string, IncompleteReason>([
+  ['length', 'max_output_tokens'],
+  ['content_filter', 'content_filter'],
+]);
+
 /** Reads one streamed chat completion; feed it each event's data, then call `end` once. */
 export class ChatStreamReader {
   readonly #options: ChatStreamOptions;
@@ -199,7 +212,13 @@ export class ChatStreamReader {
     const calls = this.#completedCalls();
     const violation = this.#toolChoiceViolation(calls);
     if (violation !== null) return violation;
-    return { events: [...calls, { type: 'finish', usage: this.#usage }], error: null };
+    const incomplete = INCOMPLETE_REASONS.get(this.#finishReason);
+    const finish: ModelEvent = {
+      type: 'finish',
+      usage: this.#usage,
+      ...(incomplete === undefined ? {} : { incomplete }),
+    };
+    return { events: [...calls, finish], error: null };
   }
 
   #malformed(data: string): ModelError {

@@ -179,9 +179,19 @@ export function createScriptedModel(_options: { priced: boolean }): ModelAdapter
       let outputChars = 0;
       let wroteText = false;
       let madeCalls = false;
+      // Four characters a token, as counted below: a reply longer than the request's output limit is cut there.
+      const maxOutputTokens = request.settings?.maxOutputTokens;
+      const outputLimit = maxOutputTokens === undefined ? Number.POSITIVE_INFINITY : maxOutputTokens * 4;
+      let cut = false;
 
       async function* text(value: string): AsyncGenerator<ModelEvent> {
-        const full = wroteText ? `\n${value}` : value;
+        let full = wroteText ? `\n${value}` : value;
+        if (outputChars + full.length > outputLimit) {
+          full = full.slice(0, Math.max(0, outputLimit - outputChars));
+          // Never half of a surrogate pair.
+          if (/[\uD800-\uDBFF]$/.test(full)) full = full.slice(0, -1);
+          cut = true;
+        }
         wroteText = true;
         outputChars += full.length;
         for (const chunk of chunkText(full)) {
@@ -191,6 +201,7 @@ export function createScriptedModel(_options: { priced: boolean }): ModelAdapter
       }
 
       for (const op of section) {
+        if (cut) break;
         signal.throwIfAborted();
         if (op.kind === 'sleep') await abortableSleep(op.ms, signal);
         else if (op.kind === 'fail') throw new ModelError('model_error', op.message);
@@ -205,7 +216,8 @@ export function createScriptedModel(_options: { priced: boolean }): ModelAdapter
       // After tool results, a section without calls or text (or no section at all) summarises the results.
       if (!wroteText && !madeCalls && fallback !== null && fallback !== '') yield* text(fallback);
       signal.throwIfAborted();
-      yield { type: 'finish', usage: { inputTokens, outputTokens: Math.ceil(outputChars / 4) } };
+      const usage = { inputTokens, outputTokens: Math.ceil(outputChars / 4) };
+      yield cut ? { type: 'finish', usage, incomplete: 'max_output_tokens' } : { type: 'finish', usage };
     },
   };
 }

@@ -129,10 +129,17 @@ export interface Usage {
   outputTokens: number;
 }
 
+/**
+ * Why a model stopped before its reply was done, in the Responses API's words (`incomplete_details.reason`): it
+ * reached its output token limit, or the provider's content filter cut it.
+ */
+export type IncompleteReason = 'max_output_tokens' | 'content_filter';
+
 export type ModelEvent =
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; call: ToolCall }
-  | { type: 'finish'; usage: Usage };
+  /** The call's end; `incomplete` when the reply was cut short (absent: the model ended it itself). */
+  | { type: 'finish'; usage: Usage; incomplete?: IncompleteReason };
 
 /** Stable codes a failed model call ends a message with. */
 export const MODEL_ERROR_CODES = [

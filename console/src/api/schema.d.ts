@@ -6995,7 +6995,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             choices: {
-                                finish_reason: "stop" | "tool_calls";
+                                finish_reason: "stop" | "tool_calls" | "length" | "content_filter";
                                 /** @enum {number} */
                                 index: 0;
                                 logprobs: null;
@@ -18613,6 +18613,18 @@ export interface components {
             sequence_number: number;
             /** @enum {string} */
             type: "response.failed";
+        } | {
+            /** @description The Response as GET /v1/responses/{id} returns it (in progress: without output yet) */
+            response: {
+                id: string;
+                /** @enum {string} */
+                object: "response";
+                output: unknown[];
+                status: string;
+            };
+            sequence_number: number;
+            /** @enum {string} */
+            type: "response.incomplete";
         };
         /** @description One event of a session stream (GET /v1/sessions/{id}/stream), one per data line: `kind` says what happened and types `data`; a message.event is typed further by data.type */
         SessionEvent: {

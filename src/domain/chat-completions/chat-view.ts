@@ -3,7 +3,8 @@
  * (responses/response-stream.ts, which already reads the session's events without losing any): the final Response
  * becomes a `chat.completion`, and the stream's text and function call events become `chat.completion.chunk`s.
  * Calls the agent ran itself (MCP, sandbox, built-in tools) happen inside the turn and are not shown; the client's
- * function calls are the reply's `tool_calls`, with finish_reason "tool_calls".
+ * function calls are the reply's `tool_calls`, with finish_reason "tool_calls"; a reply cut short at the output
+ * token limit (an `incomplete` Response) ends with "length", one cut by a content filter with "content_filter".
  */
 import { AppError } from '../../errors/app-error.ts';
 import { flatMapAsync } from '../../lib/async-map.ts';
@@ -25,7 +26,15 @@ export interface ChatUsage {
   completion_tokens_details: { reasoning_tokens: number };
 }
 
-export type FinishReason = 'stop' | 'tool_calls';
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter';
+
+/** Why the completion's turn stopped, in Chat Completions' words. */
+function finishReason(response: ResponseObject, calls: number): FinishReason {
+  const cut = response.incomplete_details?.reason;
+  if (cut === 'max_output_tokens') return 'length';
+  if (cut === 'content_filter') return 'content_filter';
+  return calls === 0 ? 'stop' : 'tool_calls';
+}
 
 export interface ChatCompletion {
   id: string;
@@ -100,7 +109,7 @@ function failureOf(response: ResponseObject, runId: string): string | null {
   if (approval !== undefined) {
     return `the agent's call of ${approval.name} (${approval.server_label}) needs an approval, which chat completions cannot give, so the turn was cancelled; use /v1/responses or the Sessions API for this agent (GET /v1/runs/${runId} shows the turn)`;
   }
-  if (response.status === 'completed') return null;
+  if (response.status === 'completed' || response.status === 'incomplete') return null;
   const reason = response.error?.message ?? `the turn ended ${response.status}`;
   return `the agent's turn failed: ${reason} (GET /v1/runs/${runId} shows it)`;
 }
@@ -130,7 +139,7 @@ export function completionOf(response: ResponseObject, header: CompletionHeader,
           ...(calls.length === 0 ? {} : { tool_calls: calls }),
         },
         logprobs: null,
-        finish_reason: calls.length === 0 ? 'stop' : 'tool_calls',
+        finish_reason: finishReason(response, calls.length),
       },
     ],
     usage: usageOf(response),
@@ -170,7 +179,7 @@ export function completionChunks(
       const error: ChatStreamError = { error: { message, type: 'server_error', code: 'turn_failed', param: null } };
       return { values: [error], last: true };
     }
-    const finish = chunk({}, functionCalls(response.output).length === 0 ? 'stop' : 'tool_calls');
+    const finish = chunk({}, finishReason(response, functionCalls(response.output).length));
     const usage = options.includeUsage ? [{ ...chunk({}), choices: [], usage: usageOf(response) }] : [];
     return { values: [finish, ...usage], last: true };
   };
@@ -194,6 +203,7 @@ export function completionChunks(
           : some(chunk({ tool_calls: [{ index, function: { arguments: event.delta } }] }));
       }
       case 'response.completed':
+      case 'response.incomplete':
       case 'response.failed':
         return last(event.response);
       default:

@@ -94,7 +94,8 @@ export function toOpenAIItems(items: Item[], options: { messageId?: string } = {
           id: item.id,
           type: 'message',
           role: 'assistant',
-          status: 'completed',
+          // A reply the model was cut short in (its output token limit) is incomplete, as OpenAI marks it.
+          status: content.incomplete === undefined ? 'completed' : 'incomplete',
           content: [{ type: 'output_text', text: content.text, annotations: [], logprobs: [] }],
         });
         break;

@@ -100,6 +100,7 @@ export const ResponseStreamEventSchema = Type.Union(
     vendor('failed'),
     event('response.completed', { response: ResponseSnapshot }),
     event('response.failed', { response: ResponseSnapshot }),
+    event('response.incomplete', { response: ResponseSnapshot }),
   ],
   {
     $id: 'ResponseStreamEvent',

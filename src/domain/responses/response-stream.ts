@@ -2,7 +2,7 @@
  * A Response's turn as Responses stream events (reference/responses-wire.md section 3): the standard lifecycle for
  * text, function_call and mcp_call items, projected from the session's live events, plus the vendor events
  * `response.agentry_tool_call.*` unless the client asked for standard events only. The last event
- * (`response.completed` or `response.failed`) carries the full Response read back from the database, so it always
+ * (`response.completed`, `response.incomplete` or `response.failed`) carries the full Response read back from the database, so it always
  * equals what `GET /v1/responses/{id}` returns. The streaming route frames these events as Server-Sent Events; the
  * non-streaming route drains them and answers the last one's Response.
  *
@@ -86,8 +86,15 @@ const TERMINAL: ReadonlySet<string> = new Set(RESPONSE_END_STATUSES);
 /** True for the last event of a Response's stream. */
 export const isFinalEvent = <E extends ResponseStreamEvent>(
   event: E,
-): event is Extract<E, { type: 'response.completed' | 'response.failed' }> =>
-  event.type === 'response.completed' || event.type === 'response.failed';
+): event is Extract<E, { type: 'response.completed' | 'response.failed' | 'response.incomplete' }> =>
+  event.type === 'response.completed' || event.type === 'response.failed' || event.type === 'response.incomplete';
+
+/** The event a Response's stream ends with, by the Response's final status. */
+const FINAL_EVENT = {
+  completed: 'response.completed',
+  incomplete: 'response.incomplete',
+  failed: 'response.failed',
+} as const;
 
 /**
  * The events of the Response of `options.message`, from `response.created` to its final event, numbered. The
@@ -137,6 +144,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
 
   const outputs: OpenAIItem[] = [];
   let text: { id: string; index: number; text: string } | null = null;
+  /** The turn's replies the model was cut short in (set when the turn ends): their items are `incomplete`. */
+  let cutReplies = new Set<string>();
   const servers = new Map<
     string,
     {
@@ -176,7 +185,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
       logprobs: [],
     });
     send({ type: 'response.content_part.done', item_id: id, output_index: index, content_index: 0, part });
-    const item: OpenAIItem = { id, type: 'message', role: 'assistant', status: 'completed', content: [part] };
+    const status = cutReplies.has(id) ? 'incomplete' : 'completed';
+    const item: OpenAIItem = { id, type: 'message', role: 'assistant', status, content: [part] };
     outputs[index] = item;
     send({ type: 'response.output_item.done', output_index: index, item });
     text = null;
@@ -337,12 +347,23 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     storedChunks = new Map(
       items.flatMap((item) => (item.content.type === 'assistant_message' ? [[item.id, item.content.chunks]] : [])),
     );
+    cutReplies = new Set(
+      items.flatMap((item) =>
+        item.content.type === 'assistant_message' && item.content.incomplete !== undefined ? [item.id] : [],
+      ),
+    );
     if (missed || liveFromStep > 0) catchUpText(items, Number.POSITIVE_INFINITY);
     closeText();
     replay(outputItems(items, message.id));
     const response: ResponseObject = projectResponse(row, items);
     ended = true;
-    send({ type: response.status === 'completed' ? 'response.completed' : 'response.failed', response });
+    send({
+      type:
+        response.status === 'completed' || response.status === 'incomplete'
+          ? FINAL_EVENT[response.status]
+          : FINAL_EVENT.failed,
+      response,
+    });
   };
 
   const handle = async (event: LiveSessionEvent, stored: boolean) => {

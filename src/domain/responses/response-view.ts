@@ -4,6 +4,7 @@
  * events carry the same object.
  */
 import { unixSeconds } from '../../lib/clock.ts';
+import type { IncompleteReason } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -25,7 +26,8 @@ export interface ResponseObject {
   output: OpenAIItem[];
   output_text: string;
   error: MessageError | null;
-  incomplete_details: null;
+  /** Why a Response is `incomplete`: its reply was cut short at the output token limit or by a content filter. */
+  incomplete_details: { reason: IncompleteReason } | null;
   instructions: string | null;
   metadata: Record<string, string>;
   tools: Record<string, unknown>[];
@@ -119,6 +121,16 @@ export async function loadResponseItems(db: Executor, message: Pick<MessageRow, 
   return [...rows.map(itemFromRow), ...own];
 }
 
+/** Why the turn's final reply was cut short (models/types.ts), or null: its last reply says so. */
+export function incompleteReason(items: Item[], messageId: string): IncompleteReason | null {
+  const replies = items.filter((item) => item.messageId === messageId && item.step > 0);
+  for (let index = replies.length - 1; index >= 0; index--) {
+    const content = replies[index]?.content;
+    if (content?.type === 'assistant_message') return content.incomplete ?? null;
+  }
+  return null;
+}
+
 export function projectResponse(
   message: MessageRow,
   items: Item[],
@@ -128,14 +140,16 @@ export function projectResponse(
     message.options === null ? {} : parseJsonColumn(message.options, isMessageOptions, 'messages.options');
   const echo = options.echo;
   const output = overrides.output ?? outputItems(items, message.id);
-  const status = overrides.status ?? STATUS[message.status] ?? 'in_progress';
+  const cut = message.status === 'completed' ? incompleteReason(items, message.id) : null;
+  const ended = STATUS[message.status] ?? 'in_progress';
+  const status = overrides.status ?? (cut === null ? ended : 'incomplete');
   const error = message.error === null ? null : parseJsonColumn(message.error, isMessageError, 'messages.error');
   const outputText = output
     .flatMap((item) =>
       item.type === 'message' && item.role === 'assistant' ? item.content.map((part) => part.text) : [],
     )
     .join('');
-  const finished = status === 'completed' || status === 'failed' || status === 'cancelled';
+  const finished = status === 'completed' || status === 'failed' || status === 'cancelled' || status === 'incomplete';
   return {
     id: responseIdOf(message.id),
     object: 'response',
@@ -146,7 +160,7 @@ export function projectResponse(
     output,
     output_text: outputText,
     error: status === 'failed' || status === 'cancelled' ? error : null,
-    incomplete_details: null,
+    incomplete_details: status === 'incomplete' && cut !== null ? { reason: cut } : null,
     instructions: options.instructions ?? null,
     metadata: echo?.metadata ?? {},
     // Rows accepted before the tools were recorded list the response's own function tools only.

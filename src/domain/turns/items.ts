@@ -16,7 +16,7 @@ import {
 } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import { type FitResult, fitContext, fittedContext, messageTokens, withKnownTokens } from '../../models/context-fit.ts';
-import type { ContextMessage, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
+import type { ContextMessage, IncompleteReason, ToolCall, ToolResult, UserPart } from '../../models/types.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import { prepare, prepareNumberedInsert } from '../../storage/prepared.ts';
@@ -67,7 +67,8 @@ export interface ListedTool {
 export type ItemContent =
   | { type: 'user_message'; text: string; attachments?: Attachment[] }
   /** `chunks`: the lengths of the live text deltas it was streamed in (absent for replayed history, older rows). */
-  | { type: 'assistant_message'; text: string; chunks?: number[] }
+  /** `incomplete`: the model's reply was cut short (models/types.ts IncompleteReason). */
+  | { type: 'assistant_message'; text: string; chunks?: number[]; incomplete?: IncompleteReason }
   | {
       type: 'function_call';
       name: string;
@@ -167,7 +168,11 @@ export function isItemContent(value: unknown): value is ItemContent {
         (value.attachments === undefined || isArrayOf(value.attachments, isAttachment))
       );
     case 'assistant_message':
-      return typeof value.text === 'string' && isAbsentOr(value.chunks, (chunks) => isArrayOf(chunks, isNumber));
+      return (
+        typeof value.text === 'string' &&
+        isAbsentOr(value.chunks, (chunks) => isArrayOf(chunks, isNumber)) &&
+        isAbsentOr(value.incomplete, (reason) => reason === 'max_output_tokens' || reason === 'content_filter')
+      );
     case 'function_call':
       return (
         typeof value.name === 'string' &&

@@ -40,7 +40,12 @@ const ChatCompletionObject = Type.Object(
             { additionalProperties: false },
           ),
           logprobs: Type.Null(),
-          finish_reason: Type.Union([Type.Literal('stop'), Type.Literal('tool_calls')]),
+          finish_reason: Type.Union([
+            Type.Literal('stop'),
+            Type.Literal('tool_calls'),
+            Type.Literal('length'),
+            Type.Literal('content_filter'),
+          ]),
         },
         { additionalProperties: false },
       ),

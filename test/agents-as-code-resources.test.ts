@@ -21,11 +21,16 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
   let h: Harness;
   let fresh: Harness;
   /** The export of `h` once its resources exist. */
-  let exported: { documents: Json[]; lock: Json };
+  let exported: Json;
 
   const apply = (target: Harness, body: Json) => target.request('POST', '/v1/apply', { body });
   const list = async (target: Harness, path: string) => json(await target.request('GET', path)).data as Json[];
   const byKind = (documents: Json[], kind: string) => documents.filter((document) => document.kind === kind);
+  /** The value, which the test expects to be there. */
+  const present = <T>(value: T | undefined): T => {
+    expect(value).toBeDefined();
+    return value as T;
+  };
   const summary = (plan: Json[]) => plan.map((p) => `${p.kind} ${p.name} ${p.action}`);
 
   beforeAll(async () => {
@@ -146,18 +151,18 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
     expect(endpointLine.id).toMatch(/^we_/);
 
     const connectors = await list(fresh, '/v1/mcp_servers');
-    const tools = connectors.find((c) => c.name === 'tools');
+    const tools = present(connectors.find((c) => c.name === 'tools'));
     // The server answers only with the header's value: its tools were listed with the secret supplied.
     expect(tools.header_names).toEqual(['Authorization']);
     expect(tools.tools.length).toBeGreaterThan(0);
-    expect(connectors.find((c) => c.name === 'sign in').oauth).toMatchObject({
+    expect(present(connectors.find((c) => c.name === 'sign in')).oauth).toMatchObject({
       client_id: 'agentry-client',
       scope: 'read write',
     });
-    const reporter = (await list(fresh, '/v1/agents')).find((agent) => agent.name === 'reporter');
+    const reporter = present((await list(fresh, '/v1/agents')).find((agent) => agent.name === 'reporter'));
     const [schedule] = await list(fresh, '/v1/schedules');
     expect(schedule).toMatchObject({ name: 'nightly', agent_id: reporter.id, cron: '0 3 * * *', overlap: 'queue' });
-    const [endpoint] = await list(fresh, '/v1/webhook_endpoints');
+    const endpoint = present((await list(fresh, '/v1/webhook_endpoints'))[0]);
     expect(endpoint).toMatchObject({ name: 'ops', url: 'https://hooks.example.com/agentry' });
     expect(endpoint.signing_secret_hint.endsWith(endpointLine.signing_secret.slice(-4))).toBe(true);
 
@@ -183,9 +188,9 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
 
   it('refuses resources changed through the API since the lock, naming them, unless forced', async () => {
     const { documents, lock } = exported;
-    const [schedule] = await list(h, '/v1/schedules');
-    const [endpoint] = await list(h, '/v1/webhook_endpoints');
-    const tools = (await list(h, '/v1/mcp_servers')).find((c) => c.name === 'tools');
+    const schedule = present((await list(h, '/v1/schedules'))[0]);
+    const endpoint = present((await list(h, '/v1/webhook_endpoints'))[0]);
+    const tools = present((await list(h, '/v1/mcp_servers')).find((c) => c.name === 'tools'));
     const edit = async (path: string, body: Json) => {
       const response = await h.request('POST', path, { body });
       expect(response.status, response.text).toBe(200);
@@ -218,7 +223,7 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
     const forced = await apply(h, { documents, lock, force: true });
     expect(forced.status, forced.text).toBe(200);
     expect(json(await h.request('GET', `/v1/schedules/${schedule.id}`)).input).toBe('Write the nightly report');
-    const [after] = await list(h, '/v1/webhook_endpoints');
+    const after = present((await list(h, '/v1/webhook_endpoints'))[0]);
     expect(after.event_types).toEqual(['agent.session.failed', 'agent.session.idle']);
     const next = json(await apply(h, { documents, lock: json(forced).lock }));
     expect(next.plan.every((p: Json) => p.action === 'unchanged')).toBe(true);

@@ -8,12 +8,12 @@
  */
 import { AppError, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { AgentApplier, AgentDocument, ExportedDocument } from '../agents/agent-apply.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import { SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import type { McpServerService } from '../mcp-servers/mcp-server-service.ts';
 import type { ScheduleService } from '../schedules/schedule-service.ts';
 import type { EndpointService } from '../webhooks/endpoint-service.ts';
+import type { AgentApplier, AgentDocument, ExportedDocument } from './agent-documents.ts';
 import {
   type ApplyLock,
   type ApplyOptions,

@@ -8,12 +8,12 @@ import { validationError } from '../../errors/app-error.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
 import type { McpServer } from '../../tools/tool-config.ts';
-import { inDocument, type PlannedChange } from '../apply/apply-types.ts';
+import { configOf } from '../agents/agent-repo.ts';
+import type { AgentService, WriteOptions } from '../agents/agent-service.ts';
+import type { Agent, AgentCreateInput } from '../agents/agent-types.ts';
 import type { AuditContext } from '../audit/audit-log.ts';
 import { responseFormatEcho } from '../output-format.ts';
-import { configOf } from './agent-repo.ts';
-import type { AgentService, WriteOptions } from './agent-service.ts';
-import type { Agent, AgentCreateInput } from './agent-types.ts';
+import { inDocument, type PlannedChange } from './apply-types.ts';
 
 /** An agent document: the create body of POST /v1/agents (its name is its key). */
 export type AgentDocument = AgentCreateInput & { kind: 'agent' };

@@ -5,11 +5,16 @@
  * names the new server's agent; the endpoint gets a new signing secret shown once); applying twice changes
  * nothing; dry_run writes nothing; a resource changed through the API since the lock is refused unless forced,
  * named in the refusal; a schedule naming an unknown agent is a 400 naming the field; changes reach the audit log.
+ * The command line writes a file per resource without secrets and applies them with secrets from its environment.
  */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
+import { runCli } from './helpers/server-process.ts';
 
 const HEADER_SECRET = 'Bearer header-s3cret-value';
 const CLIENT_SECRET = 'client-s3cret-value';
@@ -256,5 +261,64 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
     });
     expect(bad.status, bad.text).toBe(400);
     expect(json(bad).error.param).toBe('documents[0].cron');
+  });
+
+  it('exports a file per resource from the command line and applies them with secrets from the environment', async () => {
+    const { config } = h.deps;
+    const env = {
+      ...INSECURE,
+      AGENTRY_DATA_DIR: config.dataDir,
+      ...(config.databaseUrl === null ? {} : { DATABASE_URL: config.databaseUrl }),
+      ...(config.databaseSchema === null ? {} : { AGENTRY_DATABASE_SCHEMA: config.databaseSchema }),
+    };
+    const org = `cli-${dialect}`;
+    await h.createOrg(org);
+    const dir = mkdtempSync(join(tmpdir(), 'agentry-resources-'));
+    const target = mkdtempSync(join(tmpdir(), 'agentry-resources-copy-'));
+    try {
+      const exported = runCli(['export', '--org', 'default', '--out', dir], env);
+      expect(exported.status, exported.stderr).toBe(0);
+      const files = readdirSync(dir);
+      for (const file of ['tools.mcp-server.yaml', 'sign-in.mcp-server.yaml', 'nightly.schedule.yaml']) {
+        expect(files).toContain(file);
+      }
+      expect(files).toContain('ops.webhook-endpoint.yaml');
+      for (const file of files) {
+        const text = readFileSync(join(dir, file), 'utf8');
+        for (const secret of ['header-s3cret-value', CLIENT_SECRET, 'whsec_']) expect(text).not.toContain(secret);
+      }
+      // The connector that signs in is listed only once connected: nothing to reach while the test waits.
+      for (const file of [
+        'sign-in.mcp-server.yaml',
+        'reporter.agent.yaml',
+        'nightly.schedule.yaml',
+        'ops.webhook-endpoint.yaml',
+      ]) {
+        writeFileSync(join(target, file), readFileSync(join(dir, file)));
+      }
+      const withoutSecret = runCli(['apply', '--org', org, '-f', target], env);
+      expect(withoutSecret.status).toBe(1);
+      expect(withoutSecret.stderr).toContain('sign-in.mcp-server.yaml: oauth.client_secret references');
+
+      const applied = runCli(['apply', '--org', org, '-f', target], { ...env, MCP_SIGN_IN_CLIENT_SECRET: 'other' });
+      expect(applied.status, applied.stderr).toBe(0);
+      expect(applied.stdout).toContain('created mcp server "sign in"');
+      expect(applied.stdout).toContain('created schedule "nightly"');
+      expect(applied.stdout).toMatch(/created webhook endpoint "ops"\n {2}signing secret \(shown only now\): whsec_/);
+      const lock = JSON.parse(readFileSync(join(target, 'agentry.lock.json'), 'utf8'));
+      expect(Object.keys(lock.schedules)).toEqual(['nightly']);
+
+      const again = runCli(['apply', '--org', org, '-f', target], env);
+      expect(again.status, again.stderr).toBe(0);
+      expect(
+        again.stdout
+          .trim()
+          .split('\n')
+          .every((line) => line.startsWith('unchanged ')),
+      ).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(target, { recursive: true, force: true });
+    }
   });
 });

@@ -9,25 +9,12 @@ import { jsonDiff } from '../../lib/json-diff.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import type { BudgetPeriod } from '../billing/budgets.ts';
 import { checkTiming, type ScheduleInput, type ScheduleService } from '../schedules/schedule-service.ts';
-import type { CatchUpPolicy, OverlapPolicy, Schedule } from '../schedules/schedule-types.ts';
+import type { Schedule } from '../schedules/schedule-types.ts';
 import { markerOf } from './apply-types.ts';
 import type { Existing, PlanContext, ResourceKind } from './resource-kind.ts';
 
-export interface ScheduleDocument {
-  kind: 'schedule';
-  name: string;
-  agent: string;
-  input: string;
-  cron?: string | null;
-  interval_seconds?: number | null;
-  timezone?: string;
-  agent_version?: number | null;
-  overlap?: OverlapPolicy;
-  timeout_seconds?: number | null;
-  catch_up?: CatchUpPolicy;
-  enabled?: boolean;
-  budget?: { limit_usd: number; period?: BudgetPeriod } | null;
-}
+/** The create body of a schedule with its agent named by name; its session is not part of it. */
+export type ScheduleDocument = Omit<ScheduleInput, 'agent_id' | 'session_id'> & { kind: 'schedule'; agent: string };
 
 /** Every field of a schedule document at its value (defaults filled in), so that two can be compared. */
 type Full = Required<Omit<ScheduleDocument, 'budget'>> & {

@@ -11,8 +11,9 @@ import type { RedisCounter } from './bus/redis-counter.ts';
 import type { Config } from './config.ts';
 import { type A2aService, createA2aService } from './domain/a2a/a2a-service.ts';
 import { createPushConfigs, type PushConfigs } from './domain/a2a/push-configs.ts';
-import { type AgentApplier, createAgentApplier } from './domain/agents/agent-apply.ts';
 import { type AgentService, createAgentService } from './domain/agents/agent-service.ts';
+import { createAgentApplier } from './domain/apply/agent-documents.ts';
+import { type ApplyService, createApplyService } from './domain/apply/apply-service.ts';
 import { type ChatCompletionService, createChatCompletionService } from './domain/chat-completions/chat-service.ts';
 import { checkAttachment } from './domain/files/attachments.ts';
 import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
@@ -94,7 +95,8 @@ export interface Deps {
   catalogue: ModelCatalogue;
   agents: AgentService;
   /** Agents as code: plans and applies agent documents by name (POST /v1/apply). */
-  agentApply: AgentApplier;
+  /** Agents as code: export and apply of agents, connectors, schedules and webhook endpoints. */
+  agentApply: ApplyService;
   sessions: SessionService;
   orgs: OrgService;
   idempotency: Idempotency;
@@ -456,7 +458,14 @@ export async function buildDeps(
     models,
     catalogue,
     agents,
-    agentApply: createAgentApplier({ agents }),
+    agentApply: createApplyService({
+      agents,
+      agentApplier: createAgentApplier({ agents }),
+      mcpServers,
+      schedules,
+      endpoints: webhooks.endpoints,
+      clock,
+    }),
     sessions,
     orgs: createOrgService({ db, clock, agents }),
     idempotency,

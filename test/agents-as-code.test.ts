@@ -110,7 +110,8 @@ describe.each(dialects())('agents as code: POST /v1/apply (%s)', (dialect) => {
     expect(ambiguous.status).toBe(400);
     expect(json(ambiguous).error.param).toBe('documents[0].name');
     const hostile: [Json, string][] = [
-      [{ documents: [{ kind: 'schedule', name: 'x' }] }, 'documents[0].kind'],
+      [{ documents: [{ kind: 'widget', name: 'x' }] }, 'documents[0].kind'],
+      [{ documents: [{ kind: 'schedule', name: 'x' }] }, 'documents[0].input'],
       [{ documents: [{ kind: 'agent', name: 'x', maxSteps: -1 }] }, 'documents[0].maxSteps'],
       [{ documents: [{ kind: 'agent', name: 'x', surprise: 1 }] }, 'documents[0].surprise'],
       [{ documents: [{ kind: 'agent', name: 'x' }], lock: { agents: { x: 0 } } }, 'lock.agents.x'],

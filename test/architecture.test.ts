@@ -44,6 +44,7 @@ const LAYERS: readonly (readonly string[])[] = [
 const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   a2a: [],
   agents: ['agent-repo.ts', 'agent-service.ts', 'agent-types.ts'],
+  apply: [],
   approvals: ['approvals.ts'],
   audit: ['audit-log.ts'],
   auth: ['scopes.ts'],
@@ -51,7 +52,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   'chat-completions': [],
   files: ['file-retention.ts', 'image-import.ts'],
   limits: ['limit-store.ts'],
-  'mcp-servers': ['mcp-server-service.ts'],
+  'mcp-servers': ['mcp-server-service.ts', 'mcp-server-types.ts'],
   memories: [],
   'protocol-turns': [],
   orgs: [],
@@ -59,7 +60,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   retention: [],
   responses: ['agent-ref.ts', 'openai-items.ts', 'response-settings.ts', 'response-stream.ts', 'response-view.ts'],
   runs: ['cursor.ts', 'preview.ts', 'spans.ts'],
-  schedules: [],
+  schedules: ['schedule-service.ts', 'schedule-types.ts'],
   sessions: ['new-sessions.ts', 'session-service.ts'],
   tasks: ['task-events.ts'],
   threads: ['thread-service.ts'],
@@ -78,7 +79,13 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
     'turn-store.ts',
   ],
   usage: [],
-  webhooks: ['subscriptions.ts', 'webhook-events.ts', 'webhook-retention.ts'],
+  webhooks: [
+    'endpoint-service.ts',
+    'subscriptions.ts',
+    'webhook-events.ts',
+    'webhook-retention.ts',
+    'webhook-types.ts',
+  ],
   workflows: ['workflow-service.ts'],
 };
 

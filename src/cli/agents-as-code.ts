@@ -1,17 +1,18 @@
 /**
- * `agentry export` and `agentry apply` (docs/agents-as-code.md): the organization's agents as YAML files, one per
- * agent, with the lock of their versions (`agentry.lock.json`) and the JSON Schema editors validate them with;
- * and those files applied back through the same planner as POST /v1/apply, validated by the same schema, the lock
- * read before and written after. Loaded when one of these commands runs.
+ * `agentry export` and `agentry apply` (docs/agents-as-code.md): the organization's agents, MCP connectors,
+ * schedules and webhook endpoints as YAML files, one per resource, with the lock of what they are now
+ * (`agentry.lock.json`) and the JSON Schema editors validate them with; and those files applied back through the
+ * same planner as POST /v1/apply, validated by the same schema, the lock read before and written after, the
+ * `${NAME}` references of connector secrets resolved from the environment. Loaded when one of these commands runs.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Deps } from '../deps.ts';
-import type { ApplyLock, ApplyResult, PlannedChange } from '../domain/agents/agent-apply.ts';
+import type { ApplyLock, ApplyResult, DocumentKind, PlannedChange } from '../domain/apply/apply-types.ts';
 import { CLI_AUDIT } from '../domain/audit/audit-log.ts';
 import { AppError } from '../errors/app-error.ts';
-import { AgentDocument, ApplyBody } from '../http/schemas/agents.ts';
+import { ApplyBody, Document } from '../http/schemas/documents.ts';
 import { createValidatorCompiler, describeValidationError, requestPartSchema } from '../http/validation.ts';
 
 export const LOCK_FILE = 'agentry.lock.json';
@@ -21,36 +22,44 @@ const YAML = /\.ya?ml$/;
 /** The largest documents file read: far above any agent's, well below what would hurt. */
 const MAX_FILE_BYTES = 10 * 1024 * 1024;
 
-/** The JSON Schema of an agent document (published as docs/agent-document.schema.json). */
+/** The JSON Schema of a document of any kind (published as docs/agent-document.schema.json). */
 export function agentDocumentSchema(): Record<string, unknown> {
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
-    ...JSON.parse(JSON.stringify(AgentDocument)),
+    ...JSON.parse(JSON.stringify(Document)),
   };
 }
 
-/** A file name for an agent: its name in lower-case letters, digits and dashes, unique in the folder. */
-function fileNames(names: string[]): string[] {
+/** What a file name says of its document's kind: `support.agent.yaml`, `github.mcp-server.yaml`. */
+const SUFFIXES: Record<DocumentKind, string> = {
+  agent: 'agent',
+  mcp_server: 'mcp-server',
+  schedule: 'schedule',
+  webhook_endpoint: 'webhook-endpoint',
+};
+
+/** A file name per document: its name in lower-case letters, digits and dashes and its kind, unique in the folder. */
+function fileNames(documents: { kind: DocumentKind; name: string }[]): string[] {
   const used = new Set<string>();
-  return names.map((name) => {
+  return documents.map(({ kind, name }) => {
     const base =
       name
         .toLowerCase()
         .replace(/[^a-z0-9]+/g, '-')
         .replace(/^-+|-+$/g, '')
-        .slice(0, 60) || 'agent';
-    let file = `${base}.agent.yaml`;
-    for (let n = 2; used.has(file); n++) file = `${base}-${n}.agent.yaml`;
+        .slice(0, 60) || SUFFIXES[kind];
+    let file = `${base}.${SUFFIXES[kind]}.yaml`;
+    for (let n = 2; used.has(file); n++) file = `${base}-${n}.${SUFFIXES[kind]}.yaml`;
     used.add(file);
     return file;
   });
 }
 
-/** Writes the organization's agents into `dir`; the files written, in order. */
+/** Writes the organization's resources into `dir`; the files written, in order. */
 export async function exportAgents(deps: Deps, orgId: string, dir: string): Promise<string[]> {
-  const exported = await deps.agentApply.exportAgents(orgId);
+  const exported = await deps.agentApply.exportDocuments(orgId, { endpoints: true });
   mkdirSync(dir, { recursive: true });
-  const names = fileNames(exported.documents.map((document) => document.name));
+  const names = fileNames(exported.documents);
   const written: string[] = [];
   for (const [index, document] of exported.documents.entries()) {
     const file = join(dir, names[index] ?? 'agent.yaml');
@@ -145,18 +154,36 @@ function located(problem: { param: string; message: string }, sources: Source[],
   return new Error(`${place}: ${problem.message.replace(problem.param, field === '' ? 'the document' : field)}`);
 }
 
-/** Reads the documents at `path`, applies them (or plans only), and writes the new lock next to them. */
+/** The `${NAME}` references of connector documents whose variable the environment sets, with their values. */
+function secretsFrom(documents: unknown[], env: Record<string, string | undefined>): Record<string, string> {
+  const secrets: Record<string, string> = {};
+  for (const document of documents) {
+    if (typeof document !== 'object' || document === null || Reflect.get(document, 'kind') !== 'mcp_server') continue;
+    for (const match of JSON.stringify(document).matchAll(/\$\{([A-Z_][A-Z0-9_]*)\}/g)) {
+      const name = match[1] ?? '';
+      const value = env[name];
+      if (value !== undefined) secrets[name] = value;
+    }
+  }
+  return secrets;
+}
+
+/**
+ * Reads the documents at `path`, applies them (or plans only), and writes the new lock next to them. `env` holds
+ * the values of the connectors' `${NAME}` references (the command's environment).
+ */
 export async function applyDocuments(
   deps: Deps,
   orgId: string,
   path: string,
-  options: { dryRun: boolean; force: boolean },
+  options: { dryRun: boolean; force: boolean; env: Record<string, string | undefined> },
 ): Promise<ApplyResult> {
   const { documents, sources } = readDocuments(path);
   const dir = existsSync(path) && statSync(path).isDirectory() ? path : dirname(path);
   const lockFile = join(dir, LOCK_FILE);
   const lock = readLock(lockFile);
-  const body: Record<string, unknown> = { documents, dry_run: options.dryRun, force: options.force, lock };
+  const secrets = secretsFrom(documents, options.env);
+  const body: Record<string, unknown> = { documents, dry_run: options.dryRun, force: options.force, lock, secrets };
   checkBody(body, sources, basename(lockFile));
   let result: ApplyResult;
   try {
@@ -166,6 +193,7 @@ export async function applyDocuments(
       lock,
       actor: 'cli',
       audit: CLI_AUDIT,
+      secrets,
     });
   } catch (error) {
     if (!(error instanceof AppError) || error.param === null) throw error;
@@ -175,16 +203,25 @@ export async function applyDocuments(
   return result;
 }
 
-/** The plan as the CLI prints it: one line per agent. */
+/** The plan as the CLI prints it: one line per document (a new endpoint's signing secret on a line of its own). */
 export function planLines(plan: PlannedChange[], dryRun: boolean): string {
   const lines = plan.map((change) => {
     const name = JSON.stringify(change.name);
-    if (change.action === 'create') return `${dryRun ? 'would create' : 'created'} agent ${name}`;
-    if (change.action === 'unchanged') return `unchanged agent ${name} (version ${change.version})`;
+    const what = `${change.kind.replace('_', ' ')} ${name}`;
+    if (change.action === 'create') {
+      const secret =
+        change.signing_secret === undefined ? '' : `\n  signing secret (shown only now): ${change.signing_secret}`;
+      return `${dryRun ? 'would create' : 'created'} ${what}${secret}`;
+    }
     const fields = change.changes.join(', ');
+    if (change.kind !== 'agent') {
+      if (change.action === 'unchanged') return `unchanged ${what}`;
+      return `${dryRun ? 'would update' : 'updated'} ${what}: ${fields}`;
+    }
+    if (change.action === 'unchanged') return `unchanged ${what} (version ${change.version})`;
     return dryRun
-      ? `would update agent ${name} (version ${change.version}): ${fields}`
-      : `updated agent ${name} to version ${change.version}: ${fields}`;
+      ? `would update ${what} (version ${change.version}): ${fields}`
+      : `updated ${what} to version ${change.version}: ${fields}`;
   });
   return `${lines.join('\n')}\n`;
 }

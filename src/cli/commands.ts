@@ -54,6 +54,8 @@ const days = (value: number | null) => (value === null ? 'forever' : `${value} d
 export interface Output {
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
+  /** The command's environment, where `agentry apply` reads the values of `${NAME}` references. */
+  env?: Record<string, string | undefined>;
 }
 
 export interface CommandInput {
@@ -373,10 +375,12 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['export'],
     synopsis: '--org <name> --out <dir>',
-    summary: "write the organization's agents as YAML files, with their lock",
+    summary: "write the organization's agents, connectors, schedules and webhook endpoints as YAML files",
     details:
-      `Writes one <name>.agent.yaml per agent into the folder (made if missing), the lock of their versions\n(agentry.lock.json) and the JSON Schema editors validate the files with. ${ORG}\n` +
-      'Applying the folder back (agentry apply -f <dir>) changes nothing. See docs/agents-as-code.md.',
+      'Writes one <name>.<kind>.yaml per agent, MCP connector, schedule and webhook endpoint into the folder (made\n' +
+      `if missing), the lock of their state (agentry.lock.json) and the JSON Schema editors validate the files with.\n${ORG}\n` +
+      `Secrets are never written: connector secrets appear as \${NAME} references. Applying the folder back\n` +
+      '(agentry apply -f <dir>) changes nothing. See docs/agents-as-code.md.',
     options: ['org', 'out'],
     required: ['org', 'out'],
     args: [],
@@ -392,12 +396,13 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['apply'],
     synopsis: '--org <name> -f <dir|file> [--dry-run] [--force]',
-    summary: 'create or update agents from YAML files, printing the plan',
+    summary: 'create or update agents, connectors, schedules and webhook endpoints from YAML files',
     details:
-      `Applies the agent documents of a YAML file, or of every .yaml/.yml file of a folder, matching agents by name,\nand prints what it did. ${ORG}\n` +
-      '--dry-run prints the plan and writes nothing. The versions applied are kept in agentry.lock.json next to the\n' +
-      'documents; an agent changed since (in the console or the API) is refused unless --force. See\n' +
-      'docs/agents-as-code.md.',
+      'Applies the documents of a YAML file, or of every .yaml/.yml file of a folder, matching each resource by\n' +
+      `kind and name, and prints what it did. ${ORG}\n` +
+      '--dry-run prints the plan and writes nothing. What was applied is kept in agentry.lock.json next to the\n' +
+      `documents; a resource changed since (in the console or the API) is refused unless --force. The \${NAME}\n` +
+      'references of connector secrets are read from the environment. See docs/agents-as-code.md.',
     options: ['org', 'file'],
     flags: ['dry-run', 'force'],
     required: ['org', 'file'],
@@ -410,6 +415,7 @@ export const COMMANDS: readonly Command[] = [
         applyDocuments(deps, await orgId(deps, options.org), options.file ?? '', {
           dryRun,
           force: flags.force === true,
+          env: output.env ?? {},
         }),
       );
       output.stdout.write(planLines(result.plan, dryRun));

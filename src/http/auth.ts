@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditContext } from '../domain/audit/audit-log.ts';
-import { describeScope } from '../domain/auth/scopes.ts';
+import { describeScope, type Scope } from '../domain/auth/scopes.ts';
 import { policyHeader, type RateLimiter, stateHeader } from '../domain/limits/rate-limiter.ts';
 import type { Authenticator } from '../domain/orgs/api-keys.ts';
 import { AppError } from '../errors/app-error.ts';
@@ -98,6 +98,21 @@ export function bindRequestKey(request: FastifyRequest, _reply: FastifyReply, do
 export function orgOf(request: FastifyRequest): string {
   if (request.principal === null) throw new AppError('missing_api_key', 'No API key');
   return request.principal.orgId;
+}
+
+/** Whether the request's key has `scope` (beyond the route's own scopes). */
+export function hasScope(request: FastifyRequest, scope: Scope): boolean {
+  return request.principal?.scopes.has(scope) === true;
+}
+
+/** Refuses (403 insufficient_scopes) a request whose key lacks `scope`, needed for part of what it asks. */
+export function requireScope(request: FastifyRequest, scope: Scope, what: string): void {
+  if (!hasScope(request, scope)) {
+    throw new AppError(
+      'insufficient_scopes',
+      `This API key lacks the scope ${describeScope(scope)}, needed for ${what}`,
+    );
+  }
 }
 
 /** Who a write is made by, as agent versions record it: the key's displayed prefix. */

@@ -17,7 +17,15 @@ type AddFormats = (ajv: Ajv) => Ajv;
 const addFormats: AddFormats =
   typeof addFormatsModule === 'function' ? addFormatsModule : Reflect.get(addFormatsModule, 'default');
 
-const common: Options = { allErrors: false, strict: false, useDefaults: true, removeAdditional: false, messages: true };
+// `discriminator`: a union told apart by a field (a document's `kind`) reports the failures of the branch it names.
+const common: Options = {
+  allErrors: false,
+  strict: false,
+  useDefaults: true,
+  removeAdditional: false,
+  messages: true,
+  discriminator: true,
+};
 
 /** RFC 9562 text form only; ajv-formats would also accept a `urn:uuid:` prefix, which no id here carries. */
 const UUID_FORMAT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -204,6 +212,12 @@ export function describeValidationError(error: ErrorObject, context: string | un
       };
     case 'format':
       return { param: whole, message: `${whole} must be a valid ${String(params.format)}` };
+    case 'discriminator': {
+      const field = join(String(params.tag));
+      return params.error === 'tag'
+        ? { param: field, message: `${field} is required and must be a string` }
+        : { param: field, message: `${field} names no kind this field accepts: ${JSON.stringify(params.tagValue)}` };
+    }
     default:
       return { param: whole, message: `${whole} ${error.message ?? 'is invalid'}` };
   }

@@ -6543,8 +6543,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Apply agent documents
-         * @description Agents as code (docs/agents-as-code.md): plans each document against the agent of that name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan. An agent whose version moved since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Answers the plan and the new lock.
+         * Apply documents of agents, connectors, schedules and webhook endpoints
+         * @description Agents as code (docs/agents-as-code.md): plans each document against the resource of its kind and name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan: connectors, then agents, then schedules and webhook endpoints. A resource changed since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Connector secrets come from secrets (${NAME} references). Answers the plan (with the signing secret of each webhook endpoint created, shown only there) and the new lock.
          *
          *     Required scope: agents:write (or tasks:write).
          */
@@ -6558,7 +6558,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        documents: {
+                        documents: ({
                             /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
                             budget?: {
                                 /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
@@ -6661,17 +6661,104 @@ export interface paths {
                                 /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
                                 timeoutSeconds?: number;
                             };
-                        }[];
+                        } | {
+                            /** @description Static headers. Write secrets as ${NAME} references (NAME: A-Z, 0-9, _), resolved from the secrets of the apply (the CLI: its environment); a reference left unresolved keeps the stored value of an existing connector. Absent: left as they are */
+                            headers?: {
+                                [key: string]: string;
+                            };
+                            /** @enum {string} */
+                            kind: "mcp_server";
+                            name: string;
+                            /** @description The server signs in with OAuth; absent or null: it does not. client_secret: Write secrets as ${NAME} references (NAME: A-Z, 0-9, _), resolved from the secrets of the apply (the CLI: its environment); a reference left unresolved keeps the stored value of an existing connector */
+                            oauth?: {
+                                /** @description A client id registered beforehand at the authorization server */
+                                client_id?: string;
+                                /** @description Its secret, for a confidential client. Stored encrypted; never returned */
+                                client_secret?: string;
+                                /** @description Space-separated scopes to ask for */
+                                scope?: string;
+                            } | null;
+                            /**
+                             * Format: uri
+                             * @description Streamable-HTTP (or legacy SSE) MCP endpoint: public HTTPS, no credentials, no fragment, no private destination
+                             */
+                            url: string;
+                        } | {
+                            /** @description The name of the agent each run talks to */
+                            agent: string;
+                            /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
+                            agent_version?: number | null;
+                            /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. The spend is that of all the schedule's runs; a run past it fails with budget_exceeded */
+                            budget?: {
+                                /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                                limit_usd: number;
+                                /**
+                                 * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                 * @enum {string}
+                                 */
+                                period?: "month" | "lifetime";
+                            } | null;
+                            /**
+                             * @description Ticks missed while no worker ran: skip them (default) or run once for them
+                             * @enum {string}
+                             */
+                            catch_up?: "skip" | "run_once";
+                            cron?: string | null;
+                            /** @description false pauses the schedule; true resumes it */
+                            enabled?: boolean;
+                            /** @description The text each run sends to the agent as a session message (1-100000 chars) */
+                            input: string;
+                            interval_seconds?: number | null;
+                            /** @enum {string} */
+                            kind: "schedule";
+                            /** @description A name, 1-100 chars */
+                            name: string;
+                            /**
+                             * @description A tick while the previous run is unfinished: skip it (default) or queue it (up to 10 waiting runs)
+                             * @enum {string}
+                             */
+                            overlap?: "skip" | "queue";
+                            timeout_seconds?: number | null;
+                            /** @description An IANA time zone for the cron expression, e.g. Europe/Berlin (default UTC) */
+                            timezone?: string;
+                        } | {
+                            /** @description The complete list of event types to receive */
+                            event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
+                            /** @enum {string} */
+                            kind: "webhook_endpoint";
+                            name: string;
+                            /**
+                             * Format: uri
+                             * @description Public HTTPS URL: no embedded credentials, no fragment, no private, loopback or link-local destination
+                             */
+                            url: string;
+                        })[];
                         /** @description Plan only: nothing is written */
                         dry_run?: boolean;
-                        /** @description Apply even to agents changed since the version the lock records */
+                        /** @description Apply even to resources changed since what the lock records */
                         force?: boolean;
                         lock?: {
                             /** @description Per agent name, the version the last apply left it at */
                             agents: {
                                 [key: string]: number;
                             };
+                            /** @description Per MCP connector name, the marker of the configuration the last apply left (a hash) */
+                            mcp_servers?: {
+                                [key: string]: string;
+                            };
+                            /** @description Per schedule name, the marker of the configuration the last apply left (a hash) */
+                            schedules?: {
+                                [key: string]: string;
+                            };
+                            /** @description Per webhook endpoint name, the marker of the configuration the last apply left (a hash) */
+                            webhook_endpoints?: {
+                                [key: string]: string;
+                            };
                         } | null;
+                        /** @description Values of the ${NAME} references of connector documents; never stored in clear or answered */
+                        secrets?: {
+                            [key: string]: string;
+                        };
                     };
                 };
             };
@@ -6690,15 +6777,29 @@ export interface paths {
                                 agents: {
                                     [key: string]: number;
                                 };
+                                /** @description Per MCP connector name, the marker of the configuration the last apply left (a hash) */
+                                mcp_servers?: {
+                                    [key: string]: string;
+                                };
+                                /** @description Per schedule name, the marker of the configuration the last apply left (a hash) */
+                                schedules?: {
+                                    [key: string]: string;
+                                };
+                                /** @description Per webhook endpoint name, the marker of the configuration the last apply left (a hash) */
+                                webhook_endpoints?: {
+                                    [key: string]: string;
+                                };
                             };
                             plan: {
                                 action: "create" | "update" | "unchanged";
                                 /** @description JSON pointers of the fields an update changes */
                                 changes: string[];
                                 id: string | null;
-                                /** @enum {string} */
-                                kind: "agent";
+                                kind: "agent" | "mcp_server" | "schedule" | "webhook_endpoint";
                                 name: string;
+                                /** @description A webhook endpoint this apply created: its signing secret, shown only here */
+                                signing_secret?: string;
+                                /** @description An agent's version; null otherwise */
                                 version: number | null;
                             }[];
                         };
@@ -8181,8 +8282,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Export agent documents
-         * @description Agents as code (docs/agents-as-code.md): every agent of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first, and the lock of the versions they are at now.
+         * Export agents, connectors, schedules and webhook endpoints as documents
+         * @description Agents as code (docs/agents-as-code.md): every MCP connector, agent, schedule and webhook endpoint of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first per kind, and the lock of their state now (agent versions, change markers of the others). Secrets are never written: connector secrets appear as ${NAME} references.
          *
          *     Required scope: agents:read (or tasks:read).
          */
@@ -8202,7 +8303,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            documents: {
+                            documents: ({
                                 /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. Not versioned: changing it alone keeps the agent's version */
                                 budget?: {
                                     /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
@@ -8305,12 +8406,95 @@ export interface paths {
                                     /** @description A call nobody approved or denied within this many seconds is denied; absent: it waits */
                                     timeoutSeconds?: number;
                                 };
-                            }[];
+                            } | {
+                                /** @description Static headers. Write secrets as ${NAME} references (NAME: A-Z, 0-9, _), resolved from the secrets of the apply (the CLI: its environment); a reference left unresolved keeps the stored value of an existing connector. Absent: left as they are */
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @enum {string} */
+                                kind: "mcp_server";
+                                name: string;
+                                /** @description The server signs in with OAuth; absent or null: it does not. client_secret: Write secrets as ${NAME} references (NAME: A-Z, 0-9, _), resolved from the secrets of the apply (the CLI: its environment); a reference left unresolved keeps the stored value of an existing connector */
+                                oauth?: {
+                                    /** @description A client id registered beforehand at the authorization server */
+                                    client_id?: string;
+                                    /** @description Its secret, for a confidential client. Stored encrypted; never returned */
+                                    client_secret?: string;
+                                    /** @description Space-separated scopes to ask for */
+                                    scope?: string;
+                                } | null;
+                                /**
+                                 * Format: uri
+                                 * @description Streamable-HTTP (or legacy SSE) MCP endpoint: public HTTPS, no credentials, no fragment, no private destination
+                                 */
+                                url: string;
+                            } | {
+                                /** @description The name of the agent each run talks to */
+                                agent: string;
+                                /** @description Run this version of the agent (pinned); null (default) runs the agent's latest version */
+                                agent_version?: number | null;
+                                /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap. The spend is that of all the schedule's runs; a run past it fails with budget_exceeded */
+                                budget?: {
+                                    /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
+                                    limit_usd: number;
+                                    /**
+                                     * @description month (default): the calendar month in UTC, the spend starting again at 0 each month; lifetime: never reset
+                                     * @enum {string}
+                                     */
+                                    period?: "month" | "lifetime";
+                                } | null;
+                                /**
+                                 * @description Ticks missed while no worker ran: skip them (default) or run once for them
+                                 * @enum {string}
+                                 */
+                                catch_up?: "skip" | "run_once";
+                                cron?: string | null;
+                                /** @description false pauses the schedule; true resumes it */
+                                enabled?: boolean;
+                                /** @description The text each run sends to the agent as a session message (1-100000 chars) */
+                                input: string;
+                                interval_seconds?: number | null;
+                                /** @enum {string} */
+                                kind: "schedule";
+                                /** @description A name, 1-100 chars */
+                                name: string;
+                                /**
+                                 * @description A tick while the previous run is unfinished: skip it (default) or queue it (up to 10 waiting runs)
+                                 * @enum {string}
+                                 */
+                                overlap?: "skip" | "queue";
+                                timeout_seconds?: number | null;
+                                /** @description An IANA time zone for the cron expression, e.g. Europe/Berlin (default UTC) */
+                                timezone?: string;
+                            } | {
+                                /** @description The complete list of event types to receive */
+                                event_types: ("agent.session.created" | "agent.session.in_progress" | "agent.session.action_required" | "agent.session.idle" | "agent.session.failed" | "agent.session.turn.completed" | "agent.session.turn.failed" | "agent.session.turn.cancelled" | "workflow.run.created" | "workflow.run.in_progress" | "workflow.run.action_required" | "workflow.run.completed" | "workflow.run.failed" | "workflow.run.cancelled" | "schedule.run.created" | "schedule.run.running" | "schedule.run.completed" | "schedule.run.failed" | "schedule.run.cancelled" | "schedule.run.skipped" | "mcp_server.authorization_required" | "budget.threshold" | "budget.exceeded")[];
+                                /** @enum {string} */
+                                kind: "webhook_endpoint";
+                                name: string;
+                                /**
+                                 * Format: uri
+                                 * @description Public HTTPS URL: no embedded credentials, no fragment, no private, loopback or link-local destination
+                                 */
+                                url: string;
+                            })[];
                             /** @description The content of agentry.lock.json */
                             lock: {
                                 /** @description Per agent name, the version the last apply left it at */
                                 agents: {
                                     [key: string]: number;
+                                };
+                                /** @description Per MCP connector name, the marker of the configuration the last apply left (a hash) */
+                                mcp_servers?: {
+                                    [key: string]: string;
+                                };
+                                /** @description Per schedule name, the marker of the configuration the last apply left (a hash) */
+                                schedules?: {
+                                    [key: string]: string;
+                                };
+                                /** @description Per webhook endpoint name, the marker of the configuration the last apply left (a hash) */
+                                webhook_endpoints?: {
+                                    [key: string]: string;
                                 };
                             };
                         };

@@ -134,6 +134,35 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
       });
     },
 
+    /** Every connector of the organization, oldest first (documents of agents as code). */
+    async all(orgId: string): Promise<McpServerView[]> {
+      const rows = await db
+        .selectFrom('mcp_servers')
+        .selectAll()
+        .where('org_id', '=', orgId)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      return rows.map(store.view);
+    },
+
+    /**
+     * The secrets a connector stores, in clear: only for comparing them with the values an apply supplies, never
+     * to be answered or logged.
+     */
+    async storedSecrets(
+      orgId: string,
+      id: string,
+    ): Promise<{ headers: Record<string, string>; clientSecret: string | null; preRegistered: boolean }> {
+      const row = await mustFind(orgId, id);
+      const client = store.openOAuthClient(row.oauth_client);
+      return {
+        headers: store.openHeaders(row.headers),
+        clientSecret: client?.client_secret ?? null,
+        preRegistered: client?.registration === 'pre_registered',
+      };
+    },
+
     async get(orgId: string, id: string): Promise<McpServerView> {
       return store.view(await mustFind(orgId, id));
     },

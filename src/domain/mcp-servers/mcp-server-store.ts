@@ -154,6 +154,11 @@ export function createMcpServerStore(secrets: SecretBox) {
       return headers;
     },
 
+    /** The OAuth client of a connector in clear (its secret included), to compare with a document's; never a view. */
+    openOAuthClient(sealed: string | null): StoredOAuthClient | null {
+      return sealed === null ? null : (JSON.parse(secrets.open(sealed)) as StoredOAuthClient);
+    },
+
     async find(db: Executor, orgId: string, id: string): Promise<McpServerRow | undefined> {
       return db
         .selectFrom('mcp_servers')

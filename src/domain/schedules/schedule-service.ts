@@ -119,7 +119,7 @@ async function checkTargets(db: Executor, orgId: string, agentId: string, sessio
 }
 
 /** The timing fields as they will be stored, validated; the zone canonical. */
-function checkTiming(
+export function checkTiming(
   cron: string | null,
   intervalSeconds: number | null,
   timezone: string,

@@ -170,6 +170,19 @@ export function createEndpointService(deps: EndpointServiceDeps) {
       });
     },
 
+    /** Every endpoint of the organization, oldest first (documents of agents as code). */
+    async all(orgId: string): Promise<WebhookEndpoint[]> {
+      const rows = await db
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('org_id', '=', orgId)
+        .where('deleted_at', 'is', null)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      return rows.map((row) => endpointFromRow(row));
+    },
+
     async get(orgId: string, id: string): Promise<WebhookEndpoint> {
       return endpointFromRow(await load(orgId, id));
     },

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.ts';
 import { parseMcpServers } from '../../domain/agents/agent-validation.ts';
 import { validationError } from '../../errors/app-error.ts';
-import { actorOf, auditOf, orgOf } from '../auth.ts';
+import { actorOf, auditOf, hasScope, orgOf, requireScope } from '../auth.ts';
 import { ignoreEmptyJsonBody } from '../bodiless.ts';
 import {
   AgentCreateBody,
@@ -14,11 +14,9 @@ import {
   AgentVersionParams,
   AgentVersionQuery,
   AgentView,
-  ApplyBody,
-  ApplyResult,
-  ExportResult,
 } from '../schemas/agents.ts';
 import { errorResponses, IdempotencyHeaders, IdParams, NoContent } from '../schemas/common.ts';
+import { ApplyBody, ApplyResult, ExportResult } from '../schemas/documents.ts';
 import type { App } from '../types.ts';
 
 const tags = ['Agents'];
@@ -215,13 +213,13 @@ export function agentRoutes(app: App, deps: Deps): void {
     url: '/v1/export',
     config: { scopes: ['agents:read'] },
     schema: {
-      summary: 'Export agent documents',
-      description:
-        'Agents as code (docs/agents-as-code.md): every agent of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first, and the lock of the versions they are at now.',
+      summary: 'Export agents, connectors, schedules and webhook endpoints as documents',
+      description: `Agents as code (docs/agents-as-code.md): every MCP connector, agent, schedule and webhook endpoint of the organization as the document POST /v1/apply takes (applied back, it changes nothing), oldest first per kind, and the lock of their state now (agent versions, change markers of the others). Secrets are never written: connector secrets appear as \${NAME} references.`,
       tags,
       response: { 200: ExportResult, ...errorResponses(401, 403) },
     },
-    handler: async (request) => deps.agentApply.exportAgents(orgOf(request)),
+    handler: async (request) =>
+      deps.agentApply.exportDocuments(orgOf(request), { endpoints: hasScope(request, 'webhooks:read') }),
   });
 
   app.route({
@@ -229,19 +227,22 @@ export function agentRoutes(app: App, deps: Deps): void {
     url: '/v1/apply',
     config: { scopes: ['agents:write'] },
     schema: {
-      summary: 'Apply agent documents',
-      description:
-        'Agents as code (docs/agents-as-code.md): plans each document against the agent of that name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan. An agent whose version moved since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Answers the plan and the new lock.',
+      summary: 'Apply documents of agents, connectors, schedules and webhook endpoints',
+      description: `Agents as code (docs/agents-as-code.md): plans each document against the resource of its kind and name (create, update with the changed fields, or unchanged) and, unless dry_run, applies the plan: connectors, then agents, then schedules and webhook endpoints. A resource changed since the lock recorded it is refused with 409 version_conflict (details name them) unless force. Connector secrets come from secrets (\${NAME} references). Answers the plan (with the signing secret of each webhook endpoint created, shown only there) and the new lock.`,
       tags,
       body: ApplyBody,
       response: { 200: ApplyResult, ...errorResponses(400, 401, 403, 409, 413) },
     },
     handler: async (request) => {
-      const { documents, dry_run: dryRun = false, force = false, lock = null } = request.body;
+      const { documents, dry_run: dryRun = false, force = false, lock = null, secrets } = request.body;
+      if (documents.some((document) => document.kind === 'webhook_endpoint')) {
+        requireScope(request, 'webhooks:write', 'webhook endpoint documents');
+      }
       const result = await deps.agentApply.apply(orgOf(request), documents, {
         dryRun,
         force,
         lock,
+        ...(secrets === undefined ? {} : { secrets }),
         actor: actorOf(request),
         audit: auditOf(request),
       });

@@ -304,62 +304,7 @@ export const AgentVersionListQuery = Type.Object({
   ),
 });
 
-export const ApplyLock = Type.Object(
-  {
-    agents: Type.Record(
-      Type.String({ minLength: 1, maxLength: 100 }),
-      Type.Integer({ minimum: 1, maximum: 2147483647 }),
-      {
-        maxProperties: 1000,
-        description: 'Per agent name, the version the last apply left it at',
-      },
-    ),
-  },
-  { additionalProperties: false, description: 'The content of agentry.lock.json' },
-);
-
 export const AgentDocument = Type.Object(
   { kind: Type.Literal('agent'), ...AgentCreateBody.properties },
   { additionalProperties: false, title: 'Agent document', description: 'An agent, keyed by its name' },
-);
-
-export const ApplyBody = Type.Object(
-  {
-    documents: Type.Array(AgentDocument, { maxItems: 1000 }),
-    dry_run: Type.Optional(Type.Boolean({ description: 'Plan only: nothing is written' })),
-    force: Type.Optional(
-      Type.Boolean({ description: 'Apply even to agents changed since the version the lock records' }),
-    ),
-    lock: Type.Optional(Type.Union([ApplyLock, Type.Null()])),
-  },
-  { additionalProperties: false },
-);
-
-export const ExportResult = Type.Object(
-  {
-    documents: Type.Array(AgentDocument),
-    lock: ApplyLock,
-  },
-  { additionalProperties: false },
-);
-
-export const ApplyResult = Type.Object(
-  {
-    dry_run: Type.Boolean(),
-    plan: Type.Array(
-      Type.Object(
-        {
-          kind: Type.Literal('agent'),
-          name: Type.String(),
-          action: Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('unchanged')]),
-          changes: Type.Array(Type.String(), { description: 'JSON pointers of the fields an update changes' }),
-          version: Type.Union([Type.Integer(), Type.Null()]),
-          id: Type.Union([Uuid, Type.Null()]),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    lock: ApplyLock,
-  },
-  { additionalProperties: false },
 );

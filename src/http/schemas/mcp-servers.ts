@@ -9,7 +9,7 @@ const Url = Type.String({
   description:
     'Streamable-HTTP (or legacy SSE) MCP endpoint: public HTTPS, no credentials, no fragment, no private destination',
 });
-const Headers = Type.Record(
+export const Headers = Type.Record(
   Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" }),
   Type.String({ maxLength: 8192, pattern: '^[^\\r\\n\\u0000]*$' }),
   {
@@ -28,7 +28,7 @@ const EndUser = Type.String({
   pattern: '^[^\\u0000-\\u001f]+$',
   description: "An end user's id (a Response's safety_identifier or user)",
 });
-const OAuthSettings = Type.Object(
+export const OAuthSettings = Type.Object(
   {
     client_id: Type.Optional(Token('A client id registered beforehand at the authorization server')),
     client_secret: Type.Optional(Token('Its secret, for a confidential client. Stored encrypted; never returned')),

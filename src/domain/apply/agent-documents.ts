@@ -1,0 +1,150 @@
+/**
+ * Agent documents (agents as code): each names its agent by name and is planned against the organization's agent
+ * of that name (create, update or unchanged, with the changed fields), then written as a new version made with
+ * If-Match on the version planned. domain/apply/apply-service.ts plans them with the other kinds and checks the
+ * lock; docs/agents-as-code.md describes the format.
+ */
+import { validationError } from '../../errors/app-error.ts';
+import { jsonEqual } from '../../lib/hash.ts';
+import { jsonDiff } from '../../lib/json-diff.ts';
+import type { McpServer } from '../../tools/tool-config.ts';
+import { configOf } from '../agents/agent-repo.ts';
+import type { AgentService, WriteOptions } from '../agents/agent-service.ts';
+import type { Agent, AgentCreateInput } from '../agents/agent-types.ts';
+import type { AuditContext } from '../audit/audit-log.ts';
+import { responseFormatEcho } from '../output-format.ts';
+import { inDocument, type PlannedChange } from './apply-types.ts';
+
+/** An agent document: the create body of POST /v1/agents (its name is its key). */
+export type AgentDocument = AgentCreateInput & { kind: 'agent' };
+
+/** A document as an export writes it: its MCP servers as the agent stores them. */
+export type ExportedDocument = AgentDocument & { mcpServers: McpServer[] };
+
+/**
+ * The document that describes `agent` whole: applied to the organization it came from, it changes nothing. Fields
+ * at their null value are left out (a document's absent field takes the create default, which is that value).
+ */
+export function documentOf(agent: Agent): ExportedDocument {
+  const { description, networkPolicy, outputFormat, compactThreshold, ...rest } = configOf(agent);
+  return {
+    kind: 'agent',
+    ...rest,
+    ...(description === null ? {} : { description }),
+    ...(networkPolicy === null ? {} : { networkPolicy }),
+    outputFormat: outputFormat === null ? null : responseFormatEcho(outputFormat),
+    ...(compactThreshold === null ? {} : { compactThreshold }),
+    // A budget is written when there is one; a document without one leaves the agent's as it is.
+    ...(agent.budget === null ? {} : { budget: agent.budget }),
+  };
+}
+
+/** An agent document planned: the change, and the version an update expects (null for a create). */
+export interface PlannedAgent {
+  planned: PlannedChange;
+  document: AgentDocument;
+  index: number;
+  expected: number | null;
+}
+
+export function createAgentApplier(deps: { agents: AgentService }) {
+  const { agents } = deps;
+
+  return {
+    /** The organization's agents as documents, oldest first, with the version each is at. */
+    async exportAgents(orgId: string): Promise<{ document: ExportedDocument; version: number }[]> {
+      return (await agents.list(orgId)).map((agent) => ({ document: documentOf(agent), version: agent.version }));
+    },
+
+    /** Plans the agent documents (`index`: each one's position among all the documents, to name its fields). */
+    async plan(orgId: string, documents: { index: number; document: AgentDocument }[]): Promise<PlannedAgent[]> {
+      const out: PlannedAgent[] = [];
+      for (const { index, document } of documents) {
+        const { kind: _kind, ...input } = document;
+        const desired = await inDocument(index, () => agents.configFor(input));
+        const ids = await agents.idsNamed(orgId, document.name);
+        if (ids.length > 1) {
+          throw validationError(
+            `documents[${index}].name`,
+            `several agents are named ${JSON.stringify(document.name)}: rename all but one to apply by name`,
+          );
+        }
+        const id = ids[0];
+        if (id === undefined) {
+          const planned: PlannedChange = {
+            kind: 'agent',
+            name: document.name,
+            action: 'create',
+            changes: [],
+            version: null,
+            id: null,
+          };
+          out.push({ planned, document, index, expected: null });
+          continue;
+        }
+        const current = await agents.get(orgId, id);
+        const changes = jsonDiff(configOf(current), desired).map((change) => change.path);
+        // A document without a budget leaves the agent's alone: budgets are operated, not part of the definition.
+        if (document.budget !== undefined && !jsonEqual(agents.budgetFor(document.budget), current.budget)) {
+          changes.push('/budget');
+        }
+        out.push({
+          planned: {
+            kind: 'agent',
+            name: document.name,
+            action: changes.length === 0 ? 'unchanged' : 'update',
+            changes,
+            version: current.version,
+            id,
+          },
+          document,
+          index,
+          expected: current.version,
+        });
+      }
+      return out;
+    },
+
+    /** Writes one planned agent, leaving its id and version on the plan's line. */
+    async write(
+      orgId: string,
+      entry: PlannedAgent,
+      options: { actor: string | null; audit?: AuditContext },
+    ): Promise<void> {
+      const { planned: p, document } = entry;
+      const { kind: _kind, ...input } = document;
+      if (p.action === 'create') {
+        const created = await inDocument(entry.index, () =>
+          agents.create(orgId, input, undefined, options.actor, options.audit, 'agent.applied'),
+        );
+        p.id = created.body.agent.id;
+        p.version = created.body.agent.version;
+      } else if (p.action === 'update' && p.id !== null && entry.expected !== null) {
+        const write: WriteOptions = {
+          actor: options.actor,
+          ...(options.audit === undefined ? {} : { audit: options.audit }),
+          auditAction: 'agent.applied',
+          expectedVersion: entry.expected,
+        };
+        const full = agents.configFor(input);
+        const budget = input.budget === undefined ? {} : { budget: input.budget };
+        // A change of the budget alone is no new version (Agent.budget).
+        const onlyBudget = p.changes.every((path) => path === '/budget');
+        const id = p.id;
+        const updated = await inDocument(entry.index, () =>
+          agents.update(
+            orgId,
+            id,
+            onlyBudget
+              ? budget
+              : { ...full, mcpServers: input.mcpServers ?? [], outputFormat: input.outputFormat ?? null, ...budget },
+            write,
+          ),
+        );
+        p.version = updated.agent.version;
+      }
+    },
+  };
+}
+
+export type AgentApplier = ReturnType<typeof createAgentApplier>;

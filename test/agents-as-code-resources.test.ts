@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import type { Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
@@ -46,13 +47,24 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
       expect([200, 201], response.text).toContain(response.status);
       return json(response);
     };
-    await created('/v1/mcp_servers', { name: 'tools', url: server.url, headers: { Authorization: HEADER_SECRET } });
+    const tools = await created('/v1/mcp_servers', {
+      name: 'tools',
+      url: server.url,
+      headers: { Authorization: HEADER_SECRET },
+    });
     await created('/v1/mcp_servers', {
       name: 'sign in',
       url: 'https://mcp.example.com/mcp',
       oauth: { client_id: 'agentry-client', client_secret: CLIENT_SECRET, scope: 'read write' },
     });
-    const agent = (await created('/v1/agents', { name: 'reporter', instructions: 'Report.', maxSteps: 6 })).agent;
+    const agent = (
+      await created('/v1/agents', {
+        name: 'reporter',
+        instructions: 'Report.',
+        maxSteps: 6,
+        mcpServers: [{ kind: 'custom', serverId: tools.id }],
+      })
+    ).agent;
     await created('/v1/schedules', {
       name: 'nightly',
       agent_id: agent.id,
@@ -106,6 +118,10 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
         url: 'https://hooks.example.com/agentry',
         event_types: ['agent.session.failed', 'agent.session.idle'],
       },
+    ]);
+    // The agent names its connector by name, so that the document applies in another organization.
+    expect(byKind(exported.documents, 'agent').find((d) => d.name === 'reporter')?.mcpServers).toEqual([
+      { kind: 'custom', server: 'tools' },
     ]);
     expect(Object.keys(exported.lock).sort()).toEqual(['agents', 'mcp_servers', 'schedules', 'webhook_endpoints']);
     expect(exported.lock.schedules.nightly).toMatch(/^sha256:[0-9a-f]{32}$/);
@@ -165,6 +181,8 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
       scope: 'read write',
     });
     const reporter = present((await list(fresh, '/v1/agents')).find((agent) => agent.name === 'reporter'));
+    // The connector named by name is the fresh server's own, created by the same apply.
+    expect(reporter.mcpServers).toEqual([{ kind: 'custom', serverId: tools.id }]);
     const [schedule] = await list(fresh, '/v1/schedules');
     expect(schedule).toMatchObject({ name: 'nightly', agent_id: reporter.id, cron: '0 3 * * *', overlap: 'queue' });
     const endpoint = present((await list(fresh, '/v1/webhook_endpoints'))[0]);
@@ -261,6 +279,22 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
     });
     expect(bad.status, bad.text).toBe(400);
     expect(json(bad).error.param).toBe('documents[0].cron');
+    // So is an agent naming a connector the organization does not have, nor the apply creates.
+    const unknown = await apply(h, {
+      documents: [
+        {
+          kind: 'agent',
+          name: 'lost',
+          mcpServers: [
+            { kind: 'internal', name: 'skills' },
+            { kind: 'custom', server: 'nowhere' },
+          ],
+        },
+      ],
+    });
+    expect(unknown.status, unknown.text).toBe(400);
+    expect(json(unknown).error.param).toBe('documents[0].mcpServers[1].server');
+    expect((await list(h, '/v1/agents')).map((agent) => agent.name)).not.toContain('lost');
   });
 
   it('exports a file per resource from the command line and applies them with secrets from the environment', async () => {
@@ -287,7 +321,9 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
         const text = readFileSync(join(dir, file), 'utf8');
         for (const secret of ['header-s3cret-value', CLIENT_SECRET, 'whsec_']) expect(text).not.toContain(secret);
       }
-      // The connector that signs in is listed only once connected: nothing to reach while the test waits.
+      // The connector that signs in is listed only once connected: nothing to reach while the test waits. The other
+      // one is left out (a command's process lists its tools on create, tested over HTTP above), and so is the
+      // agent's entry naming it.
       for (const file of [
         'sign-in.mcp-server.yaml',
         'reporter.agent.yaml',
@@ -296,6 +332,10 @@ describe.each(dialects())('agents as code: connectors, schedules, webhook endpoi
       ]) {
         writeFileSync(join(target, file), readFileSync(join(dir, file)));
       }
+      const agentFile = join(target, 'reporter.agent.yaml');
+      const agentDocument = parseYaml(readFileSync(agentFile, 'utf8'));
+      expect(agentDocument.mcpServers).toEqual([{ kind: 'custom', server: 'tools' }]);
+      writeFileSync(agentFile, stringifyYaml({ ...agentDocument, mcpServers: [] }));
       const withoutSecret = runCli(['apply', '--org', org, '-f', target], env);
       expect(withoutSecret.status).toBe(1);
       expect(withoutSecret.stderr).toContain('sign-in.mcp-server.yaml: oauth.client_secret references');

@@ -6612,6 +6612,12 @@ export interface paths {
                                  */
                                 serverId: string;
                             } | {
+                                /** @enum {string} */
+                                kind: "custom";
+                                name?: string;
+                                /** @description The name of an MCP connector of the organization, or of one the same apply creates */
+                                server: string;
+                            } | {
                                 name: string;
                                 /** @enum {string} */
                                 type: "url";
@@ -8356,6 +8362,12 @@ export interface paths {
                                      * @description A UUID
                                      */
                                     serverId: string;
+                                } | {
+                                    /** @enum {string} */
+                                    kind: "custom";
+                                    name?: string;
+                                    /** @description The name of an MCP connector of the organization, or of one the same apply creates */
+                                    server: string;
                                 } | {
                                     name: string;
                                     /** @enum {string} */

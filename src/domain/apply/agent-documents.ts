@@ -15,21 +15,86 @@ import type { AuditContext } from '../audit/audit-log.ts';
 import { responseFormatEcho } from '../output-format.ts';
 import { inDocument, type PlannedChange } from './apply-types.ts';
 
-/** An agent document: the create body of POST /v1/agents (its name is its key). */
-export type AgentDocument = AgentCreateInput & { kind: 'agent' };
+/** In a document, an MCP server entry of the agent, or a connector of the organization named by its name. */
+export type DocumentMcpServer = McpServer | { kind: 'custom'; server: string; name?: string };
 
-/** A document as an export writes it: its MCP servers as the agent stores them. */
-export type ExportedDocument = AgentDocument & { mcpServers: McpServer[] };
+/** An agent document: the create body of POST /v1/agents (its name is its key), connectors also by name. */
+export type AgentDocument = Omit<AgentCreateInput, 'mcpServers'> & {
+  kind: 'agent';
+  mcpServers?: DocumentMcpServer[];
+};
+
+/** A document as an export writes it: every MCP server entry written. */
+export type ExportedDocument = AgentDocument & { mcpServers: DocumentMcpServer[] };
+
+/**
+ * Connector ids by name, as a document's `server` names them: null for a connector the apply creates, AMBIGUOUS
+ * for a name several connectors of the organization have.
+ */
+export type ConnectorIds = ReadonlyMap<string, string | null>;
+
+/** Stands for the id of a connector name that several connectors have: a document cannot name it. */
+export const AMBIGUOUS = 'ambiguous';
+
+/** An id no connector has: an entry naming a connector the apply creates is planned with it (it changes). */
+const CONNECTOR_TO_CREATE = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The agent's MCP server entries as stored: each connector named by `server` replaced by its id (the one planned for
+ * a connector the apply creates, until it is). An unknown name is a 400 naming the entry.
+ */
+function storedServers(
+  entries: DocumentMcpServer[] | undefined,
+  connectors: ConnectorIds,
+  index: number,
+): McpServer[] | undefined {
+  return entries?.map((entry, position) => {
+    if (!('server' in entry)) return entry;
+    const id = connectors.get(entry.server);
+    const param = `documents[${index}].mcpServers[${position}].server`;
+    if (id === undefined) {
+      throw validationError(
+        param,
+        `${param} names no MCP connector of this organization: ${JSON.stringify(entry.server)}`,
+      );
+    }
+    if (id === AMBIGUOUS) {
+      throw validationError(
+        param,
+        `${param}: several MCP connectors are named ${JSON.stringify(entry.server)}; name one by its serverId`,
+      );
+    }
+    return {
+      kind: 'custom',
+      serverId: id ?? CONNECTOR_TO_CREATE,
+      ...(entry.name === undefined ? {} : { name: entry.name }),
+    };
+  });
+}
+
+/** The document's create input, its connectors by id. */
+function inputOf(document: AgentDocument, connectors: ConnectorIds, index: number): AgentCreateInput {
+  const { kind: _kind, mcpServers, ...rest } = document;
+  const servers = storedServers(mcpServers, connectors, index);
+  return { ...rest, ...(servers === undefined ? {} : { mcpServers: servers }) };
+}
 
 /**
  * The document that describes `agent` whole: applied to the organization it came from, it changes nothing. Fields
  * at their null value are left out (a document's absent field takes the create default, which is that value).
+ * Connectors are named by their name where the organization has one connector of that name (`connectorNames`: by
+ * id), so the document applies to another organization that has (or is given) such a connector; by id otherwise.
  */
-export function documentOf(agent: Agent): ExportedDocument {
-  const { description, networkPolicy, outputFormat, compactThreshold, ...rest } = configOf(agent);
+export function documentOf(agent: Agent, connectorNames: ReadonlyMap<string, string> = new Map()): ExportedDocument {
+  const { description, networkPolicy, outputFormat, compactThreshold, mcpServers, ...rest } = configOf(agent);
   return {
     kind: 'agent',
     ...rest,
+    mcpServers: mcpServers.map((entry): DocumentMcpServer => {
+      const name = 'serverId' in entry ? connectorNames.get(entry.serverId) : undefined;
+      if (!('serverId' in entry) || name === undefined) return entry;
+      return { kind: 'custom', server: name, ...(entry.name === undefined ? {} : { name: entry.name }) };
+    }),
     ...(description === null ? {} : { description }),
     ...(networkPolicy === null ? {} : { networkPolicy }),
     outputFormat: outputFormat === null ? null : responseFormatEcho(outputFormat),
@@ -51,16 +116,32 @@ export function createAgentApplier(deps: { agents: AgentService }) {
   const { agents } = deps;
 
   return {
-    /** The organization's agents as documents, oldest first, with the version each is at. */
-    async exportAgents(orgId: string): Promise<{ document: ExportedDocument; version: number }[]> {
-      return (await agents.list(orgId)).map((agent) => ({ document: documentOf(agent), version: agent.version }));
+    /**
+     * The organization's agents as documents, oldest first, with the version each is at (`connectorNames`: the
+     * names of connectors named once, by id).
+     */
+    async exportAgents(
+      orgId: string,
+      connectorNames: ReadonlyMap<string, string>,
+    ): Promise<{ document: ExportedDocument; version: number }[]> {
+      return (await agents.list(orgId)).map((agent) => ({
+        document: documentOf(agent, connectorNames),
+        version: agent.version,
+      }));
     },
 
-    /** Plans the agent documents (`index`: each one's position among all the documents, to name its fields). */
-    async plan(orgId: string, documents: { index: number; document: AgentDocument }[]): Promise<PlannedAgent[]> {
+    /**
+     * Plans the agent documents (`index`: each one's position among all the documents, to name its fields;
+     * `connectors`: the ids of the connectors documents may name).
+     */
+    async plan(
+      orgId: string,
+      documents: { index: number; document: AgentDocument }[],
+      connectors: ConnectorIds,
+    ): Promise<PlannedAgent[]> {
       const out: PlannedAgent[] = [];
       for (const { index, document } of documents) {
-        const { kind: _kind, ...input } = document;
+        const input = inputOf(document, connectors, index);
         const desired = await inDocument(index, () => agents.configFor(input));
         const ids = await agents.idsNamed(orgId, document.name);
         if (ids.length > 1) {
@@ -109,10 +190,10 @@ export function createAgentApplier(deps: { agents: AgentService }) {
     async write(
       orgId: string,
       entry: PlannedAgent,
-      options: { actor: string | null; audit?: AuditContext },
+      options: { actor: string | null; audit?: AuditContext; connectors: ConnectorIds },
     ): Promise<void> {
       const { planned: p, document } = entry;
-      const { kind: _kind, ...input } = document;
+      const input = inputOf(document, options.connectors, entry.index);
       if (p.action === 'create') {
         const created = await inDocument(entry.index, () =>
           agents.create(orgId, input, undefined, options.actor, options.audit, 'agent.applied'),

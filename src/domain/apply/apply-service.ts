@@ -13,7 +13,13 @@ import { SYSTEM_AUDIT } from '../audit/audit-log.ts';
 import type { McpServerService } from '../mcp-servers/mcp-server-service.ts';
 import type { ScheduleService } from '../schedules/schedule-service.ts';
 import type { EndpointService } from '../webhooks/endpoint-service.ts';
-import type { AgentApplier, AgentDocument, ExportedDocument } from './agent-documents.ts';
+import {
+  type AgentApplier,
+  type AgentDocument,
+  AMBIGUOUS,
+  type ConnectorIds,
+  type ExportedDocument,
+} from './agent-documents.ts';
 import {
   type ApplyLock,
   type ApplyOptions,
@@ -51,6 +57,13 @@ function put<S extends string, V>(sections: Partial<Record<S, Record<string, V>>
   const inner = sections[section] ?? {};
   inner[name] = value;
   sections[section] = inner;
+}
+
+/** Connector ids by name (AMBIGUOUS for a name several have). */
+function connectorIds(existing: { id: string; name: string }[]): Map<string, string | null> {
+  const out = new Map<string, string | null>();
+  for (const { id, name } of existing) out.set(name, out.has(name) ? AMBIGUOUS : id);
+  return out;
 }
 
 const entriesOf = <K extends Document['kind']>(documents: Document[], kind: K) =>
@@ -142,10 +155,14 @@ export function createApplyService(deps: {
      * `endpoints` is false: a key that may not read them), and the lock of their state now.
      */
     async exportDocuments(orgId: string, options: { endpoints: boolean }): Promise<ExportedDocuments> {
-      const exported = await agentApplier.exportAgents(orgId);
       const [servers, ...others] = await Promise.all(
         kinds.map((kind) => (kind === endpoints && !options.endpoints ? [] : kind.existing(orgId))),
       );
+      const named = connectorIds(servers ?? []);
+      const connectorNames = new Map(
+        [...named].flatMap(([name, id]) => (id === null || id === AMBIGUOUS ? [] : [[id, name] as const])),
+      );
+      const exported = await agentApplier.exportAgents(orgId, connectorNames);
       const lock: ApplyLock = {
         agents: Object.fromEntries(exported.map(({ document, version }) => [document.name, version])),
       };
@@ -170,7 +187,14 @@ export function createApplyService(deps: {
      */
     async apply(orgId: string, documents: Document[], options: ApplyOptions): Promise<ApplyResult> {
       checkNamesOnce(documents);
-      const plannedAgents = await agentApplier.plan(orgId, entriesOf(documents, 'agent'));
+      const connectorDocuments = entriesOf(documents, 'mcp_server');
+      const existingConnectors = await connectors.existing(orgId);
+      // Connectors documents may name: the organization's, and those this apply creates (their ids come later).
+      const plannedConnectorIds = connectorIds(existingConnectors);
+      for (const { document } of connectorDocuments) {
+        if (!plannedConnectorIds.has(document.name)) plannedConnectorIds.set(document.name, null);
+      }
+      const plannedAgents = await agentApplier.plan(orgId, entriesOf(documents, 'agent'), plannedConnectorIds);
       const orgAgents = await agents.list(orgId);
       const creating = new Set(plannedAgents.filter((a) => a.planned.action === 'create').map((a) => a.planned.name));
       const agentsNamed = (name: string) => orgAgents.filter((agent) => agent.name === name);
@@ -189,7 +213,7 @@ export function createApplyService(deps: {
         },
       };
       const planned = [
-        ...(await planKind(connectors, entriesOf(documents, 'mcp_server'), context)),
+        ...(await planKind(connectors, connectorDocuments, context)),
         ...(await planKind(schedules, entriesOf(documents, 'schedule'), context)),
         ...(await planKind(endpoints, entriesOf(documents, 'webhook_endpoint'), context)),
       ];
@@ -252,9 +276,17 @@ export function createApplyService(deps: {
           if (written.signing_secret !== undefined) entry.planned.signing_secret = written.signing_secret;
         }
       };
-      await writeAll(planned.filter(({ planned: p }) => p.kind === 'mcp_server'));
+      const plannedConnectors = planned.filter(({ planned: p }) => p.kind === 'mcp_server');
+      await writeAll(plannedConnectors);
+      const writtenConnectorIds = new Map(plannedConnectorIds);
+      for (const { planned: p } of plannedConnectors) if (p.id !== null) writtenConnectorIds.set(p.name, p.id);
+      const connectorsNow: ConnectorIds = writtenConnectorIds;
       for (const entry of plannedAgents) {
-        await agentApplier.write(orgId, entry, { actor: options.actor, ...(audit === undefined ? {} : { audit }) });
+        await agentApplier.write(orgId, entry, {
+          actor: options.actor,
+          ...(audit === undefined ? {} : { audit }),
+          connectors: connectorsNow,
+        });
       }
       await writeAll(planned.filter(({ planned: p }) => p.kind !== 'mcp_server'));
       return {

@@ -304,7 +304,28 @@ export const AgentVersionListQuery = Type.Object({
   ),
 });
 
+/** In a document, a connector of the organization named by its name: the same document applies in any organization. */
+const McpConnectorByName = Type.Object(
+  {
+    kind: Type.Literal('custom'),
+    server: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      pattern: NON_BLANK,
+      description: 'The name of an MCP connector of the organization, or of one the same apply creates',
+    }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  { additionalProperties: false, title: 'Custom server of the organization, by name' },
+);
+
 export const AgentDocument = Type.Object(
-  { kind: Type.Literal('agent'), ...AgentCreateBody.properties },
+  {
+    kind: Type.Literal('agent'),
+    ...AgentCreateBody.properties,
+    mcpServers: Type.Optional(
+      Type.Array(Type.Union([McpInternal, McpToolkit, McpCustom, McpConnectorByName, McpUrl]), { maxItems: 64 }),
+    ),
+  },
   { additionalProperties: false, title: 'Agent document', description: 'An agent, keyed by its name' },
 );

@@ -192,7 +192,13 @@ export function createAgentTools(deps: AgentToolDeps) {
     try {
       const message = await turns.follow(orgId, target, {
         signal,
-        ...(token === undefined ? {} : { onToolEvent: (event: TurnToolEvent) => notify(describeEvent(event)) }),
+        onToolEvent: (event: TurnToolEvent) => {
+          const text = describeEvent(event);
+          notify(text);
+          ctx.mcpReq
+            .log(event.type === 'tool_result' && event.isError ? 'warning' : 'info', text, 'agentry')
+            .catch(() => {});
+        },
       });
       if (signal.aborted && message.status !== 'completed') {
         await turns.cancel(orgId, messageId);
@@ -334,7 +340,8 @@ export function createAgentTools(deps: AgentToolDeps) {
       const server = new McpServer(
         { name, version: deps.version },
         {
-          capabilities: { tools: {} },
+          // logging: the turn's tool events also go out as log messages, at the level the client set.
+          capabilities: { tools: {}, logging: {} },
           instructions:
             scope.agent === null
               ? 'Agentry: list your agents with list_agents, talk to one with message_agent.'

@@ -10,7 +10,7 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ASK_USER_QUESTION_SERVER, flows, type Json } from './helpers/fixtures.ts';
+import { ASK_USER_QUESTION_SERVER, flows, type Json, WEATHER_TOOL } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
@@ -68,7 +68,10 @@ async function connect(
   if (elicit !== undefined) {
     client.setRequestHandler('elicitation/create', async (request) => {
       const answer = elicit(String(request.params.message));
-      return answer === null ? { action: 'decline' } : { action: 'accept', content: { answer } };
+      // The form's one field: `answer` for a question, `output` for a client tool.
+      const params = request.params as { requestedSchema?: { properties?: Record<string, unknown> } };
+      const field = Object.keys(params.requestedSchema?.properties ?? {})[0] ?? 'answer';
+      return answer === null ? { action: 'decline' } : { action: 'accept', content: { [field]: answer } };
     });
   }
   await client.connect(new TransportV2(new URL(url), { fetch: withKey(key) }));
@@ -307,6 +310,50 @@ describe.each(dialects())('Agentry as an MCP server (%s)', (dialect) => {
       } finally {
         await client.close();
       }
+    }
+  });
+
+  it('asks for the output of a client tool through elicitation on both protocol generations, or leaves it pending', async () => {
+    const weatherId = await flow.createAgent({ name: 'weather', clientTools: [WEATHER_TOOL] });
+    for (const kind of ['v2 (2026-07-28)', 'v2 (2025 initialize)'] as const) {
+      const asked: string[] = [];
+      const client = await connect(kind, agentUrl(weatherId), h.key, {
+        elicit: (message) => {
+          asked.push(message);
+          return `sunny (${kind})`;
+        },
+      });
+      try {
+        const reply = await client.callTool('message', { message: 'call get_weather {"city":"Paris"}' });
+        // The form shows the tool and its arguments; the output given goes to the turn, which goes on with it.
+        expect(asked).toEqual([
+          'The agent calls the tool get_weather with the arguments {"city":"Paris"}: what is its output?',
+        ]);
+        expect(reply.isError ?? false, textOf(reply)).toBe(false);
+        expect(reply.structuredContent).toMatchObject({ status: 'completed', text: `get_weather: sunny (${kind})` });
+      } finally {
+        await client.close();
+      }
+    }
+    // Declined: the turn is cancelled.
+    const declining = await connect('v2 (2026-07-28)', agentUrl(weatherId), h.key, { elicit: () => null });
+    try {
+      const reply = await declining.callTool('message', { message: 'call get_weather {"city":"Oslo"}' });
+      expect(reply.isError).toBe(true);
+      expect(textOf(reply)).toMatch(/cancelled/);
+    } finally {
+      await declining.close();
+    }
+    // A client that cannot elicit gets the call pending, and how to give its output.
+    const plain = await connect('v1', agentUrl(weatherId), h.key);
+    try {
+      const reply = await plain.callTool('message', { message: 'call get_weather {"city":"Rome"}' });
+      expect(reply.structuredContent).toMatchObject({ status: 'requires_action' });
+      expect(reply.structuredContent.pending).toEqual([
+        expect.objectContaining({ type: 'function_call', name: 'get_weather', arguments: '{"city":"Rome"}' }),
+      ]);
+    } finally {
+      await plain.close();
     }
   });
 

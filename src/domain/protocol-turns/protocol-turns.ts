@@ -5,7 +5,8 @@
  * is recorded as a Run with the caller's source.
  *
  * `follow` waits for the turn to settle (end, or wait for the caller) on the session's live events, reporting the
- * turn's tool events on the way; a caller that goes away cancels the turn through `cancel`.
+ * turn's tool events on the way; a caller that goes away cancels the turn through `cancel`. What a waiting turn
+ * asks for comes back through `answer` (questions, approvals) and `clientOutputs` (client tools).
  */
 import type { StreamHub } from '../../bus/live-hub.ts';
 import { validationError } from '../../errors/app-error.ts';
@@ -21,7 +22,7 @@ import { isSettled, waitForMessage } from '../turns/message-wait.ts';
 export interface ProtocolTurnDeps {
   agents: Pick<AgentService, 'get'>;
   sessions: Pick<SessionService, 'create' | 'get'>;
-  messages: Pick<MessageService, 'submit' | 'get' | 'cancelMessage' | 'answer'>;
+  messages: Pick<MessageService, 'submit' | 'get' | 'cancelMessage' | 'answer' | 'recordClientOutputs'>;
   live: StreamHub;
   /** Re-read a followed message this often (cluster mode, where a live event can be lost), or never (null). */
   recheckMs: number | null;
@@ -117,6 +118,11 @@ export function createProtocolTurns(deps: ProtocolTurnDeps) {
     /** Answers a question the turn asked (see MessageService.answer). */
     async answer(orgId: string, target: { sessionId: string; messageId: string }, actionId: number, answer: unknown) {
       return deps.messages.answer(orgId, target.sessionId, target.messageId, actionId, answer);
+    },
+
+    /** Records the outputs of client tool calls the turn waits for; it goes on once none is left waiting. */
+    async clientOutputs(orgId: string, sessionId: string, outputs: { callId: string; output: string }[]) {
+      await deps.messages.recordClientOutputs(orgId, sessionId, outputs, 'continue');
     },
   };
 }

@@ -6,8 +6,9 @@
  *
  * While the turn runs, a caller that sent a progressToken gets the turn's tool events (and a beat every few seconds)
  * as progress notifications, which also keep its request alive. A cancelled call cancels the turn. A question the
- * agent asks becomes an elicitation (an `input_required` result, which the SDK turns into an elicitation request on
- * 2025-era sessions) when the client can elicit; otherwise the result says what is pending and how to answer it.
+ * agent asks, or a client tool it calls, becomes an elicitation (an `input_required` result, which the SDK turns into
+ * elicitation requests on 2025-era sessions) when the client can elicit; otherwise the result says what is pending
+ * and how to answer it.
  */
 import {
   type CallToolResult,
@@ -24,7 +25,7 @@ import type { ProtocolTurns, TurnToolEvent } from '../../domain/protocol-turns/p
 import type { Message, RequiredAction } from '../../domain/turns/message-types.ts';
 import { AppError } from '../../errors/app-error.ts';
 import { errorCatalog } from '../../errors/catalog.ts';
-import { isArrayOf, isJsonObject } from '../../lib/guards.ts';
+import { isArrayOf, isJsonObject, isString } from '../../lib/guards.ts';
 
 export interface AgentToolDeps {
   turns: ProtocolTurns;
@@ -65,14 +66,19 @@ const OUTPUT_SCHEMA = {
 };
 
 /** The state an `input_required` result hands the client, echoed back with its answers. */
-interface QuestionState {
+interface ElicitState {
   sessionId: string;
   messageId: string;
+  /** The questions asked (their actionIds). */
   actionIds: number[];
+  /** The client tool calls whose output is asked for (their callIds). */
+  callIds: string[];
 }
 
-function parseState(raw: unknown): QuestionState | null {
-  if (typeof raw !== 'string' || raw.length > 1000) return null;
+const MAX_STATE_CHARS = 20_000;
+
+function parseState(raw: unknown): ElicitState | null {
+  if (typeof raw !== 'string' || raw.length > MAX_STATE_CHARS) return null;
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -80,13 +86,15 @@ function parseState(raw: unknown): QuestionState | null {
     return null;
   }
   if (!isJsonObject(value)) return null;
-  const { sessionId, messageId, actionIds } = value;
+  const { sessionId, messageId, actionIds, callIds } = value;
   if (typeof sessionId !== 'string' || typeof messageId !== 'string') return null;
   if (!isArrayOf(actionIds, (id): id is number => Number.isInteger(id))) return null;
-  return { sessionId, messageId, actionIds };
+  if (!isArrayOf(callIds, isString)) return null;
+  return { sessionId, messageId, actionIds, callIds };
 }
 
 const questionKey = (actionId: number) => `question_${actionId}`;
+const clientToolKey = (index: number) => `client_tool_${index}`;
 
 function replyText(message: Message): string {
   return (message.response?.parts ?? []).map((part) => part.text).join('');
@@ -143,31 +151,63 @@ function resultOf(sessionId: string, message: Message): CallToolResult {
 
 const errorResult = (text: string): CallToolResult => ({ content: [{ type: 'text', text }], isError: true });
 
-/** The elicitation of every question the turn waits for, or null when it waits for something else too. */
-function questionsOf(sessionId: string, message: Message): ToolResult | null {
-  const questions = message.requiredActions.flatMap((action) => (action.type === 'ask_user_question' ? [action] : []));
-  if (questions.length === 0 || questions.length !== message.requiredActions.length) return null;
+/**
+ * The elicitations of everything the turn waits for: a question (one `answer` field, a choice when it offers
+ * options) and a client tool call (its arguments shown, one `output` field). Null when it also waits for a tool
+ * approval, which is decided through the HTTP API.
+ */
+function elicitationsOf(sessionId: string, message: Message): ToolResult | null {
+  const actions = message.requiredActions;
+  if (actions.length === 0 || actions.some((action) => action.type === 'tool_approval')) return null;
   const inputRequests: InputRequests = {};
-  for (const question of questions) {
-    const options = (question.options ?? []).filter((option): option is string => typeof option === 'string');
-    inputRequests[questionKey(question.actionId)] = inputRequired.elicit({
-      message: question.question,
-      requestedSchema: {
-        type: 'object',
-        properties: {
-          answer: {
-            type: 'string',
-            title: 'Answer',
-            description: question.question,
-            ...(options.length === 0 ? {} : { enum: options }),
+  const state: ElicitState = { sessionId, messageId: message.id, actionIds: [], callIds: [] };
+  for (const action of actions) {
+    if (action.type === 'ask_user_question') {
+      const options = (action.options ?? []).filter((option): option is string => typeof option === 'string');
+      inputRequests[questionKey(action.actionId)] = inputRequired.elicit({
+        message: action.question,
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            answer: {
+              type: 'string',
+              title: 'Answer',
+              description: action.question,
+              ...(options.length === 0 ? {} : { enum: options }),
+            },
           },
+          required: ['answer'],
         },
-        required: ['answer'],
-      },
-    });
+      });
+      state.actionIds.push(action.actionId);
+    } else if (action.type === 'function_call') {
+      inputRequests[clientToolKey(state.callIds.length)] = inputRequired.elicit({
+        message: `The agent calls the tool ${action.name} with the arguments ${action.arguments}: what is its output?`,
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            output: {
+              type: 'string',
+              title: `Output of ${action.name}`,
+              description: `What ${action.name}(${action.arguments}) returns`,
+            },
+          },
+          required: ['output'],
+        },
+      });
+      state.callIds.push(action.callId);
+    }
   }
-  const state: QuestionState = { sessionId, messageId: message.id, actionIds: questions.map((q) => q.actionId) };
-  return inputRequired({ inputRequests, requestState: JSON.stringify(state) });
+  const requestState = JSON.stringify(state);
+  if (requestState.length > MAX_STATE_CHARS) return null;
+  return inputRequired({ inputRequests, requestState });
+}
+
+/** The accepted value of one field of an elicitation the client answered, or undefined. */
+function acceptedField(ctx: ServerContext, key: string, field: string): string | undefined {
+  const view = inputResponse(ctx.mcpReq.inputResponses, key);
+  const value = view.kind === 'elicit' && view.action === 'accept' ? view.content?.[field] : undefined;
+  return typeof value === 'string' ? value : undefined;
 }
 
 export function createAgentTools(deps: AgentToolDeps) {
@@ -192,14 +232,20 @@ export function createAgentTools(deps: AgentToolDeps) {
     try {
       const message = await turns.follow(orgId, target, {
         signal,
-        ...(token === undefined ? {} : { onToolEvent: (event: TurnToolEvent) => notify(describeEvent(event)) }),
+        onToolEvent: (event: TurnToolEvent) => {
+          const text = describeEvent(event);
+          notify(text);
+          ctx.mcpReq
+            .log(event.type === 'tool_result' && event.isError ? 'warning' : 'info', text, 'agentry')
+            .catch(() => {});
+        },
       });
       if (signal.aborted && message.status !== 'completed') {
         await turns.cancel(orgId, messageId);
         return errorResult('The call was cancelled; so is the turn.');
       }
       if (message.status === 'requires_action' && server.server.getClientCapabilities()?.elicitation !== undefined) {
-        const asked = questionsOf(sessionId, message);
+        const asked = elicitationsOf(sessionId, message);
         if (asked !== null) return asked;
       }
       return resultOf(sessionId, message);
@@ -208,18 +254,27 @@ export function createAgentTools(deps: AgentToolDeps) {
     }
   }
 
-  /** A retried call carrying the answers to the questions of an earlier `input_required` result. */
-  async function resume(ctx: ServerContext, server: McpServer, orgId: string, state: QuestionState) {
-    // The state only names a turn of the caller's organization (answer() checks it); a key that can call these
-    // tools can answer any question of its organization through the HTTP API as well.
-    for (const actionId of state.actionIds) {
-      const view = inputResponse(ctx.mcpReq.inputResponses, questionKey(actionId));
-      const answer = view.kind === 'elicit' && view.action === 'accept' ? view.content?.answer : undefined;
-      if (typeof answer !== 'string') {
-        await turns.cancel(orgId, state.messageId);
-        return errorResult('The question was not answered; the turn is cancelled.');
-      }
-      await turns.answer(orgId, state, actionId, answer);
+  /** A retried call carrying the answers to what an earlier `input_required` result asked for. */
+  async function resume(ctx: ServerContext, server: McpServer, orgId: string, state: ElicitState) {
+    // The state only names a turn of the caller's organization (answer() and clientOutputs() check it); a key that
+    // can call these tools can answer any question of its organization through the HTTP API as well.
+    const answers = state.actionIds.map((actionId) => acceptedField(ctx, questionKey(actionId), 'answer'));
+    const outputs = state.callIds.map((callId, index) => ({
+      callId,
+      output: acceptedField(ctx, clientToolKey(index), 'output'),
+    }));
+    if (answers.some((answer) => answer === undefined) || outputs.some((each) => each.output === undefined)) {
+      await turns.cancel(orgId, state.messageId);
+      return errorResult('What the agent asked for was not given; the turn is cancelled.');
+    }
+    for (const [index, actionId] of state.actionIds.entries())
+      await turns.answer(orgId, state, actionId, answers[index]);
+    if (outputs.length > 0) {
+      await turns.clientOutputs(
+        orgId,
+        state.sessionId,
+        outputs.map(({ callId, output }) => ({ callId, output: output ?? '' })),
+      );
     }
     return follow(ctx, server, orgId, state.sessionId, state.messageId);
   }
@@ -334,7 +389,8 @@ export function createAgentTools(deps: AgentToolDeps) {
       const server = new McpServer(
         { name, version: deps.version },
         {
-          capabilities: { tools: {} },
+          // logging: the turn's tool events also go out as log messages, at the level the client set.
+          capabilities: { tools: {}, logging: {} },
           instructions:
             scope.agent === null
               ? 'Agentry: list your agents with list_agents, talk to one with message_agent.'

@@ -104,12 +104,19 @@ describe.each(dialects())('MCP conformance, Agentry as the client (%s)', (dialec
     const queue = [...scenarios];
     const worker = async () => {
       for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) {
-        const { checks, stdout } = await runScenario(scenario, env);
-        const failures = failed(checks);
-        results[scenario] =
-          failures.length === 0 && checks.length > 0
-            ? 'pass'
-            : `fail: ${failures.map((check) => `${check.id} ${JSON.stringify(check.details ?? check.description ?? '')}`).join(' | ')}\nclient: ${stdout}`;
+        // A scenario that fails is run once more: on this shared machine a pooled keep-alive connection to the
+        // suite's server can be closed under a tool call (docs/mcp-auth.md); a second failure is a failure.
+        let result = '';
+        for (let attempt = 0; attempt < 2 && result !== 'pass'; attempt++) {
+          if (attempt > 0 && ALLOWED_FAILURES[scenario] !== undefined) break;
+          const { checks, stdout } = await runScenario(scenario, env);
+          const failures = failed(checks);
+          result =
+            failures.length === 0 && checks.length > 0
+              ? 'pass'
+              : `fail: ${failures.map((check) => `${check.id} ${JSON.stringify(check.details ?? check.description ?? '')}`).join(' | ')}\nclient: ${stdout}`;
+        }
+        results[scenario] = result;
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));

@@ -79,7 +79,23 @@ async function runScenario(scenario: string, env: Record<string, string>) {
   }
 }
 
-const failed = (checks: Check[]) => checks.filter((check) => check.status === 'FAILURE');
+/**
+ * Warnings that do not fail a scenario, and why: the rest do (a warning is a SHOULD the client missed).
+ * `scenario/check id`.
+ */
+const ALLOWED_WARNINGS: Record<string, string> = {
+  'auth/basic-cimd/cimd-client-id-used':
+    "the suite expects its example client id; Agentry's is its own document, <AGENTRY_PUBLIC_URL>/v1/oauth/client-metadata.json",
+  'sse-retry/client-sse-retry-timing':
+    'reconnecting up to twice the retry delay late is a warning; a loaded test machine adds that much',
+};
+
+const failed = (scenario: string, checks: Check[]) =>
+  checks.filter(
+    (check) =>
+      check.status === 'FAILURE' ||
+      (check.status === 'WARNING' && ALLOWED_WARNINGS[`${scenario}/${check.id}`] === undefined),
+  );
 
 describe.each(dialects())('MCP conformance, Agentry as the client (%s)', (dialect) => {
   let h: Harness;
@@ -110,7 +126,7 @@ describe.each(dialects())('MCP conformance, Agentry as the client (%s)', (dialec
         for (let attempt = 0; attempt < 2 && result !== 'pass'; attempt++) {
           if (attempt > 0 && ALLOWED_FAILURES[scenario] !== undefined) break;
           const { checks, stdout } = await runScenario(scenario, env);
-          const failures = failed(checks);
+          const failures = failed(scenario, checks);
           result =
             failures.length === 0 && checks.length > 0
               ? 'pass'

@@ -2,7 +2,8 @@
  * A real OAuth 2.1 authorization server on loopback for MCP sign-in tests, built on the MCP SDK's server auth
  * module (`mcpAuthRouter` of `@modelcontextprotocol/sdk`: authorization, token with local PKCE S256 checking,
  * dynamic registration, revocation). This file adds what a test needs around it: an in-memory provider that
- * consents at once (the authorization endpoint redirects straight back with a code, `state` and `iss`), Client
+ * consents at once (the authorization endpoint redirects straight back with a code, `state` and `iss`), or after
+ * a sign-in form for browser tests (`signIn`), Client
  * ID Metadata Documents (a client id that is an https URL is read from that URL, through `resolveDocument`),
  * metadata that advertises them and the RFC 9207 `iss` parameter, counters of what was asked, and switches to
  * expire or revoke tokens. `protect` guards a test MCP server with the tokens it issues: 401 with the
@@ -22,6 +23,7 @@ interface MiniResponse {
 interface MiniApp {
   use(handler: unknown): void;
   get(path: string, handler: (req: unknown, res: MiniResponse) => void): void;
+  post(path: string, handler: (req: IncomingMessage, res: ServerResponse) => void): void;
   listen(port: number, host: string, callback: () => void): Server;
 }
 // express ships no types of its own; the SDK's router is what matters here.
@@ -49,6 +51,11 @@ export interface OAuthTestServerOptions {
   scopes?: string[];
   /** The issuer the authorization endpoint names in `iss` (default: its own; a mix-up test changes it). */
   issOverride?: string;
+  /**
+   * A person signs in before consenting: the authorization endpoint shows a page with a form (Username,
+   * Password, "Sign in and allow") that must be submitted with these credentials, instead of redirecting at once.
+   */
+  signIn?: { username: string; password: string };
 }
 
 export interface OAuthTestServer {
@@ -88,6 +95,8 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
   const ttl = options.accessTtlSeconds ?? 3600;
   let issuer = '';
   const state = { refreshDelayMs: 0 };
+  /** Authorizations waiting for the sign-in form: pending id → the redirect back to the client. */
+  const signIns = new Map<string, string>();
 
   const mint = (grant: Grant) => {
     const accessToken = token();
@@ -148,7 +157,22 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
       target.searchParams.set('code', code);
       if (params.state !== undefined) target.searchParams.set('state', params.state);
       target.searchParams.set('iss', options.issOverride ?? issuer);
-      res.redirect(302, target.href);
+      if (options.signIn === undefined) {
+        res.redirect(302, target.href);
+        return;
+      }
+      const pending = token();
+      signIns.set(pending, target.href);
+      res
+        .status(200)
+        .type('html')
+        .send(
+          `<!doctype html><html lang="en"><head><title>Sign in</title></head><body><main><h1>Sign in to the test authorization server</h1>` +
+            `<form method="post" action="/sign-in"><input type="hidden" name="pending" value="${pending}">` +
+            `<label>Username <input name="username" autocomplete="username"></label>` +
+            `<label>Password <input name="password" type="password" autocomplete="current-password"></label>` +
+            `<button type="submit">Sign in and allow</button></form></main></body></html>`,
+        );
     },
     async challengeForAuthorizationCode(_client, code) {
       const grant = codes.get(code);
@@ -203,6 +227,32 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
       scopes_supported: options.scopes ?? ['read', 'write'],
       authorization_response_iss_parameter_supported: true,
       client_id_metadata_document_supported: options.metadataDocuments ?? true,
+    });
+  });
+  // The sign-in form's submission: the right credentials send the browser back to the client with its code.
+  app.post('/sign-in', (req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      const form = new URLSearchParams(body);
+      const target = signIns.get(form.get('pending') ?? '');
+      const expected = options.signIn;
+      if (
+        target === undefined ||
+        expected === undefined ||
+        form.get('username') !== expected.username ||
+        form.get('password') !== expected.password
+      ) {
+        res.writeHead(401, { 'content-type': 'text/plain' });
+        res.end('wrong username or password');
+        return;
+      }
+      signIns.delete(form.get('pending') ?? '');
+      res.writeHead(302, { location: target });
+      res.end();
     });
   });
   const server = await new Promise<Server>((resolve) => {

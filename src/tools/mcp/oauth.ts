@@ -182,16 +182,40 @@ export async function beginAuthorization(
   pending: PendingAuthorization;
   registered: OAuthClientInformationMixed | null;
 }> {
-  const { auth } = await sdk();
-  const provider = new StepProvider(settings, { state: input.state, client: input.client });
-  let result: string;
-  try {
-    result = await auth(provider, {
+  const { auth, IssuerMismatchError } = await sdk();
+  // Without a challenge seen yet, ask the server for one: its `resource_metadata` and `scope` come first.
+  const challenge = input.resourceMetadataUrl === undefined ? await probeChallenge(settings, input.serverUrl) : {};
+  const resourceMetadataUrl = input.resourceMetadataUrl ?? challenge.resourceMetadata;
+  const scope = input.scope ?? challenge.scope;
+  const attempt = async (skipIssuerMetadataValidation: boolean) => {
+    const provider = new StepProvider(settings, { state: input.state, client: input.client });
+    const result = await auth(provider, {
       serverUrl: input.serverUrl,
       fetchFn: settings.fetch,
-      ...(input.scope === undefined ? {} : { scope: input.scope }),
-      ...(input.resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: new URL(input.resourceMetadataUrl) }),
+      ...(scope === undefined ? {} : { scope }),
+      ...(resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: new URL(resourceMetadataUrl) }),
+      ...(skipIssuerMetadataValidation ? { skipIssuerMetadataValidation } : {}),
     });
+    return { provider, result };
+  };
+  let provider: StepProvider;
+  let result: string;
+  try {
+    try {
+      ({ provider, result } = await attempt(false));
+    } catch (error) {
+      // A 2025-03-26 server (no protected-resource metadata) is its own authorization server, and may serve its
+      // metadata at the root with an issuer under a path of the same origin: accepted for that origin only.
+      if (
+        !(error instanceof IssuerMismatchError) ||
+        error.kind !== 'metadata' ||
+        !sameOrigin(error.received, input.serverUrl) ||
+        (await hasResourceMetadata(settings, input.serverUrl, resourceMetadataUrl))
+      ) {
+        throw error;
+      }
+      ({ provider, result } = await attempt(true));
+    }
   } catch (error) {
     throw await flowError(error, 'starting the authorization');
   }
@@ -208,10 +232,67 @@ export async function beginAuthorization(
       codeVerifier: verifier,
       discovery: provider.discovery,
       client: provider.registered,
-      ...(input.scope === undefined ? {} : { scope: input.scope }),
+      ...(scope === undefined ? {} : { scope }),
     },
     registered,
   };
+}
+
+/**
+ * An unauthenticated request to the MCP server (an `initialize`, which any MCP server answers), for the
+ * `WWW-Authenticate` challenge of its 401: where its protected-resource metadata is and which scope it needs.
+ * A server that answers otherwise, or not at all, gives none (discovery then uses the well-known paths).
+ */
+async function probeChallenge(
+  settings: Pick<OAuthSettings, 'fetch'>,
+  serverUrl: string,
+): Promise<{ resourceMetadata?: string; scope?: string }> {
+  try {
+    const res = await settings.fetch(serverUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'agentry', version: '1.0.0' } },
+      }),
+      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+    });
+    await res.body?.cancel().catch(() => undefined);
+    if (res.status !== 401 && res.status !== 403) return {};
+    const { resourceMetadata, scope } = challengeOf(res.headers.get('www-authenticate'));
+    return {
+      ...(resourceMetadata === undefined ? {} : { resourceMetadata }),
+      ...(scope === undefined ? {} : { scope }),
+    };
+  } catch {
+    return {};
+  }
+}
+
+const PROBE_TIMEOUT_MS = 10_000;
+
+const sameOrigin = (a: string | undefined, b: string): boolean =>
+  a !== undefined && URL.canParse(a) && URL.canParse(b) && new URL(a).origin === new URL(b).origin;
+
+/** Whether the server publishes protected-resource metadata (RFC 9728). */
+async function hasResourceMetadata(
+  settings: Pick<OAuthSettings, 'fetch'>,
+  serverUrl: string,
+  resourceMetadataUrl: string | undefined,
+): Promise<boolean> {
+  const { discoverOAuthProtectedResourceMetadata } = await sdk();
+  try {
+    await discoverOAuthProtectedResourceMetadata(
+      serverUrl,
+      resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: new URL(resourceMetadataUrl) },
+      settings.fetch,
+    );
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Redeems the callback's code (checking `iss`) for tokens. */

@@ -50,11 +50,11 @@ describe.each(dialects())('MCP resources and prompts (%s)', (dialect) => {
     const resources = await h.request('GET', `/v1/mcp_servers/${connectorId}/resources`);
     expect(resources.status, resources.text).toBe(200);
     expect(json(resources)).toMatchObject({ object: 'list', has_more: false, next_cursor: null });
-    expect(json(resources).data.map((resource: Json) => resource.uri).sort()).toEqual([
-      'docs://archive',
-      'docs://report',
-      'img://logo',
-    ]);
+    expect(
+      json(resources)
+        .data.map((resource: Json) => resource.uri)
+        .sort(),
+    ).toEqual(['docs://archive', 'docs://report', 'img://logo']);
     expect(json(resources).data).toContainEqual(
       expect.objectContaining({ uri: 'docs://report', name: 'report', mimeType: 'text/plain' }),
     );

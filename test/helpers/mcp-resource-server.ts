@@ -6,10 +6,11 @@
  * - `startTaskToolServer`: v1 `@modelcontextprotocol/sdk` (2025 Streamable HTTP, stateless) listing a tool that
  *   requires task-based execution (`execution.taskSupport: "required"`) beside an ordinary one.
  */
-import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
+
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
 import { serveWeb, startShell } from './mcp-http-shell.ts';
 import { emptyState, TINY_PNG_BASE64 } from './mcp-test-tools.ts';
 

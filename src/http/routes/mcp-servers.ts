@@ -217,7 +217,12 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       response: { 200: McpCredentialSaved, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request) =>
-      deps.mcpOAuth.saveStaticCredential(orgOf(request), request.params.id.toLowerCase(), request.body, auditOf(request)),
+      deps.mcpOAuth.saveStaticCredential(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.body,
+        auditOf(request),
+      ),
   });
 
   app.route({

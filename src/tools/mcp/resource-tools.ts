@@ -43,13 +43,16 @@ export function resourceTools(origin: Omit<ToolOrigin, 'tool'>, run: ConnectionR
         `Lists the resources (files, documents, records) the MCP server "${server}" offers, one page at a time: URI, name, type, size.`,
         {
           type: 'object',
-          properties: { cursor: { type: 'string', description: 'The cursor a previous page named, for the next page.' } },
+          properties: {
+            cursor: { type: 'string', description: 'The cursor a previous page named, for the next page.' },
+          },
           additionalProperties: false,
         },
       ),
       execute: (args, context) => {
         const cursor = isRecord(args) ? args.cursor : undefined;
-        if (cursor !== undefined && typeof cursor !== 'string') return Promise.resolve(refused('cursor must be a string'));
+        if (cursor !== undefined && typeof cursor !== 'string')
+          return Promise.resolve(refused('cursor must be a string'));
         return run(context.signal, async (connection) =>
           listingText(await connection.listResources(cursor ?? null, context.signal)),
         );

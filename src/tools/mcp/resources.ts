@@ -81,7 +81,8 @@ export function listingText(page: McpPage<McpResourceInfo>): string {
     shown++;
   }
   if (shown < page.items.length) lines.push(`[${page.items.length - shown} more resources of this page not shown]`);
-  if (page.nextCursor !== null) lines.push(`[more resources: call again with cursor ${JSON.stringify(page.nextCursor)}]`);
+  if (page.nextCursor !== null)
+    lines.push(`[more resources: call again with cursor ${JSON.stringify(page.nextCursor)}]`);
   return lines.join('\n');
 }
 

@@ -1,5 +1,6 @@
 /**
- * The credential vault (docs/mcp-auth.md): the OAuth tokens of MCP connectors, sealed at rest (lib/secret-box.ts),
+ * The credential vault (docs/mcp-auth.md): the OAuth tokens and static credentials (`kind` `static`: a bearer token
+ * or headers, never refreshed) of MCP connectors, sealed at rest (lib/secret-box.ts),
  * never returned by the API, bound to the connector URL they were issued for, and owned by the organization
  * (`end_user` '') or by one end user. The one writer of `mcp_credentials`.
  *

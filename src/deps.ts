@@ -23,6 +23,7 @@ import { createLimitService, type LimitService } from './domain/limits/limit-ser
 import { createRateLimiter, type RateLimiter } from './domain/limits/rate-limiter.ts';
 import { type CredentialVault, createCredentialVault } from './domain/mcp-servers/credential-vault.ts';
 import { createMcpOAuthService, type McpOAuthService } from './domain/mcp-servers/mcp-oauth-service.ts';
+import { createMcpServerCatalog, type McpServerCatalog } from './domain/mcp-servers/mcp-server-catalog.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
 import { createMemoryService, type MemoryService } from './domain/memories/memory-service.ts';
@@ -122,6 +123,8 @@ export interface Deps {
   mcpOAuth: McpOAuthService;
   /** The credential vault of MCP connectors. */
   mcpCredentials: CredentialVault;
+  /** A connector's resources and prompts, asked of the server for the API. */
+  mcpCatalog: McpServerCatalog;
   /** The tool layer: every turn's tools and every accepted message's tool warnings. */
   tools: ToolRegistry;
   /** Agent workspaces and sandboxed commands (docs/sandbox.md). */
@@ -360,20 +363,25 @@ export async function buildDeps(
   // Untrusted input (web pages, search answers, skill front matter) is parsed in worker threads with limits.
   const cpu = createCpuWork(config.cpuPool, logger);
   const builtin = createBuiltinProviders(config, sandbox, cpu, options.agentNetwork);
+  const mcpProvider = createMcpProvider({
+    db,
+    clock,
+    logger,
+    store: mcpStore,
+    credentials: mcpCredentials,
+    cache: createToolListCache({ clock, defaultTtlMs: config.mcpToolsTtlMs, logger }),
+    connectorPool,
+    toolkitPool,
+    toolkits: config.toolkits,
+  });
+  const mcpCatalog = createMcpServerCatalog({
+    browse: mcpProvider.browse,
+    requestTimeoutMs: config.mcpRequestTimeoutMs,
+  });
   const tools = createToolRegistry([
     createClientToolProvider(),
     createQuestionProvider(),
-    createMcpProvider({
-      db,
-      clock,
-      logger,
-      store: mcpStore,
-      credentials: mcpCredentials,
-      cache: createToolListCache({ clock, defaultTtlMs: config.mcpToolsTtlMs, logger }),
-      connectorPool,
-      toolkitPool,
-      toolkits: config.toolkits,
-    }),
+    mcpProvider,
     ...builtin.providers,
     createMemoryProvider(createMemoryStore(clock)),
   ]);
@@ -516,6 +524,7 @@ export async function buildDeps(
     memories: createMemoryService({ db, clock }),
     mcpOAuth,
     mcpCredentials,
+    mcpCatalog,
     tools,
     sandbox,
     reports: createReportService({ agents, runtime: sandbox }),

@@ -389,6 +389,8 @@ export interface McpServersTable {
   /** Sealed JSON OAuth client {client_id, client_secret?, issuer?, registered?}; never returned. */
   oauth_client: ColumnType<string | null, string | null | undefined, string | null>;
   oauth_scope: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON {resources, prompts}: what the server offers besides tools (migration 0041); null when not yet known. */
+  capabilities: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Millis;
   updated_at: Millis;
 }

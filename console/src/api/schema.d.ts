@@ -10373,6 +10373,8 @@ export interface paths {
                             data: {
                                 /** @description When the access token expires */
                                 expires_at: number | null;
+                                /** @description oauth: tokens from a sign-in, refreshed; static: a bearer token or headers stored by PUT */
+                                kind: "oauth" | "static";
                                 /** @enum {string} */
                                 object: "mcp_server.credential";
                                 status: "active" | "authorization_required";
@@ -10426,7 +10428,103 @@ export interface paths {
                 };
             };
         };
-        put?: never;
+        /**
+         * Store a static credential for an MCP server
+         * @description Stores a bearer token (sent as Authorization: Bearer) or a set of headers for the named end user, or without user for the organization, replacing that owner's credential. A turn sends its end user's credential when one exists, the organization's otherwise, never another user's; they are sent on top of the connector's own headers. Stored encrypted; never returned.
+         *
+         *     Required scope: agents:write (or tasks:write).
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description A static credential: exactly one of bearer_token and headers */
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Sent as Authorization: Bearer <token>. Stored encrypted; never returned */
+                        bearer_token?: string;
+                        /** @description Static headers sent with every request to the server (e.g. Authorization). Stored encrypted; never returned. */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /** @description Whose credential this is: an end user's, or (absent, null) the organization's */
+                        user?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            header_names: string[];
+                            /** @enum {string} */
+                            kind: "static";
+                            /** @enum {string} */
+                            object: "mcp_server.credential";
+                            /** @enum {string} */
+                            status: "active";
+                            user: string | null;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         post?: never;
         /**
          * Remove a credential of an MCP server
@@ -10511,6 +10609,117 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp_servers/{id}/prompts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the prompts of an MCP server
+         * @description One page of the prompt templates the server offers, with their arguments (asked of it now, with the organization's credential); next_cursor asks for the next. An empty list when the server offers no prompts. 400 naming cursor when the server refuses it; 502 mcp_server_unreachable when the server cannot be asked.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The page's next_cursor */
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of the server's prompts (prompts/list), as the organization sees them */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                arguments: {
+                                    /** @description What to pass */
+                                    description?: string;
+                                    name: string;
+                                    required: boolean;
+                                }[];
+                                /** @description What the prompt is for */
+                                description?: string;
+                                name: string;
+                                /** @description A display name */
+                                title?: string;
+                            }[];
+                            has_more: boolean;
+                            /** @description Pass as cursor for the next page */
+                            next_cursor: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -10652,6 +10861,116 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp_servers/{id}/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the resources of an MCP server
+         * @description One page of the resources the server offers (asked of it now, with the organization's credential); next_cursor asks for the next. An empty list when the server offers no resources. 400 naming cursor when the server refuses it; 502 mcp_server_unreachable when the server cannot be asked.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The page's next_cursor */
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description A UUID */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of the server's resources (resources/list), as the organization sees them */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description What the resource holds */
+                                description?: string;
+                                /** @description Its media type */
+                                mimeType?: string;
+                                name: string;
+                                /** @description Its size in bytes, when the server says */
+                                size?: number;
+                                /** @description A display name */
+                                title?: string;
+                                uri: string;
+                            }[];
+                            has_more: boolean;
+                            /** @description Pass as cursor for the next page */
+                            next_cursor: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -1,5 +1,6 @@
 /**
- * The credential vault (docs/mcp-auth.md): the OAuth tokens of MCP connectors, sealed at rest (lib/secret-box.ts),
+ * The credential vault (docs/mcp-auth.md): the OAuth tokens and static credentials (`kind` `static`: a bearer token
+ * or headers, never refreshed) of MCP connectors, sealed at rest (lib/secret-box.ts),
  * never returned by the API, bound to the connector URL they were issued for, and owned by the organization
  * (`end_user` '') or by one end user. The one writer of `mcp_credentials`.
  *
@@ -11,6 +12,7 @@
  * webhook event (only the transition records it); a person connects the server again.
  */
 import type { Logger } from 'pino';
+import { isJsonObject, isString } from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -35,6 +37,9 @@ export interface CredentialVaultDeps {
   logger?: Pick<Logger, 'warn'> | undefined;
 }
 
+/** `kind` of a credential that is a fixed bearer token or header set (no expiry, no refresh). */
+const STATIC = 'static';
+
 /** The organization's own credential is stored under this end user. */
 const ORG = '';
 
@@ -44,6 +49,11 @@ export function createCredentialVault(deps: CredentialVaultDeps) {
   const { secrets, clock } = deps;
   const open = (row: McpCredentialRow): OAuthTokenSet => JSON.parse(secrets.open(row.secret)) as OAuthTokenSet;
   const keyOf = (row: McpCredentialRow) => `${row.id}:${row.version}`;
+  const openStatic = (row: McpCredentialRow): Record<string, string> => {
+    const parsed: unknown = JSON.parse(secrets.open(row.secret));
+    if (!isJsonObject(parsed)) return {};
+    return Object.fromEntries(Object.entries(parsed).filter((entry): entry is [string, string] => isString(entry[1])));
+  };
 
   const byId = (db: Executor, id: string) =>
     db.selectFrom('mcp_credentials').selectAll().where('id', '=', id).executeTakeFirst();
@@ -150,7 +160,17 @@ export function createCredentialVault(deps: CredentialVaultDeps) {
   const vault = {
     async headersFor(db, connector, endUser, rejected): Promise<CredentialResult> {
       let row = await credentialOf(db, connector, endUser);
-      if (row === undefined) return required(connector, endUser, 'no credential is stored');
+      if (row === undefined) {
+        // A connector without OAuth works with its own headers alone when nobody stored a credential.
+        if (connector.auth !== 'oauth') return { ok: true, key: '', headers: {} };
+        return required(connector, endUser, 'no credential is stored');
+      }
+      if (row.kind === STATIC) {
+        if (rejected === keyOf(row)) {
+          return required(connector, endUser, 'the server refused the stored bearer token or headers');
+        }
+        return { ok: true, key: keyOf(row), headers: openStatic(row) };
+      }
       const deadline = clock.now() + LOCK_MS + 5000;
       const first = row.version;
       while (clock.now() < deadline) {
@@ -225,17 +245,60 @@ export function createCredentialVault(deps: CredentialVaultDeps) {
         .execute();
     },
 
+    /**
+     * Stores (or replaces) a static credential of `endUser` (null: the organization) for the connector: headers sent
+     * on every request as that user (`Authorization: Bearer …` for a bearer token). It replaces an OAuth credential
+     * of the same owner.
+     */
+    async saveStatic(
+      db: Executor,
+      input: {
+        orgId: string;
+        serverId: string;
+        serverUrl: string;
+        endUser: string | null;
+        headers: Record<string, string>;
+      },
+    ): Promise<void> {
+      const now = clock.now();
+      const secret = secrets.seal(JSON.stringify(input.headers));
+      const stored = { server_url: input.serverUrl, kind: STATIC, secret, expires_at: null, status: 'active' };
+      await db
+        .insertInto('mcp_credentials')
+        .values({
+          ...stored,
+          id: newId(),
+          org_id: input.orgId,
+          server_id: input.serverId,
+          end_user: ownerOf(input.endUser),
+          lock_until: null,
+          version: 1,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((conflict) =>
+          conflict.columns(['server_id', 'end_user']).doUpdateSet((eb) => ({
+            ...stored,
+            lock_until: null,
+            version: eb('mcp_credentials.version', '+', 1),
+            updated_at: now,
+          })),
+        )
+        .execute();
+    },
+
     /** Who holds a credential for the connector, and in what state (never the secret). */
     async list(db: Executor, orgId: string, serverId: string) {
       const rows = await db
         .selectFrom('mcp_credentials')
-        .select(['end_user', 'status', 'expires_at', 'server_url', 'updated_at'])
+        .select(['end_user', 'kind', 'status', 'expires_at', 'server_url', 'updated_at'])
         .where('org_id', '=', orgId)
         .where('server_id', '=', serverId)
         .orderBy('end_user')
         .execute();
       return rows.map((row) => ({
         user: row.end_user === ORG ? null : row.end_user,
+        kind: row.kind === STATIC ? ('static' as const) : ('oauth' as const),
         status: row.status === 'active' ? ('active' as const) : ('authorization_required' as const),
         expires_at: row.expires_at === null ? null : Math.floor(row.expires_at / 1000),
         url: row.server_url,

@@ -8,7 +8,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { AppError, notFound } from '../../errors/app-error.ts';
+import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -109,6 +109,51 @@ export function createMcpOAuthService(deps: McpOAuthServiceDeps) {
       return {
         object: 'list' as const,
         data: data.map((entry) => ({ object: 'mcp_server.credential' as const, ...entry })),
+      };
+    },
+
+    /**
+     * Stores a static credential (a bearer token or headers) of `user` (null: the organization) for the connector,
+     * replacing the owner's previous one. 400 naming the field unless exactly one of them is given.
+     */
+    async saveStaticCredential(
+      orgId: string,
+      serverId: string,
+      input: { user?: string | null; bearer_token?: string; headers?: Record<string, string> },
+      audit: AuditContext = SYSTEM_AUDIT,
+    ) {
+      const row = await store.find(db, orgId, serverId);
+      if (row === undefined) throw notFound('mcp server', serverId);
+      if ((input.bearer_token === undefined) === (input.headers === undefined)) {
+        throw validationError(
+          input.bearer_token === undefined ? 'bearer_token' : 'headers',
+          'give exactly one of bearer_token and headers',
+        );
+      }
+      const headers = input.headers ?? { Authorization: `Bearer ${input.bearer_token ?? ''}` };
+      if (Object.keys(headers).length === 0) throw validationError('headers', 'headers must name at least one header');
+      const user = input.user ?? null;
+      await db.transaction().execute(async (trx) => {
+        await deps.vault.saveStatic(trx, { orgId, serverId: row.id, serverUrl: row.url, endUser: user, headers });
+        await appendAudit(
+          trx,
+          audit,
+          {
+            orgId,
+            action: 'mcp_server.credential_saved',
+            targetType: 'mcp_server',
+            targetId: row.id,
+            after: { name: row.name, user, kind: 'static', header_names: Object.keys(headers).sort() },
+          },
+          clock,
+        );
+      });
+      return {
+        object: 'mcp_server.credential' as const,
+        user,
+        kind: 'static' as const,
+        status: 'active' as const,
+        header_names: Object.keys(headers).sort(),
       };
     },
 

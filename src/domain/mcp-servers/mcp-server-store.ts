@@ -10,6 +10,7 @@ import type { Executor } from '../../storage/db.ts';
 import { readJsonColumn } from '../../storage/json-column.ts';
 import type { McpServerRow } from '../../storage/schema.ts';
 import { type Connector, TOOLS_TRUNCATED } from '../../tools/mcp/connectors.ts';
+import type { ServerOffers } from '../../tools/mcp/discovery-types.ts';
 import type { Discovery, ListedMcpTool, McpOAuthInput, McpServerView } from './mcp-server-types.ts';
 
 function parseTools(text: string | null): ListedMcpTool[] {
@@ -45,6 +46,17 @@ function parseError(text: string | null): { code: string; message: string } | nu
   return typeof code === 'string' && typeof message === 'string' ? { code, message } : null;
 }
 
+function parseOffers(text: string | null): ServerOffers | null {
+  if (text === null) return null;
+  const parsed = readJsonColumn(text, 'mcp_servers.capabilities');
+  if (!isJsonObject(parsed)) return null;
+  return { resources: parsed.resources === true, prompts: parsed.prompts === true };
+}
+
+/** The `capabilities` column after a listing (unchanged when the listing did not say). */
+const offersColumn = (discovery: Discovery) =>
+  discovery.offers === undefined ? {} : { capabilities: JSON.stringify(discovery.offers) };
+
 /** `last_error` after a successful listing: the note on tools left out, if any. */
 function listingNote(discovery: Discovery): string | null {
   const note = discovery.note ?? null;
@@ -63,6 +75,7 @@ export function connectorFromRow(row: McpServerRow): Connector {
     tools: row.tools === null ? null : parseTools(row.tools),
     toolsFetchedAt: row.tools_fetched_at,
     toolsTtlMs: row.tools_ttl_ms,
+    offers: parseOffers(row.capabilities),
     toolsNote: lastError?.code === TOOLS_TRUNCATED ? lastError.message : null,
     auth: row.auth === 'oauth' ? 'oauth' : 'none',
     oauthScope: row.oauth_scope,
@@ -215,6 +228,7 @@ export function createMcpServerStore(secrets: SecretBox) {
           tools_fetched_at: input.discovery === null ? null : now,
           tools_ttl_ms: input.discovery?.ttlMs ?? null,
           last_error: input.discovery === null ? null : listingNote(input.discovery),
+          ...(input.discovery === null ? {} : offersColumn(input.discovery)),
           ...oauthColumns(input.oauth),
           created_at: now,
           updated_at: now,
@@ -259,6 +273,7 @@ export function createMcpServerStore(secrets: SecretBox) {
                 tools_fetched_at: now,
                 tools_ttl_ms: change.discovery.ttlMs,
                 last_error: listingNote(change.discovery),
+                ...offersColumn(change.discovery),
               }),
           updated_at: now,
         })
@@ -276,6 +291,7 @@ export function createMcpServerStore(secrets: SecretBox) {
           tools_fetched_at: now,
           tools_ttl_ms: discovery.ttlMs,
           last_error: listingNote(discovery),
+          ...offersColumn(discovery),
         })
         .where('id', '=', id)
         .execute();

@@ -8,9 +8,14 @@ import { auditOf, orgOf } from '../auth.ts';
 import { errorResponses } from '../schemas/common.ts';
 import {
   ClientMetadataDocument,
+  McpCatalogQuery,
   McpCredentialDeleted,
   McpCredentialList,
+  McpCredentialPutBody,
   McpCredentialQuery,
+  McpCredentialSaved,
+  McpPromptList,
+  McpResourceList,
   McpServer,
   McpServerAuthorization,
   McpServerConnectBody,
@@ -128,6 +133,40 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
   });
 
   app.route({
+    method: 'GET',
+    url: '/v1/mcp_servers/:id/resources',
+    config: { scopes: ['agents:read'] },
+    schema: {
+      summary: 'List the resources of an MCP server',
+      description:
+        "One page of the resources the server offers (asked of it now, with the organization's credential); next_cursor asks for the next. An empty list when the server offers no resources. 400 naming cursor when the server refuses it; 502 mcp_server_unreachable when the server cannot be asked.",
+      tags,
+      params: McpServerParams,
+      querystring: McpCatalogQuery,
+      response: { 200: McpResourceList, ...errorResponses(400, 401, 403, 404, 502) },
+    },
+    handler: async (request) =>
+      deps.mcpCatalog.resources(orgOf(request), request.params.id.toLowerCase(), request.query.cursor ?? null),
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/mcp_servers/:id/prompts',
+    config: { scopes: ['agents:read'] },
+    schema: {
+      summary: 'List the prompts of an MCP server',
+      description:
+        "One page of the prompt templates the server offers, with their arguments (asked of it now, with the organization's credential); next_cursor asks for the next. An empty list when the server offers no prompts. 400 naming cursor when the server refuses it; 502 mcp_server_unreachable when the server cannot be asked.",
+      tags,
+      params: McpServerParams,
+      querystring: McpCatalogQuery,
+      response: { 200: McpPromptList, ...errorResponses(400, 401, 403, 404, 502) },
+    },
+    handler: async (request) =>
+      deps.mcpCatalog.prompts(orgOf(request), request.params.id.toLowerCase(), request.query.cursor ?? null),
+  });
+
+  app.route({
     method: 'POST',
     url: '/v1/mcp_servers/:id/connect',
     config: { scopes: ['agents:write'] },
@@ -162,6 +201,28 @@ export function mcpServerRoutes(app: App, deps: Deps): void {
       response: { 200: McpCredentialList, ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request) => deps.mcpOAuth.credentials(orgOf(request), request.params.id.toLowerCase()),
+  });
+
+  app.route({
+    method: 'PUT',
+    url: '/v1/mcp_servers/:id/credentials',
+    config: { scopes: ['agents:write'] },
+    schema: {
+      summary: 'Store a static credential for an MCP server',
+      description:
+        "Stores a bearer token (sent as Authorization: Bearer) or a set of headers for the named end user, or without user for the organization, replacing that owner's credential. A turn sends its end user's credential when one exists, the organization's otherwise, never another user's; they are sent on top of the connector's own headers. Stored encrypted; never returned.",
+      tags,
+      params: McpServerParams,
+      body: McpCredentialPutBody,
+      response: { 200: McpCredentialSaved, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) =>
+      deps.mcpOAuth.saveStaticCredential(
+        orgOf(request),
+        request.params.id.toLowerCase(),
+        request.body,
+        auditOf(request),
+      ),
   });
 
   app.route({

@@ -142,6 +142,9 @@ export const McpCredentialList = Type.Object(
         {
           object: Type.Literal('mcp_server.credential'),
           user: Type.Union([Type.String(), Type.Null()], { description: "null: the organization's credential" }),
+          kind: Type.Union([Type.Literal('oauth'), Type.Literal('static')], {
+            description: 'oauth: tokens from a sign-in, refreshed; static: a bearer token or headers stored by PUT',
+          }),
           status: Type.Union([Type.Literal('active'), Type.Literal('authorization_required')]),
           expires_at: Type.Union([UnixSeconds, Type.Null()], { description: 'When the access token expires' }),
           url: Type.String({ description: 'The server URL the credential was issued for' }),
@@ -152,6 +155,33 @@ export const McpCredentialList = Type.Object(
     ),
   },
   { additionalProperties: false, description: 'Who holds a credential for the server; tokens are never returned' },
+);
+
+export const McpCredentialPutBody = Type.Object(
+  {
+    user: Type.Optional(
+      Type.Union([EndUser, Type.Null()], {
+        description: "Whose credential this is: an end user's, or (absent, null) the organization's",
+      }),
+    ),
+    bearer_token: Type.Optional(Token('Sent as Authorization: Bearer <token>. Stored encrypted; never returned')),
+    headers: Type.Optional(Headers),
+  },
+  {
+    additionalProperties: false,
+    description: 'A static credential: exactly one of bearer_token and headers',
+  },
+);
+
+export const McpCredentialSaved = Type.Object(
+  {
+    object: Type.Literal('mcp_server.credential'),
+    user: Type.Union([Type.String(), Type.Null()]),
+    kind: Type.Literal('static'),
+    status: Type.Literal('active'),
+    header_names: Type.Array(Type.String()),
+  },
+  { additionalProperties: false },
 );
 
 export const McpCredentialQuery = Type.Object({ user: Type.Optional(EndUser) }, { additionalProperties: false });
@@ -216,4 +246,55 @@ export const McpServerListQuery = Type.Object(
     after: Type.Optional(Uuid),
   },
   { additionalProperties: false },
+);
+
+export const McpCatalogQuery = Type.Object(
+  { cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: "The page's next_cursor" })) },
+  { additionalProperties: false },
+);
+
+const Optional = (description: string) => Type.Optional(Type.String({ description }));
+
+const catalogPage = <T extends ReturnType<typeof Type.Object>>(item: T, description: string) =>
+  Type.Object(
+    {
+      object: Type.Literal('list'),
+      data: Type.Array(item),
+      has_more: Type.Boolean(),
+      next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page' }),
+    },
+    { additionalProperties: false, description },
+  );
+
+export const McpResourceList = catalogPage(
+  Type.Object(
+    {
+      uri: Type.String(),
+      name: Type.String(),
+      title: Optional('A display name'),
+      description: Optional('What the resource holds'),
+      mimeType: Optional('Its media type'),
+      size: Type.Optional(Type.Number({ description: 'Its size in bytes, when the server says' })),
+    },
+    { additionalProperties: false },
+  ),
+  "A page of the server's resources (resources/list), as the organization sees them",
+);
+
+export const McpPromptList = catalogPage(
+  Type.Object(
+    {
+      name: Type.String(),
+      title: Optional('A display name'),
+      description: Optional('What the prompt is for'),
+      arguments: Type.Array(
+        Type.Object(
+          { name: Type.String(), description: Optional('What to pass'), required: Type.Boolean() },
+          { additionalProperties: false },
+        ),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  "A page of the server's prompts (prompts/list), as the organization sees them",
 );

@@ -34,6 +34,7 @@ import { usage } from './0033-usage.ts';
 import { auditLog } from './0034-audit-log.ts';
 import { retention } from './0035-retention.ts';
 import { a2aPush } from './0037-a2a-push.ts';
+import { mcpCapabilities } from './0041-mcp-capabilities.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -73,6 +74,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0034-audit-log': auditLog,
   '0035-retention': retention,
   '0037-a2a-push': a2aPush,
+  '0041-mcp-capabilities': mcpCapabilities,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -113,8 +113,56 @@ export interface McpCallResult {
   structuredContent?: unknown;
 }
 
+/** What a server offers besides tools (its capabilities), as far as an agent can use it. */
+export interface McpCapabilities {
+  resources: boolean;
+  prompts: boolean;
+}
+
+/** One page of a server's list (`resources/list`, `prompts/list`); `nextCursor` asks for the next page. */
+export interface McpPage<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface McpResourceInfo {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+}
+
+/** One part of a read resource: text, or binary (`blob`, base64) which callers summarise rather than show. */
+export interface McpResourceContent {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+}
+
+export interface McpPromptInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments: { name: string; description?: string; required: boolean }[];
+}
+
+/** A prompt as `prompts/get` renders it: its messages, each as the text a model reads (content.ts). */
+export interface McpPromptResult {
+  description?: string;
+  messages: { role: 'user' | 'assistant'; text: string }[];
+}
+
 export interface McpConnection {
   readonly protocol: McpProtocol;
+  /** What the server announced it offers besides tools. */
+  readonly capabilities: McpCapabilities;
+  listResources(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpResourceInfo>>;
+  readResource(uri: string, signal?: AbortSignal): Promise<McpResourceContent[]>;
+  listPrompts(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpPromptInfo>>;
+  getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<McpPromptResult>;
   /** True once closed, or once the transport is gone (the pool then reconnects). */
   readonly closed: boolean;
   listTools(signal?: AbortSignal): Promise<McpToolList>;

@@ -9,17 +9,24 @@ import type { EgressError } from '../../lib/egress.ts';
 import type {
   McpCallOptions,
   McpCallResult,
+  McpCapabilities,
   McpConnection,
   McpConnectOptions,
+  McpPage,
   McpProgress,
+  McpPromptInfo,
+  McpPromptResult,
   McpProtocol,
+  McpResourceContent,
+  McpResourceInfo,
   McpToolInfo,
   McpToolList,
 } from './client.ts';
 import { isRecord, resultText } from './content.ts';
 import { McpError } from './errors.ts';
 import { classifyMcpFailure } from './failures.ts';
-import { boundToolList } from './tool-list-bounds.ts';
+import { promptInfo, resourceContent, resourceInfo } from './resources.ts';
+import { boundToolList, withoutTaskTools } from './tool-list-bounds.ts';
 
 /** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */
 export interface Observed {
@@ -35,6 +42,11 @@ export interface ConnectionParts {
    * stream no request opened carried a message past the read bound (bounded-response.ts).
    */
   hooks: { toolsChanged: () => void; tooLarge: (error: McpError) => void };
+}
+
+interface RequestBound {
+  signal: AbortSignal;
+  timeout: number;
 }
 
 /** Extra time the SDK's own request timer gets, so ours (with its clearer error) always fires first. */
@@ -178,8 +190,71 @@ export class Connection implements McpConnection {
         signal: requestSignal,
         timeout: sdkTimeoutMs,
       });
-      const { tools, note } = boundToolList(result.tools.map(toolInfo));
-      return { tools, ttlMs: ttlOf(result), note };
+      // Tools that must run as tasks cannot be called by this client (tool-list-bounds.ts says why).
+      const callable = withoutTaskTools(result.tools);
+      const { tools, note } = boundToolList(callable.tools.map(toolInfo));
+      const notes = [callable.note, note].filter((text) => text !== null);
+      return { tools, ttlMs: ttlOf(result), note: notes.length === 0 ? null : notes.join('; ') };
+    });
+  }
+
+  get capabilities(): McpCapabilities {
+    const announced = this.#client.getServerCapabilities();
+    return { resources: announced?.resources !== undefined, prompts: announced?.prompts !== undefined };
+  }
+
+  /**
+   * One request of the resource and prompt verbs, bounded like listing tools; a JSON-RPC error answering it (an
+   * unknown URI, prompt or cursor) is `tool_error`: the server is fine, the request was not.
+   */
+  #ask<T>(
+    what: string,
+    signal: AbortSignal | undefined,
+    operation: (options: RequestBound) => Promise<T>,
+    kind: 'call' | 'list' = 'call',
+  ) {
+    return this.#run(kind, what, signal, this.#options.requestTimeoutMs, (requestSignal, sdkTimeoutMs) =>
+      operation({ signal: requestSignal, timeout: sdkTimeoutMs }),
+    );
+  }
+
+  listResources(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpResourceInfo>> {
+    return this.#ask('listing resources', signal, async (bound) => {
+      const result = await this.#client.listResources(cursor === null ? {} : { cursor }, {
+        ...bound,
+        cacheMode: 'refresh',
+      });
+      return { items: result.resources.map(resourceInfo), nextCursor: result.nextCursor ?? null };
+    });
+  }
+
+  readResource(uri: string, signal?: AbortSignal): Promise<McpResourceContent[]> {
+    return this.#ask('reading a resource', signal, async (bound) => {
+      const result = await this.#client.readResource({ uri }, { ...bound, cacheMode: 'refresh' });
+      return result.contents.map(resourceContent);
+    });
+  }
+
+  listPrompts(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpPromptInfo>> {
+    return this.#ask('listing prompts', signal, async (bound) => {
+      const result = await this.#client.listPrompts(cursor === null ? {} : { cursor }, {
+        ...bound,
+        cacheMode: 'refresh',
+      });
+      return { items: result.prompts.map(promptInfo), nextCursor: result.nextCursor ?? null };
+    });
+  }
+
+  getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<McpPromptResult> {
+    return this.#ask(`getting prompt ${name}`, signal, async (bound) => {
+      const result = await this.#client.getPrompt({ name, arguments: args }, bound);
+      return {
+        ...(result.description === undefined ? {} : { description: result.description }),
+        messages: result.messages.map((message) => ({
+          role: message.role,
+          text: resultText([message.content], undefined),
+        })),
+      };
     });
   }
 

@@ -4,7 +4,7 @@
  * hands its store to the provider).
  */
 import type { Executor } from '../../storage/db.ts';
-import type { Discovery, ListedMcpTool } from './discovery-types.ts';
+import type { Discovery, ListedMcpTool, ServerOffers } from './discovery-types.ts';
 
 /** The code of the `last_error` a listing leaves when it kept only part of the server's tools. */
 export const TOOLS_TRUNCATED = 'tools_truncated';
@@ -20,6 +20,8 @@ export interface Connector {
   tools: ListedMcpTool[] | null;
   toolsFetchedAt: number | null;
   toolsTtlMs: number | null;
+  /** What the server offered besides tools at its last listing; null when not known. */
+  offers: ServerOffers | null;
   /** What its last listing left out (`TOOLS_TRUNCATED`), or null. */
   toolsNote: string | null;
   /** `oauth`: connections carry a credential from the vault (`ConnectorCredentials`); `none`: only `sealedHeaders`. */

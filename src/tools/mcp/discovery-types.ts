@@ -12,8 +12,16 @@ export interface ListedMcpTool {
   annotations?: Record<string, unknown>;
 }
 
+/** What a server offers besides tools, as announced in its capabilities. */
+export interface ServerOffers {
+  resources: boolean;
+  prompts: boolean;
+}
+
 /** The answer of a successful discovery (connect + list tools). */
 export interface Discovery {
+  /** What the server offers besides tools; absent when the listing did not say. */
+  offers?: ServerOffers | undefined;
   protocol: string;
   tools: ListedMcpTool[];
   /** The server's cache hint for its tool list, if it gave one. */

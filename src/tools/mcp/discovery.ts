@@ -28,7 +28,13 @@ export function createDiscover(options: DiscoveryOptions): Discover {
         signal: combined,
       });
       const listed = await connection.listTools(combined);
-      return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs, note: listed.note };
+      return {
+        protocol: connection.protocol,
+        tools: listed.tools,
+        ttlMs: listed.ttlMs,
+        note: listed.note,
+        offers: connection.capabilities,
+      };
     } catch (error) {
       if (error instanceof McpError) throw new DiscoveryError(error.code, error.message, { cause: error });
       if (controller.signal.aborted)

@@ -31,6 +31,7 @@ import {
 import type { Discovery, ListedMcpTool } from './discovery-types.ts';
 import { challengeOf } from './oauth.ts';
 import type { McpPool } from './pool.ts';
+import { type ConnectionRunner, resourceTools } from './resource-tools.ts';
 import type { ToolListCache } from './tool-cache.ts';
 import { boundToolList } from './tool-list-bounds.ts';
 
@@ -67,7 +68,7 @@ interface Target {
   endUser?: string | null;
 }
 
-/** The credential of an OAuth connector cannot be used: the call's result says so. */
+/** The credential of a connector cannot be used: the call's result says so. */
 class AuthorizationRequired extends Error {}
 
 /** Where a connection goes, and with which credential (OAuth connectors). */
@@ -90,7 +91,23 @@ function parametersOf(schema: Record<string, unknown>): Record<string, unknown> 
   return { ...schema, type: 'object', properties: schema.properties ?? {} };
 }
 
-export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
+/** Thrown by `browse` when the connector's credential cannot be used (the message says why and what to do). */
+export class McpAuthorizationRequired extends Error {}
+
+export interface McpProviderTools extends ToolProvider {
+  /**
+   * Runs `operation` on a connection to the organization's connector as the organization (its credential, if it
+   * has one): how the API lists a connector's resources and prompts. Undefined when the org has no such connector.
+   */
+  browse<T>(
+    orgId: string,
+    serverId: string,
+    signal: AbortSignal,
+    operation: (connection: McpConnection) => Promise<T>,
+  ): Promise<T | undefined>;
+}
+
+export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
   const { store, cache, clock } = deps;
   const watched = new Set<string>();
   const challenges = new Map<string, { status: number; header: string | null }>();
@@ -110,7 +127,8 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
     challenges.delete(key);
     return {
       key,
-      credentialKey: credential.key,
+      // '': the connector's own headers only (no credential stored): a 401 is the server's answer, not ours to fix.
+      credentialKey: credential.key === '' ? null : credential.key,
       endpoint: {
         ...base,
         headers: { ...base.headers, ...credential.headers },
@@ -170,6 +188,18 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
     }
   }
 
+  /** Runs one request of a resource tool on the target's connection; a credential problem is its result. */
+  const runner =
+    (target: Target): ConnectionRunner =>
+    async (signal, operation) => {
+      try {
+        return { output: await withConnection(target, signal, operation), isError: false };
+      } catch (error) {
+        if (!(error instanceof AuthorizationRequired)) throw error;
+        return { output: `${AUTHORIZATION_REQUIRED}: ${error.message}`, isError: true };
+      }
+    };
+
   function toolOf(target: Target, listed: ListedMcpTool): ResolvedTool {
     return {
       name: listed.name,
@@ -203,7 +233,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
       label: `MCP server "${target.label}"`,
       available: true,
       async load(signal) {
-        const tools = await cache.get(
+        const { tools, offers } = await cache.get(
           {
             key: target.key,
             version: target.version,
@@ -214,6 +244,7 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
                     tools: target.connector.tools,
                     fetchedAt: target.connector.toolsFetchedAt,
                     ttlMs: target.connector.toolsTtlMs,
+                    offers: target.connector.offers,
                   },
             list: async (listSignal): Promise<Discovery> => {
               const { connection, listed } = await withConnection(target, listSignal, async (connection) => ({
@@ -223,7 +254,13 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
               if (listed.note !== null && target.connector === null) {
                 deps.logger.warn({ server: target.label }, `MCP server "${target.label}" ${listed.note}`);
               }
-              return { protocol: connection.protocol, tools: listed.tools, ttlMs: listed.ttlMs, note: listed.note };
+              return {
+                protocol: connection.protocol,
+                tools: listed.tools,
+                ttlMs: listed.ttlMs,
+                note: listed.note,
+                offers: connection.capabilities,
+              };
             },
             record: async (discovery) => {
               if (target.serverId !== null) await store.recordListing(deps.db, target.serverId, discovery, clock.now());
@@ -236,7 +273,12 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
         );
         return {
           // A list stored before the bounds existed is bounded here too.
-          tools: boundToolList(tools).tools.map((tool) => toolOf(target, tool)),
+          tools: [
+            ...boundToolList(tools).tools.map((tool) => toolOf(target, tool)),
+            ...(offers?.resources === true
+              ? resourceTools({ serverId: target.serverId, serverLabel: target.label }, runner(target))
+              : []),
+          ],
           listing: { serverId: target.serverId, serverLabel: target.label },
         };
       },
@@ -259,15 +301,10 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
   }
 
   function connectorTarget(connector: Connector, label: string, endUser: string | null): Target {
-    const oauth =
-      connector.auth !== 'oauth'
-        ? {}
-        : {
-            endUser,
-            credential: (rejected?: string) => deps.credentials.headersFor(deps.db, connector, endUser, rejected),
-          };
     return {
-      ...oauth,
+      // Every connector may hold credentials in the vault (OAuth tokens, static bearer tokens or headers).
+      endUser,
+      credential: (rejected?: string) => deps.credentials.headersFor(deps.db, connector, endUser, rejected),
       key: `connector:${connector.id}:${digest(`${connector.url}\n${connector.sealedHeaders ?? ''}`)}`,
       version: connector.updatedAt,
       label,
@@ -297,6 +334,16 @@ export function createMcpProvider(deps: McpProviderDeps): ToolProvider {
 
   return {
     name: 'mcp',
+    async browse(orgId, serverId, signal, operation) {
+      const [connector] = await store.connectors(deps.db, orgId, [serverId]);
+      if (connector === undefined) return undefined;
+      try {
+        return await withConnection(connectorTarget(connector, connector.name, null), signal, operation);
+      } catch (error) {
+        if (error instanceof AuthorizationRequired) throw new McpAuthorizationRequired(error.message, { cause: error });
+        throw error;
+      }
+    },
     claims: (entry) => 'type' in entry || entry.kind === 'custom' || isToolkit(entry),
 
     async sources(_agent, claimed, scope) {

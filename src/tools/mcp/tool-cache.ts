@@ -8,13 +8,20 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.ts';
-import type { Discovery, ListedMcpTool } from './discovery-types.ts';
+import type { Discovery, ListedMcpTool, ServerOffers } from './discovery-types.ts';
 
 /** What is known about one server's list before asking the cache: the stored copy, for connectors. */
 export interface StoredList {
   tools: ListedMcpTool[] | null;
   fetchedAt: number | null;
   ttlMs: number | null;
+  offers: ServerOffers | null;
+}
+
+/** A server's cached listing: its tools, and what it offers besides (null when not known). */
+export interface CachedListing {
+  tools: ListedMcpTool[];
+  offers: ServerOffers | null;
 }
 
 export interface ListTarget {
@@ -28,16 +35,15 @@ export interface ListTarget {
   recordFailure(error: { code: string; message: string }): Promise<void>;
 }
 
-interface Entry {
+interface Entry extends CachedListing {
   version: number;
-  tools: ListedMcpTool[];
   fetchedAt: number;
   ttlMs: number;
   stale: boolean;
 }
 
 export interface ToolListCache {
-  get(target: ListTarget, signal: AbortSignal): Promise<ListedMcpTool[]>;
+  get(target: ListTarget, signal: AbortSignal): Promise<CachedListing>;
   /** A `list_changed` arrived for this key: the next use lists again. */
   invalidate(key: string): void;
 }
@@ -47,25 +53,30 @@ const MAX_TTL_MS = 24 * 3600_000;
 
 export function createToolListCache(options: { clock: Clock; defaultTtlMs: number; logger: Logger }): ToolListCache {
   const entries = new Map<string, Entry>();
-  const inflight = new Map<string, Promise<ListedMcpTool[]>>();
+  const inflight = new Map<string, Promise<CachedListing>>();
   // A hint of 0 ("already stale") is what SDK servers send unless configured; taken literally it would list on
   // every turn, so only a positive hint replaces the default.
   const ttlOf = (hint: number | null) =>
     hint === null || hint <= 0 ? options.defaultTtlMs : Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, hint));
 
-  async function refresh(target: ListTarget, signal: AbortSignal, fallback: ListedMcpTool[] | null) {
+  async function refresh(
+    target: ListTarget,
+    signal: AbortSignal,
+    fallback: CachedListing | null,
+  ): Promise<CachedListing> {
     try {
       const discovery = await target.list(signal);
       const now = options.clock.now();
+      const listing = { tools: discovery.tools, offers: discovery.offers ?? fallback?.offers ?? null };
       entries.set(target.key, {
+        ...listing,
         version: target.version,
-        tools: discovery.tools,
         fetchedAt: now,
         ttlMs: ttlOf(discovery.ttlMs),
         stale: false,
       });
       await target.record(discovery);
-      return discovery.tools;
+      return listing;
     } catch (error) {
       if (signal.aborted) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -81,7 +92,7 @@ export function createToolListCache(options: { clock: Clock; defaultTtlMs: numbe
       const now = options.clock.now();
       const entry = entries.get(target.key);
       const own = entry !== undefined && entry.version === target.version ? entry : undefined;
-      if (own !== undefined && !own.stale && now < own.fetchedAt + own.ttlMs) return own.tools;
+      if (own !== undefined && !own.stale && now < own.fetchedAt + own.ttlMs) return own;
       const stored = target.stored;
       if (
         own === undefined &&
@@ -90,18 +101,20 @@ export function createToolListCache(options: { clock: Clock; defaultTtlMs: numbe
         stored.fetchedAt !== null &&
         now < stored.fetchedAt + ttlOf(stored.ttlMs)
       ) {
+        const listing = { tools: stored.tools, offers: stored.offers };
         entries.set(target.key, {
+          ...listing,
           version: target.version,
-          tools: stored.tools,
           fetchedAt: stored.fetchedAt,
           ttlMs: ttlOf(stored.ttlMs),
           stale: false,
         });
-        return stored.tools;
+        return listing;
       }
       const running = inflight.get(target.key);
       if (running !== undefined) return running;
-      const fallback = own?.tools ?? stored?.tools ?? null;
+      const fallback =
+        own ?? (stored?.tools === null || stored === null ? null : { tools: stored.tools, offers: stored.offers });
       const listing = refresh(target, signal, fallback).finally(() => inflight.delete(target.key));
       inflight.set(target.key, listing);
       return listing;

@@ -35,3 +35,29 @@ export function boundToolList<T extends McpToolInfo>(tools: T[]): BoundedToolLis
       `${MAX_MCP_TOOLS} tools and ${MAX_MCP_TOOL_LIST_CHARS} characters per server, so only the first ${kept} are used`,
   };
 }
+
+/** What a tool definition says of task-based execution (2025-11-25 `execution.taskSupport`). */
+function taskSupportOf(tool: object): unknown {
+  const execution: unknown = Reflect.get(tool, 'execution');
+  return typeof execution === 'object' && execution !== null ? Reflect.get(execution, 'taskSupport') : undefined;
+}
+
+/**
+ * The tools that can be called without the MCP tasks extension, and a note naming those left out. A tool whose
+ * definition says `execution.taskSupport: "required"` answers a plain `tools/call` with -32601; the installed
+ * client SDK (`@modelcontextprotocol/client` v2) has no runtime for task methods (`tasks/get`, `tasks/result`,
+ * `tasks/cancel` are excluded from its typed request surface), so such a tool could never run: it is not offered.
+ * Tools with `taskSupport: "optional"` are called the ordinary way.
+ */
+export function withoutTaskTools<T extends { name: string }>(tools: T[]): BoundedToolList<T> {
+  const required = tools.filter((tool) => taskSupportOf(tool) === 'required');
+  if (required.length === 0) return { tools, note: null };
+  const names = required.slice(0, 8).map((tool) => JSON.stringify(tool.name));
+  if (required.length > names.length) names.push(`and ${required.length - names.length} more`);
+  return {
+    tools: tools.filter((tool) => taskSupportOf(tool) !== 'required'),
+    note:
+      `lists ${required.length} tool${required.length === 1 ? '' : 's'} (${names.join(', ')}) that must run as MCP ` +
+      'tasks (execution.taskSupport "required"); Agentry\'s MCP client cannot run task-based calls, so they are not offered',
+  };
+}

@@ -50,6 +50,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
   auth: ['scopes.ts'],
   billing: ['budgets.ts', 'credits.ts'],
   'chat-completions': [],
+  elicitations: ['elicitations.ts'],
   files: ['file-retention.ts', 'image-import.ts'],
   limits: ['limit-store.ts'],
   'mcp-servers': ['mcp-server-service.ts', 'mcp-server-types.ts'],

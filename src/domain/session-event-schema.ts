@@ -7,6 +7,7 @@
  */
 import { type Static, type TProperties, Type } from 'typebox';
 import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEvent } from '../events/session-events.ts';
+import { ELICITATION_ACTIONS, ELICITATION_MODES } from '../events/session-values.ts';
 import { SESSION_STATUSES } from '../storage/column-values.ts';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
@@ -21,6 +22,7 @@ const SourceType = literals([
   'tool_question',
   'tool_ask_user_question',
   'tool_approval',
+  'mcp_elicitation',
 ] as const);
 const MessageError = Type.Object({ code: Type.String(), message: Type.String() });
 
@@ -47,6 +49,18 @@ const RequiredAction = Type.Union([
     arguments: Type.String(),
     approvalId: Type.String(),
     expiresAt: Nullable(Type.String()),
+  }),
+  Type.Object({
+    type: Type.Literal('mcp_elicitation'),
+    actionId: Type.Integer(),
+    callId: Type.String(),
+    tool: Type.String(),
+    server: Type.String(),
+    elicitationId: Type.String(),
+    mode: literals(ELICITATION_MODES),
+    message: Type.String(),
+    requestedSchema: Nullable(Type.Record(Type.String(), Type.Unknown())),
+    url: Nullable(Type.String()),
   }),
 ]);
 
@@ -112,6 +126,26 @@ export const MessageEventDataSchema = Type.Union([
     type: Type.Literal('answered'),
     sourceType: Type.Literal('tool_ask_user_question'),
     actionId: Type.Integer(),
+  }),
+  Type.Object({
+    type: Type.Literal('elicitation'),
+    sourceType: Type.Literal('mcp_elicitation'),
+    actionId: Type.Integer(),
+    callId: Type.String(),
+    name: Type.String(),
+    server: Type.String(),
+    elicitationId: Type.String(),
+    mode: literals(ELICITATION_MODES),
+    message: Type.String(),
+    url: Nullable(Type.String()),
+  }),
+  Type.Object({
+    type: Type.Literal('elicitation_answered'),
+    sourceType: Type.Literal('mcp_elicitation'),
+    actionId: Type.Integer(),
+    callId: Type.String(),
+    elicitationId: Type.String(),
+    action: literals(ELICITATION_ACTIONS),
   }),
   Type.Object({
     type: Type.Literal('tool_result'),

@@ -8,6 +8,7 @@ import { insertApprovals, type NewApproval, newApprovalId } from '../domain/appr
 import { debitCredits } from '../domain/billing/credits.ts';
 import { writeEvents } from '../domain/outbox.ts';
 import {
+  actionsTaken,
   appendItems,
   assistantItemId,
   type CallServer,
@@ -225,7 +226,7 @@ interface StepRecords {
 function stepRecords(turn: Turn, step: number, output: StepOutput, items: Item[]): StepRecords {
   const { agent, tools } = turn;
   const messageId = turn.message.id;
-  let actionId = ownItems(items, messageId).filter((item) => item.content.type === 'function_call').length;
+  let actionId = actionsTaken(ownItems(items, messageId));
   const calls = output.calls.map((call) => ({
     ...call,
     kind: tools.kindOf(call.name),

@@ -7,13 +7,24 @@
 import { markStarted } from '../domain/approvals/approvals.ts';
 import { type SessionEvent, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
-import { appendItems, type CallServer, type Item, type PendingCall, pendingCalls } from '../domain/turns/items.ts';
+import {
+  actionsTaken,
+  appendItems,
+  type CallElicitation,
+  type CallServer,
+  type Item,
+  loadMessageItems,
+  type PendingCall,
+  pendingCalls,
+  waitingElicitation,
+} from '../domain/turns/items.ts';
 import { fenced } from '../domain/turns/leases.ts';
 import { TOOL_CALL_ABANDONED, type Warning } from '../domain/turns/message-types.ts';
 import { addWarning } from '../domain/turns/turn-store.ts';
+import { newId } from '../lib/ids.ts';
 import { outgoingTraceparent, toolSpanId } from '../lib/trace-context.ts';
 import type { MessageRow } from '../storage/schema.ts';
-import type { ToolOutput } from '../tools/types.ts';
+import type { ElicitationAnswer, ElicitationRequest, ToolOutput } from '../tools/types.ts';
 import { approvedCallStartEvent, toolProgressEvent, toolResultEvent, toolWarningEvent } from './step-events.ts';
 import { executeServerCall } from './tools.ts';
 import { change, publish, type Turn, type TurnContext } from './turn-context.ts';
@@ -35,6 +46,20 @@ export interface ServerCall {
   server: CallServer | undefined;
   /** Set for a call that was approved: it runs at most once, whatever happens to the process. */
   approvalId: string | undefined;
+  /** What its server asked a person in earlier runs, with the answers (each run asks again, in the same order). */
+  elicitations: CallElicitation[];
+}
+
+/** A call suspended because its server asked a person for input that has no answer yet. */
+class ElicitationSuspended extends Error {
+  readonly index: number;
+  readonly request: ElicitationRequest;
+  constructor(index: number, request: ElicitationRequest) {
+    super('the MCP server asked for input: the call waits for the answer');
+    this.name = new.target.name;
+    this.index = index;
+    this.request = request;
+  }
 }
 
 function serverCallOf(call: PendingCall): ServerCall {
@@ -48,12 +73,13 @@ function serverCallOf(call: PendingCall): ServerCall {
     itemId: call.item.id,
     server: content.type === 'function_call' ? content.server : undefined,
     approvalId: call.approval?.id,
+    elicitations: call.elicitations ?? [],
   };
 }
 
-/** Server calls that can run now: those needing no approval, and approved ones. */
+/** Server calls that can run now: those needing no approval, and approved ones, unless they wait for an answer. */
 function runnable(call: PendingCall): boolean {
-  return call.kind === 'server' && call.approval?.state !== 'pending';
+  return call.kind === 'server' && call.approval?.state !== 'pending' && waitingElicitation(call) === undefined;
 }
 
 /**
@@ -86,7 +112,9 @@ async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
   let result: ToolOutput;
   // A call given up because restarts interrupted it: the model gets an error output, the message a warning.
   let abandoned: Warning | null = null;
-  if (!started.fresh) {
+  // Each answered elicitation ran the call once more on purpose: those runs are not interruptions.
+  const answered = call.elicitations.length;
+  if (!started.fresh && answered === 0) {
     result = {
       output:
         'Error: the service restarted while this approved call was running; it was not run again, since an approval allows one execution (it may or may not have taken effect)',
@@ -96,7 +124,7 @@ async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
       call,
       'a restart of the service interrupted it after its approval, which allows one execution',
     );
-  } else if (started.attempt > MAX_CALL_ATTEMPTS) {
+  } else if (started.attempt > MAX_CALL_ATTEMPTS + answered) {
     result = {
       output: 'Error: the call was interrupted twice by a restart of the service and was not run again',
       isError: true,
@@ -104,7 +132,12 @@ async function runServerCall(turn: Turn, call: ServerCall): Promise<void> {
     abandoned = abandonedCall(call, `restarts of the service interrupted it ${MAX_CALL_ATTEMPTS} times`);
   } else {
     const startedAt = performance.now();
-    result = await executeCall(turn, call);
+    const ran = await executeCall(turn, call);
+    if (ran instanceof ElicitationSuspended) {
+      await storeElicitation(turn, call, ran);
+      return;
+    }
+    result = ran;
     turn.deps.metrics.toolCall(
       { tool: call.name, kind: turn.tools.kindOf(call.name), outcome: result.isError ? 'failed' : 'completed' },
       performance.now() - startedAt,
@@ -150,8 +183,45 @@ function abandonedCall(call: ServerCall, why: string): Warning {
   };
 }
 
-/** Runs the call with the turn's signal and the call timeout, its progress going to live listeners. */
-function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
+/**
+ * The call's `elicit`: the `index`-th request of this run gets the answer given to the `index`-th request of the
+ * earlier runs; a request past those suspends the call (its signal aborts, and it rejects).
+ */
+function elicitor(
+  call: ServerCall,
+  suspend: AbortController,
+): (request: ElicitationRequest) => Promise<ElicitationAnswer> {
+  let next = 0;
+  return async (request) => {
+    const index = next;
+    next += 1;
+    const known = call.elicitations.find((asked) => asked.index === index)?.answer;
+    if (known !== undefined && known !== null) {
+      return known.content === null ? { action: known.action } : { action: known.action, content: known.content };
+    }
+    const suspended = new ElicitationSuspended(index, request);
+    if (!suspend.signal.aborted) suspend.abort(suspended);
+    throw suspended;
+  };
+}
+
+/**
+ * Runs the call with the turn's signal and the call timeout, its progress going to live listeners. Resolves with
+ * the ElicitationSuspended that stopped it when its server asked for input that has no answer yet.
+ */
+async function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput | ElicitationSuspended> {
+  const suspend = new AbortController();
+  try {
+    const output = await runCall(turn, call, suspend);
+    // A call that answered anyway after asking (it read the refusal sent to the server) still waits for the person.
+    return suspend.signal.aborted ? (suspend.signal.reason as ElicitationSuspended) : output;
+  } catch (error) {
+    if (suspend.signal.aborted && !turn.signal.aborted) return suspend.signal.reason as ElicitationSuspended;
+    throw error;
+  }
+}
+
+function runCall(turn: Turn, call: ServerCall, suspend: AbortController): Promise<ToolOutput> {
   const { deps, message } = turn;
   const traceparent = outgoingTraceparent(
     turn.trace,
@@ -181,9 +251,65 @@ function executeCall(turn: Turn, call: ServerCall): Promise<ToolOutput> {
         // The MCP specification's key for W3C trace context in `_meta`.
         ...(traceparent === null ? {} : { traceparent }),
       },
+      elicit: elicitor(call, suspend),
     },
-    { turnSignal: turn.signal, timeoutMs: deps.toolTimeoutMs, now: deps.clock.now() },
+    {
+      turnSignal: AbortSignal.any([turn.signal, suspend.signal]),
+      timeoutMs: deps.toolTimeoutMs,
+      now: deps.clock.now(),
+    },
   );
+}
+
+/**
+ * Stores what the server asked as an `elicitation` item of the call (the call keeps no output, so it waits) with
+ * its `message.event`; the turn then suspends on it like on a question.
+ */
+function storeElicitation(turn: Turn, call: ServerCall, asked: ElicitationSuspended): Promise<MessageRow | null> {
+  return change(turn, ['running'], async (trx, current, now) => {
+    const target = { orgId: current.org_id, sessionId: current.session_id, now };
+    const actionId = actionsTaken(await loadMessageItems(trx, call.messageId));
+    const elicitationId = `elic_${newId().replaceAll('-', '')}`;
+    const { request } = asked;
+    const server = call.server?.label ?? 'agentry';
+    await appendItems(trx, target, [
+      {
+        messageId: call.messageId,
+        step: call.step,
+        callId: call.callId,
+        content: {
+          type: 'elicitation',
+          elicitationId,
+          actionId,
+          index: asked.index,
+          server,
+          mode: request.mode,
+          message: request.message,
+          requestedSchema: request.requestedSchema,
+          url: request.url,
+        },
+      },
+    ]);
+    return writeEvents(trx, target, [
+      {
+        kind: 'message.event',
+        messageId: current.id,
+        runId: current.run_id,
+        data: {
+          type: 'elicitation',
+          sourceType: 'mcp_elicitation',
+          actionId,
+          callId: call.callId,
+          name: call.name,
+          server,
+          elicitationId,
+          mode: request.mode,
+          message: request.message,
+          url: request.url,
+        },
+      },
+    ]);
+  });
 }
 
 /** Stores a call's output (and the warning of a call given up) and ends its span, before the next model call. */

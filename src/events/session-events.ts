@@ -5,10 +5,17 @@
  * Persisted events carry `seq` (their position in the channel); text deltas are live only and carry none.
  */
 import type { SessionStatus } from '../storage/column-values.ts';
-import type { CallKind, MessageError, RequiredAction, Warning } from './session-values.ts';
+import type {
+  CallKind,
+  ElicitationAction,
+  ElicitationMode,
+  MessageError,
+  RequiredAction,
+  Warning,
+} from './session-values.ts';
 
 /** Who acted, as the stream names it: a tool kind (`tool_server`, `tool_client`, …) or the approval flow. */
-export type SourceType = `tool_${CallKind}` | 'tool_ask_user_question' | 'tool_approval';
+export type SourceType = `tool_${CallKind}` | 'tool_ask_user_question' | 'tool_approval' | 'mcp_elicitation';
 
 /** The server that runs a server call, when it is not a built-in of this deployment. */
 interface CallServerFields {
@@ -77,6 +84,27 @@ export type MessageEventData =
       decidedBy: string;
     }
   | { type: 'answered'; sourceType: 'tool_ask_user_question'; actionId: number }
+  /** An MCP server asked for input during the call `callId`: the turn waits for the answer (action `actionId`). */
+  | {
+      type: 'elicitation';
+      sourceType: 'mcp_elicitation';
+      actionId: number;
+      callId: string;
+      name: string;
+      server: string;
+      elicitationId: string;
+      mode: ElicitationMode;
+      message: string;
+      url: string | null;
+    }
+  | {
+      type: 'elicitation_answered';
+      sourceType: 'mcp_elicitation';
+      actionId: number;
+      callId: string;
+      elicitationId: string;
+      action: ElicitationAction;
+    }
   | { type: 'tool_result'; sourceType: 'tool_server'; callId: string; name: string; isError: boolean }
   | {
       type: 'tool_progress';

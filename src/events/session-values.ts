@@ -29,7 +29,30 @@ export type RequiredAction =
       approvalId: string;
       /** When the call is denied unless decided before (ISO 8601), or null when it waits indefinitely. */
       expiresAt: string | null;
+    }
+  | {
+      /** An MCP server asked for input during a tool call (`elicitation/create`, or a 2026-07-28 `input_required`). */
+      type: 'mcp_elicitation';
+      actionId: number;
+      callId: string;
+      /** The exposed tool name of the call that asked. */
+      tool: string;
+      /** The server's label. */
+      server: string;
+      elicitationId: string;
+      /** `form`: answer with data fitting `requestedSchema`; `url`: open `url`, then accept or decline. */
+      mode: ElicitationMode;
+      message: string;
+      requestedSchema: Record<string, unknown> | null;
+      url: string | null;
     };
+
+export const ELICITATION_MODES = ['form', 'url'] as const;
+export type ElicitationMode = (typeof ELICITATION_MODES)[number];
+
+/** How a person answered an elicitation (the MCP `ElicitResult` actions). */
+export const ELICITATION_ACTIONS = ['accept', 'decline', 'cancel'] as const;
+export type ElicitationAction = (typeof ELICITATION_ACTIONS)[number];
 
 export interface MessageError {
   code: string;

@@ -6,6 +6,12 @@
  */
 import type { Warning } from '../events/session-values.ts';
 import type { Executor } from '../storage/db.ts';
+import type {
+  McpElicitationAnswer as ElicitationAnswer,
+  McpElicitation as ElicitationRequest,
+  McpSamplingRequest as SamplingRequest,
+  McpSamplingResult as SamplingResult,
+} from './mcp/client.ts';
 import type { AgentToolConfig, McpServer, NetworkPolicy } from './tool-config.ts';
 
 /** Who answers a call: the service (server), the API caller (client), or a person (question). */
@@ -55,7 +61,22 @@ export interface ToolCallContext {
   progress(update: ToolProgress): void;
   /** Sent along with outbound calls (MCP `_meta`) so a server can deduplicate or correlate. */
   meta: Record<string, string>;
+  /**
+   * Asks a person for what a server requests during the call (MCP elicitation). Resolves with an answer already
+   * given; otherwise the call is suspended: the promise rejects and the call's signal aborts, and the call runs again
+   * once answered (docs/mcp-auth.md "Elicitation"). Absent: elicitations are declined.
+   */
+  elicit?: (request: ElicitationRequest) => Promise<ElicitationAnswer>;
+  /** Serves a server's sampling request with the agent's model, billed to the run; absent: refused. */
+  sample?: (request: SamplingRequest) => Promise<SamplingResult>;
 }
+
+export type {
+  McpElicitation as ElicitationRequest,
+  McpElicitationAnswer as ElicitationAnswer,
+  McpSamplingRequest as SamplingRequest,
+  McpSamplingResult as SamplingResult,
+} from './mcp/client.ts';
 
 export interface ToolOutput {
   /** The model-facing result text. */

@@ -6477,6 +6477,21 @@ export interface paths {
                                     turn_id: string;
                                     /** @enum {string} */
                                     type: "tool_approval";
+                                } | {
+                                    action_id: number;
+                                    call_id: string;
+                                    elicitation_id: string;
+                                    message: string;
+                                    mode: "form" | "url";
+                                    requested_schema: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    server: string;
+                                    tool: string;
+                                    turn_id: string;
+                                    /** @enum {string} */
+                                    type: "mcp_elicitation";
+                                    url: string | null;
                                 })[];
                                 /** @enum {string} */
                                 status: "idle" | "running" | "requires_action" | "failed";
@@ -14231,6 +14246,13 @@ export interface paths {
                                 tool: string;
                                 /** @enum {string} */
                                 type: "tool_approval";
+                            } | {
+                                action_id: number;
+                                message: string;
+                                server: string;
+                                tool: string;
+                                /** @enum {string} */
+                                type: "mcp_elicitation";
                             })[];
                             /** @description A preview of the reply */
                             result: string | null;
@@ -14393,6 +14415,13 @@ export interface paths {
                                     tool: string;
                                     /** @enum {string} */
                                     type: "tool_approval";
+                                } | {
+                                    action_id: number;
+                                    message: string;
+                                    server: string;
+                                    tool: string;
+                                    /** @enum {string} */
+                                    type: "mcp_elicitation";
                                 })[];
                                 /** @description A preview of the reply */
                                 result: string | null;
@@ -14542,6 +14571,13 @@ export interface paths {
                                 tool: string;
                                 /** @enum {string} */
                                 type: "tool_approval";
+                            } | {
+                                action_id: number;
+                                message: string;
+                                server: string;
+                                tool: string;
+                                /** @enum {string} */
+                                type: "mcp_elicitation";
                             })[];
                             /** @description A preview of the reply */
                             result: string | null;
@@ -15351,6 +15387,32 @@ export interface paths {
                                     tool: string;
                                     /** @enum {string} */
                                     type: "tool_approval";
+                                } | {
+                                    /** @description Send it to the answer route with {action: "accept", content} (form), {action: "accept"} (url), or {action: "decline"|"cancel"} */
+                                    actionId: number;
+                                    /** @description The tool call during which the server asked */
+                                    callId: string;
+                                    /** @description elic_…: the id of the request on the Responses surface */
+                                    elicitationId: string;
+                                    /** @description The server's message to the person */
+                                    message: string;
+                                    /**
+                                     * @description form: answer with data fitting requestedSchema; url: open url, then accept or decline
+                                     * @enum {string}
+                                     */
+                                    mode: "form" | "url";
+                                    /** @description form mode: the JSON Schema (flat object of primitive fields) the content must fit */
+                                    requestedSchema: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    /** @description The MCP server label */
+                                    server: string;
+                                    /** @description The tool as the agent called it (its exposed name) */
+                                    tool: string;
+                                    /** @enum {string} */
+                                    type: "mcp_elicitation";
+                                    /** @description url mode: the page to open */
+                                    url: string | null;
                                 })[];
                                 response: {
                                     parts: {
@@ -15532,6 +15594,32 @@ export interface paths {
                                 tool: string;
                                 /** @enum {string} */
                                 type: "tool_approval";
+                            } | {
+                                /** @description Send it to the answer route with {action: "accept", content} (form), {action: "accept"} (url), or {action: "decline"|"cancel"} */
+                                actionId: number;
+                                /** @description The tool call during which the server asked */
+                                callId: string;
+                                /** @description elic_…: the id of the request on the Responses surface */
+                                elicitationId: string;
+                                /** @description The server's message to the person */
+                                message: string;
+                                /**
+                                 * @description form: answer with data fitting requestedSchema; url: open url, then accept or decline
+                                 * @enum {string}
+                                 */
+                                mode: "form" | "url";
+                                /** @description form mode: the JSON Schema (flat object of primitive fields) the content must fit */
+                                requestedSchema: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description The MCP server label */
+                                server: string;
+                                /** @description The tool as the agent called it (its exposed name) */
+                                tool: string;
+                                /** @enum {string} */
+                                type: "mcp_elicitation";
+                                /** @description url mode: the page to open */
+                                url: string | null;
                             })[];
                             response: {
                                 parts: {
@@ -15729,6 +15817,32 @@ export interface paths {
                                     tool: string;
                                     /** @enum {string} */
                                     type: "tool_approval";
+                                } | {
+                                    /** @description Send it to the answer route with {action: "accept", content} (form), {action: "accept"} (url), or {action: "decline"|"cancel"} */
+                                    actionId: number;
+                                    /** @description The tool call during which the server asked */
+                                    callId: string;
+                                    /** @description elic_…: the id of the request on the Responses surface */
+                                    elicitationId: string;
+                                    /** @description The server's message to the person */
+                                    message: string;
+                                    /**
+                                     * @description form: answer with data fitting requestedSchema; url: open url, then accept or decline
+                                     * @enum {string}
+                                     */
+                                    mode: "form" | "url";
+                                    /** @description form mode: the JSON Schema (flat object of primitive fields) the content must fit */
+                                    requestedSchema: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                    /** @description The MCP server label */
+                                    server: string;
+                                    /** @description The tool as the agent called it (its exposed name) */
+                                    tool: string;
+                                    /** @enum {string} */
+                                    type: "mcp_elicitation";
+                                    /** @description url mode: the page to open */
+                                    url: string | null;
                                 })[];
                                 response: {
                                     parts: {
@@ -19205,6 +19319,21 @@ export interface components {
                     tool: string;
                     /** @enum {string} */
                     type: "tool_approval";
+                } | {
+                    actionId: number;
+                    callId: string;
+                    elicitationId: string;
+                    message: string;
+                    /** @enum {string} */
+                    mode: "form" | "url";
+                    requestedSchema: {
+                        [key: string]: unknown;
+                    } | null;
+                    server: string;
+                    tool: string;
+                    /** @enum {string} */
+                    type: "mcp_elicitation";
+                    url: string | null;
                 })[];
                 /** @enum {string} */
                 status: "requires_action";
@@ -19260,7 +19389,7 @@ export interface components {
                 serverId?: string | null;
                 serverLabel?: string;
                 /** @enum {string} */
-                sourceType: "tool_server" | "tool_client" | "tool_question" | "tool_ask_user_question" | "tool_approval";
+                sourceType: "tool_server" | "tool_client" | "tool_question" | "tool_ask_user_question" | "tool_approval" | "mcp_elicitation";
                 step: number;
                 tool?: string;
                 /** @enum {string} */
@@ -19311,6 +19440,30 @@ export interface components {
                 sourceType: "tool_ask_user_question";
                 /** @enum {string} */
                 type: "answered";
+            } | {
+                actionId: number;
+                callId: string;
+                elicitationId: string;
+                message: string;
+                /** @enum {string} */
+                mode: "form" | "url";
+                name: string;
+                server: string;
+                /** @enum {string} */
+                sourceType: "mcp_elicitation";
+                /** @enum {string} */
+                type: "elicitation";
+                url: string | null;
+            } | {
+                /** @enum {string} */
+                action: "accept" | "decline" | "cancel";
+                actionId: number;
+                callId: string;
+                elicitationId: string;
+                /** @enum {string} */
+                sourceType: "mcp_elicitation";
+                /** @enum {string} */
+                type: "elicitation_answered";
             } | {
                 callId: string;
                 isError: boolean;

@@ -249,6 +249,15 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
                   <AnswerForm key={`q-${action.actionId}`} session={session} message={message} action={action} />
                 ) : action.type === 'tool_approval' ? (
                   <ApprovalForm key={`a-${action.actionId}`} session={session} message={message} action={action} />
+                ) : action.type === 'mcp_elicitation' ? (
+                  <p key={`e-${action.actionId}`} className="muted">
+                    {action.server} asks (action {action.actionId}): {action.message}{' '}
+                    {action.url === null ? null : (
+                      <a href={action.url} target="_blank" rel="noreferrer noopener">
+                        {action.url}
+                      </a>
+                    )}
+                  </p>
                 ) : (
                   <ToolOutputForm key={action.callId} session={session} action={action} />
                 ),

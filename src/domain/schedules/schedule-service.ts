@@ -161,6 +161,14 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
                 server: action.server,
                 arguments: action.arguments,
               };
+            case 'mcp_elicitation':
+              return {
+                type: 'mcp_elicitation',
+                action_id: action.actionId,
+                tool: action.tool,
+                server: action.server,
+                message: action.message,
+              };
             default:
               return action satisfies never;
           }

@@ -58,7 +58,8 @@ export interface ScheduleBudget {
 export type ScheduleRunAction =
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
   | { type: 'ask_user_question'; action_id: number; question: string }
-  | { type: 'tool_approval'; action_id: number; tool: string; server: string; arguments: string };
+  | { type: 'tool_approval'; action_id: number; tool: string; server: string; arguments: string }
+  | { type: 'mcp_elicitation'; action_id: number; tool: string; server: string; message: string };
 
 export interface ScheduleRun {
   id: string;

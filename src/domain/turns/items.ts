@@ -3,7 +3,14 @@
  * The model's context is rebuilt from it at every step, so what the model saw is always what was stored.
  */
 import { AppError } from '../../errors/app-error.ts';
-import { CALL_KINDS, type CallKind } from '../../events/session-values.ts';
+import {
+  CALL_KINDS,
+  type CallKind,
+  ELICITATION_ACTIONS,
+  ELICITATION_MODES,
+  type ElicitationAction,
+  type ElicitationMode,
+} from '../../events/session-values.ts';
 import {
   isAbsentOr,
   isArrayOf,
@@ -89,6 +96,30 @@ export type ItemContent =
       approvalId: string;
       approved: boolean;
       reason: string | null;
+      by: DecisionSource;
+    }
+  /**
+   * An MCP server asked for input during the server call `callId` (the call's `index`-th request, counted from 0 in
+   * each run of the call); not model context. The call waits, without output, until an `elicitation_response`
+   * answers it, and then runs again (docs/mcp-auth.md "Elicitation").
+   */
+  | {
+      type: 'elicitation';
+      elicitationId: string;
+      actionId: number;
+      index: number;
+      server: string;
+      mode: ElicitationMode;
+      message: string;
+      requestedSchema: Record<string, unknown> | null;
+      url: string | null;
+    }
+  /** The answer to an elicitation, given back to the server when the call runs again; not model context. */
+  | {
+      type: 'elicitation_response';
+      elicitationId: string;
+      action: ElicitationAction;
+      content: Record<string, unknown> | null;
       by: DecisionSource;
     }
   /** The tools of a server as first offered in this conversation (Responses `mcp_list_tools`); not model context. */
@@ -189,6 +220,24 @@ export function isItemContent(value: unknown): value is ItemContent {
         isNullableString(value.reason) &&
         isOneOf(DECISION_SOURCES, value.by)
       );
+    case 'elicitation':
+      return (
+        typeof value.elicitationId === 'string' &&
+        typeof value.actionId === 'number' &&
+        typeof value.index === 'number' &&
+        typeof value.server === 'string' &&
+        isOneOf(ELICITATION_MODES, value.mode) &&
+        typeof value.message === 'string' &&
+        (value.requestedSchema === null || isJsonObject(value.requestedSchema)) &&
+        isNullableString(value.url)
+      );
+    case 'elicitation_response':
+      return (
+        typeof value.elicitationId === 'string' &&
+        isOneOf(ELICITATION_ACTIONS, value.action) &&
+        (value.content === null || isJsonObject(value.content)) &&
+        isOneOf(DECISION_SOURCES, value.by)
+      );
     case 'tool_list':
       return (
         isJsonObject(value.server) &&
@@ -235,6 +284,8 @@ const PREFIX: Record<ItemContent['type'], string> = {
   function_call_output: 'fco',
   tool_list: 'mcpl',
   approval_decision: 'mcpa',
+  elicitation: 'elic',
+  elicitation_response: 'elicr',
   item_removed: 'rm',
   compaction: 'cmp',
 };
@@ -460,6 +511,57 @@ export interface PendingCall {
    * Absent for calls that run without asking.
    */
   approval?: { id: string; state: 'pending' | 'approved'; expiresAt: number | null };
+  /**
+   * Server calls during which the server asked for input: every request so far, in order, with its answer once
+   * given. The call waits (runs no more) while the last one has none.
+   */
+  elicitations?: CallElicitation[];
+}
+
+export interface CallElicitation {
+  item: Item;
+  id: string;
+  actionId: number;
+  index: number;
+  answer: { action: ElicitationAction; content: Record<string, unknown> | null } | null;
+}
+
+/** The elicitations of each call in `items`, with their answers, by call id. */
+function elicitationsByCall(items: Item[]): Map<string, CallElicitation[]> {
+  const byCall = new Map<string, CallElicitation[]>();
+  const byId = new Map<string, CallElicitation>();
+  for (const item of items) {
+    const content = item.content;
+    if (content.type === 'elicitation' && item.callId !== null) {
+      const entry: CallElicitation = {
+        item,
+        id: content.elicitationId,
+        actionId: content.actionId,
+        index: content.index,
+        answer: null,
+      };
+      byId.set(entry.id, entry);
+      byCall.set(item.callId, [...(byCall.get(item.callId) ?? []), entry]);
+    } else if (content.type === 'elicitation_response') {
+      const entry = byId.get(content.elicitationId);
+      if (entry !== undefined) entry.answer = { action: content.action, content: content.content };
+    }
+  }
+  return byCall;
+}
+
+/**
+ * Action ids a message's items took so far: one per call item and per elicitation, numbered from 0 in the order
+ * they were made, so the next one made takes this number.
+ */
+export function actionsTaken(items: Item[]): number {
+  return items.filter((item) => item.content.type === 'function_call' || item.content.type === 'elicitation').length;
+}
+
+/** The elicitation a call waits for (its last one, unanswered), if any. */
+export function waitingElicitation(call: PendingCall): CallElicitation | undefined {
+  const last = call.elicitations?.at(-1);
+  return last !== undefined && last.answer === null ? last : undefined;
 }
 
 /** Text the assistant produced in a turn so far (not replayed history, whose steps are negative). */
@@ -492,11 +594,14 @@ export function pendingCalls(items: Item[]): PendingCall[] {
       item.content.type === 'approval_decision' && item.content.approved ? [item.content.approvalId] : [],
     ),
   );
+  const elicitations = elicitationsByCall(items);
   const pending: PendingCall[] = [];
   for (const item of items) {
     const content = item.content;
     if (content.type !== 'function_call' || item.callId === null || answered.has(item.callId)) continue;
+    const asked = elicitations.get(item.callId);
     pending.push({
+      ...(asked === undefined ? {} : { elicitations: asked }),
       item,
       callId: item.callId,
       name: content.name,
@@ -582,7 +687,14 @@ export class ContextBuilder {
   append(item: Item): void {
     this.#count += 1;
     const content = item.content;
-    if (content.type === 'tool_list' || content.type === 'approval_decision' || content.type === 'item_removed') return;
+    if (
+      content.type === 'tool_list' ||
+      content.type === 'approval_decision' ||
+      content.type === 'item_removed' ||
+      content.type === 'elicitation' ||
+      content.type === 'elicitation_response'
+    )
+      return;
     if (content.type === 'compaction') {
       this.#compact(item.id, content.summary, content.keptFrom);
       return;

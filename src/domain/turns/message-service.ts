@@ -13,6 +13,7 @@ import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approvals.ts';
 import type { AuditContext } from '../audit/audit-log.ts';
+import { answerElicitation, elicitationItem, parseElicitationAnswer } from '../elicitations/elicitations.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, writeEvents } from '../outbox.ts';
@@ -193,6 +194,14 @@ export function createMessageService(deps: MessageServiceDeps) {
         await lockOwnSession(trx, orgId, sessionId, now);
         const message = await findMessage(trx, orgId, sessionId, messageId);
         const items = await loadMessageItems(trx, messageId);
+        const asked = elicitationItem(items, actionId);
+        if (asked !== undefined) {
+          const parsed = parseElicitationAnswer(asked.content, answer);
+          const target = { orgId, sessionId, now, listeners };
+          const answered = await answerElicitation(trx, target, message, items, asked, parsed, 'answer');
+          events = answered.events;
+          return answered.resumed ? ('resuming' as const) : ('accepted' as const);
+        }
         const approval = items.find(
           (item) =>
             item.content.type === 'function_call' &&

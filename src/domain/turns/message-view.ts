@@ -3,7 +3,7 @@ import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import { itemFromRow, type PendingCall, pendingCalls } from './items.ts';
+import { itemFromRow, type PendingCall, pendingCalls, waitingElicitation } from './items.ts';
 import { isMessageError, isTextParts, type Message, type RequiredAction, warningsOf } from './message-types.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
@@ -39,6 +39,22 @@ export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
         arguments: call.arguments,
         approvalId: call.approval.id,
         expiresAt: call.approval.expiresAt === null ? null : iso(call.approval.expiresAt),
+      });
+    } else {
+      const asked = waitingElicitation(call);
+      if (asked?.item.content.type !== 'elicitation') continue;
+      const { content } = asked.item;
+      actions.push({
+        type: 'mcp_elicitation',
+        actionId: asked.actionId,
+        callId: call.callId,
+        tool: call.name,
+        server: content.server,
+        elicitationId: asked.id,
+        mode: content.mode,
+        message: content.message,
+        requestedSchema: content.requestedSchema,
+        url: content.url,
       });
     }
   }
@@ -81,7 +97,13 @@ export async function messagesWithActions(db: Executor, rows: MessageRow[]): Pro
       .selectFrom('items')
       .selectAll()
       .where('message_id', 'in', waiting)
-      .where('type', 'in', ['function_call', 'function_call_output', 'approval_decision'])
+      .where('type', 'in', [
+        'function_call',
+        'function_call_output',
+        'approval_decision',
+        'elicitation',
+        'elicitation_response',
+      ])
       .orderBy('seq')
       .execute();
     const items = itemRows.map(itemFromRow);

@@ -20,6 +20,19 @@ export type FollowUpAction =
       server: string;
       arguments: string;
       approval_id: string;
+    }
+  | {
+      type: 'mcp_elicitation';
+      turn_id: string;
+      action_id: number;
+      call_id: string;
+      tool: string;
+      server: string;
+      elicitation_id: string;
+      mode: 'form' | 'url';
+      message: string;
+      requested_schema: Record<string, unknown> | null;
+      url: string | null;
     };
 
 export type FollowUpSession = Session & { required_actions: FollowUpAction[] };
@@ -42,6 +55,22 @@ export async function followUpSession(db: Executor, orgId: string, sessionId: st
   const actions: FollowUpAction[] = [];
   for (const message of await messagesWithActions(db, waiting)) {
     for (const action of message.requiredActions) {
+      if (action.type === 'mcp_elicitation') {
+        actions.push({
+          type: 'mcp_elicitation',
+          turn_id: message.id,
+          action_id: action.actionId,
+          call_id: action.callId,
+          tool: action.tool,
+          server: action.server,
+          elicitation_id: action.elicitationId,
+          mode: action.mode,
+          message: action.message,
+          requested_schema: action.requestedSchema,
+          url: action.url,
+        });
+        continue;
+      }
       actions.push(
         action.type === 'function_call'
           ? {

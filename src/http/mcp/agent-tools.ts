@@ -112,6 +112,10 @@ function pendingText(sessionId: string, message: Message): string {
     if (action.type === 'tool_approval') {
       return `- approval of ${action.tool} (actionId ${action.actionId}) with arguments ${action.arguments}`;
     }
+    if (action.type === 'mcp_elicitation') {
+      const what = action.mode === 'url' ? `open ${action.url ?? ''}, then accept or decline` : action.message;
+      return `- input for ${action.tool} of ${action.server} (actionId ${action.actionId}): ${what}`;
+    }
     return `- output of the client tool ${action.name} (call ${action.callId})`;
   });
   const base = `/v1/sessions/${sessionId}/messages/${message.id}`;

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
 import { MAX_WAIT_SECONDS } from '../../domain/turns/message-wait.ts';
+import { ELICITATION_MODES } from '../../events/session-values.ts';
 import { OffsetPagination, StringEnum, Uuid } from './common.ts';
 import { outputFormatSchema } from './output-format.ts';
 
@@ -53,6 +54,29 @@ const RequiredAction = Type.Union([
       }),
     },
     { description: 'A server tool call waiting for approval (extension; docs/tools.md "Approvals")' },
+  ),
+  Type.Object(
+    {
+      type: Type.Literal('mcp_elicitation'),
+      actionId: Type.Integer({
+        description:
+          'Send it to the answer route with {action: "accept", content} (form), {action: "accept"} (url), or {action: "decline"|"cancel"}',
+      }),
+      callId: Type.String({ description: 'The tool call during which the server asked' }),
+      tool: Type.String({ description: 'The tool as the agent called it (its exposed name)' }),
+      server: Type.String({ description: 'The MCP server label' }),
+      elicitationId: Type.String({ description: 'elic_…: the id of the request on the Responses surface' }),
+      mode: StringEnum(
+        ELICITATION_MODES,
+        'form: answer with data fitting requestedSchema; url: open url, then accept or decline',
+      ),
+      message: Type.String({ description: "The server's message to the person" }),
+      requestedSchema: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+        description: 'form mode: the JSON Schema (flat object of primitive fields) the content must fit',
+      }),
+      url: Type.Union([Type.String(), Type.Null()], { description: 'url mode: the page to open' }),
+    },
+    { description: 'An MCP server asked for input during a tool call (docs/mcp-auth.md "Elicitation")' },
   ),
 ]);
 

@@ -165,6 +165,16 @@ const RunAction = Type.Union([
     },
     { additionalProperties: false },
   ),
+  Type.Object(
+    {
+      type: Type.Literal('mcp_elicitation'),
+      action_id: Type.Integer(),
+      tool: Type.String(),
+      server: Type.String(),
+      message: Type.String(),
+    },
+    { additionalProperties: false },
+  ),
 ]);
 
 export const ScheduleRun = Type.Object(

@@ -188,6 +188,25 @@ const FollowUpAction = Type.Union([
     },
     { description: 'A server tool call waiting for approval: answer with {approved, reason?} on the answer route' },
   ),
+  Type.Object(
+    {
+      type: Type.Literal('mcp_elicitation'),
+      turn_id: Type.String(),
+      action_id: Type.Integer(),
+      call_id: Type.String(),
+      tool: Type.String(),
+      server: Type.String(),
+      elicitation_id: Type.String(),
+      mode: Type.Union([Type.Literal('form'), Type.Literal('url')]),
+      message: Type.String(),
+      requested_schema: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+      url: Type.Union([Type.String(), Type.Null()]),
+    },
+    {
+      description:
+        'An MCP server asking for input during a tool call: answer with {action, content?} on the answer route',
+    },
+  ),
 ]);
 
 export const BetaHeaders = Type.Object({

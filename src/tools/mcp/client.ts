@@ -98,12 +98,45 @@ export interface McpProgress {
   message?: string;
 }
 
+/** What a server asks a person during a call (`elicitation/create`, or a 2026-07-28 `input_required`). */
+export interface McpElicitation {
+  mode: 'form' | 'url';
+  message: string;
+  /** Form mode: the JSON Schema (a flat object of primitive fields) the answer must fit. */
+  requestedSchema: Record<string, unknown> | null;
+  /** URL mode: the page the person opens, and the server's id of the request. */
+  url: string | null;
+  elicitationId: string | null;
+}
+
+export interface McpElicitationAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, unknown>;
+}
+
+/** A server's `sampling/createMessage`, as text: what the client's model is asked. */
+export interface McpSamplingRequest {
+  messages: { role: 'user' | 'assistant'; text: string }[];
+  systemPrompt: string | null;
+  maxTokens: number;
+}
+
+export interface McpSamplingResult {
+  text: string;
+  model: string;
+  stopReason: 'endTurn' | 'maxTokens';
+}
+
 export interface McpCallOptions {
   signal: AbortSignal;
   timeoutMs: number;
   /** Sent as the request's `_meta` (e.g. `{ 'agentry/call_id': …, traceparent: … }`). */
   meta?: Record<string, unknown>;
   onProgress?: (progress: McpProgress) => void;
+  /** Answers the server's elicitations during this call; absent: they are declined. */
+  onElicit?: ((request: McpElicitation) => Promise<McpElicitationAnswer>) | undefined;
+  /** Serves the server's sampling requests during this call; absent: they are refused. */
+  onSample?: ((request: McpSamplingRequest) => Promise<McpSamplingResult>) | undefined;
 }
 
 export interface McpCallResult {
@@ -262,6 +295,8 @@ async function openStep(step: Step, endpoint: McpEndpoint, options: McpConnectOp
   ]);
   const client = new Client(options.clientInfo ?? { name: 'agentry', version: '1.0.0' }, {
     versionNegotiation: { mode: step === 'negotiate' ? 'auto' : 'legacy' },
+    // Answered per call (connection.ts): elicitations by a person, sampling by the agent's model when it allows it.
+    capabilities: { elicitation: { form: {}, url: {} }, sampling: {} },
   });
   // Registered before connecting: a 2025 server may announce a change right after `initialize`.
   client.setNotificationHandler('notifications/tools/list_changed', () => hooks.toolsChanged());

@@ -3,7 +3,16 @@
  * server-side cancellation on abort or timeout, progress, and `list_changed` delivery, including the
  * 2026-07-28 `subscriptions/listen` stream and its re-opening after a drop.
  */
-import type { Client, McpSubscription, SSEClientTransport, Tool } from '@modelcontextprotocol/client';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type {
+  Client,
+  CreateMessageRequest,
+  ElicitRequest,
+  ElicitResult,
+  McpSubscription,
+  SSEClientTransport,
+  Tool,
+} from '@modelcontextprotocol/client';
 import { ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { EgressError } from '../../lib/egress.ts';
 import type {
@@ -19,6 +28,7 @@ import type {
   McpProtocol,
   McpResourceContent,
   McpResourceInfo,
+  McpSamplingRequest,
   McpToolInfo,
   McpToolList,
 } from './client.ts';
@@ -62,6 +72,58 @@ function toolInfo(tool: Tool): McpToolInfo {
   return info;
 }
 
+/** The call whose request is being answered: its handlers of the server's own requests. */
+interface CallHandlers {
+  onElicit: McpCallOptions['onElicit'] | undefined;
+  onSample: McpCallOptions['onSample'] | undefined;
+}
+
+/**
+ * The SDK gives a server's request no link to the call it belongs to. A call runs in this async context, and so
+ * does what its response stream carries (a 2025 server's requests on the call's POST stream; a 2026-07-28
+ * `input_required` result, fulfilled inside the call); a request arriving elsewhere (a 2025 GET stream, HTTP+SSE)
+ * is given to the one call in flight that can answer it, and refused when there are several.
+ */
+const callScope = new AsyncLocalStorage<CallHandlers>();
+
+/** The MCP specification's error code for a request the user (here: the agent's policy) refused. */
+const USER_REJECTED = -1;
+
+function elicitationOf(params: ElicitRequest['params']) {
+  if (params.mode === 'url') {
+    return {
+      mode: 'url' as const,
+      message: params.message,
+      requestedSchema: null,
+      url: params.url,
+      elicitationId: params.elicitationId,
+    };
+  }
+  return {
+    mode: 'form' as const,
+    message: params.message,
+    requestedSchema: { ...params.requestedSchema },
+    url: null,
+    elicitationId: null,
+  };
+}
+
+function samplingOf(params: CreateMessageRequest['params']): McpSamplingRequest {
+  const textOf = (content: unknown): string => {
+    const parts = Array.isArray(content) ? content : [content];
+    return parts
+      .map((part: unknown) =>
+        isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '[non-text content]',
+      )
+      .join('\n');
+  };
+  return {
+    messages: params.messages.map((message) => ({ role: message.role, text: textOf(message.content) })),
+    systemPrompt: params.systemPrompt ?? null,
+    maxTokens: params.maxTokens,
+  };
+}
+
 function ttlOf(result: object): number | null {
   const ttl = 'ttlMs' in result ? result.ttlMs : undefined;
   // The revision says a negative hint means 0 (already stale).
@@ -86,6 +148,8 @@ export class Connection implements McpConnection {
   /** Progress listeners by our own progress token (see `callTool`). */
   readonly #progress = new Map<string, (progress: McpProgress) => void>();
   #nextProgressToken = 0;
+  /** Handlers of the calls in flight, for a server request that arrives outside any call's context. */
+  readonly #inFlight = new Set<CallHandlers>();
 
   constructor(parts: ConnectionParts, options: McpConnectOptions & { where: string }) {
     this.protocol = parts.protocol;
@@ -114,6 +178,25 @@ export class Connection implements McpConnection {
         this.#options.logger?.warn({ err: String(error) }, 'mcp: progress listener failed');
       }
     });
+    this.#client.setRequestHandler('elicitation/create', async (request): Promise<ElicitResult> => {
+      const onElicit = this.#handlersOf('onElicit')?.onElicit;
+      // Without a call that can ask a person, the request is declined (the server may carry on without it).
+      if (onElicit === undefined) return { action: 'decline' };
+      const answer = await onElicit(elicitationOf(request.params));
+      if (answer.action !== 'accept' || answer.content === undefined) return { action: answer.action };
+      return { action: 'accept', content: answer.content as NonNullable<ElicitResult['content']> };
+    });
+    this.#client.setRequestHandler('sampling/createMessage', async (request) => {
+      const onSample = this.#handlersOf('onSample')?.onSample;
+      if (onSample === undefined) throw new ProtocolError(USER_REJECTED, 'sampling is not allowed for this agent');
+      const result = await onSample(samplingOf(request.params));
+      return {
+        role: 'assistant' as const,
+        content: { type: 'text' as const, text: result.text },
+        model: result.model,
+        stopReason: result.stopReason,
+      };
+    });
     this.#client.onclose = () => {
       this.#closed = true;
     };
@@ -121,6 +204,14 @@ export class Connection implements McpConnection {
       // Stream hiccups the SDK recovers from itself (reconnecting GET streams) land here; messages carry no headers.
       this.#options.logger?.debug({ url: this.#options.where, err: error.message }, 'mcp: transport error');
     };
+  }
+
+  /** The call a server request belongs to (see `callScope`), if one can answer this kind of request. */
+  #handlersOf(kind: keyof CallHandlers): CallHandlers | undefined {
+    const scoped = callScope.getStore();
+    if (scoped !== undefined) return scoped;
+    const able = [...this.#inFlight].filter((handlers) => handlers[kind] !== undefined);
+    return able.length === 1 ? able[0] : undefined;
   }
 
   get closed(): boolean {
@@ -267,10 +358,14 @@ export class Connection implements McpConnection {
     const progressToken = onProgress === undefined ? undefined : `agentry-progress-${++this.#nextProgressToken}`;
     const meta = progressToken === undefined ? options.meta : { ...options.meta, progressToken };
     if (progressToken !== undefined && onProgress !== undefined) this.#progress.set(progressToken, onProgress);
+    const handlers: CallHandlers = { onElicit: options.onElicit, onSample: options.onSample };
+    this.#inFlight.add(handlers);
     return this.#run('call', what, options.signal, options.timeoutMs, async (requestSignal, sdkTimeoutMs) => {
-      const result = await this.#client.callTool(
-        { name, arguments: args ?? {}, ...(meta === undefined ? {} : { _meta: meta }) },
-        { signal: requestSignal, timeout: sdkTimeoutMs },
+      const result = await callScope.run(handlers, () =>
+        this.#client.callTool(
+          { name, arguments: args ?? {}, ...(meta === undefined ? {} : { _meta: meta }) },
+          { signal: requestSignal, timeout: sdkTimeoutMs },
+        ),
       );
       const content: readonly unknown[] = Array.isArray(result.content) ? result.content : [];
       const callResult: McpCallResult = {
@@ -280,6 +375,7 @@ export class Connection implements McpConnection {
       if (result.structuredContent !== undefined) callResult.structuredContent = result.structuredContent;
       return callResult;
     }).finally(() => {
+      this.#inFlight.delete(handlers);
       if (progressToken !== undefined) this.#progress.delete(progressToken);
     });
   }

@@ -217,6 +217,8 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
               timeoutMs: Math.max(1, context.deadline - clock.now()) + CLIENT_TIMEOUT_GRACE_MS,
               meta: context.meta,
               onProgress: (progress) => context.progress(progress),
+              onElicit: context.elicit,
+              onSample: context.sample,
             }),
           );
           return { output: result.text, isError: result.isError };

@@ -19,6 +19,9 @@ const WebhookPage = lazy(() => import('./pages/webhook.tsx'));
 const FilesPage = lazy(() => import('./pages/files.tsx'));
 const UsagePage = lazy(() => import('./pages/usage.tsx'));
 const ConnectorsPage = lazy(() => import('./pages/connectors.tsx'));
+const SchedulesPage = lazy(() => import('./pages/schedules.tsx'));
+const SchedulePage = lazy(() => import('./pages/schedule.tsx'));
+const ApprovalsPage = lazy(() => import('./pages/approvals.tsx'));
 const NotFoundPage = lazy(() => import('./pages/not-found.tsx'));
 
 export const router = createBrowserRouter(
@@ -41,6 +44,9 @@ export const router = createBrowserRouter(
         { path: 'files', element: <FilesPage /> },
         { path: 'usage', element: <UsagePage /> },
         { path: 'connectors', element: <ConnectorsPage /> },
+        { path: 'schedules', element: <SchedulesPage /> },
+        { path: 'schedules/:id', element: <SchedulePage /> },
+        { path: 'approvals', element: <ApprovalsPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],
     },

@@ -113,6 +113,7 @@ const LISTS = new Set([
   '/v1/sessions',
   '/v1/runs',
   '/v1/schedules',
+  '/v1/approvals',
   '/v1/tasks',
   '/v1/models',
   '/v1/models/:id',

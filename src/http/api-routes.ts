@@ -11,6 +11,7 @@ import type { Lifecycle } from './lifecycle.ts';
 import { a2aRoutes } from './routes/a2a.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
+import { approvalRoutes } from './routes/approvals.ts';
 import { auditLogRoutes } from './routes/audit-log.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -50,6 +51,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   memoryRoutes(app, deps);
   sessionRoutes(app, deps);
   messageRoutes(app, deps);
+  approvalRoutes(app, deps);
   responseRoutes(app, deps);
   chatCompletionRoutes(app, deps);
   runRoutes(app, deps);

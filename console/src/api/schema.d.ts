@@ -6879,6 +6879,135 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tool approvals
+         * @description Tool calls that needed approval in every session of the organization, newest first; status=pending lists those that wait for a decision. Decide one with POST /v1/sessions/{session_id}/messages/{message_id}/answer and {actionId: action_id, answer: {approved, reason?}}. Pass last_id as after while has_more is true.
+         *
+         *     Required scope: sessions:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The last_id of the previous page */
+                    after?: string;
+                    limit?: number;
+                    /** @description Only approvals in this status, e.g. pending */
+                    status?: "pending" | "approved" | "denied";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The organization's tool approvals, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description The actionId to send on POST /v1/sessions/{id}/messages/{messageId}/answer */
+                                action_id: number;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                agent_id: string;
+                                agent_name: string;
+                                /** @description The arguments, as the JSON text the model sent */
+                                arguments: string;
+                                call_id: string;
+                                /** @description Unix time in seconds */
+                                created_at: number;
+                                decided_at: number | null;
+                                /** @description answer (the answer route), responses (an mcp_approval_response) or timeout */
+                                decided_by: string | null;
+                                /** @description When a pending call is denied for want of a decision (the agent's timeoutSeconds); null: never */
+                                expires_at: number | null;
+                                /** @description The approval id (mcpr_…), as on the required action */
+                                id: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                message_id: string;
+                                /** @enum {string} */
+                                object: "tool_approval";
+                                /** @description The reason given with the decision */
+                                reason: string | null;
+                                /** @description The MCP server (its label) the tool belongs to */
+                                server: string;
+                                /** @description The tool's name on its server */
+                                server_tool: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                session_id: string;
+                                session_title: string | null;
+                                /**
+                                 * @description pending: waits for a decision; approved or denied once decided
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "approved" | "denied";
+                                /** @description The name the model called */
+                                tool: string;
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            /** @description Pass as `after` for the next page */
+                            last_id: string | null;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audit_log": {
         parameters: {
             query?: never;
@@ -14635,6 +14764,88 @@ export interface paths {
                 };
                 /** @description Error */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preview fire times
+         * @description The next five fire times of a cron expression in a time zone, or of an interval counted from now, validated as a new schedule is (400 naming cron, interval_seconds or timezone). Saves nothing.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description A 5-field cron expression (minute hour day-of-month month day-of-week), evaluated in `timezone`; e.g. "0 9 * * 1-5" */
+                    cron?: string;
+                    /** @description Fire every this many seconds, counted from creation (or from the last timing change or resume) */
+                    interval_seconds?: number;
+                    /** @description An IANA time zone for the cron expression, e.g. Europe/Berlin (default UTC) */
+                    timezone?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The next five fire times after now (an interval counts from now) */
+                            next_run_times: number[];
+                            /** @enum {string} */
+                            object: "schedule.preview";
+                            /** @description The time zone in its canonical spelling */
+                            timezone: string;
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };

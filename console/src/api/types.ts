@@ -43,3 +43,11 @@ export type WebhookDelivery = Ok<paths['/v1/webhook_endpoints/{id}/events/{event
 
 export type FileObject = Ok<paths['/v1/files/{id}']['get']>;
 export type McpServer = Ok<paths['/v1/mcp_servers/{id}']['get']>;
+
+export type Schedule = Ok<paths['/v1/schedules/{id}']['get']>;
+export type ScheduleCreate = Body<paths['/v1/schedules']['post']>;
+export type ScheduleRun = Ok<paths['/v1/schedules/{schedule_id}/runs/{id}']['get']>;
+export type Approval = Ok<paths['/v1/approvals']['get']>['data'][number];
+export type AuditEntry = Ok<paths['/v1/audit_log']['get']>['data'][number];
+export type Retention = Ok<paths['/v1/organization/retention']['get']>;
+export type AgentBudget = Agent['budget'];

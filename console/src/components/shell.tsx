@@ -14,6 +14,8 @@ const NAV: { to: string; label: string; scope: Scope }[] = [
   { to: '/agents', label: 'Agents', scope: 'agents:read' },
   { to: '/sessions', label: 'Sessions', scope: 'sessions:read' },
   { to: '/runs', label: 'Runs', scope: 'sessions:read' },
+  { to: '/approvals', label: 'Approvals', scope: 'sessions:read' },
+  { to: '/schedules', label: 'Schedules', scope: 'agents:read' },
   { to: '/connectors', label: 'Connectors', scope: 'agents:read' },
   { to: '/webhooks', label: 'Webhooks', scope: 'webhooks:read' },
   { to: '/files', label: 'Files', scope: 'files:read' },

@@ -7,7 +7,7 @@
 import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Logger } from 'pino';
 import { AppError, notFound, validationError } from '../../errors/app-error.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { type Clock, unixSeconds } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Database, ScheduleRow, ScheduleRunRow } from '../../storage/schema.ts';
@@ -34,11 +34,25 @@ import {
   type ScheduleRunAction,
   scheduleFromRow,
   scheduleRunFromRow,
+  UPCOMING_COUNT,
 } from './schedule-types.ts';
-import { canonicalZone, cronProblem, nextAfter, type Timing } from './timing.ts';
+import { canonicalZone, cronProblem, nextAfter, nextTicks, type Timing } from './timing.ts';
 
 /** A change of the schedule a tick claim made meanwhile is retried this many times. */
 const UPDATE_ATTEMPTS = 5;
+
+/** The timing fields of a schedule, for a preview of its fire times. */
+export interface TimingInput {
+  cron?: string | null;
+  interval_seconds?: number | null;
+  timezone?: string;
+}
+
+export interface TimingPreview {
+  object: 'schedule.preview';
+  timezone: string;
+  next_run_times: number[];
+}
 
 export interface ScheduleInput {
   name: string;
@@ -343,6 +357,20 @@ export function createScheduleService(deps: ScheduleServiceDeps) {
 
     async get(orgId: string, id: string): Promise<Schedule> {
       return scheduleFromRow(await findSchedule(db, orgId, id));
+    },
+
+    /**
+     * The next fire times of a timing that is not saved yet (a form's preview), validated as create validates it;
+     * an interval counts from now, as a new schedule's does.
+     */
+    preview(input: TimingInput): TimingPreview {
+      const now = clock.now();
+      const timing = checkTiming(input.cron ?? null, input.interval_seconds ?? null, input.timezone ?? 'UTC', now);
+      return {
+        object: 'schedule.preview',
+        timezone: timing.timezone,
+        next_run_times: nextTicks({ ...timing, anchorAt: now }, now, UPCOMING_COUNT).map(unixSeconds),
+      };
     },
 
     async list(orgId: string, page: { limit: number; cursor?: string }): Promise<CursorPage<Schedule>> {

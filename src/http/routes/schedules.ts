@@ -10,6 +10,8 @@ import {
   ScheduleList,
   ScheduleListQuery,
   ScheduleParams,
+  SchedulePreview,
+  SchedulePreviewQuery,
   ScheduleRun,
   ScheduleRunList,
   ScheduleRunParams,
@@ -63,6 +65,21 @@ export function scheduleRoutes(app: App, deps: Deps): void {
       response: { 200: ScheduleList, ...errorResponses(400, 401, 403) },
     },
     handler: async (request) => schedules.list(orgOf(request), page(request.query)),
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/schedules/preview',
+    config: { scopes: ['agents:read'] },
+    schema: {
+      summary: 'Preview fire times',
+      description:
+        'The next five fire times of a cron expression in a time zone, or of an interval counted from now, validated as a new schedule is (400 naming cron, interval_seconds or timezone). Saves nothing.',
+      tags,
+      querystring: SchedulePreviewQuery,
+      response: { 200: SchedulePreview, ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request) => schedules.preview(request.query),
   });
 
   app.route({

@@ -228,6 +228,26 @@ export const ScheduleListQuery = Type.Object({
   ),
 });
 
+export const SchedulePreviewQuery = Type.Object(
+  {
+    cron: Type.Optional(Cron),
+    interval_seconds: Type.Optional(IntervalSeconds),
+    timezone: Type.Optional(Timezone),
+  },
+  { additionalProperties: false, description: 'Exactly one of cron or interval_seconds' },
+);
+
+export const SchedulePreview = Type.Object(
+  {
+    object: Type.Literal('schedule.preview'),
+    timezone: Type.String({ description: 'The time zone in its canonical spelling' }),
+    next_run_times: Type.Array(UnixSeconds, {
+      description: 'The next five fire times after now (an interval counts from now)',
+    }),
+  },
+  { additionalProperties: false },
+);
+
 export const ScheduleParams = Type.Object({ id: Uuid });
 export const ScheduleRunsParams = Type.Object({ schedule_id: Uuid });
 export const ScheduleRunParams = Type.Object({ schedule_id: Uuid, id: Uuid });

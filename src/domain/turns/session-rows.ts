@@ -125,6 +125,21 @@ export async function deleteSessionRow(trx: Executor, orgId: string, sessionId: 
   await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
 }
 
+/** Sets a session's title (null removes it); false when the organization has no such visible session. */
+export async function setSessionTitle(
+  trx: Executor,
+  target: { sessionId: string; orgId: string; title: string | null; now: number },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('sessions')
+    .set({ title: target.title, updated_at: target.now })
+    .where('id', '=', target.sessionId)
+    .where('org_id', '=', target.orgId)
+    .where('hidden', '=', 0)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /**
  * Sets a session's budget (null removes it), in the caller's transaction; false when the organization has no such
  * visible session.

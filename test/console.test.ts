@@ -864,6 +864,72 @@ describe.skipIf(!available)('web console', () => {
     expect(mine[0]).toContain(',sessions,,1,');
   });
 
+  test('fits every page at phone width (tables scroll inside their box) and at desktop width, axe-clean', async ({
+    newPage,
+  }) => {
+    const { agentId, sessionId } = await agentWithTurn('Pocket');
+    const runId = (await shared.api('GET', `/v1/runs?agent_id=${agentId}`)).body.data[0].id;
+    const endpoint = await shared.api('POST', '/v1/webhook_endpoints', {
+      name: 'pocket hook',
+      url: `${receiver.url}/hook`,
+      event_types: ['agent.session.created'],
+    });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(200);
+    const pages: [string, string][] = [
+      ['/console/agents', 'Agents'],
+      ['/console/agents/new', 'New agent'],
+      [`/console/agents/${agentId}`, 'Pocket'],
+      [`/console/agents/${agentId}/chat?session=${sessionId}`, 'Playground: Pocket'],
+      ['/console/sessions', 'Sessions'],
+      [`/console/sessions/${sessionId}`, 'Hello there'],
+      ['/console/runs', 'Runs'],
+      [`/console/runs/${runId}`, ''],
+      ['/console/connectors', 'Connectors'],
+      ['/console/webhooks', 'Webhooks'],
+      [`/console/webhooks/${endpoint.body.id}`, 'pocket hook'],
+      ['/console/files', 'Files'],
+      ['/console/usage', 'Usage'],
+    ];
+    for (const viewport of [
+      { width: 390, height: 844 },
+      { width: 1440, height: 900 },
+    ]) {
+      const page = await newPage({ viewport });
+      await page.goto(url('/console/sign-in'));
+      await page.getByLabel('API key').waitFor();
+      const fits = async (what: string) => {
+        const widths = await page.evaluate('[document.scrollingElement.scrollWidth, innerWidth]');
+        // What sticks out, named in the failure.
+        const wide = await page.evaluate(`[...document.querySelectorAll('body *')]
+          .filter((element) => element.getBoundingClientRect().right > innerWidth + 1 && element.parentElement.getBoundingClientRect().right <= innerWidth + 1)
+          .slice(0, 5).map((element) => element.tagName + '.' + element.className)`);
+        expect(widths, `${what} at ${viewport.width} px: page width, window width (${wide})`).toEqual([
+          viewport.width,
+          viewport.width,
+        ]);
+        await accessible(page, `${what} at ${viewport.width} px`);
+      };
+      await fits('sign-in');
+      await signIn(page, shared.url);
+      // One line of scopes in the header, whatever the width.
+      const scopes = page.locator('.scopes');
+      await expect.poll(() => scopes.getAttribute('title'), WAIT).toContain('webhooks:write');
+      expect(await page.evaluate("document.querySelector('.scopes').getClientRects().length")).toBe(1);
+      expect(await page.evaluate("document.querySelector('.scopes').offsetHeight < 30")).toBe(true);
+      for (const [path, heading] of pages) {
+        await page.goto(url(path));
+        await page.locator('h1').first().waitFor();
+        if (heading !== '') await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+        await expect.poll(() => page.getByText(/^Loading /).count(), WAIT).toBe(0);
+        await fits(path);
+      }
+      // Keyboard focus is visible: the focused link has an outline.
+      await page.keyboard.press('Tab');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate('getComputedStyle(document.activeElement).outlineStyle')).not.toBe('none');
+    }
+  });
+
   test('follows the system dark theme', async ({ newPage }) => {
     const { agentId, sessionId } = await agentWithTurn('Nocturnal');
     const night = await newPage({ colorScheme: 'dark' });

@@ -392,9 +392,14 @@ describe.skipIf(!available)('web console', () => {
     expect(await turn.textContent()).toContain('What is your name?');
     await accessible(page, 'playground with a question');
     await snap(page, 'playground-question');
+    // The session list beside the chat follows the stream: waiting for the answer, then idle once it completed.
+    const listed = page.getByRole('complementary', { name: 'Sessions of this agent' }).locator('[data-session-status]');
+    await expect.poll(() => listed.first().getAttribute('data-session-status'), WAIT).toBe('requires_action');
+    expect(await page.getByRole('complementary').getByRole('link').first().textContent()).toContain('ask What is');
     await answer.fill('Ada');
     await turn.getByRole('button', { name: 'Answer' }).click();
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('completed');
+    await expect.poll(() => listed.first().getAttribute('data-session-status'), WAIT).toBe('idle');
     expect(await turn.locator('.reply').textContent()).toContain('Nice to meet you');
     await expect.poll(() => turn.locator('.tool-call').first().textContent(), WAIT).toContain('Ada');
   });
@@ -419,7 +424,13 @@ describe.skipIf(!available)('web console', () => {
     const turn = await send(page, 'sleep 120000');
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('running');
     await page.getByRole('button', { name: 'Interrupt' }).click();
+    // It asks first, saying what happens.
+    expect(await page.getByRole('group', { name: 'Interrupt' }).textContent()).toContain('ends cancelled');
+    await page.getByRole('button', { name: 'Confirm interrupt' }).click();
     await expect.poll(() => turn.getAttribute('data-status'), WAIT).toBe('cancelled');
+    // "Interrupting…" is gone once the turn has ended.
+    await expect.poll(() => page.getByText('Interrupting…').count(), WAIT).toBe(0);
+    expect(await page.getByRole('button', { name: 'Interrupt' }).isDisabled()).toBe(true);
   });
 
   // On a server of its own, which it restarts.
@@ -526,9 +537,72 @@ describe.skipIf(!available)('web console', () => {
     await snap(page, 'runs');
     await page.getByLabel('Conversation').fill('');
     await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(50);
-    await page.getByRole('button', { name: 'Older' }).click();
+    // Each row leads with its input and says how long the run took.
+    const newest = page.locator('tbody tr').nth(1);
+    expect(await newest.locator('td').first().textContent()).toBe('hello');
+    expect(await newest.locator('td').nth(4).textContent()).toMatch(/^(< 1 s|\d+ s)$/);
+    expect(await page.locator('.pager').first().textContent()).toContain('Page 1 · 50 runs');
+    await page.getByRole('button', { name: 'Next' }).click();
     await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(1);
     expect(new URL(page.url()).searchParams.get('cursor')).not.toBeNull();
+    expect(await page.locator('.pager').first().textContent()).toContain('Page 2 · 1 runs');
+    expect(await page.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Previous' }).click();
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(50);
+    expect(new URL(page.url()).searchParams.get('cursor')).toBeNull();
+  });
+
+  test('lists sessions by title or first message, with copyable ids that tell them apart, and renames one', async ({
+    newPage,
+  }) => {
+    const page = await newPage({ permissions: ['clipboard-read', 'clipboard-write'] });
+    await signIn(page, shared.url);
+    const agentId = await createAgent({ name: 'Lister' });
+    const titled = (await shared.api('POST', '/v1/sessions', { agentId, title: 'Quarterly plan' })).body.session.id;
+    const first = await createSession(agentId);
+    await messageIn(first, await postMessage(first, 'What do cats eat?'), ['completed']);
+    await messageIn(first, await postMessage(first, 'And dogs?'), ['completed']);
+    const failed = await createSession(agentId);
+    await messageIn(failed, await postMessage(failed, 'Break please\nfail upstream exploded'), ['failed']);
+
+    await page.goto(url(`/console/sessions?agent=${agentId}`));
+    const rows = page.locator('tbody tr');
+    await expect.poll(() => rows.count(), WAIT).toBe(3);
+    const firstCells = async () => (await rows.locator('td:first-child').allTextContents()).map((t) => t.trim());
+    await expect
+      .poll(firstCells, WAIT)
+      .toEqual(['Break please fail upstream exploded (untitled)', 'What do cats eat? (untitled)', 'Quarterly plan']);
+    // Message counts, then ids: monospace, the random end of each UUIDv7 (not its shared time prefix), whole on hover.
+    await expect.poll(() => rows.nth(1).locator('td').nth(3).textContent(), WAIT).toBe('2');
+    const ids = await rows.locator('.id code').allTextContents();
+    expect(ids).toEqual([failed, first, titled].map((id) => `…${id.slice(-8)}`));
+    expect(await rows.nth(2).locator('.id code').getAttribute('title')).toBe(titled);
+    // Times are relative, the date and time on hover.
+    const time = rows.first().locator('time');
+    expect(await time.textContent()).toMatch(/just now|minute/);
+    expect(await time.getAttribute('title')).toMatch(/\d{4}/);
+    await rows
+      .nth(2)
+      .getByRole('button', { name: `Copy session id ${titled}` })
+      .click();
+    await expect.poll(() => page.evaluate('navigator.clipboard.readText()'), WAIT).toBe(titled);
+    expect(await page.locator('.pager').textContent()).toContain('1–3 of 3');
+    // Status filter.
+    await page.getByLabel('Status').selectOption('failed');
+    await expect.poll(() => rows.count(), WAIT).toBe(1);
+    expect(await rows.first().textContent()).toContain('failed');
+    expect(new URL(page.url()).searchParams.get('status')).toBe('failed');
+    await accessible(page, 'sessions');
+
+    // Renamed on its page; the list then reads the new title.
+    await page.goto(url(`/console/sessions/${first}`));
+    await page.getByRole('heading', { name: 'What do cats eat?', level: 1 }).waitFor();
+    await page.getByLabel('Title').fill('Pet food');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { name: 'Pet food', level: 1 }).waitFor();
+    expect((await shared.api('GET', `/v1/sessions/${first}`)).body.session.title).toBe('Pet food');
+    await page.goto(url(`/console/sessions?agent=${agentId}`));
+    await expect.poll(() => rows.nth(1).locator('td').first().textContent(), WAIT).toBe('Pet food');
   });
 
   test('creates a webhook endpoint (secret shown once), sends a test, and shows deliveries', async ({ page }) => {
@@ -788,6 +862,72 @@ describe.skipIf(!available)('web console', () => {
     expect(mine).toHaveLength(1);
     expect(mine[0]?.startsWith(`${day},${agentId},`)).toBe(true);
     expect(mine[0]).toContain(',sessions,,1,');
+  });
+
+  test('fits every page at phone width (tables scroll inside their box) and at desktop width, axe-clean', async ({
+    newPage,
+  }) => {
+    const { agentId, sessionId } = await agentWithTurn('Pocket');
+    const runId = (await shared.api('GET', `/v1/runs?agent_id=${agentId}`)).body.data[0].id;
+    const endpoint = await shared.api('POST', '/v1/webhook_endpoints', {
+      name: 'pocket hook',
+      url: `${receiver.url}/hook`,
+      event_types: ['agent.session.created'],
+    });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(200);
+    const pages: [string, string][] = [
+      ['/console/agents', 'Agents'],
+      ['/console/agents/new', 'New agent'],
+      [`/console/agents/${agentId}`, 'Pocket'],
+      [`/console/agents/${agentId}/chat?session=${sessionId}`, 'Playground: Pocket'],
+      ['/console/sessions', 'Sessions'],
+      [`/console/sessions/${sessionId}`, 'Hello there'],
+      ['/console/runs', 'Runs'],
+      [`/console/runs/${runId}`, ''],
+      ['/console/connectors', 'Connectors'],
+      ['/console/webhooks', 'Webhooks'],
+      [`/console/webhooks/${endpoint.body.id}`, 'pocket hook'],
+      ['/console/files', 'Files'],
+      ['/console/usage', 'Usage'],
+    ];
+    for (const viewport of [
+      { width: 390, height: 844 },
+      { width: 1440, height: 900 },
+    ]) {
+      const page = await newPage({ viewport });
+      await page.goto(url('/console/sign-in'));
+      await page.getByLabel('API key').waitFor();
+      const fits = async (what: string) => {
+        const widths = await page.evaluate('[document.scrollingElement.scrollWidth, innerWidth]');
+        // What sticks out, named in the failure.
+        const wide = await page.evaluate(`[...document.querySelectorAll('body *')]
+          .filter((element) => element.getBoundingClientRect().right > innerWidth + 1 && element.parentElement.getBoundingClientRect().right <= innerWidth + 1)
+          .slice(0, 5).map((element) => element.tagName + '.' + element.className)`);
+        expect(widths, `${what} at ${viewport.width} px: page width, window width (${wide})`).toEqual([
+          viewport.width,
+          viewport.width,
+        ]);
+        await accessible(page, `${what} at ${viewport.width} px`);
+      };
+      await fits('sign-in');
+      await signIn(page, shared.url);
+      // One line of scopes in the header, whatever the width.
+      const scopes = page.locator('.scopes');
+      await expect.poll(() => scopes.getAttribute('title'), WAIT).toContain('webhooks:write');
+      expect(await page.evaluate("document.querySelector('.scopes').getClientRects().length")).toBe(1);
+      expect(await page.evaluate("document.querySelector('.scopes').offsetHeight < 30")).toBe(true);
+      for (const [path, heading] of pages) {
+        await page.goto(url(path));
+        await page.locator('h1').first().waitFor();
+        if (heading !== '') await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+        await expect.poll(() => page.getByText(/^Loading /).count(), WAIT).toBe(0);
+        await fits(path);
+      }
+      // Keyboard focus is visible: the focused link has an outline.
+      await page.keyboard.press('Tab');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate('getComputedStyle(document.activeElement).outlineStyle')).not.toBe('none');
+    }
   });
 
   test('follows the system dark theme', async ({ newPage }) => {

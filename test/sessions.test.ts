@@ -92,6 +92,31 @@ describe.each(dialects())('sessions (%s)', (dialect) => {
     expect((await create({ agentId, title: 't'.repeat(200) })).status).toBe(201);
   });
 
+  it('renames a session with PATCH title, removes the title with null, and keeps its budget', async () => {
+    const created = json(await create({ agentId, budget: { limitUsd: 3 } })).session;
+    const path = `/v1/sessions/${created.id}`;
+    const renamed = await h.request('PATCH', path, { body: { title: '  Pet food  ' } });
+    expect(renamed.status).toBe(200);
+    expect(json(renamed).session).toMatchObject({ title: 'Pet food', budget: { limitUsd: 3 } });
+    expect(json(renamed).session.updatedAt >= created.updatedAt).toBe(true);
+    expect(json(await h.request('GET', path)).session.title).toBe('Pet food');
+    const cleared = await h.request('PATCH', path, { body: { title: null } });
+    expect(json(cleared).session).toMatchObject({ title: null, budget: { limitUsd: 3 } });
+    for (const [body, param] of [
+      [{ title: '' }, 'title'],
+      [{ title: ' ' }, 'title'],
+      [{ title: 'x'.repeat(201) }, 'title'],
+      [{}, null],
+    ] as const) {
+      const refused = await h.request('PATCH', path, { body });
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+      if (param !== null) expect(json(refused).error.param).toBe(param);
+    }
+    const other = await h.createOrg(`rename-${dialect}`);
+    expect((await h.request('PATCH', path, { key: other.key, body: { title: 'theirs' } })).status).toBe(404);
+    expect((await h.request('PATCH', `/v1/sessions/${randomUUID()}`, { body: { title: 'x' } })).status).toBe(404);
+  });
+
   it('answers 404 for an agent that does not exist or belongs to another organization', async () => {
     const missing = await create({ agentId: randomUUID() });
     expect(missing.status).toBe(404);

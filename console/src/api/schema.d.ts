@@ -15296,7 +15296,7 @@ export interface paths {
         head?: never;
         /**
          * Update a session
-         * @description Extension: changes the session's budget (null removes it); its spend is recomputed from the session's stored cost. See docs/budgets.md.
+         * @description Extension: changes the session's title and its budget (null removes either); the budget's spend is recomputed from the session's stored cost. See docs/budgets.md.
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -15310,12 +15310,12 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            /** @description Extension: the fields of a session that can change */
+            /** @description Extension: the fields of a session that can change, each only when given */
             requestBody: {
                 content: {
                     "application/json": {
                         /** @description Extension field: a spend cap (docs/budgets.md). A turn of a priced model is refused (402 budget_exceeded) once the cap is spent, and ends failed with budget_exceeded before a model call past it; budget.threshold and budget.exceeded webhooks announce 80 % and 100 %. null: no cap */
-                        budget: {
+                        budget?: {
                             /** @description The cap in USD (0 to 9000000000); the spend is the stored cost of the turns' model calls */
                             limitUsd: number;
                             /**
@@ -15324,6 +15324,8 @@ export interface paths {
                              */
                             period?: "lifetime";
                         } | null;
+                        /** @description The title lists show (null removes it; lists then show the first message) */
+                        title?: string | null;
                     };
                 };
             };

@@ -1,7 +1,8 @@
 /**
  * The live side of a session: follows its event stream, keeps the streamed text of running turns and the tool
  * activity per message, and asks the data cache to refetch messages whenever a persisted event says something
- * changed (and after every reconnect, since deltas are not replayed): the Message GETs stay the truth.
+ * changed (and after every reconnect, since deltas are not replayed): the Message and Session GETs stay the truth,
+ * and lists of sessions refetch so their statuses follow.
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
@@ -105,6 +106,8 @@ export function useLiveSession(sessionId: string | null): LiveSession {
         pending.current = null;
         void queryClient.invalidateQueries({ queryKey: ['messages', sessionId] });
         void queryClient.invalidateQueries({ queryKey: ['session', sessionId] });
+        // Lists of sessions (the playground's beside the chat) show its status: they follow too.
+        void queryClient.invalidateQueries({ queryKey: ['sessions'] });
       }, 30);
     };
     void followSession(

@@ -60,7 +60,7 @@ export function Shell() {
               <span>
                 Organization <strong>{organization.name}</strong>
               </span>
-              <span className="scopes">
+              <span className="scopes" title={organization.api_key.scopes.join(' · ')}>
                 <span className="sr-only">Key scopes: </span>
                 {organization.api_key.scopes.join(' · ')}
               </span>

@@ -67,12 +67,36 @@ export function Badge({ value }: { value: string }) {
 }
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['year', 365 * 86_400],
+  ['month', 30 * 86_400],
+  ['week', 7 * 86_400],
+  ['day', 86_400],
+  ['hour', 3600],
+  ['minute', 60],
+];
 
-/** A time from Unix seconds or an ISO string. */
+/** "3 minutes ago", "in 2 hours", "just now": a time relative to `now`. */
+export function ago(date: Date, now = Date.now()): string {
+  const seconds = Math.round((date.getTime() - now) / 1000);
+  if (Math.abs(seconds) < 45) return 'just now';
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size) return relative.format(Math.round(seconds / size), unit);
+  }
+  return relative.format(Math.round(seconds / 60), 'minute');
+}
+
+/** A time from Unix seconds or an ISO string: relative ("5 minutes ago"), the date and time on hover. */
 export function When({ at }: { at: number | string | null | undefined }) {
   if (at === null || at === undefined) return <span className="muted">—</span>;
   const date = typeof at === 'number' ? new Date(at * 1000) : new Date(at);
-  return <time dateTime={date.toISOString()}>{dateTime.format(date)}</time>;
+  const absolute = dateTime.format(date);
+  return (
+    <time dateTime={date.toISOString()} title={absolute}>
+      {ago(date)}
+    </time>
+  );
 }
 
 export function usd(value: number | null | undefined): string {
@@ -86,8 +110,108 @@ export function duration(ms: number | null | undefined): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }
 
+const UUID_AT_END = /^(.*?)([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+
+/**
+ * An id short enough for a list and still telling rows apart: UUIDv7s begin with their creation time, so ids made
+ * the same minute share their start; the end is random. `conv_0194…-…-5e3c2a1f9b07` reads `conv_…1f9b07`.
+ */
 export function shortId(id: string): string {
-  return id.length > 13 ? `${id.slice(0, 8)}…` : id;
+  const uuid = UUID_AT_END.exec(id);
+  if (uuid !== null) return `${uuid[1]}…${(uuid[2] ?? '').slice(-8)}`;
+  return id.length > 20 ? `…${id.slice(-12)}` : id;
+}
+
+/** An id in monospace, shortened to its distinguishing end, the whole id on hover and a button that copies it. */
+export function Id({ value, what }: { value: string; what: string }) {
+  const [copied, setCopied] = useState(false);
+  const copy = () => {
+    navigator.clipboard.writeText(value).then(
+      () => {
+        setCopied(true);
+        window.setTimeout(() => setCopied(false), 1500);
+      },
+      () => setCopied(false),
+    );
+  };
+  return (
+    <span className="id">
+      <code title={value}>{shortId(value)}</code>
+      <button type="button" className="copy" onClick={copy} aria-label={`Copy ${what} id ${value}`}>
+        {copied ? 'Copied' : 'Copy'}
+      </button>
+    </span>
+  );
+}
+
+/** A table's box: at phone width a wide table scrolls inside it (by keyboard too), never the page. */
+export function TableBox({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region is focusable so the keyboard can scroll it.
+    <section className="table-box" aria-label={label} tabIndex={0}>
+      {children}
+    </section>
+  );
+}
+
+interface PagerProps {
+  /** What this page shows: "1–25 of 60", "Page 2". */
+  summary: string;
+  /** Goes to the page before, or null on the first page. */
+  onPrevious: (() => void) | null;
+  /** Goes to the page after, or null on the last page. */
+  onNext: (() => void) | null;
+}
+
+/** The pagination of every list: where the page is, Previous and Next. */
+export function Pager({ summary, onPrevious, onNext }: PagerProps) {
+  if (onPrevious === null && onNext === null) return <p className="pager muted small">{summary}</p>;
+  return (
+    <nav className="pager" aria-label="Pages">
+      <span className="muted small" aria-live="polite">
+        {summary}
+      </span>
+      <button type="button" disabled={onPrevious === null} onClick={onPrevious ?? undefined}>
+        Previous
+      </button>
+      <button type="button" disabled={onNext === null} onClick={onNext ?? undefined}>
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** "1–25 of 60" for a page of `count` rows at `offset`; "None" for none. */
+export function offsetSummary(offset: number, count: number, total: number): string {
+  return count === 0 ? `None of ${total}` : `${offset + 1}–${offset + count} of ${total}`;
+}
+
+/**
+ * Cursor paging for a list whose cursor lives in the URL: `current` is this page's cursor ('' for the first page),
+ * `go` shows another. The cursors of the pages before are remembered, so Previous goes back one page (after a
+ * reload, to the first).
+ */
+export function useCursorPages(current: string, go: (cursor: string) => void) {
+  const [history, setHistory] = useState<string[]>([]);
+  const before = current === '' ? [] : history;
+  const page = current === '' ? 1 : before.length > 0 ? before.length + 1 : null;
+  return {
+    summary: (count: number, noun: string) => `${page === null ? '' : `Page ${page} · `}${count} ${noun}`,
+    onPrevious:
+      current === ''
+        ? null
+        : () => {
+            setHistory(before.slice(0, -1));
+            go(before.at(-1) ?? '');
+          },
+    onNext: (next: string | null | undefined) =>
+      next === null || next === undefined || next === ''
+        ? null
+        : () => {
+            setHistory([...before, current]);
+            go(next);
+          },
+  };
 }
 
 interface ConfirmProps {
@@ -100,14 +224,35 @@ interface ConfirmProps {
   onConfirm: () => void;
   pending: boolean;
   danger?: boolean;
+  /** The asking button's accessible name where its label alone is ambiguous: "Delete report.pdf". */
+  name?: string;
+  /** The asking button is disabled (nothing to act on now). */
+  disabled?: boolean;
 }
 
 /** A disruptive action in two steps: the button, then the consequence stated with Confirm and Cancel. */
-export function ConfirmButton({ label, consequence, confirm, onConfirm, pending, danger = false }: ConfirmProps) {
+export function ConfirmButton({
+  label,
+  consequence,
+  confirm,
+  onConfirm,
+  pending,
+  danger = false,
+  name,
+  disabled = false,
+}: ConfirmProps) {
   const [asking, setAsking] = useState(false);
-  if (!asking) {
+  // Asking ends when there is nothing left to act on (the turn ended meanwhile).
+  if (asking && disabled) setAsking(false);
+  if (!asking || disabled) {
     return (
-      <button type="button" className={danger ? 'danger' : undefined} onClick={() => setAsking(true)}>
+      <button
+        type="button"
+        className={danger ? 'danger' : undefined}
+        onClick={() => setAsking(true)}
+        aria-label={name}
+        disabled={disabled}
+      >
         {label}
       </button>
     );

@@ -4,7 +4,7 @@ import { Link } from 'react-router';
 import { api, unwrap } from '../api/client.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Loading, When } from '../components/ui.tsx';
+import { ErrorNote, Id, Loading, Pager, TableBox, When } from '../components/ui.tsx';
 
 export const agentsQuery = {
   queryKey: ['agents'] as const,
@@ -32,48 +32,57 @@ export default function AgentsPage() {
           <Loading what="agents" />
         ) : null
       ) : (
-        <table>
-          <caption className="sr-only">Agents of the organization</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Model</th>
-              <th scope="col">Version</th>
-              <th scope="col">Updated</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {agents.data.data.map((agent) => (
-              <tr key={agent.id}>
-                <td>
-                  <Link to={`/agents/${agent.id}`}>{agent.name}</Link>
-                  {agent.isDefault ? <span className="tag">default</span> : null}
-                  {agent.description === null ? null : <div className="muted small">{agent.description}</div>}
-                </td>
-                <td>
-                  <code>{agent.model}</code>
-                </td>
-                <td>v{agent.version}</td>
-                <td>
-                  <When at={agent.updatedAt} />
-                </td>
-                <td className="actions">
-                  {canChat ? (
-                    <Link to={`/agents/${agent.id}/chat`} aria-label={`Chat with ${agent.name}`}>
-                      Chat
-                    </Link>
-                  ) : null}
-                  <Link to={`/runs?agent=${agent.id}`} aria-label={`Runs of ${agent.name}`}>
-                    Runs
-                  </Link>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <>
+          <TableBox label="Agents">
+            <table>
+              <caption className="sr-only">Agents of the organization</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Model</th>
+                  <th scope="col">Version</th>
+                  <th scope="col">Updated</th>
+                  <th scope="col">Id</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {agents.data.data.map((agent) => (
+                  <tr key={agent.id}>
+                    <td>
+                      <Link to={`/agents/${agent.id}`}>{agent.name}</Link>
+                      {agent.isDefault ? <span className="tag">default</span> : null}
+                      {agent.description === null ? null : <div className="muted small">{agent.description}</div>}
+                    </td>
+                    <td>
+                      <code>{agent.model}</code>
+                    </td>
+                    <td>v{agent.version}</td>
+                    <td>
+                      <When at={agent.updatedAt} />
+                    </td>
+                    <td>
+                      <Id value={agent.id} what="agent" />
+                    </td>
+                    <td className="actions">
+                      {canChat ? (
+                        <Link to={`/agents/${agent.id}/chat`} aria-label={`Chat with ${agent.name}`}>
+                          Chat
+                        </Link>
+                      ) : null}
+                      <Link to={`/runs?agent=${agent.id}`} aria-label={`Runs of ${agent.name}`}>
+                        Runs
+                      </Link>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableBox>
+          <Pager summary={`${agents.data.data.length} agents`} onPrevious={null} onNext={null} />
+        </>
       )}
     </section>
   );

@@ -6,11 +6,12 @@
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { useSearchParams } from 'react-router';
 import { ApiError, api, unwrap } from '../api/client.ts';
 import type { McpServer } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ConfirmButton, ErrorNote, Field, Loading, When } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, Id, Loading, Pager, useCursorPages, When } from '../components/ui.tsx';
 
 /** `Name: value` lines into a header map. */
 function parseHeaders(text: string): Record<string, string> | undefined {
@@ -65,6 +66,7 @@ function Connector({ server, canWrite }: { server: McpServer; canWrite: boolean 
         ) : null}
       </div>
       <p className="muted small">
+        <Id value={server.id} what="connector" /> · {server.last_error === null ? 'reachable' : 'failing'} ·{' '}
         <code>{server.url}</code> · protocol {server.protocol ?? 'unknown'} · tools fetched{' '}
         <When at={server.tools_fetched_at} />
         {server.header_names.length > 0 ? ` · headers: ${server.header_names.join(', ')}` : ''}
@@ -95,9 +97,13 @@ export default function ConnectorsPage() {
   usePageTitle('Connectors');
   const canWrite = useCan('agents:write');
   const queryClient = useQueryClient();
+  const [params, setParams] = useSearchParams();
+  const after = params.get('after') ?? '';
+  const pages = useCursorPages(after, (next) => setParams(next === '' ? {} : { after: next }));
   const servers = useQuery({
-    queryKey: ['mcp_servers', 'all'],
-    queryFn: () => unwrap(api.GET('/v1/mcp_servers', { params: { query: { limit: 100 } } })),
+    queryKey: ['mcp_servers', 'all', after],
+    queryFn: () =>
+      unwrap(api.GET('/v1/mcp_servers', { params: { query: { limit: 25, ...(after === '' ? {} : { after }) } } })),
   });
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
@@ -175,11 +181,18 @@ export default function ConnectorsPage() {
       ) : servers.data.data.length === 0 ? (
         <p className="muted">No connectors.</p>
       ) : (
-        <ul className="plain-list">
-          {servers.data.data.map((server) => (
-            <Connector key={server.id} server={server} canWrite={canWrite} />
-          ))}
-        </ul>
+        <>
+          <ul className="plain-list">
+            {servers.data.data.map((server) => (
+              <Connector key={server.id} server={server} canWrite={canWrite} />
+            ))}
+          </ul>
+          <Pager
+            summary={pages.summary(servers.data.data.length, 'connectors')}
+            onPrevious={pages.onPrevious}
+            onNext={servers.data.has_more ? pages.onNext(servers.data.last_id) : null}
+          />
+        </>
       )}
     </section>
   );

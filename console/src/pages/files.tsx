@@ -8,7 +8,17 @@ import { readKey } from '../auth/key-store.ts';
 import { useCan } from '../auth/session.tsx';
 import { saveFile } from '../components/save-file.ts';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Field, Loading, When } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  Id,
+  Loading,
+  Pager,
+  TableBox,
+  useCursorPages,
+  When,
+} from '../components/ui.tsx';
 
 function size(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -31,6 +41,7 @@ export default function FilesPage() {
   const queryClient = useQueryClient();
   const [params, setParams] = useSearchParams();
   const after = params.get('after') ?? '';
+  const pages = useCursorPages(after, (next) => setParams(next === '' ? {} : { after: next }));
   const input = useRef<HTMLInputElement>(null);
   const [purpose, setPurpose] = useState('user_data');
   const files = useQuery({
@@ -91,74 +102,69 @@ export default function FilesPage() {
         <p className="muted">No files.</p>
       ) : (
         <>
-          <table>
-            <caption className="sr-only">Files</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col" className="num">
-                  Size
-                </th>
-                <th scope="col">Purpose</th>
-                <th scope="col">Uploaded</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {files.data.data.map((file) => (
-                <tr key={file.id}>
-                  <td>
-                    {file.filename}
-                    <div className="muted small">
-                      <code>{file.id}</code>
-                    </div>
-                  </td>
-                  <td>
-                    <code>{file.media_type}</code>
-                  </td>
-                  <td className="num">{size(file.bytes)}</td>
-                  <td>{file.purpose}</td>
-                  <td>
-                    <When at={file.created_at} />
-                  </td>
-                  <td className="actions">
-                    <button
-                      type="button"
-                      onClick={() => fetchFile.mutate(file)}
-                      aria-label={`Download ${file.filename}`}
-                    >
-                      Download
-                    </button>
-                    {canWrite ? (
+          <TableBox label="Files">
+            <table>
+              <caption className="sr-only">Files</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Type</th>
+                  <th scope="col" className="num">
+                    Size
+                  </th>
+                  <th scope="col">Purpose</th>
+                  <th scope="col">Uploaded</th>
+                  <th scope="col">Id</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {files.data.data.map((file) => (
+                  <tr key={file.id}>
+                    <td>{file.filename}</td>
+                    <td>
+                      <code>{file.media_type}</code>
+                    </td>
+                    <td className="num">{size(file.bytes)}</td>
+                    <td>{file.purpose}</td>
+                    <td>
+                      <When at={file.created_at} />
+                    </td>
+                    <td>
+                      <Id value={file.id} what="file" />
+                    </td>
+                    <td className="actions">
                       <button
                         type="button"
-                        className="danger"
-                        onClick={() => remove.mutate(file.id)}
-                        aria-label={`Delete ${file.filename}`}
+                        onClick={() => fetchFile.mutate(file)}
+                        aria-label={`Download ${file.filename}`}
                       >
-                        Delete
+                        Download
                       </button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <nav className="pager" aria-label="Pages">
-            <button type="button" disabled={after === ''} onClick={() => setParams({})}>
-              Newest
-            </button>
-            <button
-              type="button"
-              disabled={!files.data.has_more}
-              onClick={() => setParams({ after: files.data?.last_id ?? '' })}
-            >
-              Older
-            </button>
-          </nav>
+                      {canWrite ? (
+                        <ConfirmButton
+                          label="Delete"
+                          name={`Delete ${file.filename}`}
+                          consequence={`Delete ${file.filename}? Its content is gone for good; agents and responses that name it can no longer read it.`}
+                          confirm={`Confirm delete of ${file.filename}`}
+                          onConfirm={() => remove.mutate(file.id)}
+                          pending={remove.isPending}
+                          danger
+                        />
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableBox>
+          <Pager
+            summary={pages.summary(files.data.data.length, 'files')}
+            onPrevious={pages.onPrevious}
+            onNext={files.data.has_more ? pages.onNext(files.data.last_id) : null}
+          />
         </>
       )}
     </section>

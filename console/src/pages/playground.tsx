@@ -12,9 +12,27 @@ import { api, idempotencyKey, unwrap } from '../api/client.ts';
 import { messagesQuery } from '../api/queries.ts';
 import type { Message, RequiredAction, Session } from '../api/types.ts';
 import { useLiveSession } from '../components/live-session.ts';
+import { firstText, sessionName, useSessionPreview } from '../components/session-name.ts';
 import { usePageTitle } from '../components/title.ts';
 import { Transcript } from '../components/transcript.tsx';
-import { ErrorNote, Field, Loading, shortId, When } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, Loading, shortId, When } from '../components/ui.tsx';
+
+/** A session in the playground's list: its name (title or first message), status and last activity. */
+function SessionItem({ session, current }: { session: Session; current: boolean }) {
+  const preview = useSessionPreview(session);
+  return (
+    <li>
+      <Link to={`?session=${session.id}`} aria-current={current ? 'page' : undefined}>
+        {sessionName(session, firstText(preview))}
+      </Link>
+      <span className="muted small">
+        {' '}
+        <span data-session-status={session.status}>{session.status.replaceAll('_', ' ')}</span> ·{' '}
+        <When at={session.updatedAt} />
+      </span>
+    </li>
+  );
+}
 
 function AnswerForm({
   session,
@@ -286,14 +304,19 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
           <button type="submit" className="primary" disabled={send.isPending || opening || text.trim() === ''}>
             Send
           </button>
-          <button type="button" onClick={() => interrupt.mutate()} disabled={!active || interrupt.isPending}>
-            Interrupt
-          </button>
-          {interrupt.data === undefined ? null : (
-            <output className="muted small">
-              {interrupt.data.status === 'no_turn' ? 'Nothing was running.' : 'Interrupting…'}
-            </output>
-          )}
+          <ConfirmButton
+            label="Interrupt"
+            consequence="Stop the running turn? It ends cancelled; what it wrote so far is kept."
+            confirm="Confirm interrupt"
+            onConfirm={() => interrupt.mutate()}
+            pending={interrupt.isPending}
+            disabled={!active}
+          />
+          {interrupt.data === undefined ? null : interrupt.data.status === 'no_turn' ? (
+            <output className="muted small">Nothing was running.</output>
+          ) : active ? (
+            <output className="muted small">Interrupting…</output>
+          ) : null}
         </div>
       </form>
     </div>
@@ -356,15 +379,7 @@ export default function PlaygroundPage() {
           ) : (
             <ul className="session-list">
               {sessions.data.data.map((item) => (
-                <li key={item.id}>
-                  <Link to={`?session=${item.id}`} aria-current={item.id === sessionId ? 'page' : undefined}>
-                    {item.title ?? shortId(item.id)}
-                  </Link>
-                  <span className="muted small">
-                    {' '}
-                    {item.status.replaceAll('_', ' ')} · <When at={item.createdAt} />
-                  </span>
-                </li>
+                <SessionItem key={item.id} session={item} current={item.id === sessionId} />
               ))}
             </ul>
           )}

@@ -8,11 +8,31 @@ import { Link, useSearchParams } from 'react-router';
 import { api, unwrap } from '../api/client.ts';
 import type { Run } from '../api/types.ts';
 import { usePageTitle } from '../components/title.ts';
-import { Badge, ErrorNote, Field, Loading, shortId, usd, When } from '../components/ui.tsx';
+import {
+  Badge,
+  ErrorNote,
+  Field,
+  Id,
+  Loading,
+  Pager,
+  shortId,
+  TableBox,
+  usd,
+  useCursorPages,
+  When,
+} from '../components/ui.tsx';
 
 const STATUSES: Run['status'][] = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled'];
 const SOURCES: Run['source'][] = ['sessions', 'responses', 'tasks', 'sdk', 'console', 'schedule'];
 const CONVERSATION = /^conv_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** A run's duration from its whole-second start and end times. */
+function elapsed(seconds: number): string {
+  if (seconds < 1) return '< 1 s';
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  return minutes < 60 ? `${minutes} min ${seconds % 60} s` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
 
 export default function RunsPage() {
   usePageTitle('Runs');
@@ -48,6 +68,7 @@ export default function RunsPage() {
     if (!('cursor' in changes)) next.cursor = '';
     setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '')));
   };
+  const pages = useCursorPages(cursor, (next) => set({ cursor: next }));
   const rows = (runs.data?.data ?? []).filter(
     (run) => (status === '' || run.status === status) && (source === '' || run.source === source),
   );
@@ -116,63 +137,77 @@ export default function RunsPage() {
           {rows.length === 0 ? (
             <p className="muted">No runs{status !== '' || source !== '' ? ' on this page match' : ''}.</p>
           ) : (
-            <table>
-              <caption className="sr-only">Runs</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Run</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Source</th>
-                  <th scope="col">Input</th>
-                  <th scope="col" className="num">
-                    Tokens
-                  </th>
-                  <th scope="col" className="num">
-                    Cost
-                  </th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((run) => (
-                  <tr key={run.id}>
-                    <td>
-                      <Link to={`/runs/${run.id}`} aria-label={`Trace of run ${run.id}`}>
-                        <code>{shortId(run.id)}</code>
-                      </Link>
-                    </td>
-                    <td>
-                      {run.agent_id === null ? '—' : (names.get(run.agent_id) ?? shortId(run.agent_id))}
-                      {run.agent_version === null ? null : <span className="muted small"> v{run.agent_version}</span>}
-                    </td>
-                    <td>
-                      <Badge value={run.status} />
-                    </td>
-                    <td>{run.source}</td>
-                    <td className="preview">{run.input_preview ?? ''}</td>
-                    <td className="num">{run.usage.total_tokens}</td>
-                    <td className="num">{usd(run.cost_usd)}</td>
-                    <td>
-                      <When at={run.created_at} />
-                    </td>
+            <TableBox label="Runs">
+              <table>
+                <caption className="sr-only">Runs</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Input</th>
+                    <th scope="col">Agent</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Source</th>
+                    <th scope="col" className="num">
+                      Duration
+                    </th>
+                    <th scope="col" className="num">
+                      Tokens
+                    </th>
+                    <th scope="col" className="num">
+                      Cost
+                    </th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Id</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {rows.map((run) => (
+                    <tr key={run.id}>
+                      <td className="preview">
+                        <Link
+                          to={`/runs/${run.id}`}
+                          aria-label={`Trace of run ${shortId(run.id)}: ${run.input_preview ?? 'no input'}`}
+                        >
+                          {run.input_preview === null || run.input_preview === '' ? (
+                            <span className="muted">no input</span>
+                          ) : (
+                            run.input_preview
+                          )}
+                        </Link>
+                      </td>
+                      <td>
+                        {run.agent_id === null ? '—' : (names.get(run.agent_id) ?? shortId(run.agent_id))}
+                        {run.agent_version === null ? null : <span className="muted small"> v{run.agent_version}</span>}
+                      </td>
+                      <td>
+                        <Badge value={run.status} />
+                      </td>
+                      <td>{run.source}</td>
+                      <td className="num">
+                        {run.started_at === null
+                          ? '—'
+                          : run.completed_at === null
+                            ? 'running'
+                            : elapsed(run.completed_at - run.started_at)}
+                      </td>
+                      <td className="num">{run.usage.total_tokens}</td>
+                      <td className="num">{usd(run.cost_usd)}</td>
+                      <td>
+                        <When at={run.created_at} />
+                      </td>
+                      <td>
+                        <Id value={run.id} what="run" />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableBox>
           )}
-          <nav className="pager" aria-label="Pages">
-            <button type="button" disabled={cursor === ''} onClick={() => set({ cursor: '' })}>
-              Newest
-            </button>
-            <button
-              type="button"
-              disabled={!runs.data.has_more}
-              onClick={() => set({ cursor: runs.data?.next_cursor ?? '' })}
-            >
-              Older
-            </button>
-          </nav>
+          <Pager
+            summary={pages.summary(runs.data.data.length, 'runs')}
+            onPrevious={pages.onPrevious}
+            onNext={runs.data.has_more ? pages.onNext(runs.data.next_cursor) : null}
+          />
         </>
       )}
     </section>

@@ -1,13 +1,52 @@
 /** /console/sessions/{id}: one session's transcript, with links to its agent's playground and its runs. */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { type FormEvent, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, unwrap } from '../api/client.ts';
+import { ApiError, api, unwrap } from '../api/client.ts';
 import { messagesQuery } from '../api/queries.ts';
+import type { Session } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
+import { firstText, sessionName, useSessionPreview } from '../components/session-name.ts';
 import { usePageTitle } from '../components/title.ts';
 import { Transcript } from '../components/transcript.tsx';
-import { Badge, ErrorNote, Loading, When } from '../components/ui.tsx';
+import { Badge, ErrorNote, Field, Id, Loading, When } from '../components/ui.tsx';
+
+/** The session's title, renamed in place; an empty title removes it (lists then show the first message). */
+function TitleForm({ session }: { session: Session }) {
+  const queryClient = useQueryClient();
+  const [title, setTitle] = useState(session.title ?? '');
+  const save = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.PATCH('/v1/sessions/{id}', {
+          params: { path: { id: session.id } },
+          body: { title: title.trim() === '' ? null : title.trim() },
+        }),
+      ),
+    onSuccess: async (saved) => {
+      queryClient.setQueryData(['session', session.id], saved);
+      await queryClient.invalidateQueries({ queryKey: ['sessions'] });
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate();
+  };
+  const error =
+    save.error instanceof ApiError && save.error.param === 'title' ? 'A title is at most 200 characters' : undefined;
+  return (
+    <form className="row" onSubmit={submit} noValidate aria-label="Rename the session">
+      <Field label="Title" error={error} hint="Empty: lists show the first message">
+        {(props) => <input {...props} value={title} maxLength={200} onChange={(e) => setTitle(e.target.value)} />}
+      </Field>
+      <button type="submit" disabled={save.isPending || title.trim() === (session.title ?? '')}>
+        Rename
+      </button>
+      {save.isSuccess ? <output className="ok small">Saved</output> : null}
+      {error === undefined ? <ErrorNote error={save.error} /> : null}
+    </form>
+  );
+}
 
 export default function SessionPage() {
   const { id = '' } = useParams();
@@ -29,10 +68,11 @@ export default function SessionPage() {
     },
   });
   const current = session.data?.session;
+  const preview = useSessionPreview({ id, updatedAt: current?.updatedAt ?? '' });
   return (
     <section>
       <div className="page-head">
-        <h1>Session</h1>
+        <h1>{current === undefined ? 'Session' : sessionName(current, firstText(preview))}</h1>
         {current === undefined ? null : (
           <div className="row">
             {current.agentId !== null && canWrite ? (
@@ -51,7 +91,7 @@ export default function SessionPage() {
         <dl className="facts">
           <dt>Id</dt>
           <dd>
-            <code>{current.id}</code>
+            <Id value={current.id} what="session" />
           </dd>
           <dt>Status</dt>
           <dd>
@@ -67,6 +107,7 @@ export default function SessionPage() {
           </dd>
         </dl>
       )}
+      {current !== undefined && canWrite ? <TitleForm key={current.title ?? ''} session={current} /> : null}
       <h2>Transcript</h2>
       {messages.data === undefined ? (
         messages.isPending ? (

@@ -12,7 +12,7 @@ import { readKey } from '../auth/key-store.ts';
 import { useOrganization } from '../auth/session.tsx';
 import { saveFile } from '../components/save-file.ts';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Field, Loading, usd } from '../components/ui.tsx';
+import { ErrorNote, Field, Loading, TableBox, usd } from '../components/ui.tsx';
 
 const COLORS = ['#3b5bdb', '#e8590c', '#2b8a3e', '#c2255c', '#5f3dc4', '#1098ad', '#a61e4d', '#5c940d'];
 const DAY_MS = 86_400_000;
@@ -291,54 +291,56 @@ export default function UsagePage() {
               )}
             </figcaption>
           </figure>
-          <table>
-            <caption className="sr-only">Usage per {by}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{by === 'agent' ? 'Agent' : 'Model'}</th>
-                <th scope="col" className="num">
-                  Turns
-                </th>
-                <th scope="col" className="num">
-                  Input tokens
-                </th>
-                <th scope="col" className="num">
-                  Cached input
-                </th>
-                <th scope="col" className="num">
-                  Output tokens
-                </th>
-                <th scope="col" className="num">
-                  Cost
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.map((key) => {
-                const total = totals.get(key);
-                return total === undefined ? null : (
-                  <tr key={key}>
-                    <td>{label(key)}</td>
-                    <td className="num">{total.turns}</td>
-                    <td className="num">{total.input}</td>
-                    <td className="num">{total.cached}</td>
-                    <td className="num">{total.output}</td>
-                    <td className="num">{usd(total.cost)}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-            <tfoot>
-              <tr>
-                <th scope="row">Total</th>
-                <td className="num">{sum('turns')}</td>
-                <td className="num">{sum('input')}</td>
-                <td className="num">{sum('cached')}</td>
-                <td className="num">{sum('output')}</td>
-                <td className="num">{usd(sum('cost'))}</td>
-              </tr>
-            </tfoot>
-          </table>
+          <TableBox label={`Usage per ${by}`}>
+            <table>
+              <caption className="sr-only">Usage per {by}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">{by === 'agent' ? 'Agent' : 'Model'}</th>
+                  <th scope="col" className="num">
+                    Turns
+                  </th>
+                  <th scope="col" className="num">
+                    Input tokens
+                  </th>
+                  <th scope="col" className="num">
+                    Cached input
+                  </th>
+                  <th scope="col" className="num">
+                    Output tokens
+                  </th>
+                  <th scope="col" className="num">
+                    Cost
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.map((key) => {
+                  const total = totals.get(key);
+                  return total === undefined ? null : (
+                    <tr key={key}>
+                      <td>{label(key)}</td>
+                      <td className="num">{total.turns}</td>
+                      <td className="num">{total.input}</td>
+                      <td className="num">{total.cached}</td>
+                      <td className="num">{total.output}</td>
+                      <td className="num">{usd(total.cost)}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+              <tfoot>
+                <tr>
+                  <th scope="row">Total</th>
+                  <td className="num">{sum('turns')}</td>
+                  <td className="num">{sum('input')}</td>
+                  <td className="num">{sum('cached')}</td>
+                  <td className="num">{sum('output')}</td>
+                  <td className="num">{usd(sum('cost'))}</td>
+                </tr>
+              </tfoot>
+            </table>
+          </TableBox>
         </>
       )}
     </section>

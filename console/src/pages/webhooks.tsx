@@ -1,20 +1,28 @@
 /** /console/webhooks: the organization's webhook endpoints, and a form to create one (its secret shown once). */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { Link } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { ApiError, api, unwrap } from '../api/client.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Loading, When } from '../components/ui.tsx';
+import { ErrorNote, Id, Loading, Pager, TableBox, useCursorPages, When } from '../components/ui.tsx';
 import { EndpointFields, type EndpointForm, SecretOnce } from '../components/webhook-form.tsx';
+
+const PAGE = 25;
 
 export default function WebhooksPage() {
   usePageTitle('Webhooks');
   const canWrite = useCan('webhooks:write');
   const queryClient = useQueryClient();
+  const [params, setParams] = useSearchParams();
+  const after = params.get('after') ?? '';
+  const pages = useCursorPages(after, (next) => setParams(next === '' ? {} : { after: next }));
   const endpoints = useQuery({
-    queryKey: ['webhook_endpoints'],
-    queryFn: () => unwrap(api.GET('/v1/webhook_endpoints', { params: { query: { limit: 100 } } })),
+    queryKey: ['webhook_endpoints', after],
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/webhook_endpoints', { params: { query: { limit: PAGE, ...(after === '' ? {} : { after }) } } }),
+      ),
   });
   const [form, setForm] = useState<EndpointForm>({ name: '', url: '', event_types: [] });
   const [creating, setCreating] = useState(false);
@@ -73,37 +81,50 @@ export default function WebhooksPage() {
           No endpoints. Webhooks notify your application of session events, signed with Standard Webhooks.
         </p>
       ) : (
-        <table>
-          <caption className="sr-only">Webhook endpoints</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Secret</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {endpoints.data.data.map((endpoint) => (
-              <tr key={endpoint.id}>
-                <td>
-                  <Link to={`/webhooks/${endpoint.id}`}>{endpoint.name}</Link>
-                </td>
-                <td className="preview">
-                  <code>{endpoint.url}</code>
-                </td>
-                <td>{endpoint.event_types.length}</td>
-                <td>
-                  <code>{endpoint.signing_secret_hint}</code>
-                </td>
-                <td>
-                  <When at={endpoint.created_at} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <>
+          <TableBox label="Webhook endpoints">
+            <table>
+              <caption className="sr-only">Webhook endpoints</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">URL</th>
+                  <th scope="col">Events</th>
+                  <th scope="col">Secret</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Id</th>
+                </tr>
+              </thead>
+              <tbody>
+                {endpoints.data.data.map((endpoint) => (
+                  <tr key={endpoint.id}>
+                    <td>
+                      <Link to={`/webhooks/${endpoint.id}`}>{endpoint.name}</Link>
+                    </td>
+                    <td className="preview">
+                      <code>{endpoint.url}</code>
+                    </td>
+                    <td>{endpoint.event_types.length}</td>
+                    <td>
+                      <code>{endpoint.signing_secret_hint}</code>
+                    </td>
+                    <td>
+                      <When at={endpoint.created_at} />
+                    </td>
+                    <td>
+                      <Id value={endpoint.id} what="endpoint" />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableBox>
+          <Pager
+            summary={pages.summary(endpoints.data.data.length, 'endpoints')}
+            onPrevious={pages.onPrevious}
+            onNext={endpoints.data.has_more ? pages.onNext(endpoints.data.last_id) : null}
+          />
+        </>
       )}
     </section>
   );

@@ -19,7 +19,7 @@ import {
   resetSpend,
 } from '../billing/budgets.ts';
 import { writeEvents } from '../outbox.ts';
-import { createSession, setSessionBudget } from '../turns/session-rows.ts';
+import { createSession, setSessionBudget, setSessionTitle } from '../turns/session-rows.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { markCreated } from './new-sessions.ts';
 
@@ -164,17 +164,25 @@ export function createSessionService(deps: SessionServiceDeps) {
       return sessionFromRow(row);
     },
 
-    /** Changes the session's budget (docs/budgets.md); its running total is recomputed from its stored cost. */
+    /**
+     * Changes the session's title (null removes it) and its budget (docs/budgets.md; its running total is recomputed
+     * from its stored cost), each only when given.
+     */
     async update(
       orgId: string,
       id: string,
-      change: { budget: BudgetInput | null },
+      change: { budget?: BudgetInput | null; title?: string | null },
       audit: AuditContext = SYSTEM_AUDIT,
     ): Promise<Session> {
       const budget = sessionBudget(change.budget);
       const sessionId = id.toLowerCase();
       await deps.db.transaction().execute(async (trx) => {
         const now = deps.clock.now();
+        if (change.title !== undefined) {
+          const title = change.title === null ? null : change.title.trim();
+          if (!(await setSessionTitle(trx, { sessionId, orgId, title, now }))) throw notFound('session', id);
+        }
+        if (budget === undefined) return;
         const limitMicros = budget?.limitMicros ?? null;
         if (!(await setSessionBudget(trx, { sessionId, orgId, limitMicros, now }))) throw notFound('session', id);
         if (budget != null) await resetSpend(trx, { ...budget, scope: 'session', id: sessionId, orgId, now });

@@ -125,20 +125,37 @@ export async function deleteSessionRow(trx: Executor, orgId: string, sessionId: 
   await trx.deleteFrom('sessions').where('id', '=', sessionId).where('org_id', '=', orgId).execute();
 }
 
-/**
- * Sets a session's budget (null removes it), in the caller's transaction; false when the organization has no such
- * visible session.
- */
-export async function setSessionBudget(
+/** Changes columns of a visible session of the organization, in the caller's transaction; false when there is none. */
+async function updateVisibleSession(
   trx: Executor,
-  target: { sessionId: string; orgId: string; limitMicros: number | null; now: number },
+  target: { sessionId: string; orgId: string; now: number },
+  set: { title: string | null } | { budget_limit_micros: number | null },
 ): Promise<boolean> {
   const result = await trx
     .updateTable('sessions')
-    .set({ budget_limit_micros: target.limitMicros, updated_at: target.now })
+    .set({ ...set, updated_at: target.now })
     .where('id', '=', target.sessionId)
     .where('org_id', '=', target.orgId)
     .where('hidden', '=', 0)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+/** Sets a session's title (null removes it); false when the organization has no such visible session. */
+export function setSessionTitle(
+  trx: Executor,
+  target: { sessionId: string; orgId: string; title: string | null; now: number },
+): Promise<boolean> {
+  return updateVisibleSession(trx, target, { title: target.title });
+}
+
+/**
+ * Sets a session's budget (null removes it), in the caller's transaction; false when the organization has no such
+ * visible session.
+ */
+export function setSessionBudget(
+  trx: Executor,
+  target: { sessionId: string; orgId: string; limitMicros: number | null; now: number },
+): Promise<boolean> {
+  return updateVisibleSession(trx, target, { budget_limit_micros: target.limitMicros });
 }

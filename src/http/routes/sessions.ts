@@ -73,7 +73,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Update a session',
       description:
-        "Extension: changes the session's budget (null removes it); its spend is recomputed from the session's stored cost. See docs/budgets.md.",
+        "Extension: changes the session's title and its budget (null removes either); the budget's spend is recomputed from the session's stored cost. See docs/budgets.md.",
       tags,
       params: IdParams,
       body: SessionUpdateBody,

@@ -66,6 +66,17 @@ export const SessionCreateBody = Type.Object(
 );
 
 export const SessionUpdateBody = Type.Object(
-  { budget: SessionBudgetInput },
-  { additionalProperties: false, description: 'Extension: the fields of a session that can change' },
+  {
+    title: Type.Optional(
+      Type.Union([Type.String({ minLength: 1, maxLength: 200, pattern: NON_BLANK }), Type.Null()], {
+        description: 'The title lists show (null removes it; lists then show the first message)',
+      }),
+    ),
+    budget: Type.Optional(SessionBudgetInput),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'Extension: the fields of a session that can change, each only when given',
+  },
 );

@@ -100,7 +100,7 @@ describe.skipIf(!available)('console: Connect an MCP server that signs in with O
       // Connect opens the authorization server's sign-in page in a new tab.
       const [signIn] = await Promise.all([
         context.waitForEvent('page'),
-        card.getByRole('button', { name: 'Connect' }).click(),
+        card.getByRole('button', { name: 'Connect', exact: true }).click(),
       ]);
       await signIn.getByRole('heading', { name: 'Sign in to the test authorization server' }).waitFor();
       expect(new URL(signIn.url()).origin).toBe(as.issuer);

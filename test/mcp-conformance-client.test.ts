@@ -25,7 +25,8 @@ const CONCURRENCY = 4;
 
 /** Client scenarios Agentry does not pass yet, and why. Any other scenario must pass; a listed one must still fail. */
 const ALLOWED_FAILURES: Record<string, string> = {
-  'elicitation-sep1034-client-defaults': 'elicitation requests from servers are not supported yet',
+  'elicitation-sep1034-client-defaults':
+    "an elicitation suspends the turn as a required action a person answers on the API (docs/mcp-auth.md); the scenario expects the client to accept at once within the call, filling in the schema's defaults (SEP-1034)",
   'auth/client-credentials-jwt':
     'extension: the client credentials grant (machine-to-machine, private_key_jwt) is not offered: connectors sign in a person with the authorization code flow',
   'auth/client-credentials-basic':

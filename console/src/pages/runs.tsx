@@ -62,12 +62,19 @@ export default function RunsPage() {
     enabled: conversationOk,
   });
   const names = new Map((agents.data?.data ?? []).map((item) => [item.id, item.name]));
-  const set = (changes: Record<string, string>) => {
-    const next: Record<string, string> = { agent, conversation, status, source, ...changes };
-    // A new filter starts again from the newest runs.
-    if (!('cursor' in changes)) next.cursor = '';
-    setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '')));
-  };
+  // From the URL as it is when applied, not as this render saw it: two quick changes (a filter cleared, then
+  // another typed) must not bring the first back.
+  const set = (changes: Record<string, string>) =>
+    setParams((current) => {
+      const next = new URLSearchParams(current);
+      for (const [name, value] of Object.entries(changes)) {
+        if (value === '') next.delete(name);
+        else next.set(name, value);
+      }
+      // A new filter starts again from the newest runs.
+      if (!('cursor' in changes)) next.delete('cursor');
+      return next;
+    });
   const pages = useCursorPages(cursor, (next) => set({ cursor: next }));
   const rows = (runs.data?.data ?? []).filter(
     (run) => (status === '' || run.status === status) && (source === '' || run.source === source),

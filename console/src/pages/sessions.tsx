@@ -72,13 +72,18 @@ export default function SessionsPage() {
     refetchInterval: REFRESH_MS,
   });
   const names = new Map((agents.data?.data ?? []).map((agent) => [agent.id, agent.name]));
-  const go = (changes: Record<string, string>) => {
-    const next: Record<string, string> = { agent: agentId, status, ...changes };
-    // A new agent starts again from the newest sessions.
-    if (!('offset' in changes) && 'agent' in changes) next.offset = '';
-    else if (!('offset' in changes)) next.offset = offset === 0 ? '' : String(offset);
-    setParams(Object.fromEntries(Object.entries(next).filter(([, value]) => value !== '' && value !== '0')));
-  };
+  // From the URL as it is when applied, not as this render saw it (two quick changes keep both).
+  const go = (changes: Record<string, string>) =>
+    setParams((current) => {
+      const next = new URLSearchParams(current);
+      // A new agent starts again from the newest sessions.
+      const all = !('offset' in changes) && 'agent' in changes ? { ...changes, offset: '' } : changes;
+      for (const [name, value] of Object.entries(all)) {
+        if (value === '' || value === '0') next.delete(name);
+        else next.set(name, value);
+      }
+      return next;
+    });
   const rows = (sessions.data?.data ?? []).filter((session) => status === '' || session.status === status);
   return (
     <section>

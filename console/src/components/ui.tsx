@@ -142,7 +142,7 @@ export function FormErrors({ errors, what }: { errors: FieldErrors; what: string
       <p>
         {what} was not saved: {messages.length === 1 ? 'one field needs' : `${messages.length} fields need`} a change.
       </p>
-      <ul>
+      <ul className="note-list">
         {messages.map((message) => (
           <li key={message}>{message}</li>
         ))}

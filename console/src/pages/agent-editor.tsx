@@ -115,10 +115,15 @@ export default function AgentEditorPage() {
     }
   }, [current, loadedVersion]);
 
+  /** Errors at their fields; one no field owns goes to the top of the form. */
+  const showErrors = (errors: FieldErrors) => {
+    const entries = Object.entries(errors);
+    const unplaced = entries.filter(([key]) => errorTarget(form, key) === null);
+    setTopError(unplaced.length === 0 ? null : new Error(unplaced.map(([, message]) => message).join(' ')));
+    setFieldErrors(Object.fromEntries(entries.filter(([key]) => errorTarget(form, key) !== null)));
+  };
   const save = useMutation({
     mutationFn: async (value: AgentForm) => {
-      const checked = checkForm(value);
-      if (Object.keys(checked).length > 0) return { local: checked };
       const built = buildBody(value);
       try {
         if (current === undefined) {
@@ -144,10 +149,7 @@ export default function AgentEditorPage() {
     },
     onSuccess: async (result) => {
       if ('local' in result && result.local !== undefined) {
-        const entries = Object.entries(result.local);
-        const unplaced = entries.filter(([key]) => errorTarget(form, key) === null);
-        if (unplaced.length > 0) setTopError(new Error(unplaced.map(([, message]) => message).join(' ')));
-        setFieldErrors(Object.fromEntries(entries.filter(([key]) => errorTarget(form, key) !== null)));
+        showErrors(result.local);
         return;
       }
       if ('unchanged' in result) {
@@ -166,12 +168,20 @@ export default function AgentEditorPage() {
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    save.mutate(form);
+    // Every error the form's own values show, all at once, before anything is sent.
+    const checked = checkForm(form);
+    if (Object.keys(checked).length === 0) save.mutate(form);
+    else {
+      setSaved(null);
+      showErrors(checked);
+    }
   };
-  // Keyboard and screen reader users land on the field the API named.
+  // Keyboard and screen reader users land on the first field in error (once the form is enabled again).
+  const pending = save.isPending;
   useEffect(() => {
-    if (Object.keys(fieldErrors).length > 0) document.querySelector<HTMLElement>('form [aria-invalid="true"]')?.focus();
-  }, [fieldErrors]);
+    if (!pending && Object.keys(fieldErrors).length > 0)
+      document.querySelector<HTMLElement>('form [aria-invalid="true"]')?.focus();
+  }, [fieldErrors, pending]);
 
   if (!creating && current === undefined) {
     return agent.error === null ? <Loading what="agent" /> : <ErrorNote error={agent.error} />;
@@ -210,7 +220,7 @@ export default function AgentEditorPage() {
         {warnings.length === 0 ? null : (
           <div className="note warning" role="status" aria-label="Warnings">
             <p>Not everything will work as configured:</p>
-            <ul>
+            <ul className="note-list">
               {warnings.map((warning) => (
                 <li key={`${warning.code} ${warning.message}`}>
                   {warning.message}

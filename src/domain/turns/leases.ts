@@ -169,16 +169,27 @@ const turnLimit = (p: ClaimParams, kind: 'organization' | 'api_key') =>
     ${p.defaultLimit})`;
 
 /**
+ * Every turn running in the deployment (uncorrelated: read once per statement). No organization or key runs more,
+ * so a limit above it settles the check without counting the candidate's own.
+ */
+const allRunning = (p: ClaimParams) =>
+  sql<number>`(select count(*) from sessions as running
+    where running.lease_owner is not null and running.lease_expires_at >= ${p.now})`;
+
+/**
  * Claimable sessions whose organization and key are below their limits of concurrent turns; a session whose
  * lease lapsed (a takeover) continues a turn already counted and is always claimable. Each count is read only
- * when there is a limit to compare it with (CASE evaluates in order).
+ * when there is a limit to compare it with and the deployment's running turns alone do not settle it (CASE
+ * evaluates in order).
  */
 const withinLimits = (p: ClaimParams) =>
   sql<boolean>`(sessions.lease_owner is not null or (
     (case when ${turnLimit(p, 'organization')} is null then 1
+      when ${allRunning(p)} < ${turnLimit(p, 'organization')} then 1
       when ${runningTurns(p, false)} < ${turnLimit(p, 'organization')} then 1 else 0 end) = 1
     and (case when sessions.turn_key_id is null then 1
       when ${turnLimit(p, 'api_key')} is null then 1
+      when ${allRunning(p)} < ${turnLimit(p, 'api_key')} then 1
       when ${runningTurns(p, true)} < ${turnLimit(p, 'api_key')} then 1 else 0 end) = 1))`;
 
 // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).

@@ -10,7 +10,7 @@ import { type FormEvent, useState } from 'react';
 import { Link } from 'react-router';
 import { ApiError, api, unwrap } from '../api/client.ts';
 import type { Agent, AgentUpdate, ApprovalMode, McpServerEntry } from '../api/types.ts';
-import { ErrorNote, Field } from './ui.tsx';
+import { ErrorNote, errorText, Field } from './ui.tsx';
 
 interface Draft {
   model: string;
@@ -167,7 +167,7 @@ export function AgentPanel({ agent, canWrite }: { agent: Agent; canWrite: boolea
         {conflict ? (
           <div className="note error" role="alert">
             <p>
-              Not saved: the agent changed since you started editing ({error.message}). Load its latest version, then
+              Not saved: the agent changed since you started editing ({errorText(error)}). Load its latest version, then
               make your change again.
             </p>
             <button type="button" onClick={() => void reload()}>

@@ -21,6 +21,10 @@ import { type ElicitationServer, startElicitationServer } from './helpers/mcp-el
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
 const WAIT = { timeout: WAIT_MS };
+/** The computed background colour of an element, read in the page (the tests compile without the DOM library). */
+const BACKGROUND = (element: unknown) =>
+  (globalThis as unknown as { getComputedStyle(of: unknown): { backgroundColor: string } }).getComputedStyle(element)
+    .backgroundColor;
 const available = chromiumAvailable();
 if (!available && process.env.CI === 'true') throw new Error('the console tests need /usr/bin/chromium under CI');
 
@@ -210,18 +214,12 @@ describe.skipIf(!available)('console workspace', () => {
     const tool = drawer.locator('[data-span-kind="tool_call"]');
     expect(await tool.locator('.span-name').textContent()).toBe('ask_user_question');
     // Bars are coloured by kind: each kind its own colour, the legend naming them.
-    const colour = (kind: string) =>
-      drawer
-        .locator(`[data-span-kind="${kind}"] .bar`)
-        .first()
-        .evaluate((bar) => getComputedStyle(bar).backgroundColor);
+    const colour = (kind: string) => drawer.locator(`[data-span-kind="${kind}"] .bar`).first().evaluate(BACKGROUND);
     const colours = [await colour('agent_step'), await colour('model_call'), await colour('tool_call')];
     expect(new Set(colours).size).toBe(3);
     const legend = drawer.getByRole('list', { name: 'Span kinds' });
     expect(await legend.textContent()).toMatch(/agent step.*model call.*tool call/);
-    const swatch = await legend
-      .locator('.bar-kind-tool_call')
-      .evaluate((element) => getComputedStyle(element).backgroundColor);
+    const swatch = await legend.locator('.bar-kind-tool_call').evaluate(BACKGROUND);
     expect(swatch).toBe(colours[2]);
     // The axis: offsets from the run's start, the first at +0 ms.
     const ticks = drawer.getByRole('list', { name: "Time from the run's start" }).getByRole('listitem');

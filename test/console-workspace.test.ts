@@ -3,20 +3,17 @@
  * scripted model: the agent edited in the side panel and saved as a new version (and a conflicting edit refused
  * with a way to load the latest), a turn's trace opened in a drawer beside the chat (time axis, span kinds in
  * colour, legend), and an MCP server's elicitation (a real SDK server on loopback calling elicitInput) answered
- * through the form built from its schema, a validation error shown at its field. Each test signs in and makes its
- * own data; waits are for conditions.
+ * through the form built from its schema, a validation error shown at its field. Once per dialect (the server on
+ * SQLite, then on Postgres); each test signs in and makes its own data; waits are for conditions.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConsoleBuilt } from '../scripts/console-build.ts';
 import { chromiumAvailable, launchChromium, seriousViolations } from './helpers/browser.ts';
 import { WAIT_MS } from './helpers/deadlines.ts';
 import { ASK_USER_QUESTION_SERVER, httpClient, type Json, textParts, waitUntil } from './helpers/fixtures.ts';
-import { testKey } from './helpers/harness.ts';
+import { type DialectName, dialects, testEnvironment, testKey } from './helpers/harness.ts';
 import { type ElicitationServer, startElicitationServer } from './helpers/mcp-elicitation-server.ts';
 import { type ServerProcess, startServerProcess } from './helpers/server-process.ts';
 
@@ -30,7 +27,7 @@ if (!available && process.env.CI === 'true') throw new Error('the console tests 
 
 const key = testKey();
 let server: ServerProcess;
-let dataDir: string;
+let cleanup: (() => Promise<void>) | undefined;
 let browser: Browser;
 let mcp: ElicitationServer;
 let api: ReturnType<typeof httpClient>;
@@ -96,13 +93,14 @@ async function send(page: Page, text: string) {
   return page.locator('li.turn').last();
 }
 
-describe.skipIf(!available)('console workspace', () => {
+describe.skipIf(!available).each(dialects())('console workspace (%s)', (dialect: DialectName) => {
   beforeAll(async () => {
     ensureConsoleBuilt();
-    dataDir = mkdtempSync(join(tmpdir(), 'agentry-console-workspace-'));
+    const environment = testEnvironment(dialect);
+    cleanup = environment.cleanup;
     [server, browser, mcp] = await Promise.all([
       startServerProcess({
-        AGENTRY_DATA_DIR: dataDir,
+        ...environment.env,
         AGENTRY_BOOTSTRAP_KEY: key,
         AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
         AGENTRY_POLL_MS: '200',
@@ -116,7 +114,7 @@ describe.skipIf(!available)('console workspace', () => {
     await browser?.close();
     await server?.stop();
     await mcp?.close();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    await cleanup?.();
   });
 
   it('edits the instructions in the side panel and saves them as a new version', async () => {

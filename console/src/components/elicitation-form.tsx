@@ -43,7 +43,7 @@ function choicesOf(schema: Record<string, unknown>): Property['choices'] {
 }
 
 /** The flat properties of a requested schema, in their order. */
-export function propertiesOf(requested: unknown): Property[] {
+function propertiesOf(requested: unknown): Property[] {
   const schema = record(requested);
   const required = new Set(
     Array.isArray(schema.required) ? schema.required.filter((name) => typeof name === 'string') : [],

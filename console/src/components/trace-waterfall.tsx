@@ -26,12 +26,12 @@ export function useRunTrace(runId: string) {
   return { run, trace, active };
 }
 
-export const SPAN_KINDS = ['agent_step', 'model_call', 'tool_call', 'compaction'] as const;
+const SPAN_KINDS = ['agent_step', 'model_call', 'tool_call', 'compaction'] as const;
 
 const kindLabel = (kind: string) => kind.replaceAll('_', ' ');
 
 /** Round steps (1, 2 or 5 × a power of ten) so that the axis has at most `most` intervals over `totalMs`. */
-export function axisTicks(totalMs: number, most = 4): number[] {
+function axisTicks(totalMs: number, most = 4): number[] {
   const rough = totalMs / most;
   const power = 10 ** Math.floor(Math.log10(Math.max(rough, 1)));
   const step = [1, 2, 5, 10].map((factor) => factor * power).find((candidate) => candidate >= rough) ?? 10 * power;

@@ -27,6 +27,20 @@ interface VitestReport {
   numFailedTests: number;
   numPendingTests: number;
   numTodoTests: number;
+  testResults?: { name: string; startTime?: number; endTime?: number }[];
+}
+
+/** The slowest test files of the run, so the suite's time can be kept in check from CI's log alone. */
+function slowestFiles(report: VitestReport, count: number): string[] {
+  const root = join(import.meta.dirname, '..');
+  return (report.testResults ?? [])
+    .map((file) => ({
+      name: file.name.replace(`${root}/`, ''),
+      seconds: ((file.endTime ?? 0) - (file.startTime ?? 0)) / 1000,
+    }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, count)
+    .map((file) => `${file.seconds.toFixed(1).padStart(7)} s  ${file.name}`);
 }
 
 const stages: Stage[] = [];
@@ -54,6 +68,10 @@ try {
 }
 rmSync(reportDir, { recursive: true, force: true });
 
+if (counts !== null) {
+  const slowest = slowestFiles(counts, 15);
+  if (slowest.length > 0) process.stdout.write(`\n=== Slowest test files\n${slowest.join('\n')}\n`);
+}
 process.stdout.write('\n=== Summary\n');
 for (const stage of stages) {
   process.stdout.write(`  ${stage.ok ? 'ok  ' : 'FAIL'}  ${stage.name.padEnd(10)} ${stage.seconds.toFixed(1)} s\n`);

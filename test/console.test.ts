@@ -312,7 +312,7 @@ describe.skipIf(!available)('web console', () => {
     expect(await reader.getByRole('link', { name: 'Runs' }).count()).toBeGreaterThan(0);
   });
 
-  test('creates an agent, showing the API validation error beside its field until it is fixed', async ({ page }) => {
+  test('creates an agent, showing the validation error beside its field until it is fixed', async ({ page }) => {
     await page.getByRole('link', { name: 'New agent' }).click();
     await page.getByLabel('Name', { exact: true }).waitFor();
     expect(await page.title()).toMatch(/^New agent/);
@@ -334,8 +334,8 @@ describe.skipIf(!available)('web console', () => {
     await expect.poll(() => maxSteps.getAttribute('aria-invalid'), WAIT).toBe('true');
     const described = (await maxSteps.getAttribute('aria-describedby')) ?? '';
     const errorId = described.split(' ').find((id) => id.endsWith('-error')) ?? '';
-    expect(await page.locator(`[id="${errorId}"]`).textContent()).toMatch(/maxSteps must be <= 128/);
-    // Focus moves to the field the API named.
+    expect(await page.locator(`[id="${errorId}"]`).textContent()).toBe('Max steps must be at most 128');
+    // Focus moves to the field in error.
     const fieldId = await maxSteps.getAttribute('id');
     await expect.poll(() => page.evaluate('document.activeElement?.id'), WAIT).toBe(fieldId);
     await snap(page, 'agent-editor-error');
@@ -716,7 +716,9 @@ describe.skipIf(!available)('web console', () => {
       'Pat prefers bullet points',
     );
 
-    await list.locator('> li').filter({ hasText: 'launch' }).getByRole('button', { name: 'Delete memory' }).click();
+    const launch = list.locator('> li').filter({ hasText: 'launch' });
+    await launch.getByRole('button', { name: 'Delete memory' }).click();
+    await launch.getByRole('button', { name: 'Confirm delete' }).click();
     await expect.poll(() => list.locator('> li').count(), WAIT).toBe(1);
     expect((await shared.api('GET', `/v1/agents/${agentId}/memories/${gone}`)).status).toBe(404);
   });
@@ -762,15 +764,16 @@ describe.skipIf(!available)('web console', () => {
       ],
     });
     await page.goto(url(`/console/agents/${overreaching}`));
-    const notes = page.locator('.note.warning');
-    await expect
-      .poll(() => notes.allTextContents(), WAIT)
-      .toEqual(
-        ['coding_agent', 'github'].map(
-          (name) =>
-            `internal tool "${name}" is configured on the agent but this deployment cannot run it; the turn runs without it (tool_unavailable)`,
-        ),
-      );
+    const notes = page.getByRole('status', { name: 'Warnings' }).locator('li');
+    const messages = ['coding_agent', 'github'].map(
+      (name) =>
+        `internal tool "${name}" is configured on the agent but this deployment cannot run it; the turn runs without it`,
+    );
+    // At the top of the form, and beside the built-in tools they concern.
+    await expect.poll(() => notes.allTextContents(), WAIT).toEqual(messages.map((message) => `${message} (see below)`));
+    expect(
+      await page.getByRole('group', { name: 'Built-in tools' }).locator('.field-warning').allTextContents(),
+    ).toEqual(messages);
     const clean = await createAgent({ name: 'Plain' });
     await page.goto(url(`/console/agents/${clean}`));
     await page.getByRole('heading', { name: 'Plain', level: 1 }).waitFor(WAIT);
@@ -889,6 +892,8 @@ describe.skipIf(!available)('web console', () => {
       [`/console/webhooks/${endpoint.body.id}`, 'pocket hook'],
       ['/console/files', 'Files'],
       ['/console/usage', 'Usage'],
+      ['/console/audit', 'Audit log'],
+      ['/console/settings', 'Settings'],
     ];
     for (const viewport of [
       { width: 390, height: 844 },

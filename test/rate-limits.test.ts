@@ -199,6 +199,24 @@ describe.each(dialects())('rate and concurrency limits (%s)', (dialect) => {
       expect((await h.request('GET', '/v1/agents', { key })).status).toBe(200);
     });
 
+    it('counts requests arriving together exactly: each its own place, no more than the limit accepted', async () => {
+      const { key } = await h.createOrg(`rpm-burst-${dialect}`);
+      const keyId = await keyIdOf(h, key);
+      await h.request('PUT', `/v1/admin/api_keys/${keyId}/limits`, {
+        key: null,
+        headers: admin,
+        body: { requests_per_minute: 10 },
+      });
+      freshWindow(clock);
+      const answers = await Promise.all(Array.from({ length: 30 }, () => h.request('GET', '/v1/agents', { key })));
+      const accepted = answers.filter((answer) => answer.status === 200);
+      expect(accepted).toHaveLength(10);
+      expect(answers.filter((answer) => answer.status === 429)).toHaveLength(20);
+      // Counted together, yet each accepted request was told its own remainder: 9, 8, …, 0 once each.
+      const remainders = accepted.map((answer) => Number(/r=(\d+)/.exec(header(answer, 'ratelimit') ?? '')?.[1]));
+      expect(remainders.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    });
+
     it("limits an organization: all of its keys together, and the tighter limit's policy refuses", async () => {
       const { orgId, key } = await h.createOrg(`rpm-org-${dialect}`);
       const second = await h.deps.orgs.createKey(orgId);

@@ -1,6 +1,6 @@
 /**
  * The console's URLs. Tests and bookmarks rely on them: /console/agents, /console/agents/{id}/chat (the
- * playground), /console/runs/{id} (a trace). Pages other than sign-in are split into their own chunks.
+ * playground), /console/runs/{id} (a trace), /console/audit, /console/settings. Pages other than sign-in are split into their own chunks.
  */
 import { lazy } from 'react';
 import { createBrowserRouter, Navigate } from 'react-router';
@@ -22,6 +22,8 @@ const ConnectorsPage = lazy(() => import('./pages/connectors.tsx'));
 const SchedulesPage = lazy(() => import('./pages/schedules.tsx'));
 const SchedulePage = lazy(() => import('./pages/schedule.tsx'));
 const ApprovalsPage = lazy(() => import('./pages/approvals.tsx'));
+const AuditPage = lazy(() => import('./pages/audit.tsx'));
+const SettingsPage = lazy(() => import('./pages/settings.tsx'));
 const NotFoundPage = lazy(() => import('./pages/not-found.tsx'));
 
 export const router = createBrowserRouter(
@@ -47,6 +49,8 @@ export const router = createBrowserRouter(
         { path: 'schedules', element: <SchedulesPage /> },
         { path: 'schedules/:id', element: <SchedulePage /> },
         { path: 'approvals', element: <ApprovalsPage /> },
+        { path: 'audit', element: <AuditPage /> },
+        { path: 'settings', element: <SettingsPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],
     },

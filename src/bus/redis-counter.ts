@@ -1,7 +1,7 @@
 /**
  * Request counters in Redis, shared by every process of the deployment: the rate limiter's windows
- * (domain/limits/rate-limiter.ts) when REDIS_URL is set. One INCR and one PEXPIRE per counter, all in one
- * MULTI: one round trip per request.
+ * (domain/limits/rate-limiter.ts) when REDIS_URL is set. One INCRBY and one PEXPIRE per counter, all in one
+ * MULTI: one round trip per count (the limiter counts requests arriving together at once).
  * Commands are refused at once while Redis is disconnected, and time out soon: the limiter then counts in the
  * database instead.
  */
@@ -12,7 +12,7 @@ import { shut, throttledWarning } from './redis-bus.ts';
 const COMMAND_TIMEOUT_MS = 500;
 
 export interface RedisCounter {
-  increment(buckets: readonly string[], windowStart: number, ttlMs: number): Promise<number[]>;
+  increment(buckets: readonly string[], windowStart: number, ttlMs: number, requests: number): Promise<number[]>;
   close(): Promise<void>;
 }
 
@@ -34,11 +34,11 @@ export function createRedisCounter(url: string, prefix: string, logger: Logger):
   });
   connection.on('ready', () => warning.recover('redis rate counter connection restored'));
   return {
-    async increment(buckets, windowStart, ttlMs) {
+    async increment(buckets, windowStart, ttlMs, requests) {
       const transaction = connection.multi();
       for (const bucket of buckets) {
         const key = `${prefix}rate:${bucket}:${windowStart}`;
-        transaction.incr(key).pexpire(key, ttlMs);
+        transaction.incrby(key, requests).pexpire(key, ttlMs);
       }
       const results = await transaction.exec();
       if (results === null) throw new Error('redis transaction was discarded');

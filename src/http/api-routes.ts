@@ -13,6 +13,7 @@ import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { auditLogRoutes } from './routes/audit-log.ts';
+import { builtinToolRoutes } from './routes/builtin-tools.ts';
 import { chatCompletionRoutes } from './routes/chat-completions.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { conversationRoutes } from './routes/conversations.ts';
@@ -48,6 +49,7 @@ export function registerApiRoutes(app: App, deps: Deps, lifecycle: Lifecycle, hu
   app.addHook('preSerialization', agentLimits.filter);
   systemRoutes(app, deps, lifecycle);
   agentRoutes(app, deps);
+  builtinToolRoutes(app, deps);
   memoryRoutes(app, deps);
   sessionRoutes(app, deps);
   messageRoutes(app, deps);

@@ -17266,6 +17266,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/builtin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the built-in tools
+         * @description The built-in tools an agent may list as internal mcpServers entries, whether this deployment can run each, and why not (bubblewrap missing for the sandbox tools, a tool this deployment does not have): the reasons an agent's warnings would give. Needs agents:read.
+         *
+         *     Required scope: agents:read (or tasks:read).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Every built-in tool, in the order of the agent schema */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description false: this deployment cannot run it; an agent listing it is warned */
+                                available: boolean;
+                                description: string;
+                                /**
+                                 * @description The name an internal mcpServers entry gives
+                                 * @enum {string}
+                                 */
+                                name: "web_search_&_browse" | "sandbox" | "skills" | "coding_agent" | "ask_user_question" | "report_builder" | "company" | "app_builder_contract" | "github" | "sound_studio" | "speech_generator" | "http_client" | "memory";
+                                /** @enum {string} */
+                                object: "builtin_tool";
+                                /** @description Why it cannot run here, or which part of it cannot (web_search without a search provider); null: all of it runs */
+                                reason: string | null;
+                            }[];
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;

@@ -3,8 +3,13 @@
  * error mapped back to the form row it names (`mcpServers[3].url` is the second URL row, say).
  */
 import { DOMAIN_ALLOWLISTS, INTERNAL_TOOLS } from '../api/enums.ts';
+import { formChecks } from './ui.tsx';
+
+export { belongsTo } from './ui.tsx';
+
 import type {
   Agent,
+  AgentBudget,
   AgentCreate,
   AgentUpdate,
   InternalToolName,
@@ -40,7 +45,12 @@ export interface AgentForm {
   network: { enabled: boolean; egress: boolean; allowlist: NetworkPolicy['domain_allowlist']; domains: string };
   /** `toolApprovals`: the default mode, overrides one per line (`name: always_ask`), the timeout in seconds. */
   approvals: { default: ToolApprovals['default']; overrides: string; timeoutSeconds: string };
+  /** `budget`: the cap in USD (empty: none) and its period. Not versioned: changing it alone keeps the version. */
+  budget: { limitUsd: string; period: BudgetPeriod };
 }
+
+export type BudgetPeriod = NonNullable<AgentBudget>['period'];
+export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['month', 'lifetime'];
 
 export const APPROVAL_MODES: readonly ToolApprovals['default'][] = ['auto', 'always_ask'];
 
@@ -62,6 +72,7 @@ export function emptyForm(): AgentForm {
     skills: [],
     network: { enabled: false, egress: false, allowlist: 'none', domains: '' },
     approvals: { default: 'auto', overrides: '', timeoutSeconds: '' },
+    budget: { limitUsd: '', period: 'month' },
   };
 }
 
@@ -101,6 +112,7 @@ export function formOf(agent: Agent): AgentForm {
       .join('\n'),
     timeoutSeconds: agent.toolApprovals.timeoutSeconds === undefined ? '' : String(agent.toolApprovals.timeoutSeconds),
   };
+  if (agent.budget !== null) form.budget = { limitUsd: String(agent.budget.limitUsd), period: agent.budget.period };
   return form;
 }
 
@@ -131,8 +143,8 @@ export type LocalErrors = Record<string, string>;
 
 interface Built {
   /**
-   * What the form edits; `contextPolicy`, `compactThreshold`, `outputFormat` and `budget` are set through the API and
-   * left as they are here.
+   * What the form edits; `contextPolicy`, `compactThreshold` and `outputFormat` are set through the API and left as
+   * they are here.
    */
   body: Required<
     Omit<
@@ -142,6 +154,7 @@ interface Built {
   > & {
     description: string | null;
     networkPolicy: NetworkPolicyInput | null;
+    budget: AgentBudget;
   };
   /** The form row each mcpServers entry came from, by index. */
   mcpKeys: string[];
@@ -211,6 +224,10 @@ export function buildBody(form: AgentForm): Built {
       skills: form.skills.map((skill) => ({ repo: skill.repo, path: skill.path })),
       networkPolicy,
       toolApprovals: toolApprovalsOf(form, local),
+      budget:
+        form.budget.limitUsd.trim() === ''
+          ? null
+          : { limitUsd: Number(form.budget.limitUsd), period: form.budget.period },
     },
     mcpKeys,
     local,
@@ -229,6 +246,7 @@ export function createBody(built: Built): AgentCreate {
   if (body.networkPolicy !== null) create.networkPolicy = body.networkPolicy;
   if (body.toolApprovals.default !== 'auto' || Object.keys(body.toolApprovals.overrides).length > 0)
     create.toolApprovals = body.toolApprovals;
+  if (body.budget !== null) create.budget = body.budget;
   return create;
 }
 
@@ -257,6 +275,7 @@ export function updateBody(built: Built, agent: Agent): AgentUpdate {
   if (!same(body.skills, agent.skills)) update.skills = body.skills;
   if (!same(body.networkPolicy, agent.networkPolicy)) update.networkPolicy = body.networkPolicy;
   if (!same(body.toolApprovals, agent.toolApprovals)) update.toolApprovals = body.toolApprovals;
+  if (!same(body.budget, agent.budget)) update.budget = body.budget;
   return update;
 }
 
@@ -271,7 +290,97 @@ export function formKeyOf(param: string, mcpKeys: string[]): string {
   return key === undefined ? 'mcpServers' : `${key}${key === 'internal' ? '' : (match[2] ?? '')}`;
 }
 
-/** Whether an error at `errorKey` belongs to the field `fieldKey` (itself or something inside it). */
-export function belongsTo(errorKey: string, fieldKey: string): boolean {
-  return errorKey === fieldKey || errorKey.startsWith(`${fieldKey}.`) || errorKey.startsWith(`${fieldKey}[`);
+/** The label of the field a form key names, as the form shows it; null for a key that is no field. */
+export function labelOf(key: string): string | null {
+  const top: Record<string, string> = {
+    name: 'Name',
+    description: 'Description',
+    instructions: 'Instructions',
+    model: 'Model',
+    maxSteps: 'Max steps',
+    internal: 'Built-in tools',
+    mcpServers: 'MCP servers',
+    clientTools: 'Client tools',
+    skills: 'Skills',
+    networkPolicy: 'Network policy',
+    toolApprovals: 'Tool approvals',
+    'toolApprovals.overrides': 'Approval overrides',
+    'toolApprovals.timeoutSeconds': 'Approval timeout',
+    budget: 'Budget',
+    'budget.limitUsd': 'Budget (USD)',
+    'budget.period': 'Budget period',
+  };
+  if (top[key] !== undefined) return top[key];
+  const row = /^(urls|connectors|toolkits|clientTools|skills)\[(\d+)\](?:\.(\w+))?/.exec(key);
+  if (row === null) return null;
+  const n = Number(row[2]) + 1;
+  const part = row[3];
+  switch (row[1]) {
+    case 'urls':
+      return part === 'url' ? `Server ${n} URL` : part === 'name' ? `Server ${n} name` : `Server ${n}`;
+    case 'connectors':
+      return `Connector ${n}`;
+    case 'toolkits':
+      return `Toolkit ${n}`;
+    case 'clientTools':
+      return part === undefined ? `Tool ${n}` : `Tool ${n} ${part === 'parameters' ? 'parameters' : part}`;
+    default:
+      return part === 'repo' ? `Skill ${n} repository` : part === 'path' ? `Skill ${n} folder` : `Skill ${n}`;
+  }
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Every error the form's own values show before anything is sent, keyed like the form, in words for people. */
+export function checkForm(form: AgentForm): LocalErrors {
+  const check = formChecks();
+  check.required('name', 'Name', form.name);
+  check.wholeNumber('maxSteps', 'Max steps', form.maxSteps, 1, 128);
+  form.urls.forEach((row, i) => {
+    check.required(`urls[${i}].name`, `Server ${i + 1} name`, row.name);
+    check.url(`urls[${i}].url`, `Server ${i + 1} URL`, row.url);
+  });
+  form.connectors.forEach((row, i) => {
+    if (row.serverId === '') check.add(`connectors[${i}]`, `Choose the connector of Connector ${i + 1}`);
+    const first = form.connectors.findIndex((other) => other.serverId === row.serverId);
+    if (first < i) check.add(`connectors[${i}]`, `Connector ${i + 1} is the same as Connector ${first + 1}`);
+  });
+  form.toolkits.forEach((toolkit, i) => {
+    check.required(`toolkits[${i}]`, `Toolkit ${i + 1}`, toolkit);
+  });
+  form.clientTools.forEach((tool, i) => {
+    if (tool.name.trim() === '') check.add(`clientTools[${i}].name`, `Tool ${i + 1} name is required`);
+    else if (!TOOL_NAME.test(tool.name))
+      check.add(`clientTools[${i}].name`, `Tool ${i + 1} name may use only letters, digits, _ and - (64 at most)`);
+    check.required(`clientTools[${i}].description`, `Tool ${i + 1} description`, tool.description);
+  });
+  form.skills.forEach((skill, i) => {
+    if (!/^[^/\s]+\/[^/\s]+$/.test(skill.repo.trim()))
+      check.add(`skills[${i}].repo`, `Skill ${i + 1} repository must be owner/name`);
+  });
+  check.wholeNumber('toolApprovals.timeoutSeconds', 'Approval timeout', form.approvals.timeoutSeconds, 1, 86_400 * 7);
+  const limit = form.budget.limitUsd.trim();
+  if (limit !== '' && !(Number(limit) >= 0))
+    check.add('budget.limitUsd', 'Budget must be a number of US dollars, 0 or more');
+  return { ...check.errors, ...buildBody(form).local };
+}
+
+/**
+ * The form key an agent warning concerns, read from what its message names (`internal tool "sandbox"`, `remote
+ * MCP server "crm"`, `MCP server <id>`, a skill, the network policy, the model); null when none.
+ */
+export function warningKey(form: AgentForm, warning: { code: string; message: string }): string | null {
+  if (warning.code.startsWith('model')) return 'model';
+  if (/^internal tool "/.test(warning.message) || warning.code === 'network_egress_disabled') return 'internal';
+  const remote = /^remote MCP server "([^"]*)"/.exec(warning.message);
+  if (remote !== null) {
+    const index = form.urls.findIndex((row) => row.name === remote[1]);
+    return index < 0 ? 'mcpServers' : `urls[${index}]`;
+  }
+  const connector = form.connectors.findIndex((row) => row.serverId !== '' && warning.message.includes(row.serverId));
+  if (connector >= 0) return `connectors[${connector}]`;
+  if (warning.code.startsWith('skill')) return 'skills';
+  if (warning.code.includes('network') || warning.code.includes('traffic')) return 'networkPolicy';
+  if (warning.code === 'tools_truncated' || warning.code === 'tool_unavailable') return 'mcpServers';
+  return null;
 }

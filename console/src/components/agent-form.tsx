@@ -1,6 +1,8 @@
 /**
  * Every field of an Agent (spec: name, description, instructions, model, maxSteps, MCP servers, client tools,
- * skills, network policy), each with the API's validation error shown beside the field it names.
+ * skills, network policy; the budget and tool approvals extensions), each with its errors (the form's own checks
+ * and the API's, in words for people) and the API's warnings shown beside the field they concern. Built-in tools
+ * this server cannot run say why before they are chosen.
  */
 import { useQuery } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
@@ -9,18 +11,27 @@ import {
   type AgentForm,
   ALLOWLISTS,
   APPROVAL_MODES,
+  BUDGET_PERIODS,
   belongsTo,
   type ClientToolRow,
   EMPTY_PARAMETERS,
   INTERNAL_TOOL_NAMES,
+  warningKey,
 } from './agent-form-model.ts';
-import { Field } from './ui.tsx';
+import { Field, type FieldErrors } from './ui.tsx';
+
+export interface AgentWarning {
+  code: string;
+  message: string;
+}
 
 interface Props {
   form: AgentForm;
   onChange: (form: AgentForm) => void;
-  /** The error to show, keyed like the form (see formKeyOf), or null. */
-  error: { key: string; message: string } | null;
+  /** The errors to show, keyed like the form (see formKeyOf). */
+  errors: FieldErrors;
+  /** The warnings of the latest answer about the agent, each shown at the field it concerns. */
+  warnings: readonly AgentWarning[];
   disabled: boolean;
 }
 
@@ -38,6 +49,11 @@ function fieldKeys(form: AgentForm): string[] {
     'skills',
     'networkPolicy',
     'toolApprovals',
+    'toolApprovals.overrides',
+    'toolApprovals.timeoutSeconds',
+    'budget',
+    'budget.limitUsd',
+    'budget.period',
   ];
   for (let i = 0; i < form.connectors.length; i += 1) keys.push(`connectors[${i}]`);
   for (let i = 0; i < form.urls.length; i += 1) keys.push(`urls[${i}]`, `urls[${i}].name`, `urls[${i}].url`);
@@ -76,10 +92,45 @@ function Group({ title, children, add }: { title: string; children: ReactNode; a
   );
 }
 
-export function AgentFormFields({ form, onChange, error, disabled }: Props) {
-  const target = error === null ? null : errorTarget(form, error.key);
-  const errorOf = (key: string) => (error !== null && target === key ? error.message : undefined);
+/** The errors of a group or row that has no single field of its own. */
+function GroupError({ message }: { message: string | undefined }) {
+  if (message === undefined) return null;
+  return (
+    <p className="field-error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+/** Warnings beside the field they concern. */
+function FieldWarnings({ warnings }: { warnings: readonly AgentWarning[] }) {
+  return warnings.map((warning) => (
+    <p key={`${warning.code} ${warning.message}`} className="field-warning small" role="status">
+      {warning.message}
+    </p>
+  ));
+}
+
+/** The built-in tools and whether this server runs them (GET /v1/tools/builtin). */
+function useBuiltinTools() {
+  return useQuery({
+    queryKey: ['tools', 'builtin'],
+    queryFn: () => unwrap(api.GET('/v1/tools/builtin')),
+    staleTime: 60_000,
+  });
+}
+
+export function AgentFormFields({ form, onChange, errors, warnings, disabled }: Props) {
+  const byField = new Map<string, string[]>();
+  for (const [key, message] of Object.entries(errors)) {
+    const target = errorTarget(form, key);
+    if (target !== null) byField.set(target, [...(byField.get(target) ?? []), message]);
+  }
+  const errorOf = (key: string) => byField.get(key)?.join(' ');
+  const warningsOf = (key: string) => warnings.filter((warning) => warningKey(form, warning) === key);
   const set = (patch: Partial<AgentForm>) => onChange({ ...form, ...patch });
+  const builtin = useBuiltinTools();
+  const builtinOf = (name: string) => builtin.data?.data.find((tool) => tool.name === name);
   const connectors = useQuery({
     queryKey: ['mcp_servers', 'all'],
     queryFn: () => unwrap(api.GET('/v1/mcp_servers', { params: { query: { limit: 100 } } })),
@@ -122,6 +173,7 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
             </>
           )}
         </Field>
+        <FieldWarnings warnings={warningsOf('model')} />
       </div>
       <Field label="Description" error={errorOf('description')}>
         {(props) => (
@@ -152,28 +204,41 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
       </Field>
 
       <Group title="Built-in tools">
-        {errorOf('internal') === undefined ? null : (
-          <p className="field-error" role="alert">
-            {errorOf('internal')}
-          </p>
-        )}
-        <div className="checks">
-          {INTERNAL_TOOL_NAMES.map((name) => (
-            <label key={name} className="check">
-              <input
-                type="checkbox"
-                checked={form.internal.includes(name)}
-                onChange={(e) =>
-                  set({
-                    internal: e.target.checked
-                      ? [...form.internal, name]
-                      : form.internal.filter((item) => item !== name),
-                  })
-                }
-              />
-              <code>{name}</code>
-            </label>
-          ))}
+        <GroupError message={errorOf('internal')} />
+        <FieldWarnings warnings={warningsOf('internal')} />
+        <div className="checks column">
+          {INTERNAL_TOOL_NAMES.map((name) => {
+            const tool = builtinOf(name);
+            const chosen = form.internal.includes(name);
+            const unavailable = tool !== undefined && !tool.available;
+            const reasonId = `builtin-${name.replace(/[^a-z_]/g, '')}-reason`;
+            return (
+              <label key={name} className={unavailable ? 'check unavailable' : 'check'}>
+                <input
+                  type="checkbox"
+                  checked={chosen}
+                  // One chosen before stays removable; a new one cannot be chosen while this server cannot run it.
+                  disabled={unavailable && !chosen}
+                  aria-describedby={tool?.reason == null ? undefined : reasonId}
+                  onChange={(e) =>
+                    set({
+                      internal: e.target.checked
+                        ? [...form.internal, name]
+                        : form.internal.filter((item) => item !== name),
+                    })
+                  }
+                />
+                <code>{name}</code>
+                {tool === undefined ? null : <span className="muted small">{tool.description}</span>}
+                {tool?.reason == null ? null : (
+                  <span className={unavailable ? 'tool-reason small' : 'muted small'} id={reasonId}>
+                    {unavailable ? 'Cannot run on this server: ' : 'Partly: '}
+                    {tool.reason}
+                  </span>
+                )}
+              </label>
+            );
+          })}
         </div>
       </Group>
 
@@ -200,11 +265,8 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
           </div>
         }
       >
-        {errorOf('mcpServers') === undefined ? null : (
-          <p className="field-error" role="alert">
-            {errorOf('mcpServers')}
-          </p>
-        )}
+        <GroupError message={errorOf('mcpServers')} />
+        <FieldWarnings warnings={warningsOf('mcpServers')} />
         {form.urls.map((row, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
           <div className="row-box" key={`url-${i}`}>
@@ -231,6 +293,7 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
                 />
               )}
             </Field>
+            <FieldWarnings warnings={warningsOf(`urls[${i}]`)} />
             <Remove
               label={`Remove server ${i + 1}`}
               onClick={() => set({ urls: form.urls.filter((_, j) => j !== i) })}
@@ -273,6 +336,7 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
                 />
               )}
             </Field>
+            <FieldWarnings warnings={warningsOf(`connectors[${i}]`)} />
             <Remove
               label={`Remove connector ${i + 1}`}
               onClick={() => set({ connectors: form.connectors.filter((_, j) => j !== i) })}
@@ -317,19 +381,11 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
           </button>
         }
       >
-        {errorOf('clientTools') === undefined ? null : (
-          <p className="field-error" role="alert">
-            {errorOf('clientTools')}
-          </p>
-        )}
+        <GroupError message={errorOf('clientTools')} />
         {form.clientTools.map((tool, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
           <div className="row-box" key={`tool-${i}`}>
-            {errorOf(`clientTools[${i}]`) === undefined ? null : (
-              <p className="field-error" role="alert">
-                {errorOf(`clientTools[${i}]`)}
-              </p>
-            )}
+            <GroupError message={errorOf(`clientTools[${i}]`)} />
             <div className="grid-2">
               <Field label={`Tool ${i + 1} name`} error={errorOf(`clientTools[${i}].name`)}>
                 {(props) => (
@@ -387,11 +443,8 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
           </button>
         }
       >
-        {errorOf('skills') === undefined ? null : (
-          <p className="field-error" role="alert">
-            {errorOf('skills')}
-          </p>
-        )}
+        <GroupError message={errorOf('skills')} />
+        <FieldWarnings warnings={warningsOf('skills')} />
         {form.skills.map((skill, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity before they are saved
           <div className="row-box grid-2" key={`skill-${i}`}>
@@ -429,11 +482,8 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
       </Group>
 
       <Group title="Network policy">
-        {errorOf('networkPolicy') === undefined ? null : (
-          <p className="field-error" role="alert">
-            {errorOf('networkPolicy')}
-          </p>
-        )}
+        <GroupError message={errorOf('networkPolicy')} />
+        <FieldWarnings warnings={warningsOf('networkPolicy')} />
         <label className="check">
           <input
             type="checkbox"
@@ -489,11 +539,7 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
       </Group>
 
       <Group title="Tool approvals">
-        {errorOf('toolApprovals') === undefined ? null : (
-          <p className="field-error" role="alert">
-            {errorOf('toolApprovals')}
-          </p>
-        )}
+        <GroupError message={errorOf('toolApprovals')} />
         <Field label="Server tool calls" hint="always ask: calls that may change something wait for your approval">
           {(props) => (
             <select
@@ -518,6 +564,7 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
         </Field>
         <Field
           label="Approval overrides"
+          error={errorOf('toolApprovals.overrides')}
           hint="One per line: a tool name or <server>__*, a colon, then auto or always_ask (e.g. sandbox_run: always_ask)"
         >
           {(props) => (
@@ -529,7 +576,11 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
             />
           )}
         </Field>
-        <Field label="Approval timeout (seconds)" hint="Undecided calls are denied after this long; empty: they wait">
+        <Field
+          label="Approval timeout (seconds)"
+          error={errorOf('toolApprovals.timeoutSeconds')}
+          hint="Undecided calls are denied after this long; empty: they wait"
+        >
           {(props) => (
             <input
               {...props}
@@ -539,6 +590,49 @@ export function AgentFormFields({ form, onChange, error, disabled }: Props) {
             />
           )}
         </Field>
+      </Group>
+
+      <Group title="Budget">
+        <GroupError message={errorOf('budget')} />
+        <div className="grid-2">
+          <Field
+            label="Budget (USD)"
+            error={errorOf('budget.limitUsd')}
+            hint="The most this agent's turns may spend on model calls; empty: no cap. Changing it keeps the version."
+          >
+            {(props) => (
+              <input
+                {...props}
+                inputMode="decimal"
+                className="narrow"
+                value={form.budget.limitUsd}
+                onChange={(e) => set({ budget: { ...form.budget, limitUsd: e.target.value } })}
+              />
+            )}
+          </Field>
+          <Field label="Budget period" error={errorOf('budget.period')}>
+            {(props) => (
+              <select
+                {...props}
+                value={form.budget.period}
+                onChange={(e) =>
+                  set({
+                    budget: {
+                      ...form.budget,
+                      period: BUDGET_PERIODS.find((value) => value === e.target.value) ?? 'month',
+                    },
+                  })
+                }
+              >
+                {BUDGET_PERIODS.map((value) => (
+                  <option key={value} value={value}>
+                    {value === 'month' ? 'each calendar month (UTC)' : 'for the agent’s whole life'}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </div>
       </Group>
     </fieldset>
   );

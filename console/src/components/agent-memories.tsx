@@ -6,7 +6,7 @@ import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-q
 import { type FormEvent, useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import type { Memory } from '../api/types.ts';
-import { ErrorNote, When } from './ui.tsx';
+import { ConfirmButton, ErrorNote, When } from './ui.tsx';
 
 const PAGE = 50;
 
@@ -59,9 +59,14 @@ function MemoryItem({ agentId, memory, canWrite }: { agentId: string; memory: Me
             <button type="button" onClick={() => setEditing(true)}>
               Edit
             </button>
-            <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
-              Delete memory
-            </button>
+            <ConfirmButton
+              label="Delete memory"
+              consequence="Delete this memory? The agent no longer recalls it in any session."
+              confirm="Confirm delete"
+              onConfirm={() => remove.mutate()}
+              pending={remove.isPending}
+              danger
+            />
           </>
         ) : null}
       </div>

@@ -5,9 +5,9 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { type ApiError, api, unwrap } from '../api/client.ts';
+import { api, unwrap } from '../api/client.ts';
 import type { Schedule } from '../api/types.ts';
-import { ErrorNote, Field, When } from './ui.tsx';
+import { ErrorNote, Field, type FieldErrors, formChecks, When } from './ui.tsx';
 
 export interface ScheduleFormValue {
   name: string;
@@ -100,16 +100,45 @@ function Preview({ form }: { form: ScheduleFormValue }) {
   );
 }
 
+const LABELS: Record<string, string> = {
+  name: 'Schedule name',
+  agent_id: 'Agent',
+  input: 'Input',
+  cron: 'Cron',
+  interval_seconds: 'Interval',
+  timezone: 'Time zone',
+};
+
+/** The label of a schedule field, for the API's errors. */
+export const scheduleLabel = (key: string): string | null => LABELS[key] ?? null;
+
+/** The longest interval the API takes: 366 days. */
+const MAX_INTERVAL_SECONDS = 366 * 24 * 3600;
+
+/** What the form's values show wrong before sending, every field at once. */
+export function checkSchedule(form: ScheduleFormValue): FieldErrors {
+  const check = formChecks();
+  check.required('name', 'Schedule name', form.name);
+  if (form.agent_id === '') check.add('agent_id', 'Choose an agent');
+  check.required('input', 'Input', form.input);
+  if (form.timing === 'cron') check.required('cron', 'Cron', form.cron);
+  else {
+    check.required('interval_seconds', 'Interval', form.interval_seconds);
+    check.wholeNumber('interval_seconds', 'Interval', form.interval_seconds, 1, MAX_INTERVAL_SECONDS);
+  }
+  check.required('timezone', 'Time zone', form.timezone);
+  return check.errors;
+}
+
 interface Props {
   form: ScheduleFormValue;
   onChange: (form: ScheduleFormValue) => void;
   agents: { id: string; name: string }[];
-  error: ApiError | null;
+  errorOf: (field: string) => string | undefined;
 }
 
-export function ScheduleFields({ form, onChange, agents, error }: Props) {
+export function ScheduleFields({ form, onChange, agents, errorOf }: Props) {
   const set = (changes: Partial<ScheduleFormValue>) => onChange({ ...form, ...changes });
-  const errorOf = (param: string) => (error?.param === param ? error.message : undefined);
   return (
     <>
       <div className="grid-2">

@@ -10,7 +10,8 @@ import { clearKey } from '../auth/key-store.ts';
 import { useApiKey, useOrganization } from '../auth/session.tsx';
 import { Loading } from './ui.tsx';
 
-const NAV: { to: string; label: string; scope: Scope }[] = [
+/** Each area, shown to keys holding its scope (null: every key). */
+const NAV: { to: string; label: string; scope: Scope | null }[] = [
   { to: '/agents', label: 'Agents', scope: 'agents:read' },
   { to: '/sessions', label: 'Sessions', scope: 'sessions:read' },
   { to: '/runs', label: 'Runs', scope: 'sessions:read' },
@@ -20,6 +21,8 @@ const NAV: { to: string; label: string; scope: Scope }[] = [
   { to: '/webhooks', label: 'Webhooks', scope: 'webhooks:read' },
   { to: '/files', label: 'Files', scope: 'files:read' },
   { to: '/usage', label: 'Usage', scope: 'sessions:read' },
+  { to: '/audit', label: 'Audit log', scope: 'audit:read' },
+  { to: '/settings', label: 'Settings', scope: null },
 ];
 
 export function Shell() {
@@ -47,7 +50,7 @@ export function Shell() {
         <span className="brand">Agentry</span>
         <nav aria-label="Main">
           <ul>
-            {NAV.filter((item) => scopes.includes(item.scope)).map((item) => (
+            {NAV.filter((item) => item.scope === null || scopes.includes(item.scope)).map((item) => (
               <li key={item.to}>
                 <NavLink to={item.to}>{item.label}</NavLink>
               </li>

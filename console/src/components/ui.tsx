@@ -1,4 +1,7 @@
-/** Small shared pieces: error notes, form fields with their API error, badges, times and money, confirmations. */
+/**
+ * Small shared pieces: error notes, form fields with their errors in words for people, badges, times and money,
+ * confirmations.
+ */
 import { type ReactNode, useId, useState } from 'react';
 import { ApiError } from '../api/client.ts';
 
@@ -15,6 +18,135 @@ export function ErrorNote({ error, children }: { error: unknown; children?: Reac
     <div className="note error" role="alert">
       <p>{errorText(error)}</p>
       {children}
+    </div>
+  );
+}
+
+/** A form's errors, keyed by the field they belong to ("name", "urls[1].url"). */
+export type FieldErrors = Record<string, string>;
+
+/** The schema's wording, made plain; the field's label comes before it. */
+const PLAIN: [RegExp, string][] = [
+  [/^must be <= (\S+)$/, 'must be at most $1'],
+  [/^must be >= (\S+)$/, 'must be at least $1'],
+  [/^must be < (\S+)$/, 'must be less than $1'],
+  [/^must be > (\S+)$/, 'must be more than $1'],
+  [/^must be integer$/, 'must be a whole number'],
+  [/^must be number$/, 'must be a number'],
+  [/^must be string$/, 'must be text'],
+  [/^must be at least 1 characters$/, 'is required'],
+  [/^must contain a non-whitespace character$/, 'is required'],
+  [/^must have at least 1 items$/, 'needs at least one'],
+  [/^must have at most (\d+) items$/, 'can have at most $1'],
+  [/^must be a valid uri$/, 'must be a URL (https://…)'],
+  [/^must match the pattern .*$/, 'is not in the form it takes'],
+];
+
+/** An API path in a message: `maxSteps`, `mcpServers[1].url`, `clientTools[0].parameters`. */
+const PATH = /\b[a-zA-Z_]+(?:\[\d+\])?(?:\.[a-zA-Z_]+(?:\[\d+\])?)*/g;
+
+/**
+ * The API's validation message (a 400 whose `param` names the field) in words for people: every path in it that
+ * names a field of the form becomes that field's label, and the schema's wording is made plain
+ * ("maxSteps must be <= 128" reads "Max steps must be at most 128"). `labelOf` answers null for a path that is no
+ * field of the form. Every form of the console says its API errors through this one function.
+ */
+export function humanError(param: string, message: string, labelOf: (param: string) => string | null): string {
+  const label = labelOf(param) ?? param;
+  let rest = message.startsWith(param) ? message.slice(param.length).replace(/^[:\s]+/, '') : message;
+  for (const [pattern, replacement] of PLAIN) rest = rest.replace(pattern, replacement);
+  rest = rest.replace(PATH, (path) => (path === param ? label : (labelOf(path) ?? path)));
+  return `${label} ${rest}`;
+}
+
+/** The field error of an API error (keyed by the form's key for its `param`), or null for any other error. */
+export function apiFieldErrors(
+  error: unknown,
+  keyOf: (param: string) => string,
+  labelOf: (key: string) => string | null,
+): FieldErrors | null {
+  if (!(error instanceof ApiError) || error.param === null || error.status !== 400) return null;
+  return { [keyOf(error.param)]: humanError(error.param, error.message, (param) => labelOf(keyOf(param))) };
+}
+
+/** Checks a form before it is sent, so every error shows at once: each check adds its message at its field. */
+export function formChecks() {
+  const errors: FieldErrors = {};
+  const add = (key: string, message: string) => {
+    if (errors[key] === undefined) errors[key] = message;
+  };
+  return {
+    errors,
+    add,
+    required(key: string, label: string, value: string) {
+      if (value.trim() === '') add(key, `${label} is required`);
+    },
+    /** A whole number from min to max; empty passes (the field is optional) unless required. */
+    wholeNumber(key: string, label: string, value: string, min: number, max: number) {
+      if (value.trim() === '') return;
+      const number = Number(value);
+      if (!Number.isInteger(number)) add(key, `${label} must be a whole number`);
+      else if (number < min) add(key, `${label} must be at least ${min}`);
+      else if (number > max) add(key, `${label} must be at most ${max}`);
+    },
+    url(key: string, label: string, value: string) {
+      if (value.trim() === '') return add(key, `${label} is required`);
+      try {
+        const parsed = new URL(value.trim());
+        if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') add(key, `${label} must start with https://`);
+      } catch {
+        add(key, `${label} must be a URL, e.g. https://example.com/mcp`);
+      }
+    },
+  };
+}
+
+/** Whether an error at `errorKey` belongs to the field `fieldKey` (itself or something inside it). */
+export function belongsTo(errorKey: string, fieldKey: string): boolean {
+  return errorKey === fieldKey || errorKey.startsWith(`${fieldKey}.`) || errorKey.startsWith(`${fieldKey}[`);
+}
+
+/**
+ * The errors of a form: its own checks before sending (`ready`), then the API's 400 at its field (`failed`), in
+ * words for people. `errorOf` gives a field its errors.
+ */
+export function useFieldErrors<T>(check: (value: T) => FieldErrors, labelOf: (key: string) => string | null) {
+  const [errors, setErrors] = useState<FieldErrors>({});
+  return {
+    errors,
+    /** Checks the value; true when nothing stops it from being sent. */
+    ready(value: T): boolean {
+      const found = check(value);
+      setErrors(found);
+      return Object.keys(found).length === 0;
+    },
+    /** Puts the API's error at its field; other errors are the caller's to show. */
+    failed(error: unknown): void {
+      setErrors(apiFieldErrors(error, (param) => param, labelOf) ?? {});
+    },
+    /** Whether the form shows field errors (then the API's error is not repeated as a note). */
+    any: Object.keys(errors).length > 0,
+    errorOf(field: string): string | undefined {
+      const mine = Object.entries(errors).filter(([key]) => belongsTo(key, field));
+      return mine.length === 0 ? undefined : mine.map(([, message]) => message).join(' ');
+    },
+  };
+}
+
+/** At the top of a form: it was not saved, and every error, each also shown at its field. */
+export function FormErrors({ errors, what }: { errors: FieldErrors; what: string }) {
+  const messages = Object.values(errors);
+  if (messages.length === 0) return null;
+  return (
+    <div className="note error" role="alert">
+      <p>
+        {what} was not saved: {messages.length === 1 ? 'one field needs' : `${messages.length} fields need`} a change.
+      </p>
+      <ul className="note-list">
+        {messages.map((message) => (
+          <li key={message}>{message}</li>
+        ))}
+      </ul>
     </div>
   );
 }

@@ -1,8 +1,11 @@
-/** The fields of a webhook endpoint (name, URL, subscribed event types), with the API's errors beside them. */
+/**
+ * The fields of a webhook endpoint (name, URL, subscribed event types), with their errors (checked before sending,
+ * or the API's) beside them in words for people.
+ */
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client.ts';
 import type { WebhookEndpoint } from '../api/types.ts';
-import { Field } from './ui.tsx';
+import { Field, type FieldErrors, formChecks } from './ui.tsx';
 
 export type EventType = WebhookEndpoint['event_types'][number];
 
@@ -18,17 +21,30 @@ export const eventTypesQuery = {
   staleTime: Number.POSITIVE_INFINITY,
 };
 
+const LABELS: Record<string, string> = { name: 'Endpoint name', url: 'Endpoint URL', event_types: 'Events' };
+
+/** The label of an endpoint field, for the API's errors. */
+export const endpointLabel = (key: string): string | null => LABELS[key.replace(/\[\d+\]$/, '')] ?? null;
+
+/** What the form's values show wrong before sending, every field at once. */
+export function checkEndpoint(form: EndpointForm): FieldErrors {
+  const check = formChecks();
+  check.required('name', 'Endpoint name', form.name);
+  check.url('url', 'Endpoint URL', form.url);
+  if (form.event_types.length === 0) check.add('event_types', 'Choose at least one event type');
+  return check.errors;
+}
+
 export function EndpointFields({
   form,
   onChange,
-  error,
+  errorOf,
 }: {
   form: EndpointForm;
   onChange: (form: EndpointForm) => void;
-  error: { param: string | null; message: string } | null;
+  errorOf: (field: string) => string | undefined;
 }) {
   const types = useQuery(eventTypesQuery);
-  const errorOf = (param: string) => (error?.param?.startsWith(param) ? error.message : undefined);
   return (
     <>
       <div className="grid-2">

@@ -13,16 +13,19 @@ import { AgentFormFields, errorTarget } from '../components/agent-form.tsx';
 import {
   type AgentForm,
   buildBody,
+  checkForm,
   createBody,
   emptyForm,
   formKeyOf,
   formOf,
+  labelOf,
   updateBody,
+  warningKey,
 } from '../components/agent-form-model.ts';
 import { AgentMemories } from '../components/agent-memories.tsx';
 import { AgentVersions } from '../components/agent-versions.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Loading } from '../components/ui.tsx';
+import { apiFieldErrors, ConfirmButton, ErrorNote, type FieldErrors, FormErrors, Loading } from '../components/ui.tsx';
 
 /** Where MCP clients reach this agent as a tool (docs/mcp-server.md). */
 function AgentMcp({ agent }: { agent: Agent }) {
@@ -41,7 +44,6 @@ function AgentMcp({ agent }: { agent: Agent }) {
 }
 
 function DeleteAgent({ agent }: { agent: Agent }) {
-  const [confirming, setConfirming] = useState(false);
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const remove = useMutation({
@@ -58,20 +60,15 @@ function DeleteAgent({ agent }: { agent: Agent }) {
       <h2 id="delete">Delete</h2>
       {agent.isDefault ? (
         <p className="muted">This is the organization's default agent; it cannot be deleted.</p>
-      ) : confirming ? (
-        <div className="row">
-          <span>Delete {agent.name} for good?</span>
-          <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
-            Confirm delete
-          </button>
-          <button type="button" onClick={() => setConfirming(false)}>
-            Keep it
-          </button>
-        </div>
       ) : (
-        <button type="button" className="danger" onClick={() => setConfirming(true)}>
-          Delete agent
-        </button>
+        <ConfirmButton
+          label="Delete agent"
+          consequence={`Delete ${agent.name} for good? Its versions and memories go with it; its runs and traces are kept.`}
+          confirm="Confirm delete"
+          onConfirm={() => remove.mutate()}
+          pending={remove.isPending}
+          danger
+        />
       )}
       <ErrorNote error={error}>
         {conflict === 'agent_in_use' ? (
@@ -103,7 +100,7 @@ export default function AgentEditorPage() {
   usePageTitle(creating ? 'New agent' : `Agent ${agent.data?.agent.name ?? ''}`.trim());
   const [form, setForm] = useState<AgentForm>(emptyForm);
   const [loadedVersion, setLoadedVersion] = useState<number | null>(null);
-  const [fieldError, setFieldError] = useState<{ key: string; message: string } | null>(null);
+  const [fieldErrors, setFieldErrors] = useState<FieldErrors>({});
   const [topError, setTopError] = useState<unknown>(null);
   // Create, update and get all answer with the agent's warnings: the page shows the latest answer's.
   const warnings = agent.data?.warnings ?? [];
@@ -118,11 +115,16 @@ export default function AgentEditorPage() {
     }
   }, [current, loadedVersion]);
 
+  /** Errors at their fields; one no field owns goes to the top of the form. */
+  const showErrors = (errors: FieldErrors) => {
+    const entries = Object.entries(errors);
+    const unplaced = entries.filter(([key]) => errorTarget(form, key) === null);
+    setTopError(unplaced.length === 0 ? null : new Error(unplaced.map(([, message]) => message).join(' ')));
+    setFieldErrors(Object.fromEntries(entries.filter(([key]) => errorTarget(form, key) !== null)));
+  };
   const save = useMutation({
     mutationFn: async (value: AgentForm) => {
       const built = buildBody(value);
-      const local = Object.entries(built.local)[0];
-      if (local !== undefined) return { local: { key: local[0], message: local[1] } };
       try {
         if (current === undefined) {
           const answer = await unwrap(
@@ -135,21 +137,19 @@ export default function AgentEditorPage() {
         const answer = await unwrap(api.PATCH('/v1/agents/{id}', { params: { path: { id: current.id } }, body }));
         return { answer };
       } catch (error) {
-        if (error instanceof ApiError && error.param !== null) {
-          return { local: { key: formKeyOf(error.param, built.mcpKeys), message: error.message } };
-        }
+        const local = apiFieldErrors(error, (param) => formKeyOf(param, built.mcpKeys), labelOf);
+        if (local !== null) return { local };
         throw error;
       }
     },
     onMutate: () => {
-      setFieldError(null);
+      setFieldErrors({});
       setTopError(null);
       setSaved(null);
     },
     onSuccess: async (result) => {
       if ('local' in result && result.local !== undefined) {
-        if (errorTarget(form, result.local.key) === null) setTopError(new Error(result.local.message));
-        else setFieldError(result.local);
+        showErrors(result.local);
         return;
       }
       if ('unchanged' in result) {
@@ -168,12 +168,20 @@ export default function AgentEditorPage() {
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    save.mutate(form);
+    // Every error the form's own values show, all at once, before anything is sent.
+    const checked = checkForm(form);
+    if (Object.keys(checked).length === 0) save.mutate(form);
+    else {
+      setSaved(null);
+      showErrors(checked);
+    }
   };
-  // Keyboard and screen reader users land on the field the API named.
+  // Keyboard and screen reader users land on the first field in error (once the form is enabled again).
+  const pending = save.isPending;
   useEffect(() => {
-    if (fieldError !== null) document.querySelector<HTMLElement>('form [aria-invalid="true"]')?.focus();
-  }, [fieldError]);
+    if (!pending && Object.keys(fieldErrors).length > 0)
+      document.querySelector<HTMLElement>('form [aria-invalid="true"]')?.focus();
+  }, [fieldErrors, pending]);
 
   if (!creating && current === undefined) {
     return agent.error === null ? <Loading what="agent" /> : <ErrorNote error={agent.error} />;
@@ -208,12 +216,27 @@ export default function AgentEditorPage() {
       )}
       <form onSubmit={submit} noValidate aria-label={creating ? 'New agent' : 'Edit agent'}>
         <ErrorNote error={topError} />
-        {fieldError === null ? null : (
-          <p className="note error" role="alert">
-            The agent was not saved: {fieldError.message}
-          </p>
+        <FormErrors errors={fieldErrors} what="The agent" />
+        {warnings.length === 0 ? null : (
+          <div className="note warning" role="status" aria-label="Warnings">
+            <p>Not everything will work as configured:</p>
+            <ul className="note-list">
+              {warnings.map((warning) => (
+                <li key={`${warning.code} ${warning.message}`}>
+                  {warning.message}
+                  {warningKey(form, warning) === null ? ` (${warning.code})` : ' (see below)'}
+                </li>
+              ))}
+            </ul>
+          </div>
         )}
-        <AgentFormFields form={form} onChange={setForm} error={fieldError} disabled={!canWrite || save.isPending} />
+        <AgentFormFields
+          form={form}
+          onChange={setForm}
+          errors={fieldErrors}
+          warnings={warnings}
+          disabled={!canWrite || save.isPending}
+        />
         {canWrite ? (
           <div className="row">
             <button type="submit" className="primary" disabled={save.isPending}>
@@ -228,11 +251,6 @@ export default function AgentEditorPage() {
         ) : (
           <p className="muted">This key can read agents but not change them (it lacks agents:write).</p>
         )}
-        {warnings.map((warning) => (
-          <p key={`${warning.code} ${warning.message}`} className="note warning" role="status">
-            {warning.message} ({warning.code})
-          </p>
-        ))}
       </form>
       {current === undefined ? null : (
         <>

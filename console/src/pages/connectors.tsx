@@ -11,7 +11,39 @@ import { ApiError, api, unwrap } from '../api/client.ts';
 import type { McpServer } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ConfirmButton, ErrorNote, Field, Id, Loading, Pager, useCursorPages, When } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  type FieldErrors,
+  FormErrors,
+  formChecks,
+  Id,
+  Loading,
+  Pager,
+  useCursorPages,
+  useFieldErrors,
+  When,
+} from '../components/ui.tsx';
+
+interface ConnectorForm {
+  name: string;
+  url: string;
+  headers: string;
+}
+
+const LABELS: Record<string, string> = { name: 'Connector name', url: 'Server URL', headers: 'Headers' };
+const connectorLabel = (key: string): string | null => LABELS[key.split(/[.[]/)[0] ?? key] ?? null;
+
+/** What the form's values show wrong before sending, every field at once. */
+function checkConnector(form: ConnectorForm): FieldErrors {
+  const check = formChecks();
+  check.required('name', 'Connector name', form.name);
+  check.url('url', 'Server URL', form.url);
+  const bad = form.headers.split('\n').find((line) => line.trim() !== '' && line.indexOf(':') <= 0);
+  if (bad !== undefined) check.add('headers', `Headers: "${bad.trim()}" is not Name: value`);
+  return check.errors;
+}
 
 /** `Name: value` lines into a header map. */
 function parseHeaders(text: string): Record<string, string> | undefined {
@@ -125,11 +157,11 @@ export default function ConnectorsPage() {
       await queryClient.invalidateQueries({ queryKey: ['mcp_servers'] });
     },
   });
-  const error = create.error instanceof ApiError ? create.error : null;
-  const errorOf = (param: string) => (error?.param?.startsWith(param) ? error.message : undefined);
+  const fields = useFieldErrors(checkConnector, connectorLabel);
+  const errorOf = fields.errorOf;
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate();
+    if (fields.ready({ name, url, headers })) create.mutate(undefined, { onError: fields.failed });
   };
   return (
     <section>
@@ -138,6 +170,7 @@ export default function ConnectorsPage() {
       {canWrite ? (
         <form onSubmit={submit} noValidate className="card" aria-label="Register an MCP server">
           <h2>Register an MCP server</h2>
+          <FormErrors errors={fields.errors} what="The connector" />
           <div className="grid-2">
             <Field label="Connector name" error={errorOf('name')}>
               {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
@@ -167,7 +200,7 @@ export default function ConnectorsPage() {
             <input type="checkbox" checked={oauth} onChange={(e) => setOauth(e.target.checked)} /> Signs in with OAuth
             (connect it after registering)
           </label>
-          {error?.param == null ? <ErrorNote error={create.error} /> : null}
+          {fields.any ? null : <ErrorNote error={create.error} />}
           <button type="submit" className="primary" disabled={create.isPending}>
             Register
           </button>

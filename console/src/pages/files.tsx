@@ -12,11 +12,14 @@ import {
   ConfirmButton,
   ErrorNote,
   Field,
+  type FieldErrors,
+  formChecks,
   Id,
   Loading,
   Pager,
   TableBox,
   useCursorPages,
+  useFieldErrors,
   When,
 } from '../components/ui.tsx';
 
@@ -33,6 +36,14 @@ async function download(file: FileObject): Promise<void> {
   });
   if (!response.ok) throw toApiError(response.status, await response.json().catch(() => null));
   saveFile(await response.blob(), file.filename);
+}
+
+/** What the upload form shows wrong before sending. */
+function checkUpload(chosen: { file: File | null; purpose: string }): FieldErrors {
+  const check = formChecks();
+  if (chosen.file === null) check.add('file', 'Choose a file to upload');
+  check.required('purpose', 'Purpose', chosen.purpose);
+  return check.errors;
 }
 
 export default function FilesPage() {
@@ -52,7 +63,7 @@ export default function FilesPage() {
   const upload = useMutation({
     mutationFn: async () => {
       const chosen = input.current?.files?.[0];
-      if (chosen === undefined) throw new Error('Choose a file first');
+      if (chosen === undefined) throw new Error('Choose a file to upload');
       const body = new FormData();
       body.append('purpose', purpose);
       body.append('file', chosen);
@@ -75,17 +86,21 @@ export default function FilesPage() {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['files'] }),
   });
   const fetchFile = useMutation({ mutationFn: download });
+  const fields = useFieldErrors(checkUpload, (key) => (key === 'file' ? 'File' : key === 'purpose' ? 'Purpose' : null));
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    upload.mutate();
+    const chosen = { file: input.current?.files?.[0] ?? null, purpose };
+    if (fields.ready(chosen)) upload.mutate(undefined, { onError: fields.failed });
   };
   return (
     <section>
       <h1>Files</h1>
       {canWrite ? (
-        <form onSubmit={submit} className="card row" aria-label="Upload a file">
-          <Field label="File">{(props) => <input {...props} ref={input} type="file" />}</Field>
-          <Field label="Purpose">
+        <form onSubmit={submit} noValidate className="card row" aria-label="Upload a file">
+          <Field label="File" error={fields.errorOf('file')}>
+            {(props) => <input {...props} ref={input} type="file" />}
+          </Field>
+          <Field label="Purpose" error={fields.errorOf('purpose')}>
             {(props) => <input {...props} value={purpose} onChange={(e) => setPurpose(e.target.value)} />}
           </Field>
           <button type="submit" className="primary" disabled={upload.isPending}>
@@ -93,7 +108,7 @@ export default function FilesPage() {
           </button>
         </form>
       ) : null}
-      <ErrorNote error={upload.error ?? remove.error ?? fetchFile.error ?? files.error} />
+      <ErrorNote error={(fields.any ? null : upload.error) ?? remove.error ?? fetchFile.error ?? files.error} />
       {files.data === undefined ? (
         files.isPending ? (
           <Loading what="files" />

@@ -5,12 +5,29 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
+import { api, idempotencyKey, unwrap } from '../api/client.ts';
 import type { Schedule } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
-import { bodyOf, formOf, ScheduleFields, type ScheduleFormValue, timingText } from '../components/schedule-form.tsx';
+import {
+  bodyOf,
+  checkSchedule,
+  formOf,
+  ScheduleFields,
+  type ScheduleFormValue,
+  scheduleLabel,
+  timingText,
+} from '../components/schedule-form.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { Badge, ConfirmButton, ErrorNote, Loading, shortId, When } from '../components/ui.tsx';
+import {
+  Badge,
+  ConfirmButton,
+  ErrorNote,
+  FormErrors,
+  Loading,
+  shortId,
+  useFieldErrors,
+  When,
+} from '../components/ui.tsx';
 
 function Runs({ scheduleId }: { scheduleId: string }) {
   const [cursor, setCursor] = useState('');
@@ -114,16 +131,17 @@ function Editor({ schedule, onDone }: { schedule: Schedule; onDone: () => void }
       onDone();
     },
   });
-  const error = save.error instanceof ApiError && save.error.param !== null ? save.error : null;
+  const fields = useFieldErrors(checkSchedule, scheduleLabel);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    save.mutate(form);
+    if (fields.ready(form)) save.mutate(form, { onError: fields.failed });
   };
   return (
     <form onSubmit={submit} noValidate aria-label="Edit schedule" className="card">
       <h2>Edit schedule</h2>
-      <ScheduleFields form={form} onChange={setForm} agents={agents.data?.data ?? []} error={error} />
-      {error === null ? <ErrorNote error={save.error} /> : null}
+      <FormErrors errors={fields.errors} what="The schedule" />
+      <ScheduleFields form={form} onChange={setForm} agents={agents.data?.data ?? []} errorOf={fields.errorOf} />
+      {fields.any ? null : <ErrorNote error={save.error} />}
       <div className="row">
         <button type="submit" className="primary" disabled={save.isPending}>
           Save schedule

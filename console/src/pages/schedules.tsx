@@ -5,11 +5,19 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
-import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
+import { api, idempotencyKey, unwrap } from '../api/client.ts';
 import { useCan } from '../auth/session.tsx';
-import { bodyOf, formOf, ScheduleFields, type ScheduleFormValue, timingText } from '../components/schedule-form.tsx';
+import {
+  bodyOf,
+  checkSchedule,
+  formOf,
+  ScheduleFields,
+  type ScheduleFormValue,
+  scheduleLabel,
+  timingText,
+} from '../components/schedule-form.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { Badge, ErrorNote, Loading, When } from '../components/ui.tsx';
+import { Badge, ErrorNote, FormErrors, Loading, useFieldErrors, When } from '../components/ui.tsx';
 
 export default function SchedulesPage() {
   usePageTitle('Schedules');
@@ -36,11 +44,11 @@ export default function SchedulesPage() {
       navigate(`/schedules/${created.id}`);
     },
   });
-  const error = create.error instanceof ApiError && create.error.param !== null ? create.error : null;
+  const fields = useFieldErrors(checkSchedule, scheduleLabel);
   const names = new Map((agents.data?.data ?? []).map((agent) => [agent.id, agent.name]));
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate(form);
+    if (fields.ready(form)) create.mutate(form, { onError: fields.failed });
   };
   return (
     <section>
@@ -55,8 +63,9 @@ export default function SchedulesPage() {
       {creating ? (
         <form onSubmit={submit} noValidate aria-label="New schedule" className="card">
           <h2>New schedule</h2>
-          <ScheduleFields form={form} onChange={setForm} agents={agents.data?.data ?? []} error={error} />
-          {error === null ? <ErrorNote error={create.error} /> : null}
+          <FormErrors errors={fields.errors} what="The schedule" />
+          <ScheduleFields form={form} onChange={setForm} agents={agents.data?.data ?? []} errorOf={fields.errorOf} />
+          {fields.any ? null : <ErrorNote error={create.error} />}
           <div className="row">
             <button type="submit" className="primary" disabled={create.isPending}>
               Create schedule

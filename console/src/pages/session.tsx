@@ -9,7 +9,7 @@ import { useCan } from '../auth/session.tsx';
 import { firstText, sessionName, useSessionPreview } from '../components/session-name.ts';
 import { usePageTitle } from '../components/title.ts';
 import { Transcript } from '../components/transcript.tsx';
-import { Badge, ErrorNote, Field, Id, Loading, When } from '../components/ui.tsx';
+import { Badge, ConfirmButton, ErrorNote, Field, Id, Loading, When } from '../components/ui.tsx';
 
 /** The session's title, renamed in place; an empty title removes it (lists then show the first message). */
 function TitleForm({ session }: { session: Session }) {
@@ -54,7 +54,6 @@ export default function SessionPage() {
   const canWrite = useCan('sessions:write');
   const navigate = useNavigate();
   const queryClient = useQueryClient();
-  const [confirming, setConfirming] = useState(false);
   const session = useQuery({
     queryKey: ['session', id],
     queryFn: () => unwrap(api.GET('/v1/sessions/{id}', { params: { path: { id } } })),
@@ -127,21 +126,14 @@ export default function SessionPage() {
       )}
       {canWrite && current !== undefined ? (
         <div className="danger-zone">
-          {confirming ? (
-            <div className="row">
-              <span>Delete this session? A running turn is interrupted; its runs and traces are kept.</span>
-              <button type="button" className="danger" onClick={() => remove.mutate()}>
-                Confirm delete
-              </button>
-              <button type="button" onClick={() => setConfirming(false)}>
-                Keep it
-              </button>
-            </div>
-          ) : (
-            <button type="button" className="danger" onClick={() => setConfirming(true)}>
-              Delete session
-            </button>
-          )}
+          <ConfirmButton
+            label="Delete session"
+            consequence="Delete this session? A running turn is interrupted; its runs and traces are kept."
+            confirm="Confirm delete"
+            onConfirm={() => remove.mutate()}
+            pending={remove.isPending}
+            danger
+          />
         </div>
       ) : null}
     </section>

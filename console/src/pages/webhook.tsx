@@ -9,8 +9,24 @@ import { ApiError, api, idempotencyKey, unwrap } from '../api/client.ts';
 import type { WebhookEvent } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { Badge, ConfirmButton, ErrorNote, Field, Loading, When } from '../components/ui.tsx';
-import { EndpointFields, type EndpointForm, type EventType, SecretOnce } from '../components/webhook-form.tsx';
+import {
+  Badge,
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  FormErrors,
+  Loading,
+  useFieldErrors,
+  When,
+} from '../components/ui.tsx';
+import {
+  checkEndpoint,
+  EndpointFields,
+  type EndpointForm,
+  type EventType,
+  endpointLabel,
+  SecretOnce,
+} from '../components/webhook-form.tsx';
 
 function Delivery({ endpointId, event, canWrite }: { endpointId: string; event: WebhookEvent; canWrite: boolean }) {
   const queryClient = useQueryClient();
@@ -109,7 +125,6 @@ export default function WebhookPage() {
   });
   const [form, setForm] = useState<EndpointForm | null>(null);
   const [testType, setTestType] = useState<EventType | ''>('');
-  const [confirming, setConfirming] = useState(false);
   const current = endpoint.data;
   useEffect(() => {
     if (current !== undefined && form === null)
@@ -144,13 +159,13 @@ export default function WebhookPage() {
       navigate('/webhooks');
     },
   });
+  const fields = useFieldErrors(checkEndpoint, endpointLabel);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    if (form !== null) update.mutate(form);
+    if (form !== null && fields.ready(form)) update.mutate(form, { onError: fields.failed });
   };
   if (current === undefined)
     return endpoint.isPending ? <Loading what="endpoint" /> : <ErrorNote error={endpoint.error} />;
-  const fieldError = update.error instanceof ApiError && update.error.param !== null ? update.error : null;
   const chosenTest = testType === '' ? current.event_types[0] : testType;
   return (
     <section>
@@ -163,9 +178,10 @@ export default function WebhookPage() {
       {form === null ? null : (
         <form onSubmit={submit} noValidate aria-label="Edit webhook endpoint" className="card">
           <fieldset disabled={!canWrite} className="plain">
-            <EndpointFields form={form} onChange={setForm} error={fieldError} />
+            <FormErrors errors={fields.errors} what="The endpoint" />
+            <EndpointFields form={form} onChange={setForm} errorOf={fields.errorOf} />
           </fieldset>
-          {fieldError === null ? <ErrorNote error={update.error} /> : null}
+          {fields.any ? null : <ErrorNote error={update.error} />}
           {canWrite ? (
             <div className="row">
               <button type="submit" className="primary" disabled={update.isPending}>
@@ -251,21 +267,14 @@ export default function WebhookPage() {
       )}
       {canWrite ? (
         <div className="danger-zone">
-          {confirming ? (
-            <div className="row">
-              <span>Delete this endpoint? Pending deliveries are skipped.</span>
-              <button type="button" className="danger" onClick={() => remove.mutate()}>
-                Confirm delete
-              </button>
-              <button type="button" onClick={() => setConfirming(false)}>
-                Keep it
-              </button>
-            </div>
-          ) : (
-            <button type="button" className="danger" onClick={() => setConfirming(true)}>
-              Delete endpoint
-            </button>
-          )}
+          <ConfirmButton
+            label="Delete endpoint"
+            consequence="Delete this endpoint? Pending deliveries are skipped and its event history goes with it."
+            confirm="Confirm delete"
+            onConfirm={() => remove.mutate()}
+            pending={remove.isPending}
+            danger
+          />
           <ErrorNote error={remove.error} />
         </div>
       ) : null}

@@ -2,11 +2,27 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { ApiError, api, unwrap } from '../api/client.ts';
+import { api, unwrap } from '../api/client.ts';
 import { useCan } from '../auth/session.tsx';
 import { usePageTitle } from '../components/title.ts';
-import { ErrorNote, Id, Loading, Pager, TableBox, useCursorPages, When } from '../components/ui.tsx';
-import { EndpointFields, type EndpointForm, SecretOnce } from '../components/webhook-form.tsx';
+import {
+  ErrorNote,
+  FormErrors,
+  Id,
+  Loading,
+  Pager,
+  TableBox,
+  useCursorPages,
+  useFieldErrors,
+  When,
+} from '../components/ui.tsx';
+import {
+  checkEndpoint,
+  EndpointFields,
+  type EndpointForm,
+  endpointLabel,
+  SecretOnce,
+} from '../components/webhook-form.tsx';
 
 const PAGE = 25;
 
@@ -33,10 +49,10 @@ export default function WebhooksPage() {
       await queryClient.invalidateQueries({ queryKey: ['webhook_endpoints'] });
     },
   });
-  const error = create.error instanceof ApiError && create.error.param !== null ? create.error : null;
+  const fields = useFieldErrors(checkEndpoint, endpointLabel);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate(form);
+    if (fields.ready(form)) create.mutate(form, { onError: fields.failed });
   };
   return (
     <section>
@@ -59,8 +75,9 @@ export default function WebhooksPage() {
       {creating ? (
         <form onSubmit={submit} noValidate aria-label="New webhook endpoint" className="card">
           <h2>New endpoint</h2>
-          <EndpointFields form={form} onChange={setForm} error={error} />
-          {error === null ? <ErrorNote error={create.error} /> : null}
+          <FormErrors errors={fields.errors} what="The endpoint" />
+          <EndpointFields form={form} onChange={setForm} errorOf={fields.errorOf} />
+          {fields.any ? null : <ErrorNote error={create.error} />}
           <div className="row">
             <button type="submit" className="primary" disabled={create.isPending}>
               Create endpoint

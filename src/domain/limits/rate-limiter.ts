@@ -16,10 +16,10 @@ export const WINDOW_MS = 60_000;
 /** A shared counter of requests per window (Redis: bus/redis-counter.ts). */
 export interface RateCounter {
   /**
-   * Counts one request in the window of each bucket, in one round trip, and returns each window's count so far
-   * (in the order of `buckets`); rejects when it cannot count.
+   * Counts `requests` requests in the window of each bucket, in one round trip, and returns each window's count so
+   * far, these included (in the order of `buckets`); rejects when it cannot count.
    */
-  increment(buckets: readonly string[], windowStart: number, ttlMs: number): Promise<number[]>;
+  increment(buckets: readonly string[], windowStart: number, ttlMs: number, requests: number): Promise<number[]>;
 }
 
 /** The limits of the request's organization and key, as the key's principal carries them. */
@@ -50,17 +50,19 @@ const NOT_LIMITED: RateDecision = { policies: [], exceeded: null };
 /** Counts in the database: one row per organization or key and minute, upserted (one statement for all). */
 export function databaseCounter(db: Executor): RateCounter & { sweep(before: number): Promise<void> } {
   return {
-    async increment(buckets, windowStart) {
+    async increment(buckets, windowStart, _ttlMs, requests) {
       const rows = await db
         .insertInto('rate_windows')
-        .values(buckets.map((bucket) => ({ bucket, window_start: windowStart, hits: 1 })))
+        .values(buckets.map((bucket) => ({ bucket, window_start: windowStart, hits: requests })))
         .onConflict((conflict) =>
-          conflict.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ hits: eb('rate_windows.hits', '+', 1) })),
+          conflict
+            .columns(['bucket', 'window_start'])
+            .doUpdateSet((eb) => ({ hits: eb('rate_windows.hits', '+', requests) })),
         )
         .returning(['bucket', 'hits'])
         .execute();
       const hits = new Map(rows.map((row) => [row.bucket, Number(row.hits)]));
-      return buckets.map((bucket) => hits.get(bucket) ?? 1);
+      return buckets.map((bucket) => hits.get(bucket) ?? requests);
     },
     async sweep(before) {
       await db.deleteFrom('rate_windows').where('window_start', '<', before).execute();
@@ -79,15 +81,61 @@ export interface RateLimiterDeps {
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
 
+interface Waiting {
+  resolve(counts: number[]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Counts requests of the same buckets and window that arrive while a count of them is on its way in one increment
+ * of their number, once the count on its way answers: a busy key costs one round trip at a time, not one per
+ * request. Exact: each request gets its own place in the total (the batch's total minus those counted after it),
+ * so the limit is enforced as if each had been counted alone, in every process.
+ */
+function coalescing(
+  count: (buckets: string[], windowStart: number, requests: number) => Promise<number[]>,
+): (buckets: string[], windowStart: number) => Promise<number[]> {
+  const queues = new Map<string, Waiting[]>();
+  async function drain(key: string, buckets: string[], windowStart: number): Promise<void> {
+    for (;;) {
+      const batch = queues.get(key) ?? [];
+      if (batch.length === 0) {
+        queues.delete(key);
+        return;
+      }
+      queues.set(key, []);
+      try {
+        const totals = await count(buckets, windowStart, batch.length);
+        for (const [index, waiting] of batch.entries()) {
+          waiting.resolve(totals.map((total) => total - batch.length + index + 1));
+        }
+      } catch (error) {
+        for (const waiting of batch) waiting.reject(error);
+      }
+    }
+  }
+  return (buckets, windowStart) =>
+    new Promise<number[]>((resolve, reject) => {
+      const key = `${windowStart} ${buckets.join(' ')}`;
+      const queue = queues.get(key);
+      if (queue !== undefined) {
+        queue.push({ resolve, reject });
+        return;
+      }
+      queues.set(key, [{ resolve, reject }]);
+      void drain(key, buckets, windowStart);
+    });
+}
+
 export function createRateLimiter(deps: RateLimiterDeps) {
   const database = databaseCounter(deps.db);
   let sweptWindow = 0;
 
-  async function count(buckets: string[], windowStart: number): Promise<number[]> {
+  const count = coalescing(async (buckets, windowStart, requests) => {
     const shared = deps.shared();
     if (shared !== null) {
       try {
-        return await shared.increment(buckets, windowStart, WINDOW_MS * 2);
+        return await shared.increment(buckets, windowStart, WINDOW_MS * 2, requests);
       } catch (error) {
         deps.onSharedFailure?.(error);
       }
@@ -97,8 +145,8 @@ export function createRateLimiter(deps: RateLimiterDeps) {
       sweptWindow = windowStart;
       database.sweep(windowStart - WINDOW_MS).catch(() => {});
     }
-    return database.increment(buckets, windowStart, WINDOW_MS * 2);
-  }
+    return database.increment(buckets, windowStart, WINDOW_MS * 2, requests);
+  });
 
   return {
     /** Counts the request against its organization's and key's limits; `exceeded` says whether to refuse it. */

@@ -1,8 +1,10 @@
 /**
  * /console/agents/{id}/chat: chat with an agent in a session. Replies stream from the session's event stream;
  * a question is answered inline; a client tool call gets a form for its output; a tool call waiting for approval
- * shows its tool, server and arguments with Approve and Deny buttons (and an optional reason); a running turn can be
- * interrupted. `?session=` picks the session (a new one is opened by the first message).
+ * shows its tool, server and arguments with Approve and Deny buttons (and an optional reason); an MCP server's
+ * elicitation gets the form its schema asks for; a running turn can be interrupted. `?session=` picks the session
+ * (a new one is opened by the first message). Beside the chat: the agent, edited in place and saved as a new
+ * version, or the trace of a turn's run (`?trace=<run id>`), opened from the turn.
  * Stable hooks for tests: a text box labelled "Message" and a "Send" button.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -11,9 +13,13 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { api, idempotencyKey, unwrap } from '../api/client.ts';
 import { messagesQuery } from '../api/queries.ts';
 import type { Message, RequiredAction, Session } from '../api/types.ts';
+import { useCan } from '../auth/session.tsx';
+import { AgentPanel } from '../components/agent-panel.tsx';
+import { ElicitationForm } from '../components/elicitation-form.tsx';
 import { useLiveSession } from '../components/live-session.ts';
 import { firstText, sessionName, useSessionPreview } from '../components/session-name.ts';
 import { usePageTitle } from '../components/title.ts';
+import { TraceDrawer } from '../components/trace-waterfall.tsx';
 import { Transcript } from '../components/transcript.tsx';
 import { ConfirmButton, ErrorNote, Field, Loading, shortId, When } from '../components/ui.tsx';
 
@@ -197,9 +203,12 @@ interface ConversationProps {
   /** A first message to send once the stream is live (so not one delta is missed). */
   initial: string | null;
   onInitialSent: () => void;
+  /** The run whose trace is open beside the chat, and how to open one. */
+  tracing: string | null;
+  onTrace: (runId: string) => void;
 }
 
-function Conversation({ session, onOpen, opening, initial, onInitialSent }: ConversationProps) {
+function Conversation({ session, onOpen, opening, initial, onInitialSent, tracing, onTrace }: ConversationProps) {
   const sessionId = session?.id ?? null;
   const messages = useQuery({ ...messagesQuery(sessionId ?? ''), enabled: sessionId !== null });
   const live = useLiveSession(sessionId);
@@ -259,28 +268,33 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent }: Conv
       <Transcript
         messages={list}
         live={live.messages}
-        actions={(message) =>
-          message.status !== 'requires_action' || session === null
-            ? null
-            : message.requiredActions.map((action) =>
-                action.type === 'ask_user_question' ? (
-                  <AnswerForm key={`q-${action.actionId}`} session={session} message={message} action={action} />
-                ) : action.type === 'tool_approval' ? (
-                  <ApprovalForm key={`a-${action.actionId}`} session={session} message={message} action={action} />
-                ) : action.type === 'mcp_elicitation' ? (
-                  <p key={`e-${action.actionId}`} className="muted">
-                    {action.server} asks (action {action.actionId}): {action.message}{' '}
-                    {action.url === null ? null : (
-                      <a href={action.url} target="_blank" rel="noreferrer noopener">
-                        {action.url}
-                      </a>
-                    )}
-                  </p>
-                ) : (
-                  <ToolOutputForm key={action.callId} session={session} action={action} />
-                ),
-              )
-        }
+        actions={(message) => (
+          <>
+            {message.runId === null ? null : (
+              <button
+                type="button"
+                className="link small"
+                aria-pressed={tracing === message.runId}
+                onClick={() => onTrace(message.runId ?? '')}
+              >
+                Show trace beside the chat
+              </button>
+            )}
+            {message.status !== 'requires_action' || session === null
+              ? null
+              : message.requiredActions.map((action) =>
+                  action.type === 'ask_user_question' ? (
+                    <AnswerForm key={`q-${action.actionId}`} session={session} message={message} action={action} />
+                  ) : action.type === 'tool_approval' ? (
+                    <ApprovalForm key={`a-${action.actionId}`} session={session} message={message} action={action} />
+                  ) : action.type === 'mcp_elicitation' ? (
+                    <ElicitationForm key={`e-${action.actionId}`} session={session} message={message} action={action} />
+                  ) : (
+                    <ToolOutputForm key={action.callId} session={session} action={action} />
+                  ),
+                )}
+          </>
+        )}
       />
       <form className="composer" onSubmit={submit}>
         <Field
@@ -327,6 +341,19 @@ export default function PlaygroundPage() {
   const { id: agentId = '' } = useParams();
   const [params, setParams] = useSearchParams();
   const sessionId = params.get('session');
+  const tracing = params.get('trace');
+  const canEdit = useCan('agents:write');
+  // The drawer is a view of the page: its run is in the URL, beside the session.
+  const showTrace = (runId: string | null) =>
+    setParams(
+      (previous) => {
+        const next = new URLSearchParams(previous);
+        if (runId === null) next.delete('trace');
+        else next.set('trace', runId);
+        return next;
+      },
+      { replace: true },
+    );
   const queryClient = useQueryClient();
   const agent = useQuery({
     queryKey: ['agent', agentId],
@@ -371,7 +398,7 @@ export default function PlaygroundPage() {
         </div>
       </div>
       <ErrorNote error={agent.error ?? open.error ?? session.error} />
-      <div className="split">
+      <div className={tracing === null ? 'workspace' : 'workspace tracing'}>
         <aside aria-label="Sessions of this agent">
           <h2 className="small-heading">Sessions</h2>
           {sessions.data === undefined ? null : sessions.data.data.length === 0 ? (
@@ -397,9 +424,18 @@ export default function PlaygroundPage() {
               opening={open.isPending}
               initial={initial}
               onInitialSent={clearInitial}
+              tracing={tracing}
+              onTrace={showTrace}
             />
           )}
         </div>
+        <aside className="workspace-side" aria-label={tracing === null ? 'The agent' : 'Trace of a turn'}>
+          {tracing !== null ? (
+            <TraceDrawer key={tracing} runId={tracing} onClose={() => showTrace(null)} />
+          ) : agent.data === undefined ? null : (
+            <AgentPanel agent={agent.data.agent} canWrite={canEdit} />
+          )}
+        </aside>
       </div>
     </section>
   );

@@ -10,7 +10,7 @@ import {
   originValidationResponse,
 } from '@modelcontextprotocol/server';
 import type { Deps } from '../../deps.ts';
-import { createMcpTasks, TaskEnded, TaskNotFound, type TaskScope } from '../../domain/mcp-serve-tasks/mcp-tasks.ts';
+import { createMcpTasks, TaskEnded, TaskNotFound, type TaskScope } from '../../domain/protocol-turns/mcp-tasks.ts';
 import { isJsonObject } from '../../lib/guards.ts';
 import { type AgentTools, createAgentTools, type ToolScope } from './agent-tools.ts';
 import { createLegacySessions } from './legacy-sessions.ts';

@@ -7,9 +7,8 @@
  * restart and any process of a cluster answers for it. Its status is the message's. Nothing is kept in memory.
  */
 import { AppError } from '../../errors/app-error.ts';
-import type { ProtocolTurns } from '../protocol-turns/protocol-turns.ts';
-import type { RunService } from '../runs/run-service.ts';
 import type { Message, MessageStatus } from '../turns/message-types.ts';
+import type { ProtocolTurns } from './protocol-turns.ts';
 
 /** How often a client should poll `tasks/get` (ms). */
 export const TASK_POLL_MS = 1_000;
@@ -76,9 +75,27 @@ function taskOf(sessionId: string, message: Message): McpTask {
   };
 }
 
+/** What a task listing reads of a Run (GET /v1/runs). */
+interface TaskRun {
+  session_id: string;
+  message_id: string;
+  source: string;
+  status: MessageStatus;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
 export interface McpTaskDeps {
   turns: ProtocolTurns;
-  runs: Pick<RunService, 'list'>;
+  /** The organization's Runs, newest first (RunService.list). */
+  runs: {
+    list(
+      orgId: string,
+      filter: { agentId?: string },
+      page: { limit: number; cursor?: string },
+    ): Promise<{ data: TaskRun[]; next_cursor: string | null }>;
+  };
 }
 
 /** The tasks of one caller: the organization, or one agent of it (the agent's MCP endpoint). */

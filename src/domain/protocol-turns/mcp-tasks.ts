@@ -61,18 +61,26 @@ function parseTaskId(taskId: string): { sessionId: string; messageId: string } |
 
 const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 
-function taskOf(sessionId: string, message: Message): McpTask {
-  const status = STATUS[message.status];
+/** The task of a turn; its times are when the turn was created and last changed. */
+function task(sessionId: string, messageId: string, status: MessageStatus, times: [string, string]): McpTask {
   return {
-    taskId: taskIdOf(sessionId, message.id),
-    status,
+    taskId: taskIdOf(sessionId, messageId),
+    status: STATUS[status],
     ttl: null,
-    createdAt: message.createdAt,
-    lastUpdatedAt: message.completedAt ?? message.startedAt ?? message.createdAt,
+    createdAt: times[0],
+    lastUpdatedAt: times[1],
     pollInterval: TASK_POLL_MS,
-    ...(status === 'failed' && message.error !== null ? { statusMessage: message.error.message } : {}),
-    ...(status === 'input_required' ? { statusMessage: 'The agent waits for an answer (see the task result)' } : {}),
   };
+}
+
+function taskOf(sessionId: string, message: Message): McpTask {
+  const updated = message.completedAt ?? message.startedAt ?? message.createdAt;
+  const base = task(sessionId, message.id, message.status, [message.createdAt, updated]);
+  if (base.status === 'failed' && message.error !== null) return { ...base, statusMessage: message.error.message };
+  if (base.status === 'input_required') {
+    return { ...base, statusMessage: 'The agent waits for an answer (see the task result)' };
+  }
+  return base;
 }
 
 /** What a task listing reads of a Run (GET /v1/runs). */
@@ -153,16 +161,9 @@ export function createMcpTasks(deps: McpTaskDeps) {
       });
       const tasks = page.data
         .filter((run) => run.source === 'mcp')
-        .map((run): McpTask => {
-          const status = STATUS[run.status];
-          return {
-            taskId: taskIdOf(run.session_id, run.message_id),
-            status,
-            ttl: null,
-            createdAt: iso(run.created_at),
-            lastUpdatedAt: iso(run.completed_at ?? run.started_at ?? run.created_at),
-            pollInterval: TASK_POLL_MS,
-          };
+        .map((run) => {
+          const updated = run.completed_at ?? run.started_at ?? run.created_at;
+          return task(run.session_id, run.message_id, run.status, [iso(run.created_at), iso(updated)]);
         });
       return page.next_cursor === null ? { tasks } : { tasks, nextCursor: page.next_cursor };
     },

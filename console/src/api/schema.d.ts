@@ -4498,7 +4498,7 @@ export interface paths {
         };
         /**
          * Open the MCP event stream (2025-era sessions): one agent
-         * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.
+         * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation (or, on 2025-11-25 sessions, runs it as an MCP task). 404 when the agent is not the organization's. See docs/mcp-server.md.
          *
          *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
@@ -4691,7 +4691,7 @@ export interface paths {
         put?: never;
         /**
          * Send an MCP message: one agent
-         * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.
+         * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation (or, on 2025-11-25 sessions, runs it as an MCP task). 404 when the agent is not the organization's. See docs/mcp-server.md.
          *
          *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
@@ -4888,7 +4888,7 @@ export interface paths {
         };
         /**
          * End an MCP session (2025-era sessions): one agent
-         * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.
+         * @description The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation (or, on 2025-11-25 sessions, runs it as an MCP task). 404 when the agent is not the organization's. See docs/mcp-server.md.
          *
          *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
@@ -9151,7 +9151,7 @@ export interface paths {
         };
         /**
          * Open the MCP event stream (2025-era sessions): the organization's agents
-         * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.
+         * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation; on 2025-11-25 sessions a long turn can run as an MCP task (tasks/get, tasks/result, tasks/list, tasks/cancel). See docs/mcp-server.md.
          *
          *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
@@ -9341,7 +9341,7 @@ export interface paths {
         put?: never;
         /**
          * Send an MCP message: the organization's agents
-         * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.
+         * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation; on 2025-11-25 sessions a long turn can run as an MCP task (tasks/get, tasks/result, tasks/list, tasks/cancel). See docs/mcp-server.md.
          *
          *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */
@@ -9535,7 +9535,7 @@ export interface paths {
         };
         /**
          * End an MCP session (2025-era sessions): the organization's agents
-         * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.
+         * @description The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation; on 2025-11-25 sessions a long turn can run as an MCP task (tasks/get, tasks/result, tasks/list, tasks/cancel). See docs/mcp-server.md.
          *
          *     Required scopes: sessions:read (or tasks:read), sessions:write (or tasks:write).
          */

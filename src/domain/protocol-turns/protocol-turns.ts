@@ -9,7 +9,7 @@
  * asks for comes back through `answer` (questions, approvals) and `clientOutputs` (client tools).
  */
 import type { StreamHub } from '../../bus/live-hub.ts';
-import { validationError } from '../../errors/app-error.ts';
+import { notFound, validationError } from '../../errors/app-error.ts';
 import type { MessageEventData } from '../../events/session-events.ts';
 import { newId } from '../../lib/ids.ts';
 import type { RunSource } from '../../storage/column-values.ts';
@@ -108,6 +108,14 @@ export function createProtocolTurns(deps: ProtocolTurnDeps) {
       } finally {
         unsubscribe();
       }
+    },
+
+    /** The turn as it is now; not found unless it is a turn of the org (and, when `agentId` is given, of that agent). */
+    async read(orgId: string, target: { sessionId: string; messageId: string }, agentId: string | null) {
+      if (agentId !== null && (await deps.sessions.get(orgId, target.sessionId)).agentId !== agentId) {
+        throw notFound('message', target.messageId);
+      }
+      return deps.messages.get(orgId, target.sessionId, target.messageId);
     },
 
     /** Cancels the turn (a running one through its worker); a settled turn is left as it is. */

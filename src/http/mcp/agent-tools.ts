@@ -214,8 +214,29 @@ function acceptedField(ctx: ServerContext, key: string, field: string): string |
   return typeof value === 'string' ? value : undefined;
 }
 
+/** How the message tools run as tasks (2025-11-25): a client may ask for one, or call and wait. */
+const EXECUTION = { taskSupport: 'optional' } as const;
+
+/** What the server supports of tasks (2025-11-25): tools/call as a task, tasks/list and tasks/cancel. */
+const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
+
 export function createAgentTools(deps: AgentToolDeps) {
   const { turns } = deps;
+
+  /** The agent `name` (an id or a unique name) of the organization, or the tool error saying why there is none. */
+  async function findAgent(orgId: string, name: string): Promise<Agent | CallToolResult> {
+    const agents = await deps.listAgents(orgId);
+    const wanted = name.toLowerCase();
+    const byId = agents.find((agent) => agent.id === wanted);
+    const named = agents.filter((agent) => agent.name === name);
+    const agent = byId ?? (named.length === 1 ? named[0] : undefined);
+    if (agent !== undefined) return agent;
+    return errorResult(
+      named.length > 1
+        ? `several agents are named ${JSON.stringify(name)}: use the id (list_agents)`
+        : `no agent has the id or name ${JSON.stringify(name.slice(0, 200))} (list_agents lists them)`,
+    );
+  }
 
   /** Follows the turn to where it settles, with progress for the caller and cancellation when the call is. */
   async function follow(ctx: ServerContext, server: McpServer, orgId: string, sessionId: string, messageId: string) {
@@ -311,7 +332,7 @@ export function createAgentTools(deps: AgentToolDeps) {
 
   function agentTool(server: McpServer, scope: { orgId: string; agent: Agent }) {
     const { agent } = scope;
-    server.registerTool(
+    const tool = server.registerTool(
       'message',
       {
         title: agent.name,
@@ -326,6 +347,7 @@ export function createAgentTools(deps: AgentToolDeps) {
       },
       (args, ctx) => message(ctx, server, scope, args),
     );
+    tool.execution = EXECUTION;
   }
 
   function orgTools(server: McpServer, orgId: string) {
@@ -350,7 +372,7 @@ export function createAgentTools(deps: AgentToolDeps) {
         };
       },
     );
-    server.registerTool(
+    const tool = server.registerTool(
       'message_agent',
       {
         title: 'Message an agent',
@@ -369,24 +391,47 @@ export function createAgentTools(deps: AgentToolDeps) {
         outputSchema: fromJsonSchema<Record<string, unknown>>(OUTPUT_SCHEMA),
       },
       async (args, ctx) => {
-        const agents = await deps.listAgents(orgId);
-        const wanted = args.agent.toLowerCase();
-        const byId = agents.find((agent) => agent.id === wanted);
-        const named = agents.filter((agent) => agent.name === args.agent);
-        const agent = byId ?? (named.length === 1 ? named[0] : undefined);
-        if (agent === undefined) {
-          return errorResult(
-            named.length > 1
-              ? `several agents are named ${JSON.stringify(args.agent)}: use the id (list_agents)`
-              : `no agent has the id or name ${JSON.stringify(args.agent.slice(0, 200))} (list_agents lists them)`,
-          );
-        }
-        return message(ctx, server, { orgId, agent }, args);
+        const agent = await findAgent(orgId, args.agent);
+        return 'content' in agent ? agent : message(ctx, server, { orgId, agent }, args);
       },
     );
+    tool.execution = EXECUTION;
   }
 
   return {
+    /**
+     * Starts the turn a `tools/call` asks to run as a task (the arguments the tool's schema allows), or says why not
+     * as the tool error a direct call would give.
+     */
+    async startTask(scope: ToolScope, name: string, args: unknown) {
+      const wanted = scope.agent === null ? 'message_agent' : 'message';
+      if (name !== wanted) return errorResult(`no tool ${JSON.stringify(name.slice(0, 200))} runs as a task here`);
+      if (!isJsonObject(args) || typeof args.message !== 'string' || args.message.length === 0) {
+        return errorResult('message: a non-empty string is required');
+      }
+      const sessionId = args.session_id;
+      if (sessionId !== undefined && typeof sessionId !== 'string') return errorResult('session_id: must be a string');
+      let agent: Agent | CallToolResult | null = scope.agent;
+      if (agent === null) agent = typeof args.agent === 'string' ? await findAgent(scope.orgId, args.agent) : null;
+      if (agent === null) return errorResult('agent: a string is required');
+      if ('content' in agent) return agent;
+      try {
+        return await turns.start({
+          orgId: scope.orgId,
+          agentId: agent.id,
+          sessionId: sessionId === undefined ? null : sessionId.toLowerCase(),
+          text: args.message,
+          source: 'mcp',
+        });
+      } catch (error) {
+        if (error instanceof AppError && errorCatalog[error.code].status < 500) return errorResult(error.message);
+        throw error;
+      }
+    },
+
+    /** The tool result of a settled turn, as a direct call answers it. */
+    resultOf,
+
     /** A fresh server for one request (or one 2025-era session) of `scope`. */
     server(scope: ToolScope): McpServer {
       const name = scope.agent === null ? 'agentry' : `agentry-agent-${scope.agent.name}`;
@@ -394,7 +439,7 @@ export function createAgentTools(deps: AgentToolDeps) {
         { name, version: deps.version },
         {
           // logging: the turn's tool events also go out as log messages, at the level the client set.
-          capabilities: { tools: {}, logging: {} },
+          capabilities: { tools: {}, logging: {}, tasks: TASKS_CAPABILITY },
           instructions:
             scope.agent === null
               ? 'Agentry: list your agents with list_agents, talk to one with message_agent.'

@@ -10,6 +10,8 @@ import {
   originValidationResponse,
 } from '@modelcontextprotocol/server';
 import type { Deps } from '../../deps.ts';
+import { createMcpTasks, TaskEnded, TaskNotFound, type TaskScope } from '../../domain/protocol-turns/mcp-tasks.ts';
+import { isJsonObject } from '../../lib/guards.ts';
 import { type AgentTools, createAgentTools, type ToolScope } from './agent-tools.ts';
 import { createLegacySessions } from './legacy-sessions.ts';
 
@@ -25,6 +27,53 @@ export interface McpEndpoint {
   /** Answers one MCP request of `scope`; `owner` (`<org>:<endpoint>`) binds a 2025-era session. */
   serve(request: Request, body: unknown, scope: ToolScope, owner: string): Promise<Response>;
   close(): Promise<void>;
+}
+
+const INVALID_PARAMS = -32602;
+
+/**
+ * Answers a 2025-era request of the tasks runtime (a `tools/call` asking for a task, `tasks/*`), which the SDK does
+ * not have; null for any other message, which the SDK serves. The task lives in the database (the turn), so this
+ * needs no session state.
+ */
+async function taskAnswer(
+  tools: AgentTools,
+  tasks: ReturnType<typeof createMcpTasks>,
+  body: unknown,
+  scope: ToolScope,
+  signal: AbortSignal,
+): Promise<Response | null> {
+  if (!isJsonObject(body) || body.jsonrpc !== '2.0' || body.id === undefined || typeof body.method !== 'string') {
+    return null;
+  }
+  const { id, method } = body;
+  const params = isJsonObject(body.params) ? body.params : {};
+  const isTaskCall = method === 'tools/call' && isJsonObject(params.task);
+  if (!isTaskCall && !method.startsWith('tasks/')) return null;
+  const taskScope: TaskScope = { orgId: scope.orgId, agentId: scope.agent?.id ?? null };
+  const taskId = typeof params.taskId === 'string' ? params.taskId : '';
+  const answer = (result: unknown) => Response.json({ jsonrpc: '2.0', id, result });
+  try {
+    if (isTaskCall) {
+      const started = await tools.startTask(scope, String(params.name), params.arguments);
+      if ('content' in started) return answer(started);
+      return answer({ task: tasks.created(started.sessionId, started.message) });
+    }
+    if (method === 'tasks/get') return answer(await tasks.get(taskScope, taskId));
+    if (method === 'tasks/cancel') return answer(await tasks.cancel(taskScope, taskId));
+    if (method === 'tasks/list') {
+      return answer(await tasks.list(taskScope, typeof params.cursor === 'string' ? params.cursor : undefined));
+    }
+    if (method === 'tasks/result') {
+      const { sessionId, message, task } = await tasks.settled(taskScope, taskId, signal);
+      const result = tools.resultOf(sessionId, message);
+      return answer({ ...result, _meta: { 'io.modelcontextprotocol/related-task': { taskId: task.taskId } } });
+    }
+    return null;
+  } catch (error) {
+    if (!(error instanceof TaskNotFound || error instanceof TaskEnded)) throw error;
+    return Response.json({ jsonrpc: '2.0', id, error: { code: INVALID_PARAMS, message: error.message } });
+  }
 }
 
 export function createMcpEndpoint(
@@ -55,6 +104,7 @@ export function createMcpEndpoint(
       onerror: logRefusal,
     },
   );
+  const tasks = createMcpTasks({ turns: deps.protocolTurns, runs: deps.runs });
   const legacy = createLegacySessions({
     idleMs: LEGACY_IDLE_MS,
     max: LEGACY_MAX_SESSIONS,
@@ -64,7 +114,11 @@ export function createMcpEndpoint(
     async serve(request, body, scope, owner) {
       const refused = originValidationResponse(request, allowedOrigins);
       if (refused !== undefined) return refused;
-      if (await isLegacyRequest(request, body)) return legacy.handle(request, body, owner, () => tools.server(scope));
+      if (await isLegacyRequest(request, body)) {
+        const answered = request.method === 'POST' ? await taskAnswer(tools, tasks, body, scope, request.signal) : null;
+        if (answered !== null) return answered;
+        return legacy.handle(request, body, owner, () => tools.server(scope));
+      }
       scopes.set(request, scope);
       return modern.fetch(request, body === undefined ? {} : { parsedBody: body });
     },

@@ -146,7 +146,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
       schema: {
         summary: `${summary}: the organization's agents`,
         description:
-          'The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. See docs/mcp-server.md.',
+          'The MCP server of the organization (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18). Tools: `list_agents`, and `message_agent`, which runs one turn of an agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation; on 2025-11-25 sessions a long turn can run as an MCP task (tasks/get, tasks/result, tasks/list, tasks/cancel). See docs/mcp-server.md.',
         tags,
         ...(method === 'POST' ? { body: McpBody } : {}),
         response: { ...responses, ...errors },
@@ -165,7 +165,7 @@ export function mcpEndpointRoutes(app: App, deps: Deps): void {
       schema: {
         summary: `${summary}: one agent`,
         description:
-          "The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation. 404 when the agent is not the organization's. See docs/mcp-server.md.",
+          "The MCP server of one agent (Streamable HTTP; protocol revisions 2026-07-28, 2025-11-25 and 2025-06-18) with one tool, `message`, which runs one turn of the agent (a Run with source `mcp`) and answers its reply with the session_id to continue the conversation (or, on 2025-11-25 sessions, runs it as an MCP task). 404 when the agent is not the organization's. See docs/mcp-server.md.",
         tags,
         params: IdParams,
         ...(method === 'POST' ? { body: McpBody } : {}),

@@ -34,6 +34,7 @@ const NOTES: Record<string, string> = {
   '"mcp_call"': REPLAYED,
   '"mcp_list_tools"': REPLAYED,
   '"mcp_approval_request"': REPLAYED,
+  '"mcp_elicitation_request"': REPLAYED,
   '"reasoning"': REPLAYED,
   '"item_reference"': REPLAYED,
   image_url: 'an image by URL',

@@ -11907,7 +11907,7 @@ export interface paths {
                         background?: boolean;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
-                        /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required) */
+                        /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output and mcp_elicitation_response items (then conversation is required) */
                         input: unknown;
                         /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
                         model: string;
@@ -11930,7 +11930,7 @@ export interface paths {
                         frequency_penalty?: number | null;
                         /** @description Accepted: reasoning.encrypted_content, file_search_call.results, web_search_call.results, web_search_call.action.sources, code_interpreter_call.outputs, computer_call_output.output.image_url (Agentry produces none of those items); other values are refused */
                         include?: string[] | null;
-                        /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items) */
+                        /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, answers to MCP elicitations, replayed history (at most 64 function_call_output items) */
                         input: unknown;
                         instructions?: string | null;
                         max_output_tokens?: number | null;
@@ -13066,7 +13066,7 @@ export interface paths {
                         background?: boolean;
                         /** @description conv_… id, or {id: "conv_…"} */
                         conversation?: unknown;
-                        /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required) */
+                        /** @description A string (1-100000 characters); or 1-32 user messages; or 1-64 function_call_output and mcp_elicitation_response items (then conversation is required) */
                         input: unknown;
                         /** @description The agent to run: its id, its name (of exactly one of your agents) or agent:<name>. GET /v1/models lists them */
                         model: string;
@@ -13089,7 +13089,7 @@ export interface paths {
                         frequency_penalty?: number | null;
                         /** @description Accepted: reasoning.encrypted_content, file_search_call.results, web_search_call.results, web_search_call.action.sources, code_interpreter_call.outputs, computer_call_output.output.image_url (Agentry produces none of those items); other values are refused */
                         include?: string[] | null;
-                        /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items) */
+                        /** @description A string (1-100000 characters), or items: messages of any role, function calls and their outputs, approval decisions, answers to MCP elicitations, replayed history (at most 64 function_call_output items) */
                         input: unknown;
                         instructions?: string | null;
                         max_output_tokens?: number | null;
@@ -19329,22 +19329,22 @@ export interface components {
             /** @enum {string} */
             type: "response.in_progress";
         } | {
-            /** @description An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request) */
+            /** @description An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request, mcp_elicitation_request) */
             item: {
                 id: string;
                 /** @enum {string} */
-                type: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_request" | "mcp_approval_response" | "mcp_list_tools";
+                type: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_request" | "mcp_approval_response" | "mcp_elicitation_request" | "mcp_list_tools";
             };
             output_index: number;
             sequence_number: number;
             /** @enum {string} */
             type: "response.output_item.added";
         } | {
-            /** @description An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request) */
+            /** @description An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request, mcp_elicitation_request) */
             item: {
                 id: string;
                 /** @enum {string} */
-                type: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_request" | "mcp_approval_response" | "mcp_list_tools";
+                type: "message" | "function_call" | "function_call_output" | "mcp_call" | "mcp_approval_request" | "mcp_approval_response" | "mcp_elicitation_request" | "mcp_list_tools";
             };
             output_index: number;
             sequence_number: number;

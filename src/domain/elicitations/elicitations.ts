@@ -11,7 +11,7 @@ import { compileOutputSchema, OutputSchemaError } from '../../lib/output-schema.
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
-import { appendItems, type Item, pendingCalls, waitingElicitation } from '../turns/items.ts';
+import { appendItems, type Item, itemFromRow, pendingCalls, waitingElicitation } from '../turns/items.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
 import { resumeTurn } from '../turns/transitions.ts';
 import type { TurnListeners } from '../turns/turn-hooks.ts';
@@ -91,6 +91,27 @@ export function elicitationItem(items: Item[], actionId: number): (Item & { cont
     (item): item is Item & { content: ElicitationItem } =>
       item.content.type === 'elicitation' && item.content.actionId === actionId,
   );
+}
+
+/** The elicitation `elicitationId` (an `mcp_elicitation_request` id) of the session, if any. */
+export async function findElicitation(
+  db: Executor,
+  sessionId: string,
+  elicitationId: string,
+): Promise<(Item & { content: ElicitationItem }) | undefined> {
+  const rows = await db
+    .selectFrom('items')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('type', '=', 'elicitation')
+    .orderBy('seq')
+    .execute();
+  return rows
+    .map(itemFromRow)
+    .find(
+      (item): item is Item & { content: ElicitationItem } =>
+        item.content.type === 'elicitation' && item.content.elicitationId === elicitationId,
+    );
 }
 
 export interface ElicitationTarget {

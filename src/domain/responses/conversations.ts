@@ -19,7 +19,7 @@ import { setSessionMetadata } from '../turns/session-rows.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { type ConversationItemInput, parseConversationItems, storeConversationItems } from './conversation-items.ts';
-import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
+import { type ConversationOpenAIItem, toOpenAIItems } from './openai-items.ts';
 
 export const CONVERSATION_PREFIX = 'conv_';
 
@@ -36,7 +36,7 @@ export interface Conversation {
 
 export interface ConversationItemList {
   object: 'list';
-  data: OpenAIItem[];
+  data: ConversationOpenAIItem[];
   first_id: string | null;
   last_id: string | null;
   has_more: boolean;
@@ -84,7 +84,7 @@ function metadataOf(value: string | null): Record<string, string> {
   );
 }
 
-function listOf(data: OpenAIItem[], hasMore: boolean): ConversationItemList {
+function listOf(data: ConversationOpenAIItem[], hasMore: boolean): ConversationItemList {
   return {
     object: 'list',
     data,
@@ -135,7 +135,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
   });
 
   /** The whole log in OpenAI shapes, in log order (server-call outputs fold into their mcp_call items). */
-  async function allItems(orgId: string, sessionId: string): Promise<OpenAIItem[]> {
+  async function allItems(orgId: string, sessionId: string): Promise<ConversationOpenAIItem[]> {
     await findSession(orgId, sessionId);
     return toOpenAIItems(await loadLogItems(db, sessionId));
   }
@@ -198,7 +198,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
       return pageOf(await allItems(orgId, sessionId), page);
     },
 
-    async getItem(orgId: string, sessionId: string, itemId: string): Promise<OpenAIItem> {
+    async getItem(orgId: string, sessionId: string, itemId: string): Promise<ConversationOpenAIItem> {
       const item = (await allItems(orgId, sessionId)).find((candidate) => candidate.id === itemId);
       if (item === undefined) throw notFound('item', itemId);
       return item;
@@ -256,7 +256,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
 }
 
 /** A page of `items` in `order`, after the item `after` (400 when it is not one of them). */
-export function pageOf(items: OpenAIItem[], page: ItemPage): ConversationItemList {
+export function pageOf(items: ConversationOpenAIItem[], page: ItemPage): ConversationItemList {
   const ordered = page.order === 'desc' ? [...items].reverse() : items;
   let start = 0;
   if (page.after !== undefined) {

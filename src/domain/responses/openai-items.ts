@@ -6,7 +6,24 @@
  */
 import type { Item } from '../turns/items.ts';
 
-export type OpenAIItem =
+/** An output item of a Response: a conversation item, or an MCP server's request for input. */
+export type OpenAIItem = ConversationOpenAIItem | ElicitationRequestItem;
+
+/**
+ * An MCP server asked for input during a call (docs/mcp-auth.md "Elicitation"): answered with an
+ * `mcp_elicitation_response` input item naming `id`. Output of Responses only, not a conversation item.
+ */
+export interface ElicitationRequestItem {
+  id: string;
+  type: 'mcp_elicitation_request';
+  server_label: string;
+  message: string;
+  mode: 'form' | 'url';
+  requested_schema: Record<string, unknown> | null;
+  url: string | null;
+}
+
+export type ConversationOpenAIItem =
   | { id: string; type: 'message'; role: 'user'; status: 'completed'; content: { type: 'input_text'; text: string }[] }
   | {
       id: string;
@@ -58,7 +75,13 @@ export const SERVER_LABEL = 'agentry';
  * Maps log items to OpenAI items, in log order. Outputs of server calls fold into their `mcp_call` item instead of
  * appearing on their own.
  */
-export function toOpenAIItems(items: Item[], options: { messageId?: string } = {}): OpenAIItem[] {
+export function toOpenAIItems(items: Item[], options?: { messageId?: string }): ConversationOpenAIItem[];
+/** With `elicitations`: a Response's output, with the MCP servers' requests for input. */
+export function toOpenAIItems(items: Item[], options: { messageId?: string; elicitations: true }): OpenAIItem[];
+export function toOpenAIItems(
+  items: Item[],
+  options: { messageId?: string; elicitations?: boolean } = {},
+): OpenAIItem[] {
   const serverOutputs = new Map<string, { output: string; isError: boolean }>();
   const serverCalls = new Set<string>();
   const approved = new Set(
@@ -161,6 +184,18 @@ export function toOpenAIItems(items: Item[], options: { messageId?: string } = {
           encrypted_content: content.summary,
           summary: content.summary,
           created_by: 'agentry',
+        });
+        break;
+      case 'elicitation':
+        if (options.elicitations !== true) break;
+        out.push({
+          id: content.elicitationId,
+          type: 'mcp_elicitation_request',
+          server_label: content.server,
+          message: content.message,
+          mode: content.mode,
+          requested_schema: content.requestedSchema,
+          url: content.url,
         });
         break;
       case 'approval_decision':

@@ -18,6 +18,7 @@ const OUTPUT_ITEM_TYPES = [
   'mcp_call',
   'mcp_approval_request',
   'mcp_approval_response',
+  'mcp_elicitation_request',
   'mcp_list_tools',
 ] as const satisfies readonly OpenAIItem['type'][];
 
@@ -27,7 +28,8 @@ export type StreamedItem = OpenAIItem | (Omit<FunctionCallItem, 'status'> & { st
 
 const OutputItem = Type.Unsafe<StreamedItem>({
   type: 'object',
-  description: 'An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request)',
+  description:
+    'An output item (message, function_call, mcp_call, mcp_list_tools, mcp_approval_request, mcp_elicitation_request)',
   required: ['id', 'type'],
   properties: { id: { type: 'string' }, type: { type: 'string', enum: [...OUTPUT_ITEM_TYPES] } },
 });

@@ -46,7 +46,9 @@ export type InputItem =
   | { kind: 'history'; item: HistoryItem; id: string | null }
   | { kind: 'output'; callId: string; output: string; id: string | null }
   /** A decision on a tool call that waits for approval (compatibility mode). */
-  | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string };
+  | { kind: 'approval'; approvalId: string; approve: boolean; reason: string | null; id: string | null; param: string }
+  /** An answer to an MCP server's request for input (`{action, content?}`, checked against the request). */
+  | { kind: 'elicitation'; elicitationId: string; answer: Record<string, unknown>; id: string | null; param: string };
 
 export interface ResponseRequest {
   agent: AgentRef;
@@ -166,6 +168,17 @@ function inputItem(raw: unknown, param: string): ParsedItem | null {
         id,
         param,
       };
+    case 'mcp_elicitation_response':
+      return {
+        kind: 'elicitation',
+        elicitationId: stringOr(raw.elicitation_request_id, ''),
+        answer: {
+          action: raw.action,
+          ...(raw.content === undefined ? {} : { content: raw.content }),
+        },
+        id,
+        param,
+      };
     case 'message': {
       const content = contentParts(raw.content, `${param}.content`);
       if (raw.role === 'assistant')
@@ -196,8 +209,9 @@ function crossFieldRules(
   ids: { conversation: string | null; previousResponse: string | null },
 ): void {
   const outputs = items.filter((item) => item.kind === 'output').length;
+  const answers = items.filter((item) => item.kind === 'elicitation').length;
   if (!compat && Array.isArray(body.input)) {
-    if (outputs > 0 && outputs !== items.length) {
+    if (outputs > 0 && outputs + answers !== items.length) {
       throw validationError('input', 'input must be either messages or function_call_output items, not both');
     }
     if (outputs === 0 && body.input.length > 32) throw validationError('input', 'input must have at most 32 messages');
@@ -210,6 +224,12 @@ function crossFieldRules(
     throw validationError(
       'conversation',
       'conversation (or previous_response_id) is required when input holds mcp_approval_response items',
+    );
+  }
+  if (answers > 0 && ids.conversation === null && ids.previousResponse === null) {
+    throw validationError(
+      'conversation',
+      'conversation (or previous_response_id) is required when input holds mcp_elicitation_response items',
     );
   }
   if (!compat && ids.conversation === null && outputs > 0) {

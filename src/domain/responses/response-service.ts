@@ -22,6 +22,7 @@ import type { AgentService } from '../agents/agent-service.ts';
 import { decide, findApproval } from '../approvals/approvals.ts';
 import type { AuditContext } from '../audit/audit-log.ts';
 import { debitCredits, requireCredits } from '../billing/credits.ts';
+import { answerElicitation, findElicitation, parseElicitationAnswer } from '../elicitations/elicitations.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
@@ -179,6 +180,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         )
       ).id;
     const target = { orgId, sessionId, now };
+    if (request.items.some((item) => item.kind === 'elicitation')) return answerElicitations(trx, target, request);
 
     // What the conversation already holds: replayed items are skipped by id and by call_id.
     const known = fresh
@@ -250,7 +252,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
     for (const { item } of rest.slice(0, split)) {
       if (item.kind === 'history') history.push(item.item);
       else if (item.kind === 'user') history.push({ type: 'user_message', text: item.text });
-      else history.push({ type: 'function_call_output', callId: item.callId, output: item.output });
+      else if (item.kind === 'output')
+        history.push({ type: 'function_call_output', callId: item.callId, output: item.output });
     }
     const users = rest.slice(split).flatMap(({ item }) => (item.kind === 'user' ? [item] : []));
     const attachments = users.flatMap((user) => user.attachments);
@@ -339,6 +342,41 @@ export function createResponseService(deps: ResponseServiceDeps) {
       events.push(...(await applyDecisions(trx, target, decisions, accepted.row.id, audit)));
     }
     return { message: accepted.row, events };
+  }
+
+  /**
+   * Answers the `mcp_elicitation_response` items of a request (nothing else may come with them): each names an
+   * elicitation of this conversation (else 400) that still waits (else 409 action_not_waiting), its content checked
+   * against the requested schema. The turn that asked resumes, as on the answer route, and is the Response
+   * answered: the call runs again with the answer, so the Response keeps its id.
+   */
+  async function answerElicitations(
+    trx: Executor,
+    target: { orgId: string; sessionId: string; now: number },
+    request: ResponseRequest,
+  ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
+    const events: SessionEvent[] = [];
+    let answered: MessageRow | undefined;
+    for (const item of request.items) {
+      if (item.kind !== 'elicitation') {
+        throw validationError('input', 'mcp_elicitation_response items cannot be sent with other input items');
+      }
+      const asked = await findElicitation(trx, target.sessionId, item.elicitationId);
+      if (asked === undefined) {
+        throw validationError(
+          `${item.param}.elicitation_request_id`,
+          `No elicitation request found for elicitation_request_id ${item.elicitationId}`,
+        );
+      }
+      const answer = parseElicitationAnswer(asked.content, item.answer, item.param);
+      const message = await findMessage(trx, target.orgId, asked.messageId);
+      const items = await loadMessageItems(trx, message.id);
+      const result = await answerElicitation(trx, { ...target, listeners }, message, items, asked, answer, 'responses');
+      events.push(...result.events);
+      answered = message;
+    }
+    if (answered === undefined) throw validationError('input', 'input holds nothing new for this conversation');
+    return { message: await findMessage(trx, target.orgId, answered.id), events };
   }
 
   /**

@@ -212,7 +212,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     send({ type: 'response.mcp_list_tools.completed', output_index: index, item_id: item.id });
     send({ type: 'response.output_item.done', output_index: index, item });
   };
-  const approvalRequest = (item: Extract<OpenAIItem, { type: 'mcp_approval_request' }>) => {
+  /** An item sent whole: an approval request, an MCP server's request for input. */
+  const wholeItem = (item: Extract<OpenAIItem, { type: 'mcp_approval_request' | 'mcp_elicitation_request' }>) => {
     const index = outputs.length;
     outputs.push(item);
     send({ type: 'response.output_item.added', output_index: index, item });
@@ -306,8 +307,8 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
         functionCall(item.id, item.call_id, item.name, item.arguments);
       } else if (item.type === 'mcp_list_tools') {
         listTools(item);
-      } else if (item.type === 'mcp_approval_request') {
-        approvalRequest(item);
+      } else if (item.type === 'mcp_approval_request' || item.type === 'mcp_elicitation_request') {
+        wholeItem(item);
       } else if (item.type === 'mcp_call') {
         startServerCall(item.id, item.id, item.server_label, item.name, item.arguments, null, item.approval_request_id);
         if (item.status !== 'in_progress')
@@ -396,7 +397,7 @@ export function responseEvents(options: ResponseEventsOptions): AsyncIterableIte
     switch (data.type) {
       case 'tool_approval': {
         closeText();
-        approvalRequest({
+        wholeItem({
           id: data.approvalId,
           type: 'mcp_approval_request',
           server_label: data.server,

@@ -92,9 +92,10 @@ export function outputItems(items: Item[], messageId?: string): OpenAIItem[] {
   const own = messageId ?? items.find((item) => item.step <= 0)?.messageId;
   const decided = items.filter((item) => item.content.type === 'approval_decision');
   const stepped = items.filter((item) => item.step > 0 || item.messageId !== own);
-  return toOpenAIItems([...decided, ...stepped], own === undefined ? {} : { messageId: own }).filter(
-    (item) => item.type !== 'function_call_output' && item.type !== 'mcp_approval_response',
-  );
+  return toOpenAIItems([...decided, ...stepped], {
+    ...(own === undefined ? {} : { messageId: own }),
+    elicitations: true,
+  }).filter((item) => item.type !== 'function_call_output' && item.type !== 'mcp_approval_response');
 }
 
 /**

@@ -134,11 +134,26 @@ function inputItems(compat: boolean): Schema {
     ['type', 'call_id', 'output'],
     false,
   );
-  const strictTypes = ['message', 'function_call_output'];
+  const elicitationAnswer = object(
+    {
+      type: { const: 'mcp_elicitation_response' },
+      elicitation_request_id: text(512),
+      action: { enum: ['accept', 'decline', 'cancel'] },
+      content: {
+        type: ['object', 'null'],
+        description: 'With accept of a form-mode request: the values, checked against its requested_schema',
+      },
+      ...(compat ? { id: { type: 'string' } } : {}),
+    },
+    ['type', 'elicitation_request_id', 'action'],
+    false,
+  );
+  const strictTypes = ['message', 'function_call_output', 'mcp_elicitation_response'];
   if (!compat) {
     return byType(
       [
         ['function_call_output', output],
+        ['mcp_elicitation_response', elicitationAnswer],
         ['message', message],
       ],
       otherType(strictTypes, message),
@@ -172,12 +187,20 @@ function inputItems(compat: boolean): Schema {
     ['type', 'encrypted_content'],
     true,
   );
-  const replayed = ['mcp_call', 'mcp_list_tools', 'mcp_approval_request', 'reasoning', 'item_reference'];
+  const replayed = [
+    'mcp_call',
+    'mcp_list_tools',
+    'mcp_approval_request',
+    'mcp_elicitation_request',
+    'reasoning',
+    'item_reference',
+  ];
   return byType(
     [
       ['function_call_output', output],
       ['function_call', functionCall],
       ['mcp_approval_response', approval],
+      ['mcp_elicitation_response', elicitationAnswer],
       // The window POST /v1/responses/compact returned: the model reads its summary instead of what precedes it.
       ['compaction', compaction],
       // Items the service produced itself carry nothing the turn needs: accepted and skipped.
@@ -199,8 +222,8 @@ function inputSchema(compat: boolean) {
     then: { minLength: 1, maxLength: MAX_TEXT },
     else: { type: 'array', minItems: 1, maxItems: compat ? 1000 : 64, items: inputItems(compat) },
     description: compat
-      ? `A string (1-${MAX_TEXT} characters), or items: messages of any role, function calls and their outputs, approval decisions, replayed history (at most 64 function_call_output items)`
-      : `A string (1-${MAX_TEXT} characters); or 1-32 user messages; or 1-64 function_call_output items (then conversation is required)`,
+      ? `A string (1-${MAX_TEXT} characters), or items: messages of any role, function calls and their outputs, approval decisions, answers to MCP elicitations, replayed history (at most 64 function_call_output items)`
+      : `A string (1-${MAX_TEXT} characters); or 1-32 user messages; or 1-64 function_call_output and mcp_elicitation_response items (then conversation is required)`,
   };
 }
 

@@ -68,6 +68,33 @@ describe.each(dialects())('MCP sampling (%s)', (dialect) => {
     );
   });
 
+  it('keeps the opt-in of a URL entry stored as a connector entry', async () => {
+    const agentId = await flow.createAgent({
+      name: 'by-url',
+      mcpServers: [{ type: 'url', name: 'asking', url: mcp.url, allowSampling: true, samplingMaxTokens: 32 }],
+    });
+    const stored = json(await h.request('GET', `/v1/agents/${agentId}`)).agent;
+    expect(stored.mcpServers).toEqual([
+      { kind: 'custom', serverId: connectorId, name: 'asking', allowSampling: true, samplingMaxTokens: 32 },
+    ]);
+  });
+
+  it('round-trips the opt-in through export and apply', async () => {
+    await agentWith('exported', { allowSampling: true, samplingMaxTokens: 48 });
+    const exported = json(await h.request('GET', '/v1/export'));
+    const document = exported.documents.find((doc: Json) => doc.kind === 'agent' && doc.name === 'exported');
+    expect(document.mcpServers).toEqual([
+      { kind: 'custom', server: 'asking', name: 'asking', allowSampling: true, samplingMaxTokens: 48 },
+    ]);
+    const applied = await h.request('POST', '/v1/apply', { body: { documents: [{ ...document, name: 'applied' }] } });
+    expect(applied.status, applied.text).toBe(200);
+    const agents = json(await h.request('GET', '/v1/agents')).data as Json[];
+    const copy = agents.find((agent) => agent.name === 'applied');
+    expect(copy?.mcpServers).toEqual([
+      { kind: 'custom', serverId: connectorId, name: 'asking', allowSampling: true, samplingMaxTokens: 48 },
+    ]);
+  });
+
   it('refuses sampling when the entry does not allow it', async () => {
     const agentId = await agentWith('refuser', { allowSampling: false });
     const { message } = await flow.turn(agentId, 'call summarise {}');

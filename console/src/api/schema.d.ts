@@ -6703,9 +6703,13 @@ export interface paths {
                                  */
                                 serverId: string;
                             } | {
+                                /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                allowSampling?: boolean;
                                 /** @enum {string} */
                                 kind: "custom";
                                 name?: string;
+                                /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                samplingMaxTokens?: number;
                                 /** @description The name of an MCP connector of the organization, or of one the same apply creates */
                                 server: string;
                             } | {
@@ -8591,9 +8595,13 @@ export interface paths {
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @description The name of an MCP connector of the organization, or of one the same apply creates */
                                     server: string;
                                 } | {

@@ -337,6 +337,7 @@ const McpConnectorByName = Type.Object(
       description: 'The name of an MCP connector of the organization, or of one the same apply creates',
     }),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    ...samplingOptIn,
   },
   { additionalProperties: false, title: 'Custom server of the organization, by name' },
 );

@@ -25,8 +25,20 @@ const WAIT_MS = 200;
  * failed with budget_exceeded (naming the budget), keeping the text it produced.
  */
 export async function admitUnderBudgets(turn: Turn): Promise<boolean> {
+  const exceeded = await admitCall(turn);
+  if (exceeded === null) return true;
+  await failOverBudget(turn, exceeded);
+  return false;
+}
+
+/**
+ * Admits one model call of the turn under its budgets, waiting while others in flight hold them: null when
+ * admitted (or unpriced), else the error naming the budget that is spent. A step's call fails the turn on it
+ * (above); a sampling call is refused to its server (sampling.ts).
+ */
+export async function admitCall(turn: Turn): Promise<AppError | null> {
   turn.budgets = [];
-  if (!isPriced(turn.agent.model)) return true;
+  if (!isPriced(turn.agent.model)) return null;
   const { deps, message } = turn;
   const scope = {
     agentId: message.agent_id,
@@ -36,7 +48,7 @@ export async function admitUnderBudgets(turn: Turn): Promise<boolean> {
   for (;;) {
     // Read at every call: a budget set, raised or lowered meanwhile applies to the next call of a running turn.
     const budgets = await budgetsOf(deps.db, scope);
-    if (budgets.length === 0) return true;
+    if (budgets.length === 0) return null;
     const admission = await admitModelCall(deps.db, {
       orgId: message.org_id,
       holder: message.id,
@@ -45,12 +57,9 @@ export async function admitUnderBudgets(turn: Turn): Promise<boolean> {
     });
     if (admission.admitted) {
       turn.budgets = budgets;
-      return true;
+      return null;
     }
-    if (admission.exceeded !== null) {
-      await failOverBudget(turn, admission.exceeded);
-      return false;
-    }
+    if (admission.exceeded !== null) return admission.exceeded;
     await abortableSleep(WAIT_MS, turn.signal);
   }
 }

@@ -25,6 +25,7 @@ import { newId } from '../lib/ids.ts';
 import { outgoingTraceparent, toolSpanId } from '../lib/trace-context.ts';
 import type { MessageRow } from '../storage/schema.ts';
 import type { ElicitationAnswer, ElicitationRequest, ToolOutput } from '../tools/types.ts';
+import { samplerOf } from './sampling.ts';
 import { approvedCallStartEvent, toolProgressEvent, toolResultEvent, toolWarningEvent } from './step-events.ts';
 import { executeServerCall } from './tools.ts';
 import { change, publish, type Turn, type TurnContext } from './turn-context.ts';
@@ -252,6 +253,7 @@ function runCall(turn: Turn, call: ServerCall, suspend: AbortController): Promis
         ...(traceparent === null ? {} : { traceparent }),
       },
       elicit: elicitor(call, suspend),
+      ...samplerOf(turn, call),
     },
     {
       turnSignal: AbortSignal.any([turn.signal, suspend.signal]),

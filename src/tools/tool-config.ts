@@ -30,15 +30,34 @@ export type ToolkitKind = (typeof TOOLKIT_KINDS)[number];
 export type McpServer =
   | { kind: 'internal'; name: InternalTool }
   | { kind: ToolkitKind; toolkit: string }
-  | { kind: 'custom'; serverId: string; name?: string }
-  | { type: 'url'; name: string; url: string };
+  | ({ kind: 'custom'; serverId: string; name?: string } & SamplingOptIn)
+  | ({ type: 'url'; name: string; url: string } & SamplingOptIn);
+
+/**
+ * A connector's opt-in to serve its server's `sampling/createMessage` with the agent's model (docs/mcp.md
+ * "Sampling"); absent: refused. `samplingMaxTokens` caps each answer's output tokens (default 1024).
+ */
+export interface SamplingOptIn {
+  allowSampling?: boolean;
+  samplingMaxTokens?: number;
+}
+
+/** The output tokens a sampling answer may take when the connector names no cap. */
+export const DEFAULT_SAMPLING_MAX_TOKENS = 1024;
+export const MAX_SAMPLING_MAX_TOKENS = 32_768;
+
+const isSamplingOptIn = (value: Record<string, unknown>): boolean =>
+  isAbsentOr(value.allowSampling, (flag) => typeof flag === 'boolean') &&
+  isAbsentOr(value.samplingMaxTokens, (cap) => typeof cap === 'number');
 
 export function isMcpServer(value: unknown): value is McpServer {
   if (!isJsonObject(value)) return false;
-  if (value.type === 'url') return typeof value.name === 'string' && typeof value.url === 'string';
+  if (value.type === 'url') {
+    return typeof value.name === 'string' && typeof value.url === 'string' && isSamplingOptIn(value);
+  }
   if (value.kind === 'internal') return isOneOf(INTERNAL_TOOLS, value.name);
   if (value.kind === 'custom') {
-    return typeof value.serverId === 'string' && isAbsentOr(value.name, isString);
+    return typeof value.serverId === 'string' && isAbsentOr(value.name, isString) && isSamplingOptIn(value);
   }
   return isOneOf(TOOLKIT_KINDS, value.kind) && typeof value.toolkit === 'string';
 }

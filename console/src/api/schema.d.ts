@@ -1958,16 +1958,24 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**
@@ -2108,16 +2116,24 @@ export interface paths {
                             kind: "composio";
                             toolkit: string;
                         } | {
+                            /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                            allowSampling?: boolean;
                             /** @enum {string} */
                             kind: "custom";
                             name?: string;
+                            /** @description Output tokens a sampling answer may take at most (default 1024) */
+                            samplingMaxTokens?: number;
                             /**
                              * Format: uuid
                              * @description A UUID
                              */
                             serverId: string;
                         } | {
+                            /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                            allowSampling?: boolean;
                             name: string;
+                            /** @description Output tokens a sampling answer may take at most (default 1024) */
+                            samplingMaxTokens?: number;
                             /** @enum {string} */
                             type: "url";
                             /**
@@ -2227,16 +2243,24 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**
@@ -2444,16 +2468,24 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**
@@ -2704,16 +2736,24 @@ export interface paths {
                             kind: "composio";
                             toolkit: string;
                         } | {
+                            /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                            allowSampling?: boolean;
                             /** @enum {string} */
                             kind: "custom";
                             name?: string;
+                            /** @description Output tokens a sampling answer may take at most (default 1024) */
+                            samplingMaxTokens?: number;
                             /**
                              * Format: uuid
                              * @description A UUID
                              */
                             serverId: string;
                         } | {
+                            /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                            allowSampling?: boolean;
                             name: string;
+                            /** @description Output tokens a sampling answer may take at most (default 1024) */
+                            samplingMaxTokens?: number;
                             /** @enum {string} */
                             type: "url";
                             /**
@@ -2825,16 +2865,24 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**
@@ -5836,16 +5884,24 @@ export interface paths {
                                         kind: "composio";
                                         toolkit: string;
                                     } | {
+                                        /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                        allowSampling?: boolean;
                                         /** @enum {string} */
                                         kind: "custom";
                                         name?: string;
+                                        /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                        samplingMaxTokens?: number;
                                         /**
                                          * Format: uuid
                                          * @description A UUID
                                          */
                                         serverId: string;
                                     } | {
+                                        /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                        allowSampling?: boolean;
                                         name: string;
+                                        /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                        samplingMaxTokens?: number;
                                         /** @enum {string} */
                                         type: "url";
                                         /**
@@ -6043,16 +6099,24 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**
@@ -6255,16 +6319,24 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**
@@ -6618,22 +6690,34 @@ export interface paths {
                                 kind: "composio";
                                 toolkit: string;
                             } | {
+                                /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                allowSampling?: boolean;
                                 /** @enum {string} */
                                 kind: "custom";
                                 name?: string;
+                                /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                samplingMaxTokens?: number;
                                 /**
                                  * Format: uuid
                                  * @description A UUID
                                  */
                                 serverId: string;
                             } | {
+                                /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                allowSampling?: boolean;
                                 /** @enum {string} */
                                 kind: "custom";
                                 name?: string;
+                                /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                samplingMaxTokens?: number;
                                 /** @description The name of an MCP connector of the organization, or of one the same apply creates */
                                 server: string;
                             } | {
+                                /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                allowSampling?: boolean;
                                 name: string;
+                                /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                samplingMaxTokens?: number;
                                 /** @enum {string} */
                                 type: "url";
                                 /**
@@ -8498,22 +8582,34 @@ export interface paths {
                                     kind: "composio";
                                     toolkit: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /**
                                      * Format: uuid
                                      * @description A UUID
                                      */
                                     serverId: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     /** @enum {string} */
                                     kind: "custom";
                                     name?: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @description The name of an MCP connector of the organization, or of one the same apply creates */
                                     server: string;
                                 } | {
+                                    /** @description true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused) */
+                                    allowSampling?: boolean;
                                     name: string;
+                                    /** @description Output tokens a sampling answer may take at most (default 1024) */
+                                    samplingMaxTokens?: number;
                                     /** @enum {string} */
                                     type: "url";
                                     /**

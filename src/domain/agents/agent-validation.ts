@@ -8,6 +8,7 @@ import { isUuid } from '../../lib/ids.ts';
 import { publicHttpsUrlProblem } from '../../lib/url-policy.ts';
 import type { ModelRegistry } from '../../models/registry.ts';
 import { reservedServerNameProblem } from '../../tools/naming.ts';
+import { MAX_SAMPLING_MAX_TOKENS, type SamplingOptIn } from '../../tools/tool-config.ts';
 import type { AgentConfig, ClientTool, McpServer, Skill, ToolApprovals } from './agent-types.ts';
 import { INTERNAL_TOOLS, TOOLKIT_KINDS } from './agent-types.ts';
 import { checkToolParameters } from './tool-parameters.ts';
@@ -55,17 +56,41 @@ function serverName(value: unknown, path: string): string {
   return name;
 }
 
+const SAMPLING_KEYS = ['allowSampling', 'samplingMaxTokens'];
+
+/** A connector's sampling opt-in (tool-config.ts `SamplingOptIn`), only the fields it names. */
+function samplingOptIn(item: Record<string, unknown>, path: string): SamplingOptIn {
+  const out: SamplingOptIn = {};
+  if (item.allowSampling !== undefined) {
+    if (typeof item.allowSampling !== 'boolean') {
+      throw validationError(`${path}.allowSampling`, `${path}.allowSampling must be a boolean`);
+    }
+    out.allowSampling = item.allowSampling;
+  }
+  if (item.samplingMaxTokens !== undefined) {
+    const cap = item.samplingMaxTokens;
+    if (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 1 || cap > MAX_SAMPLING_MAX_TOKENS) {
+      throw validationError(
+        `${path}.samplingMaxTokens`,
+        `${path}.samplingMaxTokens must be an integer from 1 to ${MAX_SAMPLING_MAX_TOKENS}`,
+      );
+    }
+    out.samplingMaxTokens = cap;
+  }
+  return out;
+}
+
 /** Parses one mcpServers entry: exactly one variant, exactly its properties. */
 export function parseMcpServer(item: unknown, path: string, context: ValidationContext): McpServer {
   if (!isRecord(item)) throw validationError(path, `${path} must be an object`);
   if ('type' in item) {
     if (item.type !== 'url') throw validationError(`${path}.type`, `${path}.type must be "url"`);
-    exactKeys(item, path, ['type', 'name', 'url'], []);
+    exactKeys(item, path, ['type', 'name', 'url'], SAMPLING_KEYS);
     const name = serverName(item.name, `${path}.name`);
     const url = boundedString(item.url, `${path}.url`, 1, 2000);
     const problem = publicHttpsUrlProblem(url, context.allowInsecureDestinations);
     if (problem !== null) throw validationError(`${path}.url`, `${path}.url ${problem}`);
-    return { type: 'url', name, url };
+    return { type: 'url', name, url, ...samplingOptIn(item, path) };
   }
   const kind = item.kind;
   if (kind === undefined) throw validationError(`${path}.kind`, `${path}.kind is required (or use "type":"url")`);
@@ -78,13 +103,14 @@ export function parseMcpServer(item: unknown, path: string, context: ValidationC
     return { kind, name };
   }
   if (kind === 'custom') {
-    exactKeys(item, path, ['kind', 'serverId'], ['name']);
+    exactKeys(item, path, ['kind', 'serverId'], ['name', ...SAMPLING_KEYS]);
     if (typeof item.serverId !== 'string' || !isUuid(item.serverId)) {
       throw validationError(`${path}.serverId`, `${path}.serverId must be a UUID`);
     }
-    if (item.name === undefined) return { kind, serverId: item.serverId.toLowerCase() };
+    const sampling = samplingOptIn(item, path);
+    if (item.name === undefined) return { kind, serverId: item.serverId.toLowerCase(), ...sampling };
     const name = serverName(item.name, `${path}.name`);
-    return { kind, serverId: item.serverId.toLowerCase(), name };
+    return { kind, serverId: item.serverId.toLowerCase(), name, ...sampling };
   }
   const toolkitKind = TOOLKIT_KINDS.find((candidate) => candidate === kind);
   if (toolkitKind !== undefined) {

@@ -7,7 +7,7 @@
 import { validationError } from '../../errors/app-error.ts';
 import { jsonEqual } from '../../lib/hash.ts';
 import { jsonDiff } from '../../lib/json-diff.ts';
-import type { McpServer } from '../../tools/tool-config.ts';
+import type { McpServer, SamplingOptIn } from '../../tools/tool-config.ts';
 import { configOf } from '../agents/agent-repo.ts';
 import type { AgentService, WriteOptions } from '../agents/agent-service.ts';
 import type { Agent, AgentCreateInput } from '../agents/agent-types.ts';
@@ -16,7 +16,7 @@ import { responseFormatEcho } from '../output-format.ts';
 import { inDocument, type PlannedChange } from './apply-types.ts';
 
 /** In a document, an MCP server entry of the agent, or a connector of the organization named by its name. */
-export type DocumentMcpServer = McpServer | { kind: 'custom'; server: string; name?: string };
+export type DocumentMcpServer = McpServer | ({ kind: 'custom'; server: string; name?: string } & SamplingOptIn);
 
 /** An agent document: the create body of POST /v1/agents (its name is its key), connectors also by name. */
 export type AgentDocument = Omit<AgentCreateInput, 'mcpServers'> & {
@@ -64,11 +64,8 @@ function storedServers(
         `${param}: several MCP connectors are named ${JSON.stringify(entry.server)}; name one by its serverId`,
       );
     }
-    return {
-      kind: 'custom',
-      serverId: id ?? CONNECTOR_TO_CREATE,
-      ...(entry.name === undefined ? {} : { name: entry.name }),
-    };
+    const { kind, server: _server, ...kept } = entry;
+    return { kind, serverId: id ?? CONNECTOR_TO_CREATE, ...kept };
   });
 }
 
@@ -93,7 +90,8 @@ export function documentOf(agent: Agent, connectorNames: ReadonlyMap<string, str
     mcpServers: mcpServers.map((entry): DocumentMcpServer => {
       const name = 'serverId' in entry ? connectorNames.get(entry.serverId) : undefined;
       if (!('serverId' in entry) || name === undefined) return entry;
-      return { kind: 'custom', server: name, ...(entry.name === undefined ? {} : { name: entry.name }) };
+      const { kind, serverId: _serverId, ...kept } = entry;
+      return { kind, server: name, ...kept };
     }),
     ...(description === null ? {} : { description }),
     ...(networkPolicy === null ? {} : { networkPolicy }),

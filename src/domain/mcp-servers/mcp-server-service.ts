@@ -320,7 +320,9 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
             { orgId, name: entry.name, url: entry.url, headers: {}, discovery },
             now,
           );
-          out.push({ kind: 'custom', serverId: row.id, name: entry.name });
+          const { type: _type, url: _url, ...kept } = entry;
+          // The entry's name and sampling opt-in stay with it.
+          out.push({ kind: 'custom', serverId: row.id, ...kept });
           serverIds.push(row.id);
         } else if (entry.kind === 'custom') {
           if (!existing.has(entry.serverId)) {

@@ -98,7 +98,7 @@ function callIdOf(attributes: string): unknown {
 }
 
 /** The running tool_call span of `callId` in the run of `messageId`, if any. */
-async function openToolSpan(trx: Executor, messageId: string, callId: string) {
+export async function openToolSpan(trx: Executor, messageId: string, callId: string) {
   // A run has few open tool spans; the call id lives in attributes, so match it here rather than in SQL.
   const open = await trx
     .selectFrom('spans')

@@ -143,8 +143,8 @@ export async function addStepUsage(
 }
 
 /**
- * Adds the tokens and cost of a compaction's model calls to its message and run (billed like a step's, without
- * counting a step: maxSteps counts the agent's own steps).
+ * Adds the tokens and cost of a compaction's (or a sampling request's) model calls to its message and run (billed
+ * like a step's, without counting a step: maxSteps counts the agent's own steps).
  */
 export async function addCompactionUsage(
   trx: Executor,

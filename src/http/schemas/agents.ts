@@ -6,6 +6,7 @@ import {
   INTERNAL_TOOLS,
   TOOLKIT_KINDS,
 } from '../../domain/agents/agent-types.ts';
+import { DEFAULT_SAMPLING_MAX_TOKENS, MAX_SAMPLING_MAX_TOKENS } from '../../tools/tool-config.ts';
 import { AgentBudget, AgentBudgetInput } from './budgets.ts';
 import { NON_BLANK, StringEnum, TRIMMED, Uuid } from './common.ts';
 import { OutputFormatView, outputFormatSchema } from './output-format.ts';
@@ -20,8 +21,28 @@ const McpToolkit = Type.Object(
   { kind: literals(TOOLKIT_KINDS), toolkit: Type.String({ minLength: 1, maxLength: 300, pattern: TRIMMED }) },
   { additionalProperties: false, title: 'Third-party toolkit' },
 );
+const samplingOptIn = {
+  allowSampling: Type.Optional(
+    Type.Boolean({
+      description:
+        "true: the server's sampling/createMessage requests during a tool call are answered by the agent's model, billed to the run (default false: refused)",
+    }),
+  ),
+  samplingMaxTokens: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_SAMPLING_MAX_TOKENS,
+      description: `Output tokens a sampling answer may take at most (default ${DEFAULT_SAMPLING_MAX_TOKENS})`,
+    }),
+  ),
+};
 const McpCustom = Type.Object(
-  { kind: Type.Literal('custom'), serverId: Uuid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) },
+  {
+    kind: Type.Literal('custom'),
+    serverId: Uuid,
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    ...samplingOptIn,
+  },
   { additionalProperties: false, title: 'Custom server of the organization' },
 );
 const McpUrl = Type.Object(
@@ -33,6 +54,7 @@ const McpUrl = Type.Object(
       maxLength: 2000,
       description: 'Public HTTPS Streamable-HTTP or SSE MCP endpoint',
     }),
+    ...samplingOptIn,
   },
   { additionalProperties: false, title: 'Remote MCP server by URL' },
 );
@@ -315,6 +337,7 @@ const McpConnectorByName = Type.Object(
       description: 'The name of an MCP connector of the organization, or of one the same apply creates',
     }),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    ...samplingOptIn,
   },
   { additionalProperties: false, title: 'Custom server of the organization, by name' },
 );

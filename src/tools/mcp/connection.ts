@@ -29,6 +29,7 @@ import type {
   McpResourceContent,
   McpResourceInfo,
   McpSamplingRequest,
+  McpSamplingResult,
   McpToolInfo,
   McpToolList,
 } from './client.ts';
@@ -189,7 +190,13 @@ export class Connection implements McpConnection {
     this.#client.setRequestHandler('sampling/createMessage', async (request) => {
       const onSample = this.#handlersOf('onSample')?.onSample;
       if (onSample === undefined) throw new ProtocolError(USER_REJECTED, 'sampling is not allowed for this agent');
-      const result = await onSample(samplingOf(request.params));
+      let result: McpSamplingResult;
+      try {
+        result = await onSample(samplingOf(request.params));
+      } catch (error) {
+        // Refusals (credits, budgets) and model errors reach the server as the request's error, not as an answer.
+        throw new ProtocolError(USER_REJECTED, error instanceof Error ? error.message : String(error));
+      }
       return {
         role: 'assistant' as const,
         content: { type: 'text' as const, text: result.text },

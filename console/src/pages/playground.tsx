@@ -206,9 +206,20 @@ interface ConversationProps {
   /** The run whose trace is open beside the chat, and how to open one. */
   tracing: string | null;
   onTrace: (runId: string) => void;
+  /** The agent runs on the scripted model: the hint says which lines it plays. */
+  scripted: boolean;
 }
 
-function Conversation({ session, onOpen, opening, initial, onInitialSent, tracing, onTrace }: ConversationProps) {
+function Conversation({
+  session,
+  onOpen,
+  opening,
+  initial,
+  onInitialSent,
+  tracing,
+  onTrace,
+  scripted,
+}: ConversationProps) {
   const sessionId = session?.id ?? null;
   const messages = useQuery({ ...messagesQuery(sessionId ?? ''), enabled: sessionId !== null });
   const live = useLiveSession(sessionId);
@@ -299,7 +310,16 @@ function Conversation({ session, onOpen, opening, initial, onInitialSent, tracin
       <form className="composer" onSubmit={submit}>
         <Field
           label="Message"
-          hint="Enter sends; Shift+Enter adds a line. The scripted model plays `call`, `ask` and `sleep` lines."
+          hint={
+            scripted ? (
+              <>
+                Enter sends; Shift+Enter adds a line. The scripted model plays <code>call</code>, <code>ask</code> and{' '}
+                <code>sleep</code> lines.
+              </>
+            ) : (
+              'Enter sends; Shift+Enter adds a line.'
+            )
+          }
         >
           {(props) => (
             <textarea
@@ -426,6 +446,7 @@ export default function PlaygroundPage() {
               onInitialSent={clearInitial}
               tracing={tracing}
               onTrace={showTrace}
+              scripted={agent.data?.agent.model.startsWith('scripted') ?? false}
             />
           )}
         </div>

@@ -33,88 +33,126 @@ function optedIn(servers: McpServer[], server: CallServer): SamplingOptIn | unde
   return entry !== undefined && 'allowSampling' in entry && entry.allowSampling === true ? entry : undefined;
 }
 
+interface SamplingCall {
+  callId: string;
+  step: number;
+  messageId: string;
+  server: CallServer | undefined;
+}
+
+/** What one sampling call of the model answered. */
+interface Sampled {
+  text: string;
+  usage: Usage;
+  /** Cut at the output cap. */
+  cut: boolean;
+  startedAt: number;
+  maxTokens: number;
+}
+
 /** A call's `sample` (ToolCallContext): none when the agent does not let this call's server sample (refused). */
 export function samplerOf(
   turn: Turn,
-  call: { callId: string; step: number; messageId: string; server: CallServer | undefined },
+  call: SamplingCall,
 ): { sample?: (request: SamplingRequest) => Promise<SamplingResult> } {
   const entry = call.server === undefined ? undefined : optedIn(turn.agent.mcpServers, call.server);
   if (entry === undefined || call.server === undefined) return {};
   const server = call.server;
   const cap = entry.samplingMaxTokens ?? DEFAULT_SAMPLING_MAX_TOKENS;
   const sample = async (request: SamplingRequest): Promise<SamplingResult> => {
-    const { deps, agent, message } = turn;
-    try {
-      await requireCredits(deps.db, message.org_id, agent.model);
-    } catch (error) {
-      if (error instanceof AppError) throw new Error(`sampling refused: ${error.message}`);
-      throw error;
-    }
-    const exceeded = await admitCall(turn);
-    if (exceeded !== null) throw new Error(`sampling refused: ${exceeded.message}`);
-    const startedAt = deps.clock.now();
-    const maxTokens = Math.max(1, Math.min(request.maxTokens, cap));
-    const context: ContextMessage[] = request.messages.map((entry) =>
-      entry.role === 'user'
-        ? { role: 'user', content: [{ type: 'text', text: entry.text }] }
-        : { role: 'assistant', text: entry.text, toolCalls: [] },
-    );
-    let text = '';
-    let usage: Usage = { inputTokens: 0, outputTokens: 0 };
-    let cut = false;
-    for await (const event of deps.models.adapter(agent.model).stream({
-      model: agent.model,
-      instructions: request.systemPrompt ?? '',
-      context,
-      tools: [],
-      settings: { maxOutputTokens: maxTokens },
-      signal: turn.signal,
-    })) {
-      if (event.type === 'text-delta') text += event.text;
-      else if (event.type === 'finish') {
-        usage = event.usage;
-        cut = event.incomplete === 'max_output_tokens';
-      }
-    }
-    text = storableText(text);
-    const cost = costMicros(agent.model, usage);
-    deps.metrics.modelCall({ model: agent.model, outcome: 'completed' }, deps.clock.now() - startedAt, {
-      ...usage,
-      costMicros: cost,
-    });
-    const input = request.messages.map((entry) => `${entry.role}: ${entry.text}`).join('\n');
-    await change(turn, ['running'], async (trx, current, now) => {
-      await insertSpans(trx, { orgId: current.org_id, runId: current.run_id }, [
-        {
-          id: newId(),
-          kind: 'model_call',
-          name: agent.model,
-          status: 'completed',
-          seq: await nextSlot(trx, current.run_id, call.step),
-          parentId: (await openToolSpan(trx, call.messageId, call.callId))?.id ?? null,
-          startedAt,
-          endedAt: now,
-          input,
-          output: text,
-          usage: { ...usage, costMicros: cost },
-          attributes: {
-            sampling: true,
-            call_id: call.callId,
-            server: server.label,
-            server_id: server.id,
-            max_tokens: maxTokens,
-            finish: cut ? 'length' : 'stop',
-          },
-        },
-      ]);
-      await addCompactionUsage(trx, current, { ...usage, costMicros: cost }, now);
-      await debitCredits(trx, current.org_id, cost);
-      await recordBudgetSpend(turn, trx, { costMicros: cost, now, release: true });
-      return [];
-    });
-    return { text, model: agent.model, stopReason: cut ? 'maxTokens' : 'endTurn' };
+    await admitSampling(turn);
+    const sampled = await callModel(turn, request, Math.max(1, Math.min(request.maxTokens, cap)));
+    await recordSampling(turn, { ...call, server }, request, sampled);
+    return { text: sampled.text, model: turn.agent.model, stopReason: sampled.cut ? 'maxTokens' : 'endTurn' };
   };
   return { sample };
+}
+
+/** Refuses sampling once the organization's credits or a budget are spent, as a step would be. */
+async function admitSampling(turn: Turn): Promise<void> {
+  try {
+    await requireCredits(turn.deps.db, turn.message.org_id, turn.agent.model);
+  } catch (error) {
+    if (error instanceof AppError) throw new Error(`sampling refused: ${error.message}`);
+    throw error;
+  }
+  const exceeded = await admitCall(turn);
+  if (exceeded !== null) throw new Error(`sampling refused: ${exceeded.message}`);
+}
+
+/** One call of the agent's model, without tools, on the server's messages. */
+async function callModel(turn: Turn, request: SamplingRequest, maxTokens: number): Promise<Sampled> {
+  const { deps, agent } = turn;
+  const startedAt = deps.clock.now();
+  const context: ContextMessage[] = request.messages.map((entry) =>
+    entry.role === 'user'
+      ? { role: 'user', content: [{ type: 'text', text: entry.text }] }
+      : { role: 'assistant', text: entry.text, toolCalls: [] },
+  );
+  let text = '';
+  let usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  let cut = false;
+  for await (const event of deps.models.adapter(agent.model).stream({
+    model: agent.model,
+    instructions: request.systemPrompt ?? '',
+    context,
+    tools: [],
+    settings: { maxOutputTokens: maxTokens },
+    signal: turn.signal,
+  })) {
+    if (event.type === 'text-delta') text += event.text;
+    else if (event.type === 'finish') {
+      usage = event.usage;
+      cut = event.incomplete === 'max_output_tokens';
+    }
+  }
+  return { text: storableText(text), usage, cut, startedAt, maxTokens };
+}
+
+/** The sampling span under the call's span, its usage on the run, debited and counted under the budgets. */
+async function recordSampling(
+  turn: Turn,
+  call: SamplingCall & { server: CallServer },
+  request: SamplingRequest,
+  sampled: Sampled,
+): Promise<void> {
+  const { deps, agent } = turn;
+  const { usage, text, startedAt } = sampled;
+  const cost = costMicros(agent.model, usage);
+  deps.metrics.modelCall({ model: agent.model, outcome: 'completed' }, deps.clock.now() - startedAt, {
+    ...usage,
+    costMicros: cost,
+  });
+  const input = request.messages.map((entry) => `${entry.role}: ${entry.text}`).join('\n');
+  await change(turn, ['running'], async (trx, current, now) => {
+    await insertSpans(trx, { orgId: current.org_id, runId: current.run_id }, [
+      {
+        id: newId(),
+        kind: 'model_call',
+        name: agent.model,
+        status: 'completed',
+        seq: await nextSlot(trx, current.run_id, call.step),
+        parentId: (await openToolSpan(trx, call.messageId, call.callId))?.id ?? null,
+        startedAt,
+        endedAt: now,
+        input,
+        output: text,
+        usage: { ...usage, costMicros: cost },
+        attributes: {
+          sampling: true,
+          call_id: call.callId,
+          server: call.server.label,
+          server_id: call.server.id,
+          max_tokens: sampled.maxTokens,
+          finish: sampled.cut ? 'length' : 'stop',
+        },
+      },
+    ]);
+    await addCompactionUsage(trx, current, { ...usage, costMicros: cost }, now);
+    await debitCredits(trx, current.org_id, cost);
+    await recordBudgetSpend(turn, trx, { costMicros: cost, now, release: true });
+    return [];
+  });
 }
 
 /** The next free sampling slot of `step` in the run. */

@@ -9,20 +9,14 @@ import type { AddressInfo } from 'node:net';
 import { TaskState } from '@a2a-js/sdk';
 import { afterAll, describe, expect, it } from 'vitest';
 import { asTask, clientFor, partText, send, userMessage } from './helpers/a2a-client.ts';
+import { crashTestEnv } from './helpers/crash-server.ts';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
-import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
+import { dialects, } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {
-  const environment = testEnvironment(dialect);
-  const key = testKey();
-  const env = {
-    ...environment.env,
-    ...CRASH_TEST_ENV,
-    AGENTRY_BOOTSTRAP_KEY: key,
-    AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
-  };
   let server: ServerProcess | null = null;
+  const { key, env } = crashTestEnv(dialect, () => server, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' });
   const received: { token: string | undefined; state: string }[] = [];
   const receiver = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -34,10 +28,8 @@ describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {
       response.writeHead(204).end();
     });
   });
-  afterAll(async () => {
-    await server?.stop('SIGKILL');
+  afterAll(() => {
     receiver.close();
-    await environment.cleanup();
   });
 
   it(

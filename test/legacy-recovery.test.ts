@@ -3,20 +3,15 @@
  * non-blocking tool run are in flight, restart it, and both finish (the Task completes with its reply, the run's
  * reply reaches its thread exactly once).
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { crashTestEnv } from './helpers/crash-server.ts';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
-import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
+import { dialects, } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('legacy surfaces after kill -9 (%s)', (dialect) => {
-  const environment = testEnvironment(dialect);
-  const key = testKey();
-  const env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
   let server: ServerProcess | null = null;
-  afterAll(async () => {
-    await server?.stop('SIGKILL');
-    await environment.cleanup();
-  });
+  const { key, env } = crashTestEnv(dialect, () => server);
 
   it(
     'finishes a Task prompt and a tool run that were running when the process died',

@@ -7,10 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
+import { crashTestEnv } from './helpers/crash-server.ts';
 import { flows, httpClient, type Json, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, json, testEnvironment, testKey } from './helpers/harness.ts';
+import { createHarness, dialects, type Harness, json, } from './helpers/harness.ts';
 import { type ElicitationServer, startElicitationServer } from './helpers/mcp-elicitation-server.ts';
-import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('MCP elicitation and sampling (%s)', (dialect) => {
   let h: Harness;
@@ -162,20 +163,11 @@ describe.each(dialects())('MCP elicitation and sampling (%s)', (dialect) => {
 });
 
 describe.each(dialects())('MCP elicitation across a restart (%s)', (dialect) => {
-  const environment = testEnvironment(dialect);
-  const key = testKey();
-  const env = {
-    ...environment.env,
-    ...CRASH_TEST_ENV,
-    AGENTRY_BOOTSTRAP_KEY: key,
-    AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
-  };
   let server: ServerProcess | null = null;
   let mcp: ElicitationServer | null = null;
+  const { key, env } = crashTestEnv(dialect, () => server, { AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true' });
   afterAll(async () => {
-    await server?.stop('SIGKILL');
     await mcp?.close();
-    await environment.cleanup();
   });
 
   it(

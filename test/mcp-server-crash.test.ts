@@ -3,20 +3,15 @@
  * its result through the session and message ids the call's first progress notification gave it.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { crashTestEnv } from './helpers/crash-server.ts';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
-import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
-import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
+import { dialects, } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('an MCP call across kill -9 (%s)', (dialect) => {
-  const environment = testEnvironment(dialect);
-  const key = testKey();
-  const env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
   let server: ServerProcess | null = null;
-  afterAll(async () => {
-    await server?.stop('SIGKILL');
-    await environment.cleanup();
-  });
+  const { key, env } = crashTestEnv(dialect, () => server);
 
   it(
     'completes the turn once after the restart, readable by the ids of the first progress notification',

@@ -8,9 +8,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashTestEnv } from './helpers/crash-server.ts';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, testEnvironment, testKey } from './helpers/harness.ts';
-import { CRASH_TEST_ENV, type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
+import { createHarness, dialects, type Harness, } from './helpers/harness.ts';
+import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 async function connect(url: string, key: string): Promise<Client> {
   const client = new Client({ name: 'tasks-test', version: '1.0.0' });
@@ -164,14 +165,8 @@ describe.each(dialects())('MCP tasks (%s)', (dialect) => {
 });
 
 describe.each(dialects())('an MCP task across kill -9 (%s)', (dialect) => {
-  const environment = testEnvironment(dialect);
-  const key = testKey();
-  const env = { ...environment.env, ...CRASH_TEST_ENV, AGENTRY_BOOTSTRAP_KEY: key };
   let server: ServerProcess | null = null;
-  afterAll(async () => {
-    await server?.stop('SIGKILL');
-    await environment.cleanup();
-  });
+  const { key, env } = crashTestEnv(dialect, () => server);
 
   it(
     'answers tasks/result with the turn, completed once, after the restart',

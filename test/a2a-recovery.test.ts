@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { asTask, clientFor, partText, send, userMessage } from './helpers/a2a-client.ts';
 import { crashTestEnv } from './helpers/crash-server.ts';
 import { httpClient, waitUntil } from './helpers/fixtures.ts';
-import { dialects, } from './helpers/harness.ts';
+import { dialects } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('A2A task after kill -9 (%s)', (dialect) => {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
 import { crashTestEnv } from './helpers/crash-server.ts';
 import { flows, httpClient, type Json, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, json, } from './helpers/harness.ts';
+import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type ElicitationServer, startElicitationServer } from './helpers/mcp-elicitation-server.ts';
 import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 

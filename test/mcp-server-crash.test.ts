@@ -6,7 +6,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { describe, expect, it } from 'vitest';
 import { crashTestEnv } from './helpers/crash-server.ts';
 import { httpClient, TERMINAL_STATUSES, waitUntil } from './helpers/fixtures.ts';
-import { dialects, } from './helpers/harness.ts';
+import { dialects } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 describe.each(dialects())('an MCP call across kill -9 (%s)', (dialect) => {

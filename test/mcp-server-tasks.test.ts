@@ -10,7 +10,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashTestEnv } from './helpers/crash-server.ts';
 import { flows, type Json, waitUntil } from './helpers/fixtures.ts';
-import { createHarness, dialects, type Harness, } from './helpers/harness.ts';
+import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 async function connect(url: string, key: string): Promise<Client> {

@@ -115,6 +115,7 @@ const LISTS = new Set([
   '/v1/schedules',
   '/v1/approvals',
   '/v1/tasks',
+  '/v1/tools',
   '/v1/models',
   '/v1/models/:id',
   '/api/sdk/threads/:thread_id/messages',
@@ -153,6 +154,7 @@ const FREE_PREFIXES = [
   '/v1/sessions',
   '/v1/schedules',
   '/v1/tasks',
+  '/v1/tools',
 ];
 
 const under = (url: string, prefix: string) => url === prefix || url.startsWith(`${prefix}/`);

@@ -347,6 +347,63 @@ describe.each(dialects())('rate and concurrency limits (%s)', (dialect) => {
         ),
       ).toBe(2);
     });
+
+    it("counts another process's turns: a limit above this engine's slots but not the registry's is enforced", async () => {
+      // This engine runs 4 turns at once; another live process (slots 10) holds 4 of the organization's sessions.
+      // A limit of 5 is above this engine's slots but not above the registry's 14, so the claim counts the running
+      // turns (4) and lets one more start at a time. Settling it by this engine's slots alone would run all three.
+      const { orgId, key } = await h.createOrg(`turns-registry-${dialect}`);
+      await h.request('PUT', `/v1/admin/organizations/${orgId}/limits`, {
+        key: null,
+        headers: admin,
+        body: { concurrent_turns: 5 },
+      });
+      const agentId = await f.createAgent({}, key);
+      const { db } = h.deps.storage;
+      const other = `other-host:1:${randomUUID()}`;
+      const now = Date.now();
+      await db
+        .insertInto('engine_processes')
+        .values({
+          id: other,
+          role: 'worker',
+          slots: 10,
+          started_at: now,
+          heartbeat_at: now,
+          expires_at: now + 3600_000,
+        })
+        .execute();
+      const held: string[] = [];
+      for (let i = 0; i < 4; i += 1) held.push(await f.createSession(agentId, key));
+      await db
+        .updateTable('sessions')
+        .set({ lease_owner: other, lease_expires_at: now + 3600_000 })
+        .where('id', 'in', held)
+        .execute();
+      try {
+        const submitted: { sessionId: string; id: string }[] = [];
+        for (let i = 0; i < 3; i += 1) {
+          const sessionId = await f.createSession(agentId, key);
+          submitted.push({ sessionId, id: (await f.submit(sessionId, 'sleep 150\nDone.', { key })).id });
+        }
+        for (const { sessionId, id } of submitted) {
+          expect((await f.waitForMessage(sessionId, id, undefined, key)).status).toBe('completed');
+        }
+        expect(
+          await mostAtOnce(
+            h,
+            submitted.map((message) => message.id),
+          ),
+        ).toBe(1);
+      } finally {
+        await db
+          .updateTable('sessions')
+          .set({ lease_owner: null, lease_expires_at: null })
+          .where('id', 'in', held)
+          .execute();
+        await db.deleteFrom('engine_processes').where('id', '=', other).execute();
+      }
+    });
   });
 
   it("starts another organization's turn within its share while one organization floods", async () => {

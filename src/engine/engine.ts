@@ -83,6 +83,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
     logger: deps.logger,
     owner,
     role: options.role ?? 'all',
+    slots: options.concurrency,
     ttlMs: options.processTtlMs,
   });
   const contexts: ContextCaches = createContextCaches(options.contextCacheBytes);

@@ -35,6 +35,8 @@ export interface ProcessRegistryDeps {
   /** The owner string this process writes into leases. */
   owner: string;
   role: string;
+  /** How many turns the process runs at once (its engine's concurrency). */
+  slots: number;
   ttlMs: number;
 }
 
@@ -50,7 +52,7 @@ export function createProcessRegistry(deps: ProcessRegistryDeps): ProcessRegistr
   }
 
   async function register(): Promise<void> {
-    await registerProcess(db, { id: owner, role: deps.role }, clock.now(), ttlMs);
+    await registerProcess(db, { id: owner, role: deps.role, slots: deps.slots }, clock.now(), ttlMs);
     registered = true;
   }
 

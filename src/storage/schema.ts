@@ -543,6 +543,8 @@ export interface EngineProcessesTable {
   started_at: Millis;
   heartbeat_at: Millis;
   expires_at: Millis;
+  /** The turns the process runs at once (migration 0043); null in a row written before it. */
+  slots: number | null;
 }
 
 /** The row rewritten to test whether writes work again after the disk was full (storage/storage-space.ts). */

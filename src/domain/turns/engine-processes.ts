@@ -7,13 +7,22 @@ import type { Executor } from '../../storage/db.ts';
 export interface EngineProcess {
   id: string;
   role: string;
+  /** How many turns it runs at once (0: it runs none). */
+  slots: number;
 }
 
 /** Writes (or revives) the process's row, alive until `now + ttlMs`. */
 export async function registerProcess(db: Executor, process: EngineProcess, now: number, ttlMs: number): Promise<void> {
   await db
     .insertInto('engine_processes')
-    .values({ id: process.id, role: process.role, started_at: now, heartbeat_at: now, expires_at: now + ttlMs })
+    .values({
+      id: process.id,
+      role: process.role,
+      slots: process.slots,
+      started_at: now,
+      heartbeat_at: now,
+      expires_at: now + ttlMs,
+    })
     .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: now, expires_at: now + ttlMs }))
     .execute();
 }

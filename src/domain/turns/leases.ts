@@ -169,28 +169,54 @@ const turnLimit = (p: ClaimParams, kind: 'organization' | 'api_key') =>
     ${p.defaultLimit})`;
 
 /**
- * Every turn running in the deployment (uncorrelated: read once per statement). No organization or key runs more,
- * so a limit above it settles the check without counting the candidate's own.
+ * The most turns the deployment can be running at once: the slots of every engine process in the registry
+ * (uncorrelated: read once per statement, from a table of a few rows). Each process holds at most its slots in
+ * leases, and a dead process's row is kept long after its leases lapse (process-registry.ts), so no organization
+ * or key runs more: a limit above it settles the check without counting. A row that does not say (written by an
+ * older version) makes it the largest integer, which settles nothing. Counting the leased sessions instead reads
+ * the sessions table (or the leased-sessions index, with the entries every lease change leaves behind until
+ * vacuum) on every claim.
  */
-const allRunning = (p: ClaimParams) =>
-  sql<number>`(select count(*) from sessions as running
-    where running.lease_owner is not null and running.lease_expires_at >= ${p.now})`;
+const CAPACITY = sql<number>`(select case when count(*) = count(slots) then coalesce(sum(slots), 0)
+    else 9007199254740991 end from engine_processes)`;
+
+/**
+ * Whether no limit of concurrent turns can hold any claim back: the deployment's capacity is below the smallest
+ * limit set (index `limits_concurrent_turns`) and below the default. Uncorrelated: one look per claim, after which
+ * no candidate's limits are read at all.
+ */
+const noLimitBinds = (p: ClaimParams) =>
+  sql<boolean>`(${CAPACITY} < coalesce((select min(limits.concurrent_turns) from limits), 9007199254740991)
+    and coalesce(${CAPACITY} < cast(${p.defaultLimit} as bigint), true))`;
+
+/** Whether the limit is none, or above the deployment's capacity. */
+const settled = (limit: ReturnType<typeof turnLimit>) => sql<boolean>`coalesce(${CAPACITY} < ${limit}, true)`;
 
 /**
  * Claimable sessions whose organization and key are below their limits of concurrent turns; a session whose
- * lease lapsed (a takeover) continues a turn already counted and is always claimable. Each count is read only
- * when there is a limit to compare it with and the deployment's running turns alone do not settle it (CASE
- * evaluates in order).
+ * lease lapsed (a takeover) continues a turn already counted and is always claimable. A candidate's limits are read
+ * only when some limit could bind, and its running turns counted only when its own limit could (CASE evaluates in
+ * order).
  */
 const withinLimits = (p: ClaimParams) =>
-  sql<boolean>`(sessions.lease_owner is not null or (
-    (case when ${turnLimit(p, 'organization')} is null then 1
-      when ${allRunning(p)} < ${turnLimit(p, 'organization')} then 1
+  sql<boolean>`(${noLimitBinds(p)} or sessions.lease_owner is not null or (
+    (case when ${settled(turnLimit(p, 'organization'))} then 1
       when ${runningTurns(p, false)} < ${turnLimit(p, 'organization')} then 1 else 0 end) = 1
     and (case when sessions.turn_key_id is null then 1
-      when ${turnLimit(p, 'api_key')} is null then 1
-      when ${allRunning(p)} < ${turnLimit(p, 'api_key')} then 1
+      when ${settled(turnLimit(p, 'api_key'))} then 1
       when ${runningTurns(p, true)} < ${turnLimit(p, 'api_key')} then 1 else 0 end) = 1))`;
+
+/**
+ * What the claim returns of the claimed session's limits and of the turns running besides it, for verifyLastSlot:
+ * read only when a limit could bind (otherwise null and 0: no claim can take the last slot of a limit above the
+ * capacity).
+ */
+const limitUnlessNoneBinds = (p: ClaimParams, kind: 'organization' | 'api_key') =>
+  sql<number | null>`case when ${noLimitBinds(p)} then null
+    else ${turnLimitOf(kind, sql.ref(kind === 'organization' ? 'sessions.org_id' : 'sessions.turn_key_id'))} end`;
+const runningUnlessSettled = (p: ClaimParams, byKey: boolean) =>
+  sql<number>`case when ${noLimitBinds(p)} or ${settled(turnLimit(p, byKey ? 'api_key' : 'organization'))} then 0
+    else ${runningOf(p.now, byKey)} end`;
 
 // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
 const anyClaimable = prepare((db, p: ClaimParams) => candidates(db, p).limit(1));
@@ -222,10 +248,10 @@ const claimQuery = (named: boolean, limited: boolean) =>
         .returning(
           limited
             ? [
-                turnLimitOf('organization', sql.ref('sessions.org_id')).as('org_limit'),
-                runningOf(p.now, false).as('org_running'),
-                turnLimitOf('api_key', sql.ref('sessions.turn_key_id')).as('key_limit'),
-                runningOf(p.now, true).as('key_running'),
+                limitUnlessNoneBinds(p, 'organization').as('org_limit'),
+                runningUnlessSettled(p, false).as('org_running'),
+                limitUnlessNoneBinds(p, 'api_key').as('key_limit'),
+                runningUnlessSettled(p, true).as('key_running'),
               ]
             : [
                 sql<null>`null`.as('org_limit'),

@@ -36,7 +36,7 @@ import type {
 import { isRecord, resultText } from './content.ts';
 import { McpError } from './errors.ts';
 import { classifyMcpFailure } from './failures.ts';
-import { promptInfo, resourceContent, resourceInfo } from './resources.ts';
+import { MAX_PROMPTS_PER_PAGE, promptContent, promptInfo, resourceContent, resourceInfo } from './resources.ts';
 import { boundToolList, withoutTaskTools } from './tool-list-bounds.ts';
 
 /** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */
@@ -339,7 +339,9 @@ export class Connection implements McpConnection {
         ...bound,
         cacheMode: 'refresh',
       });
-      return { items: result.prompts.map(promptInfo), nextCursor: result.nextCursor ?? null };
+      // A page is bounded by the transport's read bound; what it holds past MAX_PROMPTS_PER_PAGE is not shown.
+      const items = result.prompts.slice(0, MAX_PROMPTS_PER_PAGE).map(promptInfo);
+      return { items, nextCursor: result.nextCursor ?? null };
     });
   }
 
@@ -348,10 +350,7 @@ export class Connection implements McpConnection {
       const result = await this.#client.getPrompt({ name, arguments: args }, bound);
       return {
         ...(result.description === undefined ? {} : { description: result.description }),
-        messages: result.messages.map((message) => ({
-          role: message.role,
-          text: resultText([message.content], undefined),
-        })),
+        messages: result.messages.map((message) => ({ role: message.role, content: promptContent(message.content) })),
       };
     });
   }

@@ -15660,11 +15660,23 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
-                                parts: {
+                                parts: ({
                                     text: string;
                                     /** @enum {string} */
                                     type: "text";
-                                }[];
+                                } | {
+                                    arguments: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description Files the prompt's images were stored as */
+                                    fileIds?: string[];
+                                    name: string;
+                                    server: string;
+                                    /** @description What the prompt expanded to: the text the model read */
+                                    text: string;
+                                    /** @enum {string} */
+                                    type: "mcp_prompt";
+                                })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
                                     actionId: number;
@@ -15837,11 +15849,22 @@ export interface paths {
                             type: "text" | "json_object" | "json_schema";
                         };
                         /** @description Joined with newlines into one prompt */
-                        parts: {
+                        parts: ({
                             text: string;
                             /** @enum {string} */
                             type: "text";
-                        }[];
+                        } | {
+                            /** @description The prompt's arguments (strings, as MCP defines them) */
+                            arguments?: {
+                                [key: string]: string;
+                            };
+                            /** @description The prompt, as GET /v1/mcp_servers/{id}/prompts lists it */
+                            name: string;
+                            /** @description The MCP server's label on the agent */
+                            server: string;
+                            /** @enum {string} */
+                            type: "mcp_prompt";
+                        })[];
                     };
                 };
             };
@@ -15867,11 +15890,23 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "message";
-                            parts: {
+                            parts: ({
                                 text: string;
                                 /** @enum {string} */
                                 type: "text";
-                            }[];
+                            } | {
+                                arguments: {
+                                    [key: string]: string;
+                                };
+                                /** @description Files the prompt's images were stored as */
+                                fileIds?: string[];
+                                name: string;
+                                server: string;
+                                /** @description What the prompt expanded to: the text the model read */
+                                text: string;
+                                /** @enum {string} */
+                                type: "mcp_prompt";
+                            })[];
                             /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                             requiredActions: ({
                                 actionId: number;
@@ -16090,11 +16125,23 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
-                                parts: {
+                                parts: ({
                                     text: string;
                                     /** @enum {string} */
                                     type: "text";
-                                }[];
+                                } | {
+                                    arguments: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description Files the prompt's images were stored as */
+                                    fileIds?: string[];
+                                    name: string;
+                                    server: string;
+                                    /** @description What the prompt expanded to: the text the model read */
+                                    text: string;
+                                    /** @enum {string} */
+                                    type: "mcp_prompt";
+                                })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
                                     actionId: number;

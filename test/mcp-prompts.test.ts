@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flows, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
-import { HUGE_CHARS, type PromptServer, startPromptServer } from './helpers/mcp-prompt-server.ts';
+import { HUGE_CHARS, type PromptServer, SECOND_CURSOR, startPromptServer } from './helpers/mcp-prompt-server.ts';
 import { type ResourceServer, startResourceServer } from './helpers/mcp-resource-server.ts';
 
 const REQUEST_TIMEOUT_MS = 2000;
@@ -87,6 +87,10 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
         { name: 'style', description: 'How', required: false },
       ],
     });
+    expect(json(res)).toMatchObject({ has_more: true, next_cursor: SECOND_CURSOR });
+    const next = await h.request('GET', `/v1/mcp_servers/${connectorId}/prompts?cursor=${SECOND_CURSOR}`);
+    expect(next.status, next.text).toBe(200);
+    expect(json(next)).toMatchObject({ data: [{ name: 'later', arguments: [] }], has_more: false, next_cursor: null });
     const other = await h.createOrg('prompt-lister');
     expect((await h.request('GET', `/v1/mcp_servers/${connectorId}/prompts`, { key: other.key })).status).toBe(404);
   });
@@ -110,6 +114,12 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
     const listed = await h.request('GET', `/v1/sessions/${sessionId}/messages`);
     const shown = json(listed).data.find((message: Json) => message.id === json(res).id);
     expect(shown.parts[1]).toEqual({ ...part, text: expanded });
+  });
+
+  it('finds a prompt listed on a later page', async () => {
+    const res = await post([prompt('later')]);
+    expect(res.status, res.text).toBe(202);
+    expect(json(res).parts[0].text).toBe('From the second page.');
   });
 
   it('replays a retried submission without asking the server again', async () => {
@@ -151,6 +161,8 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
     expect(audio.message).toContain('audio content');
     const huge = expectError(await post([prompt('huge')]), 400, 'parts[0]');
     expect(huge.message).toContain(`${HUGE_CHARS} characters`);
+    expect(expectError(await post([prompt('empty')]), 400, 'parts[0]').message).toContain('no content');
+    expect(expectError(await post([prompt('gallery')]), 400, 'parts[0]').message).toContain('9 images');
     const broken = expectError(await post([prompt('broken')]), 400, 'parts[0]');
     expect(broken.message).toContain('refused prompt "broken"');
   });
@@ -170,7 +182,19 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
     const file = await h.request('GET', `/v1/files/${part.fileIds[0]}`);
     expect(file.status, file.text).toBe(200);
     expect(json(file).purpose).toBe('vision');
-    await flow.waitForMessage(sessionId, json(picture).id);
+    expect((await flow.waitForMessage(sessionId, json(picture).id)).status).toBe('completed');
+    // The user input the model reads carries the image as an attachment.
+    const items = await h.deps.storage.db
+      .selectFrom('items')
+      .select('content')
+      .where('message_id', '=', json(picture).id)
+      .execute();
+    const input = items.map((item) => JSON.parse(item.content)).find((content) => content.type === 'user_message');
+    expect(input).toEqual({
+      type: 'user_message',
+      text: 'Describe this picture.',
+      attachments: [{ kind: 'image', fileId: part.fileIds[0] }],
+    });
   });
 
   it("uses the end user's credential, else the organization's, and reports a refused one as 502", async () => {

@@ -3,7 +3,7 @@
  * stateless): `summarize` (arguments topic, required, and style), `whoami` (answers the Authorization header it was
  * asked with), and prompts returning what a message cannot carry or should not hold whole: an assistant message,
  * audio, `hugeChars` characters, NUL and a lone surrogate, an image, an embedded text resource, an error, and a
- * slow answer (`slowMs`). Every Authorization header is recorded with the JSON-RPC method it carried; with
+ * slow answer (`slowMs`), no messages, and too many images; `later` is listed on a second page. Every Authorization header is recorded with the JSON-RPC method it carried; with
  * `accept`, other Authorization headers are answered 401.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -43,7 +43,12 @@ const PROMPTS = [
   { name: 'embedded', description: 'An embedded text resource' },
   { name: 'broken', description: 'Fails' },
   { name: 'slow', description: 'Answers late' },
+  { name: 'empty', description: 'No messages' },
+  { name: 'gallery', description: 'Too many images' },
 ];
+/** The second page of the list (`nextCursor` of the first). */
+const SECOND_PAGE = [{ name: 'later', description: 'Listed on the second page' }];
+export const SECOND_CURSOR = 'page-2';
 
 export interface PromptServerOptions {
   slowMs?: number;
@@ -73,6 +78,15 @@ export async function startPromptServer(options: PromptServerOptions = {}): Prom
           user('Describe this picture.'),
           { role: 'user' as const, content: { type: 'image' as const, data: TINY_PNG_BASE64, mimeType: 'image/png' } },
         ];
+      case 'empty':
+        return [];
+      case 'later':
+        return [user('From the second page.')];
+      case 'gallery':
+        return Array.from({ length: 9 }, () => ({
+          role: 'user' as const,
+          content: { type: 'image' as const, data: TINY_PNG_BASE64, mimeType: 'image/png' },
+        }));
       case 'embedded':
         return [
           {
@@ -100,7 +114,11 @@ export async function startPromptServer(options: PromptServerOptions = {}): Prom
       const method = typeof json === 'object' && json !== null && 'method' in json ? String(json.method) : '';
       asked.push({ method, token });
       const server = new Server({ name: 'prompt-test', version: '1.0.0' }, { capabilities: { prompts: {} } });
-      server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: PROMPTS }));
+      server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
+        request.params?.cursor === SECOND_CURSOR
+          ? { prompts: SECOND_PAGE }
+          : { prompts: PROMPTS, nextCursor: SECOND_CURSOR },
+      );
       server.setRequestHandler(GetPromptRequestSchema, async (request) => {
         if (request.params.name === 'slow') await new Promise((resolve) => setTimeout(resolve, options.slowMs ?? 0));
         return { messages: messagesOf(request.params.name, request.params.arguments ?? {}, token) };

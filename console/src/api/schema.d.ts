@@ -15817,7 +15817,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a message
-         * @description Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message.
+         * @description Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message. An mcp_prompt part is filled in by prompts/get of the named MCP server of the session's agent (docs/tools.md "Prompts as message templates"): 400 naming parts[i].server, parts[i].name, parts[i].arguments.<name> or parts[i]; 502 mcp_server_unreachable when the server cannot be asked.
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -16058,6 +16058,15 @@ export interface paths {
                 };
                 /** @description Error */
                 413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                502: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -24,6 +24,12 @@ import type { McpPromptPart, MessagePart, PromptRequestPart } from '../turns/mes
 export const MAX_PROMPT_TEXT_CHARS = 100_000;
 /** Pages of a server's prompt list read to find a prompt. */
 const MAX_PROMPT_PAGES = 20;
+/** Images one prompt may attach (each stored as a file, bounded like an uploaded image). */
+export const MAX_PROMPT_IMAGES = 8;
+/** Characters of a server's error message repeated in ours. */
+const MAX_QUOTED_CHARS = 1000;
+
+const quoted = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, MAX_QUOTED_CHARS);
 
 export interface McpPromptPartsDeps {
   db: Executor;
@@ -104,13 +110,12 @@ async function getPrompt(
       checkArguments(prompt, args, param);
       return connection.getPrompt(part.name, args, signal).catch((error: unknown) => {
         if (!isMcpError(error) || error.code !== 'tool_error') throw error;
-        throw validationError(param, `${where} refused prompt "${part.name}": ${error.message}`);
+        throw validationError(param, `${where} refused prompt "${part.name}": ${quoted(error)}`);
       });
     });
   } catch (error) {
     if (error instanceof AppError) throw error;
-    const message = error instanceof Error ? error.message : String(error);
-    const why = error instanceof McpAuthorizationRequired ? `authorization_required: ${message}` : message;
+    const why = error instanceof McpAuthorizationRequired ? `authorization_required: ${quoted(error)}` : quoted(error);
     throw new AppError('mcp_server_unreachable', `${where} could not be asked for its prompt: ${why}`, {
       cause: error,
     });
@@ -134,6 +139,8 @@ function userContent(result: McpPromptResult, part: PromptRequestPart, param: st
     if (content.type === 'image') images.push(content);
     else texts.push(content.text);
   }
+  if (texts.length === 0 && images.length === 0) throw refuse('no content');
+  if (images.length > MAX_PROMPT_IMAGES) throw refuse(`${images.length} images (at most ${MAX_PROMPT_IMAGES})`);
   const text = storableText(texts.join('\n\n'));
   if (text.length > MAX_PROMPT_TEXT_CHARS) {
     throw validationError(

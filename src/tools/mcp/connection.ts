@@ -39,6 +39,13 @@ import { classifyMcpFailure } from './failures.ts';
 import { MAX_PROMPTS_PER_PAGE, promptContent, promptInfo, resourceContent, resourceInfo } from './resources.ts';
 import { boundToolList, withoutTaskTools } from './tool-list-bounds.ts';
 
+/**
+ * The params of one page of a list verb. The SDK's `listResources()` / `listPrompts()` without a cursor walk every
+ * page (up to 64, each up to the read bound) and keep the aggregate in the client's cache; a server's list is
+ * external input, so the first page is asked like any other, with a plain request.
+ */
+const pageParams = (cursor: string | null): Record<string, unknown> => (cursor === null ? {} : { cursor });
+
 /** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */
 export interface Observed {
   egress?: EgressError | undefined;
@@ -318,10 +325,7 @@ export class Connection implements McpConnection {
 
   listResources(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpResourceInfo>> {
     return this.#ask('listing resources', signal, async (bound) => {
-      const result = await this.#client.listResources(cursor === null ? {} : { cursor }, {
-        ...bound,
-        cacheMode: 'refresh',
-      });
+      const result = await this.#client.request({ method: 'resources/list', params: pageParams(cursor) }, bound);
       return { items: result.resources.map(resourceInfo), nextCursor: result.nextCursor ?? null };
     });
   }
@@ -335,10 +339,7 @@ export class Connection implements McpConnection {
 
   listPrompts(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpPromptInfo>> {
     return this.#ask('listing prompts', signal, async (bound) => {
-      const result = await this.#client.listPrompts(cursor === null ? {} : { cursor }, {
-        ...bound,
-        cacheMode: 'refresh',
-      });
+      const result = await this.#client.request({ method: 'prompts/list', params: pageParams(cursor) }, bound);
       // A page is bounded by the transport's read bound; what it holds past MAX_PROMPTS_PER_PAGE is not shown.
       const items = result.prompts.slice(0, MAX_PROMPTS_PER_PAGE).map(promptInfo);
       return { items, nextCursor: result.nextCursor ?? null };

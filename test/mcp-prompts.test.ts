@@ -91,6 +91,9 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
     const next = await h.request('GET', `/v1/mcp_servers/${connectorId}/prompts?cursor=${SECOND_CURSOR}`);
     expect(next.status, next.text).toBe(200);
     expect(json(next)).toMatchObject({ data: [{ name: 'later', arguments: [] }], has_more: false, next_cursor: null });
+    // Lists are asked one page at a time (resources too), never walked whole.
+    const resources = await h.request('GET', `/v1/mcp_servers/${connectorId}/resources`);
+    expect(json(resources)).toMatchObject({ data: [{ uri: 'docs://a' }], has_more: true, next_cursor: SECOND_CURSOR });
     const other = await h.createOrg('prompt-lister');
     expect((await h.request('GET', `/v1/mcp_servers/${connectorId}/prompts`, { key: other.key })).status).toBe(404);
   });

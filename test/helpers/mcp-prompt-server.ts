@@ -2,13 +2,18 @@
  * A test MCP server offering prompts, built with the v1 `@modelcontextprotocol/sdk` (2025 Streamable HTTP,
  * stateless): `summarize` (arguments topic, required, and style), `whoami` (answers the Authorization header it was
  * asked with), and prompts returning what a message cannot carry or should not hold whole: an assistant message,
- * audio, `hugeChars` characters, NUL and a lone surrogate, an image, an embedded text resource, an error, and a
- * slow answer (`slowMs`), no messages, and too many images; `later` is listed on a second page. Every Authorization header is recorded with the JSON-RPC method it carried; with
- * `accept`, other Authorization headers are answered 401.
+ * audio, HUGE_CHARS characters, NUL and a lone surrogate, an image, an embedded text resource, an error, a slow
+ * answer (`slowMs`), no messages, and too many images. `later` is listed on a second page, as is the second of its
+ * two resources. Every Authorization header is recorded with the JSON-RPC method it carried; with `accept`, other
+ * Authorization headers are answered 401.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { GetPromptRequestSchema, ListPromptsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { startShell } from './mcp-http-shell.ts';
 import { emptyState, TINY_PNG_BASE64 } from './mcp-test-tools.ts';
 
@@ -113,7 +118,15 @@ export async function startPromptServer(options: PromptServerOptions = {}): Prom
       const token = req.headers.authorization ?? null;
       const method = typeof json === 'object' && json !== null && 'method' in json ? String(json.method) : '';
       asked.push({ method, token });
-      const server = new Server({ name: 'prompt-test', version: '1.0.0' }, { capabilities: { prompts: {} } });
+      const server = new Server(
+        { name: 'prompt-test', version: '1.0.0' },
+        { capabilities: { prompts: {}, resources: {} } },
+      );
+      server.setRequestHandler(ListResourcesRequestSchema, async (request) =>
+        request.params?.cursor === SECOND_CURSOR
+          ? { resources: [{ uri: 'docs://b', name: 'b' }] }
+          : { resources: [{ uri: 'docs://a', name: 'a' }], nextCursor: SECOND_CURSOR },
+      );
       server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
         request.params?.cursor === SECOND_CURSOR
           ? { prompts: SECOND_PAGE }

@@ -23,6 +23,7 @@ import { createLimitService, type LimitService } from './domain/limits/limit-ser
 import { createRateLimiter, type RateLimiter } from './domain/limits/rate-limiter.ts';
 import { type CredentialVault, createCredentialVault } from './domain/mcp-servers/credential-vault.ts';
 import { createMcpOAuthService, type McpOAuthService } from './domain/mcp-servers/mcp-oauth-service.ts';
+import { createMcpPromptParts } from './domain/mcp-servers/mcp-prompt-parts.ts';
 import { createMcpServerCatalog, type McpServerCatalog } from './domain/mcp-servers/mcp-server-catalog.ts';
 import { createMcpServerService, type McpServerService } from './domain/mcp-servers/mcp-server-service.ts';
 import { createMcpServerStore } from './domain/mcp-servers/mcp-server-store.ts';
@@ -395,6 +396,13 @@ export async function buildDeps(
     changeVersion: storage.changeVersion,
     toolWarnings: tools.warnings,
   });
+  const images = createImageImporter({
+    db,
+    clock,
+    dataDir: config.dataDir,
+    allowInsecureDestinations: config.allowInsecureDestinations,
+    maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
+  });
   const messages = createMessageService({
     db,
     clock,
@@ -403,6 +411,12 @@ export async function buildDeps(
     toolWarnings: tools.warnings,
     subscriptions,
     turnHooks,
+    promptParts: createMcpPromptParts({
+      db,
+      withServer: mcpProvider.withServer,
+      images,
+      requestTimeoutMs: config.mcpRequestTimeoutMs,
+    }),
   });
   const scheduleRunner = createScheduleRunner({
     db,
@@ -422,13 +436,6 @@ export async function buildDeps(
     logger,
     dispatch: (scheduleId) => scheduleRunner.dispatch(scheduleId),
     subscriptions,
-  });
-  const images = createImageImporter({
-    db,
-    clock,
-    dataDir: config.dataDir,
-    allowInsecureDestinations: config.allowInsecureDestinations,
-    maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
   });
   const threads = createThreadService({ db, clock });
   const providers = configuredProviders(config);

@@ -204,7 +204,7 @@ export const errorCatalog = {
     status: 502,
     type: 'server_error',
     description:
-      "POST /v1/mcp_servers/{id}/refresh could not list the server's tools, or GET /v1/mcp_servers/{id}/resources or /prompts could not ask the server (connection, authentication, protocol or timeout); the message says which. After a failed refresh the connector keeps its last list and shows the error in last_error.",
+      "POST /v1/mcp_servers/{id}/refresh could not list the server's tools, GET /v1/mcp_servers/{id}/resources or /prompts could not ask the server, or a message's mcp_prompt part could not be asked of its server (connection, authentication, protocol or timeout); the message says which. After a failed refresh the connector keeps its last list and shows the error in last_error.",
   },
   mcp_authorization_unavailable: {
     status: 502,

@@ -15660,11 +15660,23 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
-                                parts: {
+                                parts: ({
                                     text: string;
                                     /** @enum {string} */
                                     type: "text";
-                                }[];
+                                } | {
+                                    arguments: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description Files the prompt's images were stored as */
+                                    fileIds?: string[];
+                                    name: string;
+                                    server: string;
+                                    /** @description What the prompt expanded to: the text the model read */
+                                    text: string;
+                                    /** @enum {string} */
+                                    type: "mcp_prompt";
+                                })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
                                     actionId: number;
@@ -15805,7 +15817,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a message
-         * @description Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message.
+         * @description Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message. An mcp_prompt part is filled in by prompts/get of the named MCP server of the session's agent (docs/tools.md "Prompts as message templates"): 400 naming parts[i].server, parts[i].name, parts[i].arguments.<name> or parts[i]; 502 mcp_server_unreachable when the server cannot be asked.
          *
          *     Required scope: sessions:write (or tasks:write).
          */
@@ -15837,11 +15849,22 @@ export interface paths {
                             type: "text" | "json_object" | "json_schema";
                         };
                         /** @description Joined with newlines into one prompt */
-                        parts: {
+                        parts: ({
                             text: string;
                             /** @enum {string} */
                             type: "text";
-                        }[];
+                        } | {
+                            /** @description The prompt's arguments (strings, as MCP defines them) */
+                            arguments?: {
+                                [key: string]: string;
+                            };
+                            /** @description The prompt, as GET /v1/mcp_servers/{id}/prompts lists it */
+                            name: string;
+                            /** @description The MCP server's label on the agent */
+                            server: string;
+                            /** @enum {string} */
+                            type: "mcp_prompt";
+                        })[];
                     };
                 };
             };
@@ -15867,11 +15890,23 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "message";
-                            parts: {
+                            parts: ({
                                 text: string;
                                 /** @enum {string} */
                                 type: "text";
-                            }[];
+                            } | {
+                                arguments: {
+                                    [key: string]: string;
+                                };
+                                /** @description Files the prompt's images were stored as */
+                                fileIds?: string[];
+                                name: string;
+                                server: string;
+                                /** @description What the prompt expanded to: the text the model read */
+                                text: string;
+                                /** @enum {string} */
+                                type: "mcp_prompt";
+                            })[];
                             /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                             requiredActions: ({
                                 actionId: number;
@@ -16030,6 +16065,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -16090,11 +16134,23 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
-                                parts: {
+                                parts: ({
                                     text: string;
                                     /** @enum {string} */
                                     type: "text";
-                                }[];
+                                } | {
+                                    arguments: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description Files the prompt's images were stored as */
+                                    fileIds?: string[];
+                                    name: string;
+                                    server: string;
+                                    /** @description What the prompt expanded to: the text the model read */
+                                    text: string;
+                                    /** @enum {string} */
+                                    type: "mcp_prompt";
+                                })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
                                     actionId: number;

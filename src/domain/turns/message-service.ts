@@ -5,7 +5,7 @@
  */
 
 import type { Bus } from '../../bus/bus.ts';
-import { AppError, notFound } from '../../errors/app-error.ts';
+import { AppError, notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
@@ -14,7 +14,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import { approvalCall, decide, parseDecisionAnswer } from '../approvals/approvals.ts';
 import type { AuditContext } from '../audit/audit-log.ts';
 import { answerElicitation, elicitationItem, parseElicitationAnswer } from '../elicitations/elicitations.ts';
-import type { Idempotency } from '../idempotency.ts';
+import type { Idempotency, IdempotencyRequest } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit, writeEvents } from '../outbox.ts';
 import { parseResponseFormat } from '../output-format.ts';
@@ -22,8 +22,8 @@ import { clearSpanPreviews, endToolSpan } from '../runs/spans.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
-import { appendItems, loadMessageItems, pendingCalls, turnText } from './items.ts';
-import type { AcceptedMessage, Message } from './message-types.ts';
+import { type Attachment, appendItems, loadMessageItems, pendingCalls, turnText } from './items.ts';
+import type { AcceptedMessage, Message, MessagePart, RequestPart } from './message-types.ts';
 import { isTerminal, OPEN_STATUSES } from './message-types.ts';
 import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
 import { deleteSessionRow, lockSession, markWorkPending } from './session-rows.ts';
@@ -39,12 +39,28 @@ export interface MessageServiceDeps {
   subscriptions: WebhookSubscriptions;
   /** What the features add to the state changes of turns (src/deps.ts). */
   turnHooks: TurnHooks;
+  /** Expands `mcp_prompt` parts (domain/mcp-servers/mcp-prompt-parts.ts); absent: such parts are refused. */
+  promptParts?: PromptParts;
 }
+
+/** A message's parts with its prompt parts expanded: what the message keeps, what the model reads. */
+export interface ExpandedParts {
+  parts: MessagePart[];
+  text: string;
+  attachments: Attachment[];
+}
+
+/** Asks the servers of the session's agent for the prompts the parts name (network calls; no transaction open). */
+export type PromptParts = (
+  target: { orgId: string; sessionId: string },
+  parts: RequestPart[],
+  agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
+) => Promise<ExpandedParts>;
 
 export interface SubmitInput {
   orgId: string;
   sessionId: string;
-  parts: { type: 'text'; text: string }[];
+  parts: RequestPart[];
   idempotencyKey: string;
   source?: 'sessions' | 'responses' | 'tasks' | 'mcp' | 'a2a';
   /** The structure of the reply (domain/output-format.ts wire shape); absent: the agent's output format. */
@@ -106,6 +122,29 @@ export function createMessageService(deps: MessageServiceDeps) {
     for (const message of open) await cancelTurn({ trx, message, now, ...listeners }, null);
   }
 
+  /**
+   * The parts as the message keeps them. Prompt parts ask MCP servers, so a stored answer for the key is looked up
+   * first: a retried submission replays it without asking again. (Two concurrent first tries both ask; the
+   * transaction then accepts one and replays it to the other.)
+   */
+  async function expandParts(
+    keyed: IdempotencyRequest,
+    input: SubmitInput,
+    agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
+  ): Promise<ExpandedParts | { body: AcceptedMessage; replayed: true }> {
+    const plain = input.parts.filter((part) => part.type === 'text');
+    if (plain.length === input.parts.length) {
+      return { parts: plain, text: plain.map((part) => part.text).join('\n'), attachments: [] };
+    }
+    const earlier = await deps.idempotency.lookup<AcceptedMessage>(keyed);
+    if (earlier !== null) return { body: earlier.body, replayed: true };
+    if (deps.promptParts === undefined) {
+      const index = input.parts.findIndex((part) => part.type !== 'text');
+      throw validationError(`parts[${index}]`, 'mcp_prompt parts are not accepted here');
+    }
+    return deps.promptParts({ orgId: input.orgId, sessionId: input.sessionId }, input.parts, agentOf);
+  }
+
   return {
     /**
      * Accepts a message: one transaction checks idempotency, pending client outputs and credits, then writes the
@@ -121,28 +160,29 @@ export function createMessageService(deps: MessageServiceDeps) {
       const responseFormat = outputFormat === undefined ? undefined : parseResponseFormat(outputFormat, 'outputFormat');
       // The parts alone when no format is given: keys used before formats existed keep matching their requests.
       const request = outputFormat === undefined ? input.parts : { parts: input.parts, outputFormat };
-      const result = await deps.idempotency.run(
-        { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request },
-        async (trx) => {
-          const accepted = await acceptMessage(
-            trx,
-            { orgId, sessionId, now: clock.now() },
-            {
-              parts: input.parts,
-              text: input.parts.map((part) => part.text).join('\n'),
-              source: input.source ?? 'sessions',
-              // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
-              visibleOnly: true,
-              ...(responseFormat === undefined ? {} : { options: { responseFormat } }),
-            },
-            agentOf,
-            deps.toolWarnings,
-          );
-          events = accepted.events;
-          const body: AcceptedMessage = messageFromRow(accepted.row, []);
-          return { status: 202, body };
-        },
-      );
+      const keyed = { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request };
+      const expanded = await expandParts(keyed, input, agentOf);
+      if ('replayed' in expanded) return expanded;
+      const result = await deps.idempotency.run(keyed, async (trx) => {
+        const accepted = await acceptMessage(
+          trx,
+          { orgId, sessionId, now: clock.now() },
+          {
+            parts: expanded.parts,
+            text: expanded.text,
+            ...(expanded.attachments.length === 0 ? {} : { attachments: expanded.attachments }),
+            source: input.source ?? 'sessions',
+            // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
+            visibleOnly: true,
+            ...(responseFormat === undefined ? {} : { options: { responseFormat } }),
+          },
+          agentOf,
+          deps.toolWarnings,
+        );
+        events = accepted.events;
+        const body: AcceptedMessage = messageFromRow(accepted.row, []);
+        return { status: 202, body };
+      });
       publish(sessionId, events, true);
       return { body: result.body, replayed: result.replayed };
     },

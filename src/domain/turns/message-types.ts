@@ -30,15 +30,57 @@ export interface TextPart {
 const isTextPart = (value: unknown): value is TextPart =>
   isJsonObject(value) && value.type === 'text' && typeof value.text === 'string';
 
-/** The parts of a submitted message (`messages.parts`). */
+/** Text parts only (what a reply and most surfaces' messages hold). */
 export const isTextParts = (value: unknown): value is TextPart[] => isArrayOf(value, isTextPart);
+
+/** A part naming an MCP server's prompt, as submitted (docs/mcp-auth.md "Prompts"). */
+export interface PromptRequestPart {
+  type: 'mcp_prompt';
+  server: string;
+  name: string;
+  arguments?: Record<string, string>;
+}
+
+/**
+ * A prompt part as the message keeps it: the part as sent, the text the prompt expanded to (what the model read)
+ * and the files its images were stored as.
+ */
+export interface McpPromptPart {
+  type: 'mcp_prompt';
+  server: string;
+  name: string;
+  arguments: Record<string, string>;
+  text: string;
+  fileIds?: string[];
+}
+
+/** A part of a submitted message. */
+export type RequestPart = TextPart | PromptRequestPart;
+/** A part of a message as stored (`messages.parts`) and shown. */
+export type MessagePart = TextPart | McpPromptPart;
+
+const isStringRecord = (value: unknown): value is Record<string, string> =>
+  isJsonObject(value) && Object.values(value).every(isString);
+
+const isMcpPromptPart = (value: unknown): value is McpPromptPart =>
+  isJsonObject(value) &&
+  value.type === 'mcp_prompt' &&
+  isString(value.server) &&
+  isString(value.name) &&
+  isStringRecord(value.arguments) &&
+  isString(value.text) &&
+  isAbsentOr(value.fileIds, (ids) => isArrayOf(ids, isString));
+
+/** The parts of a submitted message (`messages.parts`). */
+export const isMessageParts = (value: unknown): value is MessagePart[] =>
+  isArrayOf(value, (part): part is MessagePart => isTextPart(part) || isMcpPromptPart(part));
 
 export interface Message {
   id: string;
   object: 'message';
   sessionId: string;
   status: MessageStatus;
-  parts: TextPart[];
+  parts: MessagePart[];
   response: { parts: TextPart[] } | null;
   error: MessageError | null;
   requiredActions: RequiredAction[];

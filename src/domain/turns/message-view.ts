@@ -4,7 +4,14 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow, type PendingCall, pendingCalls, waitingElicitation } from './items.ts';
-import { isMessageError, isTextParts, type Message, type RequiredAction, warningsOf } from './message-types.ts';
+import {
+  isMessageError,
+  isMessageParts,
+  type Message,
+  type MessagePart,
+  type RequiredAction,
+  warningsOf,
+} from './message-types.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   const actions: RequiredAction[] = [];
@@ -61,14 +68,26 @@ export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   return actions;
 }
 
+/** The parts as shown: consecutive text parts joined with newlines (as the model read them), prompt parts kept. */
+function shownParts(parts: MessagePart[]): MessagePart[] {
+  const shown: MessagePart[] = [];
+  for (const part of parts) {
+    const last = shown.at(-1);
+    if (part.type === 'text' && last?.type === 'text')
+      shown[shown.length - 1] = { type: 'text', text: `${last.text}\n${part.text}` };
+    else shown.push(part);
+  }
+  return shown.length === 0 ? [{ type: 'text', text: '' }] : shown;
+}
+
 export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Message {
-  const parts = parseJsonColumn(row.parts, isTextParts, 'messages.parts');
+  const parts = parseJsonColumn(row.parts, isMessageParts, 'messages.parts');
   return {
     id: row.id,
     object: 'message',
     sessionId: row.session_id,
     status: row.status,
-    parts: [{ type: 'text', text: parts.map((part) => part.text).join('\n') }],
+    parts: shownParts(parts),
     response:
       row.status === 'completed' || row.response_text !== null
         ? { parts: [{ type: 'text', text: row.response_text ?? '' }] }

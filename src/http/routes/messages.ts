@@ -42,12 +42,12 @@ export function messageRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Submit a message',
       description:
-        'Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message.',
+        'Accepts work for the session; it runs asynchronously, one turn at a time per session. Idempotency-Key is required: the same key and parts return the same message. An mcp_prompt part is filled in by prompts/get of the named MCP server of the session\'s agent (docs/tools.md "Prompts as message templates"): 400 naming parts[i].server, parts[i].name, parts[i].arguments.<name> or parts[i]; 502 mcp_server_unreachable when the server cannot be asked.',
       tags,
       params: IdParams,
       headers: RequiredIdempotencyHeaders,
       body: MessageCreateBody,
-      response: { 202: AcceptedMessage, ...errorResponses(400, 401, 402, 403, 404, 409, 413) },
+      response: { 202: AcceptedMessage, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 502) },
     },
     handler: async (request, reply) => {
       const orgId = orgOf(request);

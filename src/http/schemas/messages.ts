@@ -7,15 +7,50 @@ import { outputFormatSchema } from './output-format.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
 
+const TextPartIn = Type.Object(
+  { type: Type.Literal('text'), text: Type.String({ minLength: 1, maxLength: 100_000 }) },
+  { additionalProperties: false },
+);
+
+/** A part filled in by an MCP server's prompt (`prompts/get`) when the message is accepted (docs/mcp-auth.md). */
+const McpPromptPartIn = Type.Object(
+  {
+    type: Type.Literal('mcp_prompt'),
+    server: Type.String({ minLength: 1, maxLength: 200, description: "The MCP server's label on the agent" }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 1000,
+      description: 'The prompt, as GET /v1/mcp_servers/{id}/prompts lists it',
+    }),
+    arguments: Type.Optional(
+      Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 100_000 }), {
+        maxProperties: 64,
+        description: "The prompt's arguments (strings, as MCP defines them)",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const McpPromptPart = Type.Object(
+  {
+    type: Type.Literal('mcp_prompt'),
+    server: Type.String(),
+    name: Type.String(),
+    arguments: Type.Record(Type.String(), Type.String()),
+    text: Type.String({ description: 'What the prompt expanded to: the text the model read' }),
+    fileIds: Type.Optional(Type.Array(Type.String(), { description: "Files the prompt's images were stored as" })),
+  },
+  { additionalProperties: false, description: 'A part filled in by an MCP prompt, as sent and as expanded' },
+);
+
 export const MessageCreateBody = Type.Object(
   {
-    parts: Type.Array(
-      Type.Object(
-        { type: Type.Literal('text'), text: Type.String({ minLength: 1, maxLength: 100_000 }) },
-        { additionalProperties: false },
-      ),
-      { minItems: 1, maxItems: 32, description: 'Joined with newlines into one prompt' },
-    ),
+    parts: Type.Array(Type.Union([TextPartIn, McpPromptPartIn]), {
+      minItems: 1,
+      maxItems: 32,
+      description: 'Joined with newlines into one prompt',
+    }),
     outputFormat: Type.Optional(
       outputFormatSchema(
         false,
@@ -85,7 +120,7 @@ const messageFields = {
   object: Type.Literal('message'),
   sessionId: Uuid,
   status: StringEnum(MESSAGE_STATUSES),
-  parts: Type.Array(TextPart),
+  parts: Type.Array(Type.Union([TextPart, McpPromptPart])),
   response: Type.Union([Type.Object({ parts: Type.Array(TextPart) }), Type.Null()]),
   error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
   requiredActions: Type.Array(RequiredAction, {

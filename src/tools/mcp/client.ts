@@ -182,10 +182,19 @@ export interface McpPromptInfo {
   arguments: { name: string; description?: string; required: boolean }[];
 }
 
-/** A prompt as `prompts/get` renders it: its messages, each as the text a model reads (content.ts). */
+/**
+ * One content of a prompt message as Agentry can use it: text (an embedded text resource's text included), an
+ * image (base64), or something a message cannot carry (audio, binary resources, links, unknown types), named.
+ */
+export type McpPromptContent =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mimeType: string }
+  | { type: 'unusable'; what: string };
+
+/** A prompt as `prompts/get` renders it: its messages, in order. */
 export interface McpPromptResult {
   description?: string;
-  messages: { role: 'user' | 'assistant'; text: string }[];
+  messages: { role: 'user' | 'assistant'; content: McpPromptContent }[];
 }
 
 export interface McpConnection {

@@ -36,8 +36,15 @@ import type {
 import { isRecord, resultText } from './content.ts';
 import { McpError } from './errors.ts';
 import { classifyMcpFailure } from './failures.ts';
-import { promptInfo, resourceContent, resourceInfo } from './resources.ts';
+import { MAX_PROMPTS_PER_PAGE, promptContent, promptInfo, resourceContent, resourceInfo } from './resources.ts';
 import { boundToolList, withoutTaskTools } from './tool-list-bounds.ts';
+
+/**
+ * The params of one page of a list verb. The SDK's `listResources()` / `listPrompts()` without a cursor walk every
+ * page (up to 64, each up to the read bound) and keep the aggregate in the client's cache; a server's list is
+ * external input, so the first page is asked like any other, with a plain request.
+ */
+const pageParams = (cursor: string | null): Record<string, unknown> => (cursor === null ? {} : { cursor });
 
 /** What the connection's fetch saw go wrong last while connecting (see `endpointFetch`). */
 export interface Observed {
@@ -318,10 +325,7 @@ export class Connection implements McpConnection {
 
   listResources(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpResourceInfo>> {
     return this.#ask('listing resources', signal, async (bound) => {
-      const result = await this.#client.listResources(cursor === null ? {} : { cursor }, {
-        ...bound,
-        cacheMode: 'refresh',
-      });
+      const result = await this.#client.request({ method: 'resources/list', params: pageParams(cursor) }, bound);
       return { items: result.resources.map(resourceInfo), nextCursor: result.nextCursor ?? null };
     });
   }
@@ -335,11 +339,10 @@ export class Connection implements McpConnection {
 
   listPrompts(cursor: string | null, signal?: AbortSignal): Promise<McpPage<McpPromptInfo>> {
     return this.#ask('listing prompts', signal, async (bound) => {
-      const result = await this.#client.listPrompts(cursor === null ? {} : { cursor }, {
-        ...bound,
-        cacheMode: 'refresh',
-      });
-      return { items: result.prompts.map(promptInfo), nextCursor: result.nextCursor ?? null };
+      const result = await this.#client.request({ method: 'prompts/list', params: pageParams(cursor) }, bound);
+      // A page is bounded by the transport's read bound; what it holds past MAX_PROMPTS_PER_PAGE is not shown.
+      const items = result.prompts.slice(0, MAX_PROMPTS_PER_PAGE).map(promptInfo);
+      return { items, nextCursor: result.nextCursor ?? null };
     });
   }
 
@@ -348,10 +351,7 @@ export class Connection implements McpConnection {
       const result = await this.#client.getPrompt({ name, arguments: args }, bound);
       return {
         ...(result.description === undefined ? {} : { description: result.description }),
-        messages: result.messages.map((message) => ({
-          role: message.role,
-          text: resultText([message.content], undefined),
-        })),
+        messages: result.messages.map((message) => ({ role: message.role, content: promptContent(message.content) })),
       };
     });
   }

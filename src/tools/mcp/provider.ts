@@ -105,6 +105,18 @@ export interface McpProviderTools extends ToolProvider {
     signal: AbortSignal,
     operation: (connection: McpConnection) => Promise<T>,
   ): Promise<T | undefined>;
+  /**
+   * Runs `operation` on a connection to the agent's MCP server whose label (as its tools show it) is `label`, as
+   * a turn would: with the end user's credential when `scope.endUser` is set, else the organization's; through the
+   * same pools and egress guard. Undefined when no entry of `entries` has that label.
+   */
+  withServer<T>(
+    scope: ToolScope,
+    entries: McpServer[],
+    label: string,
+    signal: AbortSignal,
+    operation: (connection: McpConnection) => Promise<T>,
+  ): Promise<T | undefined>;
 }
 
 export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
@@ -318,6 +330,50 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
     };
   }
 
+  function urlTarget(entry: Extract<McpServer, { type: 'url' }>): Target {
+    return {
+      key: `url:${digest(entry.url)}`,
+      version: 0,
+      label: entry.name,
+      serverId: null,
+      pool: deps.connectorPool,
+      endpoint: () => ({ url: entry.url, headers: {} }),
+      prefer: null,
+      connector: null,
+    };
+  }
+
+  /** The target of the agent's entry labelled `label` (the label `sources` gives it), or null. */
+  async function labelledTarget(scope: ToolScope, entries: McpServer[], label: string): Promise<Target | null> {
+    const endUser = scope.endUser ?? null;
+    for (const entry of entries) {
+      if ('type' in entry) {
+        if (entry.name !== label) continue;
+        const [connector] = await store.connectorsAt(scope.db, scope.orgId, [entry.url]);
+        return connector === undefined ? urlTarget(entry) : connectorTarget(connector, label, endUser);
+      }
+      if (isToolkit(entry)) {
+        if (entry.toolkit === label) return toolkitTarget(entry);
+      } else if (entry.kind === 'custom') {
+        const [connector] = await store.connectors(scope.db, scope.orgId, [entry.serverId]);
+        if (connector !== undefined && (entry.name ?? connector.name) === label) {
+          return connectorTarget(connector, label, endUser);
+        }
+      }
+    }
+    return null;
+  }
+
+  /** `withConnection` for the API: a credential that cannot be used is an McpAuthorizationRequired. */
+  async function asApi<T>(target: Target, signal: AbortSignal, operation: (c: McpConnection) => Promise<T>) {
+    try {
+      return await withConnection(target, signal, operation);
+    } catch (error) {
+      if (error instanceof AuthorizationRequired) throw new McpAuthorizationRequired(error.message, { cause: error });
+      throw error;
+    }
+  }
+
   function toolkitTarget(entry: Extract<McpServer, { toolkit: string }>): Target | null {
     const endpoint = deps.toolkits[`${entry.kind}/${entry.toolkit}`] ?? deps.toolkits[entry.kind];
     if (endpoint === undefined) return null;
@@ -339,12 +395,11 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
     async browse(orgId, serverId, signal, operation) {
       const [connector] = await store.connectors(deps.db, orgId, [serverId]);
       if (connector === undefined) return undefined;
-      try {
-        return await withConnection(connectorTarget(connector, connector.name, null), signal, operation);
-      } catch (error) {
-        if (error instanceof AuthorizationRequired) throw new McpAuthorizationRequired(error.message, { cause: error });
-        throw error;
-      }
+      return asApi(connectorTarget(connector, connector.name, null), signal, operation);
+    },
+    async withServer(scope, entries, label, signal, operation) {
+      const target = await labelledTarget(scope, entries, label);
+      return target === null ? undefined : asApi(target, signal, operation);
     },
     claims: (entry) => 'type' in entry || entry.kind === 'custom' || isToolkit(entry),
 
@@ -363,16 +418,7 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
         if ('type' in entry) {
           const connector = byUrl.get(entry.url);
           if (connector !== undefined) return connectorSources(connector, entry.name, scope);
-          return source({
-            key: `url:${digest(entry.url)}`,
-            version: 0,
-            label: entry.name,
-            serverId: null,
-            pool: deps.connectorPool,
-            endpoint: () => ({ url: entry.url, headers: {} }),
-            prefer: null,
-            connector: null,
-          });
+          return source(urlTarget(entry));
         }
         if (isToolkit(entry)) {
           const target = toolkitTarget(entry);

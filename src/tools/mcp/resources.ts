@@ -2,16 +2,22 @@
  * A server's resources and prompts as Agentry reads them: the SDK's shapes mapped to ours (`client.ts`), and what
  * the model reads back from the resource tools. Nothing a server sends is shown whole: a page of the resource list
  * is cut to MAX_LISTING_CHARS, a resource's text to MAX_RESOURCE_CHARS per read (the model asks for the rest with
- * `offset`), and binary contents are summarised (type and size), never pasted as base64. The transport already
+ * `offset`), binary contents are summarised (type and size), never pasted as base64, and a page of the prompt
+ * list keeps at most MAX_PROMPTS_PER_PAGE prompts with bounded descriptions and arguments. The transport already
  * bounds each message (bounded-response.ts), so these steps are linear passes over at most that much.
  */
-import type { McpPage, McpPromptInfo, McpResourceContent, McpResourceInfo } from './client.ts';
-import { base64Bytes } from './content.ts';
+import type { McpPage, McpPromptContent, McpPromptInfo, McpResourceContent, McpResourceInfo } from './client.ts';
+import { base64Bytes, isRecord } from './content.ts';
 
 /** Characters of one resource's text a read returns. */
 export const MAX_RESOURCE_CHARS = 50_000;
 /** Characters of a page of the resource list a call returns. */
 export const MAX_LISTING_CHARS = 20_000;
+/** Prompts of one page of a server's prompt list the API shows (the rest of that page is left out). */
+export const MAX_PROMPTS_PER_PAGE = 500;
+/** Arguments of one prompt kept, and characters of a prompt's or argument's description. */
+export const MAX_PROMPT_ARGUMENTS = 64;
+export const MAX_PROMPT_DESCRIPTION_CHARS = 2_000;
 
 interface ResourceLike {
   uri: string;
@@ -44,6 +50,9 @@ export function resourceContent(content: {
   return part;
 }
 
+const cut = (text: string) => text.slice(0, MAX_PROMPT_DESCRIPTION_CHARS);
+
+/** A listed prompt, its descriptions and arguments bounded (a server's list is external input). */
 export function promptInfo(prompt: {
   name: string;
   title?: string | undefined;
@@ -52,15 +61,38 @@ export function promptInfo(prompt: {
 }): McpPromptInfo {
   const info: McpPromptInfo = {
     name: prompt.name,
-    arguments: (prompt.arguments ?? []).map((argument) => ({
+    arguments: (prompt.arguments ?? []).slice(0, MAX_PROMPT_ARGUMENTS).map((argument) => ({
       name: argument.name,
-      ...(argument.description === undefined ? {} : { description: argument.description }),
+      ...(argument.description === undefined ? {} : { description: cut(argument.description) }),
       required: argument.required === true,
     })),
   };
-  if (prompt.title !== undefined) info.title = prompt.title;
-  if (prompt.description !== undefined) info.description = prompt.description;
+  if (prompt.title !== undefined) info.title = cut(prompt.title);
+  if (prompt.description !== undefined) info.description = cut(prompt.description);
   return info;
+}
+
+const textOf = (value: Record<string, unknown>, name: string) =>
+  typeof value[name] === 'string' ? value[name] : undefined;
+
+/**
+ * One content of a `prompts/get` message as a user message can carry it: text, an image, or an embedded resource's
+ * text; anything else (audio, binary resources, resource links, types newer than the SDK) is named as unusable.
+ */
+export function promptContent(content: unknown): McpPromptContent {
+  if (!isRecord(content)) return { type: 'unusable', what: 'content that is not an object' };
+  const type = textOf(content, 'type') ?? 'unknown';
+  const text = textOf(content, 'text');
+  if (type === 'text' && text !== undefined) return { type: 'text', text };
+  const data = textOf(content, 'data');
+  const mimeType = textOf(content, 'mimeType');
+  if (type === 'image' && data !== undefined && mimeType !== undefined) return { type: 'image', data, mimeType };
+  if (type === 'resource' && isRecord(content.resource)) {
+    const embedded = textOf(content.resource, 'text');
+    if (embedded !== undefined) return { type: 'text', text: embedded };
+    return { type: 'unusable', what: 'a binary embedded resource' };
+  }
+  return { type: 'unusable', what: `${type} content` };
 }
 
 /** The model-facing text of a page of resources: one line each, then how to ask for the next page. */

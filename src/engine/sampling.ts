@@ -1,9 +1,9 @@
 /**
  * A server's `sampling/createMessage` during a tool call, served by the agent's model when the agent's entry for
- * that server allows it (docs/mcp.md "Sampling"): refused when credits or a budget are spent, otherwise one call of
- * the agent's model without tools, its output capped by the entry's `samplingMaxTokens`, its usage and cost added
- * to the run (debited and counted under the budgets like a step's), traced as a `model_call` span marked sampling
- * under the call's span.
+ * that server allows it (docs/mcp-auth.md "Sampling"): refused when credits or a budget are spent, otherwise one
+ * call of the agent's model without tools, on the request's text, images and audio, its output capped by the
+ * entry's `samplingMaxTokens`, its usage and cost added to the run (debited and counted under the budgets like a
+ * step's), traced as a `model_call` span marked sampling under the call's span (media named, never their bytes).
  */
 import { debitCredits, requireCredits } from '../domain/billing/credits.ts';
 import { insertSpans, openToolSpan, SPAN_BLOCK, spanSeq } from '../domain/runs/spans.ts';

@@ -203,6 +203,15 @@ describe.each(dialects())('MCP sampling (%s)', (dialect) => {
     expect(span?.input_preview).toMatch(/\[image image\/png, \d+ bytes\]/);
   });
 
+  it('serves a request with an image on the scripted model too (it reads the text)', async () => {
+    const agentId = await agentWith('scripted-looker', { allowSampling: true });
+    const { message } = await flow.turn(agentId, 'call describe_media {"kind":"image"}');
+    expect(message.status, JSON.stringify(message)).toBe('completed');
+    expect(mcp.answers.at(-1)).toEqual({ sampled: expect.stringContaining('describe this image'), declared: true });
+    const spans = json(await h.request('GET', `/v1/runs/${message.runId}/trace`)).data as Json[];
+    expect(spans.find((span) => span.attributes?.sampling === true)?.attributes).toMatchObject({ images: 1 });
+  });
+
   it('passes sampled audio to the model as audio input', async () => {
     const agentId = await agentWith('listener', { allowSampling: true }, { model: 'stub/m' });
     stub.bodies.length = 0;

@@ -53,13 +53,15 @@ export const WAV_CLIP = Buffer.from('RIFF....WAVEfmt agentry').toString('base64'
 
 type SamplingMessage = Parameters<Server['createMessage']>[0]['messages'][number];
 
+/** One user message: the question and the media, as one content array (the 2025-11-25 form). */
 function mediaMessages(kind: unknown): SamplingMessage[] {
-  const ask: SamplingMessage = { role: 'user', content: { type: 'text', text: `describe this ${String(kind)}` } };
-  if (kind === 'audio')
-    return [ask, { role: 'user', content: { type: 'audio', data: WAV_CLIP, mimeType: 'audio/wav' } }];
+  const ask = { type: 'text' as const, text: `describe this ${String(kind)}` };
+  if (kind === 'audio') {
+    return [{ role: 'user', content: [ask, { type: 'audio', data: WAV_CLIP, mimeType: 'audio/wav' }] }];
+  }
   // Past the client's bound of 4 MiB of base64 (valid base64: 'A' decodes to zero bits).
   const data = kind === 'huge' ? 'A'.repeat(4 * 1024 * 1024 + 4) : RED_PIXEL_PNG;
-  return [ask, { role: 'user', content: { type: 'image', data, mimeType: 'image/png' } }];
+  return [{ role: 'user', content: [ask, { type: 'image', data, mimeType: 'image/png' }] }];
 }
 
 const text = (value: string, isError = false) => ({ content: [{ type: 'text' as const, text: value }], isError });

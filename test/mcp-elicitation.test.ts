@@ -3,7 +3,7 @@
  * Streamable HTTP) whose tools ask the client during the call: a form elicitation answered over the answer route
  * reaches the tool (and its result the model), a content that does not fit the requested schema is a 400 naming
  * the field, decline and URL mode, the required action with its session event and webhook, and sampling refused
- * (the agent does not allow it). Once per dialect; the restart case is in the second block, with real processes.
+ * (the agent does not allow it, so the client does not declare it). Once per dialect; the restart case is in the second block, with real processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
@@ -154,11 +154,11 @@ describe.each(dialects())('MCP elicitation and sampling (%s)', (dialect) => {
     expect(done.response.parts[0].text).toBe('open_link: link accept');
   });
 
-  it('refuses sampling unless the agent allows it', async () => {
+  it('does not declare sampling unless the agent allows it, so a request is refused', async () => {
     const { message } = await flow.turn(agentId, 'call summarise {}');
     expect(message.status).toBe('completed');
-    expect(message.response.parts[0].text).toContain('sampling is not allowed for this agent');
-    expect(mcp.answers.at(-1)).toEqual({ error: expect.stringContaining('sampling is not allowed for this agent') });
+    expect(message.response.parts[0].text).toMatch(/sampling refused: .*method not found/i);
+    expect(mcp.answers.at(-1)).toEqual({ declared: false, error: expect.stringMatching(/method not found/i) });
   });
 });
 

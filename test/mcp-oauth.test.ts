@@ -122,6 +122,8 @@ describe.each(dialects())('MCP sign-in with OAuth (%s)', (dialect) => {
     expect(as.counts.documents).toBeGreaterThan(0);
     const after = json(await h.request('GET', `/v1/mcp_servers/${connector.id}`));
     expect(after.tools.map((tool: Json) => tool.name)).toContain('echo');
+    // The metadata document is Agentry's client id: nothing registered is kept.
+    expect(after.oauth).toMatchObject({ client_id: null, registration: null });
     expect(await credentials(connector.id)).toEqual([
       expect.objectContaining({ object: 'mcp_server.credential', user: null, status: 'active', url: server.url }),
     ]);
@@ -156,6 +158,9 @@ describe.each(dialects())('MCP sign-in with OAuth (%s)', (dialect) => {
     expect(connector.oauth).toMatchObject({ client_id: 'preset-client', registration: 'pre_registered' });
     const started = await connect(connector.id);
     expect(new URL(started.authorization_url).searchParams.get('client_id')).toBe('preset-client');
+    // Still the operator's client: the sign-in registered nothing.
+    const after = json(await h.request('GET', `/v1/mcp_servers/${connector.id}`));
+    expect(after.oauth).toMatchObject({ client_id: 'preset-client', registration: 'pre_registered' });
   });
 
   it('completes a sign-in started before a restart (the state is in the database)', async () => {

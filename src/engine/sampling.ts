@@ -1,9 +1,9 @@
 /**
  * A server's `sampling/createMessage` during a tool call, served by the agent's model when the agent's entry for
- * that server allows it (docs/mcp.md "Sampling"): refused when credits or a budget are spent, otherwise one call of
- * the agent's model without tools, its output capped by the entry's `samplingMaxTokens`, its usage and cost added
- * to the run (debited and counted under the budgets like a step's), traced as a `model_call` span marked sampling
- * under the call's span.
+ * that server allows it (docs/mcp-auth.md "Sampling"): refused when credits or a budget are spent, otherwise one
+ * call of the agent's model without tools, on the request's text, images and audio, its output capped by the
+ * entry's `samplingMaxTokens`, its usage and cost added to the run (debited and counted under the budgets like a
+ * step's), traced as a `model_call` span marked sampling under the call's span (media named, never their bytes).
  */
 import { debitCredits, requireCredits } from '../domain/billing/credits.ts';
 import { insertSpans, openToolSpan, SPAN_BLOCK, spanSeq } from '../domain/runs/spans.ts';
@@ -13,10 +13,10 @@ import { AppError } from '../errors/app-error.ts';
 import { newId } from '../lib/ids.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { costMicros } from '../models/pricing.ts';
-import type { ContextMessage, Usage } from '../models/types.ts';
+import type { ContextMessage, Usage, UserPart } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';
 import { DEFAULT_SAMPLING_MAX_TOKENS, type McpServer, type SamplingOptIn } from '../tools/tool-config.ts';
-import type { SamplingRequest, SamplingResult } from '../tools/types.ts';
+import type { SamplingPart, SamplingRequest, SamplingResult } from '../tools/types.ts';
 import { admitCall, recordBudgetSpend } from './budget-gate.ts';
 import { change, type Turn } from './turn-context.ts';
 
@@ -80,14 +80,27 @@ async function admitSampling(turn: Turn): Promise<void> {
   if (exceeded !== null) throw new Error(`sampling refused: ${exceeded.message}`);
 }
 
-/** One call of the agent's model, without tools, on the server's messages. */
+/** A part as the trace (and an assistant turn) shows it: media as their kind, type and size, never their bytes. */
+function samplingPartText(part: SamplingPart): string {
+  return part.type === 'text' ? part.text : `[${part.type} ${part.mediaType}, ${part.data.byteLength} bytes]`;
+}
+
+/** A server's part as the model takes it: images as images, audio as an audio file (a model without audio refuses). */
+function userPart(part: SamplingPart): UserPart {
+  if (part.type === 'text') return part;
+  if (part.type === 'image') return { type: 'image', mediaType: part.mediaType, data: part.data };
+  const extension = part.mediaType.slice(part.mediaType.indexOf('/') + 1) || 'audio';
+  return { type: 'file', mediaType: part.mediaType, filename: `sampled.${extension}`, data: part.data };
+}
+
+/** One call of the agent's model, without tools, on the server's messages (images and audio included). */
 async function callModel(turn: Turn, request: SamplingRequest, maxTokens: number): Promise<Sampled> {
   const { deps, agent } = turn;
   const startedAt = deps.clock.now();
   const context: ContextMessage[] = request.messages.map((entry) =>
     entry.role === 'user'
-      ? { role: 'user', content: [{ type: 'text', text: entry.text }] }
-      : { role: 'assistant', text: entry.text, toolCalls: [] },
+      ? { role: 'user', content: entry.content.map(userPart) }
+      : { role: 'assistant', text: entry.content.map(samplingPartText).join('\n'), toolCalls: [] },
   );
   let text = '';
   let usage: Usage = { inputTokens: 0, outputTokens: 0 };
@@ -123,7 +136,12 @@ async function recordSampling(
     ...usage,
     costMicros: cost,
   });
-  const input = request.messages.map((entry) => `${entry.role}: ${entry.text}`).join('\n');
+  // The trace shows what was sent, media as their type and size (never their bytes).
+  const input = request.messages
+    .map((entry) => `${entry.role}: ${entry.content.map(samplingPartText).join('\n')}`)
+    .join('\n');
+  const media = (type: 'image' | 'audio') =>
+    request.messages.reduce((sum, entry) => sum + entry.content.filter((part) => part.type === type).length, 0);
   await change(turn, ['running'], async (trx, current, now) => {
     await insertSpans(trx, { orgId: current.org_id, runId: current.run_id }, [
       {
@@ -145,6 +163,8 @@ async function recordSampling(
           server_id: call.server.id,
           max_tokens: sampled.maxTokens,
           finish: sampled.cut ? 'length' : 'stop',
+          images: media('image'),
+          audio: media('audio'),
         },
       },
     ]);

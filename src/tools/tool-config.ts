@@ -34,7 +34,7 @@ export type McpServer =
   | ({ type: 'url'; name: string; url: string } & SamplingOptIn);
 
 /**
- * A connector's opt-in to serve its server's `sampling/createMessage` with the agent's model (docs/mcp.md
+ * A connector's opt-in to serve its server's `sampling/createMessage` with the agent's model (docs/mcp-auth.md
  * "Sampling"); absent: refused. `samplingMaxTokens` caps each answer's output tokens (default 1024).
  */
 export interface SamplingOptIn {

@@ -74,6 +74,7 @@ export interface ToolCallContext {
 export type {
   McpElicitation as ElicitationRequest,
   McpElicitationAnswer as ElicitationAnswer,
+  McpSamplingPart as SamplingPart,
   McpSamplingRequest as SamplingRequest,
   McpSamplingResult as SamplingResult,
 } from './mcp/client.ts';

@@ -1,7 +1,10 @@
 /**
  * An MCP server (v1 `@modelcontextprotocol/sdk`, Streamable HTTP 2025 with sessions) whose tools ask the client
- * for input during the call: `book_table` elicits a form, `open_link` a URL, `summarise` samples the client's model.
- * It records every run of a tool and every answer it received, so a test can assert what the server saw.
+ * for input during the call: `book_table` elicits a form, `open_link` a URL, `summarise` samples the client's model
+ * (whether or not the client declared `sampling`), `describe_media` samples with an image or audio clip
+ * (`{kind: "image" | "audio" | "huge"}`, huge: past the client's bound). It records every run of a tool and every
+ * answer it received, and whether the connection's client declared `sampling`, so a test can assert what the
+ * server saw.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -14,7 +17,10 @@ export interface ElicitationServer {
   url: string;
   /** Every run of a tool, by name (a call suspended and run again counts twice). */
   runs: Record<string, number>;
-  /** What the client answered, in order (`{action, content?}` of elicitations; sampling errors as `{error}`). */
+  /**
+   * What the client answered, in order (`{action, content?}` of elicitations; sampling as `{sampled, declared}` or
+   * `{error, declared}`, `declared`: the client had declared the `sampling` capability).
+   */
   answers: unknown[];
   close(): Promise<void>;
 }
@@ -32,7 +38,31 @@ const tools = [
   { name: 'book_table', description: 'Books a table, asking who for.', inputSchema: { type: 'object' as const } },
   { name: 'open_link', description: 'Needs the user to sign in on a page.', inputSchema: { type: 'object' as const } },
   { name: 'summarise', description: "Summarises with the client's model.", inputSchema: { type: 'object' as const } },
+  {
+    name: 'describe_media',
+    description: "Describes an image or audio clip with the client's model.",
+    inputSchema: { type: 'object' as const, properties: { kind: { type: 'string' } } },
+  },
 ];
+
+/** A 1x1 red PNG. */
+export const RED_PIXEL_PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+/** A few bytes standing for a WAV clip (the model stub does not play it). */
+export const WAV_CLIP = Buffer.from('RIFF....WAVEfmt agentry').toString('base64');
+
+type SamplingMessage = Parameters<Server['createMessage']>[0]['messages'][number];
+
+/** One user message: the question and the media, as one content array (the 2025-11-25 form). */
+function mediaMessages(kind: unknown): SamplingMessage[] {
+  const ask = { type: 'text' as const, text: `describe this ${String(kind)}` };
+  if (kind === 'audio') {
+    return [{ role: 'user', content: [ask, { type: 'audio', data: WAV_CLIP, mimeType: 'audio/wav' }] }];
+  }
+  // Past the client's bound of 4 MiB of base64 (valid base64: 'A' decodes to zero bits).
+  const data = kind === 'huge' ? 'A'.repeat(4 * 1024 * 1024 + 4) : RED_PIXEL_PNG;
+  return [{ role: 'user', content: [ask, { type: 'image', data, mimeType: 'image/png' }] }];
+}
 
 const text = (value: string, isError = false) => ({ content: [{ type: 'text' as const, text: value }], isError });
 
@@ -65,21 +95,20 @@ function mcpServer(state: ElicitationServer): Server {
       state.answers.push(answer);
       return text(`link ${answer.action}`);
     }
-    if (name === 'summarise') {
+    if (name === 'summarise' || name === 'describe_media') {
+      const declared = server.getClientCapabilities()?.sampling !== undefined;
+      const messages: SamplingMessage[] =
+        name === 'summarise'
+          ? [{ role: 'user', content: { type: 'text', text: 'summarise: the sky is blue' } }]
+          : mediaMessages(request.params.arguments?.kind);
       try {
-        const result = await server.createMessage(
-          {
-            messages: [{ role: 'user', content: { type: 'text', text: 'summarise: the sky is blue' } }],
-            maxTokens: 100,
-          },
-          related,
-        );
+        const result = await server.createMessage({ messages, maxTokens: 100 }, related);
         const reply = result.content.type === 'text' ? result.content.text : '';
-        state.answers.push({ sampled: reply });
+        state.answers.push({ sampled: reply, declared });
         return text(`summary: ${reply}`);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        state.answers.push({ error: message });
+        state.answers.push({ error: message, declared });
         return text(`sampling refused: ${message}`, true);
       }
     }

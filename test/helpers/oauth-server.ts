@@ -27,7 +27,7 @@ interface MiniApp {
   listen(port: number, host: string, callback: () => void): Server;
 }
 // express ships no types of its own; the SDK's router is what matters here.
-const express = createRequire(import.meta.url)('express') as () => MiniApp;
+const express = createRequire(import.meta.url)('express') as (() => MiniApp) & { json: () => unknown };
 
 interface Grant {
   clientId: string;
@@ -65,6 +65,10 @@ export interface OAuthTestServer {
   authorizations: { resource: string | null; method: string | null; clientId: string; scope: string | null }[];
   /** Each access token minted, oldest first. */
   accessTokens: string[];
+  /** Each client registered dynamically, as registered. */
+  registered: OAuthClientInformationFull[];
+  /** Each dynamic registration's request body as sent (with fields the SDK's router drops, e.g. `application_type`). */
+  registrationRequests: unknown[];
   /** Every access token stops working now (its server answers 401). */
   expireAccessTokens(): void;
   /** Refresh tokens stop working now (refresh answers invalid_grant). */
@@ -92,6 +96,8 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
   const counts = { authorizations: 0, tokens: 0, refreshes: 0, registrations: 0, documents: 0 };
   const authorizations: OAuthTestServer['authorizations'] = [];
   const accessTokens: string[] = [];
+  const registered: OAuthClientInformationFull[] = [];
+  const registrationRequests: unknown[] = [];
   const ttl = options.accessTtlSeconds ?? 3600;
   let issuer = '';
   const state = { refreshDelayMs: 0 };
@@ -140,6 +146,7 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
           client_id_issued_at: Math.floor(Date.now() / 1000),
         };
         clients.set(full.client_id, full);
+        registered.push(full);
         return full;
       },
     },
@@ -261,6 +268,14 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('the OAuth test server is not on TCP');
   issuer = `http://127.0.0.1:${address.port}`;
+  // Registration bodies are read (as JSON) before the router, which then finds them parsed.
+  app.use(express.json());
+  app.use((req: IncomingMessage & { body?: unknown }, _res: ServerResponse, next: () => void) => {
+    if (req.method === 'POST' && new URL(req.url ?? '/', issuer).pathname === '/register') {
+      registrationRequests.push(req.body);
+    }
+    next();
+  });
   app.use(
     mcpAuthRouter({
       provider,
@@ -276,6 +291,8 @@ export async function startOAuthServer(options: OAuthTestServerOptions = {}): Pr
     counts,
     authorizations,
     accessTokens,
+    registered,
+    registrationRequests,
     get refreshDelayMs() {
       return state.refreshDelayMs;
     },

@@ -75,12 +75,15 @@ export function createMcpOAuthService(deps: McpOAuthServiceDeps) {
   const openClient = (row: McpServerRow): StoredOAuthClient | undefined =>
     row.oauth_client === null ? undefined : (JSON.parse(secrets.open(row.oauth_client)) as StoredOAuthClient);
 
+  // A dynamically registered client names the authorization server it was registered at: it is not presented to
+  // another one (the server moved to a new authorization server: the sign-in registers again).
   const sdkClient = (client: StoredOAuthClient | undefined) =>
     client === undefined
       ? undefined
       : {
           client_id: client.client_id,
           ...(client.client_secret === undefined ? {} : { client_secret: client.client_secret }),
+          ...(client.registration === 'dynamic' && client.issuer !== undefined ? { issuer: client.issuer } : {}),
         };
 
   const failed = (message: string, cause?: unknown) =>

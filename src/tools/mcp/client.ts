@@ -55,6 +55,11 @@ export interface McpEndpoint {
    * Not part of the endpoint's identity: the pool keeps the first one given for a connection.
    */
   onChallenge?: ((status: number, header: string | null) => void) | undefined;
+  /**
+   * Declare the `sampling` capability: only for a connection that serves agents allowing it (a server told it may
+   * sample expects its requests to be served). Part of the endpoint's identity in the pool.
+   */
+  sampling?: boolean | undefined;
 }
 
 export interface McpClientOptions {
@@ -114,9 +119,14 @@ export interface McpElicitationAnswer {
   content?: Record<string, unknown>;
 }
 
-/** A server's `sampling/createMessage`, as text: what the client's model is asked. */
+/** One part of a sampling message: text, or an image or audio clip (decoded; `sampling-request.ts` bounds it). */
+export type McpSamplingPart =
+  | { type: 'text'; text: string }
+  | { type: 'image' | 'audio'; mediaType: string; data: Uint8Array };
+
+/** A server's `sampling/createMessage`: what the client's model is asked. */
 export interface McpSamplingRequest {
-  messages: { role: 'user' | 'assistant'; text: string }[];
+  messages: { role: 'user' | 'assistant'; content: McpSamplingPart[] }[];
   systemPrompt: string | null;
   maxTokens: number;
 }
@@ -304,8 +314,9 @@ async function openStep(step: Step, endpoint: McpEndpoint, options: McpConnectOp
   ]);
   const client = new Client(options.clientInfo ?? { name: 'agentry', version: '1.0.0' }, {
     versionNegotiation: { mode: step === 'negotiate' ? 'auto' : 'legacy' },
-    // Answered per call (connection.ts): elicitations by a person, sampling by the agent's model when it allows it.
-    capabilities: { elicitation: { form: {}, url: {} }, sampling: {} },
+    // Answered per call (connection.ts): elicitations by a person, sampling by the agent's model, declared only on
+    // connections of agents that allow it.
+    capabilities: { elicitation: { form: {}, url: {} }, ...(endpoint.sampling === true ? { sampling: {} } : {}) },
   });
   // Registered before connecting: a 2025 server may announce a change right after `initialize`.
   client.setNotificationHandler('notifications/tools/list_changed', () => hooks.toolsChanged());
@@ -339,7 +350,7 @@ async function openStep(step: Step, endpoint: McpEndpoint, options: McpConnectOp
   }
   const protocol: McpProtocol =
     step === 'sse' ? 'sse-2024' : client.getProtocolEra() === 'modern' ? '2026-07-28' : 'streamable-http-2025';
-  return { client, transport, protocol, hooks };
+  return { client, transport, protocol, hooks, sampling: endpoint.sampling === true };
 }
 
 /**

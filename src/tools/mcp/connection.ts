@@ -6,7 +6,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type {
   Client,
-  CreateMessageRequest,
   ElicitRequest,
   ElicitResult,
   McpSubscription,
@@ -28,7 +27,6 @@ import type {
   McpProtocol,
   McpResourceContent,
   McpResourceInfo,
-  McpSamplingRequest,
   McpSamplingResult,
   McpToolInfo,
   McpToolList,
@@ -37,6 +35,7 @@ import { isRecord, resultText } from './content.ts';
 import { McpError } from './errors.ts';
 import { classifyMcpFailure } from './failures.ts';
 import { MAX_PROMPTS_PER_PAGE, promptContent, promptInfo, resourceContent, resourceInfo } from './resources.ts';
+import { SamplingRequestRefused, samplingOf } from './sampling-request.ts';
 import { boundToolList, withoutTaskTools } from './tool-list-bounds.ts';
 
 /**
@@ -60,6 +59,8 @@ export interface ConnectionParts {
    * stream no request opened carried a message past the read bound (bounded-response.ts).
    */
   hooks: { toolsChanged: () => void; tooLarge: (error: McpError) => void };
+  /** The client declared `sampling` (the SDK refuses a handler for an undeclared capability). */
+  sampling: boolean;
 }
 
 interface RequestBound {
@@ -96,6 +97,8 @@ const callScope = new AsyncLocalStorage<CallHandlers>();
 
 /** The MCP specification's error code for a request the user (here: the agent's policy) refused. */
 const USER_REJECTED = -1;
+/** JSON-RPC's invalid params: a sampling request this client cannot take (its media are too large). */
+const INVALID_PARAMS = -32602;
 
 function elicitationOf(params: ElicitRequest['params']) {
   if (params.mode === 'url') {
@@ -113,22 +116,6 @@ function elicitationOf(params: ElicitRequest['params']) {
     requestedSchema: { ...params.requestedSchema },
     url: null,
     elicitationId: null,
-  };
-}
-
-function samplingOf(params: CreateMessageRequest['params']): McpSamplingRequest {
-  const textOf = (content: unknown): string => {
-    const parts = Array.isArray(content) ? content : [content];
-    return parts
-      .map((part: unknown) =>
-        isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '[non-text content]',
-      )
-      .join('\n');
-  };
-  return {
-    messages: params.messages.map((message) => ({ role: message.role, text: textOf(message.content) })),
-    systemPrompt: params.systemPrompt ?? null,
-    maxTokens: params.maxTokens,
   };
 }
 
@@ -194,6 +181,21 @@ export class Connection implements McpConnection {
       if (answer.action !== 'accept' || answer.content === undefined) return { action: answer.action };
       return { action: 'accept', content: answer.content as NonNullable<ElicitResult['content']> };
     });
+    if (parts.sampling) this.#serveSampling();
+    this.#client.onclose = () => {
+      this.#closed = true;
+    };
+    this.#client.onerror = (error) => {
+      // Stream hiccups the SDK recovers from itself (reconnecting GET streams) land here; messages carry no headers.
+      this.#options.logger?.debug({ url: this.#options.where, err: error.message }, 'mcp: transport error');
+    };
+  }
+
+  /**
+   * Serves `sampling/createMessage` through the call's `onSample`; a request outside a call, or of a call whose
+   * agent does not allow it, is refused (a backstop: only connections of allowing agents declare sampling).
+   */
+  #serveSampling(): void {
     this.#client.setRequestHandler('sampling/createMessage', async (request) => {
       const onSample = this.#handlersOf('onSample')?.onSample;
       if (onSample === undefined) throw new ProtocolError(USER_REJECTED, 'sampling is not allowed for this agent');
@@ -201,8 +203,9 @@ export class Connection implements McpConnection {
       try {
         result = await onSample(samplingOf(request.params));
       } catch (error) {
-        // Refusals (credits, budgets) and model errors reach the server as the request's error, not as an answer.
-        throw new ProtocolError(USER_REJECTED, error instanceof Error ? error.message : String(error));
+        // Refusals (too large, credits, budgets) and model errors reach the server as the request's error.
+        const code = error instanceof SamplingRequestRefused ? INVALID_PARAMS : USER_REJECTED;
+        throw new ProtocolError(code, error instanceof Error ? error.message : String(error));
       }
       return {
         role: 'assistant' as const,
@@ -211,13 +214,6 @@ export class Connection implements McpConnection {
         stopReason: result.stopReason,
       };
     });
-    this.#client.onclose = () => {
-      this.#closed = true;
-    };
-    this.#client.onerror = (error) => {
-      // Stream hiccups the SDK recovers from itself (reconnecting GET streams) land here; messages carry no headers.
-      this.#options.logger?.debug({ url: this.#options.where, err: error.message }, 'mcp: transport error');
-    };
   }
 
   /** The call a server request belongs to (see `callScope`), if one can answer this kind of request. */

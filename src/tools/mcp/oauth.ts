@@ -16,6 +16,7 @@ import type {
   OAuthClientProvider,
   OAuthDiscoveryState,
   OAuthTokens,
+  StoredOAuthClientInformation,
 } from '@modelcontextprotocol/client';
 
 const sdk = () => import('@modelcontextprotocol/client');
@@ -127,8 +128,15 @@ class StepProvider implements OAuthClientProvider {
   state(): string {
     return this.known.state ?? '';
   }
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.registered;
+  /**
+   * The client to present. A client registered by this flow carries the issuer it was registered at, and the SDK
+   * does not present it to another authorization server (the server moved: it registers again). A pre-registered
+   * client carries none: the operator registered it at this server's authorization server, whichever that is.
+   */
+  clientInformation(context?: { issuer: string }): StoredOAuthClientInformation | undefined {
+    const registered = this.registered;
+    if (registered === undefined || context === undefined || 'issuer' in registered) return registered;
+    return { ...registered, issuer: context.issuer };
   }
   saveClientInformation(information: OAuthClientInformationMixed): void {
     this.registered = information;
@@ -223,8 +231,13 @@ export async function beginAuthorization(
   if (result !== 'REDIRECT' || provider.authorizationUrl === undefined || verifier === undefined) {
     throw new OAuthFlowError('unavailable', 'the authorization server did not start an authorization code flow');
   }
+  // A new client only when the flow registered one: not the known client (stamped with its issuer), nor the
+  // metadata document's URL (nothing was registered; the next sign-in offers the document again).
+  const fresh = provider.registered;
   const registered =
-    provider.registered !== undefined && provider.registered !== input.client ? provider.registered : null;
+    fresh !== undefined && fresh.client_id !== input.client?.client_id && fresh.client_id !== settings.clientMetadataUrl
+      ? fresh
+      : null;
   return {
     authorizationUrl: provider.authorizationUrl.href,
     pending: {

@@ -2,7 +2,7 @@
  * A small pool of MCP connections, one per key (e.g. a connector id), shared by every call that needs that
  * server: concurrent `get`s for one key share one connect, a connection whose transport went away is replaced
  * on the next `get` (using the protocol that worked as the hint), and a changed endpoint (URL or headers) gets
- * a fresh connection. `onToolsChanged(key, …)` listeners outlive reconnects: they are attached to every
+ * a fresh connection (so does a change of the declared `sampling` capability). `onToolsChanged(key, …)` listeners outlive reconnects: they are attached to every
  * connection the pool opens for the key, and told "changed" when a key is reconnected after a failure, since
  * its tools may have changed meanwhile. Header values stay secret: only a hash of the endpoint is kept to
  * compare endpoints.
@@ -36,7 +36,7 @@ function fingerprintOf(endpoint: McpEndpoint): string {
     .map(([name, value]) => [name.toLowerCase(), value])
     .sort(([a = ''], [b = '']) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256')
-    .update(JSON.stringify([endpoint.url, headers]))
+    .update(JSON.stringify([endpoint.url, headers, endpoint.sampling === true]))
     .digest('hex');
 }
 

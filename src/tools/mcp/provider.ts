@@ -63,6 +63,11 @@ interface Target {
   endpoint(): McpEndpoint;
   prefer: string | null;
   connector: Connector | null;
+  /**
+   * The agent's entry allows sampling: its connection declares the capability, and is pooled apart from the
+   * connections of agents that do not (a server is told it may sample only where its requests will be served).
+   */
+  sampling: boolean;
   /** Set for OAuth connectors: the turn's credential (`rejected`: the key a server just refused). */
   credential?: (rejected?: string) => Promise<CredentialResult>;
   endUser?: string | null;
@@ -129,13 +134,14 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
    * connection per credential, replaced when its token changes).
    */
   async function prepare(target: Target, rejected?: string): Promise<Prepared> {
-    const base = target.endpoint();
+    const base = { ...target.endpoint(), sampling: target.sampling };
+    const poolKey = target.sampling ? `${target.key}:sampling` : target.key;
     if (target.credential === undefined) {
-      return { key: target.key, endpoint: base, credentialKey: null, challenge: () => null };
+      return { key: poolKey, endpoint: base, credentialKey: null, challenge: () => null };
     }
     const credential = await target.credential(rejected);
     if (!credential.ok) throw new AuthorizationRequired(credential.message);
-    const key = `${target.key}:${credential.key.split(':')[0] ?? ''}`;
+    const key = `${poolKey}:${credential.key.split(':')[0] ?? ''}`;
     challenges.delete(key);
     return {
       key,
@@ -300,8 +306,8 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
   }
 
   /** The connector's source, with a warning when its last listing left tools out. */
-  function connectorSources(connector: Connector, label: string, scope: ToolScope): ToolSource[] {
-    const available = source(connectorTarget(connector, label, scope.endUser ?? null));
+  function connectorSources(connector: Connector, label: string, scope: ToolScope, sampling: boolean): ToolSource[] {
+    const available = source(connectorTarget(connector, label, scope.endUser ?? null, sampling));
     if (connector.toolsNote === null) return [available];
     const warned = `MCP server "${label}"`;
     return [
@@ -314,8 +320,9 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
     ];
   }
 
-  function connectorTarget(connector: Connector, label: string, endUser: string | null): Target {
+  function connectorTarget(connector: Connector, label: string, endUser: string | null, sampling: boolean): Target {
     return {
+      sampling,
       // Every connector may hold credentials in the vault (OAuth tokens, static bearer tokens or headers).
       endUser,
       credential: (rejected?: string) => deps.credentials.headersFor(deps.db, connector, endUser, rejected),
@@ -330,8 +337,9 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
     };
   }
 
-  function urlTarget(entry: Extract<McpServer, { type: 'url' }>): Target {
+  function urlTarget(entry: Extract<McpServer, { type: 'url' }>, sampling: boolean): Target {
     return {
+      sampling,
       key: `url:${digest(entry.url)}`,
       version: 0,
       label: entry.name,
@@ -350,14 +358,14 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
       if ('type' in entry) {
         if (entry.name !== label) continue;
         const [connector] = await store.connectorsAt(scope.db, scope.orgId, [entry.url]);
-        return connector === undefined ? urlTarget(entry) : connectorTarget(connector, label, endUser);
+        return connector === undefined ? urlTarget(entry, false) : connectorTarget(connector, label, endUser, false);
       }
       if (isToolkit(entry)) {
         if (entry.toolkit === label) return toolkitTarget(entry);
       } else if (entry.kind === 'custom') {
         const [connector] = await store.connectors(scope.db, scope.orgId, [entry.serverId]);
         if (connector !== undefined && (entry.name ?? connector.name) === label) {
-          return connectorTarget(connector, label, endUser);
+          return connectorTarget(connector, label, endUser, false);
         }
       }
     }
@@ -387,6 +395,7 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
       endpoint: () => ({ url, headers: endpoint.headers }),
       prefer: null,
       connector: null,
+      sampling: false,
     };
   }
 
@@ -395,7 +404,7 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
     async browse(orgId, serverId, signal, operation) {
       const [connector] = await store.connectors(deps.db, orgId, [serverId]);
       if (connector === undefined) return undefined;
-      return asApi(connectorTarget(connector, connector.name, null), signal, operation);
+      return asApi(connectorTarget(connector, connector.name, null, false), signal, operation);
     },
     async withServer(scope, entries, label, signal, operation) {
       const target = await labelledTarget(scope, entries, label);
@@ -415,10 +424,11 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
       );
       const configured = Object.keys(deps.toolkits);
       return claimed.flatMap((entry): ToolSource | ToolSource[] => {
+        const sampling = 'allowSampling' in entry && entry.allowSampling === true;
         if ('type' in entry) {
           const connector = byUrl.get(entry.url);
-          if (connector !== undefined) return connectorSources(connector, entry.name, scope);
-          return source(urlTarget(entry));
+          if (connector !== undefined) return connectorSources(connector, entry.name, scope, sampling);
+          return source(urlTarget(entry, sampling));
         }
         if (isToolkit(entry)) {
           const target = toolkitTarget(entry);
@@ -446,7 +456,7 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
             },
           };
         }
-        return connectorSources(connector, custom.name ?? connector.name, scope);
+        return connectorSources(connector, custom.name ?? connector.name, scope, sampling);
       });
     },
   };

@@ -377,6 +377,14 @@ describe.each(dialects())('the MCP tasks extension (%s)', (dialect) => {
     const secondId = await flow.createAgent({ name: 'second' });
     const atSecond = await rpc(`${base}/v1/agents/${secondId}/mcp`, 'tasks/get', { taskId: created.taskId }, key);
     expect(atSecond.message.error).toMatchObject({ code: -32602, message: expect.stringContaining('Task not found') });
+    // A request that does not declare the extension may not use its methods.
+    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+      const { message } = await rpc(mcp, method, { taskId: created.taskId, inputResponses: {} }, { key: h.key });
+      expect(message.error, method).toMatchObject({
+        code: -32021,
+        data: { requiredCapabilities: { extensions: { [TASKS]: {} } } },
+      });
+    }
     const garbage = await rpc(mcp, 'tasks/get', { taskId: 'not-a-task' }, key);
     expect(garbage.message.error).toMatchObject({ code: -32602, message: expect.stringContaining('Task not found') });
 

@@ -19,6 +19,7 @@ import {
   fromJsonSchema,
   type InputRequests,
   type McpServer,
+  MissingRequiredClientCapabilityError,
   ProtocolError,
   ProtocolErrorCode,
   SERVER_INFO_META_KEY,
@@ -271,13 +272,23 @@ export function createTasksExtension(deps: TasksExtensionDeps) {
     /** Adds `tasks/get`, `tasks/update` and `tasks/cancel` to a 2026-07-28 request's server. */
     register(server: McpServer, scope: ToolScope): void {
       const canElicit = () => server.server.getClientCapabilities()?.elicitation !== undefined;
+      // The methods are the extension's: a request that does not declare it is refused as the SEP says.
+      const requireExtension = () => {
+        if (!isJsonObject(server.server.getClientCapabilities()?.extensions?.[TASKS_EXTENSION])) {
+          throw new MissingRequiredClientCapabilityError({
+            requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+          });
+        }
+      };
       server.server.setRequestHandler('tasks/get', { params: TASK_PARAMS }, async ({ taskId }) => {
+        requireExtension();
         const { sessionId, message } = await found(scope, taskId);
         return { ...taskOf(sessionId, message, canElicit()) };
       });
       // The SDK lifts a request's `inputResponses` out of its params into the context, dropping entries that are
       // not objects (named in droppedInputResponseKeys, which is how they are told apart from absent ones).
       server.server.setRequestHandler('tasks/update', { params: TASK_PARAMS }, ({ taskId }, ctx) => {
+        requireExtension();
         const { inputResponses, droppedInputResponseKeys: dropped = [] } = ctx.mcpReq;
         if (inputResponses === undefined) {
           throw invalidParams(
@@ -289,6 +300,7 @@ export function createTasksExtension(deps: TasksExtensionDeps) {
         return update(scope, taskId, responses);
       });
       server.server.setRequestHandler('tasks/cancel', { params: TASK_PARAMS }, async ({ taskId }) => {
+        requireExtension();
         const { message } = await found(scope, taskId);
         // Cooperative and acknowledged either way: a turn that already ended stays as it ended.
         await turns.cancel(scope.orgId, message.id);

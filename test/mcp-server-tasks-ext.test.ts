@@ -303,6 +303,18 @@ describe.each(dialects())('the MCP tasks extension (%s)', (dialect) => {
     });
   });
 
+  it('reports a failed turn as a completed task whose result is the tool error a direct call gives', async () => {
+    const key = { key: h.key, capabilities: WITH_TASKS };
+    const call = { name: 'message_agent', arguments: { agent: 'tasker', message: 'sleep 2500\nfail out of luck' } };
+    const created = await resultOf(mcp, 'tools/call', call, key);
+    expect(created.resultType).toBe('task');
+    const done = await taskWith(mcp, created.taskId, 'completed', key);
+    expect(done.error).toBeUndefined();
+    expect(done.statusMessage).toContain('out of luck');
+    expect(done.result).toMatchObject({ isError: true, structuredContent: { status: 'failed' } });
+    expect(done.result.content[0].text).toContain('The turn failed');
+  });
+
   it('answers tasks/result and tasks/list with method not found', async () => {
     const key = { key: h.key, capabilities: WITH_TASKS };
     const created = await resultOf(

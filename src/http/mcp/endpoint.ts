@@ -1,6 +1,7 @@
 /**
  * The MCP SDK side of /v1/mcp and /v1/agents/{id}/mcp (http/routes/mcp-server.ts): the agents' tools, the
- * 2026-07-28 per-request handler and the 2025-era sessions. Loaded on the first MCP request, so a server that never
+ * 2026-07-28 per-request handler (with the tasks extension, tasks-extension.ts) and the 2025-era sessions (with the
+ * 2025-11-25 tasks, answered here). Loaded on the first MCP request, so a server that never
  * serves MCP never loads the SDK (test/startup-imports.test.ts).
  */
 import {

@@ -18,6 +18,7 @@ import {
   classifyInboundRequest,
   fromJsonSchema,
   type InputRequests,
+  isJsonContentType,
   type McpServer,
   MissingRequiredClientCapabilityError,
   ProtocolError,
@@ -90,7 +91,7 @@ function declaresTasks(params: Record<string, unknown>): boolean {
 
 /**
  * Whether a 2026-07-28 request's standard headers agree with its body as the SDK requires (the revision, the
- * `Mcp-Method` and `Mcp-Name` headers) and it accepts a JSON answer; a request that does not is left to the SDK,
+ * `Mcp-Method` and `Mcp-Name` headers, a JSON body) and it accepts a JSON answer; a request that does not is left to the SDK,
  * which refuses it.
  */
 function headersAgree(request: Request, body: unknown, name: string): boolean {
@@ -109,6 +110,7 @@ function headersAgree(request: Request, body: unknown, name: string): boolean {
     protocolVersionHeader === revision &&
     header('mcp-method') === 'tools/call' &&
     header('mcp-name') === name &&
+    isJsonContentType(request.headers.get('content-type')) &&
     /application\/json|\*\/\*/.test(accept)
   );
 }
@@ -212,13 +214,13 @@ export function createTasksExtension(deps: TasksExtensionDeps) {
       if (key === null || !Object.hasOwn(responses, key)) continue;
       const field = action.type === 'function_call' ? 'output' : 'answer';
       const response = responses[key];
-      const action_ = isJsonObject(response) ? response.action : undefined;
-      if (action_ === 'decline' || action_ === 'cancel') {
+      const verdict = isJsonObject(response) ? response.action : undefined;
+      if (verdict === 'decline' || verdict === 'cancel') {
         declined = true;
         continue;
       }
       const value = isJsonObject(response) && isJsonObject(response.content) ? response.content[field] : undefined;
-      if (action_ !== 'accept' || typeof value !== 'string') {
+      if (verdict !== 'accept' || typeof value !== 'string') {
         throw invalidParams(
           `inputResponses.${key}: expected {"action": "accept", "content": {"${field}": <string>}}, or the action decline or cancel`,
         );

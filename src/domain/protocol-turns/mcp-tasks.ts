@@ -3,6 +3,8 @@
  * asks for a task starts the turn and returns at once; the client then polls `tasks/get`, reads the tool result with
  * `tasks/result`, cancels with `tasks/cancel` and pages its organization's tasks with `tasks/list`.
  *
+ * The tasks extension of the 2026-07-28 revision (http/mcp/tasks-extension.ts) finds its tasks here too (`turn`).
+ *
  * A task is a turn (a Sessions API message): its id, `<session id>.<message id>`, is durable, so it survives a
  * restart and any process of a cluster answers for it. Its status is the message's. Nothing is kept in memory.
  */
@@ -129,6 +131,9 @@ export function createMcpTasks(deps: McpTaskDeps) {
   }
 
   return {
+    /** The turn of a task of the scope (TaskNotFound otherwise), as it is now. */
+    turn: find,
+
     /** The task of a turn just started. */
     created: (sessionId: string, message: Message): McpTask => taskOf(sessionId, message),
 

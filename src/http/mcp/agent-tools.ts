@@ -156,9 +156,51 @@ function resultOf(sessionId: string, message: Message): CallToolResult {
 const errorResult = (text: string): CallToolResult => ({ content: [{ type: 'text', text }], isError: true });
 
 /**
- * The elicitations of everything the turn waits for: a question (one `answer` field, a choice when it offers
- * options) and a client tool call (its arguments shown, one `output` field). Null when it also waits for a tool
- * approval, which is decided through the HTTP API.
+ * The elicitation of one thing the turn waits for: a question (one `answer` field, a choice when it offers options)
+ * or a client tool call (its arguments shown, one `output` field); null for anything else (a tool approval, which is
+ * decided through the HTTP API, or an MCP server's own elicitation).
+ */
+function elicitationOf(action: RequiredAction): InputRequests[string] | null {
+  if (action.type === 'ask_user_question') {
+    const options = (action.options ?? []).filter((option): option is string => typeof option === 'string');
+    return inputRequired.elicit({
+      message: action.question,
+      requestedSchema: {
+        type: 'object',
+        properties: {
+          answer: {
+            type: 'string',
+            title: 'Answer',
+            description: action.question,
+            ...(options.length === 0 ? {} : { enum: options }),
+          },
+        },
+        required: ['answer'],
+      },
+    });
+  }
+  if (action.type === 'function_call') {
+    return inputRequired.elicit({
+      message: `The agent calls the tool ${action.name} with the arguments ${action.arguments}: what is its output?`,
+      requestedSchema: {
+        type: 'object',
+        properties: {
+          output: {
+            type: 'string',
+            title: `Output of ${action.name}`,
+            description: `What ${action.name}(${action.arguments}) returns`,
+          },
+        },
+        required: ['output'],
+      },
+    });
+  }
+  return null;
+}
+
+/**
+ * The elicitations of everything the turn waits for, as an `input_required` result. Null when it also waits for a
+ * tool approval, which is decided through the HTTP API.
  */
 function elicitationsOf(sessionId: string, message: Message): ToolResult | null {
   const actions = message.requiredActions;
@@ -166,45 +208,41 @@ function elicitationsOf(sessionId: string, message: Message): ToolResult | null 
   const inputRequests: InputRequests = {};
   const state: ElicitState = { sessionId, messageId: message.id, actionIds: [], callIds: [] };
   for (const action of actions) {
+    const asked = elicitationOf(action);
+    if (asked === null) continue;
     if (action.type === 'ask_user_question') {
-      const options = (action.options ?? []).filter((option): option is string => typeof option === 'string');
-      inputRequests[questionKey(action.actionId)] = inputRequired.elicit({
-        message: action.question,
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            answer: {
-              type: 'string',
-              title: 'Answer',
-              description: action.question,
-              ...(options.length === 0 ? {} : { enum: options }),
-            },
-          },
-          required: ['answer'],
-        },
-      });
+      inputRequests[questionKey(action.actionId)] = asked;
       state.actionIds.push(action.actionId);
     } else if (action.type === 'function_call') {
-      inputRequests[clientToolKey(state.callIds.length)] = inputRequired.elicit({
-        message: `The agent calls the tool ${action.name} with the arguments ${action.arguments}: what is its output?`,
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            output: {
-              type: 'string',
-              title: `Output of ${action.name}`,
-              description: `What ${action.name}(${action.arguments}) returns`,
-            },
-          },
-          required: ['output'],
-        },
-      });
+      inputRequests[clientToolKey(state.callIds.length)] = asked;
       state.callIds.push(action.callId);
     }
   }
   const requestState = JSON.stringify(state);
   if (requestState.length > MAX_STATE_CHARS) return null;
   return inputRequired({ inputRequests, requestState });
+}
+
+/** The key of a pending question or client tool call in a task's `inputRequests`; null for other actions. */
+export function taskInputKey(action: RequiredAction): string | null {
+  if (action.type === 'ask_user_question') return questionKey(action.actionId);
+  return action.type === 'function_call' ? `client_tool_${action.callId}` : null;
+}
+
+/**
+ * The `inputRequests` of a task (the tasks extension) whose turn waits: keyed `question_<actionId>` and
+ * `client_tool_<callId>`, keys no other request of the turn ever has. Null unless every pending action can be
+ * elicited.
+ */
+function taskInputRequests(message: Message): InputRequests | null {
+  const inputRequests: InputRequests = {};
+  for (const action of message.requiredActions) {
+    const asked = elicitationOf(action);
+    const key = taskInputKey(action);
+    if (asked === null || key === null) return null;
+    inputRequests[key] = asked;
+  }
+  return Object.keys(inputRequests).length === 0 ? null : inputRequests;
 }
 
 /** The accepted value of one field of an elicitation the client answered, or undefined. */
@@ -219,6 +257,9 @@ const EXECUTION = { taskSupport: 'optional' } as const;
 
 /** What the server supports of tasks (2025-11-25): tools/call as a task, tasks/list and tasks/cancel. */
 const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
+
+/** The tasks extension (SEP-2663) of the 2026-07-28 revision, advertised in `server/discover`. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 export function createAgentTools(deps: AgentToolDeps) {
   const { turns } = deps;
@@ -398,7 +439,15 @@ export function createAgentTools(deps: AgentToolDeps) {
     tool.execution = EXECUTION;
   }
 
+  /** Who answers at `scope`: the server's name and version. */
+  const serverInfo = (scope: ToolScope) => ({
+    name: scope.agent === null ? 'agentry' : `agentry-agent-${scope.agent.name}`,
+    version: deps.version,
+  });
+
   return {
+    serverInfo,
+
     /**
      * Starts the turn a `tools/call` asks to run as a task (the arguments the tool's schema allows), or says why not
      * as the tool error a direct call would give.
@@ -431,21 +480,27 @@ export function createAgentTools(deps: AgentToolDeps) {
 
     /** The tool result of a settled turn, as a direct call answers it. */
     resultOf,
+    /** What a waiting turn waits for, and how to answer it through the HTTP API. */
+    pendingText,
+    taskInputRequests,
 
-    /** A fresh server for one request (or one 2025-era session) of `scope`. */
-    server(scope: ToolScope): McpServer {
-      const name = scope.agent === null ? 'agentry' : `agentry-agent-${scope.agent.name}`;
-      const server = new McpServer(
-        { name, version: deps.version },
-        {
-          // logging: the turn's tool events also go out as log messages, at the level the client set.
-          capabilities: { tools: {}, logging: {}, tasks: TASKS_CAPABILITY },
-          instructions:
-            scope.agent === null
-              ? 'Agentry: list your agents with list_agents, talk to one with message_agent.'
-              : `Agentry agent "${scope.agent.name}": talk to it with the message tool.`,
+    /**
+     * A fresh server for one request (`modern`: the 2026-07-28 revision, which has the tasks extension) or one
+     * 2025-era session (`legacy`, which has the 2025-11-25 tasks) of `scope`.
+     */
+    server(scope: ToolScope, era: 'modern' | 'legacy'): McpServer {
+      const server = new McpServer(serverInfo(scope), {
+        // logging: the turn's tool events also go out as log messages, at the level the client set.
+        capabilities: {
+          tools: {},
+          logging: {},
+          ...(era === 'modern' ? { extensions: { [TASKS_EXTENSION]: {} } } : { tasks: TASKS_CAPABILITY }),
         },
-      );
+        instructions:
+          scope.agent === null
+            ? 'Agentry: list your agents with list_agents, talk to one with message_agent.'
+            : `Agentry agent "${scope.agent.name}": talk to it with the message tool.`,
+      });
       if (scope.agent === null) orgTools(server, scope.orgId);
       else agentTool(server, { orgId: scope.orgId, agent: scope.agent });
       return server;

@@ -1,6 +1,7 @@
 /**
  * The MCP SDK side of /v1/mcp and /v1/agents/{id}/mcp (http/routes/mcp-server.ts): the agents' tools, the
- * 2026-07-28 per-request handler and the 2025-era sessions. Loaded on the first MCP request, so a server that never
+ * 2026-07-28 per-request handler (with the tasks extension, tasks-extension.ts) and the 2025-era sessions (with the
+ * 2025-11-25 tasks, answered here). Loaded on the first MCP request, so a server that never
  * serves MCP never loads the SDK (test/startup-imports.test.ts).
  */
 import {
@@ -14,12 +15,15 @@ import { createMcpTasks, TaskEnded, TaskNotFound, type TaskScope } from '../../d
 import { isJsonObject } from '../../lib/guards.ts';
 import { type AgentTools, createAgentTools, type ToolScope } from './agent-tools.ts';
 import { createLegacySessions } from './legacy-sessions.ts';
+import { createTasksExtension } from './tasks-extension.ts';
 
 /** 2025-era sessions idle this long are closed (their client re-initializes on the 404 that follows). */
 const LEGACY_IDLE_MS = 30 * 60_000;
 const LEGACY_MAX_SESSIONS = 10_000;
 /** A progress beat this often while a turn shows nothing, so clients that reset their timeout on progress wait. */
 const BEAT_MS = 10_000;
+/** A `tools/call` declaring the tasks extension answers with a task when its turn has not ended by then. */
+const TASK_AFTER_MS = 2_000;
 
 export type { ToolScope };
 
@@ -89,13 +93,17 @@ export function createMcpEndpoint(
     beatMs: BEAT_MS,
     version: '1.0.0',
   });
+  const tasks = createMcpTasks({ turns: deps.protocolTurns, runs: deps.runs });
+  const extension = createTasksExtension({ tools, tasks, turns: deps.protocolTurns, taskAfterMs: TASK_AFTER_MS });
   /** The scope of each request the modern handler serves (its factory sees the Request only). */
   const scopes = new WeakMap<Request, ToolScope>();
   const modern = createMcpHandler(
     ({ requestInfo }) => {
       const scope = requestInfo === undefined ? undefined : scopes.get(requestInfo);
       if (scope === undefined) throw new Error('MCP request without a scope');
-      return tools.server(scope);
+      const server = tools.server(scope, 'modern');
+      extension.register(server, scope);
+      return server;
     },
     {
       legacy: 'reject',
@@ -104,7 +112,6 @@ export function createMcpEndpoint(
       onerror: logRefusal,
     },
   );
-  const tasks = createMcpTasks({ turns: deps.protocolTurns, runs: deps.runs });
   const legacy = createLegacySessions({
     idleMs: LEGACY_IDLE_MS,
     max: LEGACY_MAX_SESSIONS,
@@ -117,8 +124,10 @@ export function createMcpEndpoint(
       if (await isLegacyRequest(request, body)) {
         const answered = request.method === 'POST' ? await taskAnswer(tools, tasks, body, scope, request.signal) : null;
         if (answered !== null) return answered;
-        return legacy.handle(request, body, owner, () => tools.server(scope));
+        return legacy.handle(request, body, owner, () => tools.server(scope, 'legacy'));
       }
+      const asTask = await extension.call(request, body, scope);
+      if (asTask !== null) return asTask;
       scopes.set(request, scope);
       return modern.fetch(request, body === undefined ? {} : { parsedBody: body });
     },

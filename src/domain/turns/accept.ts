@@ -47,7 +47,7 @@ import {
   summaryMessage,
   UNATTACHED,
 } from './items.ts';
-import { storedWarnings, type Warning } from './message-types.ts';
+import { type MessagePart, storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
 
 /** Per-message additions (mostly from the Responses surface's compatibility mode), for this turn only. */
@@ -153,8 +153,8 @@ export type HistoryItem =
   | { type: 'compaction'; summary: string };
 
 export interface AcceptInput {
-  /** What the Message shows as its parts. */
-  parts: { type: 'text'; text: string }[];
+  /** What the Message shows as its parts (its attachments, when any, also in `attachments` for the model). */
+  parts: MessagePart[];
   /** The new user input; null for a turn that continues from tool outputs alone. */
   text: string | null;
   attachments?: Attachment[];

@@ -23,6 +23,7 @@ import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
 import { appendItems, loadMessageItems, pendingCalls, turnText } from './items.ts';
+import { type ResolveAttachment, resolveParts, type SubmittedPart } from './message-parts.ts';
 import type { AcceptedMessage, Message } from './message-types.ts';
 import { isTerminal, OPEN_STATUSES } from './message-types.ts';
 import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
@@ -39,12 +40,14 @@ export interface MessageServiceDeps {
   subscriptions: WebhookSubscriptions;
   /** What the features add to the state changes of turns (src/deps.ts). */
   turnHooks: TurnHooks;
+  /** Checks a file attached to a message (domain/files/attachments.ts `resolveAttachment`). */
+  resolveAttachment: ResolveAttachment;
 }
 
 export interface SubmitInput {
   orgId: string;
   sessionId: string;
-  parts: { type: 'text'; text: string }[];
+  parts: SubmittedPart[];
   idempotencyKey: string;
   source?: 'sessions' | 'responses' | 'tasks' | 'mcp' | 'a2a';
   /** The structure of the reply (domain/output-format.ts wire shape); absent: the agent's output format. */
@@ -124,12 +127,14 @@ export function createMessageService(deps: MessageServiceDeps) {
       const result = await deps.idempotency.run(
         { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request },
         async (trx) => {
+          const { parts, text, attachments } = await resolveParts(trx, orgId, input.parts, deps.resolveAttachment);
           const accepted = await acceptMessage(
             trx,
             { orgId, sessionId, now: clock.now() },
             {
-              parts: input.parts,
-              text: input.parts.map((part) => part.text).join('\n'),
+              parts,
+              text,
+              attachments,
               source: input.source ?? 'sessions',
               // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
               visibleOnly: true,

@@ -30,15 +30,38 @@ export interface TextPart {
 const isTextPart = (value: unknown): value is TextPart =>
   isJsonObject(value) && value.type === 'text' && typeof value.text === 'string';
 
-/** The parts of a submitted message (`messages.parts`). */
+/** The parts of a submitted message of text alone. */
 export const isTextParts = (value: unknown): value is TextPart[] => isArrayOf(value, isTextPart);
+
+/** A file attached to a message: how the model reads it (`image` or `file`) and its name when it was attached. */
+export interface AttachmentPart {
+  type: 'image' | 'file';
+  fileId: string;
+  filename: string;
+  detail?: string;
+}
+
+/** A part of a submitted message: its text, or a file attached to it. */
+export type MessagePart = TextPart | AttachmentPart;
+
+const isAttachmentPart = (value: unknown): value is AttachmentPart =>
+  isJsonObject(value) &&
+  (value.type === 'image' || value.type === 'file') &&
+  isString(value.fileId) &&
+  isString(value.filename) &&
+  isAbsentOr(value.detail, isString);
+
+/** The parts of a submitted message (`messages.parts`): text parts, then the attachments in the order sent. */
+export const isMessageParts = (value: unknown): value is MessagePart[] =>
+  isArrayOf(value, (part: unknown): part is MessagePart => isTextPart(part) || isAttachmentPart(part));
 
 export interface Message {
   id: string;
   object: 'message';
   sessionId: string;
   status: MessageStatus;
-  parts: TextPart[];
+  /** One text part (the text parts joined with newlines), then the attachments. */
+  parts: MessagePart[];
   response: { parts: TextPart[] } | null;
   error: MessageError | null;
   requiredActions: RequiredAction[];

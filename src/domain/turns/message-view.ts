@@ -4,7 +4,15 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow, type PendingCall, pendingCalls, waitingElicitation } from './items.ts';
-import { isMessageError, isTextParts, type Message, type RequiredAction, warningsOf } from './message-types.ts';
+import {
+  type AttachmentPart,
+  isMessageError,
+  isMessageParts,
+  type Message,
+  type RequiredAction,
+  type TextPart,
+  warningsOf,
+} from './message-types.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   const actions: RequiredAction[] = [];
@@ -62,13 +70,15 @@ export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
 }
 
 export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Message {
-  const parts = parseJsonColumn(row.parts, isTextParts, 'messages.parts');
+  const parts = parseJsonColumn(row.parts, isMessageParts, 'messages.parts');
+  const texts = parts.filter((part): part is TextPart => part.type === 'text');
+  const attachments = parts.filter((part): part is AttachmentPart => part.type !== 'text');
   return {
     id: row.id,
     object: 'message',
     sessionId: row.session_id,
     status: row.status,
-    parts: [{ type: 'text', text: parts.map((part) => part.text).join('\n') }],
+    parts: [{ type: 'text', text: texts.map((part) => part.text).join('\n') }, ...attachments],
     response:
       row.status === 'completed' || row.response_text !== null
         ? { parts: [{ type: 'text', text: row.response_text ?? '' }] }

@@ -1,21 +1,56 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
+import { MAX_MESSAGE_ATTACHMENTS } from '../../domain/turns/message-parts.ts';
 import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
 import { MAX_WAIT_SECONDS } from '../../domain/turns/message-wait.ts';
 import { ELICITATION_MODES } from '../../events/session-values.ts';
 import { OffsetPagination, StringEnum, Uuid } from './common.ts';
 import { outputFormatSchema } from './output-format.ts';
+import { raw } from './raw-schema.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
 
+const FileId = Type.String({ format: 'uuid', description: 'A file of the organization (POST /v1/files)' });
+
+const TextInputPart = Type.Object(
+  { type: Type.Literal('text'), text: Type.String({ minLength: 1, maxLength: 100_000 }) },
+  { additionalProperties: false, title: 'Text part', description: 'Text parts are joined with newlines' },
+);
+const ImageInputPart = Type.Object(
+  {
+    type: Type.Literal('image'),
+    fileId: FileId,
+    detail: Type.Optional(
+      StringEnum(['auto', 'low', 'high', 'original'] as const, 'How closely the model looks (where it supports it)'),
+    ),
+  },
+  { additionalProperties: false, title: 'Image part', description: 'An image file (PNG, JPEG, GIF, WebP)' },
+);
+const FileInputPart = Type.Object(
+  { type: Type.Literal('file'), fileId: FileId },
+  {
+    additionalProperties: false,
+    title: 'File part',
+    description: 'A text file (its content given to the model as text) or an image (given as an image)',
+  },
+);
+
+/** The kinds of part a message takes; `type` selects one, so a failure names the field of that kind. */
+const INPUT_PARTS = [TextInputPart, ImageInputPart, FileInputPart];
+
+const MessageInputPart = raw<Static<(typeof INPUT_PARTS)[number]>>({
+  type: 'object',
+  required: ['type'],
+  discriminator: { propertyName: 'type' },
+  oneOf: INPUT_PARTS,
+});
+
 export const MessageCreateBody = Type.Object(
   {
-    parts: Type.Array(
-      Type.Object(
-        { type: Type.Literal('text'), text: Type.String({ minLength: 1, maxLength: 100_000 }) },
-        { additionalProperties: false },
-      ),
-      { minItems: 1, maxItems: 32, description: 'Joined with newlines into one prompt' },
-    ),
+    parts: Type.Array(MessageInputPart, {
+      minItems: 1,
+      maxItems: 32,
+      description: `The text parts joined with newlines into one prompt; image and file parts (extension, at most ${MAX_MESSAGE_ATTACHMENTS}) attach files the model reads with it`,
+    }),
     outputFormat: Type.Optional(
       outputFormatSchema(
         false,
@@ -24,6 +59,16 @@ export const MessageCreateBody = Type.Object(
     ),
   },
   { additionalProperties: false },
+);
+
+const AttachmentPart = Type.Object(
+  {
+    type: StringEnum(['image', 'file'] as const, 'How the model reads the file: as an image, or as text'),
+    fileId: Uuid,
+    filename: Type.String({ description: 'Its name when it was attached' }),
+    detail: Type.Optional(Type.String()),
+  },
+  { title: 'Attachment part', description: 'A file attached to the message (extension)' },
 );
 
 const RequiredAction = Type.Union([
@@ -85,7 +130,9 @@ const messageFields = {
   object: Type.Literal('message'),
   sessionId: Uuid,
   status: StringEnum(MESSAGE_STATUSES),
-  parts: Type.Array(TextPart),
+  parts: Type.Array(Type.Union([TextPart, AttachmentPart]), {
+    description: 'One text part (the text parts joined with newlines), then the attached files in the order sent',
+  }),
   response: Type.Union([Type.Object({ parts: Type.Array(TextPart) }), Type.Null()]),
   error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
   requiredActions: Type.Array(RequiredAction, {

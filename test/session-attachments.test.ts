@@ -188,7 +188,8 @@ describe.each(dialects())('session message attachments (%s)', (dialect) => {
     expect((await flow.waitForMessage(accepted.sessionId, next.id)).status).toBe('completed');
     const again = json(await h.request('GET', `/v1/sessions/${accepted.sessionId}/messages`));
     expect(again.data[0].parts).toEqual([text('read this'), { type: 'file', fileId: notesId, filename: 'brief.txt' }]);
-    const firstUser = (stub.bodies[1]?.messages as Json[]).find((message) => message.role === 'user');
+    const sent = (stub.bodies[1]?.messages ?? []) as Json[];
+    const firstUser = sent.find((message) => message.role === 'user');
     expect(JSON.stringify(firstUser?.content)).toContain(`[file ${notesId} is no longer available]`);
     expect(JSON.stringify(firstUser?.content)).not.toContain(NOTES);
   });

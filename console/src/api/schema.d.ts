@@ -15660,11 +15660,26 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
-                                parts: {
+                                /** @description One text part (the text parts joined with newlines), then the attached files in the order sent */
+                                parts: ({
                                     text: string;
                                     /** @enum {string} */
                                     type: "text";
-                                }[];
+                                } | {
+                                    detail?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    fileId: string;
+                                    /** @description Its name when it was attached */
+                                    filename: string;
+                                    /**
+                                     * @description How the model reads the file: as an image, or as text
+                                     * @enum {string}
+                                     */
+                                    type: "image" | "file";
+                                })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
                                     actionId: number;
@@ -15836,12 +15851,33 @@ export interface paths {
                             /** @enum {string} */
                             type: "text" | "json_object" | "json_schema";
                         };
-                        /** @description Joined with newlines into one prompt */
-                        parts: {
+                        /** @description The text parts joined with newlines into one prompt; image and file parts (extension, at most 16) attach files the model reads with it */
+                        parts: ({
                             text: string;
                             /** @enum {string} */
                             type: "text";
-                        }[];
+                        } | {
+                            /**
+                             * @description How closely the model looks (where it supports it)
+                             * @enum {string}
+                             */
+                            detail?: "auto" | "low" | "high" | "original";
+                            /**
+                             * Format: uuid
+                             * @description A file of the organization (POST /v1/files)
+                             */
+                            fileId: string;
+                            /** @enum {string} */
+                            type: "image";
+                        } | {
+                            /**
+                             * Format: uuid
+                             * @description A file of the organization (POST /v1/files)
+                             */
+                            fileId: string;
+                            /** @enum {string} */
+                            type: "file";
+                        })[];
                     };
                 };
             };
@@ -15867,11 +15903,26 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "message";
-                            parts: {
+                            /** @description One text part (the text parts joined with newlines), then the attached files in the order sent */
+                            parts: ({
                                 text: string;
                                 /** @enum {string} */
                                 type: "text";
-                            }[];
+                            } | {
+                                detail?: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                fileId: string;
+                                /** @description Its name when it was attached */
+                                filename: string;
+                                /**
+                                 * @description How the model reads the file: as an image, or as text
+                                 * @enum {string}
+                                 */
+                                type: "image" | "file";
+                            })[];
                             /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                             requiredActions: ({
                                 actionId: number;
@@ -16090,11 +16141,26 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
-                                parts: {
+                                /** @description One text part (the text parts joined with newlines), then the attached files in the order sent */
+                                parts: ({
                                     text: string;
                                     /** @enum {string} */
                                     type: "text";
-                                }[];
+                                } | {
+                                    detail?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    fileId: string;
+                                    /** @description Its name when it was attached */
+                                    filename: string;
+                                    /**
+                                     * @description How the model reads the file: as an image, or as text
+                                     * @enum {string}
+                                     */
+                                    type: "image" | "file";
+                                })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
                                     actionId: number;

@@ -44,7 +44,10 @@ async function upload(file: File): Promise<string> {
   const body: unknown = await response.json().catch(() => null);
   if (!response.ok) {
     const error = toApiError(response.status, body);
-    throw new Error(error.param === null ? error.message : humanError(error.param, error.message, () => file.name));
+    const { param } = error;
+    // "file is larger than …" reads "notes.txt is larger than …"; other words of the message stay as they are.
+    const named = (path: string) => (path === param ? file.name : null);
+    throw new Error(param === null ? error.message : humanError(param, error.message, named));
   }
   const id = typeof body === 'object' && body !== null && 'id' in body ? body.id : null;
   if (typeof id !== 'string') throw new Error(`${file.name} was not stored: the server answered no file id`);

@@ -18,6 +18,7 @@ import { useCan } from '../auth/session.tsx';
 import { AgentPanel } from '../components/agent-panel.tsx';
 import {
   AttachmentPicker,
+  type Attachments,
   attachmentError,
   fileDropHandlers,
   type ReadyAttachment,
@@ -229,6 +230,8 @@ interface ConversationProps {
   onTrace: (runId: string) => void;
   /** The agent runs on the scripted model: the hint says which lines it plays. */
   scripted: boolean;
+  /** The composer's files: the page's, so that they outlive the remount when the first message opens a session. */
+  attachments: Attachments;
 }
 
 function Conversation({
@@ -240,13 +243,13 @@ function Conversation({
   tracing,
   onTrace,
   scripted,
+  attachments,
 }: ConversationProps) {
   const sessionId = session?.id ?? null;
   const messages = useQuery({ ...messagesQuery(sessionId ?? ''), enabled: sessionId !== null });
   const live = useLiveSession(sessionId);
   const queryClient = useQueryClient();
   const [text, setText] = useState('');
-  const attachments = useAttachments();
   const list = sessionId === null ? [] : (messages.data?.data ?? []);
   const active = list.some(
     (message) => message.status === 'running' || message.status === 'queued' || message.status === 'requires_action',
@@ -265,6 +268,8 @@ function Conversation({
       await queryClient.invalidateQueries({ queryKey: ['messages', sessionId] });
     },
     onError: (error, draft) => {
+      // A refused first message comes back to the composer of the session it opened.
+      setText((current) => (current === '' ? draft.text : current));
       const refused = attachmentError(error, draft.files, draft.text.trim() !== '');
       if (refused !== null) attachments.fail(refused.key, { error: refused.message });
     },
@@ -273,7 +278,8 @@ function Conversation({
     send.variables === undefined
       ? null
       : attachmentError(send.error, send.variables.files, send.variables.text.trim() !== '');
-  const sendError = refusedFile === null ? send.error : new Error(refusedFile.message);
+  // A refused file is said at its chip.
+  const sendError = refusedFile === null ? send.error : null;
   const blocked = attachments.uploading || attachments.items.some((item) => item.error !== null);
   const empty = text.trim() === '' && attachments.ready.length === 0;
   const interrupt = useMutation({
@@ -426,6 +432,7 @@ export default function PlaygroundPage() {
     enabled: sessionId !== null,
   });
   const [initial, setInitial] = useState<Draft | null>(null);
+  const attachments = useAttachments();
   const open = useMutation({
     mutationFn: (_first: Draft | null) =>
       unwrap(
@@ -483,6 +490,7 @@ export default function PlaygroundPage() {
               tracing={tracing}
               onTrace={showTrace}
               scripted={agent.data?.agent.model.startsWith('scripted') ?? false}
+              attachments={attachments}
             />
           )}
         </div>

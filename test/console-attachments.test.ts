@@ -1,9 +1,9 @@
 /**
  * Files attached in the playground, in Debian's Chromium (playwright-core) against a real Agentry process with the
- * scripted model: an image and a text file chosen (the Attach button takes keyboard focus), uploaded, sent with the first message, shown
- * in the transcript (the image as a thumbnail fetched with the key) and still there after a reload; an upload over
- * the limit and a file no model can read refused in words at their chip, at phone width. Once per dialect; each
- * test signs in and makes its own data; waits are for conditions.
+ * scripted model: an image and a text file chosen (the Attach button takes keyboard focus), uploaded, sent with the
+ * first message, shown in the transcript (the image as a thumbnail fetched with the key) and still there after a
+ * reload; an upload over the limit and a file no model can read refused in words at their chip, at phone width. Once
+ * per dialect; each test signs in and makes its own data; waits are for conditions.
  */
 import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';

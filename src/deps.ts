@@ -15,7 +15,7 @@ import { type AgentService, createAgentService } from './domain/agents/agent-ser
 import { createAgentApplier } from './domain/apply/agent-documents.ts';
 import { type ApplyService, createApplyService } from './domain/apply/apply-service.ts';
 import { type ChatCompletionService, createChatCompletionService } from './domain/chat-completions/chat-service.ts';
-import { checkAttachment } from './domain/files/attachments.ts';
+import { checkAttachment, resolveAttachment } from './domain/files/attachments.ts';
 import { createFileReader, createFileService, type FileService } from './domain/files/file-service.ts';
 import { createImageImporter } from './domain/files/image-import.ts';
 import { createIdempotency, type Idempotency } from './domain/idempotency.ts';
@@ -417,6 +417,7 @@ export async function buildDeps(
       images,
       requestTimeoutMs: config.mcpRequestTimeoutMs,
     }),
+    resolveAttachment,
   });
   const scheduleRunner = createScheduleRunner({
     db,

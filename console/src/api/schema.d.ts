@@ -15660,6 +15660,7 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
+                                /** @description The text parts joined with newlines and the prompt parts, in the order sent, then the attached files in the order sent */
                                 parts: ({
                                     text: string;
                                     /** @enum {string} */
@@ -15676,6 +15677,20 @@ export interface paths {
                                     text: string;
                                     /** @enum {string} */
                                     type: "mcp_prompt";
+                                } | {
+                                    detail?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    fileId: string;
+                                    /** @description Its name when it was attached */
+                                    filename: string;
+                                    /**
+                                     * @description How the model reads the file: as an image, or as text
+                                     * @enum {string}
+                                     */
+                                    type: "image" | "file";
                                 })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({
@@ -15848,11 +15863,32 @@ export interface paths {
                             /** @enum {string} */
                             type: "text" | "json_object" | "json_schema";
                         };
-                        /** @description Joined with newlines into one prompt */
+                        /** @description The text parts joined with newlines into one prompt; image and file parts (extension, at most 16) attach files the model reads with it; mcp_prompt parts (extension) are filled in by an MCP server's prompt */
                         parts: ({
                             text: string;
                             /** @enum {string} */
                             type: "text";
+                        } | {
+                            /**
+                             * @description How closely the model looks (where it supports it)
+                             * @enum {string}
+                             */
+                            detail?: "auto" | "low" | "high" | "original";
+                            /**
+                             * Format: uuid
+                             * @description A file of the organization (POST /v1/files)
+                             */
+                            fileId: string;
+                            /** @enum {string} */
+                            type: "image";
+                        } | {
+                            /**
+                             * Format: uuid
+                             * @description A file of the organization (POST /v1/files)
+                             */
+                            fileId: string;
+                            /** @enum {string} */
+                            type: "file";
                         } | {
                             /** @description The prompt's arguments (strings, as MCP defines them) */
                             arguments?: {
@@ -15890,6 +15926,7 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "message";
+                            /** @description The text parts joined with newlines and the prompt parts, in the order sent, then the attached files in the order sent */
                             parts: ({
                                 text: string;
                                 /** @enum {string} */
@@ -15906,6 +15943,20 @@ export interface paths {
                                 text: string;
                                 /** @enum {string} */
                                 type: "mcp_prompt";
+                            } | {
+                                detail?: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                fileId: string;
+                                /** @description Its name when it was attached */
+                                filename: string;
+                                /**
+                                 * @description How the model reads the file: as an image, or as text
+                                 * @enum {string}
+                                 */
+                                type: "image" | "file";
                             })[];
                             /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                             requiredActions: ({
@@ -16134,6 +16185,7 @@ export interface paths {
                                 id: string;
                                 /** @enum {string} */
                                 object: "message";
+                                /** @description The text parts joined with newlines and the prompt parts, in the order sent, then the attached files in the order sent */
                                 parts: ({
                                     text: string;
                                     /** @enum {string} */
@@ -16150,6 +16202,20 @@ export interface paths {
                                     text: string;
                                     /** @enum {string} */
                                     type: "mcp_prompt";
+                                } | {
+                                    detail?: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID
+                                     */
+                                    fileId: string;
+                                    /** @description Its name when it was attached */
+                                    filename: string;
+                                    /**
+                                     * @description How the model reads the file: as an image, or as text
+                                     * @enum {string}
+                                     */
+                                    type: "image" | "file";
                                 })[];
                                 /** @description Unresolved questions, client tool calls and tool calls waiting for approval */
                                 requiredActions: ({

@@ -24,5 +24,13 @@ export function sessionName(session: Pick<Session, 'id' | 'title'>, firstMessage
 
 /** The first message's text, once known. */
 export function firstText(preview: ReturnType<typeof useSessionPreview>): string | undefined {
-  return preview.data?.data[0]?.parts.map((part) => part.text).join(' ');
+  const parts = preview.data?.data[0]?.parts;
+  if (parts === undefined) return undefined;
+  const text = parts
+    .flatMap((part) => (part.type === 'text' || part.type === 'mcp_prompt' ? [part.text] : []))
+    .join(' ');
+  // A message of files alone reads as their names.
+  return text.trim() !== ''
+    ? text
+    : parts.flatMap((part) => (part.type === 'image' || part.type === 'file' ? [part.filename] : [])).join(', ');
 }

@@ -1,5 +1,5 @@
 /**
- * A session's messages as a conversation: the user's text, the agent's reply (streamed while the turn runs), and
+ * A session's messages as a conversation: the user's text and attached files, the agent's reply (streamed while the turn runs), and
  * the tool calls of the turn with their arguments and results (live events first, then the run's trace).
  */
 import { useQuery } from '@tanstack/react-query';
@@ -7,6 +7,7 @@ import type { ReactNode } from 'react';
 import { Link } from 'react-router';
 import { traceQuery } from '../api/queries.ts';
 import type { Message } from '../api/types.ts';
+import { MessageAttachments } from './attachments.tsx';
 import type { LiveMessage } from './live-session.ts';
 import { Badge } from './ui.tsx';
 
@@ -23,7 +24,10 @@ interface CallView {
 const ACTIVE = new Set(['queued', 'running', 'requires_action']);
 
 function textOf(parts: { type: string; text?: string }[] | undefined): string {
-  return (parts ?? []).map((part) => part.text ?? '').join('\n');
+  // A prompt part shows the text it expanded to (what the model read).
+  return (parts ?? [])
+    .flatMap((part) => (part.type === 'text' || part.type === 'mcp_prompt' ? [part.text ?? ''] : []))
+    .join('\n');
 }
 
 /** Tool calls of a message: the trace's tool_call spans, completed by live events not in the trace yet. */
@@ -128,7 +132,8 @@ export function Transcript({ messages, live, actions }: TranscriptProps) {
           <li key={message.id} className="turn" data-message-id={message.id} data-status={message.status}>
             <div className="bubble user">
               <span className="sr-only">You: </span>
-              <p>{textOf(message.parts)}</p>
+              {textOf(message.parts) === '' ? null : <p>{textOf(message.parts)}</p>}
+              <MessageAttachments parts={message.parts} />
             </div>
             <div className="bubble agent" aria-busy={active}>
               <div className="row small">

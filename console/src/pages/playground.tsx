@@ -4,8 +4,9 @@
  * shows its tool, server and arguments with Approve and Deny buttons (and an optional reason); an MCP server's
  * elicitation gets the form its schema asks for; a running turn can be interrupted. `?session=` picks the session
  * (a new one is opened by the first message). Beside the chat: the agent, edited in place and saved as a new
- * version, or the trace of a turn's run (`?trace=<run id>`), opened from the turn.
- * Stable hooks for tests: a text box labelled "Message" and a "Send" button.
+ * version, or the trace of a turn's run (`?trace=<run id>`), opened from the turn. Files attached to a message
+ * (button, paste or drop) are uploaded as they are chosen and sent as file parts.
+ * Stable hooks for tests: a text box labelled "Message", an "Attach files" button and a "Send" button.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useCallback, useEffect, useState } from 'react';
@@ -15,6 +16,14 @@ import { messagesQuery } from '../api/queries.ts';
 import type { Message, RequiredAction, Session } from '../api/types.ts';
 import { useCan } from '../auth/session.tsx';
 import { AgentPanel } from '../components/agent-panel.tsx';
+import {
+  AttachmentPicker,
+  type Attachments,
+  attachmentError,
+  fileDropHandlers,
+  type ReadyAttachment,
+  useAttachments,
+} from '../components/attachments.tsx';
 import { ElicitationForm } from '../components/elicitation-form.tsx';
 import { useLiveSession } from '../components/live-session.ts';
 import { firstText, sessionName, useSessionPreview } from '../components/session-name.ts';
@@ -194,20 +203,35 @@ function ToolOutputForm({
   );
 }
 
+/** A message as the composer sends it: its text and the uploaded files attached to it. */
+interface Draft {
+  text: string;
+  files: ReadyAttachment[];
+}
+
+function partsOf(draft: Draft) {
+  return [
+    ...(draft.text.trim() === '' ? [] : [{ type: 'text' as const, text: draft.text }]),
+    ...draft.files.map((file) => ({ type: 'file' as const, fileId: file.fileId })),
+  ];
+}
+
 interface ConversationProps {
   /** Null until the first message opens a session. */
   session: Session | null;
-  /** Opens a session whose conversation will send `text` as soon as its stream is live. */
-  onOpen: (text: string) => void;
+  /** Opens a session whose conversation will send `draft` as soon as its stream is live. */
+  onOpen: (draft: Draft) => void;
   opening: boolean;
   /** A first message to send once the stream is live (so not one delta is missed). */
-  initial: string | null;
+  initial: Draft | null;
   onInitialSent: () => void;
   /** The run whose trace is open beside the chat, and how to open one. */
   tracing: string | null;
   onTrace: (runId: string) => void;
   /** The agent runs on the scripted model: the hint says which lines it plays. */
   scripted: boolean;
+  /** The composer's files: the page's, so that they outlive the remount when the first message opens a session. */
+  attachments: Attachments;
 }
 
 function Conversation({
@@ -219,6 +243,7 @@ function Conversation({
   tracing,
   onTrace,
   scripted,
+  attachments,
 }: ConversationProps) {
   const sessionId = session?.id ?? null;
   const messages = useQuery({ ...messagesQuery(sessionId ?? ''), enabled: sessionId !== null });
@@ -230,18 +255,33 @@ function Conversation({
     (message) => message.status === 'running' || message.status === 'queued' || message.status === 'requires_action',
   );
   const send = useMutation({
-    mutationFn: (value: string) =>
+    mutationFn: (draft: Draft) =>
       unwrap(
         api.POST('/v1/sessions/{id}/messages', {
           params: { path: { id: sessionId ?? '' }, header: { 'idempotency-key': idempotencyKey() } },
-          body: { parts: [{ type: 'text', text: value }] },
+          body: { parts: partsOf(draft) },
         }),
       ),
     onSuccess: async () => {
       setText('');
+      attachments.clear();
       await queryClient.invalidateQueries({ queryKey: ['messages', sessionId] });
     },
+    onError: (error, draft) => {
+      // A refused first message comes back to the composer of the session it opened.
+      setText((current) => (current === '' ? draft.text : current));
+      const refused = attachmentError(error, draft.files, draft.text.trim() !== '');
+      if (refused !== null) attachments.fail(refused.key, { error: refused.message });
+    },
   });
+  const refusedFile =
+    send.variables === undefined
+      ? null
+      : attachmentError(send.error, send.variables.files, send.variables.text.trim() !== '');
+  // A refused file is said at its chip.
+  const sendError = refusedFile === null ? send.error : null;
+  const blocked = attachments.uploading || attachments.items.some((item) => item.error !== null);
+  const empty = text.trim() === '' && attachments.ready.length === 0;
   const interrupt = useMutation({
     mutationFn: () => unwrap(api.POST('/v1/sessions/{id}/interrupt', { params: { path: { id: sessionId ?? '' } } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['messages', sessionId] }),
@@ -254,9 +294,10 @@ function Conversation({
   }, [initial, sessionId, live.connection, onInitialSent, send.mutate]);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    if (text.trim() === '') return;
-    if (session === null) onOpen(text);
-    else send.mutate(text);
+    if (empty || blocked) return;
+    const draft = { text, files: attachments.ready };
+    if (session === null) onOpen(draft);
+    else send.mutate(draft);
   };
   return (
     <div className="conversation">
@@ -307,17 +348,17 @@ function Conversation({
           </>
         )}
       />
-      <form className="composer" onSubmit={submit}>
+      <form className="composer" onSubmit={submit} {...fileDropHandlers(attachments)}>
         <Field
           label="Message"
           hint={
             scripted ? (
               <>
-                Enter sends; Shift+Enter adds a line. The scripted model plays <code>call</code>, <code>ask</code> and{' '}
-                <code>sleep</code> lines.
+                Enter sends; Shift+Enter adds a line; paste or drop files to attach them. The scripted model plays{' '}
+                <code>call</code>, <code>ask</code> and <code>sleep</code> lines.
               </>
             ) : (
-              'Enter sends; Shift+Enter adds a line.'
+              'Enter sends; Shift+Enter adds a line; paste or drop files to attach them.'
             )
           }
         >
@@ -333,9 +374,10 @@ function Conversation({
             />
           )}
         </Field>
-        <ErrorNote error={send.error ?? interrupt.error} />
+        <AttachmentPicker attachments={attachments} />
+        <ErrorNote error={sendError ?? interrupt.error} />
         <div className="row">
-          <button type="submit" className="primary" disabled={send.isPending || opening || text.trim() === ''}>
+          <button type="submit" className="primary" disabled={send.isPending || opening || empty || blocked}>
             Send
           </button>
           <ConfirmButton
@@ -389,9 +431,10 @@ export default function PlaygroundPage() {
     queryFn: () => unwrap(api.GET('/v1/sessions/{id}', { params: { path: { id: sessionId ?? '' } } })),
     enabled: sessionId !== null,
   });
-  const [initial, setInitial] = useState<string | null>(null);
+  const [initial, setInitial] = useState<Draft | null>(null);
+  const attachments = useAttachments();
   const open = useMutation({
-    mutationFn: (_first: string | null) =>
+    mutationFn: (_first: Draft | null) =>
       unwrap(
         api.POST('/v1/sessions', { body: { agentId }, params: { header: { 'idempotency-key': idempotencyKey() } } }),
       ),
@@ -440,13 +483,14 @@ export default function PlaygroundPage() {
             <Conversation
               key={sessionId ?? 'new'}
               session={session.data?.session ?? null}
-              onOpen={(text) => open.mutate(text)}
+              onOpen={(draft) => open.mutate(draft)}
               opening={open.isPending}
               initial={initial}
               onInitialSent={clearInitial}
               tracing={tracing}
               onTrace={showTrace}
               scripted={agent.data?.agent.model.startsWith('scripted') ?? false}
+              attachments={attachments}
             />
           )}
         </div>

@@ -171,7 +171,7 @@ export function taskOf(turn: TurnMessage, historyLength?: number, files: TurnFil
       contextId: turn.sessionId,
       taskId: turn.id,
       role: Role.ROLE_USER,
-      parts: turn.parts.map((part) => textPart(part.text)),
+      parts: turn.parts.flatMap((part) => (part.type === 'text' ? [textPart(part.text)] : [])),
       metadata: undefined,
       extensions: [],
       referenceTaskIds: [],

@@ -1,19 +1,29 @@
-/** Files attached to Responses input: they must be files of the org that a model can read. */
+/** Files attached to user input (Responses, Sessions messages, …): they must be files of the org that a model can read. */
 import { AppError, notFound } from '../../errors/app-error.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Attachment } from '../turns/items.ts';
 import { classifyForModel } from './file-service.ts';
 
-/** Returns how the file reaches the model: images as image parts, text files as text. */
-export async function checkAttachment(
+/** An attached file as the model will read it, with the name it had when it was attached. */
+export interface ResolvedAttachment {
+  kind: 'image' | 'file';
+  filename: string;
+}
+
+/**
+ * Checks an attachment (org's file, not deleted, readable by a model; an `image` attachment an image) and returns how
+ * the file reaches the model (images as image parts, text files as text) and its filename. `param` names the field
+ * in errors; an unknown, deleted or another organization's file is 404 not_found.
+ */
+export async function resolveAttachment(
   trx: Executor,
   orgId: string,
   attachment: Attachment,
   param: string,
-): Promise<'image' | 'file'> {
+): Promise<ResolvedAttachment> {
   const file = await trx
     .selectFrom('files')
-    .select(['media_type'])
+    .select(['media_type', 'filename'])
     .where('org_id', '=', orgId)
     .where('id', '=', attachment.fileId)
     .where('deleted_at', 'is', null)
@@ -30,9 +40,19 @@ export async function checkAttachment(
     );
   }
   if (attachment.kind === 'image' && use !== 'image') {
-    throw new AppError('validation_error', `${param}: input_image needs an image file, not ${file.media_type}`, {
+    throw new AppError('validation_error', `${param}: an image part needs an image file, not ${file.media_type}`, {
       param,
     });
   }
-  return use === 'image' ? 'image' : 'file';
+  return { kind: use === 'image' ? 'image' : 'file', filename: file.filename };
+}
+
+/** Returns how the file reaches the model: images as image parts, text files as text. */
+export async function checkAttachment(
+  trx: Executor,
+  orgId: string,
+  attachment: Attachment,
+  param: string,
+): Promise<'image' | 'file'> {
+  return (await resolveAttachment(trx, orgId, attachment, param)).kind;
 }

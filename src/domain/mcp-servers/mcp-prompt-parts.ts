@@ -17,8 +17,9 @@ import type { ToolScope } from '../../tools/types.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Attachment } from '../turns/items.ts';
+import type { ExpandedPart } from '../turns/message-parts.ts';
 import type { ExpandedParts, PromptParts } from '../turns/message-service.ts';
-import type { McpPromptPart, MessagePart, PromptRequestPart } from '../turns/message-types.ts';
+import type { McpPromptPart, PromptRequestPart } from '../turns/message-types.ts';
 
 /** Characters a prompt may expand to: what a text part may hold. */
 export const MAX_PROMPT_TEXT_CHARS = 100_000;
@@ -174,10 +175,11 @@ export function createMcpPromptParts(deps: McpPromptPartsDeps): PromptParts {
 
   return async (target, parts, agentOf): Promise<ExpandedParts> => {
     const scope = await sessionScope(deps.db, target, agentOf);
-    const kept: MessagePart[] = [];
+    // One part for each part sent, in place: the files' parts are checked later by their index.
+    const kept: ExpandedPart[] = [];
     const attachments: Attachment[] = [];
     for (const [index, part] of parts.entries()) {
-      if (part.type === 'text') {
+      if (part.type !== 'mcp_prompt') {
         kept.push(part);
         continue;
       }
@@ -185,6 +187,6 @@ export function createMcpPromptParts(deps: McpPromptPartsDeps): PromptParts {
       kept.push(expanded.part);
       attachments.push(...expanded.attachments);
     }
-    return { parts: kept, text: kept.map((part) => part.text).join('\n'), attachments };
+    return { parts: kept, attachments };
   };
 }

@@ -153,7 +153,7 @@ export type HistoryItem =
   | { type: 'compaction'; summary: string };
 
 export interface AcceptInput {
-  /** What the Message shows as its parts. */
+  /** What the Message shows as its parts (its attachments, when any, also in `attachments` for the model). */
   parts: MessagePart[];
   /** The new user input; null for a turn that continues from tool outputs alone. */
   text: string | null;

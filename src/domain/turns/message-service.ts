@@ -23,7 +23,8 @@ import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
 import { type Attachment, appendItems, loadMessageItems, pendingCalls, turnText } from './items.ts';
-import type { AcceptedMessage, Message, MessagePart, RequestPart } from './message-types.ts';
+import { type ExpandedPart, type ResolveAttachment, resolveParts } from './message-parts.ts';
+import type { AcceptedMessage, Message, RequestPart } from './message-types.ts';
 import { isTerminal, OPEN_STATUSES } from './message-types.ts';
 import { messageFromRow, messagesWithActions, requiredActionsOf } from './message-view.ts';
 import { deleteSessionRow, lockSession, markWorkPending } from './session-rows.ts';
@@ -41,12 +42,16 @@ export interface MessageServiceDeps {
   turnHooks: TurnHooks;
   /** Expands `mcp_prompt` parts (domain/mcp-servers/mcp-prompt-parts.ts); absent: such parts are refused. */
   promptParts?: PromptParts;
+  /** Checks a file attached to a message (domain/files/attachments.ts `resolveAttachment`). */
+  resolveAttachment: ResolveAttachment;
 }
 
-/** A message's parts with its prompt parts expanded: what the message keeps, what the model reads. */
+/**
+ * A message's parts with its prompt parts expanded, in the order sent (its files checked later, in the accepting
+ * transaction), and the files the prompts' images were stored as.
+ */
 export interface ExpandedParts {
-  parts: MessagePart[];
-  text: string;
+  parts: ExpandedPart[];
   attachments: Attachment[];
 }
 
@@ -132,14 +137,12 @@ export function createMessageService(deps: MessageServiceDeps) {
     input: SubmitInput,
     agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
   ): Promise<ExpandedParts | { body: AcceptedMessage; replayed: true }> {
-    const plain = input.parts.filter((part) => part.type === 'text');
-    if (plain.length === input.parts.length) {
-      return { parts: plain, text: plain.map((part) => part.text).join('\n'), attachments: [] };
-    }
+    const { parts } = input;
+    if (parts.every((part): part is ExpandedPart => part.type !== 'mcp_prompt')) return { parts, attachments: [] };
     const earlier = await deps.idempotency.lookup<AcceptedMessage>(keyed);
     if (earlier !== null) return { body: earlier.body, replayed: true };
     if (deps.promptParts === undefined) {
-      const index = input.parts.findIndex((part) => part.type !== 'text');
+      const index = input.parts.findIndex((part) => part.type === 'mcp_prompt');
       throw validationError(`parts[${index}]`, 'mcp_prompt parts are not accepted here');
     }
     return deps.promptParts({ orgId: input.orgId, sessionId: input.sessionId }, input.parts, agentOf);
@@ -164,13 +167,15 @@ export function createMessageService(deps: MessageServiceDeps) {
       const expanded = await expandParts(keyed, input, agentOf);
       if ('replayed' in expanded) return expanded;
       const result = await deps.idempotency.run(keyed, async (trx) => {
+        const { parts, text, attachments } = await resolveParts(trx, orgId, expanded.parts, deps.resolveAttachment);
+        const all = [...expanded.attachments, ...attachments];
         const accepted = await acceptMessage(
           trx,
           { orgId, sessionId, now: clock.now() },
           {
-            parts: expanded.parts,
-            text: expanded.text,
-            ...(expanded.attachments.length === 0 ? {} : { attachments: expanded.attachments }),
+            parts,
+            text,
+            ...(all.length === 0 ? {} : { attachments: all }),
             source: input.source ?? 'sessions',
             // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
             visibleOnly: true,

@@ -33,13 +33,18 @@ const isTextPart = (value: unknown): value is TextPart =>
 /** Text parts only (what a reply and most surfaces' messages hold). */
 export const isTextParts = (value: unknown): value is TextPart[] => isArrayOf(value, isTextPart);
 
-/** A part naming an MCP server's prompt, as submitted (docs/mcp-auth.md "Prompts"). */
+/** A part naming an MCP server's prompt, as submitted (docs/tools.md "Prompts as message templates"). */
 export interface PromptRequestPart {
   type: 'mcp_prompt';
   server: string;
   name: string;
   arguments?: Record<string, string>;
 }
+
+/** A file attached to a submitted message, by id (docs/sessions.md "Attachments"). */
+export type AttachmentRequestPart =
+  | { type: 'image'; fileId: string; detail?: string }
+  | { type: 'file'; fileId: string };
 
 /**
  * A prompt part as the message keeps it: the part as sent, the text the prompt expanded to (what the model read)
@@ -54,10 +59,18 @@ export interface McpPromptPart {
   fileIds?: string[];
 }
 
+/** A file attached to a message: how the model reads it (`image` or `file`) and its name when it was attached. */
+export interface AttachmentPart {
+  type: 'image' | 'file';
+  fileId: string;
+  filename: string;
+  detail?: string;
+}
+
 /** A part of a submitted message. */
-export type RequestPart = TextPart | PromptRequestPart;
-/** A part of a message as stored (`messages.parts`) and shown. */
-export type MessagePart = TextPart | McpPromptPart;
+export type RequestPart = TextPart | PromptRequestPart | AttachmentRequestPart;
+/** A part of a message as stored (`messages.parts`): its text and prompt parts in the order sent, then its files. */
+export type MessagePart = TextPart | McpPromptPart | AttachmentPart;
 
 const isStringRecord = (value: unknown): value is Record<string, string> =>
   isJsonObject(value) && Object.values(value).every(isString);
@@ -71,15 +84,26 @@ const isMcpPromptPart = (value: unknown): value is McpPromptPart =>
   isString(value.text) &&
   isAbsentOr(value.fileIds, (ids) => isArrayOf(ids, isString));
 
+const isAttachmentPart = (value: unknown): value is AttachmentPart =>
+  isJsonObject(value) &&
+  (value.type === 'image' || value.type === 'file') &&
+  isString(value.fileId) &&
+  isString(value.filename) &&
+  isAbsentOr(value.detail, isString);
+
 /** The parts of a submitted message (`messages.parts`). */
 export const isMessageParts = (value: unknown): value is MessagePart[] =>
-  isArrayOf(value, (part): part is MessagePart => isTextPart(part) || isMcpPromptPart(part));
+  isArrayOf(
+    value,
+    (part: unknown): part is MessagePart => isTextPart(part) || isMcpPromptPart(part) || isAttachmentPart(part),
+  );
 
 export interface Message {
   id: string;
   object: 'message';
   sessionId: string;
   status: MessageStatus;
+  /** The text parts joined with newlines, the prompt parts, then the attachments (message-view.ts). */
   parts: MessagePart[];
   response: { parts: TextPart[] } | null;
   error: MessageError | null;

@@ -5,6 +5,7 @@ import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow, type PendingCall, pendingCalls, waitingElicitation } from './items.ts';
 import {
+  type AttachmentPart,
   isMessageError,
   isMessageParts,
   type Message,
@@ -68,10 +69,14 @@ export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   return actions;
 }
 
-/** The parts as shown: consecutive text parts joined with newlines (as the model read them), prompt parts kept. */
+/**
+ * The text and prompt parts as shown: consecutive text parts joined with newlines (as the model read them), prompt
+ * parts kept; a message of files alone shows one empty text part.
+ */
 function shownParts(parts: MessagePart[]): MessagePart[] {
   const shown: MessagePart[] = [];
   for (const part of parts) {
+    if (part.type === 'image' || part.type === 'file') continue;
     const last = shown.at(-1);
     if (part.type === 'text' && last?.type === 'text')
       shown[shown.length - 1] = { type: 'text', text: `${last.text}\n${part.text}` };
@@ -82,12 +87,13 @@ function shownParts(parts: MessagePart[]): MessagePart[] {
 
 export function messageFromRow(row: MessageRow, actions: RequiredAction[]): Message {
   const parts = parseJsonColumn(row.parts, isMessageParts, 'messages.parts');
+  const attachments = parts.filter((part): part is AttachmentPart => part.type === 'image' || part.type === 'file');
   return {
     id: row.id,
     object: 'message',
     sessionId: row.session_id,
     status: row.status,
-    parts: shownParts(parts),
+    parts: [...shownParts(parts), ...attachments],
     response:
       row.status === 'completed' || row.response_text !== null
         ? { parts: [{ type: 'text', text: row.response_text ?? '' }] }

@@ -20,12 +20,13 @@ const DEFAULT_DIR = fileURLToPath(new URL('../../../console/dist/', import.meta.
 /**
  * Scripts, styles, images and API calls from this origin only; nothing inline, no frames, no plugins. Inline
  * `style` attributes set through the DOM (bar widths of the trace waterfall) are CSSOM writes, which CSP allows.
+ * `blob:` images are the chat's attached images, fetched with the key (an `<img src>` could not send it).
  */
 export const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data:",
+  "img-src 'self' data: blob:",
   "font-src 'self'",
   "connect-src 'self'",
   "manifest-src 'self'",

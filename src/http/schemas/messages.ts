@@ -1,15 +1,37 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
+import { MAX_MESSAGE_ATTACHMENTS } from '../../domain/turns/message-parts.ts';
 import { MESSAGE_STATUSES } from '../../domain/turns/message-types.ts';
 import { MAX_WAIT_SECONDS } from '../../domain/turns/message-wait.ts';
 import { ELICITATION_MODES } from '../../events/session-values.ts';
 import { OffsetPagination, StringEnum, Uuid } from './common.ts';
 import { outputFormatSchema } from './output-format.ts';
+import { raw } from './raw-schema.ts';
 
 const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
 
-const TextPartIn = Type.Object(
+const FileId = Type.String({ format: 'uuid', description: 'A file of the organization (POST /v1/files)' });
+
+const TextInputPart = Type.Object(
   { type: Type.Literal('text'), text: Type.String({ minLength: 1, maxLength: 100_000 }) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'Text part', description: 'Text parts are joined with newlines' },
+);
+const ImageInputPart = Type.Object(
+  {
+    type: Type.Literal('image'),
+    fileId: FileId,
+    detail: Type.Optional(
+      StringEnum(['auto', 'low', 'high', 'original'] as const, 'How closely the model looks (where it supports it)'),
+    ),
+  },
+  { additionalProperties: false, title: 'Image part', description: 'An image file (PNG, JPEG, GIF, WebP)' },
+);
+const FileInputPart = Type.Object(
+  { type: Type.Literal('file'), fileId: FileId },
+  {
+    additionalProperties: false,
+    title: 'File part',
+    description: 'A text file (its content given to the model as text) or an image (given as an image)',
+  },
 );
 
 /** A part filled in by an MCP server's prompt (`prompts/get`) when the message is accepted (docs/mcp-auth.md). */
@@ -29,7 +51,7 @@ const McpPromptPartIn = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'MCP prompt part' },
 );
 
 const McpPromptPart = Type.Object(
@@ -44,12 +66,22 @@ const McpPromptPart = Type.Object(
   { additionalProperties: false, description: 'A part filled in by an MCP prompt, as sent and as expanded' },
 );
 
+/** The kinds of part a message takes; `type` selects one, so a failure names the field of that kind. */
+const INPUT_PARTS = [TextInputPart, ImageInputPart, FileInputPart, McpPromptPartIn];
+
+const MessageInputPart = raw<Static<(typeof INPUT_PARTS)[number]>>({
+  type: 'object',
+  required: ['type'],
+  discriminator: { propertyName: 'type' },
+  oneOf: INPUT_PARTS,
+});
+
 export const MessageCreateBody = Type.Object(
   {
-    parts: Type.Array(Type.Union([TextPartIn, McpPromptPartIn]), {
+    parts: Type.Array(MessageInputPart, {
       minItems: 1,
       maxItems: 32,
-      description: 'Joined with newlines into one prompt',
+      description: `The text parts joined with newlines into one prompt; image and file parts (extension, at most ${MAX_MESSAGE_ATTACHMENTS}) attach files the model reads with it; mcp_prompt parts (extension) are filled in by an MCP server's prompt`,
     }),
     outputFormat: Type.Optional(
       outputFormatSchema(
@@ -59,6 +91,16 @@ export const MessageCreateBody = Type.Object(
     ),
   },
   { additionalProperties: false },
+);
+
+const AttachmentPart = Type.Object(
+  {
+    type: StringEnum(['image', 'file'] as const, 'How the model reads the file: as an image, or as text'),
+    fileId: Uuid,
+    filename: Type.String({ description: 'Its name when it was attached' }),
+    detail: Type.Optional(Type.String()),
+  },
+  { title: 'Attachment part', description: 'A file attached to the message (extension)' },
 );
 
 const RequiredAction = Type.Union([
@@ -120,7 +162,10 @@ const messageFields = {
   object: Type.Literal('message'),
   sessionId: Uuid,
   status: StringEnum(MESSAGE_STATUSES),
-  parts: Type.Array(Type.Union([TextPart, McpPromptPart])),
+  parts: Type.Array(Type.Union([TextPart, McpPromptPart, AttachmentPart]), {
+    description:
+      'The text parts joined with newlines and the prompt parts, in the order sent, then the attached files in the order sent',
+  }),
   response: Type.Union([Type.Object({ parts: Type.Array(TextPart) }), Type.Null()]),
   error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
   requiredActions: Type.Array(RequiredAction, {

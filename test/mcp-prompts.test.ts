@@ -119,6 +119,38 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
     expect(shown.parts[1]).toEqual({ ...part, text: expanded });
   });
 
+  it('takes a prompt part beside text and file parts, each refusal named by the index it was sent at', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['Tides follow the moon.'], { type: 'text/plain' }), 'tides.txt');
+    const uploaded = await fetch(`${await h.listen()}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.key}` },
+      body: form,
+    });
+    expect(uploaded.status).toBe(201);
+    const fileId = ((await uploaded.json()) as Json).id as string;
+    const res = await post([
+      { type: 'file', fileId },
+      { type: 'text', text: 'Please:' },
+      prompt('summarize', { topic: 'tides' }),
+    ]);
+    expect(res.status, res.text).toBe(202);
+    const expanded = 'Summarize tides.';
+    expect(json(res).parts).toEqual([
+      { type: 'text', text: 'Please:' },
+      { type: 'mcp_prompt', server: 'kb', name: 'summarize', arguments: { topic: 'tides' }, text: expanded },
+      { type: 'file', fileId, filename: 'tides.txt' },
+    ]);
+    const done = await flow.waitForMessage(sessionId, json(res).id);
+    expect(done.status).toBe('completed');
+    expect(done.response.parts[0].text).toContain(`Please:\n${expanded}`);
+    // The file reached the model too (text files are read as text).
+    expect(done.response.parts[0].text).toContain('Tides follow the moon.');
+    // A file part after a prompt part is named by its own index; an unknown prompt by its.
+    expectError(await post([prompt('summarize', { topic: 'x' }), { type: 'file', fileId: randomUUID() }]), 404);
+    expectError(await post([{ type: 'file', fileId }, prompt('nope')]), 400, 'parts[1].name');
+  });
+
   it('finds a prompt listed on a later page', async () => {
     const res = await post([prompt('later')]);
     expect(res.status, res.text).toBe(202);

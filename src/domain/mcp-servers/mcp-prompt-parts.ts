@@ -17,9 +17,8 @@ import type { ToolScope } from '../../tools/types.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { ImageImporter } from '../files/image-import.ts';
 import type { Attachment } from '../turns/items.ts';
-import type { ExpandedPart } from '../turns/message-parts.ts';
 import type { ExpandedParts, PromptParts } from '../turns/message-service.ts';
-import type { McpPromptPart, PromptRequestPart } from '../turns/message-types.ts';
+import type { ExpandedPart, McpPromptPart, PromptRequestPart } from '../turns/message-types.ts';
 
 /** Characters a prompt may expand to: what a text part may hold. */
 export const MAX_PROMPT_TEXT_CHARS = 100_000;

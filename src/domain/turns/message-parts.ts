@@ -8,13 +8,10 @@
 import { AppError } from '../../errors/app-error.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { Attachment } from './items.ts';
-import type { AttachmentPart, AttachmentRequestPart, McpPromptPart, MessagePart, TextPart } from './message-types.ts';
+import type { AttachmentPart, ExpandedPart, McpPromptPart, MessagePart, TextPart } from './message-types.ts';
 
 /** At most this many image and file parts in one message. */
 export const MAX_MESSAGE_ATTACHMENTS = 16;
-
-/** A part as submitted, its prompt already expanded: what the accepting transaction checks and stores. */
-export type ExpandedPart = TextPart | McpPromptPart | AttachmentRequestPart;
 
 /** Checks an attachment and returns how the model reads it and the file's name (domain/files/attachments.ts). */
 export type ResolveAttachment = (

@@ -69,6 +69,8 @@ export interface AttachmentPart {
 
 /** A part of a submitted message. */
 export type RequestPart = TextPart | PromptRequestPart | AttachmentRequestPart;
+/** A part as submitted, its prompt already expanded: what the accepting transaction checks and stores. */
+export type ExpandedPart = TextPart | McpPromptPart | AttachmentRequestPart;
 /** A part of a message as stored (`messages.parts`): its text and prompt parts in the order sent, then its files. */
 export type MessagePart = TextPart | McpPromptPart | AttachmentPart;
 

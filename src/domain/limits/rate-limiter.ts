@@ -89,7 +89,8 @@ interface Waiting {
 /**
  * Counts requests of the same buckets and window that arrive while a count of them is on its way in one increment
  * of their number, once the count on its way answers: a busy key costs one round trip at a time, not one per
- * request. Exact: each request gets its own place in the total (the batch's total minus those counted after it),
+ * request. The first count waits for the requests already read in the same turn of the event loop (on SQLite a
+ * count answers within the turn, so without it every request was a write of its own). Exact: each request gets its own place in the total (the batch's total minus those counted after it),
  * so the limit is enforced as if each had been counted alone, in every process.
  */
 function coalescing(
@@ -123,7 +124,8 @@ function coalescing(
         return;
       }
       queues.set(key, [{ resolve, reject }]);
-      void drain(key, buckets, windowStart);
+      // After the requests already read in this turn of the event loop: they join the first count.
+      setImmediate(() => void drain(key, buckets, windowStart));
     });
 }
 

@@ -182,8 +182,7 @@ const CAPACITY = sql<number>`(select case when count(*) = count(slots) then coal
 
 /**
  * Whether no limit of concurrent turns can hold any claim back: the deployment's capacity is below the smallest
- * limit set (index `limits_concurrent_turns`) and below the default. Uncorrelated: one look per claim, after which
- * no candidate's limits are read at all.
+ * limit set (index `limits_concurrent_turns`) and below the default. Then the claim is the plain one.
  */
 const noLimitBinds = (p: ClaimParams) =>
   sql<boolean>`(${CAPACITY} < coalesce((select min(limits.concurrent_turns) from limits), 9007199254740991)
@@ -194,12 +193,12 @@ const settled = (limit: ReturnType<typeof turnLimit>) => sql<boolean>`coalesce($
 
 /**
  * Claimable sessions whose organization and key are below their limits of concurrent turns; a session whose
- * lease lapsed (a takeover) continues a turn already counted and is always claimable. A candidate's limits are read
- * only when some limit could bind, and its running turns counted only when its own limit could (CASE evaluates in
- * order).
+ * lease lapsed (a takeover) continues a turn already counted and is always claimable. A candidate's running turns
+ * are counted only when its own limit could bind (CASE evaluates in order). Used only when some limit may bind
+ * (limitsMayBind).
  */
 const withinLimits = (p: ClaimParams) =>
-  sql<boolean>`(${noLimitBinds(p)} or sessions.lease_owner is not null or (
+  sql<boolean>`(sessions.lease_owner is not null or (
     (case when ${settled(turnLimit(p, 'organization'))} then 1
       when ${runningTurns(p, false)} < ${turnLimit(p, 'organization')} then 1 else 0 end) = 1
     and (case when sessions.turn_key_id is null then 1
@@ -207,15 +206,11 @@ const withinLimits = (p: ClaimParams) =>
       when ${runningTurns(p, true)} < ${turnLimit(p, 'api_key')} then 1 else 0 end) = 1))`;
 
 /**
- * What the claim returns of the claimed session's limits and of the turns running besides it, for verifyLastSlot:
- * read only when a limit could bind (otherwise null and 0: no claim can take the last slot of a limit above the
- * capacity).
+ * What the claim returns of the turns running besides the claimed one, for verifyLastSlot: counted only when its
+ * limit could bind (otherwise 0: no claim can take the last slot of a limit above the capacity).
  */
-const limitUnlessNoneBinds = (p: ClaimParams, kind: 'organization' | 'api_key') =>
-  sql<number | null>`case when ${noLimitBinds(p)} then null
-    else ${turnLimitOf(kind, sql.ref(kind === 'organization' ? 'sessions.org_id' : 'sessions.turn_key_id'))} end`;
 const runningUnlessSettled = (p: ClaimParams, byKey: boolean) =>
-  sql<number>`case when ${noLimitBinds(p)} or ${settled(turnLimit(p, byKey ? 'api_key' : 'organization'))} then 0
+  sql<number>`case when ${settled(turnLimit(p, byKey ? 'api_key' : 'organization'))} then 0
     else ${runningOf(p.now, byKey)} end`;
 
 // A poll usually finds nothing: a plain read says so without an UPDATE (and, on SQLite, the write lock).
@@ -248,9 +243,9 @@ const claimQuery = (named: boolean, limited: boolean) =>
         .returning(
           limited
             ? [
-                limitUnlessNoneBinds(p, 'organization').as('org_limit'),
+                turnLimitOf('organization', sql.ref('sessions.org_id')).as('org_limit'),
                 runningUnlessSettled(p, false).as('org_running'),
-                limitUnlessNoneBinds(p, 'api_key').as('key_limit'),
+                turnLimitOf('api_key', sql.ref('sessions.turn_key_id')).as('key_limit'),
                 runningUnlessSettled(p, true).as('key_running'),
               ]
             : [
@@ -326,6 +321,20 @@ async function verifyLastSlot(
   });
 }
 
+/**
+ * Whether the claim must respect limits of concurrent turns: some are in force (cached) and one of them may bind
+ * (one small statement). The claim under limits is a large statement whose planning alone costs Postgres about
+ * twice the plain claim's, so it is used only when a limit could hold a claim back. Safe against a process that
+ * joins meanwhile: it holds no lease yet, so the turns running stay below the capacity that was read.
+ */
+async function limitsMayBind(deps: LeaseDeps, params: ClaimParams): Promise<boolean> {
+  if (deps.turnLimits === undefined || !(await deps.turnLimits.inForce())) return false;
+  return (await noneBinds.first(deps.db, params))?.settled !== 1;
+}
+const noneBinds = prepare((db, p: ClaimParams) =>
+  db.selectNoFrom(sql<number>`case when ${noLimitBinds(p)} then 1 else 0 end`.as('settled')),
+);
+
 export async function claimSession(deps: LeaseDeps, now: number, sessionId?: string): Promise<Lease | null> {
   const params: ClaimParams = {
     now,
@@ -335,7 +344,7 @@ export async function claimSession(deps: LeaseDeps, now: number, sessionId?: str
     defaultLimit: deps.turnLimits?.defaultConcurrentTurns ?? null,
   };
   if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
-  const limited = deps.turnLimits !== undefined && (await deps.turnLimits.inForce());
+  const limited = await limitsMayBind(deps, params);
   const claim = limited
     ? sessionId === undefined
       ? claimAnyLimited

@@ -220,12 +220,15 @@ const anyClaimable = prepare((db, p: ClaimParams) => candidates(db, p).limit(1))
  * The claim. Fair between organizations: the session of the organization with the fewest running turns first,
  * then the named one (a wake-up's), then the longest waiting; so one organization's backlog (and the wake-ups of
  * its sessions, queued before another's) does not hold another organization's turns back. A named session that
- * gives way stays pending for a later claim. With `limited`, only sessions within their limits of concurrent turns.
+ * gives way stays pending for a later claim. Under limits of concurrent turns (`limits`): `first` claims the session
+ * first in that order only if it is within its limits (its two counts read once), `all` the first of the sessions
+ * within their limits (the counts read for every candidate, as the order needs them all).
  */
-const claimQuery = (named: boolean, limited: boolean) =>
+const claimQuery = (named: boolean, limits: 'none' | 'first' | 'all') =>
   prepare((db, p: ClaimParams) => {
+    const limited = limits !== 'none';
     let candidate = candidates(db, p);
-    if (limited) candidate = candidate.where(withinLimits(p));
+    if (limits === 'all') candidate = candidate.where(withinLimits(p));
     candidate = candidate.orderBy(fairOrder(p));
     if (named) candidate = candidate.orderBy(sql`case when sessions.id = ${p.sessionId} then 0 else 1 end`);
     candidate = candidate.orderBy('updated_at').limit(1);
@@ -238,6 +241,8 @@ const claimQuery = (named: boolean, limited: boolean) =>
         // Re-checked here: on SQLite the sub-select and the update are one statement, on Postgres the row is locked.
         .where('work_pending', '=', 1)
         .where((eb) => claimable(eb, p))
+        // The claimed session's own limits (`sessions` is the row updated, as it was before).
+        .where(limits === 'first' ? withinLimits(p) : sql<boolean>`true`)
         .returning(['id', 'org_id', 'lease_token', 'end_user'])
         // Under limits, what the claim saw of the claimed session's limits (verifyLastSlot).
         .returning(
@@ -257,10 +262,12 @@ const claimQuery = (named: boolean, limited: boolean) =>
         )
     );
   });
-const claimNamed = claimQuery(true, false);
-const claimAny = claimQuery(false, false);
-const claimNamedLimited = claimQuery(true, true);
-const claimAnyLimited = claimQuery(false, true);
+const claimNamed = claimQuery(true, 'none');
+const claimAny = claimQuery(false, 'none');
+const claimNamedFirst = claimQuery(true, 'first');
+const claimAnyFirst = claimQuery(false, 'first');
+const claimNamedLimited = claimQuery(true, 'all');
+const claimAnyLimited = claimQuery(false, 'all');
 
 /**
  * Postgres: the claimed session's limits and the turns running besides it (as of the statement's snapshot), as
@@ -345,14 +352,12 @@ export async function claimSession(deps: LeaseDeps, now: number, sessionId?: str
   };
   if (sessionId === undefined && (await anyClaimable.first(deps.db, params)) === undefined) return null;
   const limited = await limitsMayBind(deps, params);
-  const claim = limited
-    ? sessionId === undefined
-      ? claimAnyLimited
-      : claimNamedLimited
-    : sessionId === undefined
-      ? claimAny
-      : claimNamed;
-  const row = await claim.first(deps.db, params);
+  const row = limited
+    ? // Usually the first session in the fair order is within its limits: its counts alone are read. When it is not
+      // (or another process took it), the claim that counts every candidate's finds the first that is.
+      ((await (sessionId === undefined ? claimAnyFirst : claimNamedFirst).first(deps.db, params)) ??
+      (await (sessionId === undefined ? claimAnyLimited : claimNamedLimited).first(deps.db, params)))
+    : await (sessionId === undefined ? claimAny : claimNamed).first(deps.db, params);
   if (row === undefined) return null;
   const lease = {
     sessionId: row.id,

@@ -105,9 +105,9 @@ export function redisUrl(): string {
   return process.env.REDIS_URL || DEFAULT_REDIS_URL;
 }
 
-/** SQLite, and Postgres (at DATABASE_URL, or a local default) unless BENCH_POSTGRES=0. */
+/** SQLite unless BENCH_SQLITE=0, and Postgres (at DATABASE_URL, or a local default) unless BENCH_POSTGRES=0. */
 export function variants(): Variant[] {
-  const list: Variant[] = [{ kind: 'sqlite' }];
+  const list: Variant[] = process.env.BENCH_SQLITE === '0' ? [] : [{ kind: 'sqlite' }];
   if (process.env.BENCH_POSTGRES !== '0') list.push({ kind: 'postgres', databaseUrl: postgresUrl() });
   return list;
 }

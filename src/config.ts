@@ -59,6 +59,12 @@ export interface Config {
    * and server side), so that an unreachable database is an error within this bound, never a hang.
    */
   databaseTimeoutMs: number;
+  /**
+   * Postgres: the hot queries are sent as named statements, parsed and planned once per connection. Off for a
+   * connection pooler that does not keep a connection's prepared statements (PgBouncer before 1.21 in transaction
+   * mode).
+   */
+  databasePrepared: boolean;
   redisUrl: string | null;
   /** Start of every Redis channel name; the database and schema names follow it. */
   redisPrefix: string;
@@ -722,6 +728,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema,
     databaseTimeoutMs: int(env, 'AGENTRY_DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
+    databasePrepared: bool(env, 'AGENTRY_DATABASE_PREPARED', true),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: redisPrefix(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),

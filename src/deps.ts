@@ -668,6 +668,7 @@ export function buildEngine(deps: Deps): Engine {
       metrics: deps.metrics,
       subscriptions: deps.webhooks.subscriptions,
       turnHooks: deps.turnHooks,
+      changeVersion: deps.storage.changeVersion,
       runExporter:
         deps.tracing === null
           ? undefined

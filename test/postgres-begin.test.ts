@@ -63,7 +63,7 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
         pool: new pg.Pool({
           connectionString: url ?? '',
           max: 1,
-          Client: beginWithFirstStatement(pg.Client),
+          Client: beginWithFirstStatement(pg.Client, { named: true }),
           options: `-c search_path=${schema}`,
         }),
       }),

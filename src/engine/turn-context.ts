@@ -12,7 +12,7 @@ import type { ScopedBudget } from '../domain/billing/budgets.ts';
 import { afterCommit, type SessionEvent } from '../domain/outbox.ts';
 import type { ContextCache } from '../domain/turns/context-cache.ts';
 import type { AttachedFile } from '../domain/turns/items.ts';
-import { fenced, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
+import { fencedWithMessage, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { RUNNABLE_STATUSES } from '../domain/turns/message-types.ts';
 import { statusWritten } from '../domain/turns/transitions.ts';
 import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
@@ -50,6 +50,11 @@ export interface TurnDeps extends LeaseDeps {
   subscriptions: WebhookSubscriptions;
   /** What the features add to the turn's state changes (registered in src/deps.ts). */
   turnHooks: TurnHooks;
+  /**
+   * The storage's change version (storage/db.ts): while it stays the same, no agent changed, so what a turn's start
+   * read of one may be used again. Absent: read every time.
+   */
+  changeVersion?: () => number | null;
   /**
    * Fires when the engine drains (shutdown): the turn pauses at its next step boundary, starting no further model
    * or tool call, and returns with everything it has done stored, for the engine to hand the session over.
@@ -143,8 +148,7 @@ export async function change(
   const { deps, lease } = turn;
   const messageId = turn.initial.id;
   const now = deps.clock.now();
-  const result = await fenced(deps, lease, now, async (trx) => {
-    const message = await loadMessage(trx, messageId);
+  const result = await fencedWithMessage(deps, lease, { now, messageId }, async (trx, message) => {
     if (message === undefined || !expected.includes(message.status)) return null;
     const events = await write(trx, message, now);
     // A turn that ended here is not read again: its callers look at nothing but the status it ended in.

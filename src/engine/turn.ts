@@ -92,7 +92,7 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
   let message = context.message;
   if (message.cancel_requested === 1) throw new TurnAbort('interrupt');
   if (message.status === 'queued') {
-    const agent = await agentAtStart(deps.db, message.agent_id);
+    const agent = await agentAtStart(deps.db, message.agent_id, deps.changeVersion);
     // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
     const version = message.agent_version ?? agent.version;
     context.starter = lazyStart(context, { version, provision: !agent.workspaceProvisioned });

@@ -194,7 +194,8 @@ async function writeProbe(db: Kysely<Database>): Promise<void> {
 }
 
 export async function openStorage(
-  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'> & Partial<Pick<Config, 'databaseTimeoutMs'>>,
+  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir'> &
+    Partial<Pick<Config, 'databaseTimeoutMs' | 'databasePrepared'>>,
   options: StorageOptions = {},
 ): Promise<Storage> {
   let db: Kysely<Database>;
@@ -219,8 +220,9 @@ export async function openStorage(
     const connectionLost = (error: unknown) => options.onConnectionError?.(error);
     // The Postgres driver loads only for a Postgres database.
     const { default: driver } = await import('pg');
-    // The pools of requests and turns send a transaction's BEGIN with its first statement (postgres-begin.ts).
-    const Client = beginWithFirstStatement(driver.Client);
+    // The pools of requests and turns send a transaction's BEGIN with its first statement, and the hot queries as
+    // named statements (postgres-begin.ts).
+    const Client = beginWithFirstStatement(driver.Client, { named: config.databasePrepared ?? true });
     const pool = (settings: pg.PoolConfig, held = true) => {
       const created = new driver.Pool({
         ...settings,

@@ -10,8 +10,12 @@
  * same either way. Anything that cannot be written so (a value that is not a string, number, bigint, boolean or
  * null; SQL text with quoting this does not follow; a large value) is sent as before: the `begin`, then the
  * statement with its parameters. A transaction that commits or rolls back before any statement sends nothing.
+ *
+ * The same client sends the texts of prepared queries as named statements (named-statements.ts), unless told not
+ * to (a connection pooler that does not keep them, AGENTRY_DATABASE_PREPARED=0).
  */
 import type pg from 'pg';
+import { isStalePlan, statementName } from './named-statements.ts';
 
 /** Parameter values past this many characters in all are sent as parameters (after a `begin` of their own). */
 const MAX_INLINED_CHARS = 16_384;
@@ -84,14 +88,26 @@ export function inlineParameters(
 
 type Query = (this: pg.Client, ...args: unknown[]) => unknown;
 
+export interface HeldBeginOptions {
+  /** Send the texts of prepared queries as named statements. */
+  named: boolean;
+}
+
 /** node-postgres's Client with the BEGIN held back until the transaction's first statement. */
-export function beginWithFirstStatement(Client: typeof pg.Client): typeof pg.Client {
+export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldBeginOptions): typeof pg.Client {
   /** The BEGIN each client holds back, if any. */
   const held = new WeakMap<pg.Client, string>();
+  /** Clients whose kept statements went stale: they send every statement unnamed. */
+  const unnamed = new WeakSet<pg.Client>();
   // Called through the prototype each time: whatever wraps the driver's query (a test counting statements) sees
   // one statement per round trip.
   const send = (client: pg.Client, ...args: unknown[]) => (Client.prototype.query as Query).apply(client, args);
   class HeldBeginClient extends Client {}
+  const sendNamed = (client: pg.Client, name: string, text: string, values: unknown) =>
+    (send(client, { name, text, values }) as Promise<unknown>).catch((error: unknown) => {
+      if (isStalePlan(error)) unnamed.add(client);
+      throw error;
+    });
   const query: Query = function (this: pg.Client, ...args: unknown[]) {
     const [text, values] = args;
     if (typeof text !== 'string' || args.length > 2 || (values !== undefined && !Array.isArray(values))) {
@@ -102,7 +118,10 @@ export function beginWithFirstStatement(Client: typeof pg.Client): typeof pg.Cli
       return Promise.resolve(answered('BEGIN'));
     }
     const begin = held.get(this);
-    if (begin === undefined) return send(this, ...args);
+    if (begin === undefined) {
+      const name = options.named && !unnamed.has(this) ? statementName(text) : undefined;
+      return name === undefined ? send(this, ...args) : sendNamed(this, name, text, values ?? []);
+    }
     held.delete(this);
     if (text === 'commit') return Promise.resolve(answered('COMMIT'));
     if (text === 'rollback') return Promise.resolve(answered('ROLLBACK'));

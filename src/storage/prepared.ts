@@ -2,14 +2,16 @@
  * Queries of the hot paths, built and compiled once per SQL dialect instead of through the query builder on every
  * call. A query is written with the builder as usual, its variable values taken from a parameter object; each of
  * those values compiles to a marker, and executing the query puts the call's values in the markers' places. The
- * SQLite adapter then reuses its prepared statement for the same text (sqlite-adapter.ts).
+ * SQLite adapter then reuses its prepared statement for the same text (sqlite-adapter.ts); on Postgres the text is
+ * sent as a named statement, parsed once per connection (named-statements.ts).
  *
  * Values must reach the SQL as plain parameters (comparisons, `set`, `values`, `limit`): a value that changes the
  * SQL's shape (an `in` list of varying length, an identifier) cannot be a parameter here. Writes to the tables the
  * change signal watches (change-signal.ts) must not be prepared: the signal sees writes while they are compiled.
  */
-import { type Compilable, type CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely';
+import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult, sql } from 'kysely';
 import { SIGNALLED_TABLES } from './change-signal.ts';
+import { nameStatement } from './named-statements.ts';
 import type { Database } from './schema.ts';
 
 type Executor = Kysely<Database>;
@@ -41,7 +43,8 @@ export function prepare<P extends object, R>(
   // One compilation per dialect: the adapter class tells them apart (a transaction shares its database's).
   const compiled = new Map<unknown, { query: CompiledQuery<R>; slots: (string | null)[] }>();
   const compile = (db: Executor) => {
-    const kind = db.getExecutor().adapter.constructor;
+    const adapter = db.getExecutor().adapter;
+    const kind = adapter.constructor;
     let entry = compiled.get(kind);
     if (entry === undefined) {
       const query = build(db, markers as Params<P>).compile();
@@ -50,6 +53,7 @@ export function prepare<P extends object, R>(
       );
       entry = { query, slots };
       compiled.set(kind, entry);
+      if (adapter instanceof PostgresAdapter) nameStatement(query.sql);
     }
     return entry;
   };

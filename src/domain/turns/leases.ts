@@ -9,7 +9,8 @@
 import { type ExpressionBuilder, PostgresAdapter, sql } from 'kysely';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
-import type { Database } from '../../storage/schema.ts';
+import type { Database, MessageRow } from '../../storage/schema.ts';
+import { loadMessage } from './turn-store.ts';
 
 const fenceQuery = prepare((db, p: { id: string; token: number; owner: string; expiresAt: number }) =>
   db
@@ -18,6 +19,27 @@ const fenceQuery = prepare((db, p: { id: string; token: number; owner: string; e
     .where('id', '=', p.id)
     .where('lease_token', '=', p.token)
     .where('lease_owner', '=', p.owner),
+);
+
+/**
+ * Postgres: the fence and one of the session's messages read in one statement. No row: the fence failed; a row
+ * whose `id` is null: there is no such message.
+ */
+const fenceWithMessageQuery = prepare(
+  (db, p: { id: string; token: number; owner: string; expiresAt: number; messageId: string }) =>
+    db
+      .with('fence', (qb) =>
+        qb
+          .updateTable('sessions')
+          .set({ lease_expires_at: p.expiresAt })
+          .where('id', '=', p.id)
+          .where('lease_token', '=', p.token)
+          .where('lease_owner', '=', p.owner)
+          .returning('id'),
+      )
+      .selectFrom('fence')
+      .leftJoin('messages', (join) => join.on('messages.id', '=', p.messageId))
+      .selectAll('messages'),
 );
 
 /**
@@ -394,6 +416,34 @@ export async function fenced<T>(
   return deps.db.transaction().execute(async (trx) => {
     await fence(trx, lease, now, deps.leaseMs);
     return work(trx);
+  });
+}
+
+/**
+ * Runs `work` in a transaction that first proves the lease is still ours, given the message `messageId` as that
+ * transaction reads it (undefined: there is none). On Postgres the proof and the read are one statement.
+ */
+export async function fencedWithMessage<T>(
+  deps: LeaseDeps,
+  lease: Lease,
+  options: { now: number; messageId: string },
+  work: (trx: Executor, message: MessageRow | undefined) => Promise<T>,
+): Promise<T> {
+  const { now, messageId } = options;
+  if (deps.dialect !== 'postgres') {
+    return fenced(deps, lease, now, async (trx) => work(trx, await loadMessage(trx, messageId)));
+  }
+  return deps.db.transaction().execute(async (trx) => {
+    const [row] = await fenceWithMessageQuery.all(trx, {
+      id: lease.sessionId,
+      token: lease.token,
+      owner: lease.owner,
+      expiresAt: now + deps.leaseMs,
+      messageId,
+    });
+    if (row === undefined) throw new LeaseLostError(lease.sessionId);
+    // A left join's columns are null when no message matched.
+    return work(trx, row.id === null ? undefined : (row as MessageRow));
   });
 }
 

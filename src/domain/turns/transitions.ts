@@ -24,24 +24,6 @@ const sessionStatus = prepare((db, p: { id: string }) =>
   db.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', p.id),
 );
 const updateSession = prepareUpdate('sessions');
-/**
- * Postgres: the session's status and hidden flag as they were, and its status set unless it already was `status`,
- * in one statement (the update a data-modifying CTE, which does not change what `old` reads).
- */
-const moveSessionStatus = prepare((db, p: { id: string; status: SessionStatus; now: number }) =>
-  db
-    .with('old', (qb) => qb.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', p.id))
-    .with('moved', (qb) =>
-      qb
-        .updateTable('sessions')
-        .set({ status: p.status, updated_at: p.now })
-        .where('id', '=', p.id)
-        .where('status', '<>', p.status)
-        .returning('id'),
-    )
-    .selectFrom('old')
-    .select(['old.status', 'old.hidden']),
-);
 /** A session's status as this transaction set it (a turn's start and end can share one transaction). */
 const writtenStatuses = transactionMemo<{ status: SessionStatus; hidden: number }>();
 const updateMessage = prepareUpdate('messages');
@@ -58,97 +40,165 @@ export function statusWritten(trx: Kysely<Database>, messageId: string): Message
   return writtenMessageStatuses.get(trx, messageId);
 }
 
+/** A session's status and hidden flag, as a change found them. */
+interface SessionState {
+  status: SessionStatus;
+  hidden: number;
+}
+
 /**
- * Moves the session to `status`, with its event and webhook. Returns whether the session is hidden (the
- * workspace of legacy Tasks and tool runs, which the Sessions API does not show).
+ * The session's event and webhook for its move to `status` from `before` (as setStatus found it; undefined: no such
+ * session). Returns whether the session is hidden (the workspace of legacy Tasks and tool runs, which the Sessions
+ * API does not show).
  */
-async function sessionStatusEvents(
+function sessionStatusEvents(
   change: Change,
   status: SessionStatus,
+  before: SessionState | undefined,
   events: SessionEventInput[],
   webhooks: WebhookEventInput[],
-): Promise<boolean> {
-  const { trx, message, now } = change;
-  const written = writtenStatuses.get(trx, message.session_id);
-  const moved = written === undefined && trx.getExecutor().adapter instanceof PostgresAdapter;
-  const session =
-    written ??
-    (moved
-      ? await moveSessionStatus.first(trx, { id: message.session_id, status, now })
-      : await sessionStatus.first(trx, { id: message.session_id }));
-  if (session === undefined) return false;
-  const hidden = session.hidden === 1;
-  if (session.status === status) return hidden;
-  if (!moved) await updateSession.run(trx, message.session_id, { status, updated_at: now });
-  writtenStatuses.set(trx, message.session_id, { status, hidden: session.hidden });
-  events.push({ kind: 'session.status', data: { status, previous: session.status } });
-  if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id: message.session_id } });
-  if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id: message.session_id } });
-  if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id: message.session_id } });
+): boolean {
+  if (before === undefined) return false;
+  const hidden = before.hidden === 1;
+  if (before.status === status) return hidden;
+  const id = change.message.session_id;
+  events.push({ kind: 'session.status', data: { status, previous: before.status } });
+  if (status === 'running') webhooks.push({ type: 'agent.session.in_progress', data: { id } });
+  if (status === 'idle') webhooks.push({ type: 'agent.session.idle', data: { id } });
+  if (status === 'failed') webhooks.push({ type: 'agent.session.failed', data: { id } });
   return hidden;
 }
 
-/** The message-and-run updates of Postgres, by the columns they set. */
+/**
+ * What a change does to the session's status: `move` reads it and sets it unless it already is the target (its
+ * status was not written by this transaction); `set` writes it (this transaction wrote another one); `none`: this
+ * transaction already left it at the target.
+ */
+type SessionWrite = 'move' | 'set' | 'none';
+
+/** The message-run-session updates of Postgres, by what they write. */
 const pairedUpdates = new Map<string, Prepared<Record<string, unknown>, unknown>>();
 
 const setColumns = (values: Readonly<Record<string, unknown>>) =>
   Object.keys(values).filter((column) => values[column] !== undefined);
 
+/** Postgres: the statement of updateTurnRows for these columns and session write. */
+function pairedUpdate(
+  messageColumns: readonly string[],
+  runColumns: readonly string[],
+  session: SessionWrite,
+): Prepared<Record<string, unknown>, unknown> {
+  const key = `${session}|${messageColumns.join(',')}|${runColumns.join(',')}`;
+  let query = pairedUpdates.get(key);
+  if (query !== undefined) return query;
+  const set = (columns: readonly string[], prefix: string, p: Record<string, unknown>) =>
+    Object.fromEntries(columns.map((column) => [column, p[`${prefix}.${column}`]])) as never;
+  query = prepare((db, p: Record<string, unknown>) => {
+    const message = db.with('message', (qb) =>
+      qb
+        .updateTable('messages')
+        .set(set(messageColumns, 'm', p))
+        .where('id', '=', p.messageId as never)
+        .returning('id'),
+    );
+    const runSet = set(runColumns, 'r', p);
+    const sessionSet = { status: p.status as never, updated_at: p.now as never };
+    const sessionId = p.sessionId as never;
+    if (session === 'none')
+      return message
+        .updateTable('runs')
+        .set(runSet)
+        .where('id', '=', p.runId as never);
+    if (session === 'set') {
+      return message
+        .with('session', (qb) => qb.updateTable('sessions').set(sessionSet).where('id', '=', sessionId).returning('id'))
+        .updateTable('runs')
+        .set(runSet)
+        .where('id', '=', p.runId as never);
+    }
+    // `old` reads the session as the statement found it: the data-modifying CTEs do not change what it sees.
+    return message
+      .with('run', (qb) =>
+        qb
+          .updateTable('runs')
+          .set(runSet)
+          .where('id', '=', p.runId as never)
+          .returning('id'),
+      )
+      .with('old', (qb) => qb.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', sessionId))
+      .with('moved', (qb) =>
+        qb
+          .updateTable('sessions')
+          .set(sessionSet)
+          .where('id', '=', sessionId)
+          .where('status', '<>', p.status as never)
+          .returning('id'),
+      )
+      .selectFrom('old')
+      .select(['old.status', 'old.hidden']);
+  });
+  pairedUpdates.set(key, query);
+  return query;
+}
+
 /**
- * Updates a message row and its run's. On Postgres in one statement (the message's update a data-modifying CTE of
- * the run's: one round trip instead of two); on SQLite, where statements cost no round trip, in two.
+ * Updates a message row, its run's and its session's status; the session as it was. On Postgres in one statement
+ * (the message's and session's updates data-modifying CTEs of the run's: one round trip instead of three); on
+ * SQLite, where statements cost no round trip, one by one.
  */
-async function updateMessageAndRun(
-  trx: Kysely<Database>,
-  ids: { messageId: string; runId: string },
+async function updateTurnRows(
+  change: Change,
   messageValues: Readonly<Record<string, unknown>>,
   runValues: Readonly<Record<string, unknown>>,
-): Promise<void> {
+  target: SessionStatus,
+): Promise<SessionState | undefined> {
+  const { trx, message, now } = change;
+  const written = writtenStatuses.get(trx, message.session_id);
+  const session: SessionWrite = written === undefined ? 'move' : written.status === target ? 'none' : 'set';
   if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) {
-    await updateMessage.run(trx, ids.messageId, messageValues);
-    await updateRun.run(trx, ids.runId, runValues);
-    return;
+    await updateMessage.run(trx, message.id, messageValues);
+    await updateRun.run(trx, message.run_id, runValues);
+    const before = written ?? (await sessionStatus.first(trx, { id: message.session_id }));
+    if (before !== undefined && before.status !== target) {
+      await updateSession.run(trx, message.session_id, { status: target, updated_at: now });
+    }
+    return before;
   }
   const messageColumns = setColumns(messageValues);
   const runColumns = setColumns(runValues);
-  const key = `${messageColumns.join(',')}|${runColumns.join(',')}`;
-  let query = pairedUpdates.get(key);
-  if (query === undefined) {
-    const set = (columns: string[], prefix: string, p: Record<string, unknown>) =>
-      Object.fromEntries(columns.map((column) => [column, p[`${prefix}.${column}`]])) as never;
-    query = prepare((db, p: Record<string, unknown>) =>
-      db
-        .with('message', (qb) =>
-          qb
-            .updateTable('messages')
-            .set(set(messageColumns, 'm', p))
-            .where('id', '=', p.messageId as never)
-            .returning('id'),
-        )
-        .updateTable('runs')
-        .set(set(runColumns, 'r', p))
-        .where('id', '=', p.runId as never),
-    );
-    pairedUpdates.set(key, query);
-  }
-  const params: Record<string, unknown> = { messageId: ids.messageId, runId: ids.runId };
+  const params: Record<string, unknown> = {
+    messageId: message.id,
+    runId: message.run_id,
+    sessionId: message.session_id,
+    status: target,
+    now,
+  };
   for (const column of messageColumns) params[`m.${column}`] = messageValues[column];
   for (const column of runColumns) params[`r.${column}`] = runValues[column];
-  await query.run(trx, params);
+  const query = pairedUpdate(messageColumns, runColumns, session);
+  if (session !== 'move') {
+    await query.run(trx, params);
+    return written;
+  }
+  // The `move` statement selects the session as it was (pairedUpdate).
+  return (await query.first(trx, params)) as SessionState | undefined;
 }
 
-/** Moves the message and its run together; `run` carries the run's own extra columns for the same update. */
+/**
+ * Moves the message and its run together, and the session to `session`; `run` carries the run's own extra
+ * columns for the same update. The session as the change found it (undefined: there is none).
+ */
 async function setStatus(
   change: Change,
   status: MessageStatus,
+  session: SessionStatus,
   fields: Partial<MessageRow> = {},
   run: Partial<Pick<RunRow, 'agent_version' | 'output_preview' | 'error'>> = {},
-): Promise<void> {
+): Promise<SessionState | undefined> {
   const { trx, message, now } = change;
   writtenMessageStatuses.set(trx, message.id, status);
-  await updateMessageAndRun(
-    trx,
-    { messageId: message.id, runId: message.run_id },
+  const before = await updateTurnRows(
+    change,
     { ...fields, status, updated_at: now },
     {
       ...run,
@@ -156,7 +206,10 @@ async function setStatus(
       ...(fields.started_at === undefined ? {} : { started_at: fields.started_at }),
       ...(fields.completed_at === undefined ? {} : { completed_at: fields.completed_at }),
     },
+    session,
   );
+  if (before !== undefined) writtenStatuses.set(trx, message.session_id, { status: session, hidden: before.hidden });
+  return before;
 }
 
 /** Runs the hooks of the change (what they write joins its transaction); their webhooks join the change's. */
@@ -200,12 +253,12 @@ export async function startTurn(
 ): Promise<{ events: SessionEvent[]; message: MessageRow }> {
   const { message, now } = change;
   const fields = { started_at: now, agent_version: agentVersion };
-  await setStatus(change, 'running', fields, { agent_version: agentVersion });
+  const before = await setStatus(change, 'running', 'running', fields, { agent_version: agentVersion });
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
   const webhooks: WebhookEventInput[] = [];
-  const hidden = await sessionStatusEvents(change, 'running', events, webhooks);
+  const hidden = sessionStatusEvents(change, 'running', before, events, webhooks);
   await runHooks(change, { status: 'running', resumed: false }, webhooks);
   return {
     events: await emit(change, events, webhooks, hidden),
@@ -216,20 +269,20 @@ export async function startTurn(
 /** Back to running after its actions were resolved; the engine picks it up again. */
 export async function resumeTurn(change: Change): Promise<SessionEvent[]> {
   const { message } = change;
-  await setStatus(change, 'running');
+  const before = await setStatus(change, 'running', 'running');
   await markWorkPending(change.trx, { sessionId: message.session_id });
   const events: SessionEventInput[] = [
     { kind: 'message.status', messageId: message.id, runId: message.run_id, data: { status: 'running' } },
   ];
   const webhooks: WebhookEventInput[] = [];
-  const hidden = await sessionStatusEvents(change, 'running', events, webhooks);
+  const hidden = sessionStatusEvents(change, 'running', before, events, webhooks);
   await runHooks(change, { status: 'running', resumed: true }, webhooks);
   return emit(change, events, webhooks, hidden);
 }
 
 export async function requireAction(change: Change, actions: RequiredAction[]): Promise<SessionEvent[]> {
   const { message } = change;
-  await setStatus(change, 'requires_action');
+  const before = await setStatus(change, 'requires_action', 'requires_action');
   const events: SessionEventInput[] = [
     {
       kind: 'message.status',
@@ -239,7 +292,7 @@ export async function requireAction(change: Change, actions: RequiredAction[]): 
     },
   ];
   const webhooks: WebhookEventInput[] = [];
-  const hidden = await sessionStatusEvents(change, 'requires_action', events, webhooks);
+  const hidden = sessionStatusEvents(change, 'requires_action', before, events, webhooks);
   const first = actions[0];
   if (first !== undefined) {
     // A feature may name what it started the turn for (a scheduled turn: its schedule, spec 6).
@@ -291,9 +344,10 @@ async function closePendingCalls(change: Change, reason: string): Promise<void> 
 
 export async function completeTurn(change: Change, responseText: string): Promise<SessionEvent[]> {
   const { message, now } = change;
-  await setStatus(
+  const before = await setStatus(
     change,
     'completed',
+    'idle',
     { response_text: responseText, completed_at: now },
     { output_preview: preview(responseText) },
   );
@@ -309,7 +363,7 @@ export async function completeTurn(change: Change, responseText: string): Promis
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.completed', data: { id: message.id, session_id: message.session_id } },
   ];
-  const hidden = await sessionStatusEvents(change, 'idle', events, webhooks);
+  const hidden = sessionStatusEvents(change, 'idle', before, events, webhooks);
   await runHooks(change, { status: 'completed' }, webhooks);
   return emit(change, events, webhooks, hidden);
 }
@@ -323,8 +377,9 @@ export async function failTurn(
   const reason = `Turn failed: ${error.message}`;
   await closePendingCalls(change, reason);
   await closeOpenSpans(change.trx, message.run_id, 'failed', reason, now);
-  await setStatus(
+  const before = await setStatus(
     change,
+    'failed',
     'failed',
     { error: JSON.stringify(error), completed_at: now, response_text: partialText },
     { error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) },
@@ -336,7 +391,7 @@ export async function failTurn(
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.failed', data: { id: message.id, session_id: message.session_id, error } },
   ];
-  const hidden = await sessionStatusEvents(change, 'failed', events, webhooks);
+  const hidden = sessionStatusEvents(change, 'failed', before, events, webhooks);
   await runHooks(change, { status: 'failed', error }, webhooks);
   return emit(change, events, webhooks, hidden);
 }
@@ -347,9 +402,10 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
   const reason = 'Tool call cancelled: the turn was interrupted';
   await closePendingCalls(change, reason);
   await closeOpenSpans(change.trx, message.run_id, 'cancelled', reason, now);
-  await setStatus(
+  const before = await setStatus(
     change,
     'cancelled',
+    'idle',
     { error: JSON.stringify(error), completed_at: now, response_text: partialText },
     { error: JSON.stringify(error), output_preview: partialText === null ? null : preview(partialText) },
   );
@@ -360,7 +416,7 @@ export async function cancelTurn(change: Change, partialText: string | null): Pr
   const webhooks: WebhookEventInput[] = [
     { type: 'agent.session.turn.cancelled', data: { id: message.id, session_id: message.session_id } },
   ];
-  const hidden = await sessionStatusEvents(change, 'idle', events, webhooks);
+  const hidden = sessionStatusEvents(change, 'idle', before, events, webhooks);
   await runHooks(change, { status: 'cancelled' }, webhooks);
   return emit(change, events, webhooks, hidden);
 }

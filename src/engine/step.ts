@@ -20,7 +20,7 @@ import {
 import { turnText } from '../domain/turns/message-service.ts';
 import type { MessageError } from '../domain/turns/message-types.ts';
 import { completeTurn, failTurn } from '../domain/turns/transitions.ts';
-import { addStepUsage } from '../domain/turns/turn-store.ts';
+import { addStepUsage, stepUsageOf } from '../domain/turns/turn-store.ts';
 import { outputViolation } from '../lib/output-schema.ts';
 import { storableText } from '../lib/storable-text.ts';
 import { chatSpanId, outgoingTraceparent } from '../lib/trace-context.ts';
@@ -328,13 +328,16 @@ export function persistStep(
       now,
     );
     await writeStep(trx, current, trace, { ...output, calls: records.calls, costMicros: cost }, now);
-    await addStepUsage(trx, current, { ...output.usage, costMicros: cost }, now);
+    const usage = stepUsageOf({ ...output.usage, costMicros: cost });
+    const ends = output.calls.length === 0;
+    // A step that ends the turn adds its usage with the turn's ending (one update of the message and run).
+    if (!ends) await addStepUsage(trx, current, usage, now);
     await debitCredits(trx, current.org_id, cost);
     await recordBudgetSpend(turn, trx, { costMicros: cost, now, release: true });
     const events = await writeEvents(trx, target, stepItemEvents(current, created));
-    if (output.calls.length === 0) {
+    if (ends) {
       const text = turnText([...ownItems(items, current.id), ...created]);
-      const change = turnChange(turn, trx, current, now);
+      const change = { ...turnChange(turn, trx, current, now), stepUsage: usage };
       // A reply without the structure asked for fails the turn, keeping the text (docs/responses.md).
       events.push(
         ...(invalid === null

@@ -4,7 +4,7 @@
  * session events and webhooks. The features built on turns add theirs through the change's hooks (turn-hooks.ts).
  */
 
-import { type Kysely, PostgresAdapter } from 'kysely';
+import { type ExpressionBuilder, type Kysely, PostgresAdapter } from 'kysely';
 import { formatTraceparent, runTrace } from '../../lib/trace-context.ts';
 import { type Prepared, prepare, prepareUpdate } from '../../storage/prepared.ts';
 import type { Database, MessageRow, RunRow } from '../../storage/schema.ts';
@@ -17,6 +17,7 @@ import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
 import { markWorkPending } from './session-rows.ts';
 import type { ActionRequiredFields, TurnChange as Change, TurnTransition } from './turn-hooks.ts';
+import { addStepUsage, messageUsageFields, runUsageFields } from './turn-store.ts';
 
 export type { TurnChange } from './turn-hooks.ts';
 
@@ -87,21 +88,32 @@ function pairedUpdate(
   messageColumns: readonly string[],
   runColumns: readonly string[],
   session: SessionWrite,
+  usage: boolean,
 ): Prepared<Record<string, unknown>, unknown> {
-  const key = `${session}|${messageColumns.join(',')}|${runColumns.join(',')}`;
+  const key = `${session}|${usage}|${messageColumns.join(',')}|${runColumns.join(',')}`;
   let query = pairedUpdates.get(key);
   if (query !== undefined) return query;
-  const set = (columns: readonly string[], prefix: string, p: Record<string, unknown>) =>
-    Object.fromEntries(columns.map((column) => [column, p[`${prefix}.${column}`]])) as never;
+  const set = (columns: readonly string[], prefix: string, p: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(columns.map((column) => [column, p[`${prefix}.${column}`]]));
   query = prepare((db, p: Record<string, unknown>) => {
+    // A step's usage: its increments first, the change's own columns (its updated_at among them) after.
+    // (The parameters are markers read by name: spreading them would read none.)
+    const added = {
+      inputTokens: p.inputTokens as number,
+      cachedInputTokens: p.cachedInputTokens as number,
+      outputTokens: p.outputTokens as number,
+      costMicros: p.costMicros as number,
+      now: p.now as number,
+    };
     const message = db.with('message', (qb) =>
       qb
         .updateTable('messages')
-        .set(set(messageColumns, 'm', p))
+        .set((eb) => ({ ...(usage ? messageUsageFields(added)(eb) : {}), ...set(messageColumns, 'm', p) }) as never)
         .where('id', '=', p.messageId as never)
         .returning('id'),
     );
-    const runSet = set(runColumns, 'r', p);
+    const runSet = (eb: ExpressionBuilder<Database, 'runs'>) =>
+      ({ ...(usage ? runUsageFields(added)(eb) : {}), ...set(runColumns, 'r', p) }) as never;
     const sessionSet = { status: p.status as never, updated_at: p.now as never };
     const sessionId = p.sessionId as never;
     if (session === 'none')
@@ -155,7 +167,9 @@ async function updateTurnRows(
   const { trx, message, now } = change;
   const written = writtenStatuses.get(trx, message.session_id);
   const session: SessionWrite = written === undefined ? 'move' : written.status === target ? 'none' : 'set';
+  const usage = change.stepUsage;
   if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) {
+    if (usage !== undefined) await addStepUsage(trx, message, usage, now);
     await updateMessage.run(trx, message.id, messageValues);
     await updateRun.run(trx, message.run_id, runValues);
     const before = written ?? (await sessionStatus.first(trx, { id: message.session_id }));
@@ -172,10 +186,11 @@ async function updateTurnRows(
     sessionId: message.session_id,
     status: target,
     now,
+    ...usage,
   };
   for (const column of messageColumns) params[`m.${column}`] = messageValues[column];
   for (const column of runColumns) params[`r.${column}`] = runValues[column];
-  const query = pairedUpdate(messageColumns, runColumns, session);
+  const query = pairedUpdate(messageColumns, runColumns, session, usage !== undefined);
   if (session !== 'move') {
     await query.run(trx, params);
     return written;

@@ -8,6 +8,7 @@ import type { MessageRow } from '../../storage/schema.ts';
 import type { WebhookEventData, WebhookEventInput } from '../outbox.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import type { MessageError, RequiredAction } from './message-types.ts';
+import type { StepUsage } from './turn-store.ts';
 
 /** Where a turn's state changes report: the webhook types the organization receives, the features' hooks. */
 export interface TurnListeners {
@@ -22,6 +23,8 @@ export interface TurnChange extends TurnListeners {
   /** The message as it was before the change. */
   message: MessageRow;
   now: number;
+  /** The usage of the model step that ends the turn, added to the message and run by the change's own update. */
+  stepUsage?: StepUsage;
 }
 
 /** The state a change moved the turn to, with what the change knows about it. */

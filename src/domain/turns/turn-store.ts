@@ -105,17 +105,18 @@ export async function markWorkspaceProvisioned(trx: Executor, agentId: string, n
 }
 
 /** What a step adds to its message: one more step, its tokens and cost. */
-const messageUsageFields = (p: StepUsage & { now: number }) => (eb: ExpressionBuilder<Database, 'messages'>) => ({
-  step_count: eb('step_count', '+', 1),
-  input_tokens: eb('input_tokens', '+', p.inputTokens),
-  cached_input_tokens: eb('cached_input_tokens', '+', p.cachedInputTokens),
-  output_tokens: eb('output_tokens', '+', p.outputTokens),
-  cost_micros: eb('cost_micros', '+', p.costMicros),
-  updated_at: p.now,
-});
+export const messageUsageFields =
+  (p: StepUsage & { now: number }) => (eb: ExpressionBuilder<Database, 'messages'>) => ({
+    step_count: eb('step_count', '+', 1),
+    input_tokens: eb('input_tokens', '+', p.inputTokens),
+    cached_input_tokens: eb('cached_input_tokens', '+', p.cachedInputTokens),
+    output_tokens: eb('output_tokens', '+', p.outputTokens),
+    cost_micros: eb('cost_micros', '+', p.costMicros),
+    updated_at: p.now,
+  });
 
 /** What a step adds to its run: its tokens and cost. */
-const runUsageFields = (p: StepUsage) => (eb: ExpressionBuilder<Database, 'runs'>) => ({
+export const runUsageFields = (p: StepUsage) => (eb: ExpressionBuilder<Database, 'runs'>) => ({
   input_tokens: eb('input_tokens', '+', p.inputTokens),
   cached_input_tokens: eb('cached_input_tokens', '+', p.cachedInputTokens),
   output_tokens: eb('output_tokens', '+', p.outputTokens),
@@ -141,6 +142,14 @@ const stepUsage = prepare((db, p: StepUsage & { messageId: string; runId: string
     .where('id', '=', p.runId),
 );
 
+/** A step's usage as a provider reported it, with every field (prepared statements bind every parameter). */
+export function stepUsageOf(
+  reported: Omit<StepUsage, 'cachedInputTokens'> & { cachedInputTokens?: number },
+): StepUsage {
+  // A provider that reports no cached tokens adds 0.
+  return { ...reported, cachedInputTokens: reported.cachedInputTokens ?? 0 };
+}
+
 export interface StepUsage {
   inputTokens: number;
   /** Of inputTokens, those read from the provider's prompt cache. */
@@ -159,8 +168,7 @@ export async function addStepUsage(
   reported: Omit<StepUsage, 'cachedInputTokens'> & { cachedInputTokens?: number },
   now: number,
 ): Promise<void> {
-  // Prepared statements bind every parameter: a provider that reports no cached tokens adds 0.
-  const usage: StepUsage = { ...reported, cachedInputTokens: reported.cachedInputTokens ?? 0 };
+  const usage = stepUsageOf(reported);
   if (trx.getExecutor().adapter instanceof PostgresAdapter) {
     await stepUsage.run(trx, { messageId: message.id, runId: message.run_id, ...usage, now });
     return;

@@ -1,7 +1,8 @@
 /**
- * Messages: submit work to a Session, read the transcript, answer questions, record client tool outputs and
- * interrupt. Every write is one transaction that locks the session row first (so it orders with the engine's
- * fenced writes) and writes its events through the outbox; wake-ups and live events go out after commit.
+ * Messages: submit work to a Session, read the transcript, answer questions (message-answer.ts), record client tool
+ * outputs, interrupt and cancel (message-cancel.ts). Every write is one transaction that locks the session row first
+ * (so it orders with the engine's fenced writes) and writes its events through the outbox; wake-ups and live events
+ * go out after commit.
  */
 
 import type { Bus } from '../../bus/bus.ts';

@@ -136,7 +136,7 @@ export function createA2aService(deps: A2aServiceDeps) {
         outputs.push({ callId: item.callId, output });
       } else if (typeof item.actionId === 'number') {
         const value = 'approved' in item ? { approved: item.approved, reason: item.reason } : item.answer;
-        await deps.messages.answer(orgId, turn.sessionId, turn.id, item.actionId, value);
+        await deps.messages.answer(orgId, { sessionId: turn.sessionId, messageId: turn.id }, item.actionId, value);
         answered += 1;
       } else {
         throw validationError(
@@ -158,7 +158,7 @@ export function createA2aService(deps: A2aServiceDeps) {
       }
       const value =
         first.type === 'tool_approval' ? { approved: /^\s*(y|yes|approve|approved|ok)\s*$/i.test(text) } : text;
-      await deps.messages.answer(orgId, turn.sessionId, turn.id, first.actionId, value);
+      await deps.messages.answer(orgId, { sessionId: turn.sessionId, messageId: turn.id }, first.actionId, value);
     }
   }
 

@@ -125,7 +125,7 @@ export function createProtocolTurns(deps: ProtocolTurnDeps) {
 
     /** Answers a question the turn asked (see MessageService.answer). */
     async answer(orgId: string, target: { sessionId: string; messageId: string }, actionId: number, answer: unknown) {
-      return deps.messages.answer(orgId, target.sessionId, target.messageId, actionId, answer);
+      return deps.messages.answer(orgId, target, actionId, answer);
     },
 
     /** Records the outputs of client tool calls the turn waits for; it goes on once none is left waiting. */

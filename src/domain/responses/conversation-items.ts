@@ -163,7 +163,7 @@ export async function storeConversationItems(
   let recorded: Awaited<ReturnType<typeof recordOutputs>> = { items: [], events: [], resumed: false, unblocked: [] };
   if (known.length > 0) {
     try {
-      recorded = await recordOutputs(trx, listeners, target, known, 'persist', ['client', 'question']);
+      recorded = await recordOutputs(trx, listeners, target, known, { mode: 'persist', kinds: ['client', 'question'] });
     } catch (error) {
       // recordOutputs names positions among the outputs it was given: map them back to positions in `items`.
       if (error instanceof AppError && error.param !== null) {

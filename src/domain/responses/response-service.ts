@@ -264,7 +264,10 @@ export function createResponseService(deps: ResponseServiceDeps) {
 
     const events: SessionEvent[] = [];
     if (outputs.length > 0) {
-      const recorded = await recordOutputs(trx, listeners, target, outputs, 'persist', ['client', 'question']);
+      const recorded = await recordOutputs(trx, listeners, target, outputs, {
+        mode: 'persist',
+        kinds: ['client', 'question'],
+      });
       events.push(...recorded.events);
     }
     // Every call the conversation waits for must be answered before the agent can go on.

@@ -3,6 +3,7 @@
  * credits) and the rows a queued turn needs (message, run, its log items, events). The Sessions route and the
  * Responses surface both call it, each inside its own idempotency scope.
  */
+import type { Insertable } from 'kysely';
 import { AppError, notFound } from '../../errors/app-error.ts';
 import {
   isAbsentOr,
@@ -29,7 +30,7 @@ import {
 import type { RunSource } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
-import type { MessageRow } from '../../storage/schema.ts';
+import type { MessageRow, RunsTable } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { Agent } from '../agents/agent-types.ts';
 import { requireBudgets } from '../billing/budgets.ts';
@@ -299,15 +300,55 @@ const sessionMessages = prepare((db, p: { sessionId: string }) =>
 const insertMessage = prepareInsert('messages');
 const insertRun = prepareInsert('runs');
 
+type AcceptTarget = { orgId: string; sessionId: string; now: number };
+type AgentOf = (trx: Executor, agentId: string) => Promise<Agent>;
+
+/**
+ * Accepts a message in the caller's transaction: locks and checks the session, checks the agent's credits and
+ * budgets, then writes the queued message, its run, its log items and its `message.created` event.
+ */
 export async function acceptMessage(
   trx: Executor,
-  target: { orgId: string; sessionId: string; now: number },
+  target: AcceptTarget,
   input: AcceptInput,
-  agentOf: (trx: Executor, agentId: string) => Promise<Agent>,
+  agentOf: AgentOf,
   toolWarnings?: ToolWarnings,
 ): Promise<Accepted> {
   const { orgId, sessionId, now } = target;
-  // Locks the session row first: submissions and the engine's fenced writes are ordered by it.
+  const { session, agentId, last } = await openSession(trx, target, input);
+  // A version the message names, else the session's pin: the turn runs it, so its model is the one charged.
+  const agentVersion = input.agentVersion ?? session.agent_version ?? undefined;
+  const agent = await agentToRun(trx, agentId, agentVersion, agentOf);
+  await requireCredits(trx, orgId, agent.model);
+  await requireBudgets(trx, {
+    model: agent.model,
+    agentId: agent.id,
+    sessionId,
+    scheduleId: input.scheduleId ?? null,
+    now,
+  });
+  const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
+  const options = withAgentFormat(input.options, agent);
+  const turn: QueuedTurn = { agent, agentVersion, options, warnings };
+  const row = queuedMessage(target, input, turn, Number(last?.seq ?? 0) + 1);
+  await insertMessage.run(trx, [row]);
+  await insertRun.run(trx, [queuedRun(target, row, input, agent, session.end_user)]);
+  // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
+  if (last?.unattached != null) await adoptUnattachedItems(trx, sessionId, row.id);
+  await appendItems(trx, target, inputItems(row.id, input));
+  const events = await writeEvents(trx, target, [
+    { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
+  ]);
+  return { row, events, warnings };
+}
+
+/**
+ * Locks the session row (submissions and the engine's fenced writes are ordered by it) and checks that it takes a
+ * message: visible when the caller asks, with an agent (fixed here from `bindAgent` when it has none), no client
+ * call waiting for its output. Returns its row, its agent and what it holds.
+ */
+async function openSession(trx: Executor, target: AcceptTarget, input: AcceptInput) {
+  const { orgId, sessionId, now } = target;
   const session = await markWorkPending(trx, { sessionId, orgId, now });
   if (session === undefined || (input.visibleOnly === true && session.hidden !== 0)) {
     throw notFound('session', sessionId);
@@ -333,32 +374,43 @@ export async function acceptMessage(
       'a client tool call of this session is waiting for its output; submit it before sending new input',
     );
   }
-  // A version the message names, else the session's pin: the turn runs it, so its model is the one charged.
-  const agentVersion = input.agentVersion ?? session.agent_version ?? undefined;
+  return { session, agentId, last };
+}
+
+/** The agent as the turn runs it: the current one, or `agentVersion` of it when that is another version. */
+async function agentToRun(
+  trx: Executor,
+  agentId: string,
+  agentVersion: number | undefined,
+  agentOf: AgentOf,
+): Promise<Agent> {
   const current = await agentOf(trx, agentId);
-  const agent =
-    agentVersion === undefined || agentVersion === current.version
-      ? current
-      : {
-          ...current,
-          ...(await requireAgentVersion(trx, agentId, agentVersion, 'agentVersion')),
-          version: agentVersion,
-        };
-  await requireCredits(trx, orgId, agent.model);
-  await requireBudgets(trx, {
-    model: agent.model,
-    agentId: agent.id,
-    sessionId,
-    scheduleId: input.scheduleId ?? null,
-    now,
-  });
-  const warnings = toolWarnings === undefined ? [] : await toolWarnings(agent, { orgId, agentId: agent.id, db: trx });
-  const options = withAgentFormat(input.options, agent);
-  const row: MessageRow = {
+  return agentVersion === undefined || agentVersion === current.version
+    ? current
+    : {
+        ...current,
+        ...(await requireAgentVersion(trx, agentId, agentVersion, 'agentVersion')),
+        version: agentVersion,
+      };
+}
+
+/** What an accepted message's turn runs with, settled before its rows are written. */
+interface QueuedTurn {
+  agent: Agent;
+  /** The version the turn is fixed to (the message's or the session's pin); undefined: the current one at start. */
+  agentVersion: number | undefined;
+  options: MessageOptions | null;
+  warnings: Warning[];
+}
+
+/** The row of the queued message, `seq` the session's next. */
+function queuedMessage(target: AcceptTarget, input: AcceptInput, turn: QueuedTurn, seq: number): MessageRow {
+  const { options } = turn;
+  return {
     id: newId(),
-    org_id: orgId,
-    session_id: sessionId,
-    seq: Number(last?.seq ?? 0) + 1,
+    org_id: target.orgId,
+    session_id: target.sessionId,
+    seq,
     status: 'queued',
     parts: JSON.stringify(input.parts),
     response_text: null,
@@ -369,52 +421,61 @@ export async function acceptMessage(
     cost_micros: 0,
     step_count: 0,
     cancel_requested: 0,
-    agent_id: agent.id,
-    agent_version: agentVersion ?? null,
+    agent_id: turn.agent.id,
+    agent_version: turn.agentVersion ?? null,
     run_id: newId(),
     source: input.source,
-    created_at: now,
+    created_at: target.now,
     started_at: null,
     completed_at: null,
-    updated_at: now,
+    updated_at: target.now,
     options: options === null ? null : JSON.stringify(options),
     deleted_at: null,
     // The submitting request's trace context: the turn's spans join that trace whenever and wherever it runs.
     traceparent: currentTraceparent(),
-    warnings: storedWarnings(warnings),
+    warnings: storedWarnings(turn.warnings),
   };
-  await insertMessage.run(trx, [row]);
-  await insertRun.run(trx, [
-    {
-      id: row.run_id,
-      org_id: orgId,
-      agent_id: agent.id,
-      session_id: sessionId,
-      message_id: row.id,
-      source: row.source,
-      status: 'queued',
-      model: agent.model,
-      agent_version: null,
-      input_preview: preview(input.text ?? ''),
-      output_preview: null,
-      input_tokens: 0,
-      output_tokens: 0,
-      cost_micros: 0,
-      error: null,
-      created_at: now,
-      started_at: null,
-      completed_at: null,
-      warnings: row.warnings,
-      api_key_id: input.apiKeyId === undefined ? currentApiKeyId() : input.apiKeyId,
-      end_user: session.end_user,
-    },
-  ]);
-  // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
-  if (last?.unattached != null) await adoptUnattachedItems(trx, sessionId, row.id);
-  const items = historyItems(row.id, input.history ?? []);
+}
+
+/** The row of the queued message's run. */
+function queuedRun(
+  target: AcceptTarget,
+  row: MessageRow,
+  input: AcceptInput,
+  agent: Agent,
+  endUser: string | null,
+): Insertable<RunsTable> {
+  return {
+    id: row.run_id,
+    org_id: target.orgId,
+    agent_id: agent.id,
+    session_id: target.sessionId,
+    message_id: row.id,
+    source: row.source,
+    status: 'queued',
+    model: agent.model,
+    agent_version: null,
+    input_preview: preview(input.text ?? ''),
+    output_preview: null,
+    input_tokens: 0,
+    output_tokens: 0,
+    cost_micros: 0,
+    error: null,
+    created_at: target.now,
+    started_at: null,
+    completed_at: null,
+    warnings: row.warnings,
+    api_key_id: input.apiKeyId === undefined ? currentApiKeyId() : input.apiKeyId,
+    end_user: endUser,
+  };
+}
+
+/** The message's log items: the history the client replays, then its new input (none when `text` is null). */
+function inputItems(messageId: string, input: AcceptInput): NewItem[] {
+  const items = historyItems(messageId, input.history ?? []);
   if (input.text !== null) {
     items.push({
-      messageId: row.id,
+      messageId,
       step: 0,
       content:
         input.attachments === undefined || input.attachments.length === 0
@@ -422,9 +483,5 @@ export async function acceptMessage(
           : { type: 'user_message', text: input.text, attachments: input.attachments },
     });
   }
-  await appendItems(trx, target, items);
-  const events = await writeEvents(trx, target, [
-    { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
-  ]);
-  return { row, events, warnings };
+  return items;
 }

@@ -48,21 +48,41 @@ function textOf(items: Item[]): string {
     .join('\n');
 }
 
+/** How recordOutputs treats the outputs it is given. */
+export interface RecordOptions {
+  /** What a turn left with no call waiting does: it continues, or it ends completed with what it produced. */
+  mode: ClientOutputMode;
+  /** The calls the caller answers: client tools, and on the OpenAI surfaces also questions. */
+  kinds: readonly CallKind[];
+}
+
 /**
- * Each call_id must name a call of this session answered by the caller (`kinds`: client tools, and on the
- * Responses surface also questions); an identical retry returns the stored item, a different output is a 409.
- * When a turn has no call left waiting it continues (`continue`) or ends completed with what it produced
- * (`persist`).
+ * Each call_id must name a call of this session answered by the caller (`kinds`); an identical retry returns the
+ * stored item, a different output is a 409. When a turn has no call left waiting it continues (`continue`) or ends
+ * completed with what it produced (`persist`).
  */
 export async function recordOutputs(
   trx: Executor,
   listeners: TurnListeners,
   target: { orgId: string; sessionId: string; now: number },
   outputs: ClientOutput[],
-  mode: ClientOutputMode,
-  kinds: readonly CallKind[] = ['client'],
+  { mode, kinds }: RecordOptions,
 ): Promise<RecordedOutputs> {
-  const { orgId, sessionId, now } = target;
+  const recording: Recording = { trx, target, kinds };
+  const byCall = await callsNamed(trx, target.sessionId, outputs);
+  const { items, touched } = await storeOutputs(recording, outputs, byCall);
+  const ended = await endUnblockedTurns(recording, listeners, touched, mode);
+  return { items, ...ended };
+}
+
+/** A call of the session and its output, when one is stored. */
+interface CallEntry {
+  call?: Item;
+  output?: Item;
+}
+
+/** The calls `outputs` name in the session, each with its stored output if any, by call id. */
+async function callsNamed(trx: Executor, sessionId: string, outputs: ClientOutput[]): Promise<Map<string, CallEntry>> {
   const rows =
     outputs.length === 0
       ? []
@@ -77,7 +97,7 @@ export async function recordOutputs(
           )
           .orderBy('seq')
           .execute();
-  const byCall = new Map<string, { call?: Item; output?: Item }>();
+  const byCall = new Map<string, CallEntry>();
   for (const row of rows) {
     const entry = byCall.get(row.call_id ?? '') ?? {};
     const item = itemFromRow(row);
@@ -85,8 +105,26 @@ export async function recordOutputs(
     else entry.output = item;
     byCall.set(row.call_id ?? '', entry);
   }
+  return byCall;
+}
+
+/** One recordOutputs request: the caller's transaction (holding the session row lock), its target and `kinds`. */
+interface Recording {
+  trx: Executor;
+  target: { orgId: string; sessionId: string; now: number };
+  kinds: readonly CallKind[];
+}
+
+/**
+ * Stores each output in request order, ending its tool span; an identical retry takes the item stored before.
+ * Returns the items and the messages that got an output.
+ */
+async function storeOutputs(
+  { trx, target, kinds }: Recording,
+  outputs: ClientOutput[],
+  byCall: Map<string, CallEntry>,
+): Promise<{ items: Item[]; touched: Set<string> }> {
   const items: Item[] = [];
-  const events: SessionEvent[] = [];
   const touched = new Set<string>();
   const seen = new Set<string>();
   for (const [index, output] of outputs.entries()) {
@@ -129,9 +167,24 @@ export async function recordOutputs(
       },
     ]);
     if (created !== undefined) items.push(created);
-    await endToolSpan(trx, { ...output, messageId: call.messageId, status: 'completed', now });
+    await endToolSpan(trx, { ...output, messageId: call.messageId, status: 'completed', now: target.now });
     touched.add(call.messageId);
   }
+  return { items, touched };
+}
+
+/**
+ * Continues (`continue`) or completes (`persist`) each message among `touched` that waits for input and has no
+ * call left waiting.
+ */
+async function endUnblockedTurns(
+  { trx, target }: Recording,
+  listeners: TurnListeners,
+  touched: Set<string>,
+  mode: ClientOutputMode,
+): Promise<Omit<RecordedOutputs, 'items'>> {
+  const { orgId, sessionId, now } = target;
+  const events: SessionEvent[] = [];
   let resumed = false;
   const unblocked: string[] = [];
   for (const messageId of touched) {
@@ -155,7 +208,7 @@ export async function recordOutputs(
     }
     resumed = true;
   }
-  return { items, events, resumed, unblocked };
+  return { events, resumed, unblocked };
 }
 
 /**

@@ -12,6 +12,7 @@
  */
 import type { WindowCorrection } from '../../models/context-window.ts';
 import type { Executor } from '../../storage/db.ts';
+import type { ItemRow } from '../../storage/schema.ts';
 import { ContextBuilder, type Item, itemFromRow, loadItemsAfter } from './items.ts';
 
 export interface ContextCache {
@@ -46,10 +47,6 @@ export interface ContextCaches {
  */
 const ITEM_OVERHEAD_BYTES = 384;
 
-interface SessionLog extends ContextCache {
-  bytes: number;
-}
-
 type LogItem = Item & { messageSeq: number };
 
 /** Whether the items from `from` on (and the one before them) are in log order: message, then seq. */
@@ -64,79 +61,101 @@ function sortedFrom(items: readonly LogItem[], from: number): boolean {
   return true;
 }
 
-function createSessionLog(sessionId: string, grew: (bytes: number) => void): SessionLog {
-  const items: LogItem[] = [];
-  let approvalDecisions = false;
+/** One session's log, and the model context built from it (see above). */
+class SessionLog implements ContextCache {
+  /** Estimated bytes held, counted into the cache's total. */
+  bytes = 0;
+  readonly corrections = new Map<string, WindowCorrection>();
+  readonly #sessionId: string;
+  readonly #grew: (bytes: number) => void;
+  readonly #items: LogItem[] = [];
+  #approvalDecisions = false;
   // The model context of items[0, builder.count): started again whenever the items are reordered.
-  let builder = new ContextBuilder();
+  #builder = new ContextBuilder();
   // Every item up to `watermark` is held; above it, `held` lists the seqs already held (past an unadopted item).
-  let watermark = 0;
-  const held = new Set<number>();
-  const log: SessionLog = {
-    bytes: 0,
-    corrections: new Map(),
-    hasApprovalDecisions: () => approvalDecisions,
-    async load(db, upToMessageSeq) {
-      const rows = await loadItemsAfter(db, sessionId, watermark);
-      const before = items.length;
-      const removed: string[] = [];
-      let added = 0;
-      let blocked = false;
-      for (const row of rows) {
-        if (held.has(row.seq)) {
-          if (!blocked) {
-            watermark = row.seq;
-            held.delete(row.seq);
-          }
-          continue;
-        }
-        if (row.message_seq === null) {
-          // Not adopted by a message yet: read it again next time.
-          blocked = true;
-          continue;
-        }
-        const item: LogItem = { ...itemFromRow(row), messageSeq: row.message_seq };
-        if (item.content.type === 'approval_decision') approvalDecisions = true;
-        if (item.content.type === 'item_removed') removed.push(...item.content.itemIds);
-        items.push(item);
-        added += row.content.length + ITEM_OVERHEAD_BYTES;
-        if (blocked) held.add(row.seq);
-        else watermark = row.seq;
+  #watermark = 0;
+  readonly #held = new Set<number>();
+
+  constructor(sessionId: string, grew: (bytes: number) => void) {
+    this.#sessionId = sessionId;
+    this.#grew = grew;
+  }
+
+  hasApprovalDecisions(): boolean {
+    return this.#approvalDecisions;
+  }
+
+  async load(db: Executor, upToMessageSeq: number): Promise<Item[]> {
+    const items = this.#items;
+    const rows = await loadItemsAfter(db, this.#sessionId, this.#watermark);
+    const before = items.length;
+    const removed: string[] = [];
+    const added = this.#take(rows, removed);
+    if (removed.length > 0) {
+      // Items deleted from the log since it was read: dropped, and the context built again without them.
+      const gone = new Set(removed);
+      const kept = items.filter((item) => !gone.has(item.id));
+      items.length = 0;
+      for (const item of kept) items.push(item);
+      this.#builder = new ContextBuilder();
+    }
+    if (added > 0) {
+      // An answer to an earlier turn can arrive after a later message's input: keep message order first. Rows
+      // come in log order, so the array is usually still sorted and needs no pass over the whole history.
+      if (!sortedFrom(items, removed.length > 0 ? 0 : before)) {
+        items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
+        this.#builder = new ContextBuilder();
       }
-      if (removed.length > 0) {
-        // Items deleted from the log since it was read: dropped, and the context built again without them.
-        const gone = new Set(removed);
-        const kept = items.filter((item) => !gone.has(item.id));
-        items.length = 0;
-        for (const item of kept) items.push(item);
-        builder = new ContextBuilder();
-      }
-      if (added > 0) {
-        // An answer to an earlier turn can arrive after a later message's input: keep message order first. Rows
-        // come in log order, so the array is usually still sorted and needs no pass over the whole history.
-        if (!sortedFrom(items, removed.length > 0 ? 0 : before)) {
-          items.sort((a, b) => a.messageSeq - b.messageSeq || a.seq - b.seq);
-          builder = new ContextBuilder();
+      this.bytes += added;
+      this.#grew(added);
+    }
+    const last = items.at(-1);
+    return last === undefined || last.messageSeq <= upToMessageSeq
+      ? items.slice()
+      : items.filter((item) => item.messageSeq <= upToMessageSeq);
+  }
+
+  /**
+   * Appends the rows not held yet and moves the watermark past them; adds the ids of the items they remove to
+   * `removed`. Returns the estimated bytes appended.
+   */
+  #take(rows: readonly (ItemRow & { message_seq: number | null })[], removed: string[]): number {
+    let added = 0;
+    let blocked = false;
+    for (const row of rows) {
+      if (this.#held.has(row.seq)) {
+        if (!blocked) {
+          this.#watermark = row.seq;
+          this.#held.delete(row.seq);
         }
-        log.bytes += added;
-        grew(added);
+        continue;
       }
-      const last = items.at(-1);
-      return last === undefined || last.messageSeq <= upToMessageSeq
-        ? items.slice()
-        : items.filter((item) => item.messageSeq <= upToMessageSeq);
-    },
-    contextOf(loaded) {
-      // `loaded` is a prefix of the log unless the log was reordered since: then it is built on its own.
-      const built = builder.count;
-      let own = built <= loaded.length && (built === 0 || loaded[built - 1] === items[built - 1]);
-      for (let index = built; own && index < loaded.length; index++) own = loaded[index] === items[index];
-      const target = own ? builder : new ContextBuilder();
-      for (let index = target.count; index < loaded.length; index++) target.append(loaded[index] as Item);
-      return target;
-    },
-  };
-  return log;
+      if (row.message_seq === null) {
+        // Not adopted by a message yet: read it again next time.
+        blocked = true;
+        continue;
+      }
+      const item: LogItem = { ...itemFromRow(row), messageSeq: row.message_seq };
+      if (item.content.type === 'approval_decision') this.#approvalDecisions = true;
+      if (item.content.type === 'item_removed') removed.push(...item.content.itemIds);
+      this.#items.push(item);
+      added += row.content.length + ITEM_OVERHEAD_BYTES;
+      if (blocked) this.#held.add(row.seq);
+      else this.#watermark = row.seq;
+    }
+    return added;
+  }
+
+  contextOf(loaded: readonly Item[]): ContextBuilder {
+    // `loaded` is a prefix of the log unless the log was reordered since: then it is built on its own.
+    const items = this.#items;
+    const built = this.#builder.count;
+    let own = built <= loaded.length && (built === 0 || loaded[built - 1] === items[built - 1]);
+    for (let index = built; own && index < loaded.length; index++) own = loaded[index] === items[index];
+    const target = own ? this.#builder : new ContextBuilder();
+    for (let index = target.count; index < loaded.length; index++) target.append(loaded[index] as Item);
+    return target;
+  }
 }
 
 /**
@@ -162,7 +181,7 @@ export function createContextCaches(maxBytes: number): ContextCaches {
     forSession(sessionId) {
       let log = logs.get(sessionId);
       if (log === undefined) {
-        const created: SessionLog = createSessionLog(sessionId, (bytes) => grew(sessionId, created, bytes));
+        const created: SessionLog = new SessionLog(sessionId, (bytes) => grew(sessionId, created, bytes));
         log = created;
       } else {
         logs.delete(sessionId);
@@ -177,5 +196,5 @@ export function createContextCaches(maxBytes: number): ContextCaches {
 
 /** A log for one turn only (callers without a process-wide cache). */
 export function createContextCache(sessionId: string): ContextCache {
-  return createSessionLog(sessionId, () => undefined);
+  return new SessionLog(sessionId, () => undefined);
 }

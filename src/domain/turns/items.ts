@@ -186,85 +186,72 @@ const isListedTool = (value: unknown): value is ListedTool =>
   isNullableString(value.description) &&
   isJsonObject(value.inputSchema);
 
+type JsonObject = Record<string, unknown>;
+
+/** The fields each variant of ItemContent needs, by its `type` (every type has one: the record is exhaustive). */
+const CONTENT_FIELDS: Record<ItemContent['type'], (value: JsonObject) => boolean> = {
+  user_message: (value) =>
+    typeof value.text === 'string' && (value.attachments === undefined || isArrayOf(value.attachments, isAttachment)),
+  assistant_message: (value) =>
+    typeof value.text === 'string' &&
+    isAbsentOr(value.chunks, (chunks) => isArrayOf(chunks, isNumber)) &&
+    isAbsentOr(value.incomplete, (reason) => reason === 'max_output_tokens' || reason === 'content_filter'),
+  function_call: (value) =>
+    typeof value.name === 'string' &&
+    typeof value.arguments === 'string' &&
+    isOneOf(CALL_KINDS, value.kind) &&
+    typeof value.actionId === 'number' &&
+    isAbsentOr(value.server, isCallServer) &&
+    isAbsentOr(value.approval, isCallApproval),
+  approval_decision: (value) =>
+    typeof value.approvalId === 'string' &&
+    typeof value.approved === 'boolean' &&
+    isNullableString(value.reason) &&
+    isOneOf(DECISION_SOURCES, value.by),
+  elicitation: (value) =>
+    typeof value.elicitationId === 'string' &&
+    typeof value.actionId === 'number' &&
+    typeof value.index === 'number' &&
+    typeof value.server === 'string' &&
+    isOneOf(ELICITATION_MODES, value.mode) &&
+    typeof value.message === 'string' &&
+    (value.requestedSchema === null || isJsonObject(value.requestedSchema)) &&
+    isNullableString(value.url),
+  elicitation_response: (value) =>
+    typeof value.elicitationId === 'string' &&
+    isOneOf(ELICITATION_ACTIONS, value.action) &&
+    (value.content === null || isJsonObject(value.content)) &&
+    isOneOf(DECISION_SOURCES, value.by),
+  tool_list: (value) =>
+    isJsonObject(value.server) &&
+    isNullableString(value.server.id) &&
+    typeof value.server.label === 'string' &&
+    isArrayOf(value.tools, isListedTool),
+  function_call_output: (value) =>
+    typeof value.name === 'string' &&
+    typeof value.output === 'string' &&
+    typeof value.isError === 'boolean' &&
+    isOneOf(OUTPUT_SOURCES, value.source),
+  item_removed: (value) => isArrayOf(value.itemIds, isString),
+  compaction: (value) =>
+    typeof value.summary === 'string' &&
+    isNullableString(value.keptFrom) &&
+    isOneOf(COMPACTION_REASONS, value.reason) &&
+    typeof value.tokensBefore === 'number' &&
+    typeof value.tokensAfter === 'number',
+};
+
+/** CONTENT_FIELDS as a map: a `type` that is no variant's (`toString`, a number) finds nothing, not a prototype key. */
+const CONTENT_CHECKS = new Map<unknown, (value: JsonObject) => boolean>(Object.entries(CONTENT_FIELDS));
+
 /**
  * What `items.content` holds: the `type` discriminant and the fields its variant needs. Runs for every item a
  * turn loads, so it checks shapes only (no schema library, no deep walk of tool schemas or answers).
  */
 export function isItemContent(value: unknown): value is ItemContent {
   if (!isJsonObject(value)) return false;
-  switch (value.type) {
-    case 'user_message':
-      return (
-        typeof value.text === 'string' &&
-        (value.attachments === undefined || isArrayOf(value.attachments, isAttachment))
-      );
-    case 'assistant_message':
-      return (
-        typeof value.text === 'string' &&
-        isAbsentOr(value.chunks, (chunks) => isArrayOf(chunks, isNumber)) &&
-        isAbsentOr(value.incomplete, (reason) => reason === 'max_output_tokens' || reason === 'content_filter')
-      );
-    case 'function_call':
-      return (
-        typeof value.name === 'string' &&
-        typeof value.arguments === 'string' &&
-        isOneOf(CALL_KINDS, value.kind) &&
-        typeof value.actionId === 'number' &&
-        isAbsentOr(value.server, isCallServer) &&
-        isAbsentOr(value.approval, isCallApproval)
-      );
-    case 'approval_decision':
-      return (
-        typeof value.approvalId === 'string' &&
-        typeof value.approved === 'boolean' &&
-        isNullableString(value.reason) &&
-        isOneOf(DECISION_SOURCES, value.by)
-      );
-    case 'elicitation':
-      return (
-        typeof value.elicitationId === 'string' &&
-        typeof value.actionId === 'number' &&
-        typeof value.index === 'number' &&
-        typeof value.server === 'string' &&
-        isOneOf(ELICITATION_MODES, value.mode) &&
-        typeof value.message === 'string' &&
-        (value.requestedSchema === null || isJsonObject(value.requestedSchema)) &&
-        isNullableString(value.url)
-      );
-    case 'elicitation_response':
-      return (
-        typeof value.elicitationId === 'string' &&
-        isOneOf(ELICITATION_ACTIONS, value.action) &&
-        (value.content === null || isJsonObject(value.content)) &&
-        isOneOf(DECISION_SOURCES, value.by)
-      );
-    case 'tool_list':
-      return (
-        isJsonObject(value.server) &&
-        isNullableString(value.server.id) &&
-        typeof value.server.label === 'string' &&
-        isArrayOf(value.tools, isListedTool)
-      );
-    case 'function_call_output':
-      return (
-        typeof value.name === 'string' &&
-        typeof value.output === 'string' &&
-        typeof value.isError === 'boolean' &&
-        isOneOf(OUTPUT_SOURCES, value.source)
-      );
-    case 'item_removed':
-      return isArrayOf(value.itemIds, isString);
-    case 'compaction':
-      return (
-        typeof value.summary === 'string' &&
-        isNullableString(value.keptFrom) &&
-        isOneOf(COMPACTION_REASONS, value.reason) &&
-        typeof value.tokensBefore === 'number' &&
-        typeof value.tokensAfter === 'number'
-      );
-    default:
-      return false;
-  }
+  const check = CONTENT_CHECKS.get(value.type);
+  return check?.(value) === true;
 }
 
 export interface Item {

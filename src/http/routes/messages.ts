@@ -126,8 +126,7 @@ export function messageRoutes(app: App, deps: Deps): void {
     handler: async (request) =>
       deps.messages.answer(
         orgOf(request),
-        request.params.id.toLowerCase(),
-        request.params.messageId.toLowerCase(),
+        { sessionId: request.params.id.toLowerCase(), messageId: request.params.messageId.toLowerCase() },
         request.body.actionId,
         request.body.answer,
         auditOf(request),

@@ -83,73 +83,84 @@ const pairedUpdates = new Map<string, Prepared<Record<string, unknown>, unknown>
 const setColumns = (values: Readonly<Record<string, unknown>>) =>
   Object.keys(values).filter((column) => values[column] !== undefined);
 
-/** Postgres: the statement of updateTurnRows for these columns and session write. */
-function pairedUpdate(
-  messageColumns: readonly string[],
-  runColumns: readonly string[],
-  session: SessionWrite,
-  usage: boolean,
-): Prepared<Record<string, unknown>, unknown> {
-  const key = `${session}|${usage}|${messageColumns.join(',')}|${runColumns.join(',')}`;
-  let query = pairedUpdates.get(key);
-  if (query !== undefined) return query;
-  const set = (columns: readonly string[], prefix: string, p: Record<string, unknown>): Record<string, unknown> =>
-    Object.fromEntries(columns.map((column) => [column, p[`${prefix}.${column}`]]));
-  query = prepare((db, p: Record<string, unknown>) => {
-    // A step's usage: its increments first, the change's own columns (its updated_at among them) after.
-    // (The parameters are markers read by name: spreading them would read none.)
-    const added = {
-      inputTokens: p.inputTokens as number,
-      cachedInputTokens: p.cachedInputTokens as number,
-      outputTokens: p.outputTokens as number,
-      costMicros: p.costMicros as number,
-      now: p.now as number,
-    };
-    const message = db.with('message', (qb) =>
-      qb
-        .updateTable('messages')
-        .set((eb) => ({ ...(usage ? messageUsageFields(added)(eb) : {}), ...set(messageColumns, 'm', p) }) as never)
-        .where('id', '=', p.messageId as never)
-        .returning('id'),
-    );
-    const runSet = (eb: ExpressionBuilder<Database, 'runs'>) =>
-      ({ ...(usage ? runUsageFields(added)(eb) : {}), ...set(runColumns, 'r', p) }) as never;
-    const sessionSet = { status: p.status as never, updated_at: p.now as never };
-    const sessionId = p.sessionId as never;
-    if (session === 'none')
-      return message
-        .updateTable('runs')
-        .set(runSet)
-        .where('id', '=', p.runId as never);
-    if (session === 'set') {
-      return message
-        .with('session', (qb) => qb.updateTable('sessions').set(sessionSet).where('id', '=', sessionId).returning('id'))
-        .updateTable('runs')
-        .set(runSet)
-        .where('id', '=', p.runId as never);
-    }
-    // `old` reads the session as the statement found it: the data-modifying CTEs do not change what it sees.
+/** The shape of a statement of updateTurnRows: the columns it sets and what it does to the session. */
+interface PairedShape {
+  messageColumns: readonly string[];
+  runColumns: readonly string[];
+  session: SessionWrite;
+  /** It adds a step's usage to the message and run. */
+  usage: boolean;
+}
+
+const settings = (columns: readonly string[], prefix: string, p: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(columns.map((column) => [column, p[`${prefix}.${column}`]]));
+
+/** The message's and run's updates of a paired statement (a step's usage first, the change's own columns after). */
+function pairedSets(shape: PairedShape, p: Record<string, unknown>) {
+  // The parameters are markers read by name: spreading them would read none.
+  const added = {
+    inputTokens: p.inputTokens as number,
+    cachedInputTokens: p.cachedInputTokens as number,
+    outputTokens: p.outputTokens as number,
+    costMicros: p.costMicros as number,
+    now: p.now as number,
+  };
+  return {
+    message: (eb: ExpressionBuilder<Database, 'messages'>) =>
+      ({
+        ...(shape.usage ? messageUsageFields(added)(eb) : {}),
+        ...settings(shape.messageColumns, 'm', p),
+      }) as never,
+    run: (eb: ExpressionBuilder<Database, 'runs'>) =>
+      ({ ...(shape.usage ? runUsageFields(added)(eb) : {}), ...settings(shape.runColumns, 'r', p) }) as never,
+  };
+}
+
+/** Postgres: the statement of updateTurnRows of this shape. */
+function pairedStatement(db: Kysely<Database>, p: Record<string, unknown>, shape: PairedShape) {
+  const sets = pairedSets(shape, p);
+  const message = db.with('message', (qb) =>
+    qb
+      .updateTable('messages')
+      .set(sets.message)
+      .where('id', '=', p.messageId as never)
+      .returning('id'),
+  );
+  const sessionSet = { status: p.status as never, updated_at: p.now as never };
+  const sessionId = p.sessionId as never;
+  const runId = p.runId as never;
+  if (shape.session === 'none') return message.updateTable('runs').set(sets.run).where('id', '=', runId);
+  if (shape.session === 'set') {
     return message
-      .with('run', (qb) =>
-        qb
-          .updateTable('runs')
-          .set(runSet)
-          .where('id', '=', p.runId as never)
-          .returning('id'),
-      )
-      .with('old', (qb) => qb.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', sessionId))
-      .with('moved', (qb) =>
-        qb
-          .updateTable('sessions')
-          .set(sessionSet)
-          .where('id', '=', sessionId)
-          .where('status', '<>', p.status as never)
-          .returning('id'),
-      )
-      .selectFrom('old')
-      .select(['old.status', 'old.hidden']);
-  });
-  pairedUpdates.set(key, query);
+      .with('session', (qb) => qb.updateTable('sessions').set(sessionSet).where('id', '=', sessionId).returning('id'))
+      .updateTable('runs')
+      .set(sets.run)
+      .where('id', '=', runId);
+  }
+  // `old` reads the session as the statement found it: the data-modifying CTEs do not change what it sees.
+  return message
+    .with('run', (qb) => qb.updateTable('runs').set(sets.run).where('id', '=', runId).returning('id'))
+    .with('old', (qb) => qb.selectFrom('sessions').select(['status', 'hidden']).where('id', '=', sessionId))
+    .with('moved', (qb) =>
+      qb
+        .updateTable('sessions')
+        .set(sessionSet)
+        .where('id', '=', sessionId)
+        .where('status', '<>', p.status as never)
+        .returning('id'),
+    )
+    .selectFrom('old')
+    .select(['old.status', 'old.hidden']);
+}
+
+/** Postgres: the prepared statement of updateTurnRows of this shape. */
+function pairedUpdate(shape: PairedShape): Prepared<Record<string, unknown>, unknown> {
+  const key = `${shape.session}|${shape.usage}|${shape.messageColumns.join(',')}|${shape.runColumns.join(',')}`;
+  let query = pairedUpdates.get(key);
+  if (query === undefined) {
+    query = prepare((db, p: Record<string, unknown>) => pairedStatement(db, p, shape));
+    pairedUpdates.set(key, query);
+  }
   return query;
 }
 
@@ -190,7 +201,7 @@ async function updateTurnRows(
   };
   for (const column of messageColumns) params[`m.${column}`] = messageValues[column];
   for (const column of runColumns) params[`r.${column}`] = runValues[column];
-  const query = pairedUpdate(messageColumns, runColumns, session, usage !== undefined);
+  const query = pairedUpdate({ messageColumns, runColumns, session, usage: usage !== undefined });
   if (session !== 'move') {
     await query.run(trx, params);
     return written;

@@ -3,12 +3,16 @@
  * server through Kysely as the storage uses it: one round trip fewer per transaction, the same values stored and
  * read back (quotes, backslashes, placeholders inside values, numbers, nulls, booleans), values that cannot be
  * written as literals sent as parameters after a BEGIN of their own, a failed first statement rolled back, and an
- * empty transaction that sends nothing.
+ * empty transaction that sends nothing. Deferred writes (prepared.ts runDeferred) go with the transaction's next
+ * statement or its COMMIT; one that fails fails that statement and the transaction; a rollback drops them; outside
+ * a transaction they are sent at once.
  */
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { beginWithFirstStatement, inlineParameters } from '../src/storage/postgres-begin.ts';
+import { prepare } from '../src/storage/prepared.ts';
+import type { Database } from '../src/storage/schema.ts';
 
 const quote = (text: string) => pg.escapeLiteral(text);
 
@@ -139,5 +143,67 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
     sent.length = 0;
     await db.transaction().execute(async () => undefined);
     expect(sent).toEqual([]);
+  });
+
+  describe('deferred writes', () => {
+    type Tables = { t: { id: string; n: number | null; flag: boolean | null; at: Date | null } };
+    const insert = prepare((builder, p: { id: string; n: number }) =>
+      (builder as unknown as Kysely<Tables>).insertInto('t').values({ id: p.id, n: p.n, flag: null, at: null }),
+    );
+    const asStorage = () => db as unknown as Kysely<Database>;
+    const ids = async () => (await db.selectFrom('t').select('id').orderBy('id').execute()).map((row) => row.id);
+
+    it('sends them with the next statement, in order, and with the COMMIT', async () => {
+      sent.length = 0;
+      const count = await asStorage()
+        .transaction()
+        .execute(async (trx) => {
+          await insert.runDeferred(trx, { id: 'd1', n: 1 });
+          await insert.runDeferred(trx, { id: "d2's", n: 2 });
+          const row = await (trx as unknown as Kysely<Tables>)
+            .selectFrom('t')
+            .select((eb) => eb.fn.countAll<string>().as('count'))
+            .where('id', 'in', ['d1', "d2's"])
+            .executeTakeFirstOrThrow();
+          await insert.runDeferred(trx, { id: 'd3', n: 3 });
+          return row.count;
+        });
+      // The select saw both rows it was sent with; the last insert went with the COMMIT.
+      expect(count).toBe('2');
+      expect(sent).toHaveLength(2);
+      expect(sent[0]).toMatch(/^begin;insert into "t" .*;insert into "t" .*;select count/);
+      expect(sent[1]).toMatch(/^insert into "t" .*;commit$/);
+      expect(await ids()).toEqual(expect.arrayContaining(['d1', "d2's", 'd3']));
+    });
+
+    it('fails the transaction when one fails, and drops them on a rollback', async () => {
+      await expect(
+        asStorage()
+          .transaction()
+          .execute(async (trx) => {
+            await insert.runDeferred(trx, { id: 'fresh', n: 1 });
+            await insert.runDeferred(trx, { id: 'd1', n: 1 }); // a duplicate key: fails with the commit
+          }),
+      ).rejects.toThrow(/duplicate key/);
+      sent.length = 0;
+      await expect(
+        asStorage()
+          .transaction()
+          .execute(async (trx) => {
+            await insert.runDeferred(trx, { id: 'dropped', n: 1 });
+            throw new Error('changed my mind');
+          }),
+      ).rejects.toThrow('changed my mind');
+      // Nothing was sent: the BEGIN and the write were held, and the rollback dropped both.
+      expect(sent).toEqual([]);
+      const left = await ids();
+      expect(left).not.toContain('fresh');
+      expect(left).not.toContain('dropped');
+    });
+
+    it('sends them at once outside a transaction', async () => {
+      await insert.runDeferred(asStorage(), { id: 'alone', n: 1 });
+      expect(await ids()).toContain('alone');
+    });
   });
 });

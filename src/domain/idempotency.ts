@@ -118,7 +118,8 @@ export function createIdempotency(deps: IdempotencyDeps) {
           return { status: existing.status_code, body: replayBody<T>(existing.response_body), replayed: true };
         }
         const result = await operation(trx);
-        await storeAnswer.run(trx, { ...where, status: result.status, body: JSON.stringify(result.body) });
+        // Sent with the COMMIT on Postgres (prepared.ts runDeferred): it only stores what the transaction answers.
+        await storeAnswer.runDeferred(trx, { ...where, status: result.status, body: JSON.stringify(result.body) });
         return { ...result, replayed: false };
       });
     },

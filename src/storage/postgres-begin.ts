@@ -11,8 +11,9 @@
  * null; SQL text with quoting this does not follow; a large value) is sent as before: the `begin`, then the
  * statement with its parameters. A transaction that commits or rolls back before any statement sends nothing.
  *
- * The same client sends the texts of prepared queries as named statements (named-statements.ts), unless told not
- * to (a connection pooler that does not keep them, AGENTRY_DATABASE_PREPARED=0).
+ * The same client holds back the writes its callers mark as deferred (DEFERRED) until the transaction's next
+ * statement or its COMMIT, and sends the texts of prepared queries as named statements (named-statements.ts),
+ * unless told not to (a connection pooler that does not keep them, AGENTRY_DATABASE_PREPARED=0).
  */
 import type pg from 'pg';
 import { isStalePlan, statementName } from './named-statements.ts';
@@ -93,10 +94,33 @@ export interface HeldBeginOptions {
   named: boolean;
 }
 
-/** node-postgres's Client with the BEGIN held back until the transaction's first statement. */
+/**
+ * The start of the text of a statement whose answer its caller does not need (a write without RETURNING whose
+ * count is not checked): inside a transaction it is held back and sent with the transaction's next statement, or
+ * its COMMIT, in one round trip. Its failure then fails that statement, and so the transaction, which is what it
+ * would have done on its own. Outside a transaction it is sent at once.
+ */
+export const DEFERRED = '/*deferred*/ ';
+
+type Results = pg.QueryResult | pg.QueryResult[];
+
+/** The last result of a multi-statement query: the answer of the statement the caller sent. */
+function lastResult(results: Results): pg.QueryResult {
+  if (!Array.isArray(results)) return results;
+  const last = results.at(-1);
+  if (last === undefined) throw new Error('no result for the statement sent with held ones');
+  return last;
+}
+
+/**
+ * node-postgres's Client with the BEGIN held back until the transaction's first statement, and deferred writes
+ * (DEFERRED) until the next statement that is not one.
+ */
 export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldBeginOptions): typeof pg.Client {
-  /** The BEGIN each client holds back, if any. */
-  const held = new WeakMap<pg.Client, string>();
+  /** What each client holds back: its transaction's BEGIN until a statement is sent, and deferred writes. */
+  const held = new WeakMap<pg.Client, string[]>();
+  /** Clients inside a transaction (from its BEGIN to its COMMIT or ROLLBACK). */
+  const inTransaction = new WeakSet<pg.Client>();
   /** Clients whose kept statements went stale: they send every statement unnamed. */
   const unnamed = new WeakSet<pg.Client>();
   // Called through the prototype each time: whatever wraps the driver's query (a test counting statements) sees
@@ -108,34 +132,58 @@ export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldB
       if (isStalePlan(error)) unnamed.add(client);
       throw error;
     });
+  /** Sends a statement as it is: named when it is a prepared query's. */
+  const sendAlone = (client: pg.Client, text: string, values: unknown[]) => {
+    const name = options.named && !unnamed.has(client) ? statementName(text) : undefined;
+    return name === undefined ? send(client, text, values) : sendNamed(client, name, text, values);
+  };
+  /** Sends what `client` holds with the statement (inlined), or before it when it cannot be inlined. */
+  const sendWithHeld = (client: pg.Client, pending: string[], text: string, values: unknown[]) => {
+    held.delete(client);
+    const inlined = inlineParameters(text, values, (value) => client.escapeLiteral(value));
+    if (inlined === null) {
+      return (send(client, pending.join(';')) as Promise<unknown>).then(() => sendAlone(client, text, values));
+    }
+    return (send(client, `${pending.join(';')};${inlined}`) as Promise<Results>).then(lastResult);
+  };
+  /** Holds back a deferred write (its parameters inlined), or sends it now when it cannot be inlined. */
+  const defer = (client: pg.Client, pending: string[], text: string, values: unknown[]) => {
+    const inlined = inlineParameters(text, values, (value) => client.escapeLiteral(value));
+    if (inlined === null)
+      return pending.length === 0 ? sendAlone(client, text, values) : sendWithHeld(client, pending, text, values);
+    held.set(client, [...pending, inlined]);
+    return Promise.resolve(answered('DEFERRED'));
+  };
+  /** COMMIT or ROLLBACK: ends the transaction, with what is held back (nothing at all for an empty one). */
+  const end = (client: pg.Client, pending: string[], text: 'commit' | 'rollback') => {
+    inTransaction.delete(client);
+    held.delete(client);
+    const sentNothing = pending[0] !== undefined && /^(begin|start transaction)/.test(pending[0]);
+    if (sentNothing && (text === 'rollback' || pending.length === 1)) {
+      return Promise.resolve(answered(text === 'commit' ? 'COMMIT' : 'ROLLBACK'));
+    }
+    // A rollback drops the held writes: they were never sent, and the transaction's others are undone.
+    if (text === 'rollback' || pending.length === 0) return send(client, text);
+    return (send(client, `${pending.join(';')};commit`) as Promise<Results>).then(lastResult);
+  };
   const query: Query = function (this: pg.Client, ...args: unknown[]) {
-    const [text, values] = args;
-    if (typeof text !== 'string' || args.length > 2 || (values !== undefined && !Array.isArray(values))) {
+    const [rawText, rawValues] = args;
+    if (typeof rawText !== 'string' || args.length > 2 || (rawValues !== undefined && !Array.isArray(rawValues))) {
       return send(this, ...args);
     }
-    if (text === 'begin' || text.startsWith('start transaction')) {
-      held.set(this, text);
+    const values: unknown[] = Array.isArray(rawValues) ? rawValues : [];
+    const pending = held.get(this) ?? [];
+    if (rawText === 'begin' || rawText.startsWith('start transaction')) {
+      inTransaction.add(this);
+      held.set(this, [rawText]);
       return Promise.resolve(answered('BEGIN'));
     }
-    const begin = held.get(this);
-    if (begin === undefined) {
-      const name = options.named && !unnamed.has(this) ? statementName(text) : undefined;
-      return name === undefined ? send(this, ...args) : sendNamed(this, name, text, values ?? []);
-    }
-    held.delete(this);
-    if (text === 'commit') return Promise.resolve(answered('COMMIT'));
-    if (text === 'rollback') return Promise.resolve(answered('ROLLBACK'));
-    const parameters: readonly unknown[] = Array.isArray(values) ? values : [];
-    const inlined = inlineParameters(text, parameters, (value) => this.escapeLiteral(value));
-    if (inlined === null) {
-      return (send(this, begin) as Promise<unknown>).then(() => send(this, text, parameters));
-    }
-    return (send(this, `${begin};${inlined}`) as Promise<pg.QueryResult | pg.QueryResult[]>).then((results) => {
-      if (!Array.isArray(results)) return results;
-      const last = results.at(-1);
-      if (last === undefined) throw new Error('no result for the first statement of a transaction');
-      return last;
-    });
+    if (rawText === 'commit' || rawText === 'rollback') return end(this, pending, rawText);
+    const deferred = rawText.startsWith(DEFERRED);
+    const text = deferred ? rawText.slice(DEFERRED.length) : rawText;
+    if (deferred && inTransaction.has(this)) return defer(this, pending, text, values);
+    if (pending.length === 0) return sendAlone(this, text, values);
+    return sendWithHeld(this, pending, text, values);
   };
   Object.defineProperty(HeldBeginClient.prototype, 'query', { configurable: true, writable: true, value: query });
   return HeldBeginClient;

@@ -12,6 +12,7 @@
 import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult, sql } from 'kysely';
 import { SIGNALLED_TABLES } from './change-signal.ts';
 import { nameStatement } from './named-statements.ts';
+import { DEFERRED } from './postgres-begin.ts';
 import type { Database } from './schema.ts';
 
 type Executor = Kysely<Database>;
@@ -28,6 +29,11 @@ export interface Prepared<P, R> {
   first(db: Executor, params: P): Promise<R | undefined>;
   /** Rows changed by a write. */
   run(db: Executor, params: P): Promise<bigint>;
+  /**
+   * A write whose answer is not needed: inside a Postgres transaction it goes to the server with the next statement
+   * (postgres-begin.ts DEFERRED), so its failure fails that statement and the transaction instead of this call.
+   */
+  runDeferred(db: Executor, params: P): Promise<void>;
 }
 
 const markers = new Proxy(
@@ -57,18 +63,22 @@ export function prepare<P extends object, R>(
     }
     return entry;
   };
-  const execute = (db: Executor, params: P): Promise<QueryResult<R>> => {
+  const execute = (db: Executor, params: P, deferred = false): Promise<QueryResult<R>> => {
     const { query, slots } = compile(db);
     const parameters = query.parameters.map((value, index) => {
       const name = slots[index];
       return name === null || name === undefined ? value : (params as Record<string, unknown>)[name];
     });
-    return db.executeQuery<R>({ ...query, parameters });
+    const held = deferred && db.isTransaction && db.getExecutor().adapter instanceof PostgresAdapter;
+    return db.executeQuery<R>({ ...query, ...(held ? { sql: `${DEFERRED}${query.sql}` } : {}), parameters });
   };
   return {
     all: async (db, params) => (await execute(db, params)).rows,
     first: async (db, params) => (await execute(db, params)).rows[0],
     run: async (db, params) => (await execute(db, params)).numAffectedRows ?? 0n,
+    runDeferred: async (db, params) => {
+      await execute(db, params, true);
+    },
   };
 }
 
@@ -100,8 +110,11 @@ function slotsOf(rows: readonly Row[], columns: readonly string[]): Record<strin
 }
 
 export interface PreparedInsert {
-  /** Inserts rows that all have the same columns, in the same order. */
-  run(db: Executor, rows: readonly Row[]): Promise<void>;
+  /**
+   * Inserts rows that all have the same columns, in the same order; `deferred`: sent with the transaction's next
+   * statement on Postgres (Prepared.runDeferred).
+   */
+  run(db: Executor, rows: readonly Row[], options?: { deferred?: boolean }): Promise<void>;
 }
 
 /**
@@ -112,7 +125,7 @@ export function prepareInsert(table: Table): PreparedInsert {
   assertUnsignalled(table);
   const shapes = new Map<string, Prepared<Record<string, unknown>, unknown>>();
   return {
-    async run(db, rows) {
+    async run(db, rows, options = {}) {
       const first = rows[0];
       if (first === undefined) return;
       const columns = Object.keys(first);
@@ -135,7 +148,8 @@ export function prepareInsert(table: Table): PreparedInsert {
         );
         shapes.set(key, query);
       }
-      await query.run(db, slotsOf(rows, columns));
+      if (options.deferred === true) await query.runDeferred(db, slotsOf(rows, columns));
+      else await query.run(db, slotsOf(rows, columns));
     },
   };
 }

@@ -66,7 +66,8 @@ export async function insertSpans(
     cost_micros: span.usage?.costMicros ?? 0,
     attributes: JSON.stringify(span.attributes),
   }));
-  await insertSpanRows.run(trx, rows);
+  // Nothing reads a span back in the transaction that writes it: sent with the next statement on Postgres.
+  await insertSpanRows.run(trx, rows, { deferred: true });
 }
 
 /** Clears the previews of a run's spans (a Response created with `store: false` keeps no content). */

@@ -331,8 +331,9 @@ export async function acceptMessage(
   const options = withAgentFormat(input.options, agent);
   const turn: QueuedTurn = { agent, agentVersion, options, warnings };
   const row = queuedMessage(target, input, turn, Number(last?.seq ?? 0) + 1);
-  await insertMessage.run(trx, [row]);
-  await insertRun.run(trx, [queuedRun(target, row, input, agent, session.end_user)]);
+  // Sent with the next statement on Postgres (prepared.ts): nothing reads them back before it.
+  await insertMessage.run(trx, [row], { deferred: true });
+  await insertRun.run(trx, [queuedRun(target, row, input, agent, session.end_user)], { deferred: true });
   // Items added to the conversation since its last turn (POST /v1/conversations/{id}/items) come before this input.
   if (last?.unattached != null) await adoptUnattachedItems(trx, sessionId, row.id);
   await appendItems(trx, target, inputItems(row.id, input));

@@ -288,6 +288,11 @@ describe('Redis bus', () => {
     try {
       await raw.publish(channelOf(prefix, 'live'), 'not json');
       await raw.publish(channelOf(prefix, 'live'), JSON.stringify({ o: 'x', m: { sessionId: 's' } }));
+      // A known kind whose data is not that kind's: checked against the event's schema, not just its envelope.
+      await raw.publish(
+        channelOf(prefix, 'live'),
+        JSON.stringify({ o: 'x', m: { sessionId: 's', event: { ...event, data: { ...event.data, text: 5 } } } }),
+      );
     } finally {
       raw.disconnect();
     }
@@ -295,7 +300,11 @@ describe('Redis bus', () => {
     await waitUntil(async () => (received.length === 2 ? true : null), {
       what: 'the next good event',
     });
-    expect(lines.filter((line) => line.includes('malformed bus message'))).toHaveLength(2);
+    expect(lines.filter((line) => line.includes('malformed bus message'))).toHaveLength(3);
+    expect(received).toEqual([
+      { sessionId: 's', event },
+      { sessionId: 's2', event },
+    ]);
 
     off();
     await subscribers(channelOf(prefix, 'live'), 0);

@@ -59,6 +59,7 @@ const LOADED_ON_USE = [
   'pino-pretty',
   'zod',
   'typebox/build/value/',
+  'typebox/build/schema/',
 ];
 
 let scratch: string | null = null;

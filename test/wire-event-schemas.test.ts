@@ -1,36 +1,68 @@
 /**
  * The event shapes the API sends outside JSON responses are components of the OpenAPI document
- * (`ResponseStreamEvent`, `SessionEvent`, `WebhookEvent`), and what the server actually sends matches them: every
- * frame of streamed Responses (text, an MCP call with progress, a client function call, an approval), every frame
- * of the session stream over the same turns (persisted events replayed and live ones), and every webhook delivered
- * for them and by the test route for each type. Validated with ajv against the served document, once per dialect.
+ * (`ResponseStreamEvent`, `SessionEvent`, `WebhookEvent`, and the legacy wires `TaskStreamEvent`, `TaskStreamDone`,
+ * `TaskWebhookEvent`, `ToolRunStreamEvent`), and what the server actually sends matches them: every frame of
+ * streamed Responses (text, an MCP call with progress, a client function call, an approval), every frame of the
+ * session stream over the same turns (persisted events replayed and live ones), every webhook delivered for them
+ * and by the test route for each type, and the webhook event history listing them; every frame of a Task's event
+ * stream (and its content's events) and every legacy webhook of Tasks that succeed, fail and are canceled; every
+ * frame of streamed tool runs that succeed, wait for a function result and fail. Validated with ajv against the
+ * served document, once per dialect.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDispatcher } from '../src/deps.ts';
+import { busMessageParser } from '../src/bus/bus-messages.ts';
+import { buildDispatcher, buildTaskNotifier } from '../src/deps.ts';
 import { SESSION_EVENT_KINDS, WEBHOOK_EVENT_TYPES } from '../src/domain/outbox.ts';
+import type { TaskNotifier } from '../src/domain/tasks/task-notifier.ts';
+import { TASK_EVENT_TYPES } from '../src/domain/tasks/task-types.ts';
 import type { WebhookDispatcher } from '../src/webhooks/dispatcher.ts';
 import { flows, type Json, waitUntil, weatherTool } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
-const COMPONENTS = ['ResponseStreamEvent', 'SessionEvent', 'WebhookEvent'] as const;
+const COMPONENTS = [
+  'ResponseStreamEvent',
+  'SessionEvent',
+  'WebhookEvent',
+  'TaskStreamEvent',
+  'TaskStreamDone',
+  'TaskWebhookEvent',
+  'ToolRunStreamEvent',
+] as const;
 type Component = (typeof COMPONENTS)[number];
+/** The events of a Task stream and of a tool-run stream, in the order their unions declare them. */
+const TASK_STREAM_EVENTS = ['init', 'text', 'tool_use', 'tool_result', 'result'];
+const TOOL_RUN_STREAM_EVENTS = ['run_status', 'tokens', 'block_execution', 'final'];
+
+// ajv-formats is CommonJS; under Node's ESM loader the callable sits on `default`.
+const addFormats: (ajv: Ajv2020) => Ajv2020 =
+  typeof addFormatsModule === 'function' ? addFormatsModule : Reflect.get(addFormatsModule, 'default');
+
+interface SseEvent {
+  event: string | null;
+  id: string | null;
+  data: Json;
+}
+
+/** The JSON frames of an SSE body with their event names and ids (comments and `[DONE]` left out). */
+function sseEvents(text: string): SseEvent[] {
+  const events: SseEvent[] = [];
+  for (const block of text.split('\n\n')) {
+    const lines = block.split('\n');
+    const field = (name: string) =>
+      lines.filter((line) => line.startsWith(`${name}: `)).map((line) => line.slice(name.length + 2));
+    const data = field('data').join('\n');
+    if (data === '' || data === '[DONE]') continue;
+    events.push({ event: field('event')[0] ?? null, id: field('id')[0] ?? null, data: JSON.parse(data) });
+  }
+  return events;
+}
 
 /** The JSON frames of an SSE body (comments and `[DONE]` left out). */
-function sseFrames(text: string): Json[] {
-  const frames: Json[] = [];
-  for (const block of text.split('\n\n')) {
-    const data = block
-      .split('\n')
-      .filter((line) => line.startsWith('data: '))
-      .map((line) => line.slice('data: '.length))
-      .join('\n');
-    if (data !== '' && data !== '[DONE]') frames.push(JSON.parse(data));
-  }
-  return frames;
-}
+const sseFrames = (text: string): Json[] => sseEvents(text).map((frame) => frame.data);
 
 /** The `const`/`enum` value of the discriminating property of each branch of a union component. */
 const branchNames = (schema: Json, property: string): string[] =>
@@ -42,10 +74,13 @@ describe.each(dialects())('wire event schemas (%s)', (dialect) => {
   let mcp: McpTestServer;
   let receiver: Receiver;
   let dispatcher: WebhookDispatcher;
+  let notifier: TaskNotifier;
   let document: Json;
   let agentId: string;
   let endpointId: string;
   const validators = new Map<Component, ValidateFunction>();
+  /** Every live event published on the bus, as it would cross to another process (JSON). */
+  const published: Json[] = [];
   const flow = flows(() => h, { agentName: 'wire' });
 
   beforeAll(async () => {
@@ -54,9 +89,16 @@ describe.each(dialects())('wire event schemas (%s)', (dialect) => {
     base = await h.listen();
     dispatcher = buildDispatcher(h.deps);
     dispatcher.start();
+    notifier = buildTaskNotifier(h.deps);
+    notifier.start();
+    h.deps.bus.subscribe('live', (message) => published.push(JSON.parse(JSON.stringify(message))));
     document = json(await h.request('GET', '/v1/openapi.json', { key: null }));
-    const ajv = new Ajv2020({ strict: false, allErrors: true });
-    for (const name of COMPONENTS) validators.set(name, ajv.compile(document.components.schemas[name]));
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+    // The whole document, so that a component's references to others (`#/components/schemas/…`) resolve.
+    ajv.addSchema(document, 'openapi.json');
+    for (const name of COMPONENTS) {
+      validators.set(name, ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` }));
+    }
     agentId = await flow.createAgent({
       mcpServers: [{ type: 'url', name: 'ops', url: mcp.url }],
       clientTools: [weatherTool({ description: 'Weather' })],
@@ -69,7 +111,7 @@ describe.each(dialects())('wire event schemas (%s)', (dialect) => {
     endpointId = json(endpoint).id;
   });
   afterAll(async () => {
-    await dispatcher?.stop(1000);
+    await Promise.all([dispatcher?.stop(1000), notifier?.stop()]);
     await h?.close();
     await Promise.all([mcp?.close(), receiver?.close()]);
   });
@@ -100,6 +142,23 @@ describe.each(dialects())('wire event schemas (%s)', (dialect) => {
     const schemas = document.components.schemas;
     expect(branchNames(schemas.SessionEvent, 'kind').sort()).toEqual([...SESSION_EVENT_KINDS].sort());
     expect(branchNames(schemas.WebhookEvent, 'type')).toEqual([...WEBHOOK_EVENT_TYPES]);
+    expect(branchNames(schemas.TaskStreamEvent, 'eventType')).toEqual(TASK_STREAM_EVENTS);
+    expect(branchNames(schemas.TaskWebhookEvent, 'event')).toEqual([...TASK_EVENT_TYPES]);
+    expect(branchNames(schemas.ToolRunStreamEvent, 'type')).toEqual(TOOL_RUN_STREAM_EVENTS);
+    // Its last event carries the run object as the `SdkRun` component, which the tool-run routes answer with too.
+    expect(schemas.ToolRunStreamEvent.anyOf.at(-1).properties.content.$ref).toBe('#/components/schemas/SdkRun');
+    expect(
+      document.paths['/api/sdk/p/{project_id}/a/{agent_id}/r/{run_id}'].get.responses['200'].content['application/json']
+        .schema.$ref,
+    ).toBe('#/components/schemas/SdkRun');
+    expect(validators.get('ToolRunStreamEvent')?.({ type: 'final', content: { run: { run_id: 'r' } } })).toBe(false);
+    // JSON answers carrying the same shapes refer to the components.
+    const items = (path: string, property: string) =>
+      document.paths[path].get.responses['200'].content['application/json'].schema.properties[property].items;
+    expect(items('/v1/webhook_endpoints/{id}/events', 'data').$ref).toBe('#/components/schemas/WebhookEvent');
+    expect(items('/v1/tasks/{id}/content', 'prompts').properties.events.items.$ref).toBe(
+      '#/components/schemas/TaskStreamEvent',
+    );
     expect(branchNames(schemas.ResponseStreamEvent, 'type')).toEqual(
       expect.arrayContaining([
         'response.created',
@@ -214,6 +273,17 @@ describe.each(dialects())('wire event schemas (%s)', (dialect) => {
       'WebhookEvent',
       delivered.map((request) => JSON.parse(request.body)),
     );
+
+    // What the bus carries between processes in cluster mode passes the check a receiving process makes.
+    const parse = busMessageParser();
+    const live = published.filter((message) => message.sessionId === sessionId);
+    const liveKinds = new Set(
+      live.map((message) => (message.event.kind === 'message.event' ? message.event.data.type : message.event.kind)),
+    );
+    for (const kind of ['session.status', 'message.status', 'message.delta', 'message.completed', 'tool_progress']) {
+      expect(liveKinds, kind).toContain(kind);
+    }
+    for (const message of live) expect(parse('live', message), JSON.stringify(message)).not.toBeNull();
   });
 
   it('validates the test event of every webhook type', async () => {
@@ -230,5 +300,129 @@ describe.each(dialects())('wire event schemas (%s)', (dialect) => {
       .filter((body) => body.data.id === 'test_resource');
     expect(bodies.map((body) => body.type)).toEqual([...WEBHOOK_EVENT_TYPES]);
     expectValid('WebhookEvent', bodies);
+  });
+
+  it('validates the webhook event history against the events it lists', async () => {
+    const listed: Json[] = [];
+    let after: string | null = null;
+    do {
+      const query: string = after === null ? '' : `&after=${after}`;
+      const page = json(await h.request('GET', `/v1/webhook_endpoints/${endpointId}/events?limit=100${query}`));
+      listed.push(...page.data);
+      after = page.has_more ? page.last_id : null;
+    } while (after !== null);
+    expectValid('WebhookEvent', listed);
+    const types = new Set(listed.map((event) => event.type));
+    for (const type of WEBHOOK_EVENT_TYPES) expect(types, type).toContain(type);
+    expect(types).toContain('agent.session.turn.completed');
+    // The delivered body and its entry in the history are the same JSON.
+    const delivered = receiver.received
+      .map((request) => JSON.parse(request.body))
+      .find((body) => body.object === 'event' && body.data.id !== 'test_resource');
+    expect(listed.find((event) => event.id === delivered?.id)).toEqual(delivered);
+  });
+
+  /** The frames of a Task's event stream, from the first until it ends. */
+  const taskStream = async (taskId: string): Promise<SseEvent[]> => {
+    const response = await fetch(`${base}/v1/tasks/${taskId}/events`, {
+      headers: { authorization: `Bearer ${h.key}` },
+    });
+    const text = await response.text();
+    expect(response.status, text).toBe(200);
+    return sseEvents(text);
+  };
+
+  it('validates what a Task stream, its content and its legacy webhooks actually send', async () => {
+    const hook = await h.request('POST', '/v1/webhooks', {
+      body: { url: `${receiver.url}/legacy`, events: [...TASK_EVENT_TYPES] },
+    });
+    expect(hook.status, hook.text).toBe(201);
+    const task = json(
+      await h.request('POST', '/v1/tasks', {
+        body: { agentId, prompt: 'Working on it.\ncall slow {"ms":10,"steps":1}\n---\nAll done.' },
+      }),
+    );
+    const first = await taskStream(task.id);
+    expect(first.at(-1)).toMatchObject({ event: 'done', data: { status: 'succeeded' } });
+    // The notifier sends what it finds: the follow-up waits until the first ending was sent.
+    await receiver.waitFor(
+      (received) => received.some((request) => request.path === '/legacy' && request.body.includes('task.completed')),
+      'task.completed',
+    );
+    // A follow-up prompt that fails: the stream replays both prompts' events and ends with the failure.
+    await h.request('POST', `/v1/tasks/${task.id}/prompts`, { body: { prompt: 'fail the model broke' } });
+    const both = await taskStream(task.id);
+    const done = both.at(-1);
+    expect(done).toMatchObject({ event: 'done', data: { status: 'failed' } });
+    const events = both.filter((frame) => frame.event === null);
+    expect(events.map((frame) => frame.id)).toEqual(events.map((frame) => String(frame.data.seq)));
+    expect(done?.data.lastSeq).toBe(events.length);
+    expectValid(
+      'TaskStreamEvent',
+      events.map((frame) => frame.data),
+    );
+    expectValid(
+      'TaskStreamDone',
+      [first, both].map((frames) => frames.at(-1)?.data ?? {}),
+    );
+    expect(new Set(events.map((frame) => frame.data.eventType))).toEqual(new Set(TASK_STREAM_EVENTS));
+    const content = json(await h.request('GET', `/v1/tasks/${task.id}/content?include=events`));
+    const contentEvents = content.prompts.flatMap((prompt: Json) => prompt.events);
+    expect(contentEvents).toEqual(events.map((frame) => frame.data));
+    expectValid('TaskStreamEvent', contentEvents);
+
+    // A Task canceled while it runs.
+    const slow = json(await h.request('POST', '/v1/tasks', { body: { agentId, prompt: 'sleep 30000' } }));
+    await waitUntil(
+      async () => (json(await h.request('GET', `/v1/tasks/${slow.id}`)).prompts[0].startedAt === null ? null : true),
+      { what: 'the slow prompt to start' },
+    );
+    await h.request('POST', `/v1/tasks/${slow.id}/cancel`);
+    const canceled = await taskStream(slow.id);
+    expect(canceled.at(-1)).toMatchObject({ event: 'done', data: { status: 'canceled' } });
+    expectValid(
+      'TaskStreamEvent',
+      canceled.filter((frame) => frame.event === null).map((frame) => frame.data),
+    );
+
+    const legacy = (
+      await receiver.waitFor(
+        (received) =>
+          received
+            .filter((request) => request.path === '/legacy')
+            .map((request) => JSON.parse(request.body).event)
+            .filter((event) => event === 'task.failed' || event === 'task.canceled').length === 2,
+        'the legacy task webhooks',
+      )
+    ).filter((request) => request.path === '/legacy');
+    const bodies = legacy.map((request) => JSON.parse(request.body));
+    expectValid('TaskWebhookEvent', bodies);
+    expect(new Set(bodies.map((body) => body.event))).toEqual(new Set(TASK_EVENT_TYPES));
+    for (const request of legacy) expect(request.headers['x-webhook-event']).toBe(JSON.parse(request.body).event);
+  });
+
+  it('validates what streamed tool runs actually send', async () => {
+    const projectId = json(await h.request('GET', '/v1/organization')).projectId;
+    const run = async (input: string): Promise<Json[]> => {
+      const response = await fetch(`${base}/api/sdk/p/${projectId}/a/${agentId}/r`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: [input], stream: true }),
+      });
+      const text = await response.text();
+      expect(response.status, text).toBe(200);
+      expect(text.trimEnd().endsWith('data: [DONE]'), text).toBe(true);
+      return sseFrames(text);
+    };
+    const succeeded = await run('Streaming a reply\nin a few words.');
+    const waiting = await run('call get_weather {"city":"Paris"}');
+    const failed = await run('fail the model broke');
+    const frames = [...succeeded, ...waiting, ...failed];
+    expectValid('ToolRunStreamEvent', frames);
+    expect(new Set(frames.map((frame) => frame.type))).toEqual(new Set(TOOL_RUN_STREAM_EVENTS));
+    const outcome = (stream: Json[]) => stream.filter((frame) => frame.type === 'run_status').at(-1)?.content;
+    expect(outcome(succeeded)?.status).toBe('succeeded');
+    expect(outcome(waiting)).toMatchObject({ status: 'requires_action', required_actions: [{ name: 'get_weather' }] });
+    expect(outcome(failed)?.status).toBe('errored');
   });
 });

@@ -22,8 +22,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { hasEventShape } from '../events/session-events.ts';
 import type { Bus, BusMessages, Topic } from './bus.ts';
+import { busMessageParser } from './bus-messages.ts';
 
 export const DEFAULT_CHANNEL_PREFIX = 'agentry:';
 
@@ -52,32 +52,24 @@ export function channelOf(prefix: string, topic: Topic): string {
   return `${prefix}${topic}`;
 }
 
-/** Handlers of one topic; dispatch only ever passes them messages of that topic. */
-type Handler = (message: unknown) => void;
+/** The handlers of each topic, each typed by its topic's message. */
+type Handlers = { [T in Topic]: Set<(message: BusMessages[T]) => void> };
 
 interface Envelope {
   o: string;
   m: unknown;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Parses a message from Redis; null if it is not a well-formed message of `topic`. */
-function parseEnvelope(topic: Topic, raw: string): Envelope | null {
+/** Parses the envelope of a message from Redis; null if it is not one. Its message is checked by its topic. */
+function parseEnvelope(raw: string): Envelope | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
     return null;
   }
-  if (!isRecord(parsed) || typeof parsed.o !== 'string' || !isRecord(parsed.m)) return null;
-  const message = parsed.m;
-  if (typeof message.sessionId !== 'string') return null;
-  if (topic === 'live' && !hasEventShape(message.event)) return null;
-  if (topic === 'interrupt' && message.messageId !== undefined && typeof message.messageId !== 'string') return null;
-  return { o: parsed.o, m: message };
+  if (typeof parsed !== 'object' || parsed === null || !('o' in parsed) || !('m' in parsed)) return null;
+  return typeof parsed.o === 'string' ? { o: parsed.o, m: parsed.m } : null;
 }
 
 /** Logs a recurring problem once, then at most every WARN_INTERVAL_MS with a count, and its recovery. */
@@ -137,7 +129,9 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
   const prefix = options.channelPrefix ?? DEFAULT_CHANNEL_PREFIX;
   const origin = randomBytes(8).toString('hex');
   const log = logger.child({ component: 'redis-bus' });
-  const handlers = new Map<Topic, Set<Handler>>();
+  const handlers: Handlers = { wake: new Set(), interrupt: new Set(), live: new Set() };
+  const subscribedTopics = () => TOPICS.filter((topic) => handlers[topic].size > 0);
+  const parseMessage = busMessageParser();
   /** Per subscribed topic: settles once Redis confirmed the subscription (or refused it, which is logged). */
   const confirmed = new Map<Topic, Promise<void>>();
   const topicOf = new Map<string, Topic>(TOPICS.map((topic) => [channelOf(prefix, topic), topic]));
@@ -166,9 +160,8 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
   }
   const publishWarning = throttledWarning(log, 'redis publish failed; other processes rely on database polling');
 
-  function dispatch(topic: Topic, message: unknown): void {
-    const set = handlers.get(topic);
-    if (set === undefined) return;
+  function dispatch<T extends Topic>(topic: T, message: BusMessages[T]): void {
+    const set: Handlers[T] = handlers[topic];
     for (const handler of [...set]) {
       try {
         handler(message);
@@ -203,7 +196,7 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
   subscriber.on('ready', () => {
     if (closed || delivering) return;
     const loss = losses;
-    const channels = [...handlers.keys()].map((topic) => channelOf(prefix, topic));
+    const channels = subscribedTopics().map((topic) => channelOf(prefix, topic));
     const resubscribed = channels.length === 0 ? Promise.resolve() : subscriber.subscribe(...channels);
     resubscribed.then(
       () => {
@@ -215,17 +208,22 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
     );
   });
 
-  subscriber.on('message', (channel: string, raw: string) => {
-    const topic = topicOf.get(channel);
-    if (topic === undefined) return;
-    const envelope = parseEnvelope(topic, raw);
-    if (envelope === null) {
+  /** A message from Redis: handed to the topic's handlers once it is known to be a message of the topic. */
+  function receive<T extends Topic>(topic: T, channel: string, raw: string): void {
+    const envelope = parseEnvelope(raw);
+    // Our own publish, already handled locally when it was published.
+    if (envelope?.o === origin) return;
+    const message = envelope === null ? null : parseMessage(topic, envelope.m);
+    if (message === null) {
       log.warn({ channel }, 'ignored a malformed bus message');
       return;
     }
-    // Our own publish, already handled locally when it was published.
-    if (envelope.o === origin) return;
-    dispatch(topic, envelope.m);
+    dispatch(topic, message);
+  }
+
+  subscriber.on('message', (channel: string, raw: string) => {
+    const topic = topicOf.get(channel);
+    if (topic !== undefined) receive(topic, channel, raw);
   });
 
   const [publisherReady, subscriberReady] = await Promise.all([
@@ -256,10 +254,8 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
     },
 
     subscribe<T extends Topic>(topic: T, handler: (message: BusMessages[T]) => void): () => void {
-      let set = handlers.get(topic);
-      if (set === undefined) {
-        set = new Set();
-        handlers.set(topic, set);
+      const set: Handlers[T] = handlers[topic];
+      if (set.size === 0) {
         // Only topics someone here listens to are subscribed: an API process never receives wake-ups.
         if (!closed) {
           confirmed.set(
@@ -275,12 +271,10 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
       }
       // A wrapper per subscription: subscribing the same function twice gives two deliveries, as it would with
       // the in-process bus.
-      const entry: Handler = (message) => handler(message as BusMessages[T]);
+      const entry = (message: BusMessages[T]) => handler(message);
       set.add(entry);
       return () => {
-        const current = handlers.get(topic);
-        if (current === undefined || !current.delete(entry) || current.size > 0) return;
-        handlers.delete(topic);
+        if (!set.delete(entry) || set.size > 0) return;
         confirmed.delete(topic);
         if (!closed) {
           subscriber.unsubscribe(channelOf(prefix, topic)).catch((error: unknown) => {
@@ -300,7 +294,7 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
     async close() {
       if (closed) return;
       closed = true;
-      handlers.clear();
+      for (const topic of TOPICS) handlers[topic].clear();
       watchers.clear();
       await Promise.all([shut(publisher), shut(subscriber)]);
     },

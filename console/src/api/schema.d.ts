@@ -513,7 +513,7 @@ export interface paths {
         put?: never;
         /**
          * Run an agent (tool run)
-         * @description Runs the agent as a Workflow Run (GET /v1/workflow-agents/runs/{run_id}). blocking (default true) answers when it ends; blocking false answers at once (poll GET …/r/{run_id}); stream true answers text/event-stream of {type, content} events ending with data: [DONE]; contentOnly answers {run_id, status, content}. 404 for a project, agent, version or thread not found.
+         * @description Runs the agent as a Workflow Run (GET /v1/workflow-agents/runs/{run_id}). blocking (default true) answers when it ends; blocking false answers at once (poll GET …/r/{run_id}); stream true answers text/event-stream of {type, content} events (ToolRunStreamEvent) ending with data: [DONE]; contentOnly answers {run_id, status, content}. 404 for a project, agent, version or thread not found.
          *
          *     Required scopes: tasks:write, tasks:read.
          */
@@ -556,47 +556,13 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The run; with stream true, text/event-stream instead */
+                /** @description The run; with stream true, text/event-stream instead: one ToolRunStreamEvent JSON object per data line, then data: [DONE] */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            run: {
-                                /** @description The agent id */
-                                app_id: string;
-                                completed: number | null;
-                                /** @description Unix seconds */
-                                created: number;
-                                required_actions: {
-                                    arguments: string;
-                                    call_id: string;
-                                    name: string;
-                                    /** @enum {string} */
-                                    type: "function_call";
-                                }[];
-                                /** @description results[0][0].value.content is the reply; null while the run goes on */
-                                results: {
-                                    error: string | null;
-                                    value: unknown;
-                                }[][] | null;
-                                run_id: string;
-                                status: {
-                                    /** @enum {string} */
-                                    run: "running" | "succeeded" | "errored" | "requires_action";
-                                    /** @enum {string} */
-                                    workflow: "preparing" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
-                                };
-                                thread_id: string | null;
-                                usage: {
-                                    input_tokens: number;
-                                    output_tokens: number;
-                                    total_tokens: number;
-                                };
-                                version: number;
-                            };
-                        } | {
+                        "application/json": components["schemas"]["SdkRun"] | {
                             content: string | null;
                             run_id: string;
                             /** @enum {string} */
@@ -701,47 +667,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The run (blocking calls, status reads) */
+                /** @description The run (blocking calls, status reads, and the last event of a streamed run) */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            run: {
-                                /** @description The agent id */
-                                app_id: string;
-                                completed: number | null;
-                                /** @description Unix seconds */
-                                created: number;
-                                required_actions: {
-                                    arguments: string;
-                                    call_id: string;
-                                    name: string;
-                                    /** @enum {string} */
-                                    type: "function_call";
-                                }[];
-                                /** @description results[0][0].value.content is the reply; null while the run goes on */
-                                results: {
-                                    error: string | null;
-                                    value: unknown;
-                                }[][] | null;
-                                run_id: string;
-                                status: {
-                                    /** @enum {string} */
-                                    run: "running" | "succeeded" | "errored" | "requires_action";
-                                    /** @enum {string} */
-                                    workflow: "preparing" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
-                                };
-                                thread_id: string | null;
-                                usage: {
-                                    input_tokens: number;
-                                    output_tokens: number;
-                                    total_tokens: number;
-                                };
-                                version: number;
-                            };
-                        };
+                        "application/json": components["schemas"]["SdkRun"];
                     };
                 };
                 /** @description Error */
@@ -17202,21 +17134,7 @@ export interface paths {
                                     message: string;
                                 } | null;
                                 /** @description With include=events */
-                                events?: {
-                                    /** @enum {string} */
-                                    eventType: "init" | "thinking" | "tool_use" | "tool_result" | "text" | "result";
-                                    payload: {
-                                        [key: string]: unknown;
-                                    };
-                                    /**
-                                     * Format: uuid
-                                     * @description A UUID
-                                     */
-                                    promptId: string;
-                                    seq: number;
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                }[];
+                                events?: components["schemas"]["TaskStreamEvent"][];
                                 /**
                                  * Format: uuid
                                  * @description A UUID
@@ -17289,7 +17207,7 @@ export interface paths {
         };
         /**
          * Stream task events
-         * @description text/event-stream of normalized events {seq, timestamp, promptId, eventType, payload} from the first, while the Task runs; then `event: done` with {status, lastSeq, finalResult} (lastSeq -1 when there were none) and the stream ends.
+         * @description text/event-stream of normalized events (TaskStreamEvent: {seq, timestamp, promptId, eventType, payload}, the frame id its seq) from the first, while the Task runs; then `event: done` with TaskStreamDone {status, lastSeq, finalResult} (lastSeq -1 when there were none) and the stream ends.
          *
          *     Required scope: tasks:read.
          */
@@ -17305,7 +17223,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Server-Sent Events: one task event per data line, then an event named done */
+                /** @description Server-Sent Events: one TaskStreamEvent JSON object per data line, then an event named done whose data is a TaskStreamDone */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -18182,19 +18100,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            data: {
-                                /** @description Unix time in seconds */
-                                created_at: number;
-                                /** @description Identifies the resource: data.id and more */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description An event id (evt_…) */
-                                id: string;
-                                /** @enum {string} */
-                                object: "event";
-                                type: string;
-                            }[];
+                            data: components["schemas"]["WebhookEvent"][];
                             first_id: string | null;
                             has_more: boolean;
                             /** @description Pass as `after` for the next page */
@@ -19762,6 +19668,42 @@ export interface components {
             /** @enum {string} */
             type: "response.incomplete";
         };
+        /** @description The run (blocking calls, status reads, and the last event of a streamed run) */
+        SdkRun: {
+            run: {
+                /** @description The agent id */
+                app_id: string;
+                completed: number | null;
+                /** @description Unix seconds */
+                created: number;
+                required_actions: {
+                    arguments: string;
+                    call_id: string;
+                    name: string;
+                    /** @enum {string} */
+                    type: "function_call";
+                }[];
+                /** @description results[0][0].value.content is the reply; null while the run goes on */
+                results: {
+                    error: string | null;
+                    value: unknown;
+                }[][] | null;
+                run_id: string;
+                status: {
+                    /** @enum {string} */
+                    run: "running" | "succeeded" | "errored" | "requires_action";
+                    /** @enum {string} */
+                    workflow: "preparing" | "in_progress" | "requires_action" | "completed" | "failed" | "cancelled";
+                };
+                thread_id: string | null;
+                usage: {
+                    input_tokens: number;
+                    output_tokens: number;
+                    total_tokens: number;
+                };
+                version: number;
+            };
+        };
         /** @description One event of a session stream (GET /v1/sessions/{id}/stream), one per data line: `kind` says what happened and types `data`; a message.event is typed further by data.type */
         SessionEvent: {
             /** @description Unix seconds */
@@ -19849,23 +19791,6 @@ export interface components {
             id: string;
             /** @enum {string} */
             kind: "message.status";
-            message_id?: string;
-            run_id?: string;
-            /** @description Position in the session channel (persisted events) */
-            seq?: number;
-            session_id: string;
-        } | {
-            /** @description Unix seconds */
-            created_at: number;
-            data: {
-                itemId: string;
-                step: number;
-                text: string;
-            };
-            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
-            id: string;
-            /** @enum {string} */
-            kind: "message.delta";
             message_id?: string;
             run_id?: string;
             /** @description Position in the session channel (persisted events) */
@@ -20079,6 +20004,241 @@ export interface components {
             /** @description Position in the session channel (persisted events) */
             seq?: number;
             session_id: string;
+        } | {
+            /** @description Unix seconds */
+            created_at: number;
+            data: {
+                itemId: string;
+                step: number;
+                text: string;
+            };
+            /** @description The event id; for a live event, its frame id (`<last seq>.<n>`) */
+            id: string;
+            /** @enum {string} */
+            kind: "message.delta";
+            message_id?: string;
+            run_id?: string;
+            /** @description Position in the session channel (persisted events) */
+            seq?: number;
+            session_id: string;
+        };
+        /** @description The data of the last frame of GET /v1/tasks/{id}/events (`event: done`), sent once the Task is no longer running: status is the latest prompt's */
+        TaskStreamDone: {
+            finalResult: string | null;
+            /** @description The last event sent; -1 when there were none */
+            lastSeq: number;
+            /** @enum {string} */
+            status: "pending" | "running" | "succeeded" | "failed" | "canceled";
+        };
+        /** @description One normalized event of a Task's prompts: a data line of GET /v1/tasks/{id}/events (its seq is the frame id) and an item of content?include=events; payload is typed by eventType */
+        TaskStreamEvent: {
+            /** @enum {string} */
+            eventType: "init";
+            payload: {
+                agentId: string;
+                runId: string;
+            };
+            /** Format: uuid */
+            promptId: string;
+            /** @description Numbered from 1 across the Task; the SSE frame id */
+            seq: number;
+            /** Format: date-time */
+            timestamp: string;
+        } | {
+            /** @enum {string} */
+            eventType: "text";
+            payload: {
+                text: string;
+            };
+            /** Format: uuid */
+            promptId: string;
+            /** @description Numbered from 1 across the Task; the SSE frame id */
+            seq: number;
+            /** Format: date-time */
+            timestamp: string;
+        } | {
+            /** @enum {string} */
+            eventType: "tool_use";
+            payload: {
+                /** @description JSON text */
+                arguments: string;
+                callId: string | null;
+                /** @enum {string} */
+                kind: "server" | "client" | "question";
+                name: string;
+            };
+            /** Format: uuid */
+            promptId: string;
+            /** @description Numbered from 1 across the Task; the SSE frame id */
+            seq: number;
+            /** Format: date-time */
+            timestamp: string;
+        } | {
+            /** @enum {string} */
+            eventType: "tool_result";
+            payload: {
+                callId: string | null;
+                isError: boolean;
+                name: string;
+                output: string;
+            };
+            /** Format: uuid */
+            promptId: string;
+            /** @description Numbered from 1 across the Task; the SSE frame id */
+            seq: number;
+            /** Format: date-time */
+            timestamp: string;
+        } | {
+            /** @enum {string} */
+            eventType: "result";
+            payload: {
+                error: {
+                    code: string;
+                    message: string;
+                } | null;
+                result: string | null;
+                /** @enum {string} */
+                status: "succeeded" | "failed" | "canceled";
+                usage: {
+                    inputTokens: number;
+                    outputTokens: number;
+                };
+            };
+            /** Format: uuid */
+            promptId: string;
+            /** @description Numbered from 1 across the Task; the SSE frame id */
+            seq: number;
+            /** Format: date-time */
+            timestamp: string;
+        };
+        /** @description The body of a legacy Tasks webhook (POST /v1/webhooks): `event` names it (also in the X-Webhook-Event header) and data.status says the same */
+        TaskWebhookEvent: {
+            /** Format: date-time */
+            createdAt: string;
+            data: {
+                agentId: string;
+                /** @description The latest prompt, whose start or end this is; null when the Task has none */
+                promptId: string | null;
+                /** @enum {string} */
+                status: "created";
+                taskId: string;
+                title: string;
+                workspaceId: string;
+            };
+            /** @enum {string} */
+            event: "task.created";
+            /** @description evt_… */
+            id: string;
+        } | {
+            /** Format: date-time */
+            createdAt: string;
+            data: {
+                agentId: string;
+                /** @description The latest prompt, whose start or end this is; null when the Task has none */
+                promptId: string | null;
+                /** @enum {string} */
+                status: "running";
+                taskId: string;
+                title: string;
+                workspaceId: string;
+            };
+            /** @enum {string} */
+            event: "task.running";
+            /** @description evt_… */
+            id: string;
+        } | {
+            /** Format: date-time */
+            createdAt: string;
+            data: {
+                agentId: string;
+                /** @description The latest prompt, whose start or end this is; null when the Task has none */
+                promptId: string | null;
+                /** @enum {string} */
+                status: "completed";
+                taskId: string;
+                title: string;
+                workspaceId: string;
+            };
+            /** @enum {string} */
+            event: "task.completed";
+            /** @description evt_… */
+            id: string;
+        } | {
+            /** Format: date-time */
+            createdAt: string;
+            data: {
+                agentId: string;
+                /** @description The latest prompt, whose start or end this is; null when the Task has none */
+                promptId: string | null;
+                /** @enum {string} */
+                status: "failed";
+                taskId: string;
+                title: string;
+                workspaceId: string;
+            };
+            /** @enum {string} */
+            event: "task.failed";
+            /** @description evt_… */
+            id: string;
+        } | {
+            /** Format: date-time */
+            createdAt: string;
+            data: {
+                agentId: string;
+                /** @description The latest prompt, whose start or end this is; null when the Task has none */
+                promptId: string | null;
+                /** @enum {string} */
+                status: "canceled";
+                taskId: string;
+                title: string;
+                workspaceId: string;
+            };
+            /** @enum {string} */
+            event: "task.canceled";
+            /** @description evt_… */
+            id: string;
+        };
+        /** @description One data line of a streamed tool run (POST /api/sdk/p/{project_id}/a/{agent_id}/r with stream true): {type, content}, content typed by type; the stream ends with `data: [DONE]` */
+        ToolRunStreamEvent: {
+            content: {
+                required_actions?: {
+                    arguments: string;
+                    call_id: string;
+                    name: string;
+                    /** @enum {string} */
+                    type: "function_call";
+                }[];
+                run_id: string;
+                /** @enum {string} */
+                status: "running" | "succeeded" | "errored" | "requires_action";
+            };
+            /** @enum {string} */
+            type: "run_status";
+        } | {
+            content: {
+                /** @enum {string} */
+                block_name: "AGENT";
+                tokens: {
+                    text: string;
+                };
+            };
+            /** @enum {string} */
+            type: "tokens";
+        } | {
+            content: {
+                /** @enum {string} */
+                block_name: "AGENT";
+                execution: {
+                    error: string | null;
+                    value: unknown;
+                }[][];
+            };
+            /** @enum {string} */
+            type: "block_execution";
+        } | {
+            content: components["schemas"]["SdkRun"];
+            /** @enum {string} */
+            type: "final";
         };
         /** @description The body of a webhook delivery (and an item of GET /v1/webhook_endpoints/{id}/events): an event envelope whose data is typed by its type */
         WebhookEvent: {

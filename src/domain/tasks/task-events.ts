@@ -8,8 +8,8 @@ import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { itemFromRow } from '../turns/items.ts';
-import { isTerminal } from '../turns/message-types.ts';
-import { promptStatusOf, type TaskStreamEvent } from './task-types.ts';
+import type { TaskStreamEvent, TaskStreamEventBody } from './task-stream-schema.ts';
+import { isPromptFinished, promptStatusOf } from './task-types.ts';
 
 type PromptRow = Pick<
   MessageRow,
@@ -55,43 +55,42 @@ export async function taskEvents(db: Executor, prompts: readonly PromptRow[]): P
           .execute();
   const items = itemRows.map(itemFromRow);
   const out: TaskStreamEvent[] = [];
-  const push = (
-    promptId: string,
-    at: number,
-    eventType: TaskStreamEvent['eventType'],
-    payload: Record<string, unknown>,
-  ) => out.push({ seq: out.length + 1, timestamp: iso(at), promptId, eventType, payload });
+  const push = (promptId: string, at: number, body: TaskStreamEventBody) =>
+    out.push({ seq: out.length + 1, timestamp: iso(at), promptId, ...body });
   for (const prompt of prompts) {
     if (prompt.started_at !== null) {
-      push(prompt.id, prompt.started_at, 'init', { runId: prompt.run_id, agentId: prompt.agent_id });
+      push(prompt.id, prompt.started_at, {
+        eventType: 'init',
+        payload: { runId: prompt.run_id, agentId: prompt.agent_id },
+      });
     }
     for (const item of items) {
       if (item.messageId !== prompt.id) continue;
       const content = item.content;
-      if (content.type === 'assistant_message') push(prompt.id, item.createdAt, 'text', { text: content.text });
-      else if (content.type === 'function_call') {
-        push(prompt.id, item.createdAt, 'tool_use', {
-          callId: item.callId,
-          name: content.name,
-          arguments: content.arguments,
-          kind: content.kind,
+      if (content.type === 'assistant_message') {
+        push(prompt.id, item.createdAt, { eventType: 'text', payload: { text: content.text } });
+      } else if (content.type === 'function_call') {
+        push(prompt.id, item.createdAt, {
+          eventType: 'tool_use',
+          payload: { callId: item.callId, name: content.name, arguments: content.arguments, kind: content.kind },
         });
       } else if (content.type === 'function_call_output') {
-        push(prompt.id, item.createdAt, 'tool_result', {
-          callId: item.callId,
-          name: content.name,
-          output: content.output,
-          isError: content.isError,
+        push(prompt.id, item.createdAt, {
+          eventType: 'tool_result',
+          payload: { callId: item.callId, name: content.name, output: content.output, isError: content.isError },
         });
       }
     }
-    const status = prompt.status;
-    if (isTerminal(status)) {
-      push(prompt.id, prompt.completed_at ?? prompt.created_at, 'result', {
-        status: promptStatusOf(status),
-        result: prompt.response_text,
-        error: storedError(prompt.error),
-        usage: { inputTokens: prompt.input_tokens, outputTokens: prompt.output_tokens },
+    const status = promptStatusOf(prompt.status);
+    if (isPromptFinished(status)) {
+      push(prompt.id, prompt.completed_at ?? prompt.created_at, {
+        eventType: 'result',
+        payload: {
+          status,
+          result: prompt.response_text,
+          error: storedError(prompt.error),
+          usage: { inputTokens: prompt.input_tokens, outputTokens: prompt.output_tokens },
+        },
       });
     }
   }

@@ -19,6 +19,7 @@ import type { WriteState } from '../../storage/storage-space.ts';
 import type { WorkflowService } from '../workflows/workflow-service.ts';
 import type { LegacyWebhookService } from './legacy-webhooks.ts';
 import { promptStatusOf, type TaskEventType, taskStatusOf } from './task-types.ts';
+import { taskWebhookEvent } from './task-webhook-events.ts';
 
 export interface TaskNotifierDeps {
   db: Executor;
@@ -74,23 +75,15 @@ export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
   let running: Promise<void> | null = null;
   let stopped = true;
 
-  async function send(task: TaskRow, type: TaskEventType, status: string, promptId: string | null): Promise<void> {
+  async function send(task: TaskRow, type: TaskEventType, promptId: string | null): Promise<void> {
     const subscribers = await deps.webhooks.subscribers(task.org_id, type);
     if (subscribers.length === 0) return;
     const now = deps.clock.now();
-    const body = JSON.stringify({
+    const event = taskWebhookEvent(type, task, promptId, {
       id: `evt_${newId().replaceAll('-', '')}`,
-      event: type,
       createdAt: iso(now),
-      data: {
-        taskId: task.id,
-        status,
-        title: task.title,
-        workspaceId: task.workspace_id,
-        agentId: task.agent_id,
-        promptId,
-      },
     });
+    const body = JSON.stringify(event);
     await Promise.all(
       subscribers.map(async (hook) => {
         let ok = false;
@@ -141,7 +134,7 @@ export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
         .executeTakeFirst();
       if (claimed.numUpdatedRows === 0n) continue;
       for (const type of next.events) {
-        await send(task, type, type.slice('task.'.length), latest?.id ?? null);
+        await send(task, type, latest?.id ?? null);
       }
     }
   }

@@ -20,6 +20,7 @@ import type { MessageService } from '../turns/message-service.ts';
 import { isTerminal } from '../turns/message-types.ts';
 import { createHiddenSession } from '../turns/session-rows.ts';
 import { storedError, taskEvents } from './task-events.ts';
+import type { TaskStreamDone } from './task-stream-schema.ts';
 import {
   isPromptFinished,
   promptStatusOf,
@@ -49,9 +50,7 @@ export interface TaskCreateInput {
 }
 
 /** What the event stream yields: normalized events, then one `done` when the Task is no longer running. */
-export type TaskStreamItem =
-  | { type: 'event'; event: TaskStreamEvent }
-  | { type: 'done'; data: { status: string; lastSeq: number; finalResult: string | null } };
+export type TaskStreamItem = { type: 'event'; event: TaskStreamEvent } | { type: 'done'; data: TaskStreamDone };
 
 type PromptMessage = MessageRow & { task_seq: number; task_id: string };
 

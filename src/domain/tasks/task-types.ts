@@ -3,9 +3,14 @@
  * Task's prompts are messages of its workspace (a hidden Session); the names here are those of the Tasks API.
  */
 import type { MessageStatus } from '../turns/message-types.ts';
+import type { TaskStreamEvent } from './task-stream-schema.ts';
+
+export type { TaskStreamEvent };
 
 export const PROMPT_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'canceled'] as const;
 export type PromptStatus = (typeof PROMPT_STATUSES)[number];
+/** What a prompt ended as. */
+export type FinishedPromptStatus = Extract<PromptStatus, 'succeeded' | 'failed' | 'canceled'>;
 
 export const TASK_STATUSES = ['running', 'completed', 'failed', 'canceled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -19,10 +24,6 @@ export const TASK_EVENT_TYPES = [
   'task.canceled',
 ] as const;
 export type TaskEventType = (typeof TASK_EVENT_TYPES)[number];
-
-/** Normalized per-prompt event kinds of GET /v1/tasks/{id}/events and content?include=events. */
-export const TASK_STREAM_EVENT_TYPES = ['init', 'thinking', 'tool_use', 'tool_result', 'text', 'result'] as const;
-export type TaskStreamEventType = (typeof TASK_STREAM_EVENT_TYPES)[number];
 
 /** A waiting turn (client tool or question) is still work in progress from the Task's point of view. */
 export function promptStatusOf(status: MessageStatus): PromptStatus {
@@ -41,7 +42,7 @@ export function promptStatusOf(status: MessageStatus): PromptStatus {
   }
 }
 
-export function isPromptFinished(status: PromptStatus): boolean {
+export function isPromptFinished(status: PromptStatus): status is FinishedPromptStatus {
   return status === 'succeeded' || status === 'failed' || status === 'canceled';
 }
 
@@ -82,16 +83,6 @@ export interface TaskPage {
   total: number;
   limit: number;
   offset: number;
-}
-
-/** One normalized event of a prompt: the envelope of the task event stream. */
-export interface TaskStreamEvent {
-  seq: number;
-  /** ISO 8601 UTC. */
-  timestamp: string;
-  promptId: string;
-  eventType: TaskStreamEventType;
-  payload: Record<string, unknown>;
 }
 
 export interface TaskContentPrompt {

@@ -3,13 +3,13 @@ import { unixSeconds } from '../../lib/clock.ts';
 import { isJsonObject } from '../../lib/guards.ts';
 import { parseJsonColumn, readJsonColumn } from '../../storage/json-column.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/schema.ts';
+import { type WebhookEventBody, WebhookEventSchema } from './webhook-events.ts';
 import {
   type DeliveryError,
   isWebhookEventType,
   type WebhookDelivery,
   type WebhookEndpoint,
   type WebhookEndpointWithSecret,
-  type WebhookEvent,
   type WebhookEventType,
 } from './webhook-types.ts';
 
@@ -39,14 +39,33 @@ export function endpointWithSecret(row: WebhookEndpointRow, secret: string): Web
   return { ...endpointFromRow(row), signing_secret: secret };
 }
 
-export function eventFromRow(row: Pick<WebhookEventRow, 'id' | 'type' | 'created_at' | 'data'>): WebhookEvent {
-  return {
-    id: row.id,
-    object: 'event',
-    created_at: unixSeconds(row.created_at),
-    type: row.type,
-    data: parseJsonColumn(row.data, isJsonObject, 'webhook_events.data'),
-  };
+/** Reads a stored event as the API shows it; null for one this version cannot read as its type. */
+export type WebhookEventReader = (
+  row: Pick<WebhookEventRow, 'id' | 'type' | 'created_at' | 'data'>,
+) => WebhookEventBody | null;
+
+let eventReader: Promise<WebhookEventReader> | null = null;
+
+/**
+ * The reader of stored events, checking each against its type's data: an event written by an older version whose
+ * data differed is null, and the history leaves it out rather than showing it untyped or failing the read. Its
+ * checker is loaded and compiled by the first call: a process that never lists webhook events never pays for it.
+ */
+export function webhookEventReader(): Promise<WebhookEventReader> {
+  eventReader ??= import('typebox/schema').then(({ Compile }) => {
+    const check = Compile(WebhookEventSchema);
+    return (row) => {
+      const event = {
+        id: row.id,
+        object: 'event',
+        created_at: unixSeconds(row.created_at),
+        type: row.type,
+        data: parseJsonColumn(row.data, isJsonObject, 'webhook_events.data'),
+      };
+      return check.Check(event) ? event : null;
+    };
+  });
+  return eventReader;
 }
 
 function errorOf(text: string | null): DeliveryError | null {

@@ -1,6 +1,6 @@
 /** Closed sets, limits and API shapes of webhook endpoints, events and deliveries (docs/webhooks.md). */
 import type { DeliveryKind, DeliveryStatus } from '../../storage/column-values.ts';
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './webhook-events.ts';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventBody, type WebhookEventType } from './webhook-events.ts';
 
 export { WEBHOOK_EVENT_TYPES, type WebhookEventType };
 
@@ -64,13 +64,8 @@ export interface WebhookEndpoint {
 /** Only the answers of create and rotate_secret carry the secret. */
 export type WebhookEndpointWithSecret = WebhookEndpoint & { signing_secret: string };
 
-export interface WebhookEvent {
-  id: string;
-  object: 'event';
-  created_at: number;
-  type: string;
-  data: Record<string, unknown>;
-}
+/** An event of the history: what its deliveries carry. */
+export type WebhookEvent = WebhookEventBody;
 
 export interface DeliveryError {
   code: string;

@@ -1,11 +1,13 @@
 /**
  * The older API's shapes of a tool run (gaps.md section 9): the Dust-style run object of blocking calls and status
- * reads, the contentOnly body, and the stream events `{type, content}` that end with `data: [DONE]`.
+ * reads, the contentOnly body, and the stream events `{type, content}` that end with `data: [DONE]` (their schemas:
+ * sdk-run-schema.ts).
  */
 import type { StreamHub } from '../../bus/live-hub.ts';
+import { AGENT_BLOCK, type SdkRunBody, type SdkRunStatus, type ToolRunStreamEvent } from './sdk-run-schema.ts';
 import type { ToolRunInput, WorkflowRun, WorkflowService } from './workflow-service.ts';
 
-export type SdkRunStatus = 'running' | 'succeeded' | 'errored' | 'requires_action';
+export { AGENT_BLOCK, type SdkRunBody, type SdkRunStatus, type ToolRunStreamEvent };
 
 export function sdkStatusOf(run: WorkflowRun): SdkRunStatus {
   if (run.status === 'completed') return 'succeeded';
@@ -13,9 +15,6 @@ export function sdkStatusOf(run: WorkflowRun): SdkRunStatus {
   if (run.status === 'requires_action') return 'requires_action';
   return 'running';
 }
-
-/** The name the single action (the agent's model step) has in results and stream events. */
-export const AGENT_BLOCK = 'AGENT';
 
 function execution(run: WorkflowRun) {
   if (run.status === 'completed') return [[{ value: { role: 'assistant', content: run.output ?? '' }, error: null }]];
@@ -25,21 +24,6 @@ function execution(run: WorkflowRun) {
     ];
   }
   return null;
-}
-
-export interface SdkRunBody {
-  run: {
-    run_id: string;
-    app_id: string;
-    version: number;
-    thread_id: string | null;
-    status: { run: SdkRunStatus; workflow: WorkflowRun['status'] };
-    created: number;
-    completed: number | null;
-    results: { value: unknown; error: string | null }[][] | null;
-    required_actions: WorkflowRun['required_actions'];
-    usage: WorkflowRun['usage'];
-  };
 }
 
 export function sdkRunBody(run: WorkflowRun): SdkRunBody {
@@ -64,8 +48,6 @@ export function sdkContentBody(run: WorkflowRun) {
   return { run_id: run.id, status: sdkStatusOf(run), content: run.output };
 }
 
-export type SdkStreamEvent = { type: 'run_status' | 'tokens' | 'block_execution' | 'final'; content: unknown };
-
 /**
  * Starts a run and yields its stream events: `run_status` running, `tokens` per text delta, then, once the run
  * ends (or needs a function result), `block_execution` with the result, `run_status` with the outcome and
@@ -77,8 +59,12 @@ export async function* streamToolRun(
   target: { orgId: string; projectId: string; agentId: string; sessionId: string },
   input: ToolRunInput,
   signal: AbortSignal,
-): AsyncGenerator<SdkStreamEvent> {
+): AsyncGenerator<ToolRunStreamEvent> {
   const queue: string[] = [];
+  const tokens = (text: string): ToolRunStreamEvent => ({
+    type: 'tokens',
+    content: { block_name: AGENT_BLOCK, tokens: { text } },
+  });
   let wake: (() => void) | null = null;
   const unsubscribe = deps.hub.subscribe(target.sessionId, (event) => {
     if (event.kind === 'message.delta') queue.push(event.data.text);
@@ -89,15 +75,11 @@ export async function* streamToolRun(
     yield { type: 'run_status', content: { status: 'running', run_id: run.id } };
     const deadline = Date.now() + deps.timeoutMs;
     for (;;) {
-      while (queue.length > 0) {
-        yield { type: 'tokens', content: { block_name: AGENT_BLOCK, tokens: { text: queue.shift() } } };
-      }
+      for (let text = queue.shift(); text !== undefined; text = queue.shift()) yield tokens(text);
       const current = await deps.workflows.get(target.orgId, run.id);
       if (!['preparing', 'in_progress'].includes(current.status) || signal.aborted || Date.now() > deadline) {
         // Deltas that arrived while the state was read still come first.
-        while (queue.length > 0) {
-          yield { type: 'tokens', content: { block_name: AGENT_BLOCK, tokens: { text: queue.shift() } } };
-        }
+        for (let text = queue.shift(); text !== undefined; text = queue.shift()) yield tokens(text);
         const body = sdkRunBody(current);
         yield { type: 'block_execution', content: { block_name: AGENT_BLOCK, execution: body.run.results ?? [] } };
         yield {

@@ -132,13 +132,14 @@ export function sdkRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Run an agent (tool run)',
       description:
-        'Runs the agent as a Workflow Run (GET /v1/workflow-agents/runs/{run_id}). blocking (default true) answers when it ends; blocking false answers at once (poll GET …/r/{run_id}); stream true answers text/event-stream of {type, content} events ending with data: [DONE]; contentOnly answers {run_id, status, content}. 404 for a project, agent, version or thread not found.',
+        'Runs the agent as a Workflow Run (GET /v1/workflow-agents/runs/{run_id}). blocking (default true) answers when it ends; blocking false answers at once (poll GET …/r/{run_id}); stream true answers text/event-stream of {type, content} events (ToolRunStreamEvent) ending with data: [DONE]; contentOnly answers {run_id, status, content}. 404 for a project, agent, version or thread not found.',
       tags,
       params: ToolRunParams,
       body: ToolRunBody,
       response: {
         200: Type.Union([SdkRunBody, SdkContentBody], {
-          description: 'The run; with stream true, text/event-stream instead',
+          description:
+            'The run; with stream true, text/event-stream instead: one ToolRunStreamEvent JSON object per data line, then data: [DONE]',
         }),
         ...errorResponses(400, 401, 402, 403, 404, 409, 413),
       },

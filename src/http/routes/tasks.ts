@@ -142,12 +142,13 @@ export function taskRoutes(app: App, deps: Deps): void {
     schema: {
       summary: 'Stream task events',
       description:
-        'text/event-stream of normalized events {seq, timestamp, promptId, eventType, payload} from the first, while the Task runs; then `event: done` with {status, lastSeq, finalResult} (lastSeq -1 when there were none) and the stream ends.',
+        'text/event-stream of normalized events (TaskStreamEvent: {seq, timestamp, promptId, eventType, payload}, the frame id its seq) from the first, while the Task runs; then `event: done` with TaskStreamDone {status, lastSeq, finalResult} (lastSeq -1 when there were none) and the stream ends.',
       tags,
       params: IdParams,
       response: {
         200: Type.Unsafe<string>({
-          description: 'Server-Sent Events: one task event per data line, then an event named done',
+          description:
+            'Server-Sent Events: one TaskStreamEvent JSON object per data line, then an event named done whose data is a TaskStreamDone',
           content: { 'text/event-stream': { schema: { type: 'string' } } },
         }),
         ...errorResponses(400, 401, 403, 404),

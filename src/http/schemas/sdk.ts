@@ -7,6 +7,7 @@ import {
   MAX_THREAD_FILE_IDS,
   THREAD_ROLES,
 } from '../../domain/threads/thread-service.ts';
+import { RequiredActions, RunUsage, SDK_RUN_STATUSES, SdkRunRef } from '../../domain/workflows/sdk-run-schema.ts';
 import { WORKFLOW_RUN_STATUSES } from '../../domain/workflows/workflow-service.ts';
 import { StringEnum, Uuid } from './common.ts';
 
@@ -142,52 +143,12 @@ export const ToolRunBody = Type.Object(
   { additionalProperties: false },
 );
 
-const RequiredActions = Type.Array(
-  Type.Object(
-    { type: Type.Literal('function_call'), call_id: Type.String(), name: Type.String(), arguments: Type.String() },
-    { additionalProperties: false },
-  ),
-);
-
-const RunUsage = Type.Object({
-  input_tokens: Type.Integer(),
-  output_tokens: Type.Integer(),
-  total_tokens: Type.Integer(),
-});
-
-export const SdkRunBody = Type.Object(
-  {
-    run: Type.Object({
-      run_id: Type.String(),
-      app_id: Type.String({ description: 'The agent id' }),
-      version: Type.Integer(),
-      thread_id: Type.Union([Type.String(), Type.Null()]),
-      status: Type.Object({
-        run: StringEnum(['running', 'succeeded', 'errored', 'requires_action'] as const),
-        workflow: StringEnum(WORKFLOW_RUN_STATUSES),
-      }),
-      created: Type.Integer({ description: 'Unix seconds' }),
-      completed: Type.Union([Type.Integer(), Type.Null()]),
-      results: Type.Union(
-        [
-          Type.Array(
-            Type.Array(Type.Object({ value: Type.Unknown(), error: Type.Union([Type.String(), Type.Null()]) })),
-          ),
-          Type.Null(),
-        ],
-        { description: 'results[0][0].value.content is the reply; null while the run goes on' },
-      ),
-      required_actions: RequiredActions,
-      usage: RunUsage,
-    }),
-  },
-  { description: 'The run (blocking calls, status reads)' },
-);
+export const SdkRunBody = SdkRunRef;
 
 export const SdkContentBody = Type.Object(
   {
     run_id: Type.String(),
-    status: StringEnum(['running', 'succeeded', 'errored', 'requires_action'] as const),
+    status: StringEnum(SDK_RUN_STATUSES),
     content: Type.Union([Type.String(), Type.Null()]),
   },
   { description: 'contentOnly: the reply only' },

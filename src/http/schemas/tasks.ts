@@ -1,11 +1,6 @@
 import { Type } from 'typebox';
-import {
-  MAX_PROMPT_CHARS,
-  MAX_TASK_FILES,
-  PROMPT_STATUSES,
-  TASK_STATUSES,
-  TASK_STREAM_EVENT_TYPES,
-} from '../../domain/tasks/task-types.ts';
+import type { TaskStreamEvent as TaskStreamEventBody } from '../../domain/tasks/task-stream-schema.ts';
+import { MAX_PROMPT_CHARS, MAX_TASK_FILES, PROMPT_STATUSES, TASK_STATUSES } from '../../domain/tasks/task-types.ts';
 import { NON_BLANK, StringEnum, Uuid } from './common.ts';
 
 const DateTime = Type.String({ format: 'date-time' });
@@ -84,16 +79,8 @@ export const TaskPromptBody = Type.Object({ prompt: PromptText }, { additionalPr
 
 export const TaskPromptAccepted = Type.Object({ promptId: Uuid, taskId: Uuid }, { additionalProperties: false });
 
-export const TaskStreamEvent = Type.Object(
-  {
-    seq: Type.Integer({ minimum: 1 }),
-    timestamp: DateTime,
-    promptId: Uuid,
-    eventType: StringEnum(TASK_STREAM_EVENT_TYPES),
-    payload: Type.Record(Type.String(), Type.Unknown()),
-  },
-  { additionalProperties: false },
-);
+/** A normalized event: the `TaskStreamEvent` component, also a data line of the Task's event stream. */
+const TaskStreamEvent = Type.Unsafe<TaskStreamEventBody>({ $ref: 'TaskStreamEvent#' });
 
 export const TaskContent = Type.Object(
   {

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { WebhookEventBody } from '../../domain/webhooks/webhook-events.ts';
 import { DELIVERY_KINDS, DELIVERY_STATUSES, WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-types.ts';
 import { CursorList as cursorList, NON_BLANK, StringEnum, VISIBLE_ASCII } from './common.ts';
 import { Session } from './sessions.ts';
@@ -53,16 +54,8 @@ export const WebhookEndpointWithSecret = Type.Object(
 
 export const WebhookEndpointList = cursorList(WebhookEndpoint, 'Webhook endpoints, newest first');
 
-export const WebhookEvent = Type.Object(
-  {
-    id: EventId,
-    object: Type.Literal('event'),
-    created_at: UnixSeconds,
-    type: Type.String(),
-    data: Type.Record(Type.String(), Type.Unknown(), { description: 'Identifies the resource: data.id and more' }),
-  },
-  { additionalProperties: false },
-);
+/** An event of the history: the `WebhookEvent` component, the body its deliveries carry, data typed by its type. */
+const WebhookEvent = Type.Unsafe<WebhookEventBody>({ $ref: 'WebhookEvent#' });
 
 export const WebhookEventList = cursorList(WebhookEvent, 'Events assigned to the endpoint, newest first');
 

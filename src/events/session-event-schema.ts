@@ -1,14 +1,14 @@
 /**
  * Session events as JSON Schemas: the `SessionEvent` component of the OpenAPI document (one data line of
  * GET /v1/sessions/{id}/stream), which the console's types are generated from and a test validates streamed events
- * against. The TypeScript union in session-events.ts stays what producers write; the checks at the end of this file
+ * against, and the live events as they cross the bus between processes (`LiveSessionEventSchema`). The TypeScript union in session-events.ts stays what producers write; the checks at the end of this file
  * fail the typecheck when the two drift apart (every event the server can write must fit the schema, and the data of
  * a `message.event` is the same type on both sides).
  */
-import { type Static, type TProperties, Type } from 'typebox';
-import type { DeltaEvent, MessageEventData, ProgressEvent, SessionEvent } from '../events/session-events.ts';
-import { ELICITATION_ACTIONS, ELICITATION_MODES } from '../events/session-values.ts';
+import { type Static, type TProperties, type TSchema, Type } from 'typebox';
 import { SESSION_STATUSES } from '../storage/column-values.ts';
+import type { DeltaEvent, LiveSessionEvent, MessageEventData, ProgressEvent, SessionEvent } from './session-events.ts';
+import { ELICITATION_ACTIONS, ELICITATION_MODES } from './session-values.ts';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 
@@ -71,6 +71,18 @@ const call = {
   name: Type.String(),
   arguments: Type.String(),
 };
+
+/** A server call's progress report: live only, never persisted. */
+const ToolProgressData = Type.Object({
+  type: Type.Literal('tool_progress'),
+  sourceType: Type.Literal('tool_server'),
+  callId: Type.String(),
+  name: Type.String(),
+  step: Type.Integer(),
+  progress: Type.Optional(Type.Number()),
+  total: Type.Optional(Type.Number()),
+  message: Type.Optional(Type.String()),
+});
 
 export const MessageEventDataSchema = Type.Union([
   Type.Object({
@@ -154,16 +166,7 @@ export const MessageEventDataSchema = Type.Union([
     name: Type.String(),
     isError: Type.Boolean(),
   }),
-  Type.Object({
-    type: Type.Literal('tool_progress'),
-    sourceType: Type.Literal('tool_server'),
-    callId: Type.String(),
-    name: Type.String(),
-    step: Type.Integer(),
-    progress: Type.Optional(Type.Number()),
-    total: Type.Optional(Type.Number()),
-    message: Type.Optional(Type.String()),
-  }),
+  ToolProgressData,
   Type.Object(
     {
       type: Type.Literal('compaction'),
@@ -188,6 +191,26 @@ export const MessageEventDataSchema = Type.Union([
   }),
 ]);
 
+/** What each kind of event says: its `data`. */
+const SessionStatusData = Type.Object({ status: SessionStatus, previous: SessionStatus });
+const MessageCreatedData = Type.Object({ status: Type.Literal('queued') });
+const MessageStatusData = Type.Union([
+  Type.Object({
+    status: Type.Union([
+      Type.Literal('running'),
+      Type.Literal('completed'),
+      Type.Literal('failed'),
+      Type.Literal('cancelled'),
+    ]),
+  }),
+  Type.Object({ status: Type.Literal('requires_action'), requiredActions: Type.Array(RequiredAction) }),
+]);
+const DeltaData = Type.Object({ text: Type.String(), step: Type.Integer(), itemId: Type.String() });
+const CompletedData = Type.Object({
+  response: Type.Object({ parts: Type.Array(Type.Object({ type: Type.Literal('text'), text: Type.String() })) }),
+});
+const EndedData = Type.Object({ error: Nullable(MessageError) });
+
 /** The frame of every event: persisted ones carry `seq` (their frame id); live ones (deltas, progress) do not. */
 const envelope = {
   id: Type.String({ description: 'The event id; for a live event, its frame id (`<last seq>.<n>`)' }),
@@ -198,45 +221,50 @@ const envelope = {
   created_at: Type.Integer({ description: 'Unix seconds' }),
 };
 
-const kind = <K extends string, D extends TProperties>(name: K, data: ReturnType<typeof Type.Object<D>>) =>
-  Type.Object({ ...envelope, kind: Type.Literal(name), data });
+const kind = <E extends TProperties, K extends string, D extends TSchema>(frame: E, name: K, data: D) =>
+  Type.Object({ ...frame, kind: Type.Literal(name), data });
+
+/** Every kind of event that is persisted, each in `frame`. */
+const persistedKinds = <E extends TProperties>(frame: E) =>
+  Type.Union([
+    kind(frame, 'session.status', SessionStatusData),
+    kind(frame, 'message.created', MessageCreatedData),
+    kind(frame, 'message.status', MessageStatusData),
+    kind(frame, 'message.event', MessageEventDataSchema),
+    kind(frame, 'message.completed', CompletedData),
+    kind(frame, 'message.failed', EndedData),
+    kind(frame, 'message.cancelled', EndedData),
+  ]).anyOf;
 
 export const SessionEventSchema = Type.Union(
-  [
-    kind('session.status', Type.Object({ status: SessionStatus, previous: SessionStatus })),
-    kind('message.created', Type.Object({ status: Type.Literal('queued') })),
-    Type.Object({
-      ...envelope,
-      kind: Type.Literal('message.status'),
-      data: Type.Union([
-        Type.Object({
-          status: Type.Union([
-            Type.Literal('running'),
-            Type.Literal('completed'),
-            Type.Literal('failed'),
-            Type.Literal('cancelled'),
-          ]),
-        }),
-        Type.Object({ status: Type.Literal('requires_action'), requiredActions: Type.Array(RequiredAction) }),
-      ]),
-    }),
-    kind('message.delta', Type.Object({ text: Type.String(), step: Type.Integer(), itemId: Type.String() })),
-    Type.Object({ ...envelope, kind: Type.Literal('message.event'), data: MessageEventDataSchema }),
-    kind(
-      'message.completed',
-      Type.Object({
-        response: Type.Object({ parts: Type.Array(Type.Object({ type: Type.Literal('text'), text: Type.String() })) }),
-      }),
-    ),
-    kind('message.failed', Type.Object({ error: Nullable(MessageError) })),
-    kind('message.cancelled', Type.Object({ error: Nullable(MessageError) })),
-  ],
+  [...persistedKinds(envelope), kind(envelope, 'message.delta', DeltaData)],
   {
     $id: 'SessionEvent',
     description:
       'One event of a session stream (GET /v1/sessions/{id}/stream), one per data line: `kind` says what happened and types `data`; a message.event is typed further by data.type',
   },
 );
+
+/** A persisted event as the process holds it (`SessionEvent`), and the envelope of the live-only ones. */
+const persisted = {
+  id: Type.String(),
+  session_id: Type.String(),
+  seq: Type.Integer({ minimum: 1 }),
+  message_id: Type.Optional(Type.String()),
+  run_id: Type.Optional(Type.String()),
+  created_at: Type.Integer(),
+};
+const live = { session_id: Type.String(), message_id: Type.String(), run_id: Type.String() };
+
+/**
+ * What live listeners of a session receive (`LiveSessionEvent`), as it crosses between processes: the bus checks
+ * every message it receives from another process against it.
+ */
+export const LiveSessionEventSchema = Type.Union([
+  ...persistedKinds(persisted),
+  kind(live, 'message.delta', DeltaData),
+  kind(live, 'message.event', ToolProgressData),
+]);
 
 /** A session event as the stream sends it. */
 export type SessionStreamEvent = Static<typeof SessionEventSchema>;
@@ -246,9 +274,12 @@ type Fits<A, B> = [A] extends [B] ? true : false;
 type Check<T extends true> = T;
 /** A live event as the stream frames it: with its frame id and the time it was sent. */
 type LiveFrame = (DeltaEvent | ProgressEvent) & { id: string; created_at: number };
+type LiveStatic = Static<typeof LiveSessionEventSchema>;
 export type SessionEventSchemaChecks = [
   Check<Fits<SessionEvent, SessionStreamEvent>>,
   Check<Fits<LiveFrame, SessionStreamEvent>>,
+  Check<Fits<LiveSessionEvent, LiveStatic>>,
+  Check<Fits<LiveStatic, LiveSessionEvent>>,
   Check<Fits<MessageEventData, Static<typeof MessageEventDataSchema>>>,
   Check<Fits<Static<typeof MessageEventDataSchema>, MessageEventData>>,
 ];

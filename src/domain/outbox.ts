@@ -110,6 +110,7 @@ async function writeWebhookEvents(
   const types = await webhooks.subscriptions.subscribedTypes(trx, target.orgId);
   const recorded = webhooks.events.filter((webhook) => types.has(webhook.type));
   if (recorded.length === 0) return;
+  // Read back only by the dispatcher, after the commit: on Postgres it goes with the next statement.
   await insertWebhookEvents.run(
     trx,
     recorded.map((webhook) => ({
@@ -121,6 +122,7 @@ async function writeWebhookEvents(
       dispatched_at: null,
       traceparent: webhook.traceparent ?? null,
     })),
+    { deferred: true },
   );
 }
 

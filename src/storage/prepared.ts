@@ -173,10 +173,12 @@ export interface PreparedNumberedInsert {
 export function prepareNumberedInsert(table: 'session_events' | 'items', scope: 'session_id'): PreparedNumberedInsert {
   const insert = prepareInsert(table);
   const shapes = new Map<string, Prepared<Record<string, unknown>, { seq: number }>>();
+  // Numbered here, the insert answers nothing its caller needs: on Postgres it goes with the next statement.
   const numberedFrom = async (db: Executor, rows: readonly Row[], last: number) => {
     await insert.run(
       db,
       rows.map((row, index) => ({ ...row, seq: last + index + 1 })),
+      { deferred: true },
     );
     return last;
   };

@@ -8,7 +8,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { nameStatement, statementName } from '../src/storage/named-statements.ts';
+import { inlineConstants, nameStatement, statementName } from '../src/storage/named-statements.ts';
 import { beginWithFirstStatement } from '../src/storage/postgres-begin.ts';
 import { prepare } from '../src/storage/prepared.ts';
 import type { Database } from '../src/storage/schema.ts';
@@ -28,6 +28,33 @@ describe('which texts are named', () => {
     }
     expect(statementName('select "id", "n" from "t" where "id" = $1')).toMatch(/^agentry_\d+$/);
     expect(statementName('select count(*) as "c" from "t"')).toMatch(/^agentry_\d+$/);
+  });
+});
+
+describe('constants written into a prepared query', () => {
+  it('writes constants as literals and renumbers the values', () => {
+    const parameters = ['v1', 'queued', "it's", 'v2', 5, 'a\\b', null, true];
+    const values = new Set([0, 3]);
+    const { text, kept } = inlineConstants(
+      'select "x" from "t" where "a" = $1 and "s" in ($2, $3) and "b" = $4 limit $5 and "c" = $6 ' +
+        'and "d" is not distinct from $7 and "e" = $8',
+      parameters,
+      (index) => !values.has(index),
+    );
+    expect(text).toBe(
+      `select "x" from "t" where "a" = $1 and "s" in ( 'queued' ,  'it''s' ) and "b" = $2 limit  '5'  and "c" = $3 and "d" is not distinct from  null  and "e" =  'true' `,
+    );
+    // A backslash stays a value: how a literal reads it depends on the server's settings.
+    expect(kept).toEqual([0, 3, 5]);
+  });
+
+  it('leaves text with other quoting as it is', () => {
+    for (const text of ["select $1 where e = E'\\n'", 'select $1 -- $2', 'select $$x$$, $1']) {
+      expect(inlineConstants(text, ['c'], () => true)).toEqual({ text, kept: [0] });
+    }
+    expect(inlineConstants(`select '$1', "$1" where a = $1`, ['c'], () => true).text).toBe(
+      `select '$1', "$1" where a =  'c' `,
+    );
   });
 });
 

@@ -139,11 +139,11 @@ const NOT_THE_TURN = [
   'select * from "messages" where "id" = $1 and "session_id" = $2 and "org_id" = $3',
   'select "id", "org_id", "scopes", "expires_at", "revoked_at", "compat" from "api_keys"',
   'select "id", "prefix", "org_id", "scopes", "expires_at", "revoked_at", "compat" from "api_keys"',
-  'select "id" from "sessions" where "work_pending" = $1 and',
+  'select "id" from "sessions" where "work_pending" =',
   'select "id", "org_id", "session_id", "message_id" from "tool_approvals" where "status" = $1',
 ];
 
-const CLAIM = 'update "sessions" set "lease_owner" = $1, "lease_expires_at" = $2, "lease_token" = "lease_token" + $3';
+const CLAIM = 'update "sessions" set "lease_owner" = $1, "lease_expires_at" = $2, "lease_token" = "lease_token" +';
 
 describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () => {
   let pgh: Harness;

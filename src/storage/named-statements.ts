@@ -11,6 +11,12 @@
  * SQLSTATE 0A000): another process's migration adds a column to a table it reads with `*`. Texts that select or
  * return `*` are therefore never named (their result follows the table); a named one that fails so anyway (a
  * column's type changed) makes its connection send unnamed statements from then on.
+ *
+ * A kept plan is planned without the parameters' values. The constants of a prepared query (a status it filters
+ * on, a limit) are part of its shape, not values, so they are written into its text as literals
+ * (inlineConstants): the server plans with them as it did when every execution was planned afresh. Left as
+ * parameters, a filter such as `status in ($2, $3)` would be planned for any status, and a session's turns would
+ * scan its whole history.
  */
 
 /** The names of the texts registered so far. */
@@ -40,4 +46,62 @@ export function isStalePlan(error: unknown): boolean {
     (error as { code?: unknown }).code === '0A000' &&
     /cached plan must not change result type/.test(String((error as { message?: unknown }).message))
   );
+}
+
+/** A constant written as an SQL literal (quoted: of unknown type until its context decides, as a parameter), or null. */
+function literalOf(value: unknown): string | null {
+  if (value === null) return 'null';
+  if (typeof value === 'string') {
+    return value.includes('\\') || value.includes('\u0000') ? null : `'${value.replaceAll("'", "''")}'`;
+  }
+  if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : null;
+  if (typeof value === 'bigint') return `'${value.toString()}'`;
+  if (typeof value === 'boolean') return value ? `'true'` : `'false'`;
+  return null;
+}
+
+/**
+ * A compiled Postgres query with the parameters that are constants (`constant(index)`) written into its text as
+ * literals and the others renumbered; the kept parameters' original indexes, in their new order. Text with quoting
+ * this does not follow (dollar quotes, comments, escape strings) is left as it is.
+ */
+export function inlineConstants(
+  text: string,
+  parameters: readonly unknown[],
+  constant: (index: number) => boolean,
+): { text: string; kept: number[] } {
+  const kept: number[] = [];
+  const unchanged = { text, kept: parameters.map((_, index) => index) };
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    const char = text[i] ?? '';
+    if (char === "'" || char === '"') {
+      const end = text.indexOf(char, i + 1);
+      if (end === -1 || (char === "'" && /[eE]$/.test(out))) return unchanged;
+      out += text.slice(i, end + 1);
+      i = end + 1;
+      continue;
+    }
+    if ((char === '-' && text[i + 1] === '-') || (char === '/' && text[i + 1] === '*')) return unchanged;
+    const placeholder = char === '$' ? /^\$(\d+)/.exec(text.slice(i, i + 8)) : null;
+    if (char === '$' && placeholder === null) return unchanged;
+    if (placeholder === null) {
+      out += char;
+      i += 1;
+      continue;
+    }
+    const digits = placeholder[1] ?? '';
+    const index = Number(digits) - 1;
+    const literal = constant(index) ? literalOf(parameters[index]) : null;
+    if (literal === null) {
+      kept.push(index);
+      out += `$${kept.length}`;
+    } else {
+      // A literal next to a word character would merge with it; parameters never are, but keep them apart.
+      out += ` ${literal} `;
+    }
+    i += 1 + digits.length;
+  }
+  return { text: out, kept };
 }

@@ -11,7 +11,7 @@
  */
 import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult, sql } from 'kysely';
 import { SIGNALLED_TABLES } from './change-signal.ts';
-import { nameStatement } from './named-statements.ts';
+import { inlineConstants, nameStatement } from './named-statements.ts';
 import { DEFERRED } from './postgres-begin.ts';
 import type { Database } from './schema.ts';
 
@@ -53,13 +53,22 @@ export function prepare<P extends object, R>(
     const kind = adapter.constructor;
     let entry = compiled.get(kind);
     if (entry === undefined) {
-      const query = build(db, markers as Params<P>).compile();
-      const slots = query.parameters.map((value) =>
-        typeof value === 'string' && value.startsWith(MARK) ? value.slice(MARK.length) : null,
-      );
-      entry = { query, slots };
+      const built = build(db, markers as Params<P>).compile();
+      const slotOf = (value: unknown) =>
+        typeof value === 'string' && value.startsWith(MARK) ? value.slice(MARK.length) : null;
+      if (adapter instanceof PostgresAdapter) {
+        // Constants become literals, so that a plan the server keeps knows them (named-statements.ts).
+        const { text, kept } = inlineConstants(built.sql, built.parameters, (index) => {
+          return slotOf(built.parameters[index]) === null;
+        });
+        const parameters = kept.map((index) => built.parameters[index]);
+        const query = { ...built, sql: text, parameters };
+        entry = { query, slots: parameters.map(slotOf) };
+        nameStatement(text);
+      } else {
+        entry = { query: built, slots: built.parameters.map(slotOf) };
+      }
       compiled.set(kind, entry);
-      if (adapter instanceof PostgresAdapter) nameStatement(query.sql);
     }
     return entry;
   };

@@ -15,8 +15,7 @@
  * A kept plan is planned without the parameters' values. The constants of a prepared query (a status it filters
  * on, a limit) are part of its shape, not values, so they are written into its text as literals
  * (inlineConstants): the server plans with them as it did when every execution was planned afresh. Left as
- * parameters, a filter such as `status in ($2, $3)` would be planned for any status, and a session's turns would
- * scan its whole history.
+ * parameters, a generic plan of a filter such as `status in ($2, $3)` would be made for any status.
  */
 
 /** The names of the texts registered so far. */

@@ -282,8 +282,11 @@ export function createTaskService(deps: TaskServiceDeps) {
         events = accepted.events;
         return id;
       });
+      // Read before the wake-up: a quick turn would otherwise often have ended before the answer was read, and the
+      // creation answers with the Task as created.
+      const task = await get(orgId, taskId);
       publish(workspaceId, events);
-      return get(orgId, taskId);
+      return task;
     },
 
     /** A follow-up prompt: queued behind any prompt still running in the workspace. */

@@ -34,7 +34,7 @@ import {
 
 export type { BenchResult } from './support.ts';
 
-const GOALS: Record<'sqlite' | 'postgres', string> = { sqlite: 'value >= 1000', postgres: 'value >= 400' };
+const GOALS: Record<'sqlite' | 'postgres', string> = { sqlite: 'value >= 1300', postgres: 'value >= 400' };
 const SCALING_GOAL = 'ratio >= 1.6';
 const TAKEOVER_GOAL = 'value <= 5';
 /** Load before the kill, so that every loop has a turn in flight on some worker. */

@@ -332,12 +332,26 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return found;
 }
 
-function url(env: Env, name: string, protocols: readonly string[]): string | null {
+/**
+ * A Postgres URL as node-postgres and libpq read it. One that reaches the server through a Unix socket names the
+ * socket's directory in its `host` parameter and may leave the host empty (`postgres://user@/db?host=/run/postgresql`),
+ * which URL parsing refuses when the URL has a user name; such a URL is read with `localhost` in the host's place.
+ */
+export function parseDatabaseUrl(raw: string): URL {
+  return new URL(raw.replace(/^(postgres(?:ql)?:\/\/[^/?#@]*@)(?=[/?#]|$)/i, '$1localhost'));
+}
+
+function url(
+  env: Env,
+  name: string,
+  protocols: readonly string[],
+  parse = (raw: string) => new URL(raw),
+): string | null {
   const raw = optional(env, name);
   if (raw === null) return null;
   let parsed: URL;
   try {
-    parsed = new URL(raw);
+    parsed = parse(raw);
   } catch {
     throw new ConfigError(name, 'is not a valid URL');
   }
@@ -725,7 +739,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: str(env, 'HOST', '127.0.0.1'),
     port: int(env, 'PORT', 8080, 0, 65535),
     dataDir: resolve(str(env, 'AGENTRY_DATA_DIR', './data')),
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'], parseDatabaseUrl),
     databaseSchema,
     databaseTimeoutMs: int(env, 'AGENTRY_DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
     databasePrepared: bool(env, 'AGENTRY_DATABASE_PREPARED', true),

@@ -8,7 +8,7 @@ import { type DatabaseConnection, Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import { type Config, parseDatabaseUrl } from '../config.ts';
 import { createPrivateFile } from '../lib/private-files.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { type ChangeSignal, postgresChangeSignal, sqliteChangeSignal } from './change-signal.ts';
@@ -69,8 +69,13 @@ function postgresTypes(types: typeof pg.types): pg.CustomTypesConfig {
 }
 
 function describePostgres(url: string, schema: string | null): string {
-  const parsed = new URL(url);
-  return `postgres://${parsed.host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`;
+  const parsed = parseDatabaseUrl(url);
+  // A `host` parameter is where node-postgres connects: a Unix socket's directory, or a host name.
+  const host = parsed.searchParams.get('host');
+  const socket = host?.startsWith('/') === true ? host : null;
+  const notes = [...(socket === null ? [] : [`socket ${socket}`]), ...(schema === null ? [] : [`schema ${schema}`])];
+  const where = socket === null ? (host ?? parsed.host) : '';
+  return `postgres://${where}${parsed.pathname}${notes.length === 0 ? '' : ` (${notes.join(', ')})`}`;
 }
 
 /** The default of AGENTRY_DATABASE_TIMEOUT_MS. */

@@ -668,7 +668,7 @@ export function buildEngine(deps: Deps): Engine {
       metrics: deps.metrics,
       subscriptions: deps.webhooks.subscriptions,
       turnHooks: deps.turnHooks,
-      changeVersion: deps.storage.changeVersion,
+      agentAtStart: (orgId, agentId) => deps.agents.atTurnStart(orgId, agentId, deps.storage.workerDb),
       runExporter:
         deps.tracing === null
           ? undefined

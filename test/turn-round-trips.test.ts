@@ -190,7 +190,7 @@ describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () 
     // its session's status (read and moved) change in one statement, with the usage of the step that ends the turn
     // (transitions.ts updateTurnRows); the lease's proof reads the message (leases.ts fencedWithMessage); the release
     // checks in its own statement that nothing in the session can run (leases.ts releaseWhenIdle). The agent's
-    // version at a turn's start is read once per change of the agents (turn-store.ts agentAtStart).
+    // version at a turn's start is read once per change of the agents (agent-service.ts atTurnStart).
     process.stdout.write(`[round trips] one-step turn on Postgres: ${turn.length} statements\n`);
     expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(16);
   });

@@ -7,6 +7,7 @@
 
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
+import type { AgentStart } from '../domain/agents/agent-service.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
 import type { ScopedBudget } from '../domain/billing/budgets.ts';
 import { afterCommit, type SessionEvent } from '../domain/outbox.ts';
@@ -51,10 +52,10 @@ export interface TurnDeps extends LeaseDeps {
   /** What the features add to the turn's state changes (registered in src/deps.ts). */
   turnHooks: TurnHooks;
   /**
-   * The storage's change version (storage/db.ts): while it stays the same, no agent changed, so what a turn's start
-   * read of one may be used again. Absent: read every time.
+   * What a turn's start needs of its agent (its current version, whether its workspace exists yet): the agent
+   * service's read (domain/agents/agent-service.ts atTurnStart), on `db`, kept while no agent changes.
    */
-  changeVersion?: () => number | null;
+  agentAtStart: (orgId: string, agentId: string) => Promise<AgentStart>;
   /**
    * Fires when the engine drains (shutdown): the turn pauses at its next step boundary, starting no further model
    * or tool call, and returns with everything it has done stored, for the engine to hand the session over.

@@ -13,7 +13,7 @@ import { turnText } from '../domain/turns/message-service.ts';
 import { isTerminal } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
 import { failTurn, requireAction } from '../domain/turns/transitions.ts';
-import { agentAtStart, agentForTurn, loadMessage } from '../domain/turns/turn-store.ts';
+import { agentForTurn, loadMessage } from '../domain/turns/turn-store.ts';
 import { runInTurn, runTrace } from '../lib/trace-context.ts';
 import type { TurnOutcome } from '../observability/metrics-types.ts';
 import type { Executor } from '../storage/db.ts';
@@ -92,7 +92,7 @@ async function beginTurn(context: TurnContext): Promise<Turn | null> {
   let message = context.message;
   if (message.cancel_requested === 1) throw new TurnAbort('interrupt');
   if (message.status === 'queued') {
-    const agent = await agentAtStart(deps.db, message.agent_id, deps.changeVersion);
+    const agent = await deps.agentAtStart(message.org_id, message.agent_id);
     // A version pinned at accept (the older API's tool-run `version`) wins over the current one.
     const version = message.agent_version ?? agent.version;
     context.starter = lazyStart(context, { version, provision: !agent.workspaceProvisioned });

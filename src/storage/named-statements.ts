@@ -18,6 +18,8 @@
  * parameters, a generic plan of a filter such as `status in ($2, $3)` would be made for any status.
  */
 
+import { replacePlaceholders, spaced, sqlLiteral } from './sql-placeholders.ts';
+
 /** The names of the texts registered so far. */
 const names = new Map<string, string>();
 
@@ -47,16 +49,9 @@ export function isStalePlan(error: unknown): boolean {
   );
 }
 
-/** A constant written as an SQL literal (quoted: of unknown type until its context decides, as a parameter), or null. */
-function literalOf(value: unknown): string | null {
-  if (value === null) return 'null';
-  if (typeof value === 'string') {
-    return value.includes('\\') || value.includes('\u0000') ? null : `'${value.replaceAll("'", "''")}'`;
-  }
-  if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : null;
-  if (typeof value === 'bigint') return `'${value.toString()}'`;
-  if (typeof value === 'boolean') return value ? `'true'` : `'false'`;
-  return null;
+/** A constant's string as a literal: refused with a backslash, which reads differently under the server's settings. */
+function quoteConstant(text: string): string | null {
+  return text.includes('\\') ? null : `'${text.replaceAll("'", "''")}'`;
 }
 
 /**
@@ -70,37 +65,17 @@ export function inlineConstants(
   constant: (index: number) => boolean,
 ): { text: string; kept: number[] } {
   const kept: number[] = [];
-  const unchanged = { text, kept: parameters.map((_, index) => index) };
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const char = text[i] ?? '';
-    if (char === "'" || char === '"') {
-      const end = text.indexOf(char, i + 1);
-      if (end === -1 || (char === "'" && /[eE]$/.test(out))) return unchanged;
-      out += text.slice(i, end + 1);
-      i = end + 1;
-      continue;
-    }
-    if ((char === '-' && text[i + 1] === '-') || (char === '/' && text[i + 1] === '*')) return unchanged;
-    const placeholder = char === '$' ? /^\$(\d+)/.exec(text.slice(i, i + 8)) : null;
-    if (char === '$' && placeholder === null) return unchanged;
-    if (placeholder === null) {
-      out += char;
-      i += 1;
-      continue;
-    }
-    const digits = placeholder[1] ?? '';
-    const index = Number(digits) - 1;
-    const literal = constant(index) ? literalOf(parameters[index]) : null;
-    if (literal === null) {
+  const inlined = replacePlaceholders(
+    text,
+    (index) => {
+      // Undefined (a placeholder past the parameters) stays a parameter: what it means is the driver's to say.
+      const value = parameters[index];
+      const literal = constant(index) && value !== undefined ? sqlLiteral(value, quoteConstant) : null;
+      if (literal !== null) return spaced(literal);
       kept.push(index);
-      out += `$${kept.length}`;
-    } else {
-      // A literal next to a word character would merge with it; parameters never are, but keep them apart.
-      out += ` ${literal} `;
-    }
-    i += 1 + digits.length;
-  }
-  return { text: out, kept };
+      return `$${kept.length}`;
+    },
+    { refuseBackslashes: false },
+  );
+  return inlined === null ? { text, kept: parameters.map((_, index) => index) } : { text: inlined, kept };
 }

@@ -17,6 +17,7 @@
  */
 import type pg from 'pg';
 import { isStalePlan, statementName } from './named-statements.ts';
+import { replacePlaceholders, spaced, sqlLiteral } from './sql-placeholders.ts';
 
 /** Parameter values past this many characters in all are sent as parameters (after a `begin` of their own). */
 const MAX_INLINED_CHARS = 16_384;
@@ -26,19 +27,10 @@ function answered(command: string): pg.QueryResult {
   return { command, rowCount: null, oid: 0, rows: [], fields: [] };
 }
 
-function literal(value: unknown, quote: (text: string) => string): string | null {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'string') return value.includes('\u0000') ? null : quote(value);
-  if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : null;
-  if (typeof value === 'bigint') return `'${value.toString()}'`;
-  if (typeof value === 'boolean') return value ? `'true'` : `'false'`;
-  return null;
-}
-
 /**
  * `text` with each `$n` replaced by the literal of `values[n - 1]`, or null when that cannot be done safely: a
  * value of another type, a placeholder out of range, or text with quoting other than plain '…' strings and "…"
- * identifiers (dollar quotes, escape strings, comments).
+ * identifiers (dollar quotes, escape strings, comments, a backslash in a string).
  */
 export function inlineParameters(
   text: string,
@@ -48,43 +40,22 @@ export function inlineParameters(
   const literals: string[] = [];
   let size = 0;
   for (const value of values) {
-    const written = literal(value, quote);
+    // node-postgres sends an undefined parameter as null.
+    const written = sqlLiteral(value === undefined ? null : value, quote);
     if (written === null) return null;
     size += written.length;
     if (size > MAX_INLINED_CHARS) return null;
     literals.push(written);
   }
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const char = text[i];
-    if (char === "'" || char === '"') {
-      const end = text.indexOf(char, i + 1);
-      if (end === -1) return null;
-      const quoted = text.slice(i, end + 1);
-      // An escape string (E'…') or a backslash: leave it to the server's own parsing of parameters.
-      if (char === "'" && (quoted.includes('\\') || /[eE]$/.test(out))) return null;
-      out += quoted;
-      i = end + 1;
-      continue;
-    }
-    if (char === '-' && text[i + 1] === '-') return null;
-    if (char === '/' && text[i + 1] === '*') return null;
-    if (char === '$') {
-      const match = /^\$(\d+)/.exec(text.slice(i, i + 8));
-      if (match === null) return null;
-      const digits = match[1] ?? '';
-      const written = literals[Number(digits) - 1];
-      if (written === undefined) return null;
-      // A literal next to a word character would merge with it; parameters never are, but keep them apart.
-      out += ` ${written} `;
-      i += 1 + digits.length;
-      continue;
-    }
-    out += char;
-    i += 1;
-  }
-  return out;
+  // A backslash in the text's own strings: the statement is sent with its parameters, for the server to parse.
+  return replacePlaceholders(
+    text,
+    (index) => {
+      const written = literals[index];
+      return written === undefined ? null : spaced(written);
+    },
+    { refuseBackslashes: true },
+  );
 }
 
 type Query = (this: pg.Client, ...args: unknown[]) => unknown;

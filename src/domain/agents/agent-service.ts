@@ -78,6 +78,18 @@ export interface AgentView {
 /** Agents kept by `get` outside transactions, emptied whenever the change version moves. */
 const AGENT_CACHE_MAX = 10_000;
 
+/** What starting a turn needs to know of its agent: the current version, and whether its workspace exists yet. */
+export interface AgentStart {
+  version: number;
+  workspaceProvisioned: boolean;
+}
+
+/** An agent as the cache keeps it: the Agent, and what only a turn's start needs of its row. */
+interface CachedAgent {
+  agent: Agent;
+  workspaceProvisioned: boolean;
+}
+
 /** A validated create whose URL entries were discovered, ready to be written in a transaction. */
 interface PreparedAgent {
   config: AgentConfig;
@@ -235,11 +247,11 @@ export function createAgentService(deps: AgentServiceDeps) {
     return { agent, warnings: [...model, ...(await deps.toolWarnings(agent, { orgId, agentId: agent.id, db }))] };
   }
 
-  const cache = new Map<string, Agent>();
+  const cache = new Map<string, CachedAgent>();
   let cachedAt: number | null = null;
 
   /** The cached agent, if the cache holds it at change version `version` (null: nothing is cached). */
-  function cachedAgent(key: string, version: number | null): Agent | undefined {
+  function cachedAgent(key: string, version: number | null): CachedAgent | undefined {
     if (version === null) return undefined;
     if (version !== cachedAt) {
       cache.clear();
@@ -249,22 +261,23 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   /** Reads the agent in `db`; kept at `version` only if nothing changed while it was read. */
-  async function readAgent(db: Executor, orgId: string, id: string, version: number | null): Promise<Agent> {
+  async function readAgent(db: Executor, orgId: string, id: string, version: number | null): Promise<CachedAgent> {
     const row = await findAgentRow(db, orgId, id);
     if (row === undefined) throw notFound('agent', id);
-    const agent = agentFromRow(row);
+    const read = { agent: agentFromRow(row), workspaceProvisioned: row.workspace_provisioned_at !== null };
     if (version !== null && deps.changeVersion?.() === version) {
       if (cache.size >= AGENT_CACHE_MAX) cache.clear();
-      cache.set(`${orgId}/${id}`, deepFreeze(agent));
+      deepFreeze(read.agent);
+      cache.set(`${orgId}/${id}`, read);
     }
-    return agent;
+    return read;
   }
 
   /** The agent (frozen when it comes from the cache: callers never change what they are given). */
   async function get(orgId: string, id: string, db: Executor = deps.db): Promise<Agent> {
     // Inside a transaction the row is read there, as the transaction sees it.
     const version = db === deps.db ? (deps.changeVersion?.() ?? null) : null;
-    return cachedAgent(`${orgId}/${id}`, version) ?? readAgent(db, orgId, id, version);
+    return (cachedAgent(`${orgId}/${id}`, version) ?? (await readAgent(db, orgId, id, version))).agent;
   }
 
   /**
@@ -274,7 +287,19 @@ export function createAgentService(deps: AgentServiceDeps) {
    */
   async function getIn(orgId: string, id: string, trx: Executor): Promise<Agent> {
     const version = deps.changeVersion?.() ?? null;
-    return cachedAgent(`${orgId}/${id}`, version) ?? readAgent(trx, orgId, id, version);
+    return (cachedAgent(`${orgId}/${id}`, version) ?? (await readAgent(trx, orgId, id, version))).agent;
+  }
+
+  /**
+   * What a turn's start needs of its agent, from the cache `get` and `getIn` fill (the accept of the turn's message
+   * usually has), else read in `db`: the engine's own handle, whose reads outside a transaction are kept as `get`'s
+   * are, so that a busy agent's turns do not each read its row.
+   */
+  async function atTurnStart(orgId: string, id: string, db: Executor): Promise<AgentStart> {
+    const version = db.isTransaction ? null : (deps.changeVersion?.() ?? null);
+    const { agent, workspaceProvisioned } =
+      cachedAgent(`${orgId}/${id}`, version) ?? (await readAgent(db, orgId, id, version));
+    return { version: agent.version, workspaceProvisioned };
   }
 
   /**
@@ -386,6 +411,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   return {
     get,
     getIn,
+    atTurnStart,
 
     /** The configuration a create with `input` would store, validated (a 400 naming the field), without writing. */
     configFor: configFromCreate,

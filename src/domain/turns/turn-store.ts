@@ -15,9 +15,6 @@ import { storedWarnings, TERMINAL_STATUSES, type Warning, warningsOf } from './m
 const messageById = prepare((db, p: { id: string }) => db.selectFrom('messages').selectAll().where('id', '=', p.id));
 
 const agentById = prepare((db, p: { id: string }) => db.selectFrom('agents').selectAll().where('id', '=', p.id));
-const agentStart = prepare((db, p: { id: string }) =>
-  db.selectFrom('agents').select(['version', 'workspace_provisioned_at']).where('id', '=', p.id),
-);
 
 export async function loadMessage(db: Executor, messageId: string): Promise<MessageRow | undefined> {
   return messageById.first(db, { id: messageId });
@@ -55,43 +52,6 @@ export async function agentForTurn(db: Executor, message: MessageRow): Promise<A
   const row = await agentById.first(db, { id: message.agent_id });
   if (row === undefined) throw new Error(`agent ${message.agent_id} of message ${message.id} not found`);
   return agentFromRow(row);
-}
-
-/** What starting a turn needs to know of its agent: the current version, and whether its workspace exists yet. */
-export interface AgentStart {
-  version: number;
-  workspaceProvisioned: boolean;
-}
-
-/** agentAtStart's answers per database handle, kept while the change version they were read at is current. */
-const agentStarts = new WeakMap<Executor, { at: number; agents: Map<string, AgentStart> }>();
-const AGENT_START_CACHE_MAX = 1000;
-
-/**
- * What starting a turn needs to know of its agent. With `changeVersion` (storage/db.ts), an answer read while no
- * agent changed is used again until one does (every write to `agents` moves the version, the workspace's mark
- * included), so a busy agent's turns do not each read its row.
- */
-export async function agentAtStart(
-  db: Executor,
-  agentId: string,
-  changeVersion?: () => number | null,
-): Promise<AgentStart> {
-  const version = changeVersion?.() ?? null;
-  const kept = agentStarts.get(db);
-  const hit = version !== null && kept?.at === version ? kept.agents.get(agentId) : undefined;
-  if (hit !== undefined) return hit;
-  const row = await agentStart.first(db, { id: agentId });
-  if (row === undefined) throw new Error(`agent ${agentId} not found`);
-  const answer = { version: row.version, workspaceProvisioned: row.workspace_provisioned_at !== null };
-  // Kept only if nothing changed while it was read.
-  if (version !== null && changeVersion?.() === version) {
-    const cache = kept?.at === version ? kept : { at: version, agents: new Map<string, AgentStart>() };
-    if (cache.agents.size >= AGENT_START_CACHE_MAX) cache.agents.clear();
-    cache.agents.set(agentId, answer);
-    agentStarts.set(db, cache);
-  }
-  return answer;
 }
 
 /** The agent's workspace exists from its first turn on; skills and network policy are fixed from then. */

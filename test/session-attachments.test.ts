@@ -107,6 +107,21 @@ describe.each(dialects())('session message attachments (%s)', (dialect) => {
     ]);
   });
 
+  it("gives a provider the image's detail, as chat completions' image_url.detail", async () => {
+    const imageId = await upload(PNG, 'detailed.png', 'image/png');
+    stub.bodies.length = 0;
+    stub.responders.push(textReply(['A pixel, closely']));
+    const accepted = await post([text('look closely'), image(imageId, { detail: 'high' })], 202, stubAgent);
+    const done = await flow.waitForMessage(accepted.sessionId, accepted.id);
+    expect(done.status, JSON.stringify(done.error)).toBe('completed');
+    const messages = stub.bodies[0]?.messages as Json[];
+    const user = messages.filter((message) => message.role === 'user').at(-1);
+    expect(user?.content).toEqual([
+      { type: 'text', text: 'look closely' },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG.toString('base64')}`, detail: 'high' } },
+    ]);
+  });
+
   it('takes attachments without text; a file part holding an image is read as an image', async () => {
     const imageId = await upload(PNG, 'only.png', 'image/png');
     const accepted = await post([file(imageId.toUpperCase())], 202);

@@ -129,6 +129,17 @@ describe.each(dialects())('session message attachments (%s)', (dialect) => {
     expect((await flow.waitForMessage(accepted.sessionId, accepted.id)).status).toBe('completed');
   });
 
+  it("previews the run of a message of files alone by the files' names", async () => {
+    const imageId = await upload(PNG, 'diagram.png', 'image/png');
+    const notesId = await upload(NOTES, 'minutes.txt', 'text/plain');
+    const accepted = await post([image(imageId), file(notesId)], 202);
+    const run = json(await h.request('GET', `/v1/runs/${accepted.runId}`));
+    expect(run.input_preview).toBe('[image diagram.png] [file minutes.txt]');
+    // With text, the preview is the text alone, as before.
+    const withText = await post([text('read these'), image(imageId)], 202);
+    expect(json(await h.request('GET', `/v1/runs/${withText.runId}`)).input_preview).toBe('read these');
+  });
+
   it('refuses a file no model can read, and a text file in an image part, naming the part', async () => {
     const binary = await upload(new Uint8Array([0, 1, 2, 3]), 'blob.bin', 'application/octet-stream');
     const notes = await upload(NOTES, 'notes.txt', 'text/plain');

@@ -410,6 +410,15 @@ describe.each(dialects())('responses (%s)', (dialect) => {
       expect(image).toMatchObject({ status: 'completed', output_text: 'summarise' });
     });
 
+    it('previews the run of an input of files alone as the files it gave', async () => {
+      const imageId = await upload(PNG, 'pixel.png', 'image/png');
+      const input = [{ role: 'user', content: [{ type: 'input_image', file_id: imageId, detail: 'low' }] }];
+      const response = await create({ model: agentId, input });
+      expect(response.status).toBe('completed');
+      const runs = json(await h.request('GET', `/v1/runs?conversation_id=${response.conversation.id}`)).data;
+      expect(runs).toEqual([expect.objectContaining({ response_id: response.id, input_preview: '[image]' })]);
+    });
+
     it('refuses files a model cannot read (400 on file_id) and other organizations’ files (404)', async () => {
       const binId = await upload(new Uint8Array([0, 1, 2, 3]), 'blob.bin', 'application/octet-stream');
       const file = (fileId: string) => ({ model: agentId, input: withFile({ type: 'input_file', file_id: fileId }) });

@@ -107,11 +107,37 @@ describe.each(dialects())('session message attachments (%s)', (dialect) => {
     ]);
   });
 
+  it("gives a provider the image's detail, as chat completions' image_url.detail", async () => {
+    const imageId = await upload(PNG, 'detailed.png', 'image/png');
+    stub.bodies.length = 0;
+    stub.responders.push(textReply(['A pixel, closely']));
+    const accepted = await post([text('look closely'), image(imageId, { detail: 'high' })], 202, stubAgent);
+    const done = await flow.waitForMessage(accepted.sessionId, accepted.id);
+    expect(done.status, JSON.stringify(done.error)).toBe('completed');
+    const messages = stub.bodies[0]?.messages as Json[];
+    const user = messages.filter((message) => message.role === 'user').at(-1);
+    expect(user?.content).toEqual([
+      { type: 'text', text: 'look closely' },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG.toString('base64')}`, detail: 'high' } },
+    ]);
+  });
+
   it('takes attachments without text; a file part holding an image is read as an image', async () => {
     const imageId = await upload(PNG, 'only.png', 'image/png');
     const accepted = await post([file(imageId.toUpperCase())], 202);
     expect(accepted.parts).toEqual([text(''), { type: 'image', fileId: imageId, filename: 'only.png' }]);
     expect((await flow.waitForMessage(accepted.sessionId, accepted.id)).status).toBe('completed');
+  });
+
+  it("previews the run of a message of files alone by the files' names", async () => {
+    const imageId = await upload(PNG, 'diagram.png', 'image/png');
+    const notesId = await upload(NOTES, 'minutes.txt', 'text/plain');
+    const accepted = await post([image(imageId), file(notesId)], 202);
+    const run = json(await h.request('GET', `/v1/runs/${accepted.runId}`));
+    expect(run.input_preview).toBe('[image diagram.png] [file minutes.txt]');
+    // With text, the preview is the text alone, as before.
+    const withText = await post([text('read these'), image(imageId)], 202);
+    expect(json(await h.request('GET', `/v1/runs/${withText.runId}`)).input_preview).toBe('read these');
   });
 
   it('refuses a file no model can read, and a text file in an image part, naming the part', async () => {

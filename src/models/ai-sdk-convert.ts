@@ -32,8 +32,14 @@ export function toSdkMessages(context: ContextMessage[]): ModelMessage[] {
     if (message.role === 'user') {
       const content: Exclude<UserModelMessage['content'], string> = message.content.map((part) => {
         if (part.type === 'text') return { type: 'text', text: part.text };
-        // AI SDK 7 folds images into file parts with an image media type.
-        if (part.type === 'image') return { type: 'file', mediaType: part.mediaType, data: part.data };
+        // AI SDK 7 folds images into file parts with an image media type. OpenAI takes an image's detail as a
+        // provider option of the part; Anthropic's Messages API has no such field and ignores it.
+        if (part.type === 'image') {
+          const image = { type: 'file' as const, mediaType: part.mediaType, data: part.data };
+          return part.detail === undefined
+            ? image
+            : { ...image, providerOptions: { openai: { imageDetail: part.detail } } };
+        }
         return { type: 'file', mediaType: part.mediaType, filename: part.filename, data: part.data };
       });
       messages.push({ role: 'user', content });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAnthropicAdapter, createOpenAIAdapter } from './ai-sdk.ts';
-import type { ModelAdapter, ModelSettings } from './types.ts';
+import type { ContextMessage, ModelAdapter, ModelSettings } from './types.ts';
 
 const TOOL = { name: 'f', description: 'd', parameters: { type: 'object', properties: {} }, strict: false };
 
@@ -9,6 +9,7 @@ async function sentBody(
   adapter: ModelAdapter,
   settings: ModelSettings,
   tools = [TOOL],
+  context: ContextMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
 ): Promise<Record<string, unknown>> {
   const bodies: string[] = [];
   vi.spyOn(globalThis, 'fetch').mockImplementation(async (_url, init) => {
@@ -21,7 +22,7 @@ async function sentBody(
   const stream = adapter.stream({
     model: 'm',
     instructions: '',
-    context: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    context,
     tools,
     settings,
     signal: new AbortController().signal,
@@ -48,6 +49,43 @@ describe('one tool call per step (parallelToolCalls: false) on the AI SDK provid
     const body = await sentBody(anthropic, { parallelToolCalls: false });
     expect(body.tool_choice).toMatchObject({ disable_parallel_tool_use: true });
     expect((await sentBody(anthropic, {})).tool_choice).not.toHaveProperty('disable_parallel_tool_use');
+  });
+});
+
+describe("an image's detail on the AI SDK providers", () => {
+  const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  const withImage = (detail?: string): ContextMessage[] => [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image', mediaType: 'image/png', data: png, ...(detail === undefined ? {} : { detail }) },
+      ],
+    },
+  ];
+
+  it("sends OpenAI the image's detail, and none when the image has none", async () => {
+    const openai = createOpenAIAdapter('gpt-test', 'sk-test', { retry: { maxAttempts: 1 } });
+    const image = { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' };
+    const body = await sentBody(openai, {}, [], withImage('high'));
+    expect(body.input).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'what is this?' },
+          { ...image, detail: 'high' },
+        ],
+      },
+    ]);
+    const plain = await sentBody(openai, {}, [], withImage());
+    expect(plain.input).toEqual([{ role: 'user', content: [{ type: 'input_text', text: 'what is this?' }, image] }]);
+  });
+
+  it('sends Anthropic the image alone (its Messages API has no detail)', async () => {
+    const anthropic = createAnthropicAdapter('claude-test', 'sk-test', { retry: { maxAttempts: 1 } });
+    const body = await sentBody(anthropic, {}, [], withImage('low'));
+    expect(JSON.stringify(body.messages)).not.toContain('detail');
+    expect(body.messages).toMatchObject([{ role: 'user', content: [{ type: 'text' }, { type: 'image' }] }]);
   });
 });
 

@@ -18,7 +18,7 @@ import {
 
 export type ChatContentPart =
   | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string } }
+  | { type: 'image_url'; image_url: { url: string; detail?: string } }
   | { type: 'video_url'; video_url: { url: string } }
   | { type: 'input_audio'; input_audio: { data: string; format: 'wav' | 'mp3' } }
   | { type: 'file'; file: { filename: string; file_data: string } };
@@ -115,8 +115,10 @@ function contentPart(label: string, part: Exclude<UserPart, { type: 'text' }>): 
   if (subtype === '' || subtype === '*') throw unsupported(label, `a file of media type "${mediaType}" (no subtype)`);
   const dataUrl = () => `data:${mediaType};base64,${base64(part.data)}`;
   switch (topLevel) {
-    case 'image':
-      return { type: 'image_url', image_url: { url: dataUrl() } };
+    case 'image': {
+      const detail = part.type === 'image' ? part.detail : undefined;
+      return { type: 'image_url', image_url: { url: dataUrl(), ...(detail === undefined ? {} : { detail }) } };
+    }
     case 'video':
       return { type: 'video_url', video_url: { url: dataUrl() } };
     case 'audio': {

@@ -21,7 +21,8 @@ export interface ToolResult {
 
 export type UserPart =
   | { type: 'text'; text: string }
-  | { type: 'image'; mediaType: string; data: Uint8Array }
+  /** `detail` (`auto`, `low`, `high`, `original`) as the caller gave it; providers whose wire has none drop it. */
+  | { type: 'image'; mediaType: string; data: Uint8Array; detail?: string }
   | { type: 'file'; mediaType: string; filename: string; data: Uint8Array };
 
 /**

@@ -36,7 +36,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import { requireBudgets } from '../billing/budgets.ts';
 import { requireCredits } from '../billing/credits.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
-import { preview } from '../runs/preview.ts';
+import { inputPreview, type PreviewedFile } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
 import {
@@ -438,6 +438,18 @@ function queuedMessage(target: AcceptTarget, input: AcceptInput, turn: QueuedTur
   };
 }
 
+/** The input's attachments, named as its parts show them (a Sessions message's; other surfaces keep no names). */
+function previewedFiles(input: AcceptInput): PreviewedFile[] {
+  const names = new Map<string, string>();
+  for (const part of input.parts) {
+    if (part.type === 'image' || part.type === 'file') names.set(part.fileId, part.filename);
+  }
+  return (input.attachments ?? []).map((attachment) => ({
+    kind: attachment.kind,
+    filename: names.get(attachment.fileId),
+  }));
+}
+
 /** The row of the queued message's run. */
 function queuedRun(
   target: AcceptTarget,
@@ -456,7 +468,7 @@ function queuedRun(
     status: 'queued',
     model: agent.model,
     agent_version: null,
-    input_preview: preview(input.text ?? ''),
+    input_preview: inputPreview(input.text ?? '', previewedFiles(input)),
     output_preview: null,
     input_tokens: 0,
     output_tokens: 0,

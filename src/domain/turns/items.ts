@@ -627,7 +627,13 @@ function userContent(
     if (file === undefined) {
       parts.push({ type: 'text', text: `[file ${attachment.fileId} is no longer available]` });
     } else if (attachment.kind === 'image') {
-      parts.push({ type: 'image', mediaType: file.mediaType, data: file.data });
+      const { detail } = attachment;
+      parts.push({
+        type: 'image',
+        mediaType: file.mediaType,
+        data: file.data,
+        ...(detail === undefined ? {} : { detail }),
+      });
     } else {
       parts.push({ type: 'text', text: `--- ${file.filename} ---\n${new TextDecoder().decode(file.data)}` });
     }

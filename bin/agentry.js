@@ -4,8 +4,11 @@
 // says what to install) before any .ts file is loaded (static imports would be resolved first, hence the dynamic
 // one).
 import { runUnderSupportedNode } from './node-check.js';
+import { startServerWithHeapSize } from './server-heap.js';
 
 if (await runUnderSupportedNode()) {
+  // `serve` first replaces this process with one whose V8 heap is sized for a server (server-heap.js).
+  startServerWithHeapSize();
   // Node.js keeps what it made of each module (the code, and the TypeScript with its types stripped) in its compile
   // cache, so the next start reads it instead of doing it again: most of a start's time otherwise. The cache is
   // keyed by each file's content and holds code this process will run, so it lives in a folder only this user can

@@ -120,6 +120,13 @@ export interface ElicitationTarget {
   now: number;
 }
 
+/** An elicitation being answered: its item, its message and that message's items, as read with the session locked. */
+export interface AskedElicitation {
+  message: MessageRow;
+  items: Item[];
+  asked: Item & { content: ElicitationItem };
+}
+
 /**
  * Answers the elicitation `asked` of `message` (whose items are `items`): 409 action_not_waiting unless it is the
  * one its call waits for. The turn resumes once nothing else waits. Returns the events and whether it resumed.
@@ -127,9 +134,7 @@ export interface ElicitationTarget {
 export async function answerElicitation(
   trx: Executor,
   target: ElicitationTarget & { listeners: TurnListeners },
-  message: MessageRow,
-  items: Item[],
-  asked: Item & { content: ElicitationItem },
+  { message, items, asked }: AskedElicitation,
   answer: ElicitationAnswer,
   by: 'answer' | 'responses',
 ): Promise<{ events: SessionEvent[]; resumed: boolean }> {

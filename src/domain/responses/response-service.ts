@@ -374,7 +374,13 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const answer = parseElicitationAnswer(asked.content, item.answer, item.param);
       const message = await findMessage(trx, target.orgId, asked.messageId);
       const items = await loadMessageItems(trx, message.id);
-      const result = await answerElicitation(trx, { ...target, listeners }, message, items, asked, answer, 'responses');
+      const result = await answerElicitation(
+        trx,
+        { ...target, listeners },
+        { message, items, asked },
+        answer,
+        'responses',
+      );
       events.push(...result.events);
       answered = message;
     }

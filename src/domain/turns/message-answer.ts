@@ -71,7 +71,7 @@ async function answerInTransaction(trx: Executor, ctx: MessageContext, request: 
   if (asked !== undefined) {
     const parsed = parseElicitationAnswer(asked.content, request.answer);
     const target = { orgId, sessionId, now, listeners: ctx.listeners };
-    const answered = await answerElicitation(trx, target, message, items, asked, parsed, 'answer');
+    const answered = await answerElicitation(trx, target, { message, items, asked }, parsed, 'answer');
     return { status: answered.resumed ? 'resuming' : 'accepted', events: answered.events };
   }
   const approval = items.find(

@@ -11,8 +11,10 @@ import { compileOutputSchema, OutputSchemaError } from '../../lib/output-schema.
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
-import { appendItems, type Item, itemFromRow, pendingCalls, waitingElicitation } from '../turns/items.ts';
+import { appendItems } from '../turns/item-store.ts';
+import { type Item, itemFromRow } from '../turns/items.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
+import { pendingCalls, waitingElicitation } from '../turns/pending-calls.ts';
 import { resumeTurn } from '../turns/transitions.ts';
 import type { TurnListeners } from '../turns/turn-hooks.ts';
 

@@ -1,10 +1,10 @@
 /**
  * `npm run bench -- context`: what building one turn's fitted context costs as the session grows. A turn of a long
- * session advances the session's context builder by the turn's new items (domain/turns/items.ts ContextBuilder, the
- * builder the engine's context cache keeps between turns) and fits the model context to the room the window leaves
- * (`ContextBuilder.fit` over models/context-fit.ts), as engine/step.ts does. Measured at 10, 1,000 and 10,000
- * items already in the session, with a window where everything fits and with one that forces truncation, each
- * reported as a ratio against the 10-item turn of the same window (goal: flat, at most 1.2×).
+ * session advances the session's context builder by the turn's new items (domain/turns/context-builder.ts
+ * ContextBuilder, the builder the engine's context cache keeps between turns) and fits the model context to the room
+ * the window leaves (`ContextBuilder.fit` over models/context-fit.ts), as engine/step.ts does. Measured at 10, 1,000
+ * and 10,000 items already in the session, with a window where everything fits and with one that forces truncation,
+ * each reported as a ratio against the 10-item turn of the same window (goal: flat, at most 1.2×).
  *
  * Each round builds fresh sessions of every size and runs one turn on each (not timed: in a live session the
  * earlier turns did that work), then times the next turn on each, sizes interleaved, so
@@ -13,7 +13,8 @@
  * session's length) is not included.
  */
 
-import { ContextBuilder, type Item } from '../src/domain/turns/items.ts';
+import { ContextBuilder } from '../src/domain/turns/context-builder.ts';
+import type { Item } from '../src/domain/turns/items.ts';
 import { type BenchResult, median, positiveInt } from './support.ts';
 
 const SIZES = [10, 1_000, 10_000] as const;

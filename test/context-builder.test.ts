@@ -1,10 +1,11 @@
 /**
  * The model context is built item by item and kept with the session's log (ContextBuilder in
- * src/domain/turns/items.ts), so a step adds only what is new. Whatever the order of appends and builds, a build
+ * src/domain/turns/context-builder.ts), so a step adds only what is new. Whatever the order of appends and builds, a build
  * must equal the context of the same items built at once, and a context handed out must not change afterwards.
  */
 import { describe, expect, it } from 'vitest';
-import { type AttachedFile, ContextBuilder, type Item, type ItemContent } from '../src/domain/turns/items.ts';
+import { type AttachedFile, ContextBuilder } from '../src/domain/turns/context-builder.ts';
+import type { Item, ItemContent } from '../src/domain/turns/items.ts';
 
 let seq = 0;
 function item(messageId: string, step: number, content: ItemContent, callId: string | null = null): Item {

@@ -7,8 +7,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ContextBuilder } from '../src/domain/turns/context-builder.ts';
 import { createContextCaches } from '../src/domain/turns/context-cache.ts';
-import { ContextBuilder, loadContextItems } from '../src/domain/turns/items.ts';
+import { loadContextItems } from '../src/domain/turns/item-store.ts';
 import { flows, type Json } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
 

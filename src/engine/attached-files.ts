@@ -2,7 +2,7 @@
  * The files attached to user input in a turn's context, read once per turn: the compaction check, the summary and
  * the step's call all show the model the same files, and a file's bytes never change under its id.
  */
-import type { AttachedFile } from '../domain/turns/items.ts';
+import type { AttachedFile } from '../domain/turns/context-builder.ts';
 import type { Turn } from './turn-context.ts';
 
 /** Per turn, the files read so far (null: gone when it was read). */

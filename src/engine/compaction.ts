@@ -12,14 +12,9 @@
 import { debitCredits } from '../domain/billing/credits.ts';
 import { writeEvents } from '../domain/outbox.ts';
 import { insertSpans, type NewSpan, SPAN_BLOCK, spanSeq } from '../domain/runs/spans.ts';
-import {
-  appendItems,
-  type CompactionReason,
-  type ContextBuilder,
-  type Item,
-  type NewItem,
-  summaryMessage,
-} from '../domain/turns/items.ts';
+import { type ContextBuilder, summaryMessage } from '../domain/turns/context-builder.ts';
+import { appendItems } from '../domain/turns/item-store.ts';
+import type { CompactionReason, Item, NewItem } from '../domain/turns/items.ts';
 import { addCompactionUsage } from '../domain/turns/turn-store.ts';
 import { newId } from '../lib/ids.ts';
 import { contextTokens, fixedTokens, messageTokens, unitStart } from '../models/context-fit.ts';

@@ -7,9 +7,8 @@
 import { insertApprovals, type NewApproval, newApprovalId } from '../domain/approvals/approvals.ts';
 import { debitCredits } from '../domain/billing/credits.ts';
 import { writeEvents } from '../domain/outbox.ts';
+import { appendItems } from '../domain/turns/item-store.ts';
 import {
-  actionsTaken,
-  appendItems,
   assistantItemId,
   type CallServer,
   callItemId,
@@ -19,6 +18,7 @@ import {
 } from '../domain/turns/items.ts';
 import { turnText } from '../domain/turns/message-service.ts';
 import type { MessageError } from '../domain/turns/message-types.ts';
+import { actionsTaken } from '../domain/turns/pending-calls.ts';
 import { completeTurn, failTurn } from '../domain/turns/transitions.ts';
 import { addStepUsage, stepUsageOf } from '../domain/turns/turn-store.ts';
 import { outputViolation } from '../lib/output-schema.ts';

@@ -7,19 +7,17 @@
 import { markStarted } from '../domain/approvals/approvals.ts';
 import { type SessionEvent, writeEvents } from '../domain/outbox.ts';
 import { endToolSpan, startToolSpan } from '../domain/runs/spans.ts';
+import { appendItems, loadMessageItems } from '../domain/turns/item-store.ts';
+import type { CallServer, Item } from '../domain/turns/items.ts';
+import { fenced } from '../domain/turns/leases.ts';
+import { TOOL_CALL_ABANDONED, type Warning } from '../domain/turns/message-types.ts';
 import {
   actionsTaken,
-  appendItems,
   type CallElicitation,
-  type CallServer,
-  type Item,
-  loadMessageItems,
   type PendingCall,
   pendingCalls,
   waitingElicitation,
-} from '../domain/turns/items.ts';
-import { fenced } from '../domain/turns/leases.ts';
-import { TOOL_CALL_ABANDONED, type Warning } from '../domain/turns/message-types.ts';
+} from '../domain/turns/pending-calls.ts';
 import { addWarning } from '../domain/turns/turn-store.ts';
 import { newId } from '../lib/ids.ts';
 import { outgoingTraceparent, toolSpanId } from '../lib/trace-context.ts';

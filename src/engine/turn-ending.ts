@@ -6,7 +6,8 @@
  */
 
 import type { SessionEvent } from '../domain/outbox.ts';
-import { loadContextItems, ownItems } from '../domain/turns/items.ts';
+import { loadContextItems } from '../domain/turns/item-store.ts';
+import { ownItems } from '../domain/turns/items.ts';
 import { LeaseLostError } from '../domain/turns/leases.ts';
 import { turnText } from '../domain/turns/message-service.ts';
 import { type MessageError, OPEN_STATUSES } from '../domain/turns/message-types.ts';

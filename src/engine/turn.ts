@@ -5,13 +5,15 @@
  * This file is the loop; what a turn carries is in turn-context.ts, a model step in step.ts (its events in
  * step-events.ts), server calls in tool-calls.ts, the start in turn-start.ts and the endings in turn-ending.ts.
  */
-import { isMessageOptions } from '../domain/turns/accept.ts';
 import { type ContextCache, createContextCache } from '../domain/turns/context-cache.ts';
-import { type Item, loadMessageItems, ownItems, pendingCalls } from '../domain/turns/items.ts';
+import { loadMessageItems } from '../domain/turns/item-store.ts';
+import { type Item, ownItems } from '../domain/turns/items.ts';
 import type { Lease } from '../domain/turns/leases.ts';
+import { isMessageOptions } from '../domain/turns/message-options.ts';
 import { turnText } from '../domain/turns/message-service.ts';
 import { isTerminal } from '../domain/turns/message-types.ts';
 import { requiredActionsOf } from '../domain/turns/message-view.ts';
+import { pendingCalls } from '../domain/turns/pending-calls.ts';
 import { failTurn, requireAction } from '../domain/turns/transitions.ts';
 import { agentForTurn, loadMessage } from '../domain/turns/turn-store.ts';
 import { runInTurn, runTrace } from '../lib/trace-context.ts';

@@ -71,9 +71,9 @@ export function messageTokens(message: ContextMessage): number {
 const totals = new WeakMap<readonly ContextMessage[], number>();
 
 /**
- * Records the estimated tokens of a whole context whose builder kept the sum as it grew (domain/turns/items.ts), so
- * fitting it does not walk a long session's every message again to learn that it fits. The context must not change
- * afterwards.
+ * Records the estimated tokens of a whole context whose builder kept the sum as it grew
+ * (domain/turns/context-builder.ts), so fitting it does not walk a long session's every message again to learn that
+ * it fits. The context must not change afterwards.
  */
 export function withKnownTokens(context: ContextMessage[], tokens: number): ContextMessage[] {
   totals.set(context, tokens);

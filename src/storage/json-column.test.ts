@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { thrownBy } from '../../test/helpers/thrown.ts';
 import { isStoredAgentConfig, type StoredAgentConfig } from '../domain/agents/agent-types.ts';
-import { isMessageOptions, type MessageOptions } from '../domain/turns/accept.ts';
 import { type ItemContent, isItemContent } from '../domain/turns/items.ts';
+import { isMessageOptions, type MessageOptions } from '../domain/turns/message-options.ts';
 import { isMessageError, isTextParts } from '../domain/turns/message-types.ts';
 import { JsonColumnError, parseJsonColumn } from './json-column.ts';
 

@@ -27,9 +27,11 @@ import {
 } from '../responses/response-stream.ts';
 import type { ResponseObject } from '../responses/response-view.ts';
 import { markCreated } from '../sessions/new-sessions.ts';
-import { acceptMessage, type HistoryItem, type MessageOptions, type ToolWarnings } from '../turns/accept.ts';
+import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
 import { completeHandedBackTurn } from '../turns/client-outputs.ts';
+import type { HistoryItem } from '../turns/history-items.ts';
 import type { Attachment } from '../turns/items.ts';
+import type { MessageOptions } from '../turns/message-options.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { createHiddenSession } from '../turns/session-rows.ts';
 import type { TurnHooks } from '../turns/turn-hooks.ts';

@@ -11,8 +11,10 @@ import { compileOutputSchema, OutputSchemaError } from '../../lib/output-schema.
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
-import { appendItems, type Item, itemFromRow, pendingCalls, waitingElicitation } from '../turns/items.ts';
+import { appendItems } from '../turns/item-store.ts';
+import { type Item, itemFromRow } from '../turns/items.ts';
 import { requiredActionsOf } from '../turns/message-view.ts';
+import { pendingCalls, waitingElicitation } from '../turns/pending-calls.ts';
 import { resumeTurn } from '../turns/transitions.ts';
 import type { TurnListeners } from '../turns/turn-hooks.ts';
 
@@ -120,6 +122,13 @@ export interface ElicitationTarget {
   now: number;
 }
 
+/** An elicitation being answered: its item, its message and that message's items, as read with the session locked. */
+export interface AskedElicitation {
+  message: MessageRow;
+  items: Item[];
+  asked: Item & { content: ElicitationItem };
+}
+
 /**
  * Answers the elicitation `asked` of `message` (whose items are `items`): 409 action_not_waiting unless it is the
  * one its call waits for. The turn resumes once nothing else waits. Returns the events and whether it resumed.
@@ -127,9 +136,7 @@ export interface ElicitationTarget {
 export async function answerElicitation(
   trx: Executor,
   target: ElicitationTarget & { listeners: TurnListeners },
-  message: MessageRow,
-  items: Item[],
-  asked: Item & { content: ElicitationItem },
+  { message, items, asked }: AskedElicitation,
   answer: ElicitationAnswer,
   by: 'answer' | 'responses',
 ): Promise<{ events: SessionEvent[]; resumed: boolean }> {

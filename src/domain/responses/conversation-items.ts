@@ -4,15 +4,16 @@
  * conversation holds (spec 4.1). Compatibility mode also takes what the OpenAI Agents SDKs' conversation sessions
  * store after each run: user and assistant messages, `function_call` items with their outputs, and `mcp_call`
  * items; reasoning, `mcp_list_tools` and item references carry nothing the log keeps and are skipped. Such items
- * are appended outside any turn and become history of the next turn (items.ts `UNATTACHED`).
+ * are appended outside any turn and become history of the next turn (item-store.ts `UNATTACHED`).
  */
 import { AppError, validationError } from '../../errors/app-error.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { SessionEvent } from '../outbox.ts';
-import { type HistoryItem, historyItems } from '../turns/accept.ts';
 import { pendingClientCalls, recordOutputs } from '../turns/client-outputs.ts';
-import { appendItems, type Item, type NewItem, UNATTACHED, unattachedStep } from '../turns/items.ts';
+import { type HistoryItem, historyItems } from '../turns/history-items.ts';
+import { appendItems, UNATTACHED, unattachedStep } from '../turns/item-store.ts';
+import type { Item, NewItem } from '../turns/items.ts';
 import type { TurnListeners } from '../turns/turn-hooks.ts';
 
 export type ConversationItemInput =

@@ -13,7 +13,7 @@ import type { AgentService } from '../agents/agent-service.ts';
 import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { conversationIdOf } from '../sessions/session-service.ts';
-import { loadLogItems, removeLogItem } from '../turns/items.ts';
+import { loadLogItems, removeLogItem } from '../turns/item-store.ts';
 import { lockOwnSession, type MessageService } from '../turns/message-service.ts';
 import { setSessionMetadata } from '../turns/session-rows.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';

@@ -7,7 +7,8 @@
  */
 import type { ModelWindow } from '../../models/context-window.ts';
 import type { ContextMessage, Usage } from '../../models/types.ts';
-import { ContextBuilder, type Item, summaryMessage } from '../turns/items.ts';
+import { ContextBuilder, summaryMessage } from '../turns/context-builder.ts';
+import type { Item } from '../turns/items.ts';
 import type { InputItem } from './response-request.ts';
 import { type ResponseUsage, responseUsage } from './response-view.ts';
 

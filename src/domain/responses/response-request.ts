@@ -11,8 +11,9 @@ import { isUuid } from '../../lib/ids.ts';
 import type { ContextPolicy } from '../../models/context-fit.ts';
 import type { ModelSettings, ResponseFormat, ToolSpec } from '../../models/types.ts';
 import { parseResponseFormat } from '../output-format.ts';
-import type { HistoryItem, ResponseEcho } from '../turns/accept.ts';
+import type { HistoryItem } from '../turns/history-items.ts';
 import type { Attachment } from '../turns/items.ts';
+import type { ResponseEcho } from '../turns/message-options.ts';
 import { type AgentRef, agentRefOf } from './agent-ref.ts';
 import {
   compactionOf,

@@ -28,20 +28,15 @@ import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit } from '../outbox.ts';
 import type { SessionService } from '../sessions/session-service.ts';
-import { acceptMessage, type HistoryItem, isMessageOptions } from '../turns/accept.ts';
+import { acceptMessage } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
-import {
-  type Attachment,
-  type Item,
-  itemFromRow,
-  loadContextItems,
-  loadLogItems,
-  loadMessageItems,
-  type PendingCall,
-  pendingCalls,
-} from '../turns/items.ts';
+import type { HistoryItem } from '../turns/history-items.ts';
+import { loadContextItems, loadLogItems, loadMessageItems } from '../turns/item-store.ts';
+import { type Attachment, type Item, itemFromRow } from '../turns/items.ts';
+import { isMessageOptions } from '../turns/message-options.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
+import { type PendingCall, pendingCalls } from '../turns/pending-calls.ts';
 import type { TurnHooks, TurnListeners } from '../turns/turn-hooks.ts';
 import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { resolveAgentId } from './agent-ref.ts';
@@ -374,7 +369,13 @@ export function createResponseService(deps: ResponseServiceDeps) {
       const answer = parseElicitationAnswer(asked.content, item.answer, item.param);
       const message = await findMessage(trx, target.orgId, asked.messageId);
       const items = await loadMessageItems(trx, message.id);
-      const result = await answerElicitation(trx, { ...target, listeners }, message, items, asked, answer, 'responses');
+      const result = await answerElicitation(
+        trx,
+        { ...target, listeners },
+        { message, items, asked },
+        answer,
+        'responses',
+      );
       events.push(...result.events);
       answered = message;
     }

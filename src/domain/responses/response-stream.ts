@@ -17,7 +17,8 @@ import type { LiveSessionEvent, MessageEventData } from '../../events/session-ev
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { lastEventSeq } from '../outbox.ts';
-import { type Item, loadCallOutput, loadItem, loadMessageItems } from '../turns/items.ts';
+import { loadCallOutput, loadItem, loadMessageItems } from '../turns/item-store.ts';
+import type { Item } from '../turns/items.ts';
 import { RESPONSE_END_STATUSES } from '../turns/message-types.ts';
 import { loadMessage } from '../turns/turn-store.ts';
 import { type OpenAIItem, SERVER_LABEL, toOpenAIItems } from './openai-items.ts';

@@ -9,8 +9,9 @@ import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { responseFormatEcho } from '../output-format.ts';
-import { isMessageOptions, type MessageOptions } from '../turns/accept.ts';
-import { type Item, itemFromRow, loadMessageItems } from '../turns/items.ts';
+import { loadMessageItems } from '../turns/item-store.ts';
+import { type Item, itemFromRow } from '../turns/items.ts';
+import { isMessageOptions, type MessageOptions } from '../turns/message-options.ts';
 import { isMessageError, type MessageError } from '../turns/message-types.ts';
 import { type OpenAIItem, toOpenAIItems } from './openai-items.ts';
 

@@ -5,28 +5,9 @@
  */
 import type { Insertable } from 'kysely';
 import { AppError, notFound } from '../../errors/app-error.ts';
-import {
-  isAbsentOr,
-  isArrayOf,
-  isJsonObject,
-  isNullableNumber,
-  isNullableString,
-  isNumber,
-  isOneOf,
-  isString,
-} from '../../lib/guards.ts';
 import { newId } from '../../lib/ids.ts';
 import { currentApiKeyId } from '../../lib/request-key.ts';
 import { currentTraceparent } from '../../lib/trace-context.ts';
-import { CONTEXT_POLICIES, type ContextPolicy, messageTokens } from '../../models/context-fit.ts';
-import {
-  isModelSettings,
-  isResponseFormat,
-  isToolSpec,
-  type ModelSettings,
-  type ResponseFormat,
-  type ToolSpec,
-} from '../../models/types.ts';
 import type { RunSource } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareInsert } from '../../storage/prepared.ts';
@@ -39,119 +20,12 @@ import { type SessionEvent, writeEvents } from '../outbox.ts';
 import { inputPreview, type PreviewedFile } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
-import {
-  type Attachment,
-  adoptUnattachedItems,
-  appendItems,
-  type ItemContent,
-  type NewItem,
-  summaryMessage,
-  UNATTACHED,
-} from './items.ts';
+import { type HistoryItem, historyItems } from './history-items.ts';
+import { adoptUnattachedItems, appendItems, UNATTACHED } from './item-store.ts';
+import type { Attachment, NewItem } from './items.ts';
+import { type MessageOptions, withAgentFormat } from './message-options.ts';
 import { type MessagePart, storedWarnings, type Warning } from './message-types.ts';
 import { bindSessionAgent, markWorkPending } from './session-rows.ts';
-
-/** Per-message additions (mostly from the Responses surface's compatibility mode), for this turn only. */
-export interface MessageOptions {
-  instructions?: string;
-  /** Function tools of this response; they behave as client tools. */
-  tools?: ToolSpec[];
-  settings?: ModelSettings;
-  /**
-   * The structure every model call of the turn is asked for and the final reply is checked against; null asks for
-   * free text even when the agent has an output format. Absent at submit: the agent's output format, fixed here.
-   */
-  responseFormat?: ResponseFormat | null;
-  /** What the Responses surface echoes back in the Response object. */
-  echo?: ResponseEcho;
-  /** A model in place of the agent's for this turn (the older API's per-action config). */
-  model?: string;
-  /** How this turn keeps its context within the model's window, in place of the agent's (Responses `truncation`). */
-  contextPolicy?: ContextPolicy;
-  /** The compaction threshold of this turn, in place of the agent's (Responses `context_management`). */
-  compactThreshold?: number | null;
-}
-
-/** Request settings a Response object repeats (absent fields of older rows take their defaults). */
-export interface ResponseEcho {
-  metadata: Record<string, string>;
-  toolChoice: unknown;
-  temperature: number | null;
-  topP: number | null;
-  parallelToolCalls: boolean;
-  /** Absent in rows written before previous_response_id was echoed. */
-  previousResponseId?: string | null;
-  presencePenalty?: number;
-  frequencyPenalty?: number;
-  topLogprobs?: number;
-  maxOutputTokens?: number | null;
-  maxToolCalls?: number | null;
-  serviceTier?: string;
-  safetyIdentifier?: string | null;
-  promptCacheKey?: string | null;
-  reasoning?: { effort: string | null; summary: string | null };
-  /** The tools the turn could use, in Responses tool shapes (see responses/response-tools.ts). */
-  tools?: Record<string, unknown>[];
-  /** Absent in rows written before background Responses: false. */
-  background?: boolean;
-  /** false: not retrievable, deleted once answered. Absent in older rows: true. */
-  store?: boolean;
-  /** The request's `truncation`, else the agent's policy as it; absent in rows written before it was honoured. */
-  truncation?: 'auto' | 'disabled';
-}
-
-function isResponseEcho(value: unknown): value is ResponseEcho {
-  if (!isJsonObject(value) || !isJsonObject(value.metadata)) return false;
-  const { reasoning } = value;
-  return (
-    Object.values(value.metadata).every(isString) &&
-    isNullableNumber(value.temperature) &&
-    isNullableNumber(value.topP) &&
-    typeof value.parallelToolCalls === 'boolean' &&
-    isAbsentOr(value.previousResponseId, isNullableString) &&
-    isAbsentOr(value.presencePenalty, isNumber) &&
-    isAbsentOr(value.frequencyPenalty, isNumber) &&
-    isAbsentOr(value.topLogprobs, isNumber) &&
-    isAbsentOr(value.maxOutputTokens, isNullableNumber) &&
-    isAbsentOr(value.maxToolCalls, isNullableNumber) &&
-    isAbsentOr(value.serviceTier, isString) &&
-    isAbsentOr(value.safetyIdentifier, isNullableString) &&
-    isAbsentOr(value.promptCacheKey, isNullableString) &&
-    (reasoning === undefined ||
-      (isJsonObject(reasoning) && isNullableString(reasoning.effort) && isNullableString(reasoning.summary))) &&
-    isAbsentOr(value.tools, (tools) => isArrayOf(tools, isJsonObject)) &&
-    isAbsentOr(value.background, (flag) => typeof flag === 'boolean') &&
-    isAbsentOr(value.store, (flag) => typeof flag === 'boolean') &&
-    isAbsentOr(value.truncation, (mode) => mode === 'auto' || mode === 'disabled')
-  );
-}
-
-/** What `messages.options` holds (see MessageOptions). */
-export function isMessageOptions(value: unknown): value is MessageOptions {
-  return (
-    isJsonObject(value) &&
-    isAbsentOr(value.instructions, isString) &&
-    isAbsentOr(value.tools, (tools) => isArrayOf(tools, isToolSpec)) &&
-    isAbsentOr(value.settings, isModelSettings) &&
-    isAbsentOr(value.responseFormat, (format) => format === null || isResponseFormat(format)) &&
-    isAbsentOr(value.echo, isResponseEcho) &&
-    isAbsentOr(value.model, isString) &&
-    isAbsentOr(value.contextPolicy, (policy) => isOneOf(CONTEXT_POLICIES, policy)) &&
-    isAbsentOr(value.compactThreshold, isNullableNumber)
-  );
-}
-
-/** Conversation history a client replays (OpenAI compatibility), stored before the new input. */
-export type HistoryItem =
-  | { type: 'user_message'; text: string; attachments?: Attachment[] }
-  | { type: 'assistant_message'; text: string }
-  | { type: 'function_call'; callId: string; name: string; arguments: string }
-  | { type: 'function_call_output'; callId: string; output: string }
-  /**
-   * A summary of the conversation before it, as POST /v1/responses/compact returns it (a `compaction` input item):
-   * the model reads the summary instead of what precedes it.
-   */
-  | { type: 'compaction'; summary: string };
 
 export interface AcceptInput {
   /** What the Message shows as its parts (its attachments, when any, also in `attachments` for the model). */
@@ -193,80 +67,6 @@ export interface Accepted {
   row: MessageRow;
   events: SessionEvent[];
   warnings: Warning[];
-}
-
-/**
- * History items get steps of their own (negative, so they never meet the turn's steps): consecutive assistant
- * items form one step, and an output joins the step of its call.
- */
-/** A compaction the client gives back: everything before it gives way to its summary (`keptFrom` null). */
-function compactionGiven(summary: string): ItemContent {
-  const tokens = messageTokens(summaryMessage(summary));
-  return { type: 'compaction', summary, keptFrom: null, reason: 'request', tokensBefore: tokens, tokensAfter: tokens };
-}
-
-export function historyItems(messageId: string, history: HistoryItem[]): NewItem[] {
-  const out: NewItem[] = [];
-  const stepOfCall = new Map<string, number>();
-  let step = 0;
-  let open = false;
-  for (const item of history) {
-    if (item.type === 'compaction') {
-      open = false;
-      out.push({ messageId, step: 0, content: compactionGiven(item.summary) });
-    } else if (item.type === 'user_message') {
-      open = false;
-      const { text, attachments } = item;
-      out.push({
-        messageId,
-        step: 0,
-        content:
-          attachments === undefined || attachments.length === 0
-            ? { type: 'user_message', text }
-            : { type: 'user_message', text, attachments },
-      });
-    } else if (item.type === 'function_call_output') {
-      open = false;
-      out.push({
-        messageId,
-        step: stepOfCall.get(item.callId) ?? step,
-        callId: item.callId,
-        content: { type: 'function_call_output', name: '', output: item.output, isError: false, source: 'client' },
-      });
-    } else {
-      if (!open) step -= 1;
-      open = true;
-      if (item.type === 'assistant_message') {
-        out.push({ messageId, step, content: { type: 'assistant_message', text: item.text } });
-      } else {
-        stepOfCall.set(item.callId, step);
-        out.push({
-          messageId,
-          step,
-          callId: item.callId,
-          content: { type: 'function_call', name: item.name, arguments: item.arguments, kind: 'client', actionId: -1 },
-        });
-      }
-    }
-  }
-  // Outputs carry the name of their call, as the model context needs it.
-  const names = new Map(
-    history.flatMap((item) => (item.type === 'function_call' ? [[item.callId, item.name] as const] : [])),
-  );
-  for (const item of out) {
-    if (item.content.type === 'function_call_output' && item.callId !== undefined)
-      item.content.name = names.get(item.callId) ?? '';
-  }
-  return out;
-}
-
-/** The message's options with the agent's output format when the message asks for none (see MessageOptions). */
-export function withAgentFormat(
-  options: MessageOptions | null | undefined,
-  agent: Pick<Agent, 'outputFormat'>,
-): MessageOptions | null {
-  if (options?.responseFormat !== undefined || agent.outputFormat === null) return options ?? null;
-  return { ...options, responseFormat: agent.outputFormat };
 }
 
 /**

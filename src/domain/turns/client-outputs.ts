@@ -8,17 +8,11 @@ import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
-import {
-  appendItems,
-  type CallKind,
-  type Item,
-  itemFromRow,
-  loadMessageItems,
-  pendingCalls,
-  turnText,
-} from './items.ts';
+import { appendItems, loadMessageItems } from './item-store.ts';
+import { type CallKind, type Item, itemFromRow, turnText } from './items.ts';
 import type { MessageStatus } from './message-types.ts';
 import { requiredActionsOf } from './message-view.ts';
+import { pendingCalls } from './pending-calls.ts';
 import { lockSession, markWorkPending } from './session-rows.ts';
 import { completeTurn, resumeTurn } from './transitions.ts';
 import type { TurnListeners } from './turn-hooks.ts';

@@ -13,7 +13,9 @@
 import type { WindowCorrection } from '../../models/context-window.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { ItemRow } from '../../storage/schema.ts';
-import { ContextBuilder, type Item, itemFromRow, loadItemsAfter } from './items.ts';
+import { ContextBuilder } from './context-builder.ts';
+import { loadItemsAfter } from './item-store.ts';
+import { type Item, itemFromRow } from './items.ts';
 
 export interface ContextCache {
   /** Items of messages up to `upToMessageSeq`, in context order (message order, then log order). */

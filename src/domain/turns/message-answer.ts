@@ -11,9 +11,11 @@ import type { AuditContext } from '../audit/audit-log.ts';
 import { answerElicitation, elicitationItem, parseElicitationAnswer } from '../elicitations/elicitations.ts';
 import { afterCommit, type SessionEvent, writeEvents } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
-import { appendItems, type Item, loadMessageItems, pendingCalls } from './items.ts';
+import { appendItems, loadMessageItems } from './item-store.ts';
+import type { Item } from './items.ts';
 import { findMessage, lockOwnSession, type MessageContext } from './message-context.ts';
 import { requiredActionsOf } from './message-view.ts';
+import { pendingCalls } from './pending-calls.ts';
 import { resumeTurn } from './transitions.ts';
 import type { TurnListeners } from './turn-hooks.ts';
 
@@ -71,7 +73,7 @@ async function answerInTransaction(trx: Executor, ctx: MessageContext, request: 
   if (asked !== undefined) {
     const parsed = parseElicitationAnswer(asked.content, request.answer);
     const target = { orgId, sessionId, now, listeners: ctx.listeners };
-    const answered = await answerElicitation(trx, target, message, items, asked, parsed, 'answer');
+    const answered = await answerElicitation(trx, target, { message, items, asked }, parsed, 'answer');
     return { status: answered.resumed ? 'resuming' : 'accepted', events: answered.events };
   }
   const approval = items.find(

@@ -3,7 +3,7 @@ import { iso } from '../../lib/clock.ts';
 import type { Executor } from '../../storage/db.ts';
 import { parseJsonColumn } from '../../storage/json-column.ts';
 import type { MessageRow } from '../../storage/schema.ts';
-import { itemFromRow, type PendingCall, pendingCalls, waitingElicitation } from './items.ts';
+import { itemFromRow } from './items.ts';
 import {
   type AttachmentPart,
   isMessageError,
@@ -13,6 +13,7 @@ import {
   type RequiredAction,
   warningsOf,
 } from './message-types.ts';
+import { type PendingCall, pendingCalls, waitingElicitation } from './pending-calls.ts';
 
 export function requiredActionsOf(pending: PendingCall[]): RequiredAction[] {
   const actions: RequiredAction[] = [];

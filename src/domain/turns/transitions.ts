@@ -13,8 +13,9 @@ import { type SessionEvent, type SessionEventInput, type WebhookEventInput, writ
 import { preview } from '../runs/preview.ts';
 import { closeOpenSpans } from '../runs/spans.ts';
 import type { SessionStatus } from '../sessions/session-service.ts';
-import { appendItems, loadMessageItems, pendingCalls } from './items.ts';
+import { appendItems, loadMessageItems } from './item-store.ts';
 import type { MessageError, MessageStatus, RequiredAction } from './message-types.ts';
+import { pendingCalls } from './pending-calls.ts';
 import { markWorkPending } from './session-rows.ts';
 import type { ActionRequiredFields, TurnChange as Change, TurnTransition } from './turn-hooks.ts';
 import { addStepUsage, messageUsageFields, runUsageFields } from './turn-store.ts';

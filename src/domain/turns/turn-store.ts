@@ -1,5 +1,5 @@
 /**
- * The turn's reads and writes that are neither a state transition (transitions.ts) nor a log append (items.ts):
+ * The turn's reads and writes that are neither a state transition (transitions.ts) nor a log append (item-store.ts):
  * loading the message, the agent version a turn runs with, and a step's usage counters. The engine reaches the
  * database only through this folder, so every write to messages, runs, items and session status is made here.
  */

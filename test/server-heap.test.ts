@@ -7,44 +7,21 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SEMI_SPACE_MB } from '../bin/server-heap.js';
-import { spawnChild } from './helpers/children.ts';
 import { testEnvironment } from './helpers/harness.ts';
-import { listeningUrl, startsTimeout } from './helpers/server-process.ts';
+import { launchServerProcess, startsTimeout } from './helpers/server-process.ts';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'agentry.js');
 
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (name === 'DATABASE_URL' || name === 'REDIS_URL' || name === 'NODE_OPTIONS' || name.startsWith('AGENTRY_'))
-      delete env[name];
-  }
-  return { ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...extra };
-}
-
 /** Starts `agentry serve` with `nodeArgs`, reads its command line once it listens, stops it with SIGTERM. */
-async function servedCommandLine(nodeArgs: string[], extra: Record<string, string> = {}): Promise<string[]> {
+async function servedCommandLine(nodeArgs: string[], nodeOptions = ''): Promise<string[]> {
   const environment = testEnvironment('sqlite');
   try {
-    const child = spawnChild(process.execPath, [...nodeArgs, BIN, 'serve'], {
-      env: childEnv({ ...environment.env, ...extra }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const url = await listeningUrl(child, 'the server', /listening on (http:\/\/[0-9.]+:\d+)/, () => output);
+    const server = launchServerProcess({ ...environment.env, NODE_OPTIONS: nodeOptions }, [...nodeArgs, BIN, 'serve']);
+    const url = await server.listening;
     // The pid the supervisor started is the server's: it answers, and its command line is the replaced one.
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    const commandLine = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-    expect({ code: child.exitCode, signal: child.signalCode }, output).toEqual({ code: 0, signal: null });
+    const commandLine = readFileSync(`/proc/${server.child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    expect(await server.stop(), server.output()).toBe(0);
     return commandLine;
   } finally {
     await environment.cleanup();
@@ -70,7 +47,7 @@ describe.skipIf(process.platform !== 'linux')('the heap of agentry serve', () =>
       expect(given.filter((argument) => argument.startsWith('--max-semi-space-size'))).toEqual([
         '--max-semi-space-size=8',
       ]);
-      const fromOptions = await servedCommandLine([], { NODE_OPTIONS: '--max-semi-space-size=4' });
+      const fromOptions = await servedCommandLine([], '--max-semi-space-size=4');
       expect(fromOptions.some((argument) => argument.startsWith('--max-semi-space-size'))).toBe(false);
     },
     startsTimeout(2),

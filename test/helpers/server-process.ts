@@ -93,11 +93,14 @@ export interface LaunchedServerProcess extends Omit<ServerProcess, 'url'> {
 }
 
 /**
- * Starts `src/main.ts` with `env` and returns at once, before it listens (for tests of what happens while it
- * starts); `listening` settles as listeningUrl says.
+ * Starts `src/main.ts` with `env` (or Node.js with `args`, e.g. `bin/agentry.js serve`) and returns at once, before
+ * it listens (for tests of what happens while it starts); `listening` settles as listeningUrl says.
  */
-export function launchServerProcess(env: Record<string, string>): LaunchedServerProcess {
-  const child = spawnChild(process.execPath, [join(ROOT, 'src/main.ts')], {
+export function launchServerProcess(
+  env: Record<string, string>,
+  args: readonly string[] = [join(ROOT, 'src/main.ts')],
+): LaunchedServerProcess {
+  const child = spawnChild(process.execPath, [...args], {
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -36,6 +36,7 @@ import { retention } from './0035-retention.ts';
 import { a2aPush } from './0037-a2a-push.ts';
 import { mcpCapabilities } from './0041-mcp-capabilities.ts';
 import { engineProcessSlots } from './0043-engine-process-slots.ts';
+import { partialRunIndexes } from './0044-partial-run-indexes.ts';
 import type { MigrationContext } from './context.ts';
 
 /** Versioned migrations, applied in name order. Never edit a released one: add the next. */
@@ -77,6 +78,7 @@ const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0037-a2a-push': a2aPush,
   '0041-mcp-capabilities': mcpCapabilities,
   '0043-engine-process-slots': engineProcessSlots,
+  '0044-partial-run-indexes': partialRunIndexes,
 });
 
 export function migrationProvider(context: MigrationContext): MigrationProvider {

@@ -166,6 +166,8 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
         message: { content: 'It is sunny in Paris' },
       });
       expect(second.choices[0]?.message.tool_calls).toBeUndefined();
+      // The run of a request that ends with the tool's output previews that output.
+      expect((await chatRuns())[0]?.input_preview).toBe(`[tool output ${call?.id}] sunny`);
     });
 
     it('sends presence_penalty, frequency_penalty and parallel_tool_calls: false to the provider', async () => {

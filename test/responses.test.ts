@@ -269,6 +269,21 @@ describe.each(dialects())('responses (%s)', (dialect) => {
       expect(both).toMatchObject({ status: 'completed', output_text: 'Both known' });
     });
 
+    it('previews the run of tool outputs alone (previous_response_id) as the outputs it sent', async () => {
+      const first = await create({ model: toolAgentId, input: 'call get_weather {"city":"Oslo"}\n---\nCold' });
+      const callId = first.output[0].call_id;
+      const long = 'x'.repeat(1200);
+      const answered = await create({
+        model: toolAgentId,
+        previous_response_id: first.id,
+        input: [output(callId, `snow ${long}`)],
+      });
+      expect(answered).toMatchObject({ status: 'completed', output_text: 'Cold' });
+      const runs = json(await h.request('GET', `/v1/runs?conversation_id=${first.conversation.id}`)).data;
+      const run = runs.find((each: Json) => each.response_id === answered.id);
+      expect(run.input_preview).toBe(`[tool output ${callId}] snow ${long}`.slice(0, 1000));
+    });
+
     it('returns a question as an ask_user_question function_call, answered by a function_call_output', async () => {
       const first = await create({ model: askAgentId, input: 'ask Your name?\n---\nHi there' });
       expect(first.status).toBe('completed');
@@ -417,6 +432,10 @@ describe.each(dialects())('responses (%s)', (dialect) => {
       expect(response.status).toBe('completed');
       const runs = json(await h.request('GET', `/v1/runs?conversation_id=${response.conversation.id}`)).data;
       expect(runs).toEqual([expect.objectContaining({ response_id: response.id, input_preview: '[image]' })]);
+      // Its model call names the files the same way.
+      const trace = json(await h.request('GET', `/v1/runs/${runs[0].id}/trace`)).data;
+      const modelCall = trace.find((span: Json) => span.kind === 'model_call');
+      expect(modelCall?.input_preview).toBe('[image]');
     });
 
     it('refuses files a model cannot read (400 on file_id) and other organizations’ files (404)', async () => {

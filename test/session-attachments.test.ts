@@ -135,6 +135,11 @@ describe.each(dialects())('session message attachments (%s)', (dialect) => {
     const accepted = await post([image(imageId), file(notesId)], 202);
     const run = json(await h.request('GET', `/v1/runs/${accepted.runId}`));
     expect(run.input_preview).toBe('[image diagram.png] [file minutes.txt]');
+    // The model call of its step is named the same way.
+    expect((await flow.waitForMessage(accepted.sessionId, accepted.id)).status).toBe('completed');
+    const trace = json(await h.request('GET', `/v1/runs/${accepted.runId}/trace`)).data;
+    const modelCall = trace.find((span: Json) => span.kind === 'model_call');
+    expect(modelCall?.input_preview).toBe('[image diagram.png] [file minutes.txt]');
     // With text, the preview is the text alone, as before.
     const withText = await post([text('read these'), image(imageId)], 202);
     expect(json(await h.request('GET', `/v1/runs/${withText.runId}`)).input_preview).toBe('read these');

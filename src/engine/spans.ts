@@ -4,12 +4,14 @@
  * call that never finishes (model error, interrupt) is written by the turn's ending instead.
  */
 
+import { inputPreview, previewedFiles } from '../domain/runs/preview.ts';
 import { insertSpans, type NewSpan, spanSeq, toolCallAttributes } from '../domain/runs/spans.ts';
 import { type CallKind, type CallServer, type Item, ownItems } from '../domain/turns/items.ts';
-import type { MessageError } from '../domain/turns/message-types.ts';
+import { isMessageParts, type MessageError } from '../domain/turns/message-types.ts';
 import { newId } from '../lib/ids.ts';
 import type { ToolCall, Usage } from '../models/types.ts';
 import type { Executor } from '../storage/db.ts';
+import { parseJsonColumn } from '../storage/json-column.ts';
 import type { MessageRow } from '../storage/schema.ts';
 
 /** A model call in flight: what it was given and when it started. */
@@ -22,10 +24,11 @@ export interface StepTrace {
 
 /**
  * What the model call of a step responds to: the tool results that end this message's log (the step after a
- * tool batch), or else the newest user text.
+ * tool batch), or else the newest user text; a user message of files alone is named by its files, as the run's
+ * preview names them (the message's parts give their names).
  */
-export function modelInputOf(items: Item[], messageId: string): string {
-  const own = ownItems(items, messageId);
+export function modelInputOf(items: Item[], message: Pick<MessageRow, 'id' | 'parts'>): string {
+  const own = ownItems(items, message.id);
   const results: string[] = [];
   for (let index = own.length - 1; index >= 0; index--) {
     const content = own[index]?.content;
@@ -34,7 +37,12 @@ export function modelInputOf(items: Item[], messageId: string): string {
   }
   if (results.length > 0) return results.join('\n');
   const user = own.findLast((item) => item.content.type === 'user_message')?.content;
-  return user?.type === 'user_message' ? user.text : '';
+  if (user?.type !== 'user_message') return '';
+  const attachments = user.attachments ?? [];
+  // Parsed only for a message of files alone: the parts are what names its files.
+  if (user.text !== '' || attachments.length === 0) return user.text;
+  const parts = parseJsonColumn(message.parts, isMessageParts, 'messages.parts');
+  return inputPreview('', previewedFiles(attachments, parts));
 }
 
 /** The model's answer as a preview: its text, then the names of the tools it called. */

@@ -236,7 +236,7 @@ function beginModelCall(turn: Turn, items: Item[]): StepTrace {
     step: turn.message.step_count + 1,
     model: turn.agent.model,
     startedAt: turn.deps.clock.now(),
-    input: modelInputOf(items, turn.initial.id),
+    input: modelInputOf(items, turn.initial),
   };
   turn.inFlight = trace;
   return trace;

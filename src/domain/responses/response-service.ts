@@ -315,6 +315,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         attachments,
         source: 'responses',
         history,
+        toolOutputs: outputs,
         options: {
           ...(request.instructions === null ? {} : { instructions: request.instructions }),
           ...(request.tools.length === 0 ? {} : { tools: request.tools }),

@@ -16,6 +16,22 @@ describe('a run input preview', () => {
     expect(inputPreview('', files)).toBe('[image chart.png] [file notes.md] [image]');
   });
 
+  it('names the tool outputs of an input without text, one a line, before its files', () => {
+    const outputs = [
+      { callId: 'call_abc123', output: '19C' },
+      { callId: 'call_def456', output: '{"rain":true}' },
+    ];
+    expect(inputPreview('', [], outputs)).toBe(
+      '[tool output call_abc123] 19C\n[tool output call_def456] {"rain":true}',
+    );
+    expect(inputPreview('', [{ kind: 'image', filename: undefined }], outputs.slice(0, 1))).toBe(
+      '[tool output call_abc123] 19C\n[image]',
+    );
+    expect(inputPreview('and now?', [], outputs)).toBe('and now?');
+    const long = inputPreview('', [], [{ callId: 'call_1', output: 'y'.repeat(2 * PREVIEW_CHARS) }]);
+    expect(long).toBe(`[tool output call_1] ${'y'.repeat(PREVIEW_CHARS)}`.slice(0, PREVIEW_CHARS));
+  });
+
   it('is cut at the bound of the column, however many files were sent', () => {
     const files = Array.from({ length: 16 }, (_, index) => ({
       kind: 'file' as const,

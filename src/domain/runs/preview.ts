@@ -1,4 +1,7 @@
 /** Bounded previews of what went into and came out of a run or a span (DESIGN 5: cut at 1,000 characters). */
+import type { Attachment } from '../turns/items.ts';
+import type { MessagePart } from '../turns/message-types.ts';
+
 export const PREVIEW_CHARS = 1000;
 
 export const preview = (text: string): string => (text.length > PREVIEW_CHARS ? text.slice(0, PREVIEW_CHARS) : text);
@@ -9,12 +12,34 @@ export interface PreviewedFile {
   filename: string | undefined;
 }
 
+/** A tool output a run's input submits (a `function_call_output`): the call it answers and what it says. */
+export interface PreviewedOutput {
+  callId: string;
+  output: string;
+}
+
 /**
- * A run's input preview: the submitted text; for input of files alone (no text), the files, so that the run still
- * says what was sent: `[image chart.png] [file notes.md]`, or `[image]` where the input keeps no name.
+ * A run's input preview: the submitted text; for input without text, what was sent instead, so that the run still
+ * says it: one line `[tool output call_abc123] <output>` per tool output, then the files on one line,
+ * `[image chart.png] [file notes.md]`, or `[image]` where the input keeps no name.
  */
-export function inputPreview(text: string, files: readonly PreviewedFile[]): string {
-  if (text !== '' || files.length === 0) return preview(text);
+export function inputPreview(
+  text: string,
+  files: readonly PreviewedFile[],
+  outputs: readonly PreviewedOutput[] = [],
+): string {
+  if (text !== '') return preview(text);
+  const lines = outputs.map(({ callId, output }) => `[tool output ${callId}] ${output}`);
   const named = files.map(({ kind, filename }) => (filename === undefined ? `[${kind}]` : `[${kind} ${filename}]`));
-  return preview(named.join(' '));
+  if (named.length > 0) lines.push(named.join(' '));
+  return preview(lines.join('\n'));
+}
+
+/** Attachments named as their message's parts show them (a Sessions message's; other surfaces keep no names). */
+export function previewedFiles(attachments: readonly Attachment[], parts: readonly MessagePart[]): PreviewedFile[] {
+  const names = new Map<string, string>();
+  for (const part of parts) {
+    if (part.type === 'image' || part.type === 'file') names.set(part.fileId, part.filename);
+  }
+  return attachments.map((attachment) => ({ kind: attachment.kind, filename: names.get(attachment.fileId) }));
 }

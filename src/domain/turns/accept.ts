@@ -17,7 +17,7 @@ import type { Agent } from '../agents/agent-types.ts';
 import { requireBudgets } from '../billing/budgets.ts';
 import { requireCredits } from '../billing/credits.ts';
 import { type SessionEvent, writeEvents } from '../outbox.ts';
-import { inputPreview, type PreviewedFile } from '../runs/preview.ts';
+import { inputPreview, type PreviewedOutput, previewedFiles } from '../runs/preview.ts';
 import { createdInTransaction } from '../sessions/new-sessions.ts';
 import { pendingClientCalls } from './client-outputs.ts';
 import { type HistoryItem, historyItems } from './history-items.ts';
@@ -38,6 +38,11 @@ export interface AcceptInput {
   /** Runs this version of the agent instead of the one current when the turn starts (the older API's version). */
   agentVersion?: number;
   history?: HistoryItem[];
+  /**
+   * Tool outputs sent with this input but stored on the turn that called the tools (a Response's
+   * `function_call_output`): the run's preview names them when there is no text.
+   */
+  toolOutputs?: readonly PreviewedOutput[];
   /**
    * The agent of a Conversation created without one: the first turn fixes it. Without it such a session is a 409
    * `agent_required`.
@@ -238,16 +243,16 @@ function queuedMessage(target: AcceptTarget, input: AcceptInput, turn: QueuedTur
   };
 }
 
-/** The input's attachments, named as its parts show them (a Sessions message's; other surfaces keep no names). */
-function previewedFiles(input: AcceptInput): PreviewedFile[] {
-  const names = new Map<string, string>();
-  for (const part of input.parts) {
-    if (part.type === 'image' || part.type === 'file') names.set(part.fileId, part.filename);
-  }
-  return (input.attachments ?? []).map((attachment) => ({
-    kind: attachment.kind,
-    filename: names.get(attachment.fileId),
-  }));
+/**
+ * The tool outputs the input submits: those stored on the turns that asked for them, then the outputs that end the
+ * replayed history (a chat completion or a Response that replays the conversation ends in the outputs it sends).
+ */
+function submittedOutputs(input: AcceptInput): PreviewedOutput[] {
+  const history = input.history ?? [];
+  let start = history.length;
+  while (start > 0 && history[start - 1]?.type === 'function_call_output') start -= 1;
+  const replayed = history.slice(start).flatMap((item) => (item.type === 'function_call_output' ? [item] : []));
+  return [...(input.toolOutputs ?? []), ...replayed];
 }
 
 /** The row of the queued message's run. */
@@ -268,7 +273,11 @@ function queuedRun(
     status: 'queued',
     model: agent.model,
     agent_version: null,
-    input_preview: inputPreview(input.text ?? '', previewedFiles(input)),
+    input_preview: inputPreview(
+      input.text ?? '',
+      previewedFiles(input.attachments ?? [], input.parts),
+      submittedOutputs(input),
+    ),
     output_preview: null,
     input_tokens: 0,
     output_tokens: 0,

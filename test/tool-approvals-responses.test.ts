@@ -139,6 +139,11 @@ describe.each(dialects())('tool approvals on Responses (%s)', (dialect) => {
     expect(ofType(second, 'mcp_call')).toEqual([]);
     expect(second.output_text).toBe('count: Error: the user denied this call, so it did not run. Reason: not today');
     expect(counted('r-deny')).toBe(0);
+    // The run of the decision alone says what was sent.
+    const runs = json(await h.request('GET', `/v1/runs?conversation_id=${first.conversation?.id ?? ''}`)).data;
+    expect(runs.find((run: Json) => run.response_id === second.id)?.input_preview).toBe(
+      `[approval ${added[0]?.id}] denied: not today`,
+    );
   });
 
   it('streams the approved call of the next response as an mcp_call with its approval_request_id', async () => {

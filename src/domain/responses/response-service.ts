@@ -27,6 +27,7 @@ import type { ImageImporter } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit } from '../outbox.ts';
+import type { PreviewedOutput } from '../runs/preview.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage } from '../turns/accept.ts';
 import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
@@ -315,7 +316,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
         attachments,
         source: 'responses',
         history,
-        toolOutputs: outputs,
+        toolOutputs: [...outputs, ...decisions.map(decisionPreview)],
         options: {
           ...(request.instructions === null ? {} : { instructions: request.instructions }),
           ...(request.tools.length === 0 ? {} : { tools: request.tools }),
@@ -684,3 +685,13 @@ export function createResponseService(deps: ResponseServiceDeps) {
 }
 
 export type ResponseService = ReturnType<typeof createResponseService>;
+
+/** A decision on an approval request as a run's preview names it: `[approval mcpr_…] denied: <reason>`. */
+function decisionPreview(decision: { call: PendingCall; approve: boolean; reason: string | null }): PreviewedOutput {
+  const verdict = decision.approve ? 'approved' : 'denied';
+  return {
+    kind: 'approval',
+    callId: decision.call.approval?.id ?? decision.call.callId,
+    output: decision.reason === null ? verdict : `${verdict}: ${decision.reason}`,
+  };
+}

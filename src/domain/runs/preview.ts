@@ -12,15 +12,21 @@ export interface PreviewedFile {
   filename: string | undefined;
 }
 
-/** A tool output a run's input submits (a `function_call_output`): the call it answers and what it says. */
+/**
+ * What a run's input submits for a waiting call: a tool output (a `function_call_output`: the call it answers and
+ * what it says), or a decision on an approval request (its id, and `approved` or `denied` with the reason).
+ */
 export interface PreviewedOutput {
   callId: string;
   output: string;
+  /** `approval` for a decision on an approval request; a tool output otherwise. */
+  kind?: 'approval';
 }
 
 /**
  * A run's input preview: the submitted text; for input without text, what was sent instead, so that the run still
- * says it: one line `[tool output call_abc123] <output>` per tool output, then the files on one line,
+ * says it: one line `[tool output call_abc123] <output>` per tool output (`[approval mcpr_…] approved` per decision on
+ * an approval request), then the files on one line,
  * `[image chart.png] [file notes.md]`, or `[image]` where the input keeps no name.
  */
 export function inputPreview(
@@ -29,7 +35,7 @@ export function inputPreview(
   outputs: readonly PreviewedOutput[] = [],
 ): string {
   if (text !== '') return preview(text);
-  const lines = outputs.map(({ callId, output }) => `[tool output ${callId}] ${output}`);
+  const lines = outputs.map(({ callId, output, kind }) => `[${kind ?? 'tool output'} ${callId}] ${output}`);
   const named = files.map(({ kind, filename }) => (filename === undefined ? `[${kind}]` : `[${kind} ${filename}]`));
   if (named.length > 0) lines.push(named.join(' '));
   return preview(lines.join('\n'));

@@ -282,6 +282,10 @@ describe.each(dialects())('responses (%s)', (dialect) => {
       const runs = json(await h.request('GET', `/v1/runs?conversation_id=${first.conversation.id}`)).data;
       const run = runs.find((each: Json) => each.response_id === answered.id);
       expect(run.input_preview).toBe(`[tool output ${callId}] snow ${long}`.slice(0, 1000));
+      // Its model call answers the output, which is stored with the turn that called the tool.
+      const trace = json(await h.request('GET', `/v1/runs/${run.id}/trace`)).data;
+      const modelCall = trace.find((span: Json) => span.kind === 'model_call');
+      expect(modelCall?.input_preview).toBe(`get_weather: snow ${long}`.slice(0, 1000));
     });
 
     it('returns a question as an ask_user_question function_call, answered by a function_call_output', async () => {

@@ -25,24 +25,32 @@ export interface StepTrace {
 /**
  * What the model call of a step responds to: the tool results that end this message's log (the step after a
  * tool batch), or else the newest user text; a user message of files alone is named by its files, as the run's
- * preview names them (the message's parts give their names).
+ * preview names them (the message's parts give their names). A message of tool outputs alone (a Response
+ * continued with `function_call_output` items, which are stored with the turn that called the tools) responds to
+ * the results that end the log before it.
  */
 export function modelInputOf(items: Item[], message: Pick<MessageRow, 'id' | 'parts'>): string {
   const own = ownItems(items, message.id);
-  const results: string[] = [];
-  for (let index = own.length - 1; index >= 0; index--) {
-    const content = own[index]?.content;
-    if (content?.type !== 'function_call_output') break;
-    results.unshift(`${content.name}: ${content.output}`);
-  }
-  if (results.length > 0) return results.join('\n');
+  const results = trailingResults(own);
+  if (results !== '') return results;
   const user = own.findLast((item) => item.content.type === 'user_message')?.content;
-  if (user?.type !== 'user_message') return '';
+  if (user?.type !== 'user_message') return trailingResults(items.slice(0, items.length - own.length));
   const attachments = user.attachments ?? [];
   // Parsed only for a message of files alone: the parts are what names its files.
   if (user.text !== '' || attachments.length === 0) return user.text;
   const parts = parseJsonColumn(message.parts, isMessageParts, 'messages.parts');
   return inputPreview('', previewedFiles(attachments, parts));
+}
+
+/** The tool results that end `log`, `<tool>: <output>` a line ('' when it does not end in any). */
+function trailingResults(log: Item[]): string {
+  const results: string[] = [];
+  for (let index = log.length - 1; index >= 0; index--) {
+    const content = log[index]?.content;
+    if (content?.type !== 'function_call_output') break;
+    results.unshift(`${content.name}: ${content.output}`);
+  }
+  return results.join('\n');
 }
 
 /** The model's answer as a preview: its text, then the names of the tools it called. */

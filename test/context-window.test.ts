@@ -107,6 +107,12 @@ describe('fitting a context to the window', () => {
       content: [{ type: 'image', mediaType: 'image/png', data: new Uint8Array(5_000_000) }],
     };
     expect(messageTokens(image)).toBe(1_008);
+    // At low detail a provider reads an image at one small fixed size.
+    const low: ContextMessage = {
+      role: 'user',
+      content: [{ type: 'image', mediaType: 'image/png', data: new Uint8Array(5_000_000), detail: 'low' }],
+    };
+    expect(messageTokens(low)).toBe(93);
   });
 });
 

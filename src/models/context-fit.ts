@@ -1,7 +1,7 @@
 /**
  * Fitting a model context into the model's window (docs/context.md). Tokens are estimated, not counted: a
  * message's text (and a tool call's name and arguments) at 4 characters a token, plus a fixed overhead per message
- * and per tool call or result for the roles and framing, and a fixed cost per image. The estimate of a message is
+ * and per tool call or result for the roles and framing, and a fixed cost per image (less at low detail). The estimate of a message is
  * kept with it, so a session's next step estimates only its new messages.
  *
  * The truncation policy drops the oldest messages first, in whole units: a user input, an assistant step without
@@ -28,6 +28,8 @@ export const CHARS_PER_TOKEN = 4;
 export const MESSAGE_OVERHEAD_TOKENS = 8;
 /** Tokens an image is counted as, whatever its size. */
 export const IMAGE_TOKENS = 1_000;
+/** Tokens of an image sent with `detail: "low"`, which providers read at one fixed low resolution (OpenAI: 85). */
+export const LOW_DETAIL_IMAGE_TOKENS = 85;
 
 const textTokens = (text: string): number => Math.ceil(text.length / CHARS_PER_TOKEN);
 
@@ -38,7 +40,7 @@ function measure(message: ContextMessage): number {
     let tokens = MESSAGE_OVERHEAD_TOKENS;
     for (const part of message.content) {
       if (part.type === 'text') tokens += textTokens(part.text);
-      else if (part.type === 'image') tokens += IMAGE_TOKENS;
+      else if (part.type === 'image') tokens += part.detail === 'low' ? LOW_DETAIL_IMAGE_TOKENS : IMAGE_TOKENS;
       else tokens += textTokens(part.filename) + Math.ceil(part.data.byteLength / CHARS_PER_TOKEN);
     }
     return tokens;

@@ -269,6 +269,23 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       });
       expect(refused.status).toBe(400);
       expect(json(refused).error).toMatchObject({ param: 'messages[0].content[0].image_url.url' });
+      // A completion refused after its first image was stored (the second is no image) keeps none of them.
+      const half = await h.request('POST', '/v1/chat/completions', {
+        body: {
+          model: agentId,
+          messages: [
+            { role: 'user', content: [image] },
+            { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:text/plain;base64,aGk=' } }] },
+          ],
+        },
+      });
+      expect(half.status, half.text).toBe(400);
+      // So does one whose agent does not exist (refused in the transaction, after the images).
+      const unknown = await h.request('POST', '/v1/chat/completions', {
+        body: { model: 'agent_missing', messages: [{ role: 'user', content: [image] }] },
+      });
+      expect(unknown.status, unknown.text).toBe(400);
+      expect(json(await h.request('GET', '/v1/files')).data.length).toBe(before + 2);
     });
 
     it('runs the MCP tools of the agent inside the turn, and cancels a turn that waits for an approval', async () => {

@@ -230,6 +230,20 @@ describe.each(dialects())('MCP prompts as message parts (%s)', (dialect) => {
       text: 'Describe this picture.',
       attachments: [{ kind: 'image', fileId: part.fileIds[0] }],
     });
+    // A message refused after its prompt's image was stored (a file part naming no file) keeps no file of it.
+    const files = async () => json(await h.request('GET', '/v1/files?limit=100')).data.length;
+    const before = await files();
+    const refused = await post([prompt('picture'), { type: 'image', fileId: randomUUID() }]);
+    expect(refused.status, refused.text).toBeGreaterThanOrEqual(400);
+    expect(refused.status, refused.text).toBeLessThan(500);
+    expect(await files()).toBe(before);
+    // Nor does a retry that an earlier request with its key answers.
+    const key = randomUUID();
+    const first = await post([prompt('picture')], { idempotencyKey: key });
+    expect(first.status, first.text).toBe(202);
+    const retried = await post([prompt('picture')], { idempotencyKey: key });
+    expect(json(retried).id).toBe(json(first).id);
+    expect(await files()).toBe(before + 1);
   });
 
   it("uses the end user's credential, else the organization's, and reports a refused one as 502", async () => {

@@ -215,12 +215,20 @@ describe.each(dialects())('responses compatibility (%s)', (dialect) => {
     expect(json(read).output_text).toBe('describe');
     const files = json(await h.request('GET', '/v1/files')).data;
     expect(files[0]).toMatchObject({ purpose: 'vision', filename: 'image.png', bytes: PNG.length });
-    // A retry with the same Idempotency-Key is the same request, though the image becomes a new file each time.
+    // A retry with the same Idempotency-Key is the same request: the image of the retry is not kept as a file.
+    const visionFiles = async () =>
+      json(await h.request('GET', '/v1/files?limit=100')).data.filter((file: Json) => file.purpose === 'vision').length;
+    const before = await visionFiles();
     const retried = { ...NODE_SDK, 'idempotency-key': `image-${dialect}` };
     const once = await post({ input: imageInput(dataUrl) }, retried);
     const again = await post({ input: imageInput(dataUrl) }, retried);
     expect(again.status, again.text).toBe(200);
     expect(json(again).id).toBe(json(once).id);
+    expect(await visionFiles()).toBe(before + 1);
+    // A request refused after its image was stored leaves no file behind.
+    const refusedLate = await post({ input: imageInput(dataUrl), conversation: 'conv_missing' }, NODE_SDK);
+    expect(refusedLate.status, refusedLate.text).toBeGreaterThanOrEqual(400);
+    expect(await visionFiles()).toBe(before + 1);
     const refused: [string, RegExp][] = [
       [`${imageBase}/pixel.png`, /could not fetch the image/],
       ['data:text/plain;base64,aGk=', /PNG, JPEG, GIF or WebP/],

@@ -16,7 +16,7 @@ import type { MessageRow } from '../../storage/schema.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
 import type { AgentService } from '../agents/agent-service.ts';
 import type { Agent } from '../agents/agent-types.ts';
-import type { ImageImporter } from '../files/image-import.ts';
+import { type ImageImporter, keepingImages } from '../files/image-import.ts';
 import { afterCommit, type SessionEvent } from '../outbox.ts';
 import { AGENTS_LISTED, resolveAgentId } from '../responses/agent-ref.ts';
 import {
@@ -125,14 +125,18 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
   const { db, clock } = deps;
   const listeners = { subscriptions: deps.subscriptions, hooks: deps.turnHooks };
 
-  /** Images given by URL become files of the org before the transaction (never hold it over the network). */
-  async function attachmentsOf(orgId: string, entries: ChatEntry[]): Promise<Attached[]> {
+  /**
+   * Images given by URL become files of the org before the transaction (never hold it over the network); their ids
+   * are added to `imported` as they are stored.
+   */
+  async function attachmentsOf(orgId: string, entries: ChatEntry[], imported: string[]): Promise<Attached[]> {
     const out: Attached[] = [];
     for (const entry of entries) {
       const attached: Attached = [];
       if (entry.kind === 'user') {
         for (const image of entry.images) {
           const fileId = await deps.images.import(orgId, image.url, image.param);
+          imported.push(fileId);
           const attachment: Attachment = { kind: 'image', fileId };
           if (image.detail !== undefined) attachment.detail = image.detail;
           attached.push({ attachment, param: image.param });
@@ -226,12 +230,15 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
      * accept so that an engine that picks the turn up at once loses nothing.
      */
     async start(orgId: string, request: ChatRequest): Promise<StartedCompletion> {
-      const attached = await attachmentsOf(orgId, request.entries);
       const sessionId = newId();
       const feed = deps.live.follow(sessionId);
+      // The images are deleted again when the completion's turn is not accepted.
+      const imported: string[] = [];
       let accepted: Awaited<ReturnType<typeof accept>>;
       try {
-        accepted = await accept(orgId, request, sessionId, attached);
+        accepted = await keepingImages(deps.images, orgId, imported, async () =>
+          accept(orgId, request, sessionId, await attachmentsOf(orgId, request.entries, imported)),
+        );
       } catch (error) {
         feed.close();
         throw error;

@@ -16,6 +16,34 @@ import { createFileStore } from './file-store.ts';
 export interface ImageImporter {
   /** Stores the image at `url` as a file of the org and returns its id; 400 on `param` when it is no image. */
   import(orgId: string, url: string, param: string): Promise<string>;
+  /**
+   * Deletes images imported for a request that then wrote no message holding them (it failed, or an earlier
+   * request with its key answered it). Best effort: what cannot be deleted stays a file of the org.
+   */
+  discard(orgId: string, fileIds: readonly string[]): Promise<void>;
+}
+
+/**
+ * Runs `work`, which imports images into `imported` and then writes what holds them; when it fails, or `wrote` says
+ * its result holds none of them (a replay), the images are deleted again, so that no request leaves files nobody
+ * sent.
+ */
+export async function keepingImages<T>(
+  images: ImageImporter,
+  orgId: string,
+  imported: readonly string[],
+  work: () => Promise<T>,
+  wrote: (result: T) => boolean = () => true,
+): Promise<T> {
+  let result: T;
+  try {
+    result = await work();
+  } catch (error) {
+    await images.discard(orgId, imported);
+    throw error;
+  }
+  if (!wrote(result)) await images.discard(orgId, imported);
+  return result;
 }
 
 export interface ImageImporterDeps {
@@ -107,6 +135,22 @@ export function createImageImporter(deps: ImageImporterDeps): ImageImporter {
         throw error;
       }
       return id;
+    },
+
+    async discard(orgId, fileIds) {
+      if (fileIds.length === 0) return;
+      try {
+        const rows = await deps.db
+          .deleteFrom('files')
+          .where('org_id', '=', orgId)
+          .where('id', 'in', [...fileIds])
+          .where('purpose', '=', 'vision')
+          .returning('storage_key')
+          .execute();
+        for (const row of rows) await store.remove(row.storage_key);
+      } catch {
+        // Left as files of the organization, as they would have been before; the request's own error matters more.
+      }
     },
   };
 }

@@ -15,7 +15,7 @@ import { McpAuthorizationRequired, type McpProviderTools } from '../../tools/mcp
 import type { McpServer } from '../../tools/tool-config.ts';
 import type { ToolScope } from '../../tools/types.ts';
 import { requireAgentVersion } from '../agents/agent-repo.ts';
-import type { ImageImporter } from '../files/image-import.ts';
+import { type ImageImporter, keepingImages } from '../files/image-import.ts';
 import type { Attachment } from '../turns/items.ts';
 import type { ExpandedParts, PromptParts } from '../turns/message-service.ts';
 import type { ExpandedPart, McpPromptPart, PromptRequestPart } from '../turns/message-types.ts';
@@ -177,15 +177,20 @@ export function createMcpPromptParts(deps: McpPromptPartsDeps): PromptParts {
     // One part for each part sent, in place: the files' parts are checked later by their index.
     const kept: ExpandedPart[] = [];
     const attachments: Attachment[] = [];
-    for (const [index, part] of parts.entries()) {
-      if (part.type !== 'mcp_prompt') {
-        kept.push(part);
-        continue;
+    const imported: string[] = [];
+    // A later part that fails deletes the images of the parts before it.
+    await keepingImages(deps.images, target.orgId, imported, async () => {
+      for (const [index, part] of parts.entries()) {
+        if (part.type !== 'mcp_prompt') {
+          kept.push(part);
+          continue;
+        }
+        const expanded = await expand(scope, part, index);
+        kept.push(expanded.part);
+        attachments.push(...expanded.attachments);
+        imported.push(...expanded.attachments.map((attachment) => attachment.fileId));
       }
-      const expanded = await expand(scope, part, index);
-      kept.push(expanded.part);
-      attachments.push(...expanded.attachments);
-    }
-    return { parts: kept, attachments };
+    });
+    return { parts: kept, attachments, discard: () => deps.images.discard(target.orgId, imported) };
   };
 }

@@ -23,7 +23,7 @@ import { decide, findApproval } from '../approvals/approvals.ts';
 import type { AuditContext } from '../audit/audit-log.ts';
 import { debitCredits, requireCredits } from '../billing/credits.ts';
 import { answerElicitation, findElicitation, parseElicitationAnswer } from '../elicitations/elicitations.ts';
-import type { ImageImporter } from '../files/image-import.ts';
+import { type ImageImporter, keepingImages } from '../files/image-import.ts';
 import type { Idempotency } from '../idempotency.ts';
 import type { SessionEvent } from '../outbox.ts';
 import { afterCommit } from '../outbox.ts';
@@ -390,6 +390,41 @@ export function createResponseService(deps: ResponseServiceDeps) {
    * conversation: an unknown id is a 400, a decision already taken the same way is a replay (skipped), the other
    * way a 409. Nothing is written here.
    */
+  /** The Response's turn accepted under its idempotency key (the images of its input already stored). */
+  async function acceptResponse(
+    orgId: string,
+    request: ResponseRequest,
+    call: {
+      hashed: unknown;
+      idempotencyKey: string | undefined;
+      newSessionId: string;
+      audit: AuditContext | undefined;
+    },
+  ): Promise<CreatedResponse> {
+    let events: SessionEvent[] = [];
+    const written: { row: MessageRow | null } = { row: null };
+    const result = await deps.idempotency.run(
+      { orgId, scope: 'POST /v1/responses', key: call.idempotencyKey, request: call.hashed },
+      async (trx) => {
+        const accepted = await accept(trx, orgId, request, call.newSessionId, call.audit);
+        events = accepted.events;
+        written.row = accepted.message;
+        return { status: 200, body: { messageId: accepted.message.id } };
+      },
+    );
+    // A replay answers with the message as it is now; a new one with the row just written.
+    const message =
+      result.replayed || written.row === null ? await findMessage(db, orgId, result.body.messageId) : written.row;
+    return {
+      message,
+      replayed: result.replayed,
+      release: () => {
+        afterCommit(deps.bus, message.session_id, events, true);
+      },
+      firstSeq: result.replayed || events.length === 0 ? null : Math.min(...events.map((event) => event.seq)),
+    };
+  }
+
   async function approvalDecisions(trx: Executor, orgId: string, sessionId: string, request: ResponseRequest) {
     const out: { call: PendingCall; approve: boolean; reason: string | null }[] = [];
     const seen = new Set<string>();
@@ -473,39 +508,31 @@ export function createResponseService(deps: ResponseServiceDeps) {
       // The request as sent identifies a retry (images by URL become new file ids below).
       const { stream: _stream, ...sent } = request;
       const hashed = structuredClone(sent);
-      // Images given by URL are fetched before the transaction (never hold it over the network).
-      for (const item of request.items) {
-        if (item.kind !== 'user') continue;
-        for (const image of item.images.splice(0)) {
-          const fileId = await deps.images.import(orgId, image.url, image.param);
-          item.attachments.push(
-            image.detail === undefined ? { kind: 'image', fileId } : { kind: 'image', fileId, detail: image.detail },
-          );
-          item.attachmentParams.push(image.param);
-        }
-      }
-      let events: SessionEvent[] = [];
-      const written: { row: MessageRow | null } = { row: null };
-      const result = await deps.idempotency.run(
-        { orgId, scope: 'POST /v1/responses', key: idempotencyKey, request: hashed },
-        async (trx) => {
-          const accepted = await accept(trx, orgId, request, newSessionId, audit);
-          events = accepted.events;
-          written.row = accepted.message;
-          return { status: 200, body: { messageId: accepted.message.id } };
+      // Images given by URL are fetched before the transaction (never hold it over the network), and deleted
+      // again when the request writes no message (it fails, or an earlier one with its key answers it).
+      const imported: string[] = [];
+      return keepingImages(
+        deps.images,
+        orgId,
+        imported,
+        async () => {
+          for (const item of request.items) {
+            if (item.kind !== 'user') continue;
+            for (const image of item.images.splice(0)) {
+              const fileId = await deps.images.import(orgId, image.url, image.param);
+              imported.push(fileId);
+              item.attachments.push(
+                image.detail === undefined
+                  ? { kind: 'image', fileId }
+                  : { kind: 'image', fileId, detail: image.detail },
+              );
+              item.attachmentParams.push(image.param);
+            }
+          }
+          return acceptResponse(orgId, request, { hashed, idempotencyKey, newSessionId, audit });
         },
+        (created) => !created.replayed,
       );
-      // A replay answers with the message as it is now; a new one with the row just written.
-      const message =
-        result.replayed || written.row === null ? await findMessage(db, orgId, result.body.messageId) : written.row;
-      return {
-        message,
-        replayed: result.replayed,
-        release: () => {
-          afterCommit(deps.bus, message.session_id, events, true);
-        },
-        firstSeq: result.replayed || events.length === 0 ? null : Math.min(...events.map((event) => event.seq)),
-      };
     },
 
     /** The Response projected from its durable message. */

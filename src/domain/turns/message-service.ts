@@ -49,6 +49,8 @@ export interface MessageServiceDeps {
 export interface ExpandedParts {
   parts: ExpandedPart[];
   attachments: Attachment[];
+  /** Deletes those files again: the message that was to hold them was not written. */
+  discard?: () => Promise<void>;
 }
 
 /** Asks the servers of the session's agent for the prompts the parts name (network calls; no transaction open). */
@@ -145,28 +147,38 @@ async function submitMessage(
   const keyed = { orgId, scope: `POST /v1/sessions/${sessionId}/messages`, key: input.idempotencyKey, request };
   const expanded = await expandParts(deps, keyed, input, agentOf);
   if ('replayed' in expanded) return expanded;
-  const result = await deps.idempotency.run(keyed, async (trx) => {
-    const { parts, text, attachments } = await resolveParts(trx, orgId, expanded.parts, deps.resolveAttachment);
-    const all = [...expanded.attachments, ...attachments];
-    const accepted = await acceptMessage(
-      trx,
-      { orgId, sessionId, now: ctx.clock.now() },
-      {
-        parts,
-        text,
-        ...(all.length === 0 ? {} : { attachments: all }),
-        source: input.source ?? 'sessions',
-        // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
-        visibleOnly: true,
-        ...(responseFormat === undefined ? {} : { options: { responseFormat } }),
-      },
-      agentOf,
-      deps.toolWarnings,
-    );
-    events = accepted.events;
-    const body: AcceptedMessage = messageFromRow(accepted.row, []);
-    return { status: 202, body };
-  });
+  const accept = () =>
+    deps.idempotency.run(keyed, async (trx) => {
+      const { parts, text, attachments } = await resolveParts(trx, orgId, expanded.parts, deps.resolveAttachment);
+      const all = [...expanded.attachments, ...attachments];
+      const accepted = await acceptMessage(
+        trx,
+        { orgId, sessionId, now: ctx.clock.now() },
+        {
+          parts,
+          text,
+          ...(all.length === 0 ? {} : { attachments: all }),
+          source: input.source ?? 'sessions',
+          // Workspaces of legacy Tasks and tool runs are sessions, but not the Sessions API's to write to.
+          visibleOnly: true,
+          ...(responseFormat === undefined ? {} : { options: { responseFormat } }),
+        },
+        agentOf,
+        deps.toolWarnings,
+      );
+      events = accepted.events;
+      const body: AcceptedMessage = messageFromRow(accepted.row, []);
+      return { status: 202, body };
+    });
+  // The prompts' images belong to the message only if this request wrote it.
+  let result: Awaited<ReturnType<typeof accept>>;
+  try {
+    result = await accept();
+  } catch (error) {
+    await expanded.discard?.();
+    throw error;
+  }
+  if (result.replayed) await expanded.discard?.();
   afterCommit(ctx.bus, sessionId, events, true);
   return { body: result.body, replayed: result.replayed };
 }

@@ -15,7 +15,7 @@ import type { AttachedFile } from '../domain/turns/context-builder.ts';
 import type { ContextCache } from '../domain/turns/context-cache.ts';
 import { fencedWithMessage, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { RUNNABLE_STATUSES } from '../domain/turns/message-types.ts';
-import { statusWritten } from '../domain/turns/transitions.ts';
+import { statusWritten } from '../domain/turns/transition-rows.ts';
 import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
 import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';

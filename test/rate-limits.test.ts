@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSession, handOver } from '../src/domain/turns/leases.ts';
+import { claimSession } from '../src/domain/turns/claims.ts';
+import { handOver } from '../src/domain/turns/leases.ts';
 import { flows, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json, type Response, testEnvironment } from './helpers/harness.ts';
 import { runCli, startsTimeout } from './helpers/server-process.ts';

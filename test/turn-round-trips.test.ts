@@ -77,9 +77,9 @@ it('runs a one-step turn in two transactions, the session released in the second
   );
   // 32 with BEGIN and COMMIT: the accept's 10 (idempotency key, session, message, run, item, event; the last
   // message's seq read with whether one waits for input and whether items wait for it: accept.ts sessionMessages;
-  // the agent from the cache: agent-service.ts getIn; whether the session is hidden from its update), the claim and
+  // the agent from the cache: agent-cache.ts getIn; whether the session is hidden from its update), the claim and
   // the turn's reads (4), the step's 18 (the item and event seqs numbered by their inserts: prepared.ts
-  // prepareNumberedInsert; no read of the message after the step that ends the turn: transitions.ts statusWritten;
+  // prepareNumberedInsert; no read of the message after the step that ends the turn: transition-rows.ts statusWritten;
   // the release is one statement: leases.ts releaseWhenIdle). More means a statement crept back onto the hot path.
   process.stdout.write(`[round trips] one-step turn on SQLite: ${turn.length} statements\n`);
   expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(31);
@@ -188,9 +188,9 @@ describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () 
     // spans, events whose seq the transaction knows) with the statement or COMMIT after them
     // (storage/postgres-begin.ts); the accept's, the claim and the turn's reads, the step's. A message, its run and
     // its session's status (read and moved) change in one statement, with the usage of the step that ends the turn
-    // (transitions.ts updateTurnRows); the lease's proof reads the message (leases.ts fencedWithMessage); the release
-    // checks in its own statement that nothing in the session can run (leases.ts releaseWhenIdle). The agent's
-    // version at a turn's start is read once per change of the agents (agent-service.ts atTurnStart).
+    // (transition-rows.ts updateTurnRows); the lease's proof reads the message (leases.ts fencedWithMessage); the
+    // release checks in its own statement that nothing in the session can run (leases.ts releaseWhenIdle). The
+    // agent's version at a turn's start is read once per change of the agents (agent-cache.ts atTurnStart).
     process.stdout.write(`[round trips] one-step turn on Postgres: ${turn.length} statements\n`);
     expect(turn.length, turn.join('\n')).toBeLessThanOrEqual(16);
   });

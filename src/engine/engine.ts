@@ -7,8 +7,9 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { claimSession } from '../domain/turns/claims.ts';
 import { type ContextCaches, createContextCaches } from '../domain/turns/context-cache.ts';
-import { claimSession, handOver, leasesHeldBy } from '../domain/turns/leases.ts';
+import { handOver, leasesHeldBy } from '../domain/turns/leases.ts';
 import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';

@@ -7,7 +7,7 @@
 
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
-import type { AgentStart } from '../domain/agents/agent-service.ts';
+import type { AgentStart } from '../domain/agents/agent-cache.ts';
 import type { AgentConfig } from '../domain/agents/agent-types.ts';
 import type { ScopedBudget } from '../domain/billing/budgets.ts';
 import { afterCommit, type SessionEvent } from '../domain/outbox.ts';
@@ -15,7 +15,7 @@ import type { AttachedFile } from '../domain/turns/context-builder.ts';
 import type { ContextCache } from '../domain/turns/context-cache.ts';
 import { fencedWithMessage, type Lease, type LeaseDeps, releaseWhenIdle } from '../domain/turns/leases.ts';
 import { RUNNABLE_STATUSES } from '../domain/turns/message-types.ts';
-import { statusWritten } from '../domain/turns/transitions.ts';
+import { statusWritten } from '../domain/turns/transition-rows.ts';
 import type { TurnChange, TurnHooks } from '../domain/turns/turn-hooks.ts';
 import { loadMessage } from '../domain/turns/turn-store.ts';
 import type { WebhookSubscriptions } from '../domain/webhooks/subscriptions.ts';
@@ -53,7 +53,7 @@ export interface TurnDeps extends LeaseDeps {
   turnHooks: TurnHooks;
   /**
    * What a turn's start needs of its agent (its current version, whether its workspace exists yet): the agent
-   * service's read (domain/agents/agent-service.ts atTurnStart), on `db`, kept while no agent changes.
+   * service's read (domain/agents/agent-cache.ts atTurnStart), on `db`, kept while no agent changes.
    */
   agentAtStart: (orgId: string, agentId: string) => Promise<AgentStart>;
   /**

@@ -1,6 +1,6 @@
 /**
  * Limits of organizations and API keys for the operator (the /v1/admin routes and `agentry limits`), and what the
- * turn claim needs of them (domain/turns/leases.ts). See limit-store.ts.
+ * turn claim needs of them (domain/turns/claims.ts). See limit-store.ts.
  */
 import type { LimitDefaults } from '../../config.ts';
 import { notFound } from '../../errors/app-error.ts';

@@ -1,6 +1,6 @@
 /**
  * Rows of `engine_processes`: one per live engine process, kept alive by its heartbeat. A session leased by a
- * process whose row has lapsed is claimable at once (leases.ts); engine/process-registry.ts keeps the heartbeat.
+ * process whose row has lapsed is claimable at once (claims.ts); engine/process-registry.ts keeps the heartbeat.
  */
 import type { Executor } from '../../storage/db.ts';
 

@@ -1,7 +1,7 @@
 /**
  * The writes of the `sessions` row that are not a turn's state change (those are in transitions.ts, the lease
- * columns in leases.ts): creating it, locking it, marking its work pending, its Conversation metadata. Every
- * feature that makes or changes a session calls these; none writes the table itself.
+ * columns in claims.ts and leases.ts): creating it, locking it, marking its work pending, its Conversation
+ * metadata. Every feature that makes or changes a session calls these; none writes the table itself.
  */
 import type { Insertable } from 'kysely';
 import { currentApiKeyId } from '../../lib/request-key.ts';

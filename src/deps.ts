@@ -310,7 +310,7 @@ export async function buildDeps(
   const { subscriptions } = webhooks;
   // Features built on turns: schedule runs settle with their turns, tool-run turns report workflow.run.* webhooks.
   const turnHooks: TurnHooks = [scheduleTurnHook, workflowTurnHook];
-  const sessions = createSessionService({ db, clock, subscriptions });
+  const sessions = createSessionService({ db, clock, subscriptions, bus });
   const mcpStore = createMcpServerStore(secrets);
   // Organization connectors are user-chosen destinations: the egress guard applies. Toolkit endpoints are the
   // operator's own configuration and may live on a private network.
@@ -698,8 +698,12 @@ export function buildScheduler(deps: Deps): Scheduler {
   });
 }
 
-/** Webhook polls are frequent: a notification should leave within a fraction of a second of its event. */
-const WEBHOOK_POLL_MS = 250;
+/**
+ * The background senders (webhooks, A2A push, task notices) look when the bus says changes committed, at most once
+ * per this gap under load, so a notification leaves within a fraction of a second of its event; otherwise they poll
+ * every AGENTRY_POLL_MS, for news nobody announced.
+ */
+const OUTBOX_MIN_GAP_MS = 50;
 
 /** The webhook dispatcher of this process (roles `all` and `worker`), over the same storage and bus as the API. */
 export function buildDispatcher(deps: Deps): WebhookDispatcher {
@@ -723,12 +727,11 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
     {
       concurrency: config.webhookConcurrency,
       perEndpoint: config.webhookEndpointConcurrency,
-      pollMs: Math.min(config.pollMs, WEBHOOK_POLL_MS),
+      pollMs: config.pollMs,
+      minGapMs: OUTBOX_MIN_GAP_MS,
       timeoutMs: DELIVERY_TIMEOUT_MS,
       // Longer than any attempt, so a live attempt is never taken over; a crashed worker's lapse within this.
       leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
-      // Across processes (Redis) live events would bring every text delta here; cluster workers poll instead.
-      wakeOnLive: config.redisUrl === null,
     },
   );
 }
@@ -750,9 +753,11 @@ export function buildA2aPushNotifier(deps: Deps): A2aPushNotifier {
       retryWindowMs: config.webhookRetryWindowMs,
       historyRetentionMs: config.webhookHistoryRetentionMs,
       space: deps.storage.space,
+      bus: deps.bus,
     },
     {
-      pollMs: Math.min(config.pollMs, WEBHOOK_POLL_MS),
+      pollMs: config.pollMs,
+      minGapMs: OUTBOX_MIN_GAP_MS,
       timeoutMs: DELIVERY_TIMEOUT_MS,
       leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
       concurrency: config.webhookConcurrency,
@@ -769,7 +774,9 @@ export function buildTaskNotifier(deps: Deps): TaskNotifier {
     webhooks: deps.legacyWebhooks,
     workflows: deps.workflows,
     allowInsecureDestinations: deps.config.allowInsecureDestinations,
-    pollMs: Math.min(deps.config.pollMs, WEBHOOK_POLL_MS),
+    bus: deps.bus,
+    pollMs: deps.config.pollMs,
+    minGapMs: OUTBOX_MIN_GAP_MS,
     timeoutMs: DELIVERY_TIMEOUT_MS,
     space: deps.storage.space,
   });

@@ -361,8 +361,9 @@ describe.each(dialects())('A2A push notifications (%s)', (dialect) => {
         retryWindowMs: 60_000,
         historyRetentionMs: 1,
         space: h.deps.storage.space,
+        bus: h.deps.bus,
       },
-      { pollMs: 1000, timeoutMs: 1000, leaseMs: 20_000, concurrency: 4 },
+      { pollMs: 1000, minGapMs: 50, timeoutMs: 1000, leaseMs: 20_000, concurrency: 4 },
     );
     await new Promise((resolve) => setTimeout(resolve, 5));
     await sweeper.tick();

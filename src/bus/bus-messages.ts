@@ -13,6 +13,7 @@ const SCHEMAS = {
   wake: Type.Object({ sessionId: Type.String() }),
   interrupt: Type.Object({ sessionId: Type.String(), messageId: Type.Optional(Type.String()) }),
   live: Type.Object({ sessionId: Type.String(), event: LiveSessionEventSchema }),
+  outbox: Type.Object({ sessionId: Type.String() }),
 } as const satisfies Record<Topic, TSchema>;
 
 /** Reads a value received for a topic as its message; null when it is not one. */
@@ -29,6 +30,7 @@ export function busMessageParser(): BusMessageParser {
     wake: checked(SCHEMAS.wake),
     interrupt: checked(SCHEMAS.interrupt),
     live: checked(SCHEMAS.live),
+    outbox: checked(SCHEMAS.outbox),
   };
   return (topic, value) => parsers[topic](value);
 }
@@ -40,4 +42,5 @@ export type BusMessageChecks = [
   Check<Fits<BusMessages['wake'], Static<typeof SCHEMAS.wake>>>,
   Check<Fits<BusMessages['interrupt'], Static<typeof SCHEMAS.interrupt>>>,
   Check<Fits<BusMessages['live'], Static<typeof SCHEMAS.live>>>,
+  Check<Fits<BusMessages['outbox'], Static<typeof SCHEMAS.outbox>>>,
 ];

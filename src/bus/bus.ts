@@ -1,6 +1,7 @@
 /**
- * Signals between the API and the engine, never data: wake-ups ("a session has work"), interrupts, and live
- * session events (text deltas, and persisted events once committed). In one process it is an in-memory
+ * Signals between the API and the engine, never data: wake-ups ("a session has work"), interrupts, live
+ * session events (text deltas, and persisted events once committed), and "the outbox has news" for the
+ * background senders. In one process it is an in-memory
  * emitter; in cluster mode a Redis implementation of the same interface carries it between processes.
  */
 import { EventEmitter } from 'node:events';
@@ -20,6 +21,12 @@ export interface BusMessages {
   interrupt: { sessionId: string; messageId?: string };
   /** An event for live listeners of a session. */
   live: LiveEvent;
+  /**
+   * Changes were committed that the background senders may act on (webhook events, legacy task notices, A2A
+   * task states, ended tool runs): they look now instead of at their next poll. Names the session whose change it
+   * was; each sender looks in the database.
+   */
+  outbox: { sessionId: string };
 }
 
 export type Topic = keyof BusMessages;

@@ -31,7 +31,7 @@ export const DEFAULT_CHANNEL_PREFIX = 'agentry:';
 const CONNECT_WAIT_MS = 5000;
 /** At most one warning per this interval while Redis is unreachable. */
 const WARN_INTERVAL_MS = 10_000;
-const TOPICS: readonly Topic[] = ['wake', 'interrupt', 'live'];
+const TOPICS: readonly Topic[] = ['wake', 'interrupt', 'live', 'outbox'];
 
 export interface RedisBusOptions {
   /** Channel name prefix, ending in a separator: `agentry:test:public:`. */
@@ -129,7 +129,7 @@ export async function createRedisBus(url: string, logger: Logger, options: Redis
   const prefix = options.channelPrefix ?? DEFAULT_CHANNEL_PREFIX;
   const origin = randomBytes(8).toString('hex');
   const log = logger.child({ component: 'redis-bus' });
-  const handlers: Handlers = { wake: new Set(), interrupt: new Set(), live: new Set() };
+  const handlers: Handlers = { wake: new Set(), interrupt: new Set(), live: new Set(), outbox: new Set() };
   const subscribedTopics = () => TOPICS.filter((topic) => handlers[topic].size > 0);
   const parseMessage = busMessageParser();
   /** Per subscribed topic: settles once Redis confirmed the subscription (or refused it, which is logged). */

@@ -205,11 +205,14 @@ function sessionEventFromRow(row: SessionEventRow): SessionEvent {
 }
 
 /**
- * What follows a committed change: its session events go to live listeners, then, when the change left work for
- * the engine, a wake-up. Called only after the transaction committed, so nothing uncommitted is ever announced.
+ * What follows a committed change: its session events go to live listeners, the background senders hear that the
+ * outbox may hold news (a change with session events is where webhook events, task notices and A2A task states
+ * come from), then, when the change left work for the engine, a wake-up. Called only after the transaction
+ * committed, so nothing uncommitted is ever announced.
  */
 export function afterCommit(bus: Bus, sessionId: string, events: readonly SessionEvent[], wake: boolean): void {
   for (const event of events) bus.publish('live', { sessionId, event: { ...event } });
+  if (events.length > 0) bus.publish('outbox', { sessionId });
   if (wake) bus.publish('wake', { sessionId });
 }
 

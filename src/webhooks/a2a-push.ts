@@ -1,7 +1,8 @@
 /**
  * A2A push notifications (docs/a2a.md), delivered the way webhook deliveries are (dispatcher.ts): a durable row
  * per notification, leased attempts through the egress guard, retries with the webhooks' backoff inside their
- * retry window, writes fenced by the lease token. Two passes, run on a poll:
+ * retry window, writes fenced by the lease token. Two passes, run when changes commit (the bus's `outbox` signal,
+ * at most one pass per `minGapMs`) and on a fallback poll:
  * - notice: the live configs whose task's status differs from the status last notified. For each, in one
  *   transaction, a compare-and-set moves the config's `notified_status` on and the notification row (the Task as
  *   it stands, as a StreamResponse) is inserted, unique per (config, seq): one process notices each change, once,
@@ -13,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import type { Bus } from '../bus/bus.ts';
 import type { TurnReport } from '../domain/a2a/a2a-service.ts';
 import type { MessageService } from '../domain/turns/message-service.ts';
 import { nextAttemptAt } from '../domain/webhooks/schedule.ts';
@@ -20,6 +22,7 @@ import type { Clock } from '../lib/clock.ts';
 import { EgressError, postPinned, type Resolver } from '../lib/egress.ts';
 import { newId } from '../lib/ids.ts';
 import { parseRetryAfter } from '../lib/retry.ts';
+import { createWakeLoop } from '../lib/wake-loop.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { Dialect, Executor } from '../storage/db.ts';
 import { isStorageFull } from '../storage/errors.ts';
@@ -41,10 +44,15 @@ export interface A2aPushDeps {
   historyRetentionMs: number;
   resolver?: Resolver;
   space: WriteState;
+  /** Rings when changes that may move a task's status commit (the bus's `outbox` topic). */
+  bus: Pick<Bus, 'subscribe'>;
 }
 
 export interface A2aPushOptions {
+  /** The fallback poll. */
   pollMs: number;
+  /** The shortest time between two passes that rings asked for. */
+  minGapMs: number;
   /** Bound on one attempt. */
   timeoutMs: number;
   /** How long a claimed notification stays ours; longer than an attempt. */
@@ -74,9 +82,6 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
   const random = options.random ?? Math.random;
   const log = deps.logger.child({ component: 'a2a-push' });
   const shutdown = new AbortController();
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
-  let stopping = false;
   let sweptAt = 0;
 
   /** The notification body: the task as it stands, as a StreamResponse (A2A 1.0 push notification payload). */
@@ -382,24 +387,20 @@ export function createA2aPushNotifier(deps: A2aPushDeps, options: A2aPushOptions
     }
   }
 
-  function schedule(): void {
-    if (stopping) return;
-    timer = setTimeout(() => {
-      running = tick().finally(() => {
-        running = null;
-        schedule();
-      });
-    }, options.pollMs);
-    timer.unref();
-  }
+  const loop = createWakeLoop(tick, { pollMs: options.pollMs, minGapMs: options.minGapMs });
+  let unsubscribe: (() => void) | null = null;
 
   return {
-    start: schedule,
+    start() {
+      if (unsubscribe !== null) return;
+      unsubscribe = deps.bus.subscribe('outbox', () => loop.ring());
+      loop.start();
+    },
     async stop(graceMs: number) {
-      stopping = true;
-      if (timer !== null) clearTimeout(timer);
+      unsubscribe?.();
+      unsubscribe = null;
       const abort = setTimeout(() => shutdown.abort(), graceMs);
-      await running;
+      await loop.stop();
       clearTimeout(abort);
     },
     tick,

@@ -5,12 +5,14 @@
  * - delivery: leases due deliveries and makes one signed attempt each through the egress guard, at most
  *   `concurrency` at once per process and `perEndpoint` per endpoint, so a slow or dead receiver holds a few
  *   slots, never the others'. Outcomes are recorded in batches, fenced by the lease token.
- * Woken by a poll, by live session events (they are published after the transaction that wrote the webhook events
- * commits), by redeliveries made in this process, and by a timer set to the earliest retry it scheduled. A pending
- * delivery lives only in the database, so a restart (or another worker, once the lease expires) picks it up.
+ * Woken by the bus's `outbox` signal (published after a transaction with session events commits, in cluster mode by
+ * any process; at most one fan-out per `minGapMs`), by redeliveries made in this process, by a timer set to the
+ * earliest retry it scheduled, and by a fallback poll. A pending delivery lives only in the database, so a restart
+ * (or another worker, once the lease expires) picks it up.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import { attemptDelivery } from '../domain/webhooks/attempt.ts';
@@ -58,13 +60,14 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Attempts in flight in this process to one endpoint. */
   perEndpoint: number;
+  /** The fallback poll for events and due deliveries. */
   pollMs: number;
+  /** The shortest time between two fan-outs that commits asked for. */
+  minGapMs: number;
   /** Bound on one attempt (spec: 10 s). */
   timeoutMs: number;
   /** How long a claimed delivery stays ours; longer than an attempt. */
   leaseMs: number;
-  /** Wake on live session events of this bus (embedded mode; cluster workers rely on the poll). */
-  wakeOnLive: boolean;
   random?: () => number;
 }
 
@@ -122,6 +125,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
   let fanRun: Promise<void> | null = null;
   let fanAgain = false;
   let fanSoon = false;
+  let fanStartedAt = Number.NEGATIVE_INFINITY;
   let pumpSoonQueued = false;
   let flushRun: Promise<void> | null = null;
   let wake: { at: number; timer: NodeJS.Timeout } | null = null;
@@ -142,6 +146,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
       try {
         do {
           fanAgain = false;
+          fanStartedAt = performance.now();
           for (;;) {
             const done = await fanOut(store, deps.clock.now(), FAN_OUT_BATCH);
             if (done.endpoints.size > 0) {
@@ -159,14 +164,18 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
     });
   }
 
+  /** A burst of commits is served by one fan-out, and under load by at most one per `minGapMs`. */
   function fanShortly(): void {
-    // Several live events of one transaction arrive together: one fan-out serves them all.
     if (fanSoon || stopping) return;
     fanSoon = true;
-    setImmediate(() => {
-      fanSoon = false;
-      fan();
-    });
+    const timer = setTimeout(
+      () => {
+        fanSoon = false;
+        fan();
+      },
+      Math.max(0, fanStartedAt + options.minGapMs - performance.now()),
+    );
+    timer.unref();
   }
 
   /** Finds every endpoint with due deliveries (retries that fell due, other processes' work, expired leases). */
@@ -359,13 +368,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps, options: Dispatche
 
   return {
     start() {
-      if (options.wakeOnLive) {
-        unsubscribe.push(
-          deps.bus.subscribe('live', ({ event }) => {
-            if (event.kind !== 'message.delta') fanShortly();
-          }),
-        );
-      }
+      unsubscribe.push(deps.bus.subscribe('outbox', fanShortly));
       unsubscribe.push(
         deps.deliveries.onDue((endpointId) => {
           active.add(endpointId);

@@ -1,5 +1,6 @@
 /** Sessions: durable conversations created from an Agent. Execution starts with the first Message. */
 
+import type { Bus } from '../../bus/bus.ts';
 import { notFound, validationError } from '../../errors/app-error.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
@@ -89,6 +90,8 @@ export interface SessionServiceDeps {
   db: Executor;
   clock: Clock;
   subscriptions: WebhookSubscriptions;
+  /** Announces a created session's webhook event to the background senders (the `outbox` topic). */
+  bus: Pick<Bus, 'publish'>;
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
@@ -161,6 +164,8 @@ export function createSessionService(deps: SessionServiceDeps) {
         subscriptions: deps.subscriptions,
         events: [{ type: 'agent.session.created', data: { id: row.id } }],
       });
+      // Written in a caller's transaction, it is announced by the caller once that commits.
+      if (!db.isTransaction) deps.bus.publish('outbox', { sessionId: row.id });
       return sessionFromRow(row);
     },
 

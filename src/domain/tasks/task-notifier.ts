@@ -7,10 +7,12 @@
  * pass settles ended tool runs of the older API that no caller waited for (their reply goes to the thread).
  */
 import type { Logger } from 'pino';
+import type { Bus } from '../../bus/bus.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { iso } from '../../lib/clock.ts';
 import { postPinned, type Resolver } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
+import { createWakeLoop } from '../../lib/wake-loop.ts';
 import type { TaskNotifiedState } from '../../storage/column-values.ts';
 import type { Executor } from '../../storage/db.ts';
 import { isStorageFull } from '../../storage/errors.ts';
@@ -30,7 +32,12 @@ export interface TaskNotifierDeps {
   workflows: WorkflowService;
   allowInsecureDestinations: boolean;
   resolver?: Resolver;
+  /** Rings when changes that may need a notice commit (the bus's `outbox` topic). */
+  bus: Pick<Bus, 'subscribe'>;
+  /** The fallback poll. */
   pollMs: number;
+  /** The shortest time between two passes that rings asked for. */
+  minGapMs: number;
   timeoutMs: number;
   /** Whether writes work: while the disk is full the poll skips its passes. */
   space: WriteState;
@@ -71,10 +78,6 @@ export function transitions(
 
 export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
   const { db } = deps;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
-  let stopped = true;
-
   async function send(task: TaskRow, type: TaskEventType, promptId: string | null): Promise<void> {
     const subscribers = await deps.webhooks.subscribers(task.org_id, type);
     if (subscribers.length === 0) return;
@@ -139,31 +142,28 @@ export function createTaskNotifier(deps: TaskNotifierDeps): TaskNotifier {
     }
   }
 
-  const loop = async () => {
-    timer = null;
-    if (stopped) return;
-    if (deps.space.writable) {
-      running = tick().catch((error: unknown) => {
+  const loop = createWakeLoop(
+    async () => {
+      if (!deps.space.writable) return;
+      await tick().catch((error: unknown) => {
         if (!isStorageFull(error)) deps.logger.error({ err: error }, 'task notifier pass failed');
       });
-    }
-    await running;
-    running = null;
-    if (!stopped) timer = setTimeout(loop, deps.pollMs);
-  };
+    },
+    { pollMs: deps.pollMs, minGapMs: deps.minGapMs },
+  );
+  let unsubscribe: (() => void) | null = null;
 
   return {
     tick,
     start() {
-      if (!stopped) return;
-      stopped = false;
-      timer = setTimeout(loop, 0);
+      if (unsubscribe !== null) return;
+      unsubscribe = deps.bus.subscribe('outbox', () => loop.ring());
+      loop.start();
     },
     async stop() {
-      stopped = true;
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
-      await running;
+      unsubscribe?.();
+      unsubscribe = null;
+      await loop.stop();
     },
   };
 }

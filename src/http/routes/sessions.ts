@@ -49,6 +49,7 @@ export function sessionRoutes(app: App, deps: Deps): void {
         async (trx) => ({ status: 201, body: { session: await deps.sessions.create(orgId, request.body, trx) } }),
       );
       if (result.replayed) reply.header('idempotent-replayed', 'true');
+      else deps.bus.publish('outbox', { sessionId: result.body.session.id });
       return reply.code(201).send(result.body);
     },
   });

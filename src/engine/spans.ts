@@ -31,7 +31,7 @@ export interface StepTrace {
  */
 export function modelInputOf(items: Item[], message: Pick<MessageRow, 'id' | 'parts'>): string {
   const own = ownItems(items, message.id);
-  const results = trailingResults(own);
+  const results = trailingResults(own, items);
   if (results !== '') return results;
   const user = own.findLast((item) => item.content.type === 'user_message')?.content;
   if (user?.type !== 'user_message') return trailingResults(items.slice(0, items.length - own.length));
@@ -42,15 +42,30 @@ export function modelInputOf(items: Item[], message: Pick<MessageRow, 'id' | 'pa
   return inputPreview('', previewedFiles(attachments, parts));
 }
 
-/** The tool results that end `log`, `<tool>: <output>` a line ('' when it does not end in any). */
-function trailingResults(log: Item[]): string {
+/**
+ * The tool results that end `log`, `<tool>: <output>` a line ('' when it does not end in any). An output given
+ * without its call (replayed history) is named by the call in `all`, else `[tool output <call id>] <output>` as
+ * a run's preview names it.
+ */
+function trailingResults(log: Item[], all: Item[] = log): string {
   const results: string[] = [];
   for (let index = log.length - 1; index >= 0; index--) {
-    const content = log[index]?.content;
+    const item = log[index];
+    const content = item?.content;
     if (content?.type !== 'function_call_output') break;
-    results.unshift(`${content.name}: ${content.output}`);
+    const name = content.name === '' ? callName(all, item?.callId ?? null) : content.name;
+    results.unshift(
+      name === '' ? `[tool output ${item?.callId ?? ''}] ${content.output}` : `${name}: ${content.output}`,
+    );
   }
   return results.join('\n');
+}
+
+/** The name of the call `callId` in `log` ('' when it is not there). */
+function callName(log: Item[], callId: string | null): string {
+  if (callId === null) return '';
+  const call = log.find((item) => item.callId === callId && item.content.type === 'function_call')?.content;
+  return call?.type === 'function_call' ? call.name : '';
 }
 
 /** The model's answer as a preview: its text, then the names of the tools it called. */

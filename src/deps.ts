@@ -699,11 +699,13 @@ export function buildScheduler(deps: Deps): Scheduler {
 }
 
 /**
- * The background senders (webhooks, A2A push, task notices) look when the bus says changes committed, at most once
- * per this gap under load, so a notification leaves within a fraction of a second of its event; otherwise they poll
- * every AGENTRY_POLL_MS, for news nobody announced.
+ * The background senders look when the bus says changes committed, so a notification leaves within a fraction of a
+ * second of its event, and otherwise poll every AGENTRY_POLL_MS for news nobody announced. Under load they look at
+ * most once per gap: webhooks every 50 ms; A2A push and legacy task notices, which few changes concern, every
+ * 250 ms (as often as they polled before the signal), since in cluster mode every worker hears every change.
  */
-const OUTBOX_MIN_GAP_MS = 50;
+const WEBHOOK_MIN_GAP_MS = 50;
+const NOTICE_MIN_GAP_MS = 250;
 
 /** The webhook dispatcher of this process (roles `all` and `worker`), over the same storage and bus as the API. */
 export function buildDispatcher(deps: Deps): WebhookDispatcher {
@@ -728,7 +730,7 @@ export function buildDispatcher(deps: Deps): WebhookDispatcher {
       concurrency: config.webhookConcurrency,
       perEndpoint: config.webhookEndpointConcurrency,
       pollMs: config.pollMs,
-      minGapMs: OUTBOX_MIN_GAP_MS,
+      minGapMs: WEBHOOK_MIN_GAP_MS,
       timeoutMs: DELIVERY_TIMEOUT_MS,
       // Longer than any attempt, so a live attempt is never taken over; a crashed worker's lapse within this.
       leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
@@ -757,7 +759,7 @@ export function buildA2aPushNotifier(deps: Deps): A2aPushNotifier {
     },
     {
       pollMs: config.pollMs,
-      minGapMs: OUTBOX_MIN_GAP_MS,
+      minGapMs: NOTICE_MIN_GAP_MS,
       timeoutMs: DELIVERY_TIMEOUT_MS,
       leaseMs: Math.max(config.leaseMs, DELIVERY_TIMEOUT_MS * 2),
       concurrency: config.webhookConcurrency,
@@ -776,7 +778,7 @@ export function buildTaskNotifier(deps: Deps): TaskNotifier {
     allowInsecureDestinations: deps.config.allowInsecureDestinations,
     bus: deps.bus,
     pollMs: deps.config.pollMs,
-    minGapMs: OUTBOX_MIN_GAP_MS,
+    minGapMs: NOTICE_MIN_GAP_MS,
     timeoutMs: DELIVERY_TIMEOUT_MS,
     space: deps.storage.space,
   });

@@ -64,17 +64,29 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
  * script is text: it runs in the page, whose DOM types this Node.js project does not load.
  */
 export async function paintTimings(page: Page): Promise<{ fcp: number | null; lcp: number | null }> {
+  // The paint entries are recorded once the frame is presented, which can be after the page's content is there:
+  // both are observed (buffered entries arrive in a task of their own), for up to 5 s for the first paint.
   return page.evaluate(`new Promise((resolve) => {
-    const fcp = performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null;
+    let fcp = null;
     let lcp = null;
-    const observer = new PerformanceObserver((list) => {
+    const lcpObserver = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) lcp = entry.startTime;
     });
-    observer.observe({ type: 'largest-contentful-paint', buffered: true });
-    // Buffered entries are delivered in a task of their own.
-    setTimeout(() => {
-      observer.disconnect();
+    lcpObserver.observe({ type: 'largest-contentful-paint', buffered: true });
+    const done = () => {
+      paintObserver.disconnect();
+      lcpObserver.disconnect();
       resolve({ fcp, lcp });
-    }, 50);
+    };
+    const giveUp = setTimeout(done, 5000);
+    const paintObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        if (entry.name !== 'first-contentful-paint') continue;
+        fcp = entry.startTime;
+        clearTimeout(giveUp);
+        setTimeout(done, 50);
+      }
+    });
+    paintObserver.observe({ type: 'paint', buffered: true });
   })`);
 }

@@ -6,10 +6,9 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { openStorage } from '../src/storage/db.ts';
 import type { Database } from '../src/storage/schema.ts';
-import { dialects, testEnvironment } from './helpers/harness.ts';
-import { dataDirSecrets, olderDatabase } from './helpers/migrations.ts';
+import { dialects } from './helpers/harness.ts';
+import { afterMigrating } from './helpers/migrations.ts';
 
 const MIGRATION = '0044-partial-run-indexes';
 
@@ -63,59 +62,43 @@ async function plan(db: Kysely<Database>, dialect: string, query: string, values
 
 describe.each(dialects())('migration 0044 (%s)', (dialect) => {
   it('keeps the indexed runs findable through partial indexes that their readers use', async () => {
-    const environment = testEnvironment(dialect);
-    try {
-      const older = await olderDatabase(environment.env, MIGRATION);
-      for (const statement of SEED) await sql.raw(statement).execute(older);
-      await older.destroy();
-      const storage = await openStorage({
-        databaseUrl: environment.env.DATABASE_URL ?? null,
-        databaseSchema: environment.env.AGENTRY_DATABASE_SCHEMA ?? null,
-        dataDir: environment.env.AGENTRY_DATA_DIR ?? '',
-      });
-      try {
-        const applied = await storage.migrate(dataDirSecrets(environment.env.AGENTRY_DATA_DIR ?? ''));
-        expect(applied[0]).toBe(MIGRATION);
-        const { db } = storage;
-        const definitions =
-          dialect === 'sqlite'
-            ? await sql<{ name: string; definition: string }>`select name, sql as definition from sqlite_master
-                where type = 'index' and tbl_name = 'runs'`.execute(db)
-            : await sql<{ name: string; definition: string }>`select indexname as name, indexdef as definition
-                from pg_indexes where tablename = 'runs'
-                and schemaname = ${environment.env.AGENTRY_DATABASE_SCHEMA ?? ''}`.execute(db);
-        const definition = (name: string) =>
-          definitions.rows.find((row) => row.name === name)?.definition.toLowerCase() ?? '';
-        expect(definition('runs_completed')).toMatch(/where \(?"?completed_at"? is not null/);
-        expect(definition('runs_org_end_user_created')).toMatch(/where \(?"?end_user"? is not null/);
+    await afterMigrating(dialect, MIGRATION, SEED, async ({ storage, applied, env }) => {
+      expect(applied[0]).toBe(MIGRATION);
+      const { db } = storage;
+      const definitions =
+        dialect === 'sqlite'
+          ? await sql<{ name: string; definition: string }>`select name, sql as definition from sqlite_master
+            where type = 'index' and tbl_name = 'runs'`.execute(db)
+          : await sql<{ name: string; definition: string }>`select indexname as name, indexdef as definition
+            from pg_indexes where tablename = 'runs'
+            and schemaname = ${env.AGENTRY_DATABASE_SCHEMA ?? ''}`.execute(db);
+      const definition = (name: string) =>
+        definitions.rows.find((row) => row.name === name)?.definition.toLowerCase() ?? '';
+      expect(definition('runs_completed')).toMatch(/where \(?"?completed_at"? is not null/);
+      expect(definition('runs_org_end_user_created')).toMatch(/where \(?"?end_user"? is not null/);
 
-        const exportPlan = await plan(db, dialect, EXPORT_SWEEP, [0]);
-        expect(exportPlan).toContain('runs_completed');
-        const usagePlan = await plan(db, dialect, END_USER_USAGE, ['org-1', 'alice', 0]);
-        expect(usagePlan).toContain('runs_org_end_user_created');
+      const exportPlan = await plan(db, dialect, EXPORT_SWEEP, [0]);
+      expect(exportPlan).toContain('runs_completed');
+      const usagePlan = await plan(db, dialect, END_USER_USAGE, ['org-1', 'alice', 0]);
+      expect(usagePlan).toContain('runs_org_end_user_created');
 
-        // The rows the old indexes held are found through the new ones.
-        const swept = await db
-          .selectFrom('runs')
-          .select('id')
-          .where('completed_at', '>=', 0)
-          .where('exported_at', 'is', null)
-          .orderBy('completed_at')
-          .execute();
-        expect(swept.map((row) => row.id)).toEqual(['run-1', 'run-2']);
-        const ofAlice = await db
-          .selectFrom('runs')
-          .select('id')
-          .where('org_id', '=', 'org-1')
-          .where('end_user', '=', 'alice')
-          .orderBy('id')
-          .execute();
-        expect(ofAlice.map((row) => row.id)).toEqual(['run-1', 'run-3']);
-      } finally {
-        await storage.close();
-      }
-    } finally {
-      await environment.cleanup();
-    }
+      // The rows the old indexes held are found through the new ones.
+      const swept = await db
+        .selectFrom('runs')
+        .select('id')
+        .where('completed_at', '>=', 0)
+        .where('exported_at', 'is', null)
+        .orderBy('completed_at')
+        .execute();
+      expect(swept.map((row) => row.id)).toEqual(['run-1', 'run-2']);
+      const ofAlice = await db
+        .selectFrom('runs')
+        .select('id')
+        .where('org_id', '=', 'org-1')
+        .where('end_user', '=', 'alice')
+        .orderBy('id')
+        .execute();
+      expect(ofAlice.map((row) => row.id)).toEqual(['run-1', 'run-3']);
+    });
   });
 });

@@ -4,9 +4,8 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { openStorage } from '../src/storage/db.ts';
-import { dialects, testEnvironment } from './helpers/harness.ts';
-import { dataDirSecrets, olderDatabase } from './helpers/migrations.ts';
+import { dialects } from './helpers/harness.ts';
+import { afterMigrating } from './helpers/migrations.ts';
 
 const MIGRATION = '0033-usage';
 
@@ -33,48 +32,28 @@ const SEED = [
 
 describe.each(dialects())('migration 0033 (%s)', (dialect) => {
   it("gives existing runs their session's end user and no key, and adds the usage indexes", async () => {
-    const environment = testEnvironment(dialect);
-    try {
-      const older = await olderDatabase(environment.env, MIGRATION);
-      for (const statement of SEED) await sql.raw(statement).execute(older);
-      await older.destroy();
-      const storage = await openStorage({
-        databaseUrl: environment.env.DATABASE_URL ?? null,
-        databaseSchema: environment.env.AGENTRY_DATABASE_SCHEMA ?? null,
-        dataDir: environment.env.AGENTRY_DATA_DIR ?? '',
-      });
-      try {
-        const applied = await storage.migrate(dataDirSecrets(environment.env.AGENTRY_DATA_DIR ?? ''));
-        // This one first, then whatever later migrations there are.
-        expect(applied[0]).toBe(MIGRATION);
-        const rows = await storage.db
-          .selectFrom('runs')
-          .select(['id', 'end_user', 'api_key_id'])
-          .orderBy('id')
-          .execute();
-        expect(rows).toEqual([
-          { id: 'run-1', end_user: 'alice', api_key_id: null },
-          { id: 'run-2', end_user: 'alice', api_key_id: null },
-          { id: 'run-3', end_user: null, api_key_id: null },
-          { id: 'run-4', end_user: null, api_key_id: null },
-        ]);
-        const indexes =
-          dialect === 'sqlite'
-            ? await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'runs'`
-                .execute(storage.db)
-                .then((result) => result.rows.map((row) => row.name))
-            : await sql<{ indexname: string }>`select indexname from pg_indexes where tablename = 'runs'
-                and schemaname = ${environment.env.AGENTRY_DATABASE_SCHEMA ?? ''}`
-                .execute(storage.db)
-                .then((result) => result.rows.map((row) => row.indexname));
-        expect(indexes).toEqual(
-          expect.arrayContaining(['runs_org_created', 'runs_org_key_created', 'runs_org_end_user_created']),
-        );
-      } finally {
-        await storage.close();
-      }
-    } finally {
-      await environment.cleanup();
-    }
+    await afterMigrating(dialect, MIGRATION, SEED, async ({ storage, applied, env }) => {
+      // This one first, then whatever later migrations there are.
+      expect(applied[0]).toBe(MIGRATION);
+      const rows = await storage.db.selectFrom('runs').select(['id', 'end_user', 'api_key_id']).orderBy('id').execute();
+      expect(rows).toEqual([
+        { id: 'run-1', end_user: 'alice', api_key_id: null },
+        { id: 'run-2', end_user: 'alice', api_key_id: null },
+        { id: 'run-3', end_user: null, api_key_id: null },
+        { id: 'run-4', end_user: null, api_key_id: null },
+      ]);
+      const indexes =
+        dialect === 'sqlite'
+          ? await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'runs'`
+              .execute(storage.db)
+              .then((result) => result.rows.map((row) => row.name))
+          : await sql<{ indexname: string }>`select indexname from pg_indexes where tablename = 'runs'
+            and schemaname = ${env.AGENTRY_DATABASE_SCHEMA ?? ''}`
+              .execute(storage.db)
+              .then((result) => result.rows.map((row) => row.indexname));
+      expect(indexes).toEqual(
+        expect.arrayContaining(['runs_org_created', 'runs_org_key_created', 'runs_org_end_user_created']),
+      );
+    });
   });
 });

@@ -5,9 +5,9 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { type Executor, openStorage } from '../src/storage/db.ts';
-import { dialects, testEnvironment } from './helpers/harness.ts';
-import { dataDirSecrets, olderDatabase } from './helpers/migrations.ts';
+import type { Executor } from '../src/storage/db.ts';
+import { dialects } from './helpers/harness.ts';
+import { afterMigrating } from './helpers/migrations.ts';
 
 const MIGRATION = '0021-without-rowid';
 const BIG = 'x'.repeat(9000);
@@ -36,68 +36,53 @@ async function count(db: Executor, query: string): Promise<number> {
 
 describe.each(dialects())('migration 0021 (%s)', (dialect) => {
   it('keeps every row, key and index of the rebuilt tables', async () => {
-    const environment = testEnvironment(dialect);
-    try {
-      const older = await olderDatabase(environment.env, MIGRATION);
-      for (const statement of SEED) await sql.raw(statement).execute(older);
-      await older.destroy();
-      const storage = await openStorage({
-        databaseUrl: environment.env.DATABASE_URL ?? null,
-        databaseSchema: environment.env.AGENTRY_DATABASE_SCHEMA ?? null,
-        dataDir: environment.env.AGENTRY_DATA_DIR ?? '',
-      });
-      try {
-        expect(await storage.migrate(dataDirSecrets(environment.env.AGENTRY_DATA_DIR ?? ''))).toContain(MIGRATION);
-        const { db } = storage;
-        const events = await db.selectFrom('session_events').select(['id', 'seq', 'data']).orderBy('seq').execute();
-        expect(events.map((event) => [event.id, event.seq])).toEqual([
-          ['event-1', 1],
-          ['event-2', 2],
-        ]);
-        expect(events[1]?.data).toBe(`{"big":"${BIG}"}`);
-        expect(await db.selectFrom('spans').select('id').execute()).toEqual([{ id: 'span-1' }]);
-        expect(await db.selectFrom('idempotency_keys').select('key').execute()).toEqual([{ key: 'key-1' }]);
-        // Keys and unique constraints still hold.
-        const duplicates = [
-          `insert into session_events (id, session_id, seq, kind, data, created_at) values ('event-1', 'session-1', 9, 'k', '{}', 1)`,
-          `insert into session_events (id, session_id, seq, kind, data, created_at) values ('event-9', 'session-1', 2, 'k', '{}', 1)`,
-          `insert into spans (id, org_id, run_id, kind, name, status, seq, started_at, attributes) values ('span-2', 'org-1', 'run-1', 'agent', 'turn', 'ok', 1, 1, '{}')`,
-          `insert into idempotency_keys (org_id, scope, key, request_hash, status_code, response_body, created_at) values ('org-1', 'messages', 'key-1', 'h', 202, '{}', 1)`,
-        ];
-        for (const statement of duplicates) await expect(sql.raw(statement).execute(db)).rejects.toThrow(/unique/i);
-        // The session's events still go with it.
-        await sql.raw(`delete from sessions where id = 'session-1'`).execute(db);
-        expect(await db.selectFrom('session_events').select('id').execute()).toEqual([]);
-        if (dialect === 'sqlite') {
-          for (const table of ['session_events', 'spans', 'idempotency_keys']) {
-            const { rows } = await sql<{ sql: string }>`
-              select sql from sqlite_master where type = 'table' and name = ${table}`.execute(db);
-            expect(rows[0]?.sql).toMatch(/without rowid$/i);
-          }
-          // No index of the primary key besides the table: only the other unique constraint and the indexes.
-          expect(
-            await count(
-              db,
-              // session_events_created is a later migration's (0035, retention).
-              `select count(*) as n from sqlite_master where tbl_name = 'session_events' and type = 'index' and name <> 'session_events_created'`,
-            ),
-          ).toBe(1);
-          expect(
-            await count(db, `select count(*) as n from sqlite_master where tbl_name = 'spans' and type = 'index'`),
-          ).toBe(1);
-          expect(
-            await count(
-              db,
-              `select count(*) as n from sqlite_master where tbl_name = 'idempotency_keys' and type = 'index'`,
-            ),
-          ).toBe(1);
-          expect(await count(db, 'select count(*) as n from pragma_foreign_key_check')).toBe(0);
+    await afterMigrating(dialect, MIGRATION, SEED, async ({ storage, applied }) => {
+      expect(applied).toContain(MIGRATION);
+      const { db } = storage;
+      const events = await db.selectFrom('session_events').select(['id', 'seq', 'data']).orderBy('seq').execute();
+      expect(events.map((event) => [event.id, event.seq])).toEqual([
+        ['event-1', 1],
+        ['event-2', 2],
+      ]);
+      expect(events[1]?.data).toBe(`{"big":"${BIG}"}`);
+      expect(await db.selectFrom('spans').select('id').execute()).toEqual([{ id: 'span-1' }]);
+      expect(await db.selectFrom('idempotency_keys').select('key').execute()).toEqual([{ key: 'key-1' }]);
+      // Keys and unique constraints still hold.
+      const duplicates = [
+        `insert into session_events (id, session_id, seq, kind, data, created_at) values ('event-1', 'session-1', 9, 'k', '{}', 1)`,
+        `insert into session_events (id, session_id, seq, kind, data, created_at) values ('event-9', 'session-1', 2, 'k', '{}', 1)`,
+        `insert into spans (id, org_id, run_id, kind, name, status, seq, started_at, attributes) values ('span-2', 'org-1', 'run-1', 'agent', 'turn', 'ok', 1, 1, '{}')`,
+        `insert into idempotency_keys (org_id, scope, key, request_hash, status_code, response_body, created_at) values ('org-1', 'messages', 'key-1', 'h', 202, '{}', 1)`,
+      ];
+      for (const statement of duplicates) await expect(sql.raw(statement).execute(db)).rejects.toThrow(/unique/i);
+      // The session's events still go with it.
+      await sql.raw(`delete from sessions where id = 'session-1'`).execute(db);
+      expect(await db.selectFrom('session_events').select('id').execute()).toEqual([]);
+      if (dialect === 'sqlite') {
+        for (const table of ['session_events', 'spans', 'idempotency_keys']) {
+          const { rows } = await sql<{ sql: string }>`
+          select sql from sqlite_master where type = 'table' and name = ${table}`.execute(db);
+          expect(rows[0]?.sql).toMatch(/without rowid$/i);
         }
-      } finally {
-        await storage.close();
+        // No index of the primary key besides the table: only the other unique constraint and the indexes.
+        expect(
+          await count(
+            db,
+            // session_events_created is a later migration's (0035, retention).
+            `select count(*) as n from sqlite_master where tbl_name = 'session_events' and type = 'index' and name <> 'session_events_created'`,
+          ),
+        ).toBe(1);
+        expect(
+          await count(db, `select count(*) as n from sqlite_master where tbl_name = 'spans' and type = 'index'`),
+        ).toBe(1);
+        expect(
+          await count(
+            db,
+            `select count(*) as n from sqlite_master where tbl_name = 'idempotency_keys' and type = 'index'`,
+          ),
+        ).toBe(1);
+        expect(await count(db, 'select count(*) as n from pragma_foreign_key_check')).toBe(0);
       }
-    } finally {
-      await environment.cleanup();
-    }
+    });
   });
 });

@@ -1,11 +1,13 @@
 /** Migrations for tests that build a database as an older version left it (run part of them, then the server). */
 import { join } from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { deploymentSecretBox, type SecretBox } from '../../src/lib/secret-box.ts';
+import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { migrationProvider } from '../../src/storage/migrations/index.ts';
 import { NodeSqliteDialect, openSqlite } from '../../src/storage/sqlite-adapter.ts';
+import { type DialectName, testEnvironment } from './harness.ts';
 
 /** The secret box of a server on this data directory without AGENTRY_SECRET_KEY. */
 export const dataDirSecrets = (dataDir: string): SecretBox => deploymentSecretBox({ secretKey: null, dataDir });
@@ -48,4 +50,43 @@ export async function olderDatabase(env: Record<string, string>, before: string)
     throw new Error(`the older migrations failed: ${String(migrated.error)}`, { cause: migrated.error });
   }
   return db;
+}
+
+/** What a check of a migrated database gets: the storage a server opened, the migrations it ran, the environment. */
+export interface Migrated {
+  storage: Storage;
+  applied: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * Builds a database as an older version left it (the migrations before `migration`, then `seed`), opens it as a
+ * server does, runs the server's migrations and hands the result to `check`; closes and removes everything after.
+ */
+export async function afterMigrating(
+  dialect: DialectName,
+  migration: string,
+  seed: readonly string[],
+  check: (migrated: Migrated) => Promise<void>,
+): Promise<void> {
+  const environment = testEnvironment(dialect);
+  try {
+    const older = await olderDatabase(environment.env, migration);
+    for (const statement of seed) await sql.raw(statement).execute(older);
+    await older.destroy();
+    const { env } = environment;
+    const storage = await openStorage({
+      databaseUrl: env.DATABASE_URL ?? null,
+      databaseSchema: env.AGENTRY_DATABASE_SCHEMA ?? null,
+      dataDir: env.AGENTRY_DATA_DIR ?? '',
+    });
+    try {
+      const applied = await storage.migrate(dataDirSecrets(env.AGENTRY_DATA_DIR ?? ''));
+      await check({ storage, applied, env });
+    } finally {
+      await storage.close();
+    }
+  } finally {
+    await environment.cleanup();
+  }
 }

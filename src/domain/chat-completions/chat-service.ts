@@ -231,19 +231,19 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
      */
     async start(orgId: string, request: ChatRequest): Promise<StartedCompletion> {
       const sessionId = newId();
-      const feed = deps.live.follow(sessionId);
-      // The images are deleted again when the completion's turn is not accepted.
+      // The images are fetched first (a fetch may take seconds), then the feed is followed, before the accept; the
+      // images are deleted again when the completion's turn is not accepted.
       const imported: string[] = [];
-      let accepted: Awaited<ReturnType<typeof accept>>;
-      try {
-        accepted = await keepingImages(deps.images, orgId, imported, async () =>
-          accept(orgId, request, sessionId, await attachmentsOf(orgId, request.entries, imported)),
-        );
-      } catch (error) {
-        feed.close();
-        throw error;
-      }
-      const { row, events } = accepted;
+      const { row, events, feed } = await keepingImages(deps.images, orgId, imported, async () => {
+        const attachments = await attachmentsOf(orgId, request.entries, imported);
+        const followed = deps.live.follow(sessionId);
+        try {
+          return { ...(await accept(orgId, request, sessionId, attachments)), feed: followed };
+        } catch (error) {
+          followed.close();
+          throw error;
+        }
+      });
       const events$ = responseEvents({
         db,
         feed,

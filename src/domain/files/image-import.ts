@@ -7,6 +7,7 @@
 import { Readable } from 'node:stream';
 import { validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { discardingUnlessWritten } from '../../lib/discarding.ts';
 import { EgressError, getPinned, type Resolver } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
@@ -28,22 +29,14 @@ export interface ImageImporter {
  * its result holds none of them (a replay), the images are deleted again, so that no request leaves files nobody
  * sent.
  */
-export async function keepingImages<T>(
+export function keepingImages<T>(
   images: ImageImporter,
   orgId: string,
   imported: readonly string[],
   work: () => Promise<T>,
   wrote: (result: T) => boolean = () => true,
 ): Promise<T> {
-  let result: T;
-  try {
-    result = await work();
-  } catch (error) {
-    await images.discard(orgId, imported);
-    throw error;
-  }
-  if (!wrote(result)) await images.discard(orgId, imported);
-  return result;
+  return discardingUnlessWritten(() => images.discard(orgId, imported), work, wrote);
 }
 
 export interface ImageImporterDeps {

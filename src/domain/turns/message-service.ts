@@ -8,6 +8,7 @@
 import type { Bus } from '../../bus/bus.ts';
 import { notFound, validationError } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { discardingUnlessWritten, noDiscard } from '../../lib/discarding.ts';
 import type { Executor } from '../../storage/db.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import type { Agent } from '../agents/agent-types.ts';
@@ -171,14 +172,7 @@ async function submitMessage(
       return { status: 202, body };
     });
   // The prompts' images belong to the message only if this request wrote it.
-  let result: Awaited<ReturnType<typeof accept>>;
-  try {
-    result = await accept();
-  } catch (error) {
-    await expanded.discard?.();
-    throw error;
-  }
-  if (result.replayed) await expanded.discard?.();
+  const result = await discardingUnlessWritten(expanded.discard ?? noDiscard, accept, (accepted) => !accepted.replayed);
   afterCommit(ctx.bus, sessionId, events, true);
   return { body: result.body, replayed: result.replayed };
 }

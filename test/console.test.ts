@@ -537,6 +537,24 @@ describe.skipIf(!available)('web console', () => {
     await snap(page, 'runs');
     await page.getByLabel('Conversation').fill('');
     await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(50);
+    // Both changes in one task of the page, before it renders again: the second keeps the first.
+    await page.getByLabel('Status').selectOption('cancelled');
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(1);
+    const statusId = await page.getByLabel('Status').getAttribute('id');
+    const conversationId = await page.getByLabel('Conversation').getAttribute('id');
+    await page.evaluate(`(() => {
+      const set = (element, value, type) => {
+        const proto = Object.getPrototypeOf(element);
+        Object.getOwnPropertyDescriptor(proto, 'value').set.call(element, value);
+        element.dispatchEvent(new Event(type, { bubbles: true }));
+      };
+      set(document.getElementById(${JSON.stringify(statusId)}), '', 'change');
+      set(document.getElementById(${JSON.stringify(conversationId)}), ${JSON.stringify(`conv_${sessionId}`)}, 'input');
+    })()`);
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(2);
+    expect(new URL(page.url()).searchParams.get('status')).toBeNull();
+    await page.getByLabel('Conversation').fill('');
+    await expect.poll(() => page.locator('tbody tr').count(), WAIT).toBe(50);
     // Each row leads with its input and says how long the run took.
     const newest = page.locator('tbody tr').nth(1);
     expect(await newest.locator('td').first().textContent()).toBe('hello');

@@ -4,7 +4,7 @@
  * so a filtered view can be shared.
  */
 import { useQuery } from '@tanstack/react-query';
-import { Link, useSearchParams } from 'react-router';
+import { Link } from 'react-router';
 import { api, unwrap } from '../api/client.ts';
 import type { Run } from '../api/types.ts';
 import { usePageTitle } from '../components/title.ts';
@@ -21,6 +21,7 @@ import {
   useCursorPages,
   When,
 } from '../components/ui.tsx';
+import { useUrlParams } from '../components/url-params.ts';
 
 const STATUSES: Run['status'][] = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled'];
 const SOURCES: Run['source'][] = ['sessions', 'responses', 'tasks', 'sdk', 'console', 'schedule'];
@@ -36,7 +37,7 @@ function elapsed(seconds: number): string {
 
 export default function RunsPage() {
   usePageTitle('Runs');
-  const [params, setParams] = useSearchParams();
+  const [params, updateParams] = useUrlParams();
   const agent = params.get('agent') ?? '';
   const conversation = params.get('conversation') ?? '';
   const status = params.get('status') ?? '';
@@ -62,18 +63,15 @@ export default function RunsPage() {
     enabled: conversationOk,
   });
   const names = new Map((agents.data?.data ?? []).map((item) => [item.id, item.name]));
-  // From the URL as it is when applied, not as this render saw it: two quick changes (a filter cleared, then
-  // another typed) must not bring the first back.
+  // Each change applies to the URL as it is then (url-params.ts): two quick changes keep both.
   const set = (changes: Record<string, string>) =>
-    setParams((current) => {
-      const next = new URLSearchParams(current);
+    updateParams((next) => {
       for (const [name, value] of Object.entries(changes)) {
         if (value === '') next.delete(name);
         else next.set(name, value);
       }
       // A new filter starts again from the newest runs.
       if (!('cursor' in changes)) next.delete('cursor');
-      return next;
     });
   const pages = useCursorPages(cursor, (next) => set({ cursor: next }));
   const rows = (runs.data?.data ?? []).filter(

@@ -3,7 +3,7 @@
  * A session reads as its title, or its first message while it has none; statuses refresh while the page is open.
  */
 import { useQuery } from '@tanstack/react-query';
-import { Link, useSearchParams } from 'react-router';
+import { Link } from 'react-router';
 import { api, unwrap } from '../api/client.ts';
 import type { Session } from '../api/types.ts';
 import { firstText, sessionName, useSessionPreview } from '../components/session-name.ts';
@@ -20,6 +20,7 @@ import {
   TableBox,
   When,
 } from '../components/ui.tsx';
+import { useUrlParams } from '../components/url-params.ts';
 
 const PAGE = 25;
 const STATUSES: Session['status'][] = ['idle', 'running', 'requires_action', 'failed'];
@@ -58,7 +59,7 @@ function SessionRow({ session, agentName }: { session: Session; agentName: strin
 
 export default function SessionsPage() {
   usePageTitle('Sessions');
-  const [params, setParams] = useSearchParams();
+  const [params, updateParams] = useUrlParams();
   const agentId = params.get('agent') ?? '';
   const status = params.get('status') ?? '';
   const offset = Math.max(0, Number(params.get('offset') ?? 0) || 0);
@@ -72,17 +73,15 @@ export default function SessionsPage() {
     refetchInterval: REFRESH_MS,
   });
   const names = new Map((agents.data?.data ?? []).map((agent) => [agent.id, agent.name]));
-  // From the URL as it is when applied, not as this render saw it (two quick changes keep both).
+  // Each change applies to the URL as it is then (url-params.ts): two quick changes keep both.
   const go = (changes: Record<string, string>) =>
-    setParams((current) => {
-      const next = new URLSearchParams(current);
+    updateParams((next) => {
       // A new agent starts again from the newest sessions.
       const all = !('offset' in changes) && 'agent' in changes ? { ...changes, offset: '' } : changes;
       for (const [name, value] of Object.entries(all)) {
         if (value === '' || value === '0') next.delete(name);
         else next.set(name, value);
       }
-      return next;
     });
   const rows = (sessions.data?.data ?? []).filter((session) => status === '' || session.status === status);
   return (

@@ -7,6 +7,8 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createOpenAI } from '@ai-sdk/openai';
 import { tool as langchainTool } from '@langchain/core/tools';
@@ -20,13 +22,31 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseChatRequest } from '../src/domain/chat-completions/chat-request.ts';
 import { type Stub, startStub, textReply } from './helpers/chat-completions-stub.ts';
-import { flows } from './helpers/fixtures.ts';
+import { flows, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json } from './helpers/harness.ts';
 import { type McpTestServer, startModernMcpServer } from './helpers/mcp-servers.ts';
 
 /** A real 1x1 PNG, as a data: URL. */
 const PNG_URL =
   'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+/**
+ * An image server that holds every request until the test answers it: `next()` resolves with the response of the
+ * next request once it has arrived.
+ */
+async function heldImages() {
+  const held: ServerResponse[] = [];
+  const server = createServer((_request, response) => held.push(response));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/image`,
+    next: () => waitUntil(async () => held.shift(), { what: 'a fetch of the image', everyMs: 10 }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
 const WEATHER_SCRIPT = 'call get_weather {"city":"Paris"}\n---\nIt is sunny in Paris';
 const weatherFunction = {
   name: 'get_weather',
@@ -286,6 +306,48 @@ describe.each(dialects())('POST /v1/chat/completions (%s)', (dialect) => {
       });
       expect(unknown.status, unknown.text).toBe(400);
       expect(json(await h.request('GET', '/v1/files')).data.length).toBe(before + 2);
+    });
+
+    it('fetches the images it is given by URL before it follows the turn, so a slow fetch holds no feed', async () => {
+      const images = await heldImages();
+      // Once the streams of the tests before have ended, no feed is open.
+      const noFeeds = () => waitUntil(async () => h.hub.size() === 0 || null, { what: 'no open feed' });
+      const complete = () =>
+        h.request('POST', '/v1/chat/completions', {
+          body: {
+            model: agentId,
+            messages: [
+              {
+                role: 'user',
+                content: [
+                  { type: 'text', text: 'describe' },
+                  { type: 'image_url', image_url: { url: images.url } },
+                ],
+              },
+            ],
+          },
+        });
+      try {
+        await noFeeds();
+        const answered = complete();
+        const image = await images.next();
+        expect(h.hub.size()).toBe(0);
+        image.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from(PNG_URL.split(',')[1] ?? '', 'base64'));
+        const completion = await answered;
+        expect(completion.status, completion.text).toBe(200);
+        expect(json(completion).choices[0].message.content).toBe('describe');
+        // One that is no image is refused when its fetch ends, having followed nothing meanwhile.
+        await noFeeds();
+        const refused = complete();
+        const page = await images.next();
+        expect(h.hub.size()).toBe(0);
+        page.writeHead(200, { 'content-type': 'text/html' }).end('<p>hi</p>');
+        const refusal = await refused;
+        expect(refusal.status, refusal.text).toBe(400);
+        expect(json(refusal).error).toMatchObject({ param: 'messages[0].content[1].image_url.url' });
+      } finally {
+        await images.close();
+      }
     });
 
     it('runs the MCP tools of the agent inside the turn, and cancels a turn that waits for an approval', async () => {

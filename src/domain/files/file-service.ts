@@ -1,7 +1,8 @@
 /**
  * Files: organization-scoped uploads that Responses (input_file / input_image parts) and legacy Tasks refer to
- * by id. Metadata lives in the `files` table; the bytes live on disk (file-store.ts). No HTTP here: the route
- * turns multipart parts into UploadParts.
+ * by id. Metadata lives in the `files` table; the bytes live on disk (file-store.ts). This module writes the table
+ * (images imported by URL go through `insertFile` and `deleteVisionFiles`); only the retention sweeper's delete
+ * (file-retention.ts) is elsewhere. No HTTP here: the route turns multipart parts into UploadParts.
  */
 import type { Readable } from 'node:stream';
 import { type AppError, notFound, validationError } from '../../errors/app-error.ts';
@@ -225,6 +226,35 @@ function unknownField(field: string): AppError {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Rows
+
+/** Records a file whose bytes are already stored under `row.storage_key`. */
+export async function insertFile(db: Executor, row: FileRow): Promise<void> {
+  await db.insertInto('files').values(row).execute();
+}
+
+/**
+ * Deletes the organization's files of purpose `vision` among `ids` (images imported for a request that kept none
+ * of them), rows first, then their bytes; other files, and ids of other organizations, are left alone.
+ */
+export async function deleteVisionFiles(
+  db: Executor,
+  store: FileStore,
+  orgId: string,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  const rows = await db
+    .deleteFrom('files')
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...ids])
+    .where('purpose', '=', 'vision')
+    .returning('storage_key')
+    .execute();
+  for (const row of rows) await store.remove(row.storage_key);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 
 export function createFileService(deps: FileServiceDeps) {
   const store: FileStore = createFileStore({ dataDir: deps.dataDir });
@@ -288,7 +318,7 @@ export function createFileService(deps: FileServiceDeps) {
           created_at: now,
           deleted_at: null,
         };
-        await deps.db.insertInto('files').values(row).execute();
+        await insertFile(deps.db, row);
         return fileFromRow(row);
       } catch (error) {
         await staged?.upload.discard();

@@ -11,7 +11,7 @@ import { discardingUnlessWritten } from '../../lib/discarding.ts';
 import { EgressError, getPinned, type Resolver } from '../../lib/egress.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Executor } from '../../storage/db.ts';
-import { classifyForModel, normalizeMediaType } from './file-service.ts';
+import { classifyForModel, deleteVisionFiles, insertFile, normalizeMediaType } from './file-service.ts';
 import { createFileStore } from './file-store.ts';
 
 export interface ImageImporter {
@@ -108,21 +108,18 @@ export function createImageImporter(deps: ImageImporterDeps): ImageImporter {
       const staged = await store.stage(orgId, id, Readable.from([bytes]), deps.maxBytes);
       const storageKey = await staged.commit();
       try {
-        await deps.db
-          .insertInto('files')
-          .values({
-            id,
-            org_id: orgId,
-            filename: `image.${EXTENSIONS[mediaType] ?? 'bin'}`,
-            media_type: mediaType,
-            bytes: staged.bytes,
-            sha256: staged.sha256,
-            purpose: 'vision',
-            storage_key: storageKey,
-            created_at: deps.clock.now(),
-            deleted_at: null,
-          })
-          .execute();
+        await insertFile(deps.db, {
+          id,
+          org_id: orgId,
+          filename: `image.${EXTENSIONS[mediaType] ?? 'bin'}`,
+          media_type: mediaType,
+          bytes: staged.bytes,
+          sha256: staged.sha256,
+          purpose: 'vision',
+          storage_key: storageKey,
+          created_at: deps.clock.now(),
+          deleted_at: null,
+        });
       } catch (error) {
         await store.remove(storageKey);
         throw error;
@@ -131,16 +128,8 @@ export function createImageImporter(deps: ImageImporterDeps): ImageImporter {
     },
 
     async discard(orgId, fileIds) {
-      if (fileIds.length === 0) return;
       try {
-        const rows = await deps.db
-          .deleteFrom('files')
-          .where('org_id', '=', orgId)
-          .where('id', 'in', [...fileIds])
-          .where('purpose', '=', 'vision')
-          .returning('storage_key')
-          .execute();
-        for (const row of rows) await store.remove(row.storage_key);
+        await deleteVisionFiles(deps.db, store, orgId, fileIds);
       } catch {
         // Left as files of the organization, as they would have been before; the request's own error matters more.
       }

@@ -46,7 +46,8 @@ describe('wake loop', () => {
     // 400 ms of rings every millisecond: about 10 passes, not hundreds.
     expect(starts.length).toBeGreaterThanOrEqual(2);
     expect(starts.length).toBeLessThanOrEqual(12);
-    for (let i = 1; i < starts.length; i += 1) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(39);
+    // A timer may fire a millisecond or two before its time as performance.now() counts it (the loop clock is coarser).
+    for (let i = 1; i < starts.length; i += 1) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(37);
     expect(overlapped()).toBe(false);
   });
 

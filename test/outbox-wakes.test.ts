@@ -5,7 +5,6 @@
  * where a session created on the API process and a turn run on a worker reach the worker's dispatcher over Redis.
  */
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildA2aPushNotifier, buildDispatcher, buildTaskNotifier } from '../src/deps.ts';
 import type { TaskNotifier } from '../src/domain/tasks/task-notifier.ts';
@@ -14,6 +13,7 @@ import type { WebhookDispatcher } from '../src/webhooks/dispatcher.ts';
 import { asTask, clientFor, send, userMessage } from './helpers/a2a-client.ts';
 import { httpClient } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness, json, testEnvironment, testKey } from './helpers/harness.ts';
+import { REDIS_URL, redisReachable } from './helpers/redis.ts';
 import { type ServerProcess, startServerProcess, startsTimeout } from './helpers/server-process.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
@@ -119,21 +119,6 @@ describe.each(dialects())('senders rung by committed changes (%s)', (dialect) =>
   });
 });
 
-const REDIS_URL = process.env.AGENTRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-async function redisUp(): Promise<boolean> {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0 });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
-
 describe('senders rung across processes (cluster mode)', () => {
   let skip: string | null = null;
   let environment: ReturnType<typeof testEnvironment> | undefined;
@@ -144,7 +129,7 @@ describe('senders rung across processes (cluster mode)', () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     if (inject('postgresUrl') === null) skip = 'Postgres is unreachable or disabled';
-    else if (!(await redisUp())) skip = `Redis at ${REDIS_URL} is unreachable`;
+    else if (!(await redisReachable())) skip = `Redis at ${REDIS_URL} is unreachable`;
     if (skip !== null) {
       if (process.env.CI === 'true') throw new Error(`cluster mode needs Postgres and Redis under CI: ${skip}`);
       return;

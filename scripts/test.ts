@@ -27,7 +27,13 @@ interface VitestReport {
   numFailedTests: number;
   numPendingTests: number;
   numTodoTests: number;
-  testResults?: { name: string; startTime?: number; endTime?: number }[];
+  testResults?: {
+    name: string;
+    startTime?: number;
+    endTime?: number;
+    message?: string;
+    assertionResults?: { fullName: string; status: string; failureMessages?: string[] }[];
+  }[];
 }
 
 /** The slowest test files of the run, so the suite's time can be kept in check from CI's log alone. */
@@ -41,6 +47,27 @@ function slowestFiles(report: VitestReport, count: number): string[] {
     .sort((a, b) => b.seconds - a.seconds)
     .slice(0, count)
     .map((file) => `${file.seconds.toFixed(1).padStart(7)} s  ${file.name}`);
+}
+
+/** The failed tests with the first lines of their messages, so a failure can be read from the end of CI's log. */
+function failedTests(report: VitestReport): string[] {
+  const root = join(import.meta.dirname, '..');
+  const excerpt = (message: string) =>
+    message
+      .split('\n')
+      .slice(0, 6)
+      .map((line) => `      ${line.slice(0, 300)}`)
+      .join('\n');
+  const lines: string[] = [];
+  for (const file of report.testResults ?? []) {
+    const name = file.name.replace(`${root}/`, '');
+    const failed = (file.assertionResults ?? []).filter((test) => test.status === 'failed');
+    for (const test of failed) {
+      lines.push(`  ${name} > ${test.fullName}`, excerpt(test.failureMessages?.[0] ?? ''));
+    }
+    if (failed.length === 0 && file.message) lines.push(`  ${name}`, excerpt(file.message));
+  }
+  return lines;
 }
 
 const stages: Stage[] = [];
@@ -71,6 +98,8 @@ rmSync(reportDir, { recursive: true, force: true });
 if (counts !== null) {
   const slowest = slowestFiles(counts, 15);
   if (slowest.length > 0) process.stdout.write(`\n=== Slowest test files\n${slowest.join('\n')}\n`);
+  const failed = failedTests(counts);
+  if (failed.length > 0) process.stdout.write(`\n=== Failed tests\n${failed.join('\n')}\n`);
 }
 process.stdout.write('\n=== Summary\n');
 for (const stage of stages) {

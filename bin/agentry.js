@@ -3,6 +3,7 @@
 // under a Node.js too old for Agentry it runs itself again under the Node.js 24 that `npm install` brought (or
 // says what to install) before any .ts file is loaded (static imports would be resolved first, hence the dynamic
 // one).
+import { useDependencyBundles } from './dependency-bundles.js';
 import { runUnderSupportedNode } from './node-check.js';
 import { startServerWithHeapSize } from './server-heap.js';
 
@@ -21,6 +22,8 @@ if (await runUnderSupportedNode()) {
     // Worker threads (and child processes) start with this process's environment: they use the same cache.
     if (enabled !== undefined) process.env.NODE_COMPILE_CACHE = enabled;
   }
+  // TypeBox and Kysely from the bundles that `npm install` made of them, when they are there (dependency-bundles.js).
+  await useDependencyBundles();
   await import('../src/cli/main.ts');
 }
 

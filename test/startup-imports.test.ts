@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MANIFEST as BUNDLE_MANIFEST, type BundleManifest } from '../scripts/dependency-bundles.ts';
 import { spawnChild } from './helpers/children.ts';
 import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
 import { testEnvironment } from './helpers/harness.ts';
@@ -73,12 +74,16 @@ function recordFile(): string {
   return join(scratch, `modules-${Math.random().toString(36).slice(2)}.txt`);
 }
 
-/** The recorded modules: `src/…` paths of the project's own files, and `<package>/<path>` of installed ones. */
+/**
+ * The recorded modules: `src/…` paths of the project's own files, `<package>/<path>` of installed ones, and
+ * `internal:<path>` of Node's own internal modules.
+ */
 function recorded(file: string): string[] {
   return readFileSync(file, 'utf8')
     .split('\n')
-    .filter((url) => url.startsWith('file:'))
+    .filter((url) => url.startsWith('file:') || url.startsWith('internal:'))
     .map((url) => {
+      if (url.startsWith('internal:')) return url;
       const path = fileURLToPath(url);
       const installed = path.lastIndexOf('/node_modules/');
       return installed >= 0 ? path.slice(installed + '/node_modules/'.length) : relative(ROOT, path);
@@ -127,12 +132,12 @@ describe('what a command line that only prints loads', () => {
 
 describe('what a server loads by the time it is ready (sqlite)', () => {
   /** `agentry serve --role <role>` on a fresh data directory, until it is ready; then stopped. */
-  async function serve(role: 'all' | 'worker'): Promise<string[]> {
+  async function serve(role: 'all' | 'worker', extra: Record<string, string> = {}): Promise<string[]> {
     const environment = testEnvironment('sqlite');
     const file = recordFile();
     try {
       const child = spawnChild(process.execPath, ['--import', HOOK, BIN, 'serve', '--role', role], {
-        env: childEnv({ ...environment.env, RECORD_MODULES_TO: file }),
+        env: childEnv({ ...environment.env, RECORD_MODULES_TO: file, ...extra }),
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
@@ -160,6 +165,9 @@ describe('what a server loads by the time it is ready (sqlite)', () => {
       const modules = await serve('all');
       expect(modules).toContain('src/http/api-routes.ts');
       expect(from(LOADED_ON_USE, modules)).toEqual([]);
+      // Node's fetch (its bundled undici), which an ES import of node:http loads for the facade (lib/node-http.ts).
+      expect(modules).toContain('internal:http');
+      expect(modules.filter((module) => module.startsWith('internal:deps/undici/'))).toEqual([]);
     },
     startsTimeout(1),
   );
@@ -177,5 +185,28 @@ describe('what a server loads by the time it is ready (sqlite)', () => {
       expect(from(['@fastify/multipart', ...LOADED_ON_USE], modules)).toEqual([]);
     },
     startsTimeout(1),
+  );
+
+  it(
+    'TypeBox and Kysely from the bundles `npm install` made of them (scripts/dependency-bundles.ts)',
+    async () => {
+      const manifest = JSON.parse(readFileSync(BUNDLE_MANIFEST, 'utf8')) as BundleManifest;
+      const entries = new Set(
+        manifest.packages
+          .flatMap((entry) => Object.keys(entry.entries))
+          .map((file) => file.slice('node_modules/'.length)),
+      );
+      const bundled = await serve('all');
+      // The packages' entry files are resolved (then replaced by their bundles); none of the files they import is.
+      expect(from(['typebox', 'kysely'], bundled).filter((module) => !entries.has(module))).toEqual([]);
+      expect(
+        from(['.cache/agentry/bundles/typebox/', '.cache/agentry/bundles/kysely/'], bundled).length,
+      ).toBeGreaterThan(4);
+      // Turned off, the packages load file by file, as installed.
+      const installed = await serve('all', { AGENTRY_DEPENDENCY_BUNDLES: '0' });
+      expect(from(['typebox', 'kysely'], installed).length).toBeGreaterThan(300);
+      expect(from(['.cache/agentry/'], installed)).toEqual([]);
+    },
+    startsTimeout(2),
   );
 });

@@ -3,9 +3,10 @@
  * over Node's limit (431), a request line or header it cannot parse (400), a client that does not send its
  * headers in time (408). The connection is closed afterwards, as Node itself does.
  */
-import { STATUS_CODES } from 'node:http';
+
 import type { Duplex } from 'node:stream';
 import { type ErrorCode, errorCatalog } from '../errors/catalog.ts';
+import { http } from '../lib/node-http.ts';
 import { errorBody } from './error-handler.ts';
 
 function describe(error: NodeJS.ErrnoException): { code: ErrorCode; message: string } {
@@ -24,7 +25,7 @@ export function handleClientError(error: NodeJS.ErrnoException, socket: Duplex):
     const status = errorCatalog[code].status;
     const body = JSON.stringify(errorBody(code, message));
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }

@@ -14,10 +14,11 @@
  * | `allowInsecure` + `refuseHostLocal` (the agent's own destinations) | refused | allowed |
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
-import http from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { classifyAddress, type HostAddresses, systemHostAddresses } from './address-class.ts';
+import { http } from './node-http.ts';
 import { untilAborted } from './retry.ts';
 import { destinationUrlProblem } from './url-policy.ts';
 
@@ -235,7 +236,7 @@ export function classifyNetworkError(error: unknown, duringHandshake = false): E
   return new EgressError('connect_failed', `connection failed (${detail})`, { cause: error });
 }
 
-function flattenHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
+function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const flat: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;

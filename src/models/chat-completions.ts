@@ -17,11 +17,11 @@
  * `[DONE]`) before it finishes, so that the next call reuses the connection; a call that failed, timed out or was
  * closed early drops its connection.
  */
-import { STATUS_CODES } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, type Dispatcher, request as httpRequest } from 'undici';
 import type { ProviderConfig } from '../config.ts';
 import { isJsonObject } from '../lib/guards.ts';
+import { http } from '../lib/node-http.ts';
 import { SseParser } from '../lib/sse-parser.ts';
 import { toChatRequestBody } from './chat-completions-request.ts';
 import { ChatStreamReader } from './chat-completions-stream.ts';
@@ -58,7 +58,7 @@ function errorDetail(status: number, text: string): string {
   } catch {
     // Not JSON (an HTML page from a proxy, say): the reason phrase says as much without echoing it.
   }
-  return STATUS_CODES[status] ?? 'error';
+  return http.STATUS_CODES[status] ?? 'error';
 }
 
 /**

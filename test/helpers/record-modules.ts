@@ -1,6 +1,6 @@
 /**
  * Loaded with `node --import` into a child (test/startup-imports.test.ts): records the URL of every module the
- * process resolves and, when its main thread exits, writes them one per line to the file RECORD_MODULES_TO names.
+ * process resolves (and Node's internal modules it loaded) and, when its main thread exits, writes them one per line to the file RECORD_MODULES_TO names.
  */
 import { writeFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
@@ -16,5 +16,10 @@ if (target !== undefined && isMainThread) {
       return result;
     },
   });
-  process.on('exit', () => writeFileSync(target, [...resolved].join('\n')));
+  // Node's own internal modules too (`internal:deps/undici/undici`, …), from its list of what the process loaded.
+  const internal = () =>
+    process.moduleLoadList
+      .filter((entry) => entry.startsWith('NativeModule internal/'))
+      .map((entry) => `internal:${entry.slice('NativeModule internal/'.length)}`);
+  process.on('exit', () => writeFileSync(target, [...resolved, ...internal()].join('\n')));
 }

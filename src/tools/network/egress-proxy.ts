@@ -7,11 +7,12 @@
  * absolute-URI plain HTTP requests; refusals answer 403 with a one-line reason.
  */
 import { chmod, chown } from 'node:fs/promises';
-import http from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { EgressError, type Resolver, resolveDestination } from '../../lib/egress.ts';
+import { http } from '../../lib/node-http.ts';
 import type { NetworkPolicy } from '../tool-config.ts';
 import { normalizeHost, policyAllows } from './network-policy.ts';
 
@@ -68,13 +69,13 @@ export function parseAuthority(raw: string): { host: string; port: number } | nu
   return port >= 1 && port <= 65535 ? { host, port } : null;
 }
 
-function forwardHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+function forwardHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const listed = new Set(
     String(headers.connection ?? '')
       .split(',')
       .map((name) => name.trim().toLowerCase()),
   );
-  const out: http.OutgoingHttpHeaders = {};
+  const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined && !HOP_BY_HOP.has(name) && !listed.has(name)) out[name] = value;
   }
@@ -142,7 +143,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   const server = http.createServer();
   server.maxConnections = options.maxConnections ?? 128;
 
-  server.on('connect', (request: http.IncomingMessage, client: Duplex, head: Buffer) => {
+  server.on('connect', (request: IncomingMessage, client: Duplex, head: Buffer) => {
     track(client);
     client.on('error', () => client.destroy());
     const target = parseAuthority(request.url ?? '');
@@ -185,7 +186,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     );
   });
 
-  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const refuse = (status: number, reason: string) => {
       response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
       response.end(`${reason}\n`);

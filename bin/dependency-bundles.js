@@ -3,7 +3,6 @@
 // files. Only an import that resolves to exactly a bundled entry file is redirected, and only while the package's
 // package.json is the one that was bundled, so another version of the package (nested, or installed since) loads
 // as installed. AGENTRY_DEPENDENCY_BUNDLES=0 turns it off. Worker threads load the packages as installed.
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -24,9 +23,7 @@ export function bundleRedirects(root = ROOT) {
   for (const entry of manifest.packages) {
     let current;
     try {
-      current = createHash('sha256')
-        .update(readFileSync(join(root, 'node_modules', entry.name, 'package.json')))
-        .digest('hex');
+      current = readFileSync(join(root, 'node_modules', entry.name, 'package.json'), 'utf8');
     } catch {
       continue;
     }

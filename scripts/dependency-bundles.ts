@@ -9,7 +9,6 @@
  * Bundling is an optimization only: without a bundler (rolldown, which the console's Vite brings) or with
  * AGENTRY_DEPENDENCY_BUNDLES=0, the packages load as installed.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, resolve } from 'node:path';
@@ -26,7 +25,7 @@ export interface BundleManifest {
   format: 1;
   packages: {
     name: string;
-    /** sha256 of the package's package.json when it was bundled; a package whose file differs is not replaced. */
+    /** The package's package.json when it was bundled; a package whose file differs since is not replaced. */
     packageJson: string;
     /** Entry file of the package (relative to the project root) → the bundle that replaces it (same). */
     entries: Record<string, string>;
@@ -85,8 +84,6 @@ async function loadBundler(): Promise<typeof import('rolldown') | null> {
   return null;
 }
 
-const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
-
 /** Bundles each package of BUNDLED_PACKAGES and writes the manifest; returns it, or null without a bundler. */
 export async function buildDependencyBundles(): Promise<BundleManifest | null> {
   const bundler = await loadBundler();
@@ -115,7 +112,11 @@ export async function buildDependencyBundles(): Promise<BundleManifest | null> {
     Object.values(entries).forEach((file, index) => {
       replaced[relative(ROOT, file)] = relative(ROOT, join(outDir, `entry-${index}.mjs`));
     });
-    manifest.packages.push({ name, packageJson: sha256(join(packageDir, 'package.json')), entries: replaced });
+    manifest.packages.push({
+      name,
+      packageJson: readFileSync(join(packageDir, 'package.json'), 'utf8'),
+      entries: replaced,
+    });
   }
   writeFileSync(MANIFEST, `${JSON.stringify(manifest, null, 2)}\n`);
   return manifest;

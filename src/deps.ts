@@ -81,8 +81,9 @@ import { createMcpProvider } from './tools/mcp/provider.ts';
 import { createToolListCache } from './tools/mcp/tool-cache.ts';
 import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
+import { createDeferredSandboxRuntime } from './tools/sandbox/deferred-runtime.ts';
 import { describeIdentity } from './tools/sandbox/sandbox-identity.ts';
-import { createSandboxRuntime, type SandboxRuntime } from './tools/sandbox/sandbox-runtime.ts';
+import type { SandboxRuntime, SandboxRuntimeOptions } from './tools/sandbox/sandbox-runtime.ts';
 import { type A2aPushNotifier, createA2aPushNotifier } from './webhooks/a2a-push.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.ts';
 
@@ -130,6 +131,8 @@ export interface Deps {
   tools: ToolRegistry;
   /** Agent workspaces and sandboxed commands (docs/sandbox.md). */
   sandbox: SandboxRuntime;
+  /** Settles once the sandbox is detected (and its line logged); at once unless built with `deferSandbox`. */
+  sandboxReady: Promise<void>;
   /** Reports in agent workspaces, for the download routes. */
   reports: ReportService;
   /** OpenTelemetry trace export; null when no OTLP endpoint is configured (nothing runs then). */
@@ -205,6 +208,8 @@ export interface BuildDepsOptions {
   backgroundCheckpoints?: boolean;
   /** true: touch no database yet; the caller runs `deps.connect()` (retrying while the database is unreachable). */
   deferDatabase?: boolean;
+  /** true: return while the sandbox is detected; the caller awaits `deps.sandboxReady` before it runs turns. */
+  deferSandbox?: boolean;
 }
 
 /**
@@ -345,7 +350,7 @@ export async function buildDeps(
     fetch: guardedFetch,
     publicUrl: config.publicUrl,
   });
-  const sandbox = await createSandboxRuntime({
+  const sandboxOptions: SandboxRuntimeOptions = {
     dataDir: config.dataDir,
     limits: config.sandbox.limits,
     fileLimits: { readBytes: config.sandbox.readBytes, writeBytes: config.sandbox.writeBytes },
@@ -359,8 +364,14 @@ export async function buildDeps(
     ...(options.detectSandbox === false
       ? { detection: { available: false, reason: 'sandbox detection is off in this process', hint: 'run the server' } }
       : { bwrapPath: config.sandbox.bwrapPath, user: config.sandbox.user, uidBase: config.sandbox.uidBase }),
+  };
+  // Detecting bubblewrap is mostly waiting on child processes: a caller that defers it builds the rest meanwhile.
+  const { runtime: sandbox, ready: sandboxDetected } = createDeferredSandboxRuntime(sandboxOptions);
+  const sandboxReady = sandboxDetected.then(() => {
+    if (options.detectSandbox !== false) logSandbox(logger, sandbox);
   });
-  if (options.detectSandbox !== false) logSandbox(logger, sandbox);
+  sandboxReady.catch(() => {});
+  if (options.deferSandbox !== true) await sandboxReady;
   // Untrusted input (web pages, search answers, skill front matter) is parsed in worker threads with limits.
   const cpu = createCpuWork(config.cpuPool, logger);
   const builtin = createBuiltinProviders(config, sandbox, cpu, options.agentNetwork);
@@ -535,6 +546,7 @@ export async function buildDeps(
     mcpCatalog,
     tools,
     sandbox,
+    sandboxReady,
     reports: createReportService({ agents, runtime: sandbox }),
     tracing,
     metrics,

@@ -78,7 +78,11 @@ async function logUncataloguedModels(logger: Logger, deps: Deps): Promise<void> 
 
 export async function startServer(config: Config, logger: Logger = createLogger(config)): Promise<RunningServer> {
   // Nothing here needs the database yet: a process started while it is down listens, says "starting", and waits.
-  const deps = await buildDeps(config, logger, systemClock, { backgroundCheckpoints: true, deferDatabase: true });
+  const deps = await buildDeps(config, logger, systemClock, {
+    backgroundCheckpoints: true,
+    deferDatabase: true,
+    deferSandbox: true,
+  });
   logProviders(logger, deps);
   if (config.allowInsecureDestinations) {
     logger.warn(
@@ -116,6 +120,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   const database = databaseWait(logger, lifecycle, url);
+  // The sandbox's detection ran while the routes were built; turns may use it from here on.
+  await deps.sandboxReady;
   await database.until('migrating the database', () => deps.connect());
   // A start on a full disk starts read-only (reads served, writes refused, /readyz 503) instead of failing; the
   // probe ends it once there is space (storage/storage-space.ts logs both).

@@ -3,7 +3,6 @@
  * redirects to their bundles. A bundle replaces its package only while the package's package.json is the one that
  * was bundled; anything else about the manifest that is off means the packages load as installed.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,15 +19,14 @@ afterEach(() => {
 
 const PACKAGE_JSON = '{"name":"pkg","version":"1.0.0","type":"module","exports":{".":"./index.js"}}';
 
-/** A project folder with one installed package `pkg` and a manifest that bundles it (with `packageJson` as hash). */
-function project(manifest: (hash: string) => unknown): string {
+/** A project folder with one installed package `pkg` and a manifest made by `manifest` from its package.json. */
+function project(manifest: (packageJson: string) => unknown): string {
   root = mkdtempSync(join(tmpdir(), 'agentry-bundles-'));
   mkdirSync(join(root, 'node_modules', 'pkg'), { recursive: true });
   writeFileSync(join(root, 'node_modules', 'pkg', 'package.json'), PACKAGE_JSON);
   const bundles = join(root, 'node_modules', '.cache', 'agentry', 'bundles');
   mkdirSync(bundles, { recursive: true });
-  const hash = createHash('sha256').update(PACKAGE_JSON).digest('hex');
-  writeFileSync(join(bundles, 'manifest.json'), JSON.stringify(manifest(hash)));
+  writeFileSync(join(bundles, 'manifest.json'), JSON.stringify(manifest(PACKAGE_JSON)));
   return root;
 }
 
@@ -37,9 +35,9 @@ const BUNDLE = 'node_modules/.cache/agentry/bundles/pkg/entry-0.mjs';
 
 describe('bundleRedirects', () => {
   it('redirects each entry file of a package whose package.json is the one bundled', () => {
-    const dir = project((hash) => ({
+    const dir = project((packageJson) => ({
       format: 1,
-      packages: [{ name: 'pkg', packageJson: hash, entries: { [ENTRY]: BUNDLE } }],
+      packages: [{ name: 'pkg', packageJson, entries: { [ENTRY]: BUNDLE } }],
     }));
     expect([...bundleRedirects(dir)]).toEqual([
       [pathToFileURL(join(dir, ENTRY)).href, pathToFileURL(join(dir, BUNDLE)).href],
@@ -47,16 +45,16 @@ describe('bundleRedirects', () => {
   });
 
   it('leaves a package alone once its package.json has changed (another version installed since)', () => {
-    const dir = project((hash) => ({
+    const dir = project((packageJson) => ({
       format: 1,
-      packages: [{ name: 'pkg', packageJson: hash, entries: { [ENTRY]: BUNDLE } }],
+      packages: [{ name: 'pkg', packageJson, entries: { [ENTRY]: BUNDLE } }],
     }));
     writeFileSync(join(dir, 'node_modules', 'pkg', 'package.json'), PACKAGE_JSON.replace('1.0.0', '1.0.1'));
     expect(bundleRedirects(dir).size).toBe(0);
   });
 
   it.each([
-    ['another format', (hash: string) => ({ format: 2, packages: [{ name: 'pkg', packageJson: hash, entries: {} }] })],
+    ['another format', (packageJson: string) => ({ format: 2, packages: [{ name: 'pkg', packageJson, entries: {} }] })],
     ['no packages', () => ({ format: 1 })],
     ['a package not installed', () => ({ format: 1, packages: [{ name: 'gone', packageJson: 'x', entries: {} }] })],
     ['not an object', () => 'bundles'],

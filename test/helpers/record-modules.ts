@@ -18,7 +18,7 @@ if (target !== undefined && isMainThread) {
   });
   // Node's own internal modules too (`internal:deps/undici/undici`, …), from its list of what the process loaded.
   const internal = () =>
-    process.moduleLoadList
+    (Reflect.get(process, 'moduleLoadList') as string[])
       .filter((entry) => entry.startsWith('NativeModule internal/'))
       .map((entry) => `internal:${entry.slice('NativeModule internal/'.length)}`);
   process.on('exit', () => writeFileSync(target, [...resolved, ...internal()].join('\n')));

@@ -153,16 +153,26 @@ async function traversable(path: string, owner: WorkspaceOwner): Promise<string 
   return null;
 }
 
-export async function createSandboxRuntime(options: SandboxRuntimeOptions): Promise<SandboxRuntime> {
-  const limits = resolveLimits(options.limits);
-  const fileLimits: FileLimits = {
-    readBytes: options.fileLimits?.readBytes ?? DEFAULT_READ_BYTES,
-    writeBytes: options.fileLimits?.writeBytes ?? DEFAULT_WRITE_BYTES,
-    listEntries: options.fileLimits?.listEntries ?? DEFAULT_LIST_ENTRIES,
+/** The runtime's limits, known from its options alone (before detection). */
+export function sandboxSizes(
+  options: Pick<SandboxRuntimeOptions, 'limits' | 'fileLimits' | 'quotaBytes'>,
+): Pick<SandboxRuntime, 'limits' | 'fileLimits' | 'quotaBytes'> {
+  return {
+    limits: resolveLimits(options.limits),
+    fileLimits: {
+      readBytes: options.fileLimits?.readBytes ?? DEFAULT_READ_BYTES,
+      writeBytes: options.fileLimits?.writeBytes ?? DEFAULT_WRITE_BYTES,
+      listEntries: options.fileLimits?.listEntries ?? DEFAULT_LIST_ENTRIES,
+    },
+    quotaBytes: options.quotaBytes ?? DEFAULT_WORKSPACE_QUOTA_BYTES,
   };
+}
+
+export async function createSandboxRuntime(options: SandboxRuntimeOptions): Promise<SandboxRuntime> {
+  const { limits, fileLimits } = sandboxSizes(options);
   const bounds = options.walkBounds ?? DEFAULT_WALK_BOUNDS;
   const threads = createUsageThreads();
-  const quota = createWorkspaceQuota(options.quotaBytes ?? DEFAULT_WORKSPACE_QUOTA_BYTES, threads, bounds);
+  const quota = createWorkspaceQuota(sandboxSizes(options).quotaBytes, threads, bounds);
   const { logger } = options;
   const workspacesRoot = join(resolve(options.dataDir), 'workspaces');
   // A folder of this process's own for the runs (and the startup trial), unless the caller chose where they go or

@@ -1,0 +1,51 @@
+/**
+ * A sandbox runtime handed out while its detection runs. Detecting bubblewrap (its version, a trial run) is mostly
+ * waiting on child processes, a few hundred milliseconds, so a server starts the detection and goes on building
+ * its routes meanwhile; it waits for `ready` before it runs turns or answers requests. Until then each call waits
+ * for the runtime, and `available()` says the sandbox is not detected yet.
+ */
+import type { BubblewrapDetection } from './bubblewrap-detect.ts';
+import {
+  createSandboxRuntime,
+  type SandboxRuntime,
+  type SandboxRuntimeOptions,
+  sandboxSizes,
+} from './sandbox-runtime.ts';
+
+const DETECTING: BubblewrapDetection = {
+  available: false,
+  reason: 'the sandbox is still being detected',
+  hint: 'wait until the server is ready',
+};
+
+export interface DeferredSandboxRuntime {
+  runtime: SandboxRuntime;
+  /** Settles when the detection has: rejects as createSandboxRuntime would have. */
+  ready: Promise<void>;
+}
+
+export function createDeferredSandboxRuntime(options: SandboxRuntimeOptions): DeferredSandboxRuntime {
+  let detected: SandboxRuntime | null = null;
+  const pending = createSandboxRuntime(options);
+  const ready = pending.then((runtime) => {
+    detected = runtime;
+  });
+  // Awaited by the caller later; a failure must not count as unhandled before then.
+  ready.catch(() => {});
+  const runtime: SandboxRuntime = {
+    ...sandboxSizes(options),
+    available: () => detected?.available() ?? DETECTING,
+    userFor: async (orgId) => (await pending).userFor(orgId),
+    workspaceFor: async (orgId, agentId) => (await pending).workspaceFor(orgId, agentId),
+    run: async (runOptions) => (await pending).run(runOptions),
+    readFile: async (workspace, path, readOptions) => (await pending).readFile(workspace, path, readOptions),
+    writeFile: async (workspace, path, content) => (await pending).writeFile(workspace, path, content),
+    listFiles: async (workspace, path, listOptions) => (await pending).listFiles(workspace, path, listOptions),
+    activeRuns: () => detected?.activeRuns() ?? 0,
+    async close() {
+      const settled = await pending.catch(() => null);
+      await settled?.close();
+    },
+  };
+  return { runtime, ready };
+}

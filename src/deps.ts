@@ -208,7 +208,10 @@ export interface BuildDepsOptions {
   backgroundCheckpoints?: boolean;
   /** true: touch no database yet; the caller runs `deps.connect()` (retrying while the database is unreachable). */
   deferDatabase?: boolean;
-  /** true: return while the sandbox is detected; the caller awaits `deps.sandboxReady` before it runs turns. */
+  /**
+   * true: return while the sandbox is detected (`deps.sandboxReady` settles when it is); meanwhile each use of the
+   * sandbox, and the sandbox tools' listing, waits for it.
+   */
   deferSandbox?: boolean;
 }
 

@@ -120,8 +120,6 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   const database = databaseWait(logger, lifecycle, url);
-  // The sandbox's detection ran while the routes were built; turns may use it from here on.
-  await deps.sandboxReady;
   await database.until('migrating the database', () => deps.connect());
   // A start on a full disk starts read-only (reads served, writes refused, /readyz 503) instead of failing; the
   // probe ends it once there is space (storage/storage-space.ts logs both).
@@ -145,6 +143,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   );
   announceBootstrap(logger, bootstrapped, consoleUrl);
   lifecycle.markReady();
+  // The sandbox is detected meanwhile (a trial run, mostly waiting on bubblewrap); what needs it waits for it.
+  deps.sandboxReady.catch((error: unknown) => {
+    logger.error({ err: error }, `the sandbox could not be set up, sandboxed commands fail: ${String(error)}`);
+  });
   announce(logger, `listening on ${url}`);
   if (consoleUrl !== null) announce(logger, `web console: ${consoleUrl}`);
   const sweep = setInterval(() => {

@@ -2,12 +2,15 @@
  * Ready means ready, checked the way an orchestrator or an impatient client meets a fresh server: a real server
  * process with AGENTRY_BOOTSTRAP_KEY, called in a tight loop from the moment its port accepts connections, on a
  * fresh database each time. Every authenticated call is answered 200 (never a 401 for the key about to be
- * created), and /healthz never says 200 before that key works.
+ * created), and /healthz never says 200 before that key works. Its sandbox, detected after it is ready, is
+ * there for the first turn that asks for it.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { START_TIMEOUT_MS } from './helpers/deadlines.ts';
 import { dialects, testEnvironment, testKey } from './helpers/harness.ts';
+import { describeSandbox } from './helpers/sandbox.ts';
 import { launchServerProcess } from './helpers/server-process.ts';
 
 /** Fresh starts per dialect; the report that found this saw it on Postgres. */
@@ -114,5 +117,54 @@ describe.each(dialects())('a fresh server called at once (%s)', (dialect) => {
       }
     },
     STARTS[dialect] * STARTUP_TIMEOUT_MS,
+  );
+});
+
+/** One authenticated JSON call. */
+async function api(base: string, key: string, method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      'idempotency-key': randomUUID(),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text);
+}
+
+describeSandbox('a fresh server with a sandbox (sqlite)', () => {
+  // A server is ready before its sandbox is detected (tools/sandbox/deferred-runtime.ts): what needs it waits.
+  it(
+    'offers the sandbox tools to an agent created as soon as it is ready, and runs its first command',
+    async () => {
+      const environment = testEnvironment('sqlite');
+      const key = testKey();
+      const server = launchServerProcess({ ...environment.env, AGENTRY_BOOTSTRAP_KEY: key, LOG_LEVEL: 'warn' });
+      try {
+        const base = await server.listening;
+        const created = await api(base, key, 'POST', '/v1/agents', {
+          name: 'first',
+          model: 'scripted',
+          mcpServers: [{ kind: 'internal', name: 'sandbox' }],
+        });
+        expect(created.warnings ?? []).toEqual([]);
+        const { session } = await api(base, key, 'POST', '/v1/sessions', { agentId: created.agent.id });
+        const accepted = await api(base, key, 'POST', `/v1/sessions/${session.id}/messages`, {
+          parts: [{ type: 'text', text: `call sandbox_run ${JSON.stringify({ command: 'echo first-command' })}` }],
+        });
+        expect(accepted.warnings ?? []).toEqual([]);
+        const done = await api(base, key, 'GET', `/v1/sessions/${session.id}/messages/${accepted.id}?wait=30`);
+        expect(done.message.status, JSON.stringify(done)).toBe('completed');
+        expect(done.message.response.parts[0].text).toContain('first-command');
+      } finally {
+        await server.stop('SIGKILL');
+        await environment.cleanup();
+      }
+    },
+    START_TIMEOUT_MS + 60_000,
   );
 });

@@ -159,7 +159,8 @@ export function createSandboxProvider(runtime: SandboxRuntime): ToolProvider {
     claims: internalEntry('sandbox'),
     async sources(agent, claimed) {
       if (claimed.length === 0) return [];
-      const host = runtime.available();
+      // A server's first turns may come while the sandbox is still being detected: they wait for it.
+      const host = await runtime.detected();
       if (!host.available) {
         return [
           {

@@ -3,6 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Executor } from '../../storage/db.ts';
+import { createSandboxProvider } from '../builtin/sandbox-tools.ts';
+import { createToolRegistry } from '../registry.ts';
+import { type AgentToolConfig, DEFAULT_TOOL_APPROVALS } from '../tool-config.ts';
 import { createDeferredSandboxRuntime } from './deferred-runtime.ts';
 import type { SandboxRuntimeOptions } from './sandbox-runtime.ts';
 
@@ -33,8 +37,27 @@ describe('createDeferredSandboxRuntime', () => {
     expect(runtime.fileLimits.readBytes).toBe(100);
     expect(runtime.available()).toMatchObject({ available: false, reason: 'the sandbox is still being detected' });
     expect(runtime.activeRuns()).toBe(0);
+    await expect(runtime.detected()).resolves.toMatchObject({ reason: 'no bubblewrap in this test' });
     await ready;
     expect(runtime.available()).toEqual({ available: false, reason: 'no bubblewrap in this test', hint: 'none' });
+    await runtime.close();
+  });
+
+  it('lets the sandbox tools listed before the detection wait for it, not report it missing', async () => {
+    const { runtime, ready } = createDeferredSandboxRuntime(options());
+    const registry = createToolRegistry([createSandboxProvider(runtime)]);
+    const agent: AgentToolConfig = {
+      mcpServers: [{ kind: 'internal', name: 'sandbox' }],
+      clientTools: [],
+      skills: [],
+      networkPolicy: null,
+      toolApprovals: DEFAULT_TOOL_APPROVALS,
+    };
+    const warnings = registry.warnings(agent, { orgId: 'org1', agentId: 'agent1', db: {} as Executor });
+    expect(runtime.available()).toMatchObject({ reason: 'the sandbox is still being detected' });
+    const [warning] = await warnings;
+    expect(warning?.message).toContain('(no bubblewrap in this test)');
+    await ready;
     await runtime.close();
   });
 

@@ -1,8 +1,9 @@
 /**
  * A sandbox runtime handed out while its detection runs. Detecting bubblewrap (its version, a trial run) is mostly
- * waiting on child processes, a few hundred milliseconds, so a server starts the detection and goes on building
- * its routes meanwhile; it waits for `ready` before it runs turns or answers requests. Until then each call waits
- * for the runtime, and `available()` says the sandbox is not detected yet.
+ * waiting on child processes, and on a server's start each of its steps also waits for the main thread, busy
+ * building routes and migrating: some 150 ms of a start. A server starts the detection and does not wait for it:
+ * each call of the runtime, and `detected()` (which the sandbox tools' listing awaits), waits for the detection;
+ * `available()` says the sandbox is still being detected until it is done.
  */
 import type { BubblewrapDetection } from './bubblewrap-detect.ts';
 import {
@@ -35,6 +36,7 @@ export function createDeferredSandboxRuntime(options: SandboxRuntimeOptions): De
   const runtime: SandboxRuntime = {
     ...sandboxSizes(options),
     available: () => detected?.available() ?? DETECTING,
+    detected: async () => (await pending).available(),
     userFor: async (orgId) => (await pending).userFor(orgId),
     workspaceFor: async (orgId, agentId) => (await pending).workspaceFor(orgId, agentId),
     run: async (runOptions) => (await pending).run(runOptions),

@@ -103,6 +103,8 @@ export interface SandboxRunOptions {
 export interface SandboxRuntime {
   /** Whether commands can run here, with the reason and an operator hint when not. */
   available(): BubblewrapDetection;
+  /** The same, once the sandbox is detected (a deferred runtime's detection may still run: deferred-runtime.ts). */
+  detected(): Promise<BubblewrapDetection>;
   readonly limits: Readonly<SandboxLimits>;
   readonly fileLimits: Readonly<FileLimits>;
   /** The disk quota of each workspace, in bytes. */
@@ -316,6 +318,7 @@ export async function createSandboxRuntime(options: SandboxRuntimeOptions): Prom
 
   return {
     available: () => detection,
+    detected: async () => detection,
     limits,
     fileLimits,
     quotaBytes: quota.quotaBytes,

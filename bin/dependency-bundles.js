@@ -3,7 +3,7 @@
 // files. Only an import that resolves to exactly a bundled entry file is redirected, and only while the package's
 // package.json is the one that was bundled, so another version of the package (nested, or installed since) loads
 // as installed. AGENTRY_DEPENDENCY_BUNDLES=0 turns it off. Worker threads load the packages as installed.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -28,9 +28,18 @@ export function bundleRedirects(root = ROOT) {
       continue;
     }
     if (current !== entry.packageJson) continue;
-    for (const [file, bundle] of Object.entries(entry.entries)) {
-      redirects.set(pathToFileURL(join(root, file)).href, pathToFileURL(join(root, bundle)).href);
+    // Node.js resolves a module to its real path: a project reached through a symbolic link (or a linked
+    // node_modules) must still match.
+    let pairs;
+    try {
+      pairs = Object.entries(entry.entries).map(([file, bundle]) => [
+        pathToFileURL(realpathSync(join(root, file))).href,
+        pathToFileURL(join(root, bundle)).href,
+      ]);
+    } catch {
+      continue; // an entry file gone: the package is not the one bundled
     }
+    for (const [file, bundle] of pairs) redirects.set(file, bundle);
   }
   return redirects;
 }

@@ -3,7 +3,7 @@
  * redirects to their bundles. A bundle replaces its package only while the package's package.json is the one that
  * was bundled; anything else about the manifest that is off means the packages load as installed.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,6 +24,7 @@ function project(manifest: (packageJson: string) => unknown): string {
   root = mkdtempSync(join(tmpdir(), 'agentry-bundles-'));
   mkdirSync(join(root, 'node_modules', 'pkg'), { recursive: true });
   writeFileSync(join(root, 'node_modules', 'pkg', 'package.json'), PACKAGE_JSON);
+  writeFileSync(join(root, 'node_modules', 'pkg', 'index.js'), 'export const value = 1;\n');
   const bundles = join(root, 'node_modules', '.cache', 'agentry', 'bundles');
   mkdirSync(bundles, { recursive: true });
   writeFileSync(join(bundles, 'manifest.json'), JSON.stringify(manifest(PACKAGE_JSON)));
@@ -42,6 +43,30 @@ describe('bundleRedirects', () => {
     expect([...bundleRedirects(dir)]).toEqual([
       [pathToFileURL(join(dir, ENTRY)).href, pathToFileURL(join(dir, BUNDLE)).href],
     ]);
+  });
+
+  it('matches the real path Node.js resolves to when the project is reached through a symbolic link', () => {
+    const dir = project((packageJson) => ({
+      format: 1,
+      packages: [{ name: 'pkg', packageJson, entries: { [ENTRY]: BUNDLE } }],
+    }));
+    const link = `${dir}-link`;
+    symlinkSync(dir, link);
+    try {
+      expect([...bundleRedirects(link)]).toEqual([
+        [pathToFileURL(join(dir, ENTRY)).href, pathToFileURL(join(link, BUNDLE)).href],
+      ]);
+    } finally {
+      rmSync(link);
+    }
+  });
+
+  it('leaves a package alone once one of its entry files is gone', () => {
+    const dir = project((packageJson) => ({
+      format: 1,
+      packages: [{ name: 'pkg', packageJson, entries: { [ENTRY]: BUNDLE, 'node_modules/pkg/gone.js': BUNDLE } }],
+    }));
+    expect(bundleRedirects(dir).size).toBe(0);
   });
 
   it('leaves a package alone once its package.json has changed (another version installed since)', () => {

@@ -20,7 +20,7 @@ export const MANIFEST = join(BUNDLES_DIR, 'manifest.json');
 /** The packages bundled: ES modules only (a CommonJS package's `require` semantics are not the bundler's to keep). */
 export const BUNDLED_PACKAGES = ['typebox', 'kysely'] as const;
 
-/** What bin/dependency-bundles.js reads: per package, the hash of its package.json and its files' replacements. */
+/** What bin/dependency-bundles.js reads: per package, its package.json as bundled and its files' replacements. */
 export interface BundleManifest {
   format: 1;
   packages: {

@@ -1,6 +1,7 @@
 /**
  * Loaded with `node --import` into a child (test/startup-imports.test.ts): records the URL of every module the
- * process resolves (and Node's internal modules it loaded) and, when its main thread exits, writes them one per line to the file RECORD_MODULES_TO names.
+ * process resolves (and Node's internal modules it loaded) and, when its main thread exits, writes them one per
+ * line to the file RECORD_MODULES_TO names.
  */
 import { writeFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';

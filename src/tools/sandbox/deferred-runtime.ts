@@ -16,7 +16,7 @@ import {
 const DETECTING: BubblewrapDetection = {
   available: false,
   reason: 'the sandbox is still being detected',
-  hint: 'wait until the server is ready',
+  hint: 'a server detects it as it starts: try again in a moment',
 };
 
 export interface DeferredSandboxRuntime {

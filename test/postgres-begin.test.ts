@@ -5,7 +5,9 @@
  * written as literals sent as parameters after a BEGIN of their own, a failed first statement rolled back, and an
  * empty transaction that sends nothing. Deferred writes (prepared.ts runDeferred) go with the transaction's next
  * statement or its COMMIT; one that fails fails that statement and the transaction; a rollback drops them; outside
- * a transaction they are sent at once.
+ * a transaction they are sent at once. A prepared query in such a batch is prepared once per connection (or not
+ * at all when node-postgres has parsed it already) and then executed by name; a failed batch that prepared
+ * something leaves its connection sending unnamed statements.
  */
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
@@ -171,8 +173,11 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
       // The select saw both rows it was sent with; the last insert went with the COMMIT.
       expect(count).toBe('2');
       expect(sent).toHaveLength(2);
-      expect(sent[0]).toMatch(/^begin;insert into "t" .*;insert into "t" .*;select count/);
-      expect(sent[1]).toMatch(/^insert into "t" .*;commit$/);
+      // The prepared insert is prepared once on the connection, then executed by name with its values.
+      expect(sent[0]).toMatch(
+        /^begin;prepare (agentry_\d+) as insert into "t" .*;execute \1\('d1','1'\);execute \1\('d2''s','2'\);select count/,
+      );
+      expect(sent[1]).toMatch(/^execute agentry_\d+\('d3','3'\);commit$/);
       expect(await ids()).toEqual(expect.arrayContaining(['d1', "d2's", 'd3']));
     });
 
@@ -205,5 +210,163 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
       await insert.runDeferred(asStorage(), { id: 'alone', n: 1 });
       expect(await ids()).toContain('alone');
     });
+  });
+});
+
+describe.skipIf(url === null)('prepared queries in a batch on Postgres', () => {
+  const schema = `batch_test_${process.pid}`;
+  type Tables = { t: { id: string; n: number | null } };
+  let admin: pg.Client;
+  const handles: Kysely<Tables>[] = [];
+
+  /** A storage of one connection, as the server's pool makes them. */
+  const open = () => {
+    const db = new Kysely<Tables>({
+      dialect: new PostgresDialect({
+        pool: new pg.Pool({
+          connectionString: url ?? '',
+          max: 1,
+          Client: beginWithFirstStatement(pg.Client, { named: true }),
+          options: `-c search_path=${schema}`,
+        }),
+      }),
+    });
+    handles.push(db);
+    return db as unknown as Kysely<Database>;
+  };
+  const insert = prepare((builder, p: { id: string; n: number }) =>
+    (builder as unknown as Kysely<Tables>).insertInto('t').values({ id: p.id, n: p.n }),
+  );
+  const bump = prepare((builder, p: { id: string }) =>
+    (builder as unknown as Kysely<Tables>)
+      .updateTable('t')
+      .set((eb) => ({ n: eb('n', '+', 1) }))
+      .where('id', '=', p.id)
+      .returning('n'),
+  );
+  /** The statements the one connection of `db` keeps. */
+  const kept = async (db: Kysely<Database>) =>
+    (await sql<{ name: string }>`select name from pg_prepared_statements order by name`.execute(db)).rows.map(
+      (row) => row.name,
+    );
+  const stored = async (id: string) =>
+    (await admin.query(`select n from "${schema}".t where id = $1`, [id])).rows as { n: string }[];
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: url ?? '' });
+    await admin.connect();
+    await admin.query(`create schema "${schema}"`);
+    await admin.query(`create table "${schema}".t (id text primary key, n bigint)`);
+  });
+
+  afterAll(async () => {
+    for (const db of handles) await db.destroy();
+    await admin?.query(`drop schema if exists "${schema}" cascade`);
+    await admin?.end();
+  });
+
+  it('prepares a statement once per connection, then executes it by name', async () => {
+    const db = open();
+    for (const round of [1, 2, 3]) {
+      sent.length = 0;
+      const n = await db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id: `p${round}`, n: round });
+        return (await bump.first(trx, { id: `p${round}` }))?.n;
+      });
+      expect(String(n)).toBe(String(round + 1));
+      expect(sent).toHaveLength(2);
+      const batch = sent[0] ?? '';
+      if (round === 1) {
+        expect(batch).toMatch(
+          /^begin;prepare (agentry_\d+) as insert into "t" .*;execute \1\('p1','1'\);prepare (agentry_\d+) as update "t" .*;execute \2\('p1'\)$/,
+        );
+      } else {
+        expect(batch).not.toContain('prepare');
+        expect(batch).toMatch(
+          new RegExp(`^begin;execute agentry_\\d+\\('p${round}','${round}'\\);execute agentry_\\d+\\('p${round}'\\)$`),
+        );
+      }
+      expect(sent[1]).toBe('commit');
+    }
+    expect(await kept(db)).toHaveLength(2);
+    const { rows } = await admin.query(`select id, n from "${schema}".t where id like 'p%' order by id`);
+    expect(rows).toEqual([
+      { id: 'p1', n: '2' },
+      { id: 'p2', n: '3' },
+      { id: 'p3', n: '4' },
+    ]);
+  });
+
+  it('executes by name what node-postgres parsed alone, without preparing it again', async () => {
+    const db = open();
+    await insert.run(db, { id: 'alone1', n: 1 });
+    expect(await kept(db)).toHaveLength(1);
+    sent.length = 0;
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'alone2', n: 2 });
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^begin;execute agentry_\d+\('alone2','2'\);commit$/);
+    // ...and the other way round: prepared in a batch, then sent alone by name without a parse.
+    await db.transaction().execute(async (trx) => {
+      await bump.first(trx, { id: 'alone1' });
+    });
+    expect(await kept(db)).toHaveLength(2);
+    expect(await bump.first(db, { id: 'alone1' })).toEqual({ n: '3' });
+    expect(await kept(db)).toHaveLength(2);
+  });
+
+  it('prepares again after a rollback dropped the batch that held the PREPARE', async () => {
+    const db = open();
+    sent.length = 0;
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id: 'never', n: 1 });
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect(sent).toEqual([]);
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'after', n: 1 });
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^begin;prepare agentry_\d+ as insert into "t" .*;commit$/);
+    expect(await kept(db)).toHaveLength(1);
+  });
+
+  it('sends unnamed statements after a failed batch that prepared something, and stores the same', async () => {
+    const db = open();
+    await admin.query(`insert into "${schema}".t values ('taken', 1)`);
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id: 'taken', n: 2 });
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    sent.length = 0;
+    const n = await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'unnamed', n: 5 });
+      return (await bump.first(trx, { id: 'unnamed' }))?.n;
+    });
+    expect(String(n)).toBe('6');
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^begin;insert into "t" .*;update "t" /);
+    expect(sent[0]).not.toContain('execute');
+    expect(await stored('unnamed')).toEqual([{ n: '6' }]);
+    expect(await stored('taken')).toEqual([{ n: '1' }]);
+  });
+
+  it('writes values it cannot execute by name into the text or sends them as parameters', async () => {
+    const db = open();
+    sent.length = 0;
+    const large = 'x'.repeat(20_000);
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: large, n: 1 });
+      await insert.runDeferred(trx, { id: 'small', n: 2 });
+    });
+    const { rows } = await admin.query(`select id, n from "${schema}".t where id in ($1, 'small') order by n`, [large]);
+    expect(rows).toEqual([
+      { id: large, n: '1' },
+      { id: 'small', n: '2' },
+    ]);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { AppError } from '../../errors/app-error.ts';
 import { newId } from '../../lib/ids.ts';
+import { ITEM_COLUMNS, qualified } from '../../storage/columns.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare, prepareNumberedInsert } from '../../storage/prepared.ts';
 import type { ItemRow } from '../../storage/schema.ts';
@@ -22,7 +23,7 @@ const itemsAfter = prepare((db, p: { sessionId: string; afterSeq: number }) =>
   db
     .selectFrom('items')
     .leftJoin('messages', 'messages.id', 'items.message_id')
-    .selectAll('items')
+    .select(qualified('items', ITEM_COLUMNS))
     .select('messages.seq as message_seq')
     .where('items.session_id', '=', p.sessionId)
     .where('items.seq', '>', p.afterSeq)

@@ -5,6 +5,7 @@
  * process holding it is no longer alive in the process registry. The claim that takes a lease is claims.ts.
  */
 
+import { MESSAGE_COLUMNS, qualified } from '../../storage/columns.ts';
 import type { Dialect, Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -37,7 +38,7 @@ const fenceWithMessageQuery = prepare(
       )
       .selectFrom('fence')
       .leftJoin('messages', (join) => join.on('messages.id', '=', p.messageId))
-      .selectAll('messages'),
+      .select(qualified('messages', MESSAGE_COLUMNS)),
 );
 
 /**

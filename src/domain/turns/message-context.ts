@@ -6,6 +6,7 @@
 import type { Bus } from '../../bus/bus.ts';
 import { notFound } from '../../errors/app-error.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { MESSAGE_COLUMNS } from '../../storage/columns.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
@@ -31,7 +32,7 @@ export async function lockOwnSession(trx: Executor, orgId: string, sessionId: st
 const messageOfSession = prepare((db, p: { orgId: string; sessionId: string; messageId: string }) =>
   db
     .selectFrom('messages')
-    .selectAll()
+    .select(MESSAGE_COLUMNS)
     .where('id', '=', p.messageId)
     .where('session_id', '=', p.sessionId)
     .where('org_id', '=', p.orgId),

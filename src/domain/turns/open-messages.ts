@@ -1,10 +1,15 @@
+import { MESSAGE_COLUMNS } from '../../storage/columns.ts';
 import type { Executor } from '../../storage/db.ts';
 import { prepare } from '../../storage/prepared.ts';
 import type { MessageRow } from '../../storage/schema.ts';
 import { OPEN_STATUSES } from './message-types.ts';
 
 const openMessages = prepare((db, p: { sessionId: string }) =>
-  db.selectFrom('messages').selectAll().where('session_id', '=', p.sessionId).where('status', 'in', OPEN_STATUSES),
+  db
+    .selectFrom('messages')
+    .select(MESSAGE_COLUMNS)
+    .where('session_id', '=', p.sessionId)
+    .where('status', 'in', OPEN_STATUSES),
 );
 
 /**

@@ -60,11 +60,12 @@ export interface Config {
    */
   databaseTimeoutMs: number;
   /**
-   * Postgres: the hot queries are sent as named statements, parsed and planned once per connection. Off for a
-   * connection pooler that does not keep a connection's prepared statements (PgBouncer before 1.21 in transaction
-   * mode).
+   * Postgres: the hot queries are sent as named statements, parsed and planned once per connection, alone through
+   * the protocol and in a multi-statement batch as PREPARE and EXECUTE. `protocol`: through the protocol only, for
+   * a pooler that keeps those but not SQL-level PREPAREs (PgBouncer from 1.21 in transaction mode). Off for a pooler
+   * that keeps neither (PgBouncer before 1.21 in transaction mode).
    */
-  databasePrepared: boolean;
+  databasePrepared: boolean | 'protocol';
   redisUrl: string | null;
   /** Start of every Redis channel name; the database and schema names follow it. */
   redisPrefix: string;
@@ -321,6 +322,17 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+/** AGENTRY_DATABASE_PREPARED: true or false, or `protocol`. */
+function preparedStatements(env: Env): boolean | 'protocol' {
+  const name = 'AGENTRY_DATABASE_PREPARED';
+  if (env[name] === 'protocol') return 'protocol';
+  try {
+    return bool(env, name, true);
+  } catch {
+    throw new ConfigError(name, `must be true, false or protocol, got ${JSON.stringify(env[name])}`);
+  }
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
@@ -742,7 +754,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'], parseDatabaseUrl),
     databaseSchema,
     databaseTimeoutMs: int(env, 'AGENTRY_DATABASE_TIMEOUT_MS', 5000, 100, 600_000),
-    databasePrepared: bool(env, 'AGENTRY_DATABASE_PREPARED', true),
+    databasePrepared: preparedStatements(env),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: redisPrefix(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),

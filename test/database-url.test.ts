@@ -83,3 +83,22 @@ describe.skipIf(tcpUrl === null)('a Postgres reached through its Unix socket', (
     }
   });
 });
+
+describe('AGENTRY_DATABASE_PREPARED', () => {
+  const prepared = (value: string | undefined) =>
+    loadConfig({ ...BASE_ENV, ...(value === undefined ? {} : { AGENTRY_DATABASE_PREPARED: value }) }).databasePrepared;
+
+  it('is on by default, and takes true, false and protocol', () => {
+    expect(prepared(undefined)).toBe(true);
+    expect(prepared('true')).toBe(true);
+    expect(prepared('1')).toBe(true);
+    expect(prepared('false')).toBe(false);
+    expect(prepared('0')).toBe(false);
+    expect(prepared('protocol')).toBe('protocol');
+  });
+
+  it('refuses anything else, naming the variable and the values it takes', () => {
+    expect(() => prepared('yes')).toThrow(ConfigError);
+    expect(() => prepared('yes')).toThrow(/AGENTRY_DATABASE_PREPARED: must be true, false or protocol, got "yes"/);
+  });
+});

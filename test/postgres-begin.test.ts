@@ -220,13 +220,13 @@ describe.skipIf(url === null)('prepared queries in a batch on Postgres', () => {
   const handles: Kysely<Tables>[] = [];
 
   /** A storage of one connection, as the server's pool makes them. */
-  const open = () => {
+  const open = (batched = true) => {
     const db = new Kysely<Tables>({
       dialect: new PostgresDialect({
         pool: new pg.Pool({
           connectionString: url ?? '',
           max: 1,
-          Client: beginWithFirstStatement(pg.Client, { named: true }),
+          Client: beginWithFirstStatement(pg.Client, { named: true, batched }),
           options: `-c search_path=${schema}`,
         }),
       }),
@@ -353,6 +353,42 @@ describe.skipIf(url === null)('prepared queries in a batch on Postgres', () => {
     expect(sent[0]).not.toContain('execute');
     expect(await stored('unnamed')).toEqual([{ n: '6' }]);
     expect(await stored('taken')).toEqual([{ n: '1' }]);
+  });
+
+  it('sends unnamed statements once a statement it kept is gone (a pooler gave it another connection)', async () => {
+    const db = open();
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'kept1', n: 1 });
+    });
+    expect(await kept(db)).toHaveLength(1);
+    // The server's connection no longer has it, though node-postgres has it recorded as parsed.
+    await sql`deallocate all`.execute(db);
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id: 'kept2', n: 2 });
+      }),
+    ).rejects.toMatchObject({ code: '26000' });
+    sent.length = 0;
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'kept3', n: 3 });
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^begin;insert into "t" .*'kept3'.*;commit$/);
+    expect(await stored('kept2')).toEqual([]);
+    expect(await stored('kept3')).toEqual([{ n: '3' }]);
+  });
+
+  it('keeps batches unnamed when told to name statements through the protocol only', async () => {
+    const db = open(false);
+    sent.length = 0;
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'protocol1', n: 1 });
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^begin;insert into "t" .*;commit$/);
+    // Alone, a prepared query is still a named statement.
+    expect(await bump.first(db, { id: 'protocol1' })).toEqual({ n: '2' });
+    expect(await kept(db)).toHaveLength(1);
   });
 
   it('writes values it cannot execute by name into the text or sends them as parameters', async () => {

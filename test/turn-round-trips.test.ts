@@ -8,8 +8,12 @@
 import { StatementSync } from 'node:sqlite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MESSAGE_COLUMNS } from '../src/storage/columns.ts';
 import { flows, waitUntil } from './helpers/fixtures.ts';
 import { createHarness, dialects, type Harness } from './helpers/harness.ts';
+
+/** The start of a read of whole messages (storage/columns.ts): the client's reads of its message are one. */
+const SELECT_MESSAGE = `select ${MESSAGE_COLUMNS.map((column) => `"${column}"`).join(', ')} from "messages"`;
 
 const executed: string[] = [];
 let counting = false;
@@ -70,7 +74,7 @@ it('runs a one-step turn in two transactions, the session released in the second
   // land in between too.
   const turn = statements.filter(
     (text) =>
-      !text.startsWith('select * from "messages" where "id" = ? and "session_id"') &&
+      !text.startsWith(`${SELECT_MESSAGE} where "id" = ? and "session_id"`) &&
       !text.startsWith('select "id" from "sessions" where "work_pending" = ? and') &&
       !text.startsWith('update "engine_processes" set "heartbeat_at" = ?') &&
       !text.startsWith('select "id", "org_id", "session_id", "message_id" from "tool_approvals" where "status" = ?'),
@@ -136,7 +140,7 @@ Object.defineProperty(pg.Client.prototype, 'query', {
  */
 const NOT_THE_TURN = [
   'update "engine_processes" set "heartbeat_at" = $1',
-  'select * from "messages" where "id" = $1 and "session_id" = $2 and "org_id" = $3',
+  `${SELECT_MESSAGE} where "id" = $1 and "session_id" = $2 and "org_id" = $3`,
   'select "id", "org_id", "scopes", "expires_at", "revoked_at", "compat" from "api_keys"',
   'select "id", "prefix", "org_id", "scopes", "expires_at", "revoked_at", "compat" from "api_keys"',
   'select "id" from "sessions" where "work_pending" =',

@@ -227,7 +227,8 @@ export async function openStorage(
     const { default: driver } = await import('pg');
     // The pools of requests and turns send a transaction's BEGIN with its first statement, and the hot queries as
     // named statements (postgres-begin.ts).
-    const Client = beginWithFirstStatement(driver.Client, { named: config.databasePrepared ?? true });
+    const prepared = config.databasePrepared ?? true;
+    const Client = beginWithFirstStatement(driver.Client, { named: prepared !== false, batched: prepared === true });
     const pool = (settings: pg.PoolConfig, held = true) => {
       const created = new driver.Pool({
         ...settings,

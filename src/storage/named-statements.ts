@@ -49,6 +49,11 @@ export function isStalePlan(error: unknown): boolean {
   );
 }
 
+/** Whether an error says a named statement does not exist on the connection (SQLSTATE 26000). */
+export function isMissingStatement(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '26000';
+}
+
 /** A constant's string as a literal: refused with a backslash, which reads differently under the server's settings. */
 function quoteConstant(text: string): string | null {
   return text.includes('\\') ? null : `'${text.replaceAll("'", "''")}'`;

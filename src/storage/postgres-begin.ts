@@ -23,7 +23,7 @@
  * run its PREPAREs or not: its connection then sends every statement unnamed, as after a stale plan.
  */
 import type pg from 'pg';
-import { isStalePlan, statementName } from './named-statements.ts';
+import { isMissingStatement, isStalePlan, statementName } from './named-statements.ts';
 import { replacePlaceholders, spaced, sqlLiteral } from './sql-placeholders.ts';
 
 /** Parameter values past this many characters in all are sent as parameters (after a `begin` of their own). */
@@ -70,6 +70,11 @@ type Query = (this: pg.Client, ...args: unknown[]) => unknown;
 export interface HeldBeginOptions {
   /** Send the texts of prepared queries as named statements. */
   named: boolean;
+  /**
+   * With `named`, in a batch too, as PREPARE and EXECUTE (default true). Off behind a pooler that keeps the
+   * protocol's named statements but not SQL-level ones.
+   */
+  batched?: boolean;
 }
 
 /**
@@ -157,7 +162,7 @@ export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldB
    * when the connection has not parsed it yet; null when it is not named or its values cannot be written so.
    */
   const executed = (client: pg.Client, text: string, values: unknown[]): string | null => {
-    const name = options.named && !unnamed.has(client) ? statementName(text) : undefined;
+    const name = options.named && options.batched !== false && !unnamed.has(client) ? statementName(text) : undefined;
     if (name === undefined) return null;
     if (!parameterCounts.has(name)) parameterCounts.set(name, parameterCount(text));
     const count = parameterCounts.get(name);
@@ -201,7 +206,11 @@ export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldB
         return results;
       },
       (error: unknown) => {
-        if ((prepared !== undefined && prepared.size > 0) || isStalePlan(error)) unnamed.add(client);
+        // A statement the connection should keep is not there: a pooler in front gave the batch another
+        // connection of the server. Statements are sent unnamed from then on, as after a stale plan.
+        if ((prepared !== undefined && prepared.size > 0) || isStalePlan(error) || isMissingStatement(error)) {
+          unnamed.add(client);
+        }
         throw error;
       },
     );

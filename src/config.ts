@@ -60,10 +60,10 @@ export interface Config {
    */
   databaseTimeoutMs: number;
   /**
-   * Postgres: the hot queries are sent as named statements, parsed and planned once per connection, alone through
-   * the protocol and in a multi-statement batch as PREPARE and EXECUTE. `protocol`: through the protocol only, for
-   * a pooler that keeps those but not SQL-level PREPAREs (PgBouncer from 1.21 in transaction mode). Off for a pooler
-   * that keeps neither (PgBouncer before 1.21 in transaction mode).
+   * Postgres: the hot queries are sent as named statements, parsed and planned once per connection, and run with
+   * EXECUTE in a multi-statement batch. `protocol`: never with EXECUTE, for a pooler that keeps named statements
+   * under names of its own (PgBouncer from 1.21 in transaction mode). Off for a pooler that keeps none (PgBouncer
+   * before 1.21 in transaction mode).
    */
   databasePrepared: boolean | 'protocol';
   redisUrl: string | null;

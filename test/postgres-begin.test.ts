@@ -5,9 +5,9 @@
  * written as literals sent as parameters after a BEGIN of their own, a failed first statement rolled back, and an
  * empty transaction that sends nothing. Deferred writes (prepared.ts runDeferred) go with the transaction's next
  * statement or its COMMIT; one that fails fails that statement and the transaction; a rollback drops them; outside
- * a transaction they are sent at once. A prepared query in such a batch is prepared once per connection (or not
- * at all when node-postgres has parsed it already) and then executed by name; a failed batch that prepared
- * something leaves its connection sending unnamed statements.
+ * a transaction they are sent at once. A prepared query goes alone, named, the first time on a connection, and in
+ * a batch as `execute <name>(…)` after that; a connection that finds a kept statement missing sends unnamed
+ * statements from then on, and `batched: false` keeps batches unnamed.
  */
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
@@ -41,14 +41,19 @@ describe('inlineParameters', () => {
 
 const url = inject('postgresUrl');
 
-/** What node-postgres sends, counted by wrapping its query in this test's process only. */
+/**
+ * What node-postgres sends, counted by wrapping its query in this test's process only: a simple query's text, and
+ * a named statement as `named <name>`.
+ */
 const sent: string[] = [];
 const send = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
 Object.defineProperty(pg.Client.prototype, 'query', {
   configurable: true,
   writable: true,
   value(this: pg.Client, ...args: unknown[]) {
-    if (typeof args[0] === 'string') sent.push(args[0]);
+    const [first] = args;
+    if (typeof first === 'string') sent.push(first);
+    else if (typeof first === 'object' && first !== null && 'name' in first) sent.push(`named ${String(first.name)}`);
     return send.apply(this, args);
   },
 });
@@ -156,6 +161,9 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
     const ids = async () => (await db.selectFrom('t').select('id').orderBy('id').execute()).map((row) => row.id);
 
     it('sends them with the next statement, in order, and with the COMMIT', async () => {
+      // The connection parses the prepared insert by name the first time it sends it (alone), then asks whether
+      // the server keeps it under that name.
+      await insert.run(asStorage(), { id: 'd0', n: 0 });
       sent.length = 0;
       const count = await asStorage()
         .transaction()
@@ -173,10 +181,8 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
       // The select saw both rows it was sent with; the last insert went with the COMMIT.
       expect(count).toBe('2');
       expect(sent).toHaveLength(2);
-      // The prepared insert is prepared once on the connection, then executed by name with its values.
-      expect(sent[0]).toMatch(
-        /^begin;prepare (agentry_\d+) as insert into "t" .*;execute \1\('d1','1'\);execute \1\('d2''s','2'\);select count/,
-      );
+      // The prepared insert, parsed on the connection, is executed by name with its values.
+      expect(sent[0]).toMatch(/^begin;execute (agentry_\d+)\('d1','1'\);execute \1\('d2''s','2'\);select count/);
       expect(sent[1]).toMatch(/^execute agentry_\d+\('d3','3'\);commit$/);
       expect(await ids()).toEqual(expect.arrayContaining(['d1', "d2's", 'd3']));
     });
@@ -265,7 +271,7 @@ describe.skipIf(url === null)('prepared queries in a batch on Postgres', () => {
     await admin?.end();
   });
 
-  it('prepares a statement once per connection, then executes it by name', async () => {
+  it('parses a prepared query by name on its first use, then executes it by name in batches', async () => {
     const db = open();
     for (const round of [1, 2, 3]) {
       sent.length = 0;
@@ -274,19 +280,23 @@ describe.skipIf(url === null)('prepared queries in a batch on Postgres', () => {
         return (await bump.first(trx, { id: `p${round}` }))?.n;
       });
       expect(String(n)).toBe(String(round + 1));
-      expect(sent).toHaveLength(2);
-      const batch = sent[0] ?? '';
       if (round === 1) {
-        expect(batch).toMatch(
-          /^begin;prepare (agentry_\d+) as insert into "t" .*;execute \1\('p1','1'\);prepare (agentry_\d+) as update "t" .*;execute \2\('p1'\)$/,
-        );
+        // Alone: the BEGIN, then each statement named, so that the connection parses it; after the first, a look
+        // whether the server keeps it under its name.
+        expect(sent).toEqual([
+          'begin',
+          expect.stringMatching(/^named agentry_\d+$/),
+          expect.stringMatching(/^select 1 from pg_prepared_statements/),
+          expect.stringMatching(/^named agentry_\d+$/),
+          'commit',
+        ]);
       } else {
-        expect(batch).not.toContain('prepare');
-        expect(batch).toMatch(
+        expect(sent).toHaveLength(2);
+        expect(sent[0]).toMatch(
           new RegExp(`^begin;execute agentry_\\d+\\('p${round}','${round}'\\);execute agentry_\\d+\\('p${round}'\\)$`),
         );
+        expect(sent[1]).toBe('commit');
       }
-      expect(sent[1]).toBe('commit');
     }
     expect(await kept(db)).toHaveLength(2);
     const { rows } = await admin.query(`select id, n from "${schema}".t where id like 'p%' order by id`);
@@ -297,69 +307,105 @@ describe.skipIf(url === null)('prepared queries in a batch on Postgres', () => {
     ]);
   });
 
-  it('executes by name what node-postgres parsed alone, without preparing it again', async () => {
+  it('executes by name in a batch what the connection parsed alone', async () => {
     const db = open();
     await insert.run(db, { id: 'alone1', n: 1 });
     expect(await kept(db)).toHaveLength(1);
-    sent.length = 0;
-    await db.transaction().execute(async (trx) => {
-      await insert.runDeferred(trx, { id: 'alone2', n: 2 });
-    });
-    expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatch(/^begin;execute agentry_\d+\('alone2','2'\);commit$/);
-    // ...and the other way round: prepared in a batch, then sent alone by name without a parse.
-    await db.transaction().execute(async (trx) => {
-      await bump.first(trx, { id: 'alone1' });
-    });
-    expect(await kept(db)).toHaveLength(2);
-    expect(await bump.first(db, { id: 'alone1' })).toEqual({ n: '3' });
-    expect(await kept(db)).toHaveLength(2);
+    for (const id of ['alone2', 'alone3']) {
+      sent.length = 0;
+      await db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id, n: 2 });
+      });
+    }
+    expect(sent).toEqual([expect.stringMatching(/^begin;execute agentry_\d+\('alone3','2'\);commit$/)]);
+    expect(await stored('alone3')).toEqual([{ n: '2' }]);
   });
 
-  it('prepares again after a rollback dropped the batch that held the PREPARE', async () => {
-    const db = open();
-    sent.length = 0;
-    await expect(
-      db.transaction().execute(async (trx) => {
-        await insert.runDeferred(trx, { id: 'never', n: 1 });
-        throw new Error('changed my mind');
-      }),
-    ).rejects.toThrow('changed my mind');
-    expect(sent).toEqual([]);
-    await db.transaction().execute(async (trx) => {
-      await insert.runDeferred(trx, { id: 'after', n: 1 });
-    });
-    expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatch(/^begin;prepare agentry_\d+ as insert into "t" .*;commit$/);
-    expect(await kept(db)).toHaveLength(1);
+  it('never executes by name behind a pooler that keeps statements under names of its own', async () => {
+    const pooled = () => {
+      const pool = new pg.Pool({
+        connectionString: url ?? '',
+        max: 1,
+        Client: beginWithFirstStatement(pg.Client, { named: true }),
+        options: `-c search_path=${schema}`,
+      });
+      const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+      handles.push(db);
+      return { pool, db: db as unknown as Kysely<Database> };
+    };
+    /** node-postgres's record of the statements its connection parsed. */
+    const parsed = async (pool: pg.Pool) => {
+      const client = await pool.connect();
+      try {
+        return Reflect.get(Reflect.get(client, 'connection'), 'parsedStatements') as Record<string, string>;
+      } finally {
+        client.release();
+      }
+    };
+    const first = pooled();
+    await insert.run(first.db, { id: 'renamed0', n: 0 });
+    const [entry] = Object.entries(await parsed(first.pool));
+    expect(entry).toBeDefined();
+    const [name, text] = entry ?? ['', ''];
+    // As PgBouncer does: the client's Parse was answered, and the server keeps the statement under a name of its own.
+    const behind = pooled();
+    const records = await parsed(behind.pool);
+    await sql.raw(`prepare pgbouncer_1 as ${text}`).execute(behind.db);
+    records[name] = text;
+    for (const id of ['renamed1', 'renamed2']) {
+      sent.length = 0;
+      await behind.db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id, n: 1 });
+      });
+      expect(sent.join('\n')).not.toContain('execute');
+    }
+    expect(await stored('renamed2')).toEqual([{ n: '1' }]);
   });
 
-  it('sends unnamed statements after a failed batch that prepared something, and stores the same', async () => {
+  it('runs statements sent at once in one transaction, parsed or not', async () => {
     const db = open();
-    await admin.query(`insert into "${schema}".t values ('taken', 1)`);
+    await admin.query(`insert into "${schema}".t values ('c1', 1), ('c2', 2)`);
+    for (const round of [1, 2]) {
+      const results = await db
+        .transaction()
+        .execute(async (trx) =>
+          Promise.all([
+            bump.first(trx, { id: 'c1' }),
+            insert.runDeferred(trx, { id: `c-new-${round}`, n: round }),
+            bump.first(trx, { id: 'c2' }),
+            bump.first(trx, { id: 'c1' }),
+          ]),
+        );
+      expect(results.map((row) => (row === undefined ? null : String(row.n)))).toEqual(
+        round === 1 ? ['2', null, '3', '3'] : ['4', null, '4', '5'],
+      );
+    }
+    expect(await stored('c-new-2')).toEqual([{ n: '2' }]);
+  });
+
+  it('keeps executing by name after a transaction that failed for its own reasons', async () => {
+    const db = open();
+    await insert.run(db, { id: 'own1', n: 1 });
     await expect(
       db.transaction().execute(async (trx) => {
-        await insert.runDeferred(trx, { id: 'taken', n: 2 });
+        await insert.runDeferred(trx, { id: 'own1', n: 2 });
       }),
     ).rejects.toThrow(/duplicate key/);
     sent.length = 0;
-    const n = await db.transaction().execute(async (trx) => {
-      await insert.runDeferred(trx, { id: 'unnamed', n: 5 });
-      return (await bump.first(trx, { id: 'unnamed' }))?.n;
+    await db.transaction().execute(async (trx) => {
+      await insert.runDeferred(trx, { id: 'own2', n: 2 });
     });
-    expect(String(n)).toBe('6');
-    expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/^begin;insert into "t" .*;update "t" /);
-    expect(sent[0]).not.toContain('execute');
-    expect(await stored('unnamed')).toEqual([{ n: '6' }]);
-    expect(await stored('taken')).toEqual([{ n: '1' }]);
+    expect(sent).toEqual([expect.stringMatching(/^begin;execute agentry_\d+\('own2','2'\);commit$/)]);
   });
 
   it('sends unnamed statements once a statement it kept is gone (a pooler gave it another connection)', async () => {
     const db = open();
-    await db.transaction().execute(async (trx) => {
-      await insert.runDeferred(trx, { id: 'kept1', n: 1 });
-    });
+    // Parsed alone, then seen kept under its name.
+    for (const id of ['kept0', 'kept1']) {
+      await db.transaction().execute(async (trx) => {
+        await insert.runDeferred(trx, { id, n: 1 });
+      });
+    }
     expect(await kept(db)).toHaveLength(1);
     // The server's connection no longer has it, though node-postgres has it recorded as parsed.
     await sql`deallocate all`.execute(db);

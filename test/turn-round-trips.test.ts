@@ -166,6 +166,14 @@ describe.skipIf(!dialects().includes('postgres'))('round trips on Postgres', () 
       const warm = await pgFlow.submit(sessionId, text);
       await pgFlow.waitForMessage(sessionId, warm.id);
     }
+    // Every connection of the pools a turn takes from parses each statement by name the first time it sends it,
+    // alone (storage/postgres-begin.ts); the turns of a dozen sessions at once warm them all.
+    const others = await Promise.all(Array.from({ length: 12 }, () => pgFlow.createSession(agentId)));
+    for (const text of ['warm', 'warm again']) {
+      await Promise.all(
+        others.map(async (other) => pgFlow.waitForMessage(other, (await pgFlow.submit(other, text)).id)),
+      );
+    }
     sent.length = 0;
     pgCounting = true;
     try {

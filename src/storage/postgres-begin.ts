@@ -15,12 +15,13 @@
  * statement or its COMMIT, and sends the texts of prepared queries as named statements (named-statements.ts),
  * unless told not to (a connection pooler that does not keep them, AGENTRY_DATABASE_PREPARED=0).
  *
- * In a multi-statement query a prepared query's text goes as `execute <name>(<literals>)`, preceded the first time
- * on its connection by `prepare <name> as <text>`: the server parses and plans it once per connection, as it does a
- * named statement sent alone, instead of for every turn (planning the session's release alone took 0.2 ms). Both
- * ways share one namespace of statements per connection, and node-postgres's record of the parsed ones: a statement
- * prepared either way is not prepared again. A PREPARE is not undone by a rollback, and a batch that fails may have
- * run its PREPAREs or not: its connection then sends every statement unnamed, as after a stale plan.
+ * In a multi-statement query a prepared query goes as `execute <name>(<literals>)` once its connection has parsed
+ * it: the server plans it once per connection instead of on every execution (planning the session's release alone
+ * took 0.2 ms). The first time on a connection it goes alone, as a named statement of the protocol, which
+ * node-postgres parses and records; `execute` runs what that parsed, since both kinds share one namespace per
+ * connection. Each connection first asks the server whether it keeps its statements under their names (a pooler
+ * such as PgBouncer renames them); a connection that finds a kept statement stale or missing sends every statement
+ * unnamed from then on.
  */
 import type pg from 'pg';
 import { isMissingStatement, isStalePlan, statementName } from './named-statements.ts';
@@ -71,8 +72,8 @@ export interface HeldBeginOptions {
   /** Send the texts of prepared queries as named statements. */
   named: boolean;
   /**
-   * With `named`, in a batch too, as PREPARE and EXECUTE (default true). Off behind a pooler that keeps the
-   * protocol's named statements but not SQL-level ones.
+   * With `named`, run them by name in a batch too, with EXECUTE (default true). Off behind a pooler that keeps
+   * named statements under names of its own.
    */
   batched?: boolean;
 }
@@ -113,21 +114,38 @@ function parameterCount(text: string): number | null {
 const parameterCounts = new Map<string, number | null>();
 
 /**
- * node-postgres's record of the statements a connection has parsed, and of those it has sent to be parsed (by
- * name: their texts). Internal to node-postgres, so read defensively: without it nothing is prepared in batches.
+ * Whether node-postgres has parsed (or sent to be parsed, ahead of anything sent now) the named statement on the
+ * client's connection. Its record is internal to node-postgres, so it is read defensively: without it, nothing is
+ * taken as parsed.
  */
-function parsedStatements(
-  client: pg.Client,
-): { parsed: Record<string, string>; submitted: Record<string, unknown> } | null {
+function parsedOn(client: pg.Client, name: string): boolean {
   const connection: unknown = Reflect.get(client, 'connection');
-  if (typeof connection !== 'object' || connection === null) return null;
-  const parsed: unknown = Reflect.get(connection, 'parsedStatements');
-  const submitted: unknown = Reflect.get(connection, 'submittedNamedStatements');
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  return {
-    parsed: parsed as Record<string, string>,
-    submitted: typeof submitted === 'object' && submitted !== null ? (submitted as Record<string, unknown>) : {},
-  };
+  if (typeof connection !== 'object' || connection === null) return false;
+  return ['parsedStatements', 'submittedNamedStatements'].some((record) => {
+    const names: unknown = Reflect.get(connection, record);
+    return typeof names === 'object' && names !== null && Reflect.get(names, name) !== undefined;
+  });
+}
+
+/**
+ * `execute <name>(<literals>)` for a named text and its values, or null when the values cannot be written so (a
+ * value of another type, too large in all, or another number of them than the text's parameters: the server
+ * refuses that, as it does such a Bind).
+ */
+function executeByName(client: pg.Client, name: string, text: string, values: readonly unknown[]): string | null {
+  if (!parameterCounts.has(name)) parameterCounts.set(name, parameterCount(text));
+  if (parameterCounts.get(name) !== values.length) return null;
+  const literals: string[] = [];
+  let size = 0;
+  for (const value of values) {
+    // node-postgres sends an undefined parameter as null.
+    const written = sqlLiteral(value === undefined ? null : value, (literal) => client.escapeLiteral(literal));
+    if (written === null) return null;
+    size += written.length;
+    if (size > MAX_INLINED_CHARS) return null;
+    literals.push(written);
+  }
+  return literals.length === 0 ? `execute ${name}` : `execute ${name}(${literals.join(',')})`;
 }
 
 /**
@@ -137,94 +155,90 @@ function parsedStatements(
 export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldBeginOptions): typeof pg.Client {
   /** What each client holds back: its transaction's BEGIN until a statement is sent, and deferred writes. */
   const held = new WeakMap<pg.Client, string[]>();
-  /** Statements whose PREPARE is in what a client holds or sends now, not yet known to have run: name → text. */
-  const preparing = new WeakMap<pg.Client, Map<string, string>>();
   /** Clients inside a transaction (from its BEGIN to its COMMIT or ROLLBACK). */
   const inTransaction = new WeakSet<pg.Client>();
-  /** Clients whose kept statements went stale: they send every statement unnamed. */
+  /** Clients whose kept statements went stale or missing: they send every statement unnamed. */
   const unnamed = new WeakSet<pg.Client>();
+  /**
+   * Whether the server connection behind a client has the client's named statements under their names: false
+   * behind a pooler that renames them (an EXECUTE would not find them), undefined until a look answers.
+   */
+  const sameNames = new WeakMap<pg.Client, boolean>();
+  const looking = new WeakSet<pg.Client>();
   // Called through the prototype each time: whatever wraps the driver's query (a test counting statements) sees
   // one statement per round trip.
   const send = (client: pg.Client, ...args: unknown[]) => (Client.prototype.query as Query).apply(client, args);
   class HeldBeginClient extends Client {}
-  const sendNamed = (client: pg.Client, name: string, text: string, values: unknown) =>
-    (send(client, { name, text, values }) as Promise<unknown>).catch((error: unknown) => {
-      if (isStalePlan(error)) unnamed.add(client);
-      throw error;
-    });
+  /** A kept statement that went stale (another process's migration) or missing (a pooler): none is used again. */
+  const noteFailure = (client: pg.Client, error: unknown) => {
+    if (isStalePlan(error) || isMissingStatement(error)) unnamed.add(client);
+  };
+  const sendNamed = (client: pg.Client, name: string, text: string, values: unknown) => {
+    // The connection's first parse: the look that lets its batches run statements by name follows it at once.
+    const first = options.batched !== false && !sameNames.has(client) && !parsedOn(client, name);
+    return (send(client, { name, text, values }) as Promise<unknown>).then(
+      (result) => {
+        if (first) lookForName(client, name);
+        return result;
+      },
+      (error: unknown) => {
+        noteFailure(client, error);
+        throw error;
+      },
+    );
+  };
   /** Sends a statement as it is: named when it is a prepared query's. */
   const sendAlone = (client: pg.Client, text: string, values: unknown[]) => {
     const name = options.named && !unnamed.has(client) ? statementName(text) : undefined;
     return name === undefined ? send(client, text, values) : sendNamed(client, name, text, values);
   };
+  /** Sends a batch of statements in one simple query. */
+  const sendBatch = (client: pg.Client, text: string): Promise<Results> =>
+    (send(client, text) as Promise<Results>).catch((error: unknown) => {
+      noteFailure(client, error);
+      throw error;
+    });
   /**
-   * A prepared query's text as one statement of a batch, `execute <name>(<literals>)`, with its PREPARE before it
-   * when the connection has not parsed it yet; null when it is not named or its values cannot be written so.
+   * A statement's text as it goes in a batch, or null when it goes alone after what is held. A prepared query goes
+   * as `execute <name>(<literals>)` once its connection has parsed it (so the server plans it once per connection,
+   * not per execution) and the server was seen to keep it under that name; the first time it goes alone, named, to
+   * be parsed. Any other statement goes with its parameters written into its text, or alone when they cannot be.
    */
-  const executed = (client: pg.Client, text: string, values: unknown[]): string | null => {
+  const inBatch = (client: pg.Client, text: string, values: unknown[]): string | null => {
     const name = options.named && options.batched !== false && !unnamed.has(client) ? statementName(text) : undefined;
-    if (name === undefined) return null;
-    if (!parameterCounts.has(name)) parameterCounts.set(name, parameterCount(text));
-    const count = parameterCounts.get(name);
-    const statements = parsedStatements(client);
-    // The server refuses an EXECUTE with another number of values, as it does such a Bind.
-    if (count !== values.length || statements === null) return null;
-    const literals: string[] = [];
-    let size = 0;
-    for (const value of values) {
-      const written = sqlLiteral(value === undefined ? null : value, (literal) => client.escapeLiteral(literal));
-      if (written === null) return null;
-      size += written.length;
-      if (size > MAX_INLINED_CHARS) return null;
-      literals.push(written);
+    if (name !== undefined && sameNames.get(client) !== false) {
+      if (!parsedOn(client, name)) return null;
+      if (sameNames.get(client) === true) {
+        const executed = executeByName(client, name, text, values);
+        if (executed !== null) return executed;
+      } else lookForName(client, name);
     }
-    const execute = literals.length === 0 ? `execute ${name}` : `execute ${name}(${literals.join(',')})`;
-    const pending = preparing.get(client) ?? new Map<string, string>();
-    if (statements.parsed[name] !== undefined || statements.submitted[name] !== undefined || pending.has(name)) {
-      return execute;
-    }
-    pending.set(name, text);
-    preparing.set(client, pending);
-    return `prepare ${name} as ${text};${execute}`;
+    return inlineParameters(text, values, (value) => client.escapeLiteral(value));
   };
-  /** A statement as it goes in a batch: executed by name, or with its parameters written into its text. */
-  const batched = (client: pg.Client, text: string, values: unknown[]): string | null =>
-    executed(client, text, values) ?? inlineParameters(text, values, (value) => client.escapeLiteral(value));
   /**
-   * Sends a batch. Once it has run, the statements it prepared are recorded as node-postgres records those it
-   * parses; when it fails, whether they were prepared is not known, and the client sends every statement unnamed.
+   * Asks the server whether a statement the client parsed is there under its name (once per client; batches write
+   * values into their texts until it answers). A pooler that keeps named statements under names of its own
+   * (PgBouncer from 1.21) answers no, and the client's batches go on that way.
    */
-  const sendBatch = (client: pg.Client, text: string): Promise<Results> => {
-    const prepared = preparing.get(client);
-    preparing.delete(client);
-    return (send(client, text) as Promise<Results>).then(
-      (results) => {
-        const statements = parsedStatements(client);
-        if (prepared !== undefined && statements !== null) {
-          for (const [name, statement] of prepared) statements.parsed[name] = statement;
-        }
-        return results;
-      },
-      (error: unknown) => {
-        // A statement the connection should keep is not there: a pooler in front gave the batch another
-        // connection of the server. Statements are sent unnamed from then on, as after a stale plan.
-        if ((prepared !== undefined && prepared.size > 0) || isStalePlan(error) || isMissingStatement(error)) {
-          unnamed.add(client);
-        }
-        throw error;
-      },
+  const lookForName = (client: pg.Client, name: string) => {
+    if (looking.has(client)) return;
+    looking.add(client);
+    (send(client, 'select 1 from pg_prepared_statements where name = $1', [name]) as Promise<pg.QueryResult>).then(
+      (result) => sameNames.set(client, result.rows.length > 0),
+      // A transaction that failed meanwhile refuses the look: the next batch asks again.
+      () => looking.delete(client),
     );
   };
-  /** Sends what `client` holds with the statement, or before it when it cannot go in the batch. */
+  /** Sends what `client` holds with the statement, or before it when it goes alone. */
   const sendWithHeld = (client: pg.Client, pending: string[], text: string, values: unknown[]) => {
     held.delete(client);
-    const statement = batched(client, text, values);
+    const statement = inBatch(client, text, values);
     if (statement === null) return sendBatch(client, pending.join(';')).then(() => sendAlone(client, text, values));
     return sendBatch(client, `${pending.join(';')};${statement}`).then(lastResult);
   };
-  /** Holds back a deferred write, or sends it now when it cannot go in a batch. */
+  /** Holds back a deferred write, or sends it now when it goes alone. */
   const defer = (client: pg.Client, pending: string[], text: string, values: unknown[]) => {
-    const statement = batched(client, text, values);
+    const statement = inBatch(client, text, values);
     if (statement === null)
       return pending.length === 0 ? sendAlone(client, text, values) : sendWithHeld(client, pending, text, values);
     held.set(client, [...pending, statement]);
@@ -235,12 +249,10 @@ export function beginWithFirstStatement(Client: typeof pg.Client, options: HeldB
     inTransaction.delete(client);
     held.delete(client);
     const sentNothing = pending[0] !== undefined && /^(begin|start transaction)/.test(pending[0]);
-    // A rollback drops the held writes, and the PREPAREs among them: none was sent.
-    if (text === 'rollback') preparing.delete(client);
     if (sentNothing && (text === 'rollback' || pending.length === 1)) {
       return Promise.resolve(answered(text === 'commit' ? 'COMMIT' : 'ROLLBACK'));
     }
-    // The transaction's other writes are undone by the rollback.
+    // A rollback drops the held writes: they were never sent, and the transaction's others are undone.
     if (text === 'rollback' || pending.length === 0) return send(client, text);
     return sendBatch(client, `${pending.join(';')};commit`).then(lastResult);
   };

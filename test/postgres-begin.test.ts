@@ -164,6 +164,7 @@ describe.skipIf(url === null)('a transaction on Postgres', () => {
       // The connection parses the prepared insert by name the first time it sends it (alone), then asks whether
       // the server keeps it under that name.
       await insert.run(asStorage(), { id: 'd0', n: 0 });
+      await sql`select 1`.execute(db); // the look was sent before this: it has answered
       sent.length = 0;
       const count = await asStorage()
         .transaction()

@@ -324,15 +324,10 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
 }
 
-/** AGENTRY_DATABASE_PREPARED: true or false, or `protocol`. */
+/** AGENTRY_DATABASE_PREPARED: true or false (as bool reads them), or `protocol`. */
 function preparedStatements(env: Env): boolean | 'protocol' {
-  const name = 'AGENTRY_DATABASE_PREPARED';
-  if (env[name] === 'protocol') return 'protocol';
-  try {
-    return bool(env, name, true);
-  } catch {
-    throw new ConfigError(name, `must be true, false or protocol, got ${JSON.stringify(env[name])}`);
-  }
+  const value = oneOf(env, 'AGENTRY_DATABASE_PREPARED', ['true', 'false', 'protocol', '1', '0'] as const, 'true');
+  return value === 'protocol' ? value : value === 'true' || value === '1';
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {

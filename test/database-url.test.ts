@@ -99,6 +99,8 @@ describe('AGENTRY_DATABASE_PREPARED', () => {
 
   it('refuses anything else, naming the variable and the values it takes', () => {
     expect(() => prepared('yes')).toThrow(ConfigError);
-    expect(() => prepared('yes')).toThrow(/AGENTRY_DATABASE_PREPARED: must be true, false or protocol, got "yes"/);
+    expect(() => prepared('yes')).toThrow(
+      /AGENTRY_DATABASE_PREPARED: must be one of true, false, protocol, 1, 0, got "yes"/,
+    );
   });
 });

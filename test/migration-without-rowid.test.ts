@@ -7,19 +7,14 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { Executor } from '../src/storage/db.ts';
 import { dialects } from './helpers/harness.ts';
-import { afterMigrating } from './helpers/migrations.ts';
+import { afterMigrating, SESSION_SEED } from './helpers/migrations.ts';
 
 const MIGRATION = '0021-without-rowid';
 const BIG = 'x'.repeat(9000);
 
 /** A row or two in each rebuilt table (and what they reference), as an older version stored them. */
 const SEED = [
-  `insert into orgs (id, name, project_id, created_at) values ('org-1', 'default', 1, 1)`,
-  `insert into agents (id, org_id, name, instructions, model, max_steps, mcp_servers, client_tools, skills,
-     is_default, version, created_at, updated_at)
-     values ('agent-1', 'org-1', 'a', '', 'scripted', 10, '[]', '[]', '[]', 0, 1, 1, 1)`,
-  `insert into sessions (id, org_id, agent_id, status, created_at, updated_at)
-     values ('session-1', 'org-1', 'agent-1', 'idle', 1, 1)`,
+  ...SESSION_SEED,
   `insert into session_events (id, session_id, seq, kind, message_id, run_id, data, created_at)
      values ('event-1', 'session-1', 1, 'session.status', null, null, '{}', 1),
             ('event-2', 'session-1', 2, 'session.status', null, null, '{"big":"${BIG}"}', 2)`,

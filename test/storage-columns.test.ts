@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ITEM_COLUMNS, MESSAGE_COLUMNS } from '../src/storage/columns.ts';
 import { dialects } from './helpers/harness.ts';
-import { afterMigrating } from './helpers/migrations.ts';
+import { afterMigrating, SESSION_SEED } from './helpers/migrations.ts';
 
 /** A name after every migration's: the database gets all of them. */
 const AFTER_ALL = '9999';
@@ -27,12 +27,7 @@ describe.each(dialects())('column lists (%s)', (dialect) => {
 
   it('read the same row as select *', async () => {
     const seed = [
-      `insert into orgs (id, name, project_id, created_at) values ('org-1', 'default', 1, 1)`,
-      `insert into agents (id, org_id, name, instructions, model, max_steps, mcp_servers, client_tools, skills,
-         is_default, version, created_at, updated_at)
-         values ('agent-1', 'org-1', 'a', '', 'scripted', 10, '[]', '[]', '[]', 0, 1, 1, 1)`,
-      `insert into sessions (id, org_id, agent_id, status, created_at, updated_at)
-         values ('session-1', 'org-1', 'agent-1', 'idle', 1, 1)`,
+      ...SESSION_SEED,
       `insert into messages (id, org_id, session_id, seq, status, parts, input_tokens, output_tokens, cost_micros,
          step_count, cancel_requested, agent_id, run_id, source, created_at, updated_at, options, warnings)
          values ('message-1', 'org-1', 'session-1', 1, 'queued', '[]', 0, 0, 0, 0, 0, 'agent-1', 'run-1',

@@ -36,15 +36,10 @@ function answered(command: string): pg.QueryResult {
 }
 
 /**
- * `text` with each `$n` replaced by the literal of `values[n - 1]`, or null when that cannot be done safely: a
- * value of another type, a placeholder out of range, or text with quoting other than plain '…' strings and "…"
- * identifiers (dollar quotes, escape strings, comments, a backslash in a string).
+ * Each value as an SQL literal, or null when one cannot be written (a value of another type) or they are too large
+ * in all: such values are sent as parameters.
  */
-export function inlineParameters(
-  text: string,
-  values: readonly unknown[],
-  quote: (text: string) => string,
-): string | null {
+function literalsOf(values: readonly unknown[], quote: (text: string) => string): string[] | null {
   const literals: string[] = [];
   let size = 0;
   for (const value of values) {
@@ -55,6 +50,21 @@ export function inlineParameters(
     if (size > MAX_INLINED_CHARS) return null;
     literals.push(written);
   }
+  return literals;
+}
+
+/**
+ * `text` with each `$n` replaced by the literal of `values[n - 1]`, or null when that cannot be done safely: a
+ * value of another type, a placeholder out of range, or text with quoting other than plain '…' strings and "…"
+ * identifiers (dollar quotes, escape strings, comments, a backslash in a string).
+ */
+export function inlineParameters(
+  text: string,
+  values: readonly unknown[],
+  quote: (text: string) => string,
+): string | null {
+  const literals = literalsOf(values, quote);
+  if (literals === null) return null;
   // A backslash in the text's own strings: the statement is sent with its parameters, for the server to parse.
   return replacePlaceholders(
     text,
@@ -135,16 +145,8 @@ function parsedOn(client: pg.Client, name: string): boolean {
 function executeByName(client: pg.Client, name: string, text: string, values: readonly unknown[]): string | null {
   if (!parameterCounts.has(name)) parameterCounts.set(name, parameterCount(text));
   if (parameterCounts.get(name) !== values.length) return null;
-  const literals: string[] = [];
-  let size = 0;
-  for (const value of values) {
-    // node-postgres sends an undefined parameter as null.
-    const written = sqlLiteral(value === undefined ? null : value, (literal) => client.escapeLiteral(literal));
-    if (written === null) return null;
-    size += written.length;
-    if (size > MAX_INLINED_CHARS) return null;
-    literals.push(written);
-  }
+  const literals = literalsOf(values, (literal) => client.escapeLiteral(literal));
+  if (literals === null) return null;
   return literals.length === 0 ? `execute ${name}` : `execute ${name}(${literals.join(',')})`;
 }
 

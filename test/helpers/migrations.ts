@@ -52,6 +52,19 @@ export async function olderDatabase(env: Record<string, string>, before: string)
   return db;
 }
 
+/**
+ * An organization `org-1`, its agent `agent-1` and a session `session-1` of it, as statements that a database of
+ * migration 0021 or later takes: what rows of a session's tables reference.
+ */
+export const SESSION_SEED: readonly string[] = [
+  `insert into orgs (id, name, project_id, created_at) values ('org-1', 'default', 1, 1)`,
+  `insert into agents (id, org_id, name, instructions, model, max_steps, mcp_servers, client_tools, skills,
+     is_default, version, created_at, updated_at)
+     values ('agent-1', 'org-1', 'a', '', 'scripted', 10, '[]', '[]', '[]', 0, 1, 1, 1)`,
+  `insert into sessions (id, org_id, agent_id, status, created_at, updated_at)
+     values ('session-1', 'org-1', 'agent-1', 'idle', 1, 1)`,
+];
+
 /** What a check of a migrated database gets: the storage a server opened, the migrations it ran, the environment. */
 export interface Migrated {
   storage: Storage;

@@ -53,6 +53,7 @@ import { createLegacyWebhookService, type LegacyWebhookService } from './domain/
 import { createTaskNotifier, type TaskNotifier } from './domain/tasks/task-notifier.ts';
 import { createTaskService, type TaskService } from './domain/tasks/task-service.ts';
 import { createThreadService, type ThreadService } from './domain/threads/thread-service.ts';
+import type { LocalClaimsSlot } from './domain/turns/local-claims.ts';
 import { createMessageService, type MessageService } from './domain/turns/message-service.ts';
 import type { TurnHooks } from './domain/turns/turn-hooks.ts';
 import { createUsageService, type UsageService } from './domain/usage/usage-service.ts';
@@ -109,6 +110,8 @@ export interface Deps {
   messages: MessageService;
   /** What the features built on turns add to their state changes, in the change's transaction. */
   turnHooks: TurnHooks;
+  /** Where this process's engine, when it runs, lets accepts take the leases of sessions it can run at once. */
+  localClaims: LocalClaimsSlot;
   responses: ResponseService;
   /** POST /v1/chat/completions: stateless turns in hidden sessions. */
   chatCompletions: ChatCompletionService;
@@ -417,10 +420,12 @@ export async function buildDeps(
     allowInsecureDestinations: config.allowInsecureDestinations,
     maxBytes: Math.min(config.maxUploadBytes, MAX_IMAGE_BYTES),
   });
+  const localClaims: LocalClaimsSlot = { current: null };
   const messages = createMessageService({
     db,
     clock,
     bus,
+    localClaims,
     idempotency,
     toolWarnings: tools.warnings,
     subscriptions,
@@ -503,10 +508,12 @@ export async function buildDeps(
     live,
     messages,
     turnHooks,
+    localClaims,
     responses: createResponseService({
       db,
       clock,
       bus,
+      localClaims,
       live,
       idempotency,
       agents,
@@ -522,6 +529,7 @@ export async function buildDeps(
       db,
       clock,
       bus,
+      localClaims,
       live,
       agents,
       checkAttachment,
@@ -700,6 +708,7 @@ export function buildEngine(deps: Deps): Engine {
       processTtlMs: deps.config.processTtlMs,
       contextCacheBytes: deps.config.contextCacheBytes,
       role: deps.config.role,
+      localClaims: deps.localClaims,
     },
   );
 }

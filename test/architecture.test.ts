@@ -72,6 +72,7 @@ const DOMAIN_EXPOSES: Readonly<Record<string, readonly string[]>> = {
     'history-items.ts',
     'item-store.ts',
     'items.ts',
+    'local-claims.ts',
     'message-options.ts',
     'message-service.ts',
     'message-types.ts',

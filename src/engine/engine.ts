@@ -9,12 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { claimSession } from '../domain/turns/claims.ts';
 import { type ContextCaches, createContextCaches } from '../domain/turns/context-cache.ts';
-import { handOver, leasesHeldBy } from '../domain/turns/leases.ts';
+import { handOver, heartbeat, type Lease, LeaseLostError, leasesHeldBy } from '../domain/turns/leases.ts';
+import type { LeaseOffer, LocalClaimsSlot } from '../domain/turns/local-claims.ts';
 import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
 import { createProcessRegistry, type ProcessRegistry } from './process-registry.ts';
-import { type SessionWork, type WorkerHost, workSession } from './session-worker.ts';
+import { handOverNow, type SessionWork, type WorkerHost, workSession } from './session-worker.ts';
 import { TurnAbort, type TurnDeps } from './turn-context.ts';
 
 export interface EngineOptions {
@@ -26,7 +27,15 @@ export interface EngineOptions {
   role?: string;
   /** Estimated bytes of session logs kept between turns (context-cache.ts). */
   contextCacheBytes: number;
+  /** Where the engine offers this process's accepts the leases of sessions it can run at once (local-claims.ts). */
+  localClaims?: LocalClaimsSlot;
 }
+
+/**
+ * How long a lease taken at accept waits for the wake-up that follows its commit before the engine looks for itself:
+ * a lease the database holds is then run, one it does not (the accept rolled back) is forgotten.
+ */
+const TAKEN_LEASE_WAIT_MS = 1000;
 
 export interface Engine {
   /** Registers the process, then starts claiming work; resolves once registered. */
@@ -73,6 +82,11 @@ interface Pool extends WorkerHost {
   starting: Promise<void>;
   /** A claim failed on the way back from the database: it may have taken a lease that no worker here runs. */
   claimUncertain: boolean;
+  /**
+   * Leases offered to accepts in progress (local-claims.ts), by session: each holds a slot. `lease` is set once the
+   * accept took it; the wake-up after its commit hands it over (adoptTaken), or after a while the timer does.
+   */
+  readonly offered: Map<string, { lease: Lease | null; timer: NodeJS.Timeout | null }>;
 }
 
 export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
@@ -108,6 +122,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
     poll: null,
     starting: Promise.resolve(),
     claimUncertain: false,
+    offered: new Map(),
   };
   return {
     start: () => startEngine(pool),
@@ -161,10 +176,10 @@ function nextClaim(pool: Pool, round: ClaimRound): string | undefined | null {
 }
 
 async function claimLoop(pool: Pool): Promise<void> {
-  const { deps, running } = pool;
+  const { deps } = pool;
   const round: ClaimRound = { scanning: false, namedLast: false };
   try {
-    while (!pool.stopping && running.size < pool.options.concurrency) {
+    while (!pool.stopping && busySlots(pool) < pool.options.concurrency) {
       const preferred = nextClaim(pool, round);
       if (preferred === null) break;
       if (pool.claimUncertain) await handOverUnknownLeases(pool);
@@ -173,22 +188,113 @@ async function claimLoop(pool: Pool): Promise<void> {
         if (preferred === undefined) round.scanning = false;
         continue;
       }
-      const work: SessionWork = { controller: new AbortController(), done: Promise.resolve() };
-      running.set(lease.sessionId, work);
-      work.done = workSession(pool, lease, work).finally(() => {
-        running.delete(lease.sessionId);
-        const woken = pool.wokenWhileRunning.delete(lease.sessionId);
-        if (pool.stopping) return;
-        if (woken) void pump(pool, lease.sessionId);
-        if (pool.saturated) void pump(pool);
-      });
+      run(pool, lease);
     }
-    pool.saturated = running.size >= pool.options.concurrency;
+    pool.saturated = busySlots(pool) >= pool.options.concurrency;
   } catch (error) {
     if (isDatabaseUnavailable(error)) pool.claimUncertain = true;
     if (!isStorageFull(error)) deps.logger.error({ err: error }, 'claiming work failed');
   } finally {
     pool.pumping = false;
+  }
+}
+
+/** Slots taken: sessions worked on, and leases offered to accepts in progress. */
+const busySlots = (pool: Pool): number => pool.running.size + pool.offered.size;
+
+/** Works on the session of a lease this process holds, in a slot of its own. */
+function run(pool: Pool, lease: Lease): void {
+  const { running } = pool;
+  const work: SessionWork = { controller: new AbortController(), done: Promise.resolve() };
+  running.set(lease.sessionId, work);
+  work.done = workSession(pool, lease, work).finally(() => {
+    running.delete(lease.sessionId);
+    const woken = pool.wokenWhileRunning.delete(lease.sessionId);
+    if (pool.stopping) return;
+    if (woken) void pump(pool, lease.sessionId);
+    if (pool.saturated) void pump(pool);
+  });
+}
+
+/**
+ * A lease for an accept to take (local-claims.ts): only with a free slot, no wake-up waiting for its claim (those
+ * sessions come first), writes working, and no limit of concurrent turns in force for certain.
+ */
+function offer(pool: Pool, sessionId: string, now: number): LeaseOffer | null {
+  const { deps } = pool;
+  if (pool.stopping || !pool.registry.registered || !deps.space.writable) return null;
+  if (busySlots(pool) >= pool.options.concurrency || pool.wanted.size > 0) return null;
+  if (pool.running.has(sessionId) || pool.offered.has(sessionId)) return null;
+  if (deps.turnLimits !== undefined && !deps.turnLimits.knownNone()) return null;
+  const slot: { lease: Lease | null; timer: NodeJS.Timeout | null } = { lease: null, timer: null };
+  pool.offered.set(sessionId, slot);
+  const forget = () => {
+    if (pool.offered.get(sessionId) !== slot) return;
+    pool.offered.delete(sessionId);
+    if (slot.timer !== null) clearTimeout(slot.timer);
+    if (pool.saturated && !pool.stopping) void pump(pool);
+  };
+  return {
+    owner: pool.owner,
+    expiresAt: now + deps.leaseMs,
+    taken(lease) {
+      if (pool.offered.get(sessionId) !== slot) return;
+      slot.lease = lease;
+      slot.timer = setTimeout(() => void lookForTaken(pool, sessionId, slot), TAKEN_LEASE_WAIT_MS);
+      slot.timer.unref();
+    },
+    declined: forget,
+  };
+}
+
+/** The wake-up of a session whose accept took its lease here: the session is run at once, without a claim. */
+function adoptTaken(pool: Pool, sessionId: string): boolean {
+  const slot = pool.offered.get(sessionId);
+  if (slot === undefined || slot.lease === null) return false;
+  pool.offered.delete(sessionId);
+  if (slot.timer !== null) clearTimeout(slot.timer);
+  // The accept found the lease this process already held (its turn in flight renewed it that very millisecond).
+  if (pool.running.has(sessionId)) pool.wokenWhileRunning.add(sessionId);
+  else run(pool, slot.lease);
+  return true;
+}
+
+/**
+ * A taken lease whose wake-up did not come: run it if the database holds it (its accept committed), else forget it
+ * (its accept rolled back). When the database cannot say, the leases this process holds and does not run are
+ * handed over at the next claim (claimUncertain).
+ */
+async function lookForTaken(
+  pool: Pool,
+  sessionId: string,
+  slot: { lease: Lease | null; timer: NodeJS.Timeout | null },
+): Promise<void> {
+  if (pool.offered.get(sessionId) !== slot || slot.lease === null) return;
+  const lease = slot.lease;
+  try {
+    await heartbeat(pool.turnDeps, lease, pool.deps.clock.now());
+  } catch (error) {
+    if (pool.offered.get(sessionId) === slot) pool.offered.delete(sessionId);
+    if (!(error instanceof LeaseLostError)) pool.claimUncertain = true;
+    if (!pool.stopping) void pump(pool);
+    return;
+  }
+  if (pool.offered.get(sessionId) !== slot) return;
+  pool.offered.delete(sessionId);
+  if (pool.stopping) await handOverNow(pool, lease);
+  else if (pool.running.has(sessionId)) pool.wokenWhileRunning.add(sessionId);
+  else run(pool, lease);
+}
+
+/** At a stop: the leases taken at accept that no worker runs yet go to the other processes. */
+async function handOverTaken(pool: Pool): Promise<void> {
+  const taken = [...pool.offered.values()].flatMap((slot) => (slot.lease === null ? [] : [slot.lease]));
+  for (const slot of pool.offered.values()) if (slot.timer !== null) clearTimeout(slot.timer);
+  pool.offered.clear();
+  for (const lease of taken) {
+    await handOverNow(pool, lease).catch((error: unknown) =>
+      pool.deps.logger.warn({ err: error, sessionId: lease.sessionId }, 'could not hand over a session on stop'),
+    );
   }
 }
 
@@ -198,7 +304,7 @@ async function claimLoop(pool: Pool): Promise<void> {
  */
 async function handOverUnknownLeases(pool: Pool): Promise<void> {
   for (const lease of await leasesHeldBy(pool.deps.db, pool.owner)) {
-    if (!pool.running.has(lease.sessionId)) await handOver(pool.turnDeps, lease);
+    if (!pool.running.has(lease.sessionId) && !pool.offered.has(lease.sessionId)) await handOver(pool.turnDeps, lease);
   }
   pool.claimUncertain = false;
 }
@@ -211,6 +317,7 @@ async function startEngine(pool: Pool): Promise<void> {
   if (pool.stopping) return;
   pool.unsubscribe.push(
     deps.bus.subscribe('wake', ({ sessionId }) => {
+      if (adoptTaken(pool, sessionId)) return;
       if (pool.running.has(sessionId)) pool.wokenWhileRunning.add(sessionId);
       else void pump(pool, sessionId);
     }),
@@ -235,12 +342,16 @@ async function startEngine(pool: Pool): Promise<void> {
   }, pool.options.pollMs);
   pool.poll.unref();
   deps.runExporter?.start();
+  if (pool.options.localClaims !== undefined) {
+    pool.options.localClaims.current = { offer: (sessionId, now) => offer(pool, sessionId, now) };
+  }
   void pump(pool);
 }
 
 async function stopEngine(pool: Pool, graceMs: number): Promise<void> {
   const { deps, running } = pool;
   pool.stopping = true;
+  if (pool.options.localClaims !== undefined) pool.options.localClaims.current = null;
   pool.drain.abort();
   const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
   await pool.starting.catch(() => undefined);
@@ -248,6 +359,7 @@ async function stopEngine(pool: Pool, graceMs: number): Promise<void> {
   for (const off of pool.unsubscribe.splice(0)) off();
   // A claim already under way when the stop came is waited for: its session is then handed over like the others.
   await pool.pumpRun;
+  await handOverTaken(pool);
   const all = () => Promise.all([...running.values()].map((work) => work.done));
   if ((await Promise.race([all().then(() => 'done' as const), timer])) === 'timeout') {
     for (const work of running.values()) work.controller.abort(new TurnAbort('shutdown'));

@@ -5,6 +5,7 @@
  * inside it. When the turn stops for the client's tool calls it is completed at once: the caller sends their outputs
  * in a new call, with the whole conversation again.
  */
+
 import type { Bus } from '../../bus/bus.ts';
 import type { StreamHub } from '../../bus/live-hub.ts';
 import { AppError, validationError } from '../../errors/app-error.ts';
@@ -31,6 +32,7 @@ import { acceptMessage, type ToolWarnings } from '../turns/accept.ts';
 import { completeHandedBackTurn } from '../turns/client-outputs.ts';
 import type { HistoryItem } from '../turns/history-items.ts';
 import type { Attachment } from '../turns/items.ts';
+import type { LocalClaimsSlot } from '../turns/local-claims.ts';
 import type { MessageOptions } from '../turns/message-options.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { createHiddenSession } from '../turns/session-rows.ts';
@@ -51,6 +53,8 @@ export interface ChatCompletionServiceDeps {
   db: Executor;
   clock: Clock;
   bus: Bus;
+  /** This process's engine's offers of leases to accepts (local-claims.ts); absent: every turn is claimed. */
+  localClaims?: LocalClaimsSlot;
   live: StreamHub;
   agents: AgentService;
   /** Checks that a file id names a file of the org a model can read; says how it reaches the model. */
@@ -187,7 +191,7 @@ export function createChatCompletionService(deps: ChatCompletionServiceDeps) {
         id === agent.id ? Promise.resolve(agent) : deps.agents.get(orgId, id, inner);
       return acceptMessage(
         trx,
-        { orgId, sessionId, now },
+        { orgId, sessionId, now, claims: deps.localClaims },
         {
           parts: text === null ? [] : [{ type: 'text', text }],
           text,

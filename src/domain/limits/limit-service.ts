@@ -51,6 +51,7 @@ export function createLimitService(deps: {
   // Whether a claim must respect limits: cached until `limits` changes (the change version moves).
   let cachedAt: number | null = null;
   let cached = false;
+  let refreshing = false;
   // What a claim needs (TurnLimits of domain/turns/leases.ts; deps.ts hands it to the engine).
   const turnLimits = {
     defaultConcurrentTurns: defaults.concurrentTurns,
@@ -65,6 +66,22 @@ export function createLimitService(deps: {
         cached = found;
       }
       return found;
+    },
+    knownNone(): boolean {
+      if (defaults.concurrentTurns !== null) return false;
+      const version = deps.changeVersion();
+      if (version !== null && version === cachedAt) return !cached;
+      // Not known now: read for the next caller (one read at a time), and answer no.
+      if (!refreshing) {
+        refreshing = true;
+        turnLimits
+          .inForce()
+          .catch(() => undefined)
+          .finally(() => {
+            refreshing = false;
+          });
+      }
+      return false;
     },
   };
 

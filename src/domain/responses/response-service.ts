@@ -34,6 +34,7 @@ import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts
 import type { HistoryItem } from '../turns/history-items.ts';
 import { loadContextItems, loadLogItems, loadMessageItems } from '../turns/item-store.ts';
 import { type Attachment, type Item, itemFromRow } from '../turns/items.ts';
+import type { LocalClaimsSlot } from '../turns/local-claims.ts';
 import { isMessageOptions } from '../turns/message-options.ts';
 import type { MessageService } from '../turns/message-service.ts';
 import { type MessageStatus, RESPONSE_END_STATUSES } from '../turns/message-types.ts';
@@ -55,6 +56,8 @@ export interface ResponseServiceDeps {
   db: Executor;
   clock: Clock;
   bus: Bus;
+  /** This process's engine's offers of leases to accepts (local-claims.ts); absent: every turn is claimed. */
+  localClaims?: LocalClaimsSlot;
   live: StreamHub;
   idempotency: Idempotency;
   agents: AgentService;
@@ -309,7 +312,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
     const text = users.length === 0 ? null : users.map((user) => user.text).join('\n');
     const accepted = await acceptMessage(
       trx,
-      target,
+      { ...target, claims: deps.localClaims },
       {
         parts: text === null ? [] : [{ type: 'text', text }],
         text,

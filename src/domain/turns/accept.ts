@@ -23,9 +23,11 @@ import { pendingClientCalls } from './client-outputs.ts';
 import { type HistoryItem, historyItems } from './history-items.ts';
 import { adoptUnattachedItems, appendItems, UNATTACHED } from './item-store.ts';
 import type { Attachment, NewItem } from './items.ts';
+import type { Lease } from './leases.ts';
+import type { LeaseOffer, LocalClaimsSlot } from './local-claims.ts';
 import { type MessageOptions, withAgentFormat } from './message-options.ts';
 import { type MessagePart, storedWarnings, type Warning } from './message-types.ts';
-import { bindSessionAgent, markWorkPending } from './session-rows.ts';
+import { bindSessionAgent, markWorkPending, markWorkPendingTakingLease, type PendingSession } from './session-rows.ts';
 
 export interface AcceptInput {
   /** What the Message shows as its parts (its attachments, when any, also in `attachments` for the model). */
@@ -105,7 +107,11 @@ const sessionMessages = prepare((db, p: { sessionId: string }) =>
 const insertMessage = prepareInsert('messages');
 const insertRun = prepareInsert('runs');
 
-type AcceptTarget = { orgId: string; sessionId: string; now: number };
+/**
+ * Where a message is accepted. With `claims`, the engine of this process may take the session's lease in the same
+ * transaction (local-claims.ts).
+ */
+type AcceptTarget = { orgId: string; sessionId: string; now: number; claims?: LocalClaimsSlot | undefined };
 type AgentOf = (trx: Executor, agentId: string) => Promise<Agent>;
 
 /**
@@ -119,8 +125,25 @@ export async function acceptMessage(
   agentOf: AgentOf,
   toolWarnings?: ToolWarnings,
 ): Promise<Accepted> {
+  const offer = target.claims?.current?.offer(target.sessionId, target.now) ?? null;
+  if (offer === null) return acceptChecked(trx, target, { input, agentOf, toolWarnings, offer: null });
+  try {
+    return await acceptChecked(trx, target, { input, agentOf, toolWarnings, offer });
+  } catch (error) {
+    offer.declined();
+    throw error;
+  }
+}
+
+/** acceptMessage once its lease offer, if any, is known; hands the offer the lease it took only when all went well. */
+async function acceptChecked(
+  trx: Executor,
+  target: AcceptTarget,
+  call: { input: AcceptInput; agentOf: AgentOf; toolWarnings: ToolWarnings | undefined; offer: LeaseOffer | null },
+): Promise<Accepted> {
   const { orgId, sessionId, now } = target;
-  const { session, agentId, last } = await openSession(trx, target, input);
+  const { input, agentOf, toolWarnings, offer } = call;
+  const { session, agentId, last, lease } = await openSession(trx, target, input, offer);
   // A version the message names, else the session's pin: the turn runs it, so its model is the one charged.
   const agentVersion = input.agentVersion ?? session.agent_version ?? undefined;
   const agent = await agentToRun(trx, agentId, agentVersion, agentOf);
@@ -145,6 +168,10 @@ export async function acceptMessage(
   const events = await writeEvents(trx, target, [
     { kind: 'message.created', messageId: row.id, runId: row.run_id, data: { status: 'queued' } },
   ]);
+  if (offer !== null) {
+    if (lease === null) offer.declined();
+    else offer.taken(lease);
+  }
   return { row, events, warnings };
 }
 
@@ -153,9 +180,18 @@ export async function acceptMessage(
  * message: visible when the caller asks, with an agent (fixed here from `bindAgent` when it has none), no client
  * call waiting for its output. Returns its row, its agent and what it holds.
  */
-async function openSession(trx: Executor, target: AcceptTarget, input: AcceptInput) {
+async function openSession(trx: Executor, target: AcceptTarget, input: AcceptInput, offer: LeaseOffer | null) {
   const { orgId, sessionId, now } = target;
-  const session = await markWorkPending(trx, { sessionId, orgId, now });
+  let session: PendingSession | undefined;
+  let lease: Lease | null = null;
+  if (offer === null) session = await markWorkPending(trx, { sessionId, orgId, now });
+  else {
+    const taking = await markWorkPendingTakingLease(trx, { sessionId, orgId, now }, offer);
+    session = taking;
+    if (taking?.token != null) {
+      lease = { sessionId, orgId, token: taking.token, owner: offer.owner, endUser: taking.end_user };
+    }
+  }
   if (session === undefined || (input.visibleOnly === true && session.hidden !== 0)) {
     throw notFound('session', sessionId);
   }
@@ -180,7 +216,7 @@ async function openSession(trx: Executor, target: AcceptTarget, input: AcceptInp
       'a client tool call of this session is waiting for its output; submit it before sending new input',
     );
   }
-  return { session, agentId, last };
+  return { session, agentId, last, lease };
 }
 
 /** The agent as the turn runs it: the current one, or `agentVersion` of it when that is another version. */

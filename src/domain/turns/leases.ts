@@ -110,6 +110,8 @@ export interface TurnLimits {
   defaultConcurrentTurns: number | null;
   /** Whether any limit of concurrent turns may be in force (a default, or a row of `limits`); cheap, cached. */
   inForce(): Promise<boolean>;
+  /** True only when none is in force for certain, from what inForce last read (nothing changed since); no read. */
+  knownNone(): boolean;
 }
 
 /** Checks and extends the lease; on Postgres this also locks the session row for the rest of the transaction. */

@@ -20,6 +20,7 @@ import type { WebhookSubscriptions } from '../webhooks/subscriptions.ts';
 import { acceptMessage, type ToolWarnings } from './accept.ts';
 import { type ClientOutput, type ClientOutputMode, recordOutputs } from './client-outputs.ts';
 import type { Attachment } from './items.ts';
+import type { LocalClaimsSlot } from './local-claims.ts';
 import { answerAction } from './message-answer.ts';
 import { cancelMessage, deleteResponse, deleteSession, forgetResponse, interruptSession } from './message-cancel.ts';
 import { findMessage, lockOwnSession, type MessageContext } from './message-context.ts';
@@ -32,6 +33,8 @@ export interface MessageServiceDeps {
   db: Executor;
   clock: Clock;
   bus: Bus;
+  /** This process's engine's offers of leases to accepts (local-claims.ts); absent: every turn is claimed. */
+  localClaims?: LocalClaimsSlot;
   idempotency: Idempotency;
   toolWarnings: ToolWarnings;
   subscriptions: WebhookSubscriptions;
@@ -154,7 +157,7 @@ async function submitMessage(
       const all = [...expanded.attachments, ...attachments];
       const accepted = await acceptMessage(
         trx,
-        { orgId, sessionId, now: ctx.clock.now() },
+        { orgId, sessionId, now: ctx.clock.now(), claims: deps.localClaims },
         {
           parts,
           text,

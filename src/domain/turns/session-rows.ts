@@ -74,6 +74,31 @@ const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: nu
     .where('org_id', '=', p.orgId)
     .returning(['agent_id', 'agent_version', 'end_user', 'hidden']),
 );
+/**
+ * pendingOfOrg that also takes the session's lease for `owner` when it has none (local-claims.ts). Every right-hand
+ * side reads the row as it was, so the three lease columns change together or not at all; the row returned says
+ * which (the new lease's owner and expiry, or the lease as it was).
+ */
+const pendingOfOrgTaking = prepare(
+  (db, p: { sessionId: string; orgId: string; now: number; keyId: string | null; owner: string; expiresAt: number }) =>
+    db
+      .updateTable('sessions')
+      .set((eb) => {
+        const free = eb('lease_expires_at', 'is', null);
+        return {
+          work_pending: 1,
+          work_version: eb('work_version', '+', 1),
+          updated_at: p.now,
+          turn_key_id: p.keyId,
+          lease_owner: eb.case().when(free).then(p.owner).else(eb.ref('lease_owner')).end(),
+          lease_expires_at: eb.case().when(free).then(p.expiresAt).else(eb.ref('lease_expires_at')).end(),
+          lease_token: eb('lease_token', '+', eb.case().when(free).then(1).else(0).end()),
+        };
+      })
+      .where('id', '=', p.sessionId)
+      .where('org_id', '=', p.orgId)
+      .returning(['agent_id', 'agent_version', 'end_user', 'hidden', 'lease_owner', 'lease_expires_at', 'lease_token']),
+);
 const pending = prepare((db, p: { sessionId: string }) =>
   db
     .updateTable('sessions')
@@ -93,12 +118,36 @@ const pending = prepare((db, p: { sessionId: string }) =>
 export async function markWorkPending(
   trx: Executor,
   target: { sessionId: string } | { sessionId: string; orgId: string; now: number },
-): Promise<
-  { agent_id: string | null; agent_version: number | null; end_user: string | null; hidden: number } | undefined
-> {
+): Promise<PendingSession | undefined> {
   return 'orgId' in target
     ? pendingOfOrg.first(trx, { ...target, keyId: currentApiKeyId() })
     : pending.first(trx, { sessionId: target.sessionId });
+}
+
+/** The session as markWorkPending returns it. */
+export interface PendingSession {
+  agent_id: string | null;
+  agent_version: number | null;
+  end_user: string | null;
+  hidden: number;
+}
+
+/**
+ * markWorkPending of a submit (`orgId` and `now`) that also takes the session's lease for `lease.owner` when the
+ * session has none (local-claims.ts). `token` is the lease's token when it was taken, null when the session was
+ * leased already; undefined when there is no such session.
+ */
+export async function markWorkPendingTakingLease(
+  trx: Executor,
+  target: { sessionId: string; orgId: string; now: number },
+  lease: { owner: string; expiresAt: number },
+): Promise<(PendingSession & { token: number | null }) | undefined> {
+  const row = await pendingOfOrgTaking.first(trx, { ...target, ...lease, keyId: currentApiKeyId() });
+  if (row === undefined) return undefined;
+  const { lease_owner, lease_expires_at, lease_token, ...session } = row;
+  const taken =
+    lease_owner === lease.owner && lease_expires_at !== null && Number(lease_expires_at) === lease.expiresAt;
+  return { ...session, token: taken ? Number(lease_token) : null };
 }
 
 /** Fixes the agent of a Conversation created without one (its first Response's). */

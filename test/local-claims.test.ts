@@ -75,7 +75,7 @@ describe.each(dialects())('leases taken at accept (%s)', (dialect) => {
       });
   };
 
-  it('runs an accepted turn under the lease its accept took, then releases the session', async () => {
+  it('runs an accepted turn, releases its session and frees its slot', async () => {
     const sessionId = await flow.createSession(agentId);
     const before = await sessionRow(sessionId);
     await h.deps.limits.turnLimits.inForce();

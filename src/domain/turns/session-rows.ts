@@ -61,43 +61,41 @@ export async function lockSession(
   return changed > 0n;
 }
 
-const pendingOfOrg = prepare((db, p: { sessionId: string; orgId: string; now: number; keyId: string | null }) =>
+/** A submit's mark of pending work (markWorkPending with `orgId` and `now`). */
+type PendingOfOrg = { sessionId: string; orgId: string; now: number; keyId: string | null };
+const PENDING_COLUMNS = ['agent_id', 'agent_version', 'end_user', 'hidden'] as const;
+
+/**
+ * A submit's UPDATE of its session: work pending, `work_version` bumped, `updated_at` and the request's key. With a
+ * lease, it also takes the session's lease for `owner` when the session has none (local-claims.ts): every
+ * right-hand side reads the row as it was, so the three lease columns change together or not at all.
+ */
+const pendingOfOrgUpdate = (db: Executor, p: PendingOfOrg, lease: { owner: string; expiresAt: number } | null) =>
   db
     .updateTable('sessions')
-    .set((eb) => ({
-      work_pending: 1,
-      work_version: eb('work_version', '+', 1),
-      updated_at: p.now,
-      turn_key_id: p.keyId,
-    }))
+    .set((eb) => {
+      const pending = {
+        work_pending: 1,
+        work_version: eb('work_version', '+', 1),
+        updated_at: p.now,
+        turn_key_id: p.keyId,
+      };
+      if (lease === null) return pending;
+      const free = eb('lease_expires_at', 'is', null);
+      return {
+        ...pending,
+        lease_owner: eb.case().when(free).then(lease.owner).else(eb.ref('lease_owner')).end(),
+        lease_expires_at: eb.case().when(free).then(lease.expiresAt).else(eb.ref('lease_expires_at')).end(),
+        lease_token: eb('lease_token', '+', eb.case().when(free).then(1).else(0).end()),
+      };
+    })
     .where('id', '=', p.sessionId)
-    .where('org_id', '=', p.orgId)
-    .returning(['agent_id', 'agent_version', 'end_user', 'hidden']),
-);
-/**
- * pendingOfOrg that also takes the session's lease for `owner` when it has none (local-claims.ts). Every right-hand
- * side reads the row as it was, so the three lease columns change together or not at all; the row returned says
- * which (the new lease's owner and expiry, or the lease as it was).
- */
-const pendingOfOrgTaking = prepare(
-  (db, p: { sessionId: string; orgId: string; now: number; keyId: string | null; owner: string; expiresAt: number }) =>
-    db
-      .updateTable('sessions')
-      .set((eb) => {
-        const free = eb('lease_expires_at', 'is', null);
-        return {
-          work_pending: 1,
-          work_version: eb('work_version', '+', 1),
-          updated_at: p.now,
-          turn_key_id: p.keyId,
-          lease_owner: eb.case().when(free).then(p.owner).else(eb.ref('lease_owner')).end(),
-          lease_expires_at: eb.case().when(free).then(p.expiresAt).else(eb.ref('lease_expires_at')).end(),
-          lease_token: eb('lease_token', '+', eb.case().when(free).then(1).else(0).end()),
-        };
-      })
-      .where('id', '=', p.sessionId)
-      .where('org_id', '=', p.orgId)
-      .returning(['agent_id', 'agent_version', 'end_user', 'hidden', 'lease_owner', 'lease_expires_at', 'lease_token']),
+    .where('org_id', '=', p.orgId);
+
+const pendingOfOrg = prepare((db, p: PendingOfOrg) => pendingOfOrgUpdate(db, p, null).returning(PENDING_COLUMNS));
+/** pendingOfOrg taking the lease; the row returned says whether it did (the new lease, or the lease as it was). */
+const pendingOfOrgTaking = prepare((db, p: PendingOfOrg & { owner: string; expiresAt: number }) =>
+  pendingOfOrgUpdate(db, p, p).returning([...PENDING_COLUMNS, 'lease_owner', 'lease_expires_at', 'lease_token']),
 );
 const pending = prepare((db, p: { sessionId: string }) =>
   db

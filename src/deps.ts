@@ -676,6 +676,7 @@ export function buildEngine(deps: Deps): Engine {
   return createEngine(
     {
       db: deps.storage.workerDb,
+      registryDb: deps.storage.counterDb,
       dialect: deps.storage.dialect,
       space: deps.storage.space,
       leaseMs: deps.config.leaseMs,

@@ -748,11 +748,21 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
       workers = workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null);
       while (workers.length < 2) workers.push(await startServerProcess({ ...env, AGENTRY_ROLE: 'worker' }));
       const originals = [...workers];
+      // Every worker of the test, stopped ones included, for the output a failure prints.
+      const seen = [...workers];
       for (let round = 0; round < originals.length; round++) {
         // A new worker first, as in a rolling restart; then SIGTERM one of the workers it replaces. The new ones
         // poll only every 10 minutes: once the last original worker stops, only the wake-up that comes with the
         // hand-over can make them take its sessions over within the test.
-        workers = [...workers, await startServerProcess({ ...env, AGENTRY_ROLE: 'worker', AGENTRY_POLL_MS: '600000' })];
+        // At debug, a worker logs each session it works on and hands over (for the output a failure prints).
+        const fresh = await startServerProcess({
+          ...env,
+          AGENTRY_ROLE: 'worker',
+          AGENTRY_POLL_MS: '600000',
+          LOG_LEVEL: 'debug',
+        });
+        seen.push(fresh);
+        workers = [...workers, fresh];
         // New turns for the workers of now, each of 8 calls of 1-2 s: longer than the 8 s of the default grace
         // period a stopping worker gives its turns, so the one stopped is in the middle of its turns' tool calls.
         const batch = await Promise.all(
@@ -793,7 +803,12 @@ describe('cluster: an API process and two workers on one Postgres and one Redis'
         );
       }
       await expectTurnsCompleted(api, turns);
-      expectEachSlowCallOnce(await counter.state(), turns, turns.length * calls, 'cluster (e)');
+      expectEachSlowCallOnce(await counter.state(), turns, turns.length * calls, 'cluster (e)', () =>
+        [...seen, ...(apiProcess === null ? [] : [apiProcess])].map((process) => ({
+          name: `pid ${process.child.pid}`,
+          output: process.output(),
+        })),
+      );
     } finally {
       await counter.stop();
     }

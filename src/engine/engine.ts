@@ -11,6 +11,7 @@ import { claimSession } from '../domain/turns/claims.ts';
 import { type ContextCaches, createContextCaches } from '../domain/turns/context-cache.ts';
 import { handOver, heartbeat, type Lease, LeaseLostError, leasesHeldBy } from '../domain/turns/leases.ts';
 import type { LeaseOffer, LocalClaimsSlot } from '../domain/turns/local-claims.ts';
+import type { Executor } from '../storage/db.ts';
 import { isDatabaseUnavailable, isStorageFull } from '../storage/errors.ts';
 import type { WriteState } from '../storage/storage-space.ts';
 import { denyExpiredApprovals } from './approval-timeouts.ts';
@@ -55,6 +56,13 @@ export interface Engine {
 export type EngineDeps = Omit<TurnDeps, 'owner' | 'draining'> & {
   /** Whether writes work: while the disk is full nothing is claimed, and turns in flight wait for space. */
   space: WriteState;
+  /**
+   * Where the process registry's heartbeats go (`db` when not given). On Postgres, connections of their own that
+   * commit without waiting for the disk: a heartbeat queued behind the turns' statements, or behind a slow flush,
+   * could let the row lapse while the process lives, and the others would take its sessions over (and run again a
+   * tool call it still has in flight).
+   */
+  registryDb?: Executor;
 };
 
 /** The engine's state, shared by its claim loop, its session workers and its start and stop. */
@@ -93,7 +101,7 @@ export function createEngine(deps: EngineDeps, options: EngineOptions): Engine {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const drain = new AbortController();
   const registry = createProcessRegistry({
-    db: deps.db,
+    db: deps.registryDb ?? deps.db,
     clock: deps.clock,
     logger: deps.logger,
     owner,

@@ -47,21 +47,36 @@ export async function nextRunnable(host: WorkerHost, sessionId: string): Promise
  */
 export async function handOverNow(host: WorkerHost, lease: Lease): Promise<void> {
   await handOver(host.turnDeps, lease);
+  host.deps.logger.debug({ sessionId: lease.sessionId, leaseToken: lease.token }, 'handed the session over');
   host.deps.bus.publish('wake', { sessionId: lease.sessionId });
 }
 
 /** Works on a claimed session until it is released, handed over, or its lease is lost. */
 export async function workSession(host: WorkerHost, lease: Lease, work: SessionWork): Promise<void> {
+  host.deps.logger.debug({ sessionId: lease.sessionId, leaseToken: lease.token }, 'working on the session');
   const beat = startHeartbeat(host, lease, work);
   try {
     const stoppedBy = await runTurns(host, lease, work);
     if (stoppedBy instanceof TurnAbort && stoppedBy.reason === 'shutdown') await handOverNow(host, lease);
+    if (stoppedBy instanceof TurnAbort && stoppedBy.reason === 'lease_lost') leaseLost(host, lease);
   } catch (error) {
-    if (!(error instanceof LeaseLostError) && !isStorageFull(error))
+    if (error instanceof LeaseLostError) leaseLost(host, lease);
+    else if (!isStorageFull(error))
       host.deps.logger.error({ err: error, sessionId: lease.sessionId }, 'session worker failed');
   } finally {
     clearInterval(beat);
   }
+}
+
+/**
+ * Another process holds the session now: this one missed its registry heartbeats (it was taken for dead) or let its
+ * lease lapse. Its writes were fenced off; a tool call it had in flight may have run there again.
+ */
+function leaseLost(host: WorkerHost, lease: Lease): void {
+  host.deps.logger.warn(
+    { sessionId: lease.sessionId, leaseToken: lease.token },
+    'another process took this session over (this one missed its heartbeats or let its lease lapse); it stops here',
+  );
 }
 
 /**

@@ -35,7 +35,10 @@ export async function endTurn(turn: TurnContext, error: unknown): Promise<void> 
     const none = { inputTokens: 0, outputTokens: 0, costMicros: 0 };
     deps.metrics.modelCall({ model: inFlight.model, outcome }, deps.clock.now() - inFlight.startedAt, none);
   }
-  if (error instanceof LeaseLostError || reason === 'lease_lost' || reason === 'shutdown') return;
+  // Another process holds the session now: nothing more may be written, nor the turn begun again here (its model
+  // call would be made again for nothing). The session worker stops (session-worker.ts).
+  if (error instanceof LeaseLostError) throw error;
+  if (reason === 'lease_lost' || reason === 'shutdown') return;
   // The disk is full: the turn is not at fault and must not end failed. The engine waits for space and resumes it.
   if (isStorageFull(error)) throw error;
   // The database could not be reached: nothing is wrong with the turn. The engine tries it again, from its last

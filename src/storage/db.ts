@@ -35,7 +35,8 @@ export interface Storage {
    * server itself crashes: the requests-per-minute windows. On Postgres its connections commit without waiting for
    * the write-ahead log to reach the disk (`synchronous_commit = off`; the server flushes it within a fraction of a
    * second), so the requests of one busy key, which all increment the same row, do not queue behind each other's
-   * flushes; on SQLite it is `db`.
+   * flushes; on SQLite it is `db`. The engine's registry heartbeats use it too (process-registry.ts): a liveness
+   * signal, written again within a second, whose last beat a crash of the database server may lose.
    */
   counterDb: Kysely<Database>;
   dialect: Dialect;

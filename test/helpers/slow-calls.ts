@@ -99,6 +99,7 @@ export function expectEachSlowCallOnce(
   turns: readonly SlowTurn[],
   expected: number,
   label: string,
+  logs?: () => readonly { name: string; output: string }[],
 ): void {
   const counts = slowRunsPerCall(
     state,
@@ -109,7 +110,45 @@ export function expectEachSlowCallOnce(
   process.stdout.write(
     `[${label}] ${counts.size} slow calls, ${[...counts.values()].reduce((sum, runs) => sum + runs, 0)} executions, ${repeated.length} run more than once, ${cancelled.length} cancelled\n`,
   );
+  if (repeated.length > 0 || cancelled.length > 0) {
+    process.stdout.write(explainRepeats(state, turns, new Set(repeated.map(([callId]) => callId)), logs?.() ?? []));
+  }
   expect(repeated).toEqual([]);
   expect(cancelled).toEqual([]);
   expect(counts.size).toBe(expected);
+}
+
+/**
+ * What a failure of expectEachSlowCallOnce needs to be understood: the cancellations, and for each run with a repeated
+ * call its executions (when each started) and, from the given processes' output, the lines naming its session or run.
+ */
+function explainRepeats(
+  state: McpServerState,
+  turns: readonly SlowTurn[],
+  callIds: ReadonlySet<string>,
+  logs: readonly { name: string; output: string }[],
+): string {
+  const lines = state.cancellations.map(
+    (cancellation) =>
+      `cancelled at ${new Date(cancellation.at).toISOString()}: ${cancellation.tool} ${JSON.stringify(cancellation.arguments)} (${cancellation.reason})`,
+  );
+  for (const turn of turns) {
+    const executions = state.calls.filter(
+      (call) => call.tool === 'slow' && String(call.meta['agentry/run_id']) === turn.runId,
+    );
+    const ofInterest = executions.filter((call) => callIds.has(String(call.meta['agentry/call_id'])));
+    if (ofInterest.length === 0) continue;
+    lines.push(`session ${turn.sessionId} run ${turn.runId}:`);
+    for (const call of executions) {
+      lines.push(`  ${new Date(call.at).toISOString()} executed ${String(call.meta['agentry/call_id'])}`);
+    }
+    for (const { name, output } of logs) {
+      const named = output
+        .split('\n')
+        .filter((line) => line.includes(turn.sessionId) || line.includes(turn.runId))
+        .slice(-40);
+      for (const line of named) lines.push(`  [${name}] ${line.slice(0, 600)}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
 }

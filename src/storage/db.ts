@@ -16,6 +16,7 @@ import { migrationProvider } from './migrations/index.ts';
 import { beginWithFirstStatement } from './postgres-begin.ts';
 import type { Database } from './schema.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-adapter.ts';
+import { createFreshSqlite } from './sqlite-fresh.ts';
 import { createStorageSpace, reportFailures, type StorageSpace } from './storage-space.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -135,6 +136,8 @@ async function migrateTo(
   schema: string | null,
   secrets: Pick<SecretBox, 'seal'>,
 ): Promise<string[]> {
+  // A new SQLite database: the schema the migrations would make, in one transaction (sqlite-fresh.ts).
+  const fresh = dialect === 'sqlite' ? await createFreshSqlite(db, new Date()) : null;
   const replaced = new Set<string>();
   const provider = migrationProvider({
     seal: (plain) => secrets.seal(plain),
@@ -147,7 +150,7 @@ async function migrateTo(
     .execute(db)
     .then((result) => new Set(result.rows.map((row) => row.name)))
     .catch(() => null);
-  if (applied !== null && known.every((name) => applied.has(name))) return [];
+  if (applied !== null && known.every((name) => applied.has(name))) return fresh ?? [];
   // Name the schema: Kysely looks for its bookkeeping tables across all schemas otherwise.
   const migrator = new Migrator({
     db,
@@ -164,7 +167,8 @@ async function migrateTo(
     const { error, results } = await migrator.migrateToLatest();
     if (error === undefined) {
       if (replaced.size > 0) await purgeFreeSpace(db, dialect, [...replaced]);
-      return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+      const ran = (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+      return [...(fresh ?? []), ...ran];
     }
     const reason = error instanceof Error ? error.message : String(error);
     if (attempt < MIGRATION_ATTEMPTS && /does not exist/.test(reason)) {

@@ -39,7 +39,10 @@ import { engineProcessSlots } from './0043-engine-process-slots.ts';
 import { partialRunIndexes } from './0044-partial-run-indexes.ts';
 import type { MigrationContext } from './context.ts';
 
-/** Versioned migrations, applied in name order. Never edit a released one: add the next. */
+/**
+ * Versioned migrations, applied in name order. Never edit a released one: add the next, then run `npm run
+ * schema:sqlite` (a new SQLite database is created from the schema they make: storage/sqlite-fresh.ts).
+ */
 const migrations = (context: MigrationContext): Record<string, Migration> => ({
   '0001-initial': initial,
   '0002-engine': engine,

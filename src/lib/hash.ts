@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
+/** One-shot (`crypto.hash`): a third of the cost of a Hash object, on every authenticated request. */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** JSON with object keys sorted, so that equal values always serialize to equal text. */

@@ -8,6 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../src/domain/auth/scopes.ts';
 import { attemptDelivery } from '../src/domain/webhooks/attempt.ts';
@@ -43,6 +44,23 @@ async function rawStorage(h: Harness, env: Record<string, string>): Promise<stri
     select pg_read_binary_file(pg_relation_filepath(name)) as bytes
     from unnest(array['webhook_endpoints', 'legacy_webhooks']) as name`.execute(db);
   return files.rows.map((row) => row.bytes.toString('latin1')).join('');
+}
+
+/**
+ * A write transaction open on the environment's Postgres database for `ms`, in a client of its own; `ended` settles
+ * once it committed (SQLite: nothing to wait for).
+ */
+async function otherTransaction(env: Record<string, string>, ms: number): Promise<{ ended: Promise<void> }> {
+  if (env.DATABASE_URL === undefined) return { ended: Promise.resolve() };
+  const client = new pg.Client({ connectionString: env.DATABASE_URL });
+  await client.connect();
+  await client.query('begin');
+  await client.query('select txid_current()');
+  const ended = new Promise<void>((resolve) => setTimeout(resolve, ms)).then(async () => {
+    await client.query('commit');
+    await client.end();
+  });
+  return { ended };
 }
 
 describe.each(dialects())('secrets at rest (%s)', (dialect: DialectName) => {
@@ -84,12 +102,17 @@ describe.each(dialects())('secrets at rest (%s)', (dialect: DialectName) => {
       old,
     );
     await old.destroy();
+    // On Postgres, a transaction of someone else on the same database (another deployment, another migration)
+    // that began before the migrations and ends 4 s later: the purge waits for it, since VACUUM FULL
+    // keeps the row versions it could still see.
+    const other = await otherTransaction(environment.env, 4000);
     // The first start of this version, on that database.
     h = await createHarness(dialect, {
       ...environment.env,
       AGENTRY_BOOTSTRAP_KEY: key,
       AGENTRY_ALLOW_INSECURE_DESTINATIONS: 'true',
     });
+    await other.ended;
   });
   afterAll(async () => {
     await h?.close();

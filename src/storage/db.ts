@@ -118,6 +118,7 @@ function postgresConnection(
  */
 async function purgeFreeSpace(db: Kysely<Database>, dialect: Dialect, tables: string[]): Promise<void> {
   if (dialect === 'postgres') {
+    await olderTransactionsEnded(db, PURGE_WAIT_MS);
     for (const table of tables) await sql`vacuum full ${sql.table(table)}`.execute(db);
     return;
   }
@@ -126,6 +127,31 @@ async function purgeFreeSpace(db: Kysely<Database>, dialect: Dialect, tables: st
     const result = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(db);
     if (result.rows[0]?.busy !== 1 || attempt === MIGRATION_ATTEMPTS) return;
     await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+  }
+}
+
+/** How long a purge on Postgres waits for the transactions that could still see the replaced rows. */
+const PURGE_WAIT_MS = 15_000;
+
+/**
+ * Waits until every transaction of this database that was running when it was called has ended (true), or `waitMs`
+ * went by (false). VACUUM FULL keeps the row versions that such a transaction could still see, so a purge that ran
+ * beside one (another deployment's or a migration on the same database, a long report) would leave the replaced
+ * values in the table's files.
+ */
+async function olderTransactionsEnded(db: Kysely<Database>, waitMs: number): Promise<boolean> {
+  // An identifier of now: a transaction id taken and committed at once.
+  const mark = await sql<{ xid: string }>`select (txid_current() % 4294967296)::text as xid`.execute(db);
+  const xid = mark.rows[0]?.xid ?? '0';
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const older = await sql<{ running: number }>`
+      select count(*)::int as running from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
+        and greatest(age(backend_xid), age(backend_xmin)) > age(${xid}::xid)`.execute(db);
+    if ((older.rows[0]?.running ?? 0) === 0) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 

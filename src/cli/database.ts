@@ -41,7 +41,7 @@ export async function migrateDatabase(output: Output): Promise<string[]> {
   const config = loadConfig();
   const unfixed = prepareDataDir(config.dataDir);
   for (const problem of unfixed) output.stderr.write(`agentry: the data directory is not private: ${problem}\n`);
-  const storage = await openStorage(config);
+  const storage = await openStorage(config, { logger: createLogger({ logLevel: 'warn' }, process.stderr) });
   output.stderr.write(`agentry: database ${storage.location}\n`);
   try {
     return await storage.migrate(deploymentSecretBox(config));

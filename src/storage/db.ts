@@ -116,9 +116,20 @@ function postgresConnection(
  * SQLite write-ahead log, dead Postgres row versions). Rewrites what holds them: SQLite's VACUUM rebuilds the whole
  * file and the truncating checkpoint empties the log; Postgres's VACUUM FULL rewrites the tables into new files.
  */
-async function purgeFreeSpace(db: Kysely<Database>, dialect: Dialect, tables: string[]): Promise<void> {
+async function purgeFreeSpace(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  tables: string[],
+  logger: Logger | undefined,
+): Promise<void> {
   if (dialect === 'postgres') {
-    await olderTransactionsEnded(db, PURGE_WAIT_MS);
+    if (!(await olderTransactionsEnded(db, PURGE_WAIT_MS))) {
+      logger?.warn(
+        { tables, waitedMs: PURGE_WAIT_MS },
+        'replaced secrets purged while older transactions were still open: their old values may stay in these ' +
+          "tables' files until the tables are next rewritten (VACUUM FULL)",
+      );
+    }
     for (const table of tables) await sql`vacuum full ${sql.table(table)}`.execute(db);
     return;
   }
@@ -161,6 +172,7 @@ async function migrateTo(
   dialect: Dialect,
   schema: string | null,
   secrets: Pick<SecretBox, 'seal'>,
+  logger: Logger | undefined,
 ): Promise<string[]> {
   // A new SQLite database: the schema the migrations would make, in one transaction (sqlite-fresh.ts).
   const fresh = dialect === 'sqlite' ? await createFreshSqlite(db, new Date()) : null;
@@ -192,7 +204,7 @@ async function migrateTo(
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (error === undefined) {
-      if (replaced.size > 0) await purgeFreeSpace(db, dialect, [...replaced]);
+      if (replaced.size > 0) await purgeFreeSpace(db, dialect, [...replaced], logger);
       const ran = (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
       return [...(fresh ?? []), ...ran];
     }
@@ -346,7 +358,7 @@ export async function openStorage(
         if (dialect === 'postgres' && config.databaseSchema !== null) {
           await sql`create schema if not exists ${sql.id(config.databaseSchema)}`.execute(target);
         }
-        return await migrateTo(target, dialect, config.databaseSchema, secrets);
+        return await migrateTo(target, dialect, config.databaseSchema, secrets, options.logger);
       } finally {
         if (target !== db) await target.destroy();
       }

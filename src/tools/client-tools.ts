@@ -10,6 +10,7 @@ export function createClientToolProvider(): ToolProvider {
   return {
     name: 'client',
     claims: () => false,
+    sourcesBeyondEntries: (agent) => agent.clientTools.length > 0,
     async sources(agent) {
       if (agent.clientTools.length === 0) return [];
       const tools = agent.clientTools.map((tool) => ({

@@ -54,9 +54,14 @@ export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegi
         });
       } else claimed.get(provider)?.push(entry);
     }
-    const provided = await Promise.all(
-      providers.map((provider) => provider.sources(agent, claimed.get(provider) ?? [], scope)),
-    );
+    const asked: Promise<ToolSource[]>[] = [];
+    for (const [provider, entries] of claimed) {
+      if (entries.length > 0 || provider.sourcesBeyondEntries?.(agent) === true) {
+        asked.push(provider.sources(agent, entries, scope));
+      }
+    }
+    if (asked.length === 0) return unclaimed;
+    const provided = await Promise.all(asked);
     return [...provided.flat(), ...unclaimed];
   }
 

@@ -152,4 +152,10 @@ export interface ToolProvider {
    * never calls out; loading (listing tools of a remote server) happens in `load`.
    */
   sources(agent: AgentToolConfig, claimed: McpServer[], scope: ToolScope): Promise<ToolSource[]>;
+  /**
+   * Whether the agent's other fields (not its `mcpServers` entries) give this provider sources. A provider without
+   * it has none for an agent whose entries it claims none of, and is not asked (the registry runs on every read of
+   * an agent, for its warnings).
+   */
+  sourcesBeyondEntries?(agent: AgentToolConfig): boolean;
 }

@@ -9,6 +9,7 @@ export function createNetworkExposureProvider(): ToolProvider {
   return {
     name: 'network_exposure',
     claims: () => false,
+    sourcesBeyondEntries: (agent) => agent.networkPolicy?.allow_public_traffic === true,
     async sources(agent) {
       if (agent.networkPolicy?.allow_public_traffic !== true) return [];
       return [

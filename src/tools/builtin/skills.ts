@@ -48,6 +48,7 @@ export function createSkillsProvider(deps: SkillsProviderDeps): ToolProvider {
   return {
     name: 'skills',
     claims: internalEntry('skills'),
+    sourcesBeyondEntries: (agent) => agent.skills.length > 0,
     async sources(agent, _claimed, scope) {
       return Promise.all(
         agent.skills.map(async (skill): Promise<ToolSource> => {

@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
 import { runInTurn } from './lib/trace-context.ts';
 import { createLogger, RequestLogController } from './logger.ts';
@@ -91,6 +93,85 @@ describe('the request of a request line', () => {
     const expected = { method: 'GET', url: '/agents?n=1', host: 'agentry.test', remoteAddress: '127.0.0.1' };
     expect(requestLines.map((entry) => entry.req)).toEqual([expected, expected]);
     expect(lines.join('\n')).not.toContain(key);
+  });
+});
+
+describe('the line of an answered request', () => {
+  it('is the line pino writes for it, byte for byte but the time, over real HTTP', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const app = Fastify({
+      loggerInstance: createLogger({ logLevel: 'info', logFormat: 'json' }, sink),
+      logController: new RequestLogController(0),
+    });
+    const answered: { request: FastifyRequest; reply: FastifyReply }[] = [];
+    app.addHook('onResponse', async (request, reply) => {
+      answered.push({ request, reply });
+    });
+    app.get('/*', async () => ({ ok: true }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    // A quote and a backslash in the URL (Node's parser takes both): each escaped as pino escapes it.
+    const paths = ['/agents?n=1', '/a"b\\c?q=1'];
+    for (const path of paths) {
+      await new Promise<void>((resolve, reject) => {
+        http
+          .get({ port, host: '127.0.0.1', path, headers: { connection: 'close' } }, (response) => {
+            response.resume();
+            response.on('end', resolve);
+          })
+          .on('error', reject);
+      });
+    }
+    await app.close();
+    const written = lines.filter((line) => line.includes('"responseTime"'));
+    expect(written).toHaveLength(paths.length);
+    // What pino writes for the same call on the same request's logger.
+    const byPino: string[] = [];
+    sink.write = ((chunk: string) => byPino.push(chunk.trimEnd()) > 0) as typeof sink.write;
+    answered.forEach(({ request, reply }, i) => {
+      const line = JSON.parse(written[i] ?? '{}');
+      reply.log.info(
+        { req: request, res: { statusCode: reply.statusCode }, responseTime: line.responseTime },
+        line.msg,
+      );
+    });
+    const withoutTime = (line: string) => line.replace(/"time":\d+,/, '');
+    expect(byPino.map(withoutTime)).toEqual(written.map(withoutTime));
+    expect(JSON.parse(written[1] ?? '{}').req.url).toBe('/a"b\\c?q=1');
+    expect(typeof JSON.parse(written[0] ?? '{}').req.remotePort).toBe('number');
+  });
+
+  it("is written by pino, with the turn's fields, when answered inside a turn's context", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const controller = new RequestLogController(0);
+    const app = Fastify({ loggerInstance: createLogger({ logLevel: 'info', logFormat: 'json' }, sink) });
+    let answered: { request: FastifyRequest; reply: FastifyReply } | null = null;
+    app.addHook('onResponse', async (request, reply) => {
+      answered = { request, reply };
+    });
+    app.get('/x', async () => ({ ok: true }));
+    await app.inject({ method: 'GET', url: '/x' });
+    await app.close();
+    const { request, reply } = answered ?? expect.unreachable('no request answered');
+    runInTurn({ runId: 'run_1', traceId: 'trace_1' }, () => controller.requestCompleted(null, request, reply));
+    const line = lines.at(-1);
+    expect([line?.msg, line?.runId, line?.traceId]).toEqual([
+      expect.stringMatching(/^GET \/x 200 /),
+      'run_1',
+      'trace_1',
+    ]);
   });
 });
 

@@ -39,7 +39,7 @@ export interface ToolRegistry {
 
 export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegistry {
   async function sources(agent: AgentToolConfig, scope: ToolScope): Promise<ToolSource[]> {
-    const claimed = new Map<ToolProvider, McpServer[]>(providers.map((provider) => [provider, []]));
+    const claimed = new Map<ToolProvider, McpServer[]>();
     const unclaimed: ToolSource[] = [];
     for (const entry of agent.mcpServers) {
       const provider = providers.find((candidate) => candidate.claims(entry));
@@ -52,13 +52,18 @@ export function createToolRegistry(providers: readonly ToolProvider[]): ToolRegi
             message: `${describeEntry(entry)} is configured on the agent but this deployment cannot run it; the turn runs without it`,
           },
         });
-      } else claimed.get(provider)?.push(entry);
-    }
-    const asked: Promise<ToolSource[]>[] = [];
-    for (const [provider, entries] of claimed) {
-      if (entries.length > 0 || provider.sourcesBeyondEntries?.(agent) === true) {
-        asked.push(provider.sources(agent, entries, scope));
+      } else {
+        const entries = claimed.get(provider);
+        if (entries === undefined) claimed.set(provider, [entry]);
+        else entries.push(entry);
       }
+    }
+    // In the providers' order, as their sources are listed.
+    const asked: Promise<ToolSource[]>[] = [];
+    for (const provider of providers) {
+      const entries = claimed.get(provider);
+      if (entries !== undefined) asked.push(provider.sources(agent, entries, scope));
+      else if (provider.sourcesBeyondEntries?.(agent) === true) asked.push(provider.sources(agent, [], scope));
     }
     if (asked.length === 0) return unclaimed;
     const provided = await Promise.all(asked);

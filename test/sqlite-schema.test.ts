@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migratedSqliteSchema, readSqliteSchema } from '../scripts/sqlite-schema.ts';
 import { openStorage, type Storage } from '../src/storage/db.ts';
+import { PARTIAL_INDEX_COLUMNS } from '../src/storage/sqlite-adapter.ts';
 import { SQLITE_SCHEMA_FILE, type SqliteSchema } from '../src/storage/sqlite-fresh.ts';
 import { dataDirSecrets } from './helpers/migrations.ts';
 
@@ -79,6 +80,57 @@ describe('a new SQLite database from the schema file', () => {
       writer.exec('rollback');
       writer.close();
     }
+  });
+
+  it("names every column a partial index tests against a constant in the adapter's list", () => {
+    // `... where "status" = 'requires_action'`: a WHERE clause comparing that column with a bound value makes SQLite
+    // plan the statement again at each execution (sqlite-adapter.ts PARTIAL_INDEX_COLUMNS).
+    const tested = file()
+      .statements.filter((statement) => /^create (unique )?index/i.test(statement))
+      .flatMap((statement) => [...statement.matchAll(/"(\w+)"\s*=\s*('[^']*'|-?\d+)/g)].map((match) => match[1]));
+    expect(tested.length).toBeGreaterThan(0);
+    for (const column of tested) expect(PARTIAL_INDEX_COLUMNS).toContain(column);
+  });
+
+  it('writes the values compared with those columns into the statement, and binds every other value', async () => {
+    const { storage } = await open();
+    const compiled = storage.db
+      .selectFrom('messages as waiting')
+      .select('id')
+      .where('waiting.session_id', '=', 'ses_1')
+      .where('waiting.status', '=', 'requires_action')
+      .where('agent_version', '=', 3)
+      .compile();
+    expect(compiled.sql).toContain(`"waiting"."status" = 'requires_action'`);
+    expect(compiled.parameters).toEqual(['ses_1', 3]);
+    // A value that is not a state's name stays bound (whatever its type claims).
+    const notAName = "it's" as 'requires_action';
+    const other = storage.db.selectFrom('messages').select('id').where('status', '=', notAName).compile();
+    expect(other.parameters).toEqual(["it's"]);
+  });
+
+  it('plans a statement on those columns once, not at every execution', () => {
+    // Measured where SQLite's re-planning shows: the same statement run 2,000 times with the value bound is many
+    // times slower than with the value written in (15 µs against 1.5 µs here).
+    const db = new DatabaseSync(':memory:');
+    for (const statement of file().statements) db.exec(statement);
+    const query = (status: string) =>
+      `select "id" from "messages" where "session_id" = ? and "status" = ${status} and "seq" < ?`;
+    const bound = db.prepare(query('?'));
+    const written = db.prepare(query("'requires_action'"));
+    const perRun = (run: () => void) => {
+      const started = performance.now();
+      for (let i = 0; i < 2000; i++) run();
+      return performance.now() - started;
+    };
+    const times = { bound: [] as number[], written: [] as number[] };
+    for (let round = 0; round < 3; round++) {
+      times.bound.push(perRun(() => bound.all('ses_1', 'requires_action', 5)));
+      times.written.push(perRun(() => written.all('ses_1', 5)));
+    }
+    db.close();
+    // The premise of PARTIAL_INDEX_COLUMNS: if SQLite stops re-planning, this fails and the list can go.
+    expect(Math.min(...times.bound)).toBeGreaterThan(3 * Math.min(...times.written));
   });
 
   it('is created once when two processes open one new file at once', async () => {

@@ -6,15 +6,20 @@
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import {
+  type BinaryOperationNode,
   type DatabaseConnection,
   type DialectAdapter,
   type Driver,
+  type OperationNode,
+  type QueryCompiler,
   SqliteAdapter,
   type SqliteDatabase,
   SqliteDialect,
   type SqliteDialectConfig,
   SqliteDriver,
+  SqliteQueryCompiler,
   type SqliteStatement,
+  ValueNode,
 } from 'kysely';
 import { type Checkpointer, SERVER_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.ts';
 
@@ -162,6 +167,58 @@ class FifoSqliteDriver extends SqliteDriver {
   }
 }
 
+/**
+ * The columns that a partial index of the schema tests against a constant (`messages_waiting`: `"status" =
+ * 'requires_action'`, `items_one_output_per_call`: `"type" = 'function_call_output'`, `agents_one_default`:
+ * `"is_default" = 1`). test/sqlite-schema.test.ts keeps this list complete.
+ */
+export const PARTIAL_INDEX_COLUMNS: ReadonlySet<string> = new Set(['status', 'type', 'is_default']);
+
+/** A value written into the statement: a name from a fixed set of states or kinds, or a small integer. */
+const LITERAL_STRING = /^[a-z_]{1,64}$/;
+
+function isLiteralValue(value: unknown): value is string | number {
+  return typeof value === 'string' ? LITERAL_STRING.test(value) : Number.isSafeInteger(value);
+}
+
+function columnName(node: OperationNode): string | null {
+  if (node.kind !== 'ReferenceNode' || !('column' in node)) return null;
+  const column = node.column as OperationNode;
+  if (column.kind !== 'ColumnNode' || !('column' in column)) return null;
+  const identifier = column.column as { name?: unknown };
+  return typeof identifier.name === 'string' ? identifier.name : null;
+}
+
+/**
+ * Writes `column = value` into the statement instead of binding the value when the column is one a partial index
+ * tests against a constant. When a WHERE clause compares such a column with a bound value, SQLite's planner reads
+ * the value to decide whether the partial index applies, and then plans the statement again every time that
+ * parameter is bound, at each execution: 230 µs for a session's release (`leases.ts`) where 15 µs runs it.
+ * States and kinds are a few fixed names, so this adds a few statements to the cache, not one per call.
+ */
+class PartialIndexAwareCompiler extends SqliteQueryCompiler {
+  protected override visitBinaryOperation(node: BinaryOperationNode): void {
+    const right = node.rightOperand;
+    if (
+      node.operator.kind === 'OperatorNode' &&
+      'operator' in node.operator &&
+      node.operator.operator === '=' &&
+      ValueNode.is(right) &&
+      right.immediate !== true &&
+      isLiteralValue(right.value)
+    ) {
+      const name = columnName(node.leftOperand);
+      if (name !== null && PARTIAL_INDEX_COLUMNS.has(name)) {
+        this.visitNode(node.leftOperand);
+        this.append(' = ');
+        this.appendImmediateValue(right.value);
+        return;
+      }
+    }
+    super.visitBinaryOperation(node);
+  }
+}
+
 class FifoSqliteAdapter extends SqliteAdapter {
   // The driver serializes access itself; this keeps Kysely from adding its own mutex on top.
   override get supportsMultipleConnections(): boolean {
@@ -187,5 +244,9 @@ export class NodeSqliteDialect extends SqliteDialect {
 
   override createAdapter(): DialectAdapter {
     return new FifoSqliteAdapter();
+  }
+
+  override createQueryCompiler(): QueryCompiler {
+    return new PartialIndexAwareCompiler();
   }
 }

@@ -30,7 +30,7 @@ import { afterCommit } from '../outbox.ts';
 import type { PreviewedOutput } from '../runs/preview.ts';
 import type { SessionService } from '../sessions/session-service.ts';
 import { acceptMessage } from '../turns/accept.ts';
-import { completeAnsweredTurns, recordOutputs } from '../turns/client-outputs.ts';
+import { completeAnsweredTurns, recordOutputs, waitingMessages } from '../turns/client-outputs.ts';
 import type { HistoryItem } from '../turns/history-items.ts';
 import { loadContextItems, loadLogItems, loadMessageItems } from '../turns/item-store.ts';
 import { type Attachment, type Item, itemFromRow } from '../turns/items.ts';
@@ -94,10 +94,6 @@ export interface CreatedResponse {
 }
 
 const WAITING: readonly MessageStatus[] = RESPONSE_END_STATUSES;
-
-const waitingMessages = prepare((db, p: { sessionId: string; status: MessageStatus }) =>
-  db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
-);
 
 const liveMessage = prepare((db, p: { orgId: string; id: string }) =>
   db
@@ -270,7 +266,7 @@ export function createResponseService(deps: ResponseServiceDeps) {
       events.push(...recorded.events);
     }
     // Every call the conversation waits for must be answered before the agent can go on.
-    const waiting = fresh ? [] : await waitingMessages.all(trx, { sessionId, status: 'requires_action' });
+    const waiting = fresh ? [] : await waitingMessages.all(trx, { sessionId });
     for (const message of waiting) {
       const items = await loadMessageItems(trx, message.id);
       const missing = pendingCalls(items).find(

@@ -10,7 +10,6 @@ import type { SessionEvent } from '../outbox.ts';
 import { endToolSpan } from '../runs/spans.ts';
 import { appendItems, loadMessageItems } from './item-store.ts';
 import { type CallKind, type Item, itemFromRow, turnText } from './items.ts';
-import type { MessageStatus } from './message-types.ts';
 import { requiredActionsOf } from './message-view.ts';
 import { pendingCalls } from './pending-calls.ts';
 import { lockSession, markWorkPending } from './session-rows.ts';
@@ -246,13 +245,14 @@ export async function completeHandedBackTurn(
   return completeAnsweredTurns(trx, listeners, target.now, [messageId], answered);
 }
 
-const waitingMessages = prepare((db, p: { sessionId: string; status: MessageStatus }) =>
-  db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', p.status),
+/** The ids of the session's messages waiting for client outputs or approvals. */
+export const waitingMessages = prepare((db, p: { sessionId: string }) =>
+  db.selectFrom('messages').select('id').where('session_id', '=', p.sessionId).where('status', '=', 'requires_action'),
 );
 
 /** Client calls of the session still waiting for their output. */
 export async function pendingClientCalls(trx: Executor, sessionId: string) {
-  const waiting = await waitingMessages.all(trx, { sessionId, status: 'requires_action' });
+  const waiting = await waitingMessages.all(trx, { sessionId });
   const calls = [];
   for (const message of waiting) {
     calls.push(...pendingCalls(await loadMessageItems(trx, message.id)).filter((call) => call.kind === 'client'));

@@ -13,8 +13,8 @@ import { createLogger, RequestLogController } from './logger.ts';
  */
 const THRESHOLD_MS = 1000;
 
-/** A Fastify app with three routes, logging to memory, with the given threshold and level. */
-async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ level: number; msg: string }[]> {
+/** A destination that keeps the lines written to it, as written. */
+function lineSink(): { sink: Writable; lines: string[] } {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -22,6 +22,12 @@ async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ l
       done();
     },
   });
+  return { sink, lines };
+}
+
+/** A Fastify app with three routes, logging to memory, with the given threshold and level. */
+async function requestLines(minMs: number, level: 'info' | 'debug'): Promise<{ level: number; msg: string }[]> {
+  const { sink, lines } = lineSink();
   const app = Fastify({
     loggerInstance: createLogger({ logLevel: level, logFormat: 'json' }, sink),
     logController: new RequestLogController(minMs),
@@ -69,13 +75,7 @@ describe('request log lines', () => {
 
 describe('the request of a request line', () => {
   it('is its method, URL, host and peer, never its headers (so no key is ever written)', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { sink, lines } = lineSink();
     const app = Fastify({
       loggerInstance: createLogger({ logLevel: 'debug', logFormat: 'json' }, sink),
       logController: new RequestLogController(0),
@@ -98,13 +98,7 @@ describe('the request of a request line', () => {
 
 describe('the line of an answered request', () => {
   it('is the line pino writes for it, byte for byte but the time, over real HTTP', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { sink, lines } = lineSink();
     const app = Fastify({
       loggerInstance: createLogger({ logLevel: 'info', logFormat: 'json' }, sink),
       logController: new RequestLogController(0),
@@ -148,13 +142,7 @@ describe('the line of an answered request', () => {
   });
 
   it("is written by pino, with the turn's fields, when answered inside a turn's context", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    });
+    const { sink, lines } = lineSink();
     const controller = new RequestLogController(0);
     const app = Fastify({ loggerInstance: createLogger({ logLevel: 'info', logFormat: 'json' }, sink) });
     let answered: { request: FastifyRequest; reply: FastifyReply } | null = null;
@@ -166,12 +154,8 @@ describe('the line of an answered request', () => {
     await app.close();
     const { request, reply } = answered ?? expect.unreachable('no request answered');
     runInTurn({ runId: 'run_1', traceId: 'trace_1' }, () => controller.requestCompleted(null, request, reply));
-    const line = lines.at(-1);
-    expect([line?.msg, line?.runId, line?.traceId]).toEqual([
-      expect.stringMatching(/^GET \/x 200 /),
-      'run_1',
-      'trace_1',
-    ]);
+    const line = JSON.parse(lines.at(-1) ?? '{}');
+    expect([line.msg, line.runId, line.traceId]).toEqual([expect.stringMatching(/^GET \/x 200 /), 'run_1', 'trace_1']);
   });
 });
 

@@ -87,7 +87,7 @@ function batchedStdout(): { write(line: string): void } {
 
 /**
  * The destinations that get pino's JSON lines as they are (createLogger's JSON form): request lines are written to
- * these directly (requestLine below). Others (pino-pretty, a test's logger) get them through pino.
+ * these directly (writeRequestLine below). Others (pino-pretty, a test's logger) get them through pino.
  */
 const JSON_STREAMS = new WeakSet<object>();
 
@@ -205,7 +205,7 @@ const INFO = 30;
  * Writes the info line of an answered request straight to its logger's destination when that takes JSON lines
  * and nothing would change the line on its way (no turn fields: requests are not answered inside a turn). The
  * line is the one pino writes for `reply.log.info({req, res, responseTime}, line)`, byte for byte
- * (test/request-log.test.ts compares them), without the generic path's serializers, mixin, hooks and object
+ * (src/logger.test.ts compares them), without the generic path's serializers, mixin, hooks and object
  * walk: those cost a tenth of a small request's time. Returns false when pino must write it.
  */
 function writeRequestLine(

@@ -19,22 +19,17 @@ export const SQLITE_SCHEMA_FILE = new URL('./sqlite-schema.json', import.meta.ur
 
 /**
  * Creates the schema in the database behind `db` if it has no schema object at all; returns the migrations it
- * recorded, or null when the database was not empty. A database with a schema is found so by a plain read, so a
- * command started beside a busy server does not queue for its write lock; an empty one is counted again under the
- * write lock, so of two processes starting on one new file, one creates the schema and the other finds it.
+ * recorded, or null when the database was not empty. The write lock is taken first, so of two processes starting on
+ * one new file, one creates the schema and the other finds it.
  */
 export async function createFreshSqlite<DB>(db: Kysely<DB>, now: Date): Promise<string[] | null> {
   return db.connection().execute(async (connection) => {
-    const countObjects = async () => {
+    await sql`begin immediate`.execute(connection);
+    try {
       const { rows } = await sql<{ objects: number }>`select count(*) as objects from sqlite_master`.execute(
         connection,
       );
-      return Number(rows[0]?.objects ?? 0);
-    };
-    if ((await countObjects()) > 0) return null;
-    await sql`begin immediate`.execute(connection);
-    try {
-      if ((await countObjects()) > 0) {
+      if (Number(rows[0]?.objects ?? 0) > 0) {
         await sql`rollback`.execute(connection);
         return null;
       }

@@ -814,7 +814,8 @@ describe.skipIf(!available)('web console', () => {
     await page.goto(url('/console/usage'));
     await page.getByRole('img', { name: /Daily cost per agent/ }).waitFor();
     expect(await page.locator('.big').textContent()).toBe('Unlimited');
-    expect(await page.locator('tbody').textContent()).toContain('Accountant');
+    // Agents are named once the page's list of agents has arrived (ids until then).
+    await expect.poll(() => page.locator('tbody').textContent(), WAIT).toContain('Accountant');
     await accessible(page, 'usage');
     await snap(page, 'usage');
 

@@ -7,9 +7,10 @@
 export const MIB = 1024 * 1024;
 
 /**
- * The server connection's default `wal_autocheckpoint` while the thread runs (pages of the log, about 10 MB;
- * SQLite's default is 1,000); AGENTRY_SQLITE_WAL_PAGES sets it. A larger log copies each often-written page once
- * per checkpoint instead of several times: measured under steady turns, 1,000 pages cost about a tenth of the
+ * The size of the server's SQLite log (pages, about 10 MB) at which the checkpoint thread pauses the server's
+ * connection briefly to start the log over; the connection's own `wal_autocheckpoint` is four times as much, as a
+ * bound (SQLite's default is 1,000). AGENTRY_SQLITE_WAL_PAGES sets it. A larger log copies each often-written page
+ * once per checkpoint instead of several times: measured under steady turns, 1,000 pages cost about a tenth of the
  * throughput, while 10,000 pages let the log reach 40 MB and the server's resident memory grow by as much.
  * Applied by storage/sqlite-checkpointer.ts.
  */

@@ -21,7 +21,16 @@ import {
   type SqliteStatement,
   ValueNode,
 } from 'kysely';
-import { type Checkpointer, SERVER_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.ts';
+import {
+  type Checkpointer,
+  FALLBACK_FACTOR,
+  MAX_PAUSE_MS,
+  newPauseFlag,
+  PAUSE_POLL_MS,
+  PauseRequests,
+  SERVER_AUTOCHECKPOINT_PAGES,
+  startCheckpointer,
+} from './sqlite-checkpointer.ts';
 
 type Param = null | number | bigint | string | Uint8Array;
 
@@ -73,6 +82,98 @@ export interface SqliteOptions {
   onCheckpointerError?: (error: unknown) => void;
 }
 
+/**
+ * Who holds the one connection. Hands it to the next waiter in FIFO order (Kysely's generic single-connection mutex
+ * wakes every waiter on each release, and all of them re-check the lock: O(waiters) per query under load); a
+ * waiter is woken with the connection already its own, so nobody takes it between the hand-over and the waiter's
+ * turn. While the checkpoint thread asks for a pause (sqlite-checkpointer.ts), the connection goes to nobody once
+ * its holder releases it, until the thread is done or MAX_PAUSE_MS has passed.
+ */
+export class ConnectionQueue {
+  readonly #waiters: (() => void)[] = [];
+  #held = false;
+  #requests: PauseRequests | null = null;
+  #paused = false;
+  #pausedAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #pauses = 0;
+
+  /** Pauses held for the checkpoint thread so far. */
+  get pauses(): number {
+    return this.#pauses;
+  }
+
+  acquire(): Promise<void> | undefined {
+    if (!this.#paused && this.#requests?.requested() === true) {
+      this.#paused = true;
+      if (!this.#held) this.#free();
+    }
+    if (!this.#held && !this.#paused) {
+      this.#held = true;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  release(): void {
+    if (this.#paused) {
+      this.#held = false;
+      this.#free();
+      return;
+    }
+    const next = this.#waiters.shift();
+    if (next === undefined) this.#held = false;
+    else next();
+  }
+
+  /** Starts reading the checkpoint thread's requests. */
+  watch(requests: PauseRequests): void {
+    this.#requests = requests;
+  }
+
+  /** Stops reading them (the thread stopped or failed), ending a pause in progress. */
+  unwatch(): void {
+    this.#requests?.abandon();
+    this.#requests = null;
+    this.#resume();
+  }
+
+  /** Paused, and nobody holds the connection: tell the thread, then look every millisecond whether it is done. */
+  #free(): void {
+    if (this.#requests?.paused() === true) {
+      this.#pauses += 1;
+      this.#pausedAt = performance.now();
+      this.#timer = setTimeout(this.#poll, PAUSE_POLL_MS);
+    } else {
+      this.#resume();
+    }
+  }
+
+  readonly #poll = (): void => {
+    const requests = this.#requests;
+    if (requests === null) return;
+    if (requests.done()) {
+      this.#resume();
+    } else if (performance.now() - this.#pausedAt >= MAX_PAUSE_MS) {
+      requests.abandon();
+      this.#resume();
+    } else {
+      this.#timer = setTimeout(this.#poll, PAUSE_POLL_MS);
+    }
+  };
+
+  #resume(): void {
+    clearTimeout(this.#timer);
+    if (!this.#paused) return;
+    this.#paused = false;
+    if (this.#held) return;
+    const next = this.#waiters.shift();
+    if (next === undefined) return;
+    this.#held = true;
+    next();
+  }
+}
+
 export interface OpenedSqlite extends SqliteDatabase {
   /**
    * SQLite's `PRAGMA data_version`: changes whenever another connection (another process) commits. Lets caches of
@@ -83,6 +184,8 @@ export interface OpenedSqlite extends SqliteDatabase {
   stopCheckpointer(): Promise<void>;
   /** Whether a transaction is open on the connection (SQLite ends one by itself after some errors). */
   inTransaction(): boolean;
+  /** Turns at the connection, for the driver (and the checkpoint thread's pauses). */
+  readonly queue: ConnectionQueue;
 }
 
 export function openSqlite(options: SqliteOptions): OpenedSqlite {
@@ -91,16 +194,25 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
   database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = NORMAL');
   let checkpointer: Checkpointer | null = null;
+  const queue = new ConnectionQueue();
   if (options.backgroundCheckpoints === true) {
     // Without the thread (it could not start, or it stopped), SQLite's own checkpoints take over as usual.
     const fallBack = (error: unknown) => {
+      queue.unwatch();
       if (database.isOpen) database.exec(`PRAGMA wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
       options.onCheckpointerError?.(error);
     };
     try {
-      checkpointer = startCheckpointer(options.path, { busyTimeoutMs, onError: fallBack });
       const pages = Math.trunc(options.autocheckpointPages ?? SERVER_AUTOCHECKPOINT_PAGES);
-      database.exec(`PRAGMA wal_autocheckpoint = ${pages}`);
+      const pauseFlag = newPauseFlag();
+      checkpointer = startCheckpointer(options.path, {
+        busyTimeoutMs,
+        restartPages: pages,
+        pauseFlag,
+        onError: fallBack,
+      });
+      queue.watch(new PauseRequests(pauseFlag));
+      database.exec(`PRAGMA wal_autocheckpoint = ${pages * FALLBACK_FACTOR}`);
     } catch (error) {
       fallBack(error);
     }
@@ -108,8 +220,12 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
   const cache = new Map<string, CachedStatement>();
   const dataVersion = database.prepare('PRAGMA data_version');
   return {
+    queue,
     dataVersion: () => Number(dataVersion.get()?.data_version ?? 0),
-    stopCheckpointer: () => checkpointer?.stop() ?? Promise.resolve(),
+    stopCheckpointer: () => {
+      queue.unwatch();
+      return checkpointer?.stop() ?? Promise.resolve();
+    },
     inTransaction: () => database.isTransaction,
     close: () => {
       cache.clear();
@@ -130,15 +246,9 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
   };
 }
 
-/**
- * SQLite has one connection, so queries and transactions take turns. Kysely's generic single-connection mutex
- * wakes every waiter on each release (all of them re-check the lock), which costs O(waiters) per query under
- * load; this driver hands the connection to the next waiter in FIFO order instead.
- */
+/** SQLite has one connection, so queries and transactions take turns, in the order of the connection's queue. */
 class FifoSqliteDriver extends SqliteDriver {
   readonly #database: OpenedSqlite;
-  readonly #waiters: (() => void)[] = [];
-  #held = false;
 
   constructor(config: NodeSqliteDialectConfig) {
     super(config);
@@ -146,15 +256,12 @@ class FifoSqliteDriver extends SqliteDriver {
   }
 
   override async acquireConnection(): Promise<DatabaseConnection> {
-    if (this.#held) await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    this.#held = true;
+    await this.#database.queue.acquire();
     return super.acquireConnection();
   }
 
   override async releaseConnection(): Promise<void> {
-    const next = this.#waiters.shift();
-    if (next === undefined) this.#held = false;
-    else next();
+    this.#database.queue.release();
   }
 
   /**

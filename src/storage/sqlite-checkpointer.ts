@@ -41,7 +41,7 @@ const DRAIN_WAIT_MS = 100;
 const PRE_PAUSE_ROUNDS = 2;
 /** A tail this short (frames written during the last checkpoint) is left to the pause. */
 const SHORT_TAIL_FRAMES = 256;
-/** After a pause that could not copy the whole log (another process's reader), intervals without asking again. */
+/** After a restart that could not copy the whole log (another process's reader), intervals without trying again. */
 const BACKOFF_INTERVALS = 8;
 
 /** States of the flag the two sides share (one Int32 of a SharedArrayBuffer). Each side makes its own moves. */
@@ -193,7 +193,7 @@ function runWorker(data: CheckpointerData): void {
     const last = checkpoint();
     if (paused) Atomics.compareExchange(flag, 0, PAUSED, DONE);
     if (last !== null && last.checkpointed === last.log) copiedWhole = last.log;
-    else if (paused) backoff = BACKOFF_INTERVALS;
+    else backoff = BACKOFF_INTERVALS;
   };
   let timer: NodeJS.Timeout | undefined;
   const tick = () => {

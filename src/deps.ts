@@ -250,6 +250,11 @@ export async function buildDeps(
     backgroundCheckpoints: options.backgroundCheckpoints ?? false,
     autocheckpointPages: config.sqliteWalPages,
     onCheckpointerError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint thread stopped'),
+    onLongCheckpointPause: (pausedMs) =>
+      logger.warn(
+        { pausedMs: Math.round(pausedMs) },
+        'the SQLite checkpoint thread held writes back longer than allowed (a slow disk sync?); writes resumed',
+      ),
     storageProbeMs: config.storageProbeMs,
     logger,
     onConnectionError: (error) =>

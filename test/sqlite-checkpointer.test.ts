@@ -262,7 +262,8 @@ describe('the connection queue', () => {
 
   it('does not pause when the thread withdrew its request, and ends a pause the thread never ends', async () => {
     const flag = newPauseFlag();
-    const queue = new ConnectionQueue();
+    const abandoned: number[] = [];
+    const queue = new ConnectionQueue({ onAbandoned: (pausedMs) => abandoned.push(pausedMs) });
     queue.watch(new PauseRequests(flag));
     const order: string[] = [];
     await take(queue, 'holder', order);
@@ -281,6 +282,9 @@ describe('the connection queue', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(MAX_PAUSE_MS - 5);
     expect(Atomics.load(flag, 0)).toBe(0);
     expect(order).toEqual(['holder', 'first', 'late']);
+    // Said, so that a server's log tells of a thread stuck in a sync.
+    expect(abandoned).toHaveLength(1);
+    expect(abandoned[0]).toBeGreaterThanOrEqual(MAX_PAUSE_MS - 5);
     queue.release();
   });
 

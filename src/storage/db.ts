@@ -223,6 +223,8 @@ export interface StorageOptions {
   /** SQLite with the thread: the connection's `wal_autocheckpoint` in pages (AGENTRY_SQLITE_WAL_PAGES). */
   autocheckpointPages?: number;
   onCheckpointerError?: (error: unknown) => void;
+  /** The checkpoint thread held the server's writes back longer than a second (sqlite-checkpointer.ts). */
+  onLongCheckpointPause?: (pausedMs: number) => void;
   /** How often a process that ran out of space probes for it (AGENTRY_STORAGE_PROBE_MS). */
   storageProbeMs?: number;
   /** Where the start and end of a lack of space are logged. */

@@ -80,6 +80,8 @@ export interface SqliteOptions {
   /** `wal_autocheckpoint` in pages while the thread runs (default SERVER_AUTOCHECKPOINT_PAGES). */
   autocheckpointPages?: number;
   onCheckpointerError?: (error: unknown) => void;
+  /** The checkpoint thread held the server's writes back longer than MAX_PAUSE_MS (a stuck sync): they resumed. */
+  onLongCheckpointPause?: (pausedMs: number) => void;
 }
 
 /**
@@ -90,6 +92,7 @@ export interface SqliteOptions {
  * its holder releases it, until the thread is done or MAX_PAUSE_MS has passed.
  */
 export class ConnectionQueue {
+  readonly #onAbandoned: ((pausedMs: number) => void) | undefined;
   readonly #waiters: (() => void)[] = [];
   #held = false;
   #requests: PauseRequests | null = null;
@@ -97,6 +100,11 @@ export class ConnectionQueue {
   #pausedAt = 0;
   #timer: NodeJS.Timeout | undefined;
   #pauses = 0;
+
+  /** `onAbandoned`: a pause the thread did not end within MAX_PAUSE_MS was ended here (its length). */
+  constructor(options: { onAbandoned?: ((pausedMs: number) => void) | undefined } = {}) {
+    this.#onAbandoned = options.onAbandoned;
+  }
 
   /** Pauses held for the checkpoint thread so far. */
   get pauses(): number {
@@ -157,6 +165,7 @@ export class ConnectionQueue {
     } else if (performance.now() - this.#pausedAt >= MAX_PAUSE_MS) {
       requests.abandon();
       this.#resume();
+      this.#onAbandoned?.(performance.now() - this.#pausedAt);
     } else {
       this.#timer = setTimeout(this.#poll, PAUSE_POLL_MS);
     }
@@ -194,7 +203,7 @@ export function openSqlite(options: SqliteOptions): OpenedSqlite {
   database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = NORMAL');
   let checkpointer: Checkpointer | null = null;
-  const queue = new ConnectionQueue();
+  const queue = new ConnectionQueue({ onAbandoned: options.onLongCheckpointPause });
   if (options.backgroundCheckpoints === true) {
     // Without the thread (it could not start, or it stopped), SQLite's own checkpoints take over as usual.
     const fallBack = (error: unknown) => {

@@ -146,6 +146,8 @@ export interface Config {
   mcpToolsTtlMs: number;
   /** Connect and listing timeout for MCP servers (discovery at agent create, refresh). */
   mcpRequestTimeoutMs: number;
+  /** An MCP connection with no call in progress for this long is closed (0: kept open). */
+  mcpIdleCloseMs: number;
   /** Bytes of one MCP message (a tool result; a tool list across its pages) read at most. */
   mcpMaxResponseBytes: number;
   /** Third-party toolkits: `kind` or `kind/toolkit` → the MCP endpoint that serves it. */
@@ -799,6 +801,7 @@ export function loadConfig(env: Env = process.env): Config {
     toolTimeoutMs: int(env, 'AGENTRY_TOOL_TIMEOUT_MS', 60_000, 100, 3600_000),
     mcpToolsTtlMs: int(env, 'AGENTRY_MCP_TOOLS_TTL_MS', 300_000, 1000, 7 * DAY_MS),
     mcpRequestTimeoutMs: int(env, 'AGENTRY_MCP_REQUEST_TIMEOUT_MS', 15_000, 100, 600_000),
+    mcpIdleCloseMs: int(env, 'AGENTRY_MCP_IDLE_CLOSE_MS', 300_000, 0, 7 * DAY_MS),
     mcpMaxResponseBytes: int(env, 'AGENTRY_MCP_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     toolkits: toolkits(env),
     sandbox: sandboxConfig(env),

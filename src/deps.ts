@@ -78,7 +78,7 @@ import { createMemoryProvider } from './tools/builtin/memory-tool.ts';
 import { createClientToolProvider } from './tools/client-tools.ts';
 import { createDiscover } from './tools/mcp/discovery.ts';
 import { createMcpPool, type McpPool } from './tools/mcp/pool.ts';
-import { createMcpProvider } from './tools/mcp/provider.ts';
+import { connectorKeyPrefix, createMcpProvider } from './tools/mcp/provider.ts';
 import { createToolListCache } from './tools/mcp/tool-cache.ts';
 import { createQuestionProvider } from './tools/question.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
@@ -335,6 +335,7 @@ export async function buildDeps(
   const fetches: EgressFetch[] = [guardedFetch, toolkitFetch];
   const mcpClient = {
     requestTimeoutMs: config.mcpRequestTimeoutMs,
+    idleCloseMs: config.mcpIdleCloseMs,
     maxResponseBytes: config.mcpMaxResponseBytes,
     logger,
   };
@@ -348,6 +349,7 @@ export async function buildDeps(
     store: mcpStore,
     discover,
     allowInsecureDestinations: config.allowInsecureDestinations,
+    closeConnections: (id) => connectorPool.evictPrefix(connectorKeyPrefix(id)),
   });
   // OAuth requests (discovery, registration, tokens) go through the same egress guard as the connections.
   const mcpCredentials = createCredentialVault({ secrets, clock, fetch: guardedFetch, subscriptions, logger });

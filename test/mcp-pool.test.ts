@@ -11,8 +11,8 @@ const live = new AbortController().signal;
 const servers: McpTestServer[] = [];
 const pools: McpPool[] = [];
 
-function pool(): McpPool {
-  const created = createMcpPool({ fetch, requestTimeoutMs: 30_000 });
+function pool(idleCloseMs?: number): McpPool {
+  const created = createMcpPool({ fetch, requestTimeoutMs: 30_000, idleCloseMs });
   pools.push(created);
   return created;
 }
@@ -126,6 +126,36 @@ describe('createMcpPool', () => {
     expect(second.closed).toBe(true);
     const error = await connections.get('srv', endpoint).catch((reason: unknown) => reason);
     expect(isMcpError(error) && error.code).toBe('unreachable');
+  });
+
+  it('closes a connection once idle, never one with a call in progress, and connects again on the next get', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool(300);
+    const endpoint = { url: server.url, headers: {} };
+    const busy = await connections.get('srv', endpoint);
+    // A call three times as long as the idle bound: the connection is in use all along.
+    const call = busy.callTool('slow', { ms: 900, steps: 3 }, { signal: live, timeoutMs: 30_000 });
+    expect((await call).text).toBe('done after 3 steps');
+    expect(busy.closed).toBe(false);
+    await server.waitFor(() => busy.closed, 5_000);
+    expect(connections.protocolOf('srv')).toBe('2026-07-28');
+    const fresh = await connections.get('srv', endpoint);
+    expect(fresh).not.toBe(busy);
+    expect((await fresh.callTool('whoami', {}, { signal: live, timeoutMs: 30_000 })).text).toBeDefined();
+  });
+
+  it('evicts every key of a prefix, and only those', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    const endpoint = { url: server.url, headers: {} };
+    const [a, b, other] = await Promise.all([
+      connections.get('connector:c1:x', endpoint),
+      connections.get('connector:c1:x:sampling', { ...endpoint, sampling: true }),
+      connections.get('connector:c10:x', endpoint),
+    ]);
+    await connections.evictPrefix('connector:c1:');
+    expect([a.closed, b.closed, other.closed]).toEqual([true, true, false]);
+    expect(await connections.get('connector:c10:x', endpoint)).toBe(other);
   });
 
   it('does not keep a failed connect: the next get tries again', async () => {

@@ -252,6 +252,38 @@ describe.each(dialects())('MCP connectors (%s)', (dialect) => {
       expect(json(gone).error.param).toBe('mcpServers[0].serverId');
     });
 
+    it("keeps a connector's connection between turns, and closes it when the connector is deleted", async () => {
+      const server = await startLegacyMcpServer({ name: 'closing' });
+      try {
+        const created = await post('/v1/mcp_servers', { name: 'closing', url: server.url });
+        expect(created.status, created.text).toBe(201);
+        const serverId = json(created).id;
+        const agentId = await flow.createAgent({ name: 'closing', mcpServers: [{ kind: 'custom', serverId }] });
+        const initializes = () => server.state.methods.filter((method) => method === 'initialize').length;
+        const turn = async (text: string) => {
+          const res = await post('/v1/responses', { model: agentId, input: `call echo {"text":"${text}"}` });
+          expect(res.status, res.text).toBe(200);
+        };
+        await turn('one');
+        const connected = initializes();
+        await turn('two');
+        expect(server.calls.map((call) => call.arguments)).toEqual([{ text: 'one' }, { text: 'two' }]);
+        expect(initializes()).toBe(connected);
+        // Sessions ended so far (the discovery's at create): the turns' connection is not among them.
+        const ended = () => server.state.http.filter((request) => request === 'DELETE /mcp').length;
+        const before = ended();
+        expect(before).toBeLessThan(connected);
+        const patched = await h.request('PATCH', `/v1/agents/${agentId}`, { body: { mcpServers: [] } });
+        expect(patched.status, patched.text).toBe(200);
+        expect(ended()).toBe(before);
+        const deleted = await h.request('DELETE', `/v1/mcp_servers/${serverId}`);
+        expect(deleted.status, deleted.text).toBe(200);
+        await server.waitFor(() => ended() === before + 1);
+      } finally {
+        await server.close();
+      }
+    });
+
     it("isolates organizations: another org's connector is a 404 and not a usable serverId", async () => {
       const mine = (await connectors())[0];
       const other = await h.createOrg(`mcp-other-${dialect}`);

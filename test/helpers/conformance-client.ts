@@ -8,7 +8,8 @@
  *    server approves at once) and hands the redirect to Agentry's `/v1/oauth/callback`;
  * 3. lists the connector's tools and makes a tool call through a turn (a Response of an agent using the connector,
  *    whose `scripted` model calls the tool); a call answered `authorization_required` (more scope needed) signs in
- *    again and calls again, as a person acting on the required action would, a bounded number of times.
+ *    again and calls again, as a person acting on the required action would, a bounded number of times;
+ * 4. removes the connector from the agent and deletes it, which closes Agentry's connection to the suite's server.
  *
  * Environment: `AGENTRY_CONFORMANCE_URL` (where Agentry listens), `AGENTRY_CONFORMANCE_KEY` (an admin key),
  * `AGENTRY_CONFORMANCE_PUBLIC_URL` (its `AGENTRY_PUBLIC_URL`: the callback is reached through the listen URL), and
@@ -134,6 +135,9 @@ async function main(): Promise<void> {
     await signIn(id);
     signIns++;
   }
+  // Done with the server: removing the connector closes Agentry's connection to it, so the suite's server can stop.
+  await api('PATCH', `/v1/agents/${agentId}`, { mcpServers: [] });
+  await api('DELETE', `/v1/mcp_servers/${id}`);
 }
 
 main().then(

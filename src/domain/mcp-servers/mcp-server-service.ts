@@ -34,6 +34,11 @@ export interface McpServerServiceDeps {
   store: McpServerStore;
   discover: Discover;
   allowInsecureDestinations: boolean;
+  /**
+   * Closes this process's connections to the connector (its URL, headers or sign-in changed, or it was deleted);
+   * other processes close theirs once idle.
+   */
+  closeConnections?: (id: string) => Promise<void>;
 }
 
 /** URL entries of an agent, resolved before its transaction: the discoveries of URLs no connector holds yet. */
@@ -47,6 +52,10 @@ const describeFailure = (error: unknown): string =>
 
 export function createMcpServerService(deps: McpServerServiceDeps) {
   const { db, clock, store } = deps;
+  /** Beside the request: a slow server must not hold the answer back, and a failed close changes nothing stored. */
+  const closeConnections = (id: string) => {
+    void deps.closeConnections?.(id).catch(() => undefined);
+  };
 
   async function discoverOrThrow(
     endpoint: { url: string; headers: Record<string, string> },
@@ -231,6 +240,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
         }
         throw error;
       }
+      if (url !== row.url || headers !== undefined || input.oauth !== undefined) closeConnections(id);
       return store.view(await mustFind(orgId, id));
     },
 
@@ -262,6 +272,7 @@ export function createMcpServerService(deps: McpServerServiceDeps) {
         const before = { name: found.name, url: found.url };
         await appendAudit(trx, audit, { orgId, action: 'mcp_server.deleted', ...target(found.id), before }, clock);
       });
+      closeConnections(id);
       return { id, object: 'mcp_server.deleted', deleted: true };
     },
 

@@ -6,10 +6,20 @@
  * connection the pool opens for the key, and told "changed" when a key is reconnected after a failure, since
  * its tools may have changed meanwhile. Header values stay secret: only a hash of the endpoint is kept to
  * compare endpoints.
+ *
+ * A connection nobody has used for `idleCloseMs` (no call in progress) is closed and forgotten: the next `get`
+ * connects again. So a pool keyed by connector and credential (one connection per end user of an OAuth connector)
+ * keeps only what is in use, and a server is not held open by a connector that changed its URL or was deleted in
+ * another process. `evictPrefix` closes a deleted connector's connections at once in this process.
  */
 import { createHash } from 'node:crypto';
 import { connectMcp, type McpClientOptions, type McpConnection, type McpEndpoint, type McpProtocol } from './client.ts';
 import { McpError } from './errors.ts';
+
+export interface McpPoolOptions extends McpClientOptions {
+  /** A connection with no call in progress for this long is closed (default 5 min; 0 keeps them open). */
+  idleCloseMs?: number | undefined;
+}
 
 export interface McpPool {
   /** The live connection for `key`, connecting (or reconnecting) when needed. `prefer` is the stored hint. */
@@ -18,8 +28,10 @@ export interface McpPool {
   protocolOf(key: string): McpProtocol | undefined;
   /** Listens for tool-list changes of `key` across reconnects; returns the unsubscribe function. */
   onToolsChanged(key: string, listener: () => void): () => void;
-  /** Closes and forgets the key's connection (connector updated or deleted). */
+  /** Closes and forgets the key's connection. */
   evict(key: string): Promise<void>;
+  /** Closes and forgets the connections of every key that starts with `prefix` (a deleted connector's). */
+  evictPrefix(prefix: string): Promise<void>;
   /** Closes every connection; later `get`s reject. */
   close(): Promise<void>;
 }
@@ -29,6 +41,48 @@ interface Entry {
   pending: Promise<McpConnection>;
   connection?: McpConnection;
   detach?: () => void;
+  usage: Usage;
+}
+
+/** Calls in progress on a connection, and when the last one started or ended (or the last `get` of it). */
+interface Usage {
+  active: number;
+  usedAt: number;
+}
+
+const DEFAULT_IDLE_CLOSE_MS = 5 * 60_000;
+
+/** The connection as the pool hands it out: each call counts as use of the entry while it runs. */
+function tracked(connection: McpConnection, usage: Usage): McpConnection {
+  const use = async <T>(call: () => Promise<T>): Promise<T> => {
+    usage.active++;
+    usage.usedAt = performance.now();
+    try {
+      return await call();
+    } finally {
+      usage.active--;
+      usage.usedAt = performance.now();
+    }
+  };
+  return {
+    get protocol() {
+      return connection.protocol;
+    },
+    get capabilities() {
+      return connection.capabilities;
+    },
+    get closed() {
+      return connection.closed;
+    },
+    listResources: (cursor, signal) => use(() => connection.listResources(cursor, signal)),
+    readResource: (uri, signal) => use(() => connection.readResource(uri, signal)),
+    listPrompts: (cursor, signal) => use(() => connection.listPrompts(cursor, signal)),
+    getPrompt: (name, args, signal) => use(() => connection.getPrompt(name, args, signal)),
+    listTools: (signal) => use(() => connection.listTools(signal)),
+    callTool: (name, args, options) => use(() => connection.callTool(name, args, options)),
+    onToolsChanged: (listener) => connection.onToolsChanged(listener),
+    close: () => connection.close(),
+  };
 }
 
 function fingerprintOf(endpoint: McpEndpoint): string {
@@ -40,7 +94,8 @@ function fingerprintOf(endpoint: McpEndpoint): string {
     .digest('hex');
 }
 
-export function createMcpPool(options: McpClientOptions): McpPool {
+export function createMcpPool(options: McpPoolOptions): McpPool {
+  const { idleCloseMs = DEFAULT_IDLE_CLOSE_MS, ...clientOptions } = options;
   const entries = new Map<string, Entry>();
   const protocols = new Map<string, McpProtocol>();
   const listeners = new Map<string, Set<() => void>>();
@@ -70,6 +125,38 @@ export function createMcpPool(options: McpClientOptions): McpPool {
     );
   };
 
+  /** Forgets the key's entry and closes its connection (once connected). */
+  const forget = async (key: string): Promise<void> => {
+    const entry = entries.get(key);
+    entries.delete(key);
+    if (entry === undefined) return;
+    entry.detach?.();
+    await entry.pending.then(
+      (connection) => connection.close(),
+      () => undefined,
+    );
+  };
+
+  let sweeper: NodeJS.Timeout | undefined;
+  const sweep = () => {
+    const now = performance.now();
+    for (const [key, entry] of entries) {
+      const { active, usedAt } = entry.usage;
+      if (entry.connection === undefined || active > 0 || now - usedAt < idleCloseMs) continue;
+      options.logger?.debug({ key }, 'mcp: closing an idle connection');
+      void forget(key);
+    }
+    if (entries.size === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  };
+  const startSweeping = () => {
+    if (sweeper !== undefined || idleCloseMs <= 0 || closed) return;
+    sweeper = setInterval(sweep, Math.max(100, Math.min(idleCloseMs / 2, 60_000)));
+    sweeper.unref();
+  };
+
   const open = (
     key: string,
     endpoint: McpEndpoint,
@@ -77,9 +164,11 @@ export function createMcpPool(options: McpClientOptions): McpPool {
     prefer: McpProtocol | undefined,
     signal?: AbortSignal,
   ) => {
-    const pending = connectMcp(endpoint, { ...options, prefer, signal });
-    const entry: Entry = { fingerprint, pending };
+    const usage: Usage = { active: 0, usedAt: performance.now() };
+    const pending = connectMcp(endpoint, { ...clientOptions, prefer, signal }).then((raw) => tracked(raw, usage));
+    const entry: Entry = { fingerprint, pending, usage };
     entries.set(key, entry);
+    startSweeping();
     return pending.then(
       (connection) => {
         if (entries.get(key) !== entry || closed) {
@@ -104,6 +193,7 @@ export function createMcpPool(options: McpClientOptions): McpPool {
       const fingerprint = fingerprintOf(endpoint);
       const entry = entries.get(key);
       if (entry !== undefined && entry.fingerprint === fingerprint) {
+        entry.usage.usedAt = performance.now();
         if (entry.connection === undefined) return entry.pending;
         if (!entry.connection.closed) return entry.connection;
       }
@@ -130,18 +220,17 @@ export function createMcpPool(options: McpClientOptions): McpPool {
       };
     },
     async evict(key) {
-      const entry = entries.get(key);
-      entries.delete(key);
       protocols.delete(key);
-      if (entry === undefined) return;
-      entry.detach?.();
-      await entry.pending.then(
-        (connection) => connection.close(),
-        () => undefined,
-      );
+      await forget(key);
+    },
+    async evictPrefix(prefix) {
+      const keys = [...entries.keys(), ...protocols.keys()].filter((key) => key.startsWith(prefix));
+      for (const key of keys) protocols.delete(key);
+      await Promise.all(keys.map(forget));
     },
     async close() {
       closed = true;
+      clearInterval(sweeper);
       const all = [...entries.values()];
       entries.clear();
       listeners.clear();

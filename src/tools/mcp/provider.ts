@@ -89,6 +89,9 @@ interface Prepared {
 /** How long after the call's deadline the client gives up on its own, should the signal not reach it. */
 const CLIENT_TIMEOUT_GRACE_MS = 1000;
 
+/** What every pool key of a connector's connections starts with (all its URLs, credentials and capabilities). */
+export const connectorKeyPrefix = (id: string) => `connector:${id}:`;
+
 const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
 /** A JSON Schema the model providers accept as a function's parameters: an object at the root. */
@@ -326,7 +329,7 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
       // Every connector may hold credentials in the vault (OAuth tokens, static bearer tokens or headers).
       endUser,
       credential: (rejected?: string) => deps.credentials.headersFor(deps.db, connector, endUser, rejected),
-      key: `connector:${connector.id}:${digest(`${connector.url}\n${connector.sealedHeaders ?? ''}`)}`,
+      key: `${connectorKeyPrefix(connector.id)}${digest(`${connector.url}\n${connector.sealedHeaders ?? ''}`)}`,
       version: connector.updatedAt,
       label,
       serverId: connector.id,

@@ -504,9 +504,10 @@ export function createResponseService(deps: ResponseServiceDeps) {
       newSessionId: string = newId(),
       audit?: AuditContext,
     ): Promise<CreatedResponse> {
-      // The request as sent identifies a retry (images by URL become new file ids below).
+      // The request as sent identifies a retry (images by URL become new file ids below); without a key nothing
+      // is compared, and nothing copied.
       const { stream: _stream, ...sent } = request;
-      const hashed = structuredClone(sent);
+      const hashed = idempotencyKey === undefined ? null : structuredClone(sent);
       // Images given by URL are fetched before the transaction (never hold it over the network), and deleted
       // again when the request writes no message (it fails, or an earlier one with its key answers it).
       const imported: string[] = [];

@@ -112,6 +112,38 @@ describe('createMcpPool', () => {
     expect(changes).toBe(seen);
   });
 
+  it("keeps the key's one watcher across uses, the latest set, and drops it with the connection", async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    const endpoint = { url: server.url, headers: {} };
+    const seen = { first: 0, second: 0 };
+    connections.watch('srv', () => {
+      seen.first += 1;
+    });
+    await connections.get('srv', endpoint);
+    connections.watch('srv', () => {
+      seen.second += 1;
+    });
+    await waitUntil(
+      async () => {
+        if (seen.second > 0) return true;
+        server.removeTool('echo');
+        return null;
+      },
+      { what: 'a list_changed notification', everyMs: 100 },
+    );
+    expect(seen.first).toBe(0);
+    await connections.evict('srv');
+    await connections.get('srv', endpoint);
+    const before = { ...seen };
+    // No watcher now: the new connection's announcements reach nobody.
+    for (const name of ['add', 'hang', 'slow']) {
+      server.removeTool(name);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    expect(seen).toEqual(before);
+  });
+
   it('evicts a key and, once closed, refuses new gets', async () => {
     const server = await started(startModernMcpServer({}));
     const connections = pool();

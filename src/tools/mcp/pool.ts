@@ -2,10 +2,10 @@
  * A small pool of MCP connections, one per key (e.g. a connector id), shared by every call that needs that
  * server: concurrent `get`s for one key share one connect, a connection whose transport went away is replaced
  * on the next `get` (using the protocol that worked as the hint), and a changed endpoint (URL or headers) gets
- * a fresh connection (so does a change of the declared `sampling` capability). `onToolsChanged(key, …)` listeners outlive reconnects: they are attached to every
- * connection the pool opens for the key, and told "changed" when a key is reconnected after a failure, since
- * its tools may have changed meanwhile. Header values stay secret: only a hash of the endpoint is kept to
- * compare endpoints.
+ * a fresh connection (so does a change of the declared `sampling` capability). `onToolsChanged(key, …)` listeners
+ * and the key's `watch`er outlive reconnects: they are attached to every connection the pool opens for the key,
+ * and told "changed" when a key is reconnected after a failure, since its tools may have changed meanwhile.
+ * Header values stay secret: only a hash of the endpoint is kept to compare endpoints.
  *
  * A connection nobody has used for `idleCloseMs` (no call in progress) is closed and forgotten: the next `get`
  * connects again. So a pool keyed by connector and credential (one connection per end user of an OAuth connector)
@@ -28,6 +28,11 @@ export interface McpPool {
   protocolOf(key: string): McpProtocol | undefined;
   /** Listens for tool-list changes of `key` across reconnects; returns the unsubscribe function. */
   onToolsChanged(key: string, listener: () => void): () => void;
+  /**
+   * Sets the key's watcher of tool-list changes (replacing the one before): kept across reconnects, dropped with
+   * the key's connection when it is closed idle or evicted, so a caller sets it again with each `get`.
+   */
+  watch(key: string, listener: () => void): void;
   /** Closes and forgets the key's connection. */
   evict(key: string): Promise<void>;
   /** Closes and forgets the connections of every key that starts with `prefix` (a deleted connector's). */
@@ -99,10 +104,12 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
   const entries = new Map<string, Entry>();
   const protocols = new Map<string, McpProtocol>();
   const listeners = new Map<string, Set<() => void>>();
+  const watchers = new Map<string, () => void>();
   let closed = false;
 
   const notify = (key: string) => {
-    for (const listener of [...(listeners.get(key) ?? [])]) {
+    const watcher = watchers.get(key);
+    for (const listener of [...(listeners.get(key) ?? []), ...(watcher === undefined ? [] : [watcher])]) {
       try {
         listener();
       } catch (error) {
@@ -113,7 +120,8 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
 
   /** Listens on the key's connection only while someone listens on the key (2026-07-28 opens a stream for it). */
   const attach = (key: string, entry: Entry) => {
-    if (entry.connection === undefined || entry.detach !== undefined || (listeners.get(key)?.size ?? 0) === 0) return;
+    if (entry.connection === undefined || entry.detach !== undefined) return;
+    if ((listeners.get(key)?.size ?? 0) === 0 && !watchers.has(key)) return;
     entry.detach = entry.connection.onToolsChanged(() => notify(key));
   };
 
@@ -129,6 +137,7 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
   const forget = async (key: string): Promise<void> => {
     const entry = entries.get(key);
     entries.delete(key);
+    watchers.delete(key);
     if (entry === undefined) return;
     entry.detach?.();
     await entry.pending.then(
@@ -204,6 +213,11 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
       return connection;
     },
     protocolOf: (key) => protocols.get(key),
+    watch(key, listener) {
+      watchers.set(key, listener);
+      const entry = entries.get(key);
+      if (entry !== undefined) attach(key, entry);
+    },
     onToolsChanged(key, listener) {
       const set = listeners.get(key) ?? new Set();
       set.add(listener);
@@ -234,6 +248,7 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
       const all = [...entries.values()];
       entries.clear();
       listeners.clear();
+      watchers.clear();
       await Promise.all(
         all.map((entry) => {
           entry.detach?.();

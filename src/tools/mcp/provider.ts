@@ -129,7 +129,6 @@ export interface McpProviderTools extends ToolProvider {
 
 export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
   const { store, cache, clock } = deps;
-  const watched = new Set<string>();
   const challenges = new Map<string, { status: number; header: string | null }>();
 
   /**
@@ -161,13 +160,12 @@ export function createMcpProvider(deps: McpProviderDeps): McpProviderTools {
 
   /** The pooled connection; its tool-list changes (across reconnects) end the cached list. */
   async function connect(target: Target, prepared: Prepared, signal?: AbortSignal): Promise<McpConnection> {
-    if (!watched.has(prepared.key)) {
-      watched.add(prepared.key);
-      target.pool.onToolsChanged(prepared.key, () => {
-        cache.invalidate(target.key);
-        if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
-      });
-    }
+    // Set with each use: the pool drops it with the connection, so keys no longer used (a credential, an old URL)
+    // keep nothing.
+    target.pool.watch(prepared.key, () => {
+      cache.invalidate(target.key);
+      if (target.serverId !== null) void store.markStale(deps.db, target.serverId).catch(() => undefined);
+    });
     const prefer = isMcpProtocol(target.prefer) ? target.prefer : undefined;
     return target.pool.get(prepared.key, prepared.endpoint, prefer, signal);
   }

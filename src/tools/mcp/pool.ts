@@ -56,6 +56,8 @@ interface Usage {
 }
 
 const DEFAULT_IDLE_CLOSE_MS = 5 * 60_000;
+/** Keys whose negotiated protocol is remembered (the hint for their next connect). */
+const MAX_PROTOCOL_HINTS = 10_000;
 
 /** The connection as the pool hands it out: each call counts as use of the entry while it runs. */
 function tracked(connection: McpConnection, usage: Usage): McpConnection {
@@ -186,7 +188,10 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
         }
         entry.connection = connection;
         attach(key, entry);
+        protocols.delete(key);
         protocols.set(key, connection.protocol);
+        // Hints outlive idle connections, but not without bound: the least recently connected go first.
+        if (protocols.size > MAX_PROTOCOL_HINTS) protocols.delete(protocols.keys().next().value ?? '');
         return connection;
       },
       (error: unknown) => {

@@ -154,7 +154,8 @@ export function createResponseService(deps: ResponseServiceDeps) {
     audit: AuditContext | undefined,
   ): Promise<{ message: MessageRow; events: SessionEvent[] }> {
     const now = clock.now();
-    const current = await deps.agents.get(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
+    // Read, not written, by the accept: the cached agent while nothing changed, as for a message (getIn).
+    const current = await deps.agents.getIn(orgId, await resolveAgentId(deps.agents, trx, orgId, request.agent), trx);
     // A pinned version: checked before anything is written; the echo describes the version that runs.
     const agent =
       request.agentVersion === undefined

@@ -176,6 +176,22 @@ describe('createMcpPool', () => {
     expect((await fresh.callTool('whoami', {}, { signal: live, timeoutMs: 30_000 })).text).toBeDefined();
   });
 
+  it('lets a call in progress finish on a connection it lets go of, then closes it', async () => {
+    const server = await started(startModernMcpServer({}));
+    const connections = pool();
+    const endpoint = { url: server.url, headers: { Authorization: 'Bearer old' } };
+    const old = await connections.get('srv', endpoint);
+    const call = old.callTool('slow', { ms: 600, steps: 3 }, { signal: live, timeoutMs: 30_000 });
+    // A changed header (a rotated token) and an eviction both let go of it while the call runs.
+    const renewed = await connections.get('srv', { ...endpoint, headers: { Authorization: 'Bearer new' } });
+    const evicted = connections.evict('srv');
+    expect(old.closed).toBe(false);
+    expect((await call).text).toBe('done after 3 steps');
+    await server.waitFor(() => old.closed);
+    await evicted;
+    expect(renewed.closed).toBe(true);
+  });
+
   it('evicts every key of a prefix, and only those', async () => {
     const server = await started(startModernMcpServer({}));
     const connections = pool();

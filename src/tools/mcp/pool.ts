@@ -53,6 +53,8 @@ interface Entry {
 interface Usage {
   active: number;
   usedAt: number;
+  /** Set when the pool let go of the connection while calls were in progress: closes it after the last one. */
+  retired?: () => void;
 }
 
 const DEFAULT_IDLE_CLOSE_MS = 5 * 60_000;
@@ -69,6 +71,7 @@ function tracked(connection: McpConnection, usage: Usage): McpConnection {
     } finally {
       usage.active--;
       usage.usedAt = performance.now();
+      if (usage.active === 0) usage.retired?.();
     }
   };
   return {
@@ -107,6 +110,8 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
   const protocols = new Map<string, McpProtocol>();
   const listeners = new Map<string, Set<() => void>>();
   const watchers = new Map<string, () => void>();
+  /** Connections let go of while calls were in progress on them (closed at once if the pool closes first). */
+  const retiring = new Set<Entry>();
   let closed = false;
 
   const notify = (key: string) => {
@@ -127,25 +132,34 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
     entry.detach = entry.connection.onToolsChanged(() => notify(key));
   };
 
-  const retire = (entry: Entry) => {
+  /**
+   * Stops listening on a connection the pool no longer hands out and closes it (once connected): at once when the
+   * pool closes, else once the calls in progress on it have ended (a changed header does not cut a long call off).
+   */
+  const retire = (entry: Entry, atOnce = false): Promise<void> => {
     entry.detach?.();
-    void entry.pending.then(
-      (connection) => connection.close(),
+    const close = (connection: McpConnection) => connection.close().catch(() => undefined);
+    return entry.pending.then(
+      (connection) =>
+        atOnce || entry.usage.active === 0
+          ? close(connection)
+          : new Promise<void>((resolve) => {
+              retiring.add(entry);
+              entry.usage.retired = () => {
+                retiring.delete(entry);
+                resolve(close(connection));
+              };
+            }),
       () => undefined,
     );
   };
 
-  /** Forgets the key's entry and closes its connection (once connected). */
+  /** Forgets the key's entry and its watcher, and retires its connection. */
   const forget = async (key: string): Promise<void> => {
     const entry = entries.get(key);
     entries.delete(key);
     watchers.delete(key);
-    if (entry === undefined) return;
-    entry.detach?.();
-    await entry.pending.then(
-      (connection) => connection.close(),
-      () => undefined,
-    );
+    if (entry !== undefined) await retire(entry);
   };
 
   let sweeper: NodeJS.Timeout | undefined;
@@ -212,7 +226,7 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
         if (!entry.connection.closed) return entry.connection;
       }
       const reconnecting = entry?.connection?.closed === true && entry.fingerprint === fingerprint;
-      if (entry !== undefined) retire(entry);
+      if (entry !== undefined) void retire(entry);
       const connection = await open(key, endpoint, fingerprint, prefer ?? protocols.get(key), signal);
       if (reconnecting) notify(key);
       return connection;
@@ -250,19 +264,12 @@ export function createMcpPool(options: McpPoolOptions): McpPool {
     async close() {
       closed = true;
       clearInterval(sweeper);
-      const all = [...entries.values()];
+      const all = [...entries.values(), ...retiring];
       entries.clear();
+      retiring.clear();
       listeners.clear();
       watchers.clear();
-      await Promise.all(
-        all.map((entry) => {
-          entry.detach?.();
-          return entry.pending.then(
-            (connection) => connection.close(),
-            () => undefined,
-          );
-        }),
-      );
+      await Promise.all(all.map((entry) => retire(entry, true)));
     },
   };
 }
